@@ -1,0 +1,200 @@
+#include "core/event_loop.h"
+
+#include <cassert>
+#include <chrono>
+
+namespace rankd {
+
+EventLoop::EventLoop(std::string name) : name_(std::move(name)) {}
+
+EventLoop::~EventLoop() {
+  assert(!InLoopThread() && "EventLoop destroyed from its own thread");
+  Stop();
+  Join();
+}
+
+void EventLoop::Start() {
+  std::lock_guard jlk(join_mu_);
+  std::unique_lock lk(life_mu_);
+  State expected = State::kIdle;
+  if (!state_.compare_exchange_strong(expected, State::kStarting)) return;
+  thread_ = std::thread([this] { ThreadMain(); });
+  life_cv_.wait(lk, [this] { return state() != State::kStarting; });
+}
+
+bool EventLoop::Post(std::function<void()> fn) {
+  if (state() != State::kRunning) return false;
+  bool wake;
+  {
+    std::lock_guard lk(queue_mu_);
+    // Re-check under the lock: Stop flips the state under this lock, so nothing is
+    // enqueued after the final drain has begun.
+    if (state() != State::kRunning) return false;
+    wake = queue_.empty();
+    queue_.push_back(std::move(fn));
+  }
+  // uv_async_send coalesces anyway; skipping it while a wake-up is already pending saves
+  // an atomic exchange and, often, an eventfd write per post.
+  if (wake) uv_async_send(&async_);
+  return true;
+}
+
+void EventLoop::Stop() {
+  bool flipped = false;
+  {
+    std::lock_guard qlk(queue_mu_);
+    State s = state();
+    if (s == State::kIdle) {
+      state_.store(State::kStopped, std::memory_order_release);
+      return;
+    }
+    if (s == State::kStarting || s == State::kRunning) {
+      state_.store(State::kStopping, std::memory_order_release);
+      stop_requested_.store(true, std::memory_order_release);
+      flipped = true;
+    }
+  }
+  if (flipped) {
+    if (InLoopThread()) {
+      uv_stop(&loop_);  // the thread finishes once the current callback returns
+      return;           // the destructor (on another thread) joins
+    }
+    // Before async_ready_ the thread wakes itself (see ThreadMain). async_ stays open
+    // until Shutdown, which cannot begin before a wake-up is consumed.
+    if (async_ready_.load(std::memory_order_acquire)) uv_async_send(&async_);
+  }
+  if (InLoopThread()) return;
+  Join();
+}
+
+void EventLoop::Join() {
+  std::lock_guard lk(join_mu_);
+  if (thread_.joinable()) thread_.join();
+}
+
+void EventLoop::ThreadMain() {
+  thread_id_.store(std::this_thread::get_id());
+  uv_loop_init(&loop_);
+  uv_async_init(&loop_, &async_, &EventLoop::OnAsync);
+  async_.data = this;
+  async_ready_.store(true, std::memory_order_release);
+  // A Stop() that came before async_ready_ could not wake us: wake ourselves.
+  if (stop_requested_.load(std::memory_order_acquire)) uv_async_send(&async_);
+  uv_check_init(&loop_, &check_);
+  check_.data = this;
+  uv_check_start(&check_, &EventLoop::OnCheck);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
+  uv_idle_init(&loop_, &idle_);
+  idle_.data = this;
+  {
+    std::lock_guard lk(life_mu_);
+    State expected = State::kStarting;
+    // Stop() during start-up already moved us to Stopping: then we only clean up.
+    state_.compare_exchange_strong(expected, State::kRunning);
+  }
+  life_cv_.notify_all();
+
+  uv_run(&loop_, UV_RUN_DEFAULT);  // returns after OnAsync sees stop_requested_
+  Shutdown();
+  thread_id_.store(std::thread::id{});
+}
+
+void EventLoop::Shutdown() {
+  // 1. Every callback accepted before Stop runs (Post refuses new ones already).
+  DrainPosted();
+  DrainDeferred();
+  // 2. Let tracked runners finish: their timers and IO still work at this point.
+  if (runners_ > 0) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(runner_grace_ms_);
+    uv_timer_t guard;
+    uv_timer_init(&loop_, &guard);
+    uv_timer_start(&guard, [](uv_timer_t*) {}, runner_grace_ms_, 0);
+    while (runners_ > 0 && std::chrono::steady_clock::now() < until) {
+      uv_run(&loop_, UV_RUN_ONCE);
+      DrainDeferred();
+    }
+    uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
+  }
+  // 3. Components close their own handles, then we close whatever is left.
+  auto hooks = std::move(shutdown_hooks_);
+  for (auto& h : hooks) h();
+  for (auto* t : all_timers_)
+    uv_close(reinterpret_cast<uv_handle_t*>(t),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+  all_timers_.clear();
+  free_timers_.clear();
+  uv_walk(
+      &loop_,
+      [](uv_handle_t* h, void*) {
+        if (!uv_is_closing(h)) uv_close(h, nullptr);
+      },
+      nullptr);
+  uv_run(&loop_, UV_RUN_DEFAULT);
+  DrainDeferred();
+  uv_loop_close(&loop_);
+  {
+    std::lock_guard lk(life_mu_);
+    state_.store(State::kStopped, std::memory_order_release);
+  }
+  life_cv_.notify_all();
+}
+
+void EventLoop::DrainPosted() {
+  // Swap the whole queue out per wake-up: uv_async_send coalesces, so one wake-up may
+  // stand for many posts.
+  std::vector<std::function<void()>> batch;
+  for (;;) {
+    {
+      std::lock_guard lk(queue_mu_);
+      if (queue_.empty()) return;
+      batch.swap(queue_);
+    }
+    for (auto& fn : batch) fn();
+    batch.clear();
+  }
+}
+
+void EventLoop::Defer(std::function<void()> fn) {
+  if (deferred_.empty()) uv_idle_start(&idle_, &EventLoop::OnIdle);  // poll must not block
+  deferred_.push_back(std::move(fn));
+}
+
+void EventLoop::DrainDeferred() {
+  while (!deferred_.empty()) {
+    deferred_spare_.swap(deferred_);
+    for (auto& fn : deferred_spare_) fn();
+    deferred_spare_.clear();
+  }
+  uv_idle_stop(&idle_);
+}
+
+uv_timer_t* EventLoop::AcquireTimer() {
+  if (!free_timers_.empty()) {
+    auto* t = free_timers_.back();
+    free_timers_.pop_back();
+    return t;
+  }
+  auto* t = new uv_timer_t;
+  uv_timer_init(&loop_, t);
+  all_timers_.push_back(t);
+  return t;
+}
+
+void EventLoop::ReleaseTimer(uv_timer_t* t) {
+  uv_timer_stop(t);
+  t->data = nullptr;
+  free_timers_.push_back(t);
+}
+
+void EventLoop::OnAsync(uv_async_t* a) {
+  auto* self = static_cast<EventLoop*>(a->data);
+  self->DrainPosted();
+  self->DrainDeferred();
+  if (self->stop_requested_.load(std::memory_order_acquire)) uv_stop(&self->loop_);
+}
+
+void EventLoop::OnCheck(uv_check_t* c) { static_cast<EventLoop*>(c->data)->DrainDeferred(); }
+
+void EventLoop::OnIdle(uv_idle_t* i) { static_cast<EventLoop*>(i->data)->DrainDeferred(); }
+
+}  // namespace rankd

@@ -1,0 +1,112 @@
+// EventLoop: one libuv loop on its own thread (one per shard), with the lifecycle of
+// seed 001: Idle -> Starting -> Running -> Stopping -> Stopped.
+//
+// Threads: Start/Stop/Post/state may be called from any thread. Everything else
+// (uv(), Defer, timers, runners) is for the loop thread only. Callbacks must not destroy
+// the EventLoop; the destructor must not run on the loop thread.
+#pragma once
+
+#include <uv.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <coroutine>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace rankd {
+
+class EventLoop {
+ public:
+  enum class State : uint8_t { kIdle, kStarting, kRunning, kStopping, kStopped };
+
+  explicit EventLoop(std::string name = "loop");
+  ~EventLoop();
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  // Spawns the loop thread and returns once it is Running. A second call does nothing.
+  void Start();
+
+  // Queues fn to run on the loop thread. Returns false, and never runs fn, unless the
+  // state is Running. Safe from any thread at any time.
+  bool Post(std::function<void()> fn);
+
+  // Flips to Stopping at once (Post refuses from then on), runs every callback accepted
+  // before, waits up to `runner_grace_ms` for tracked runners (see RunnerStarted), closes
+  // every handle and joins the thread. Idempotent. From the loop thread it only asks the
+  // loop to finish; the destructor joins.
+  void Stop();
+
+  State state() const { return state_.load(std::memory_order_acquire); }
+  bool InLoopThread() const { return std::this_thread::get_id() == thread_id_.load(); }
+  const std::string& name() const { return name_; }
+
+  // --- loop thread only ---------------------------------------------------------------
+  uv_loop_t* uv() { return &loop_; }
+
+  // Runs fn later in this loop turn, after the current callback returns (used to resume
+  // coroutines from inside foreign callbacks such as hiredis's).
+  void Defer(std::function<void()> fn);
+  void Defer(std::coroutine_handle<> h) {
+    Defer([h] { h.resume(); });
+  }
+
+  // Pooled one-shot timers: no uv_timer_init/uv_close per use.
+  uv_timer_t* AcquireTimer();
+  void ReleaseTimer(uv_timer_t* t);  // stops it and returns it to the pool
+
+  // Detached coroutines that outlive their awaiter (timeout races) register here, so
+  // that Stop can let them finish before it tears the loop down.
+  void RunnerStarted() { ++runners_; }
+  void RunnerFinished() { --runners_; }
+  int runners() const { return runners_; }
+
+  // Components that own handles register a closer; Stop calls each on the loop thread
+  // before the final walk, so they can close their handles with their own callbacks.
+  void AddShutdownHook(std::function<void()> fn) { shutdown_hooks_.push_back(std::move(fn)); }
+
+  // How long Stop lets tracked runners finish before it closes handles anyway.
+  void set_runner_grace_ms(uint64_t ms) { runner_grace_ms_ = ms; }
+
+ private:
+  void ThreadMain();
+  void Join();
+  void DrainPosted();
+  void DrainDeferred();
+  void Shutdown();  // loop thread: final drain, hooks, close handles
+  static void OnAsync(uv_async_t* a);
+  static void OnCheck(uv_check_t* c);
+  static void OnIdle(uv_idle_t* i);
+
+  std::string name_;
+  std::atomic<State> state_{State::kIdle};
+  std::atomic<std::thread::id> thread_id_{};
+  std::thread thread_;
+  std::mutex join_mu_;  // guards thread_ (Start, Join)
+  std::mutex life_mu_;  // with life_cv_: start-up and stop hand-shakes
+  std::condition_variable life_cv_;
+  std::atomic<bool> async_ready_{false};
+
+  std::mutex queue_mu_;
+  std::vector<std::function<void()>> queue_;  // guarded by queue_mu_
+  std::atomic<bool> stop_requested_{false};
+
+  uv_loop_t loop_{};
+  uv_async_t async_{};
+  uv_check_t check_{};
+  uv_idle_t idle_{};
+  std::vector<std::function<void()>> deferred_;
+  std::vector<std::function<void()>> deferred_spare_;
+  std::vector<uv_timer_t*> all_timers_;   // owned; closed at shutdown
+  std::vector<uv_timer_t*> free_timers_;
+  std::vector<std::function<void()>> shutdown_hooks_;
+  int runners_ = 0;
+  uint64_t runner_grace_ms_ = 5000;
+};
+
+}  // namespace rankd

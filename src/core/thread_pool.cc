@@ -1,0 +1,70 @@
+#include "core/thread_pool.h"
+
+#include <pthread.h>
+
+namespace rankd {
+
+ThreadPool::ThreadPool(size_t threads, std::string name) : name_(std::move(name)) {
+  if (threads == 0) threads = 1;
+  workers_.reserve(threads);
+  for (size_t i = 0; i < threads; ++i) {
+    workers_.emplace_back([this] { WorkerMain(); });
+    pthread_setname_np(workers_.back().native_handle(), name_.substr(0, 15).c_str());
+  }
+}
+
+ThreadPool::~ThreadPool() { Shutdown(); }
+
+bool ThreadPool::Submit(std::function<void()> job) {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return false;
+    jobs_.push_back(std::move(job));
+    ++in_flight_;
+  }
+  work_cv_.notify_one();
+  return true;
+}
+
+void ThreadPool::wait_idle() {
+  std::unique_lock lk(mu_);
+  idle_cv_.wait(lk, [this] { return in_flight_ == 0; });
+}
+
+size_t ThreadPool::in_flight() const {
+  std::lock_guard lk(mu_);
+  return in_flight_;
+}
+
+void ThreadPool::Shutdown() {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_ && workers_.empty()) return;
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_)
+    if (t.joinable()) t.join();
+  workers_.clear();
+}
+
+void ThreadPool::WorkerMain() {
+  for (;;) {
+    std::function<void()> job;
+    {
+      std::unique_lock lk(mu_);
+      work_cv_.wait(lk, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping and nothing left
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    job();
+    job = nullptr;  // destroy captures before we report idle
+    {
+      std::lock_guard lk(mu_);
+      if (--in_flight_ == 0) idle_cv_.notify_all();
+    }
+  }
+}
+
+}  // namespace rankd
