@@ -1,0 +1,174 @@
+#include "data/row_set.h"
+
+#include <cassert>
+#include <numeric>
+#include <unordered_map>
+
+namespace rankd {
+
+std::string_view ColumnTypeName(ColumnType t) {
+  switch (t) {
+    case ColumnType::kI64: return "i64";
+    case ColumnType::kF64: return "f64";
+    case ColumnType::kStr: return "str";
+    case ColumnType::kBool: return "bool";
+  }
+  return "?";
+}
+
+void Validity::SetNull(size_t i, size_t n) {
+  if (bits_.empty()) {
+    bits_.assign((n + 63) / 64, ~uint64_t{0});
+  }
+  bits_[i >> 6] &= ~(uint64_t{1} << (i & 63));
+}
+
+void Validity::SetValid(size_t i) { bits_[i >> 6] |= uint64_t{1} << (i & 63); }
+
+void Validity::Resize(size_t n) {
+  if (bits_.empty()) return;
+  size_t old_words = bits_.size();
+  bits_.resize((n + 63) / 64, ~uint64_t{0});
+  (void)old_words;
+}
+
+size_t Column::size() const {
+  switch (type) {
+    case ColumnType::kI64: return i64.size();
+    case ColumnType::kF64: return f64.size();
+    case ColumnType::kStr: return str_code.size();
+    case ColumnType::kBool: return b.size();
+  }
+  return 0;
+}
+
+Value Column::Get(size_t row) const {
+  if (!valid(row)) return std::monostate{};
+  switch (type) {
+    case ColumnType::kI64: return i64[row];
+    case ColumnType::kF64: return f64[row];
+    case ColumnType::kStr: return std::string(str(row));
+    case ColumnType::kBool: return b[row] != 0;
+  }
+  return std::monostate{};
+}
+
+Column Column::I64(std::vector<int64_t> v) {
+  Column c;
+  c.type = ColumnType::kI64;
+  c.i64 = std::move(v);
+  return c;
+}
+
+Column Column::F64(std::vector<double> v) {
+  Column c;
+  c.type = ColumnType::kF64;
+  c.f64 = std::move(v);
+  return c;
+}
+
+Column Column::Bool(std::vector<uint8_t> v) {
+  Column c;
+  c.type = ColumnType::kBool;
+  c.b = std::move(v);
+  return c;
+}
+
+Column Column::Str(const std::vector<std::optional<std::string>>& v) {
+  Column c;
+  c.type = ColumnType::kStr;
+  auto dict = std::make_shared<StringDict>();
+  std::unordered_map<std::string_view, uint32_t> codes;
+  dict->values.reserve(16);
+  c.str_code.resize(v.size());
+  // Codes are assigned first; string_views into dict->values stay valid only until it
+  // reallocates, so we key the map on the input strings instead.
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i]) {
+      c.str_code[i] = 0;
+      c.validity.SetNull(i, v.size());
+      continue;
+    }
+    auto [it, inserted] = codes.try_emplace(*v[i], static_cast<uint32_t>(dict->values.size()));
+    if (inserted) dict->values.push_back(*v[i]);
+    c.str_code[i] = it->second;
+  }
+  if (dict->values.empty()) dict->values.emplace_back();  // code 0 of null rows
+  c.dict = std::move(dict);
+  return c;
+}
+
+Column Column::Nulls(ColumnType t, size_t n) {
+  Column c;
+  c.type = t;
+  switch (t) {
+    case ColumnType::kI64: c.i64.assign(n, 0); break;
+    case ColumnType::kF64: c.f64.assign(n, 0.0); break;
+    case ColumnType::kBool: c.b.assign(n, 0); break;
+    case ColumnType::kStr:
+      c.str_code.assign(n, 0);
+      c.dict = std::make_shared<StringDict>(StringDict{{std::string()}});
+      break;
+  }
+  for (size_t i = 0; i < n; ++i) c.validity.SetNull(i, n);
+  return c;
+}
+
+RowSet RowSet::Empty() {
+  RowSet rs;
+  rs.SetColumn("id", std::make_shared<Column>(Column::I64({})));
+  return rs;
+}
+
+const Column* RowSet::column(std::string_view name) const {
+  for (const auto& [n, c] : columns_)
+    if (n == name) return c.get();
+  return nullptr;
+}
+
+ColumnPtr RowSet::column_ptr(std::string_view name) const {
+  for (const auto& [n, c] : columns_)
+    if (n == name) return c;
+  return nullptr;
+}
+
+void RowSet::SetColumn(std::string name, ColumnPtr col) {
+  if (columns_.empty()) physical_rows_ = col->size();
+  assert(col->size() == physical_rows_);
+  for (auto& [n, c] : columns_) {
+    if (n == name) {
+      c = std::move(col);
+      return;
+    }
+  }
+  columns_.emplace_back(std::move(name), std::move(col));
+}
+
+RowSet RowSet::WithSelection(std::vector<uint32_t> sel) const {
+  RowSet out;
+  out.physical_rows_ = physical_rows_;
+  out.columns_ = columns_;
+  out.sel_ = std::move(sel);
+  return out;
+}
+
+RowSet RowSet::Take(size_t n) const {
+  if (n >= size()) return *this;
+  std::vector<uint32_t> sel;
+  if (sel_) {
+    sel.assign(sel_->begin(), sel_->begin() + static_cast<ptrdiff_t>(n));
+  } else {
+    sel.resize(n);
+    std::iota(sel.begin(), sel.end(), 0u);
+  }
+  return WithSelection(std::move(sel));
+}
+
+std::vector<uint32_t> RowSet::LogicalRows() const {
+  if (sel_) return *sel_;
+  std::vector<uint32_t> rows(physical_rows_);
+  std::iota(rows.begin(), rows.end(), 0u);
+  return rows;
+}
+
+}  // namespace rankd

@@ -1,0 +1,111 @@
+// Row sets: the columnar tables that tasks exchange (spec/PLAN.md "Row sets").
+//
+// A Column is immutable once built and shared (shared_ptr<const Column>) between row
+// sets, so tasks that add or replace one column copy no other. A RowSet is a list of
+// named columns of equal physical length plus an optional selection vector `sel`:
+// logical row i is physical row sel[i]. One index vector serves as both selection and
+// permutation: filter keeps a subset, sort reorders, take truncates — none copies a
+// column. Strings are dictionary-encoded per column.
+//
+// Threads: immutable values; a RowSet may be read from any thread, built on one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "data/value.h"
+
+namespace rankd {
+
+// Validity bitmap: bit i set = row i is non-null. An empty bitmap means "all valid",
+// so columns without nulls pay nothing.
+class Validity {
+ public:
+  bool all_valid() const { return bits_.empty(); }
+  bool valid(size_t i) const { return bits_.empty() || (bits_[i >> 6] >> (i & 63)) & 1; }
+  // Makes the bitmap explicit (all rows valid) for `n` rows, then clears row i.
+  void SetNull(size_t i, size_t n);
+  void SetValid(size_t i);  // REQUIRES: !all_valid()
+  void Resize(size_t n);    // new rows are valid
+  const std::vector<uint64_t>& words() const { return bits_; }
+  std::vector<uint64_t>& mutable_words() { return bits_; }
+
+ private:
+  std::vector<uint64_t> bits_;
+};
+
+// String dictionary of one column: codes index `values`.
+struct StringDict {
+  std::vector<std::string> values;
+};
+
+struct Column {
+  ColumnType type = ColumnType::kI64;
+  // Exactly one storage vector is used, chosen by `type`; each has the physical length.
+  std::vector<int64_t> i64;
+  std::vector<double> f64;
+  std::vector<uint8_t> b;          // kBool: 0 or 1
+  std::vector<uint32_t> str_code;  // kStr: index into dict->values
+  std::shared_ptr<const StringDict> dict;
+  Validity validity;
+
+  size_t size() const;
+  bool valid(size_t row) const { return validity.valid(row); }
+  std::string_view str(size_t row) const { return dict->values[str_code[row]]; }
+  Value Get(size_t row) const;  // null-aware, physical row
+
+  static Column I64(std::vector<int64_t> v);
+  static Column F64(std::vector<double> v);
+  static Column Bool(std::vector<uint8_t> v);
+  // Builds a dictionary-encoded string column; nullopt entries are null.
+  static Column Str(const std::vector<std::optional<std::string>>& v);
+  static Column Nulls(ColumnType t, size_t n);
+};
+
+using ColumnPtr = std::shared_ptr<const Column>;
+
+class RowSet {
+ public:
+  RowSet() = default;
+  // An empty row set with only an (empty) id column.
+  static RowSet Empty();
+
+  size_t physical_rows() const { return physical_rows_; }
+  size_t size() const { return sel_ ? sel_->size() : physical_rows_; }
+  // Physical index of logical row i.
+  uint32_t row(size_t i) const { return sel_ ? (*sel_)[i] : static_cast<uint32_t>(i); }
+  bool has_selection() const { return sel_.has_value(); }
+  // The selection vector, if any (nullptr = identity).
+  const std::vector<uint32_t>* selection() const { return sel_ ? &*sel_ : nullptr; }
+
+  size_t num_columns() const { return columns_.size(); }
+  const std::string& column_name(size_t i) const { return columns_[i].first; }
+  const ColumnPtr& column_at(size_t i) const { return columns_[i].second; }
+  // nullptr when absent. Linear scan: row sets have a handful of columns.
+  const Column* column(std::string_view name) const;
+  ColumnPtr column_ptr(std::string_view name) const;
+
+  // Adds a column or replaces the one of that name.
+  // REQUIRES: col->size() == physical_rows() (or this is the first column).
+  void SetColumn(std::string name, ColumnPtr col);
+
+  // Views with a new selection vector (indices are physical rows); columns are shared.
+  RowSet WithSelection(std::vector<uint32_t> sel) const;
+  // Logical rows [0, n) (take); shares columns and truncates the selection.
+  RowSet Take(size_t n) const;
+  // The selection vector materialised: identity if there is none.
+  std::vector<uint32_t> LogicalRows() const;
+
+ private:
+  size_t physical_rows_ = 0;
+  std::vector<std::pair<std::string, ColumnPtr>> columns_;
+  std::optional<std::vector<uint32_t>> sel_;
+};
+
+}  // namespace rankd
