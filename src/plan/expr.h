@@ -1,0 +1,68 @@
+// Expressions and predicates of spec/PLAN.md (expr_table, pred_table), type-checked and
+// compiled once at plan load into programs that evaluate a whole column at a time: no
+// per-row tree walk, allocation or virtual call.
+//
+// Threads: compiled programs are immutable; Evaluate/Select may run on any thread,
+// concurrently.
+#pragma once
+
+#include <simdjson.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "data/row_set.h"
+#include "plan/params.h"
+
+namespace rankd {
+
+// The columns visible at a node (its input's schema), for load-time typing.
+struct ColumnTypes {
+  std::vector<std::pair<std::string, ColumnType>> cols;
+  std::optional<ColumnType> find(std::string_view name) const {
+    for (const auto& [n, t] : cols)
+      if (n == name) return t;
+    return std::nullopt;
+  }
+};
+
+class CompiledExpr {
+ public:
+  virtual ~CompiledExpr() = default;
+  // The result type, fixed at load (PLAN.md "Types are fixed at load").
+  virtual ColumnType type() const = 0;
+  // Evaluates every logical row of `in`. The result has in.physical_rows() rows; rows
+  // outside the selection are null.
+  virtual Column Evaluate(const RowSet& in, const ParamValues& params) const = 0;
+};
+
+class CompiledPred {
+ public:
+  virtual ~CompiledPred() = default;
+  // The physical indices of the logical rows of `in` where the predicate is true, in
+  // logical order (ready to be the selection vector of the filtered row set).
+  virtual std::vector<uint32_t> Select(const RowSet& in, const ParamValues& params) const = 0;
+};
+
+// Compiles the expression `json` (an expr_table entry) for a node whose input has the
+// columns `cols`. `where` locates it for messages, e.g.
+// "plans/feed.plan.json: node 's': param 'expr' (expr 'e0')"; errors name it and the
+// offending part (unknown op, arity, undeclared param, arithmetic on strings, ...).
+Result<std::shared_ptr<const CompiledExpr>> CompileExpr(simdjson::dom::element json,
+                                                        const ColumnTypes& cols,
+                                                        const ParamDecls& params,
+                                                        std::string_view where);
+
+// Same for a predicate (a pred_table entry). Regex patterns are compiled here (RE2),
+// never per row; a bad pattern is a load error.
+Result<std::shared_ptr<const CompiledPred>> CompilePred(simdjson::dom::element json,
+                                                        const ColumnTypes& cols,
+                                                        const ParamDecls& params,
+                                                        std::string_view where);
+
+}  // namespace rankd
