@@ -106,14 +106,14 @@ void EventLoop::Shutdown() {
   // 2. Let tracked runners finish: their timers and IO still work at this point.
   if (runners_ > 0) {
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(runner_grace_ms_);
-    uv_timer_t guard;
-    uv_timer_init(&loop_, &guard);
-    uv_timer_start(&guard, [](uv_timer_t*) {}, runner_grace_ms_, 0);
+    // The guard timer only bounds the wait: uv_run(ONCE) returns when it fires.
+    uv_timer_t* guard = AcquireTimer();
+    uv_timer_start(guard, [](uv_timer_t*) {}, runner_grace_ms_, 0);
     while (runners_ > 0 && std::chrono::steady_clock::now() < until) {
       uv_run(&loop_, UV_RUN_ONCE);
       DrainDeferred();
     }
-    uv_close(reinterpret_cast<uv_handle_t*>(&guard), nullptr);
+    ReleaseTimer(guard);
   }
   // 3. Components close their own handles, then we close whatever is left.
   auto hooks = std::move(shutdown_hooks_);
