@@ -1,0 +1,68 @@
+#include "plan/op_schema.h"
+
+#include <cassert>
+#include <cstdlib>
+
+namespace rankd {
+
+std::string_view ParamKindName(ParamKind k) {
+  switch (k) {
+    case ParamKind::kI64: return "integer";
+    case ParamKind::kF64: return "number";
+    case ParamKind::kBool: return "bool";
+    case ParamKind::kStr: return "string";
+    case ParamKind::kStrList: return "array of strings";
+    case ParamKind::kColumn: return "column name";
+    case ParamKind::kExprId: return "expr id";
+    case ParamKind::kPredId: return "pred id";
+  }
+  return "?";
+}
+
+TaskParamSpec TaskParamSpec::Required(std::string name, ParamKind kind) {
+  TaskParamSpec s;
+  s.name = std::move(name);
+  s.kind = kind;
+  s.required = true;
+  return s;
+}
+
+TaskParamSpec TaskParamSpec::Optional(std::string name, ParamKind kind, TaskArg def) {
+  TaskParamSpec s;
+  s.name = std::move(name);
+  s.kind = kind;
+  s.default_value = std::move(def);
+  return s;
+}
+
+TaskParamSpec TaskParamSpec::Bounds(std::optional<int64_t> lo, std::optional<int64_t> hi) && {
+  min = lo;
+  max = hi;
+  return std::move(*this);
+}
+
+TaskParamSpec TaskParamSpec::Allowed(std::vector<std::string> values) && {
+  allowed = std::move(values);
+  return std::move(*this);
+}
+
+TaskParamSpec TaskParamSpec::Ref() && {
+  allow_ref = true;
+  return std::move(*this);
+}
+
+size_t TaskArgs::Index(std::string_view name) const {
+  for (size_t i = 0; i < specs_->size(); ++i)
+    if ((*specs_)[i].name == name) return i;
+  assert(false && "TaskArgs: op does not declare this parameter");
+  std::abort();
+}
+
+bool TaskArgs::Has(std::string_view name) const {
+  if (!specs_) return false;
+  for (size_t i = 0; i < specs_->size(); ++i)
+    if ((*specs_)[i].name == name) return values_[i].index() != 0;
+  return false;
+}
+
+}  // namespace rankd

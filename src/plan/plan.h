@@ -1,0 +1,71 @@
+// Plan: a validated, typed, immutable DAG loaded from plans/<name>.plan.json
+// (spec/PLAN.md). Nodes are indexed by integer; successors and in-degrees are
+// precomputed so the scheduler never looks a node up by name. Shared as
+// shared_ptr<const Plan>: a request keeps the snapshot it started with.
+//
+// Threads: immutable after load; any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "plan/expr.h"
+#include "plan/op_schema.h"
+#include "plan/params.h"
+
+namespace rankd {
+
+// A task parameter given as {"param": "name"}: slot `arg` of the node's TaskArgs takes
+// request parameter `decl` (index into Plan::params.decls).
+struct ParamRef {
+  uint32_t arg = 0;
+  uint32_t decl = 0;
+};
+
+struct PlanNode {
+  std::string id;
+  std::string op;
+  const OpSchema* schema = nullptr;  // owned by the catalog the plan was loaded with
+  std::vector<uint32_t> inputs;      // node indices, in listed order (duplicates allowed)
+  std::vector<uint32_t> successors;  // one entry per edge, so in_degree matches
+  uint32_t in_degree = 0;            // == inputs.size()
+  bool optional = false;
+  std::optional<uint64_t> timeout_ms;
+  TaskArgs args;                     // literals, with `refs` slots holding defaults
+  std::vector<ParamRef> refs;        // resolved per request
+  std::shared_ptr<const CompiledExpr> expr;  // ops with a kExprId param
+  std::shared_ptr<const CompiledPred> pred;  // ops with a kPredId param
+  ColumnTypes out_types;             // typed at load
+};
+
+struct Plan {
+  std::string name;
+  std::string description;
+  std::string file;  // where it was loaded from, for messages
+  std::string json;  // the file's text, for GET /plans/{name}
+  ParamDecls params;
+  std::vector<PlanNode> nodes;
+  std::vector<uint32_t> sources;  // nodes with in_degree 0
+  uint32_t output = 0;
+  std::vector<std::string> output_columns;  // empty: all columns of the output node
+
+  // Index of the node named `id`, or -1. Load time and tests only (linear).
+  int node_index(std::string_view id) const;
+};
+
+using PlanPtr = std::shared_ptr<const Plan>;
+
+// A loaded plan folder, by plan name.
+struct PlanSet {
+  std::unordered_map<std::string, PlanPtr> plans;
+  PlanPtr Find(std::string_view name) const {
+    auto it = plans.find(std::string(name));
+    return it == plans.end() ? nullptr : it->second;
+  }
+};
+
+}  // namespace rankd

@@ -1,0 +1,68 @@
+// The IO tasks' specs (spec/PLAN.md task table, spec/DATA.md types). Their runs live in
+// io_tasks.cc; until installed they fail with `unavailable`.
+#include "tasks/schemas.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+namespace {
+
+TaskParamSpec Endpoint() {
+  return TaskParamSpec::Optional("endpoint", ParamKind::kStr, std::string("redis_default"));
+}
+TaskParamSpec Count(std::string name, int64_t def, int64_t lo, int64_t hi) {
+  return TaskParamSpec::Optional(std::move(name), ParamKind::kI64, def).Bounds(lo, hi).Ref();
+}
+
+Result<ColumnTypes> ViewerSchema(const SchemaArgs& a) {
+  ColumnTypes t = *SchemaIdOnly(a);
+  for (const auto& f : UserFields()) t.cols.emplace_back(f, *UserFieldType(f));
+  return t;
+}
+
+Result<ColumnTypes> MediaSchema(const SchemaArgs& a) {
+  ColumnTypes t = *SchemaIdOnly(a);
+  t.cols.emplace_back("author", ColumnType::kI64);
+  return t;
+}
+
+Result<ColumnTypes> FeaturesSchema(const SchemaArgs& a) {
+  ColumnTypes t = a.inputs[0];
+  for (const auto& f : a.args.StrList("fields")) SetColumnType(t, f, *ItemFieldType(f));
+  return t;
+}
+
+TaskSpec Io(std::string op, uint32_t inputs, std::vector<TaskParamSpec> params, SchemaFn out) {
+  TaskSpec s;
+  s.op = std::move(op);
+  s.min_inputs = s.max_inputs = inputs;
+  s.params = std::move(params);
+  s.output = out;
+  s.is_io = true;
+  s.kind = RunKind::kAsync;
+  return s;
+}
+
+Task<Result<RowSet>> NotBuilt(std::string op) {
+  co_return Fail(Error::Unavailable(op + ": the Redis-backed task is not built yet"));
+}
+
+}  // namespace
+
+void RegisterIoTaskSpecs(TaskRegistry& r) {
+  r.Add(Io("viewer", 0, {Endpoint()}, &ViewerSchema));
+  r.Add(Io("follow", 1, {Endpoint(), Count("fanout", 100, 1, 1000)}, &SchemaIdOnly));
+  r.Add(Io("recommendation", 1, {Endpoint(), Count("fanout", 100, 1, 1000)}, &SchemaIdOnly));
+  r.Add(Io("media", 1, {Endpoint(), Count("per_author", 10, 1, 100)}, &MediaSchema));
+  r.Add(Io("features", 1,
+           {Endpoint(), TaskParamSpec::Required("fields", ParamKind::kStrList)
+                           .Bounds(1, std::nullopt)
+                           .Allowed(ItemFields())},
+           &FeaturesSchema));
+  r.Add(Io("seen_filter", 1, {Endpoint()}, &SchemaSameAsInput));
+  // Until io_tasks.cc installs the real runs, each IO op answers `unavailable`.
+  for (const char* op : {"viewer", "follow", "recommendation", "media", "features", "seen_filter"})
+    r.SetAsyncRun(op, [op](const TaskContext&, std::vector<RowSet>) { return NotBuilt(op); });
+}
+
+}  // namespace rankd

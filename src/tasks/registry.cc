@@ -1,0 +1,46 @@
+#include <cassert>
+
+#include "tasks/task.h"
+
+namespace rankd {
+
+void TaskRegistry::Add(TaskSpec spec) {
+  assert(!by_op_.contains(spec.op));
+  specs_.push_back(std::move(spec));
+  by_op_[specs_.back().op] = &specs_.back();
+}
+
+void TaskRegistry::SetAsyncRun(std::string_view op, AsyncRunFn run) {
+  auto it = by_op_.find(std::string(op));
+  assert(it != by_op_.end());
+  it->second->kind = RunKind::kAsync;
+  it->second->run_async = std::move(run);
+}
+
+const TaskSpec* TaskRegistry::Find(std::string_view op) const {
+  auto it = by_op_.find(std::string(op));
+  return it == by_op_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> TaskRegistry::ops() const {
+  std::vector<std::string> out;
+  for (const auto& s : specs_) out.push_back(s.op);
+  return out;
+}
+
+const TaskRegistry& TaskRegistry::Default() {
+  // Built in place: plans keep pointers into the registry, so it never moves.
+  struct Holder {
+    TaskRegistry r;
+    Holder() {
+      RegisterCpuTasks(r);
+      RegisterTestTasks(r);
+      RegisterIoTaskSpecs(r);
+      RegisterIoTaskRuns(r);
+    }
+  };
+  static const Holder holder;
+  return holder.r;
+}
+
+}  // namespace rankd

@@ -1,0 +1,31 @@
+// Column types that tasks produce (spec/PLAN.md task table, spec/DATA.md field types)
+// and the output-schema helpers the task specs share. Pure functions: any thread.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "plan/op_schema.h"
+
+namespace rankd {
+
+// Type of an item:{id} hash field as a column (DATA.md), or nullopt if not a field.
+std::optional<ColumnType> ItemFieldType(std::string_view field);
+// Type of a user:{uid} hash field as a column (DATA.md), or nullopt.
+std::optional<ColumnType> UserFieldType(std::string_view field);
+// The item fields, in DATA.md order (the allowed values of features.fields).
+const std::vector<std::string>& ItemFields();
+// The user fields, in DATA.md order (viewer's columns after id).
+const std::vector<std::string>& UserFields();
+
+// Output = the first input's columns, or just `id` when the op has no input.
+Result<ColumnTypes> SchemaSameAsInput(const SchemaArgs& a);
+// Output = `id` (i64) only.
+Result<ColumnTypes> SchemaIdOnly(const SchemaArgs& a);
+
+// Adds or replaces column `name` of `t`.
+void SetColumnType(ColumnTypes& t, std::string_view name, ColumnType type);
+// "id, score, author": for messages.
+std::string ColumnList(const ColumnTypes& t);
+
+}  // namespace rankd

@@ -1,0 +1,101 @@
+// The task interface: a TaskSpec per op (its load-time OpSchema plus how it runs), the
+// per-node TaskContext a run sees, and the TaskRegistry that maps op names to specs.
+//
+// Threads: a registry is built once at start-up and then only read (any thread).
+// Async runs execute on the request's loop thread; CPU runs on the loop (small inputs)
+// or on a CPU worker (large ones), never both at once.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/error.h"
+#include "core/event_loop.h"
+#include "core/task.h"
+#include "core/thread_pool.h"
+#include "data/row_set.h"
+#include "plan/op_schema.h"
+#include "plan/plan.h"
+
+namespace rankd {
+
+class RedisPools;  // src/redis/pools.h
+
+// What one node run sees. Lives in the request's state and stays valid until the run
+// finishes, even when the scheduler gave up on it (timeout, fail-fast): a run may use
+// it freely across suspensions.
+struct TaskContext {
+  EventLoop* loop = nullptr;
+  ThreadPool* pool = nullptr;
+  RedisPools* redis = nullptr;     // nullptr when the process has no Redis (tests, `run`)
+  int64_t user_id = 0;
+  const PlanNode* node = nullptr;  // id, op, compiled expr/pred, output types
+  const TaskArgs* args = nullptr;  // this request's task parameters, resolved and checked
+  const ParamValues* params = nullptr;  // this request's plan parameters, by decl index
+  Deadline request_deadline;       // the whole request's
+  Deadline deadline;               // this node's: min(request, start + node timeout)
+};
+
+// An IO-style run: a coroutine on the loop thread (Redis, timers).
+using AsyncRunFn = std::function<Task<Result<RowSet>>(const TaskContext&, std::vector<RowSet>)>;
+// A CPU run: a plain function, inline on the loop or on a CPU worker.
+using CpuRunFn = std::function<Result<RowSet>(const TaskContext&, std::vector<RowSet>)>;
+
+enum class RunKind : uint8_t {
+  kAsync,    // run_async on the loop thread
+  kCpu,      // run_cpu inline when the input is small, else on the pool
+  kCpuPool,  // run_cpu always on the pool (busy_cpu)
+};
+
+// Inputs of at most this many rows (summed over inputs) run kCpu tasks inline on the
+// loop: below it the hop to a worker and back costs more than the work. See
+// docs/engine.md for how it was measured.
+inline constexpr size_t kInlineCpuRows = 4096;
+
+struct TaskSpec : OpSchema {
+  RunKind kind = RunKind::kCpu;
+  AsyncRunFn run_async;  // kAsync
+  CpuRunFn run_cpu;      // kCpu, kCpuPool
+};
+
+class TaskRegistry : public OpCatalog {
+ public:
+  TaskRegistry() = default;
+  TaskRegistry(const TaskRegistry&) = delete;  // plans point into it
+  TaskRegistry& operator=(const TaskRegistry&) = delete;
+
+  // REQUIRES: no spec of that op yet.
+  void Add(TaskSpec spec);
+  // Installs the coroutine of an already added kAsync op (the IO tasks' runs).
+  // REQUIRES: Add(op) happened.
+  void SetAsyncRun(std::string_view op, AsyncRunFn run);
+
+  const TaskSpec* Find(std::string_view op) const;
+  const OpSchema* FindOp(std::string_view op) const override { return Find(op); }
+  std::vector<std::string> ops() const;
+
+  // Every built-in task, IO runs included (RegisterIoTaskRuns). Built on first use.
+  static const TaskRegistry& Default();
+
+ private:
+  std::deque<TaskSpec> specs_;  // stable addresses: plans point at them
+  std::unordered_map<std::string, TaskSpec*> by_op_;
+};
+
+// The spec behind a node of a plan loaded against a TaskRegistry.
+inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const TaskSpec*>(n.schema); }
+
+// --- registration, one function per group of tasks ------------------------------------
+void RegisterCpuTasks(TaskRegistry& r);    // vm, filter, sort, take, concat, dedupe
+void RegisterTestTasks(TaskRegistry& r);   // fixed_source, sleep, busy_cpu
+void RegisterIoTaskSpecs(TaskRegistry& r); // viewer, follow, ... : specs, runs stubbed
+// src/tasks/io_tasks.cc (Redis engineer): installs the IO runs with SetAsyncRun.
+void RegisterIoTaskRuns(TaskRegistry& r);
+
+}  // namespace rankd
