@@ -22,16 +22,19 @@ void EventLoop::Start() {
   life_cv_.wait(lk, [this] { return state() != State::kStarting; });
 }
 
-bool EventLoop::Post(std::function<void()> fn) {
-  if (state() != State::kRunning) return false;
+bool EventLoop::Enqueue(LoopCallback cb) {
   bool wake;
   {
     std::lock_guard lk(queue_mu_);
     // Re-check under the lock: Stop flips the state under this lock, so nothing is
     // enqueued after the final drain has begun.
-    if (state() != State::kRunning) return false;
+    if (state() != State::kRunning) {
+      // Refused: a boxed callable must still be freed, without running it.
+      cb.Discard();
+      return false;
+    }
     wake = queue_.empty();
-    queue_.push_back(std::move(fn));
+    queue_.push_back(cb);
   }
   // uv_async_send coalesces anyway; skipping it while a wake-up is already pending saves
   // an atomic exchange and, often, an eventfd write per post.
@@ -142,15 +145,14 @@ void EventLoop::Shutdown() {
 void EventLoop::DrainPosted() {
   // Swap the whole queue out per wake-up: uv_async_send coalesces, so one wake-up may
   // stand for many posts.
-  std::vector<std::function<void()>> batch;
   for (;;) {
     {
       std::lock_guard lk(queue_mu_);
       if (queue_.empty()) return;
-      batch.swap(queue_);
+      batch_.swap(queue_);
     }
-    for (auto& fn : batch) fn();
-    batch.clear();
+    for (auto& cb : batch_) cb.Run();
+    batch_.clear();
   }
 }
 

@@ -18,6 +18,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/loop_callback.h"
+
 namespace rankd {
 
 class EventLoop {
@@ -32,9 +34,13 @@ class EventLoop {
   // Spawns the loop thread and returns once it is Running. A second call does nothing.
   void Start();
 
-  // Queues fn to run on the loop thread. Returns false, and never runs fn, unless the
-  // state is Running. Safe from any thread at any time.
-  bool Post(std::function<void()> fn);
+  // Queues fn (any void() callable) to run on the loop thread. Returns false, and never
+  // runs fn, unless the state is Running. Safe from any thread at any time.
+  template <class F>
+  bool Post(F&& fn) {
+    if (state() != State::kRunning) return false;  // cheap early refusal
+    return Enqueue(LoopCallback::Make(std::forward<F>(fn)));
+  }
 
   // Flips to Stopping at once (Post refuses from then on), runs every callback accepted
   // before, waits up to `runner_grace_ms` for tracked runners (see RunnerStarted), closes
@@ -74,6 +80,7 @@ class EventLoop {
   void set_runner_grace_ms(uint64_t ms) { runner_grace_ms_ = ms; }
 
  private:
+  bool Enqueue(LoopCallback cb);
   void ThreadMain();
   void Join();
   void DrainPosted();
@@ -93,7 +100,8 @@ class EventLoop {
   std::atomic<bool> async_ready_{false};
 
   std::mutex queue_mu_;
-  std::vector<std::function<void()>> queue_;  // guarded by queue_mu_
+  std::vector<LoopCallback> queue_;  // guarded by queue_mu_
+  std::vector<LoopCallback> batch_;  // loop thread: the queue being run
   std::atomic<bool> stop_requested_{false};
 
   uv_loop_t loop_{};

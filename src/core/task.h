@@ -24,7 +24,15 @@ struct FinalAwaiter {
   bool await_ready() const noexcept { return false; }
   template <class Promise>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<Promise> h) noexcept {
-    auto next = h.promise().continuation;
+    auto& p = h.promise();
+    if (p.detached) {
+      // Spawned: nobody awaits the result. An exception escaping a detached task is a
+      // bug: stop loudly rather than lose it.
+      if (p.has_error()) std::terminate();
+      h.destroy();
+      return std::noop_coroutine();
+    }
+    auto next = p.continuation;
     return next ? next : std::noop_coroutine();
   }
   void await_resume() const noexcept {}
@@ -32,6 +40,7 @@ struct FinalAwaiter {
 
 struct PromiseBase {
   std::coroutine_handle<> continuation;
+  bool detached = false;  // started by Spawn: frees its own frame at the end
   std::suspend_always initial_suspend() const noexcept { return {}; }
   FinalAwaiter final_suspend() const noexcept { return {}; }
 };
@@ -47,6 +56,7 @@ struct Promise : PromiseBase {
   }
   void unhandled_exception() noexcept { result.template emplace<2>(std::current_exception()); }
 
+  bool has_error() const { return result.index() == 2; }
   T take() {
     if (result.index() == 2) std::rethrow_exception(std::get<2>(result));
     return std::move(std::get<1>(result));
@@ -60,6 +70,7 @@ struct Promise<void> : PromiseBase {
   Task<void> get_return_object() noexcept;
   void return_void() noexcept {}
   void unhandled_exception() noexcept { error = std::current_exception(); }
+  bool has_error() const { return static_cast<bool>(error); }
   void take() {
     if (error) std::rethrow_exception(error);
   }
@@ -123,7 +134,8 @@ inline Task<void> Promise<void>::get_return_object() noexcept {
   return Task<void>(std::coroutine_handle<Promise<void>>::from_promise(*this));
 }
 
-// A coroutine that starts at once and frees its own frame at the end.
+// A coroutine that starts at once and frees its own frame at the end (used where a
+// plain function must become a coroutine, e.g. the runners of core/timeout.h).
 struct Detached {
   struct promise_type {
     Detached get_return_object() noexcept { return {}; }
@@ -134,12 +146,15 @@ struct Detached {
     void unhandled_exception() noexcept { std::terminate(); }
   };
 };
-
-inline Detached RunDetached(Task<void> t) { co_await std::move(t); }
 }  // namespace detail
 
-// Starts `t` now, on the calling thread, and lets it run to completion on its own.
-// The task must catch its own exceptions (an escaping one terminates the process).
-inline void Spawn(Task<void> t) { detail::RunDetached(std::move(t)); }
+// Starts `t` now, on the calling thread, and lets it run to completion on its own; its
+// frame frees itself at the end. The task must catch its own exceptions (an escaping
+// one terminates the process).
+inline void Spawn(Task<void> t) {
+  auto h = t.release();
+  h.promise().detached = true;
+  h.resume();
+}
 
 }  // namespace rankd
