@@ -1,0 +1,26 @@
+// The home feed of PLAN.md: follow graph + recs, hydrated, scored, filtered.
+import { definePlan } from "./lib/index.js";
+
+export default definePlan({
+  name: "feed",
+  description: "home feed: follow graph + recs, hydrated, scored, filtered",
+  params: {
+    weight: { type: "f64", default: 0.5 },
+    limit: { type: "i64", default: 50, min: 1, max: 500 },
+    country: { type: "str", default: "US" },
+  },
+  build: (ctx, P) => {
+    const v = ctx.viewer({ id: "v" });
+    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5 });
+    const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
+    return m
+      .concat(r, { id: "c" })
+      .dedupe({ id: "d", key: "id" })
+      .features({ id: "h", fields: ["likes", "age_s", "quality", "country", "nsfw"] })
+      .vm({ id: "s", outKey: "score", expr: (c) => c.likes.log1p().mul(P.weight).add(c.quality.coalesce(0)) })
+      .filter({ id: "ok", pred: (c) => c.nsfw.eq(0).and(c.score.ge(0.1)) })
+      .sort({ id: "o", key: "score", order: "desc" })
+      .take({ id: "t", count: P.limit })
+      .output(["id", "score", "author"]);
+  },
+});

@@ -1,0 +1,8 @@
+// Seed 003, example 1: a single source node.
+import { definePlan, EP } from "./lib/index.js";
+
+export default definePlan({
+  name: "simple_viewer",
+  description: "the viewer's profile row (one viewer node)",
+  build: (ctx) => ctx.viewer({ endpoint: EP.redis.redis_default }),
+});

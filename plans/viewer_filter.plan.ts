@@ -1,0 +1,11 @@
+// Seed 003, example 2: source → CPU (filter).
+import { definePlan, E, EP, Key, Pred } from "./lib/index.js";
+
+export default definePlan({
+  name: "viewer_filter",
+  description: "the viewer's profile row, kept when the user id is above 5",
+  build: (ctx) =>
+    ctx
+      .viewer({ endpoint: EP.redis.redis_default })
+      .filter({ pred: Pred.cmp(">", E.key(Key.id), E.const(5)) }),
+});
