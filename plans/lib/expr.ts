@@ -73,10 +73,13 @@ export type TypeOf<X> = X extends Typed<infer T>
         : X extends null
           ? "null"
           : never;
+type IsAny<U> = 0 extends 1 & U ? true : false;
 /** + - * neg abs: i64 when every non-null operand is i64, else f64. */
-export type Arith<U> = [Exclude<U, "null">] extends [never] ? "i64" : [Exclude<U, "null">] extends ["i64"] ? "i64" : "f64";
+export type Arith<U> = IsAny<U> extends true ? any : [Exclude<U, "null">] extends [never] ? "i64" : [Exclude<U, "null">] extends ["i64"] ? "i64" : "f64";
 /** min max coalesce if: like Arith for numbers; str / bool when all operands are. */
-export type Join<U> = [Exclude<U, "null">] extends [never]
+export type Join<U> = IsAny<U> extends true
+  ? any
+  : [Exclude<U, "null">] extends [never]
   ? "null"
   : [Exclude<U, "null">] extends ["str"]
     ? "str"
@@ -283,12 +286,12 @@ export const E = {
     return new Expr({ t: "const", v: null });
   },
   /** A column by name, checked when the plan compiles (column refs `(c) => c.likes` are typed). */
-  key(name: string): Expr<ColType> {
+  key(name: string): Expr<any> {
     if (typeof name !== "string" || name === "") throw new PlanError(`E.key: column name must be a non-empty string`);
     return new Expr({ t: "key", name });
   },
   /** A request parameter by name, checked when the plan compiles (prefer the typed P.name). */
-  param(name: string): Expr<ColType> {
+  param(name: string): Expr<any> {
     if (typeof name !== "string" || name === "") throw new PlanError(`E.param: name must be a non-empty string`);
     return new Expr({ t: "param", name });
   },

@@ -28,7 +28,7 @@ function lex(src: string): Tok[] {
     const rest = src.slice(i);
     let m: RegExpMatchArray | null;
     if ((m = rest.match(/^(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?)/))) {
-      toks.push({ k: "num", s: m[0], v: Number(m[0]), f64: /[.eE]/.test(m[0]), at: i });
+      toks.push({ k: "num", s: m[0], v: Number(m[0]), f64: /[.eE]/.test(m[0]) && Number.isInteger(Number(m[0])), at: i });
       i += m[0].length;
     } else if ((m = rest.match(/^[A-Za-z_][A-Za-z0-9_]*/))) {
       toks.push({ k: "id", s: m[0], at: i });

@@ -53,8 +53,8 @@ type UnionAll<U extends Cols> = Simplify<{ [K in KeysOfUnion<U>]: U extends unkn
 export type ParamDecl =
   | { readonly type: "i64"; readonly default: number; readonly min?: number; readonly max?: number; readonly description?: string }
   | { readonly type: "f64"; readonly default: number; readonly min?: number; readonly max?: number; readonly description?: string }
-  | { readonly type: "str"; readonly default: string; readonly description?: string }
-  | { readonly type: "bool"; readonly default: boolean; readonly description?: string };
+  | { readonly type: "str"; readonly default: string; readonly min?: never; readonly max?: never; readonly description?: string }
+  | { readonly type: "bool"; readonly default: boolean; readonly min?: never; readonly max?: never; readonly description?: string };
 export type ParamDecls = { readonly [name: string]: ParamDecl };
 /** `P.weight` is a ParamRef<"f64"> when `weight` is declared `{type: "f64", …}`. */
 export type ParamRefs<Ps extends ParamDecls> = { readonly [K in keyof Ps & string]: ParamRef<Ps[K]["type"]> };
@@ -310,7 +310,7 @@ export class Node<C extends Cols = Cols> {
     });
   }
   /** Evaluates `expr` per row into the column `outKey` (added or replaced). */
-  vm<const K extends string, T extends ColType>(o: { outKey: K; expr: ExprArg<C, T> } & NodeOpts): Node<Simplify<Omit<C, K> & { [k in K]: T }>> {
+  vm<const K extends string, T extends ColType = any>(o: { outKey: K; expr: ExprArg<C, T> } & NodeOpts): Node<Simplify<Omit<C, K> & { [k in K]: T }>> {
     return this.plan.task("vm", [this], o, (r) => {
       checkKeys("vm", o, ["outKey", "expr"]);
       if (typeof o.outKey !== "string" || !ID_RE.test(o.outKey)) fail(`outKey ${JSON.stringify(o.outKey)} is not a valid column name`);
