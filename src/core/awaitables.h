@@ -23,23 +23,13 @@ class SleepMs {
   SleepMs(EventLoop& loop, uint64_t ms) : loop_(loop), ms_(ms) {}
   bool await_ready() const noexcept { return ms_ == 0; }
   void await_suspend(std::coroutine_handle<> h) {
-    h_ = h;
-    timer_ = loop_.AcquireTimer();
-    timer_->data = this;
-    uv_timer_start(timer_, &SleepMs::OnTimer, ms_, 0);
+    loop_.timers().Start(ms_, [h] { h.resume(); });
   }
   void await_resume() const noexcept {}
 
  private:
-  static void OnTimer(uv_timer_t* t) {
-    auto* self = static_cast<SleepMs*>(t->data);
-    self->loop_.ReleaseTimer(t);
-    self->h_.resume();
-  }
   EventLoop& loop_;
   uint64_t ms_;
-  std::coroutine_handle<> h_;
-  uv_timer_t* timer_ = nullptr;
 };
 
 // co_await OffloadCpu(loop, pool, fn): runs fn() on a pool worker and resumes on the loop

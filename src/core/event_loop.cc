@@ -89,6 +89,7 @@ void EventLoop::ThreadMain() {
   uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
   uv_idle_init(&loop_, &idle_);
   idle_.data = this;
+  timers_.Init(&loop_);
   {
     std::lock_guard lk(life_mu_);
     State expected = State::kStarting;
@@ -121,6 +122,7 @@ void EventLoop::Shutdown() {
   // 3. Components close their own handles, then we close whatever is left.
   auto hooks = std::move(shutdown_hooks_);
   for (auto& h : hooks) h();
+  timers_.Close();
   for (auto* t : all_timers_)
     uv_close(reinterpret_cast<uv_handle_t*>(t),
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/loop_callback.h"
+#include "core/timer_queue.h"
 
 namespace rankd {
 
@@ -62,7 +63,11 @@ class EventLoop {
     Defer([h] { h.resume(); });
   }
 
-  // Pooled one-shot timers: no uv_timer_init/uv_close per use.
+  // One-shot timers in a flat heap (coroutine sleeps, timeout races): see TimerQueue.
+  TimerQueue& timers() { return timers_; }
+
+  // Pooled uv timer handles, for code that needs a real uv_timer_t (repeating timers,
+  // uv_timer_again): no uv_timer_init/uv_close per use.
   uv_timer_t* AcquireTimer();
   void ReleaseTimer(uv_timer_t* t);  // stops it and returns it to the pool
 
@@ -110,6 +115,7 @@ class EventLoop {
   uv_idle_t idle_{};
   std::vector<std::function<void()>> deferred_;
   std::vector<std::function<void()>> deferred_spare_;
+  TimerQueue timers_;
   std::vector<uv_timer_t*> all_timers_;   // owned; closed at shutdown
   std::vector<uv_timer_t*> free_timers_;
   std::vector<std::function<void()>> shutdown_hooks_;

@@ -71,26 +71,22 @@ struct RaceState {
   std::optional<T> value;
   std::exception_ptr error;
   std::coroutine_handle<> waiter;
-  uv_timer_t* timer = nullptr;
+  TimerQueue::Id timer = 0;
   uint64_t timeout_ms = 0;
 
+  // The timer callback holds a raw pointer: the awaiter keeps the state alive until the
+  // waiter resumes, and the timer is always cancelled or fired before that.
   void StartTimer() {
-    timer = loop->AcquireTimer();
-    timer->data = this;
-    uv_timer_start(timer, &RaceState::OnTimer, timeout_ms, 0);
+    timer = loop->timers().Start(timeout_ms, [this] {
+      timer = 0;
+      done = true;
+      timed_out = true;
+      waiter.resume();
+    });
   }
   void StopTimer() {
-    if (timer) loop->ReleaseTimer(timer);
-    timer = nullptr;
-  }
-  // The timer's `data` is a raw pointer: the awaiter keeps the state alive until the
-  // waiter resumes, and the timer is always released before that.
-  static void OnTimer(uv_timer_t* t) {
-    auto* st = static_cast<RaceState*>(t->data);
-    st->StopTimer();
-    st->done = true;
-    st->timed_out = true;
-    st->waiter.resume();
+    if (timer) loop->timers().Cancel(timer);
+    timer = 0;
   }
   typename Flatten<T>::type Take() {
     if (timed_out) return std::unexpected(TimeoutError(timeout_ms));
@@ -198,7 +194,7 @@ class AsyncWithTimeout {
     if (st->done) {
       LateCompletions().fetch_add(1, std::memory_order_relaxed);
     } else {
-      bool suspended = st->timer != nullptr;  // await_suspend already returned true
+      bool suspended = st->timer != 0;  // await_suspend already returned true
       st->done = true;
       st->StopTimer();
       st->value = std::move(value);

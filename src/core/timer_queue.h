@@ -1,0 +1,67 @@
+// TimerQueue: one-shot timers of one loop kept in a flat binary heap behind a single
+// uv_timer_t. Starting and cancelling cost a heap push and a slot update, with no
+// uv handle per timer and no pointer chasing, which is why coroutine sleeps and
+// timeout races use it rather than a uv_timer_t each. Cancellation is lazy: a cancelled
+// entry stays in the heap until its due time and is then skipped, so the heap holds at
+// most (start rate x longest timeout) stale entries.
+//
+// Threads: loop thread only.
+#pragma once
+
+#include <uv.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/loop_callback.h"
+
+namespace rankd {
+
+class TimerQueue {
+ public:
+  using Id = uint64_t;  // 0 is never a valid id
+
+  void Init(uv_loop_t* loop);  // REQUIRES: loop thread, before any Start
+  void Close();                // closes the uv timer; pending callbacks are discarded
+
+  // Runs cb once, `ms` milliseconds after the loop's current time (uv_now), like a
+  // uv timer would.
+  template <class F>
+  Id Start(uint64_t ms, F&& cb) {
+    return Push(ms, LoopCallback::Make(std::forward<F>(cb)));
+  }
+  // Cancels a pending timer; false if it already ran or was cancelled.
+  bool Cancel(Id id);
+  size_t pending() const { return live_; }
+
+ private:
+  struct Slot {
+    LoopCallback cb;
+    uint32_t gen = 0;
+    bool armed = false;
+  };
+  struct Entry {
+    uint64_t due;  // loop time, ms
+    uint64_t seq;  // FIFO among equal due times
+    uint32_t slot;
+    uint32_t gen;
+  };
+  Id Push(uint64_t ms, LoopCallback cb);
+  void Arm();
+  void Fire();
+  static bool Later(const Entry& a, const Entry& b) {
+    return a.due != b.due ? a.due > b.due : a.seq > b.seq;
+  }
+
+  uv_loop_t* loop_ = nullptr;
+  uv_timer_t uv_timer_{};
+  bool closed_ = false;
+  std::vector<Entry> heap_;  // min-heap by (due, seq) via std::push_heap with Later
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_slots_;
+  uint64_t seq_ = 0;
+  uint64_t armed_due_ = UINT64_MAX;
+  size_t live_ = 0;
+};
+
+}  // namespace rankd
