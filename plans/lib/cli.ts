@@ -1,6 +1,7 @@
 // The plan compiler's command line.
 //   node dist/lib/cli.js build   writes <name>.plan.json for every <name>.plan.ts
 //   node dist/lib/cli.js check   fails when a committed <name>.plan.json differs from its source
+//   options: --json-dir DIR (where the .plan.json files are; default: the plans folder), names…
 // (npm run build / npm run check run tsc first; the plans are loaded from dist/.)
 
 import fs from "node:fs";
@@ -34,14 +35,22 @@ export async function compileFile(name: string): Promise<string> {
 async function main(argv: string[]): Promise<number> {
   const cmd = argv[0];
   if (cmd !== "build" && cmd !== "check") {
-    console.error("usage: cli.js build|check [name...]");
+    console.error("usage: cli.js build|check [--json-dir DIR] [name...]");
     return 2;
   }
-  const names = argv.length > 1 ? argv.slice(1).map((a) => path.basename(a).replace(/\.plan\.(ts|json)$/, "")) : planNames();
+  let jsonDir = ROOT;
+  const args = argv.slice(1);
+  const j = args.indexOf("--json-dir");
+  if (j >= 0) {
+    jsonDir = path.resolve(args[j + 1] ?? ".");
+    args.splice(j, 2);
+  }
+  const all = args.length === 0;
+  const names = all ? planNames() : args.map((a) => path.basename(a).replace(/\.plan\.(ts|json)$/, ""));
   let bad = 0;
   for (const name of names) {
     const src = `${name}.plan.ts`;
-    const out = path.join(ROOT, `${name}.plan.json`);
+    const out = path.join(jsonDir, `${name}.plan.json`);
     let text: string;
     try {
       text = await compileFile(name);
@@ -62,16 +71,16 @@ async function main(argv: string[]): Promise<number> {
       bad++;
     }
   }
-  if (cmd === "check" && argv.length === 1) {
+  if (cmd === "check" && all) {
     const sources = new Set(names);
-    for (const f of fs.readdirSync(ROOT).filter((f) => f.endsWith(".plan.json")).sort()) {
+    for (const f of fs.readdirSync(jsonDir).filter((f) => f.endsWith(".plan.json")).sort()) {
       if (!sources.has(f.slice(0, -".plan.json".length))) {
         console.error(`${f}: has no ${f.replace(/json$/, "ts")} source`);
         bad++;
       }
     }
-    if (bad === 0) console.log(`ok: ${names.length} plans match their sources`);
   }
+  if (cmd === "check" && bad === 0) console.log(`ok: ${names.length} plans match their sources`);
   return bad ? 1 : 0;
 }
 

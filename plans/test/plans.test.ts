@@ -1,0 +1,104 @@
+// The plans of this folder: committed JSON matches the sources, the feed is PLAN.md's example,
+// and `check` fails, naming the file, when a JSON differs.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { compileFile, planNames } from "../lib/cli.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const CLI = path.join(ROOT, "dist", "lib", "cli.js");
+const read = (name: string) => fs.readFileSync(path.join(ROOT, `${name}.plan.json`), "utf8");
+
+test("the expected plans exist", () => {
+  for (const n of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "feed", "fixed_rank", "fixed_simple"])
+    assert.ok(planNames().includes(n), n);
+});
+
+for (const name of planNames()) {
+  test(`${name}.plan.json is what ${name}.plan.ts compiles to, byte for byte`, async () => {
+    const text = await compileFile(name);
+    assert.equal(read(name), text);
+    assert.equal(await compileFile(name), text, "deterministic");
+    assert.ok(text.endsWith("}\n"));
+  });
+}
+
+test("feed is exactly the example plan of PLAN.md", () => {
+  const want = {
+    schema_version: 1,
+    name: "feed",
+    description: "home feed: follow graph + recs, hydrated, scored, filtered",
+    params: {
+      weight: { type: "f64", default: 0.5 },
+      limit: { type: "i64", default: 50, min: 1, max: 500 },
+      country: { type: "str", default: "US" },
+    },
+    nodes: [
+      { node_id: "v", op: "viewer", inputs: [], params: { endpoint: "redis_default" } },
+      { node_id: "f", op: "follow", inputs: ["v"], params: { endpoint: "redis_default", fanout: 100 } },
+      { node_id: "m", op: "media", inputs: ["f"], params: { endpoint: "redis_default", per_author: 5 } },
+      { node_id: "r", op: "recommendation", inputs: ["v"], params: { endpoint: "redis_default", fanout: 100 }, optional: true, timeout_ms: 30 },
+      { node_id: "c", op: "concat", inputs: ["m", "r"], params: {} },
+      { node_id: "d", op: "dedupe", inputs: ["c"], params: { key: "id" } },
+      { node_id: "h", op: "features", inputs: ["d"], params: { endpoint: "redis_default", fields: ["likes", "age_s", "quality", "country", "nsfw"] } },
+      { node_id: "s", op: "vm", inputs: ["h"], params: { out_key: "score", expr: "e0" } },
+      { node_id: "ok", op: "filter", inputs: ["s"], params: { pred: "p0" } },
+      { node_id: "o", op: "sort", inputs: ["ok"], params: { key: "score", order: "desc" } },
+      { node_id: "t", op: "take", inputs: ["o"], params: { count: { param: "limit" } } },
+    ],
+    expr_table: {
+      e0: { op: "+", args: [
+        { op: "*", args: [{ op: "log1p", args: [{ key: "likes" }] }, { param: "weight" }] },
+        { op: "coalesce", args: [{ key: "quality" }, { const: 0 }] }] },
+    },
+    pred_table: {
+      p0: { op: "and", args: [
+        { op: "cmp", cmp: "==", lhs: { key: "nsfw" }, rhs: { const: 0 } },
+        { op: "cmp", cmp: ">=", lhs: { key: "score" }, rhs: { const: 0.1 } }] },
+    },
+    output: { node: "t", columns: ["id", "score", "author"] },
+  };
+  assert.deepEqual(JSON.parse(read("feed")), want);
+});
+
+test("fixed_rank and fixed_simple have the agreed shape", () => {
+  const r = JSON.parse(read("fixed_rank"));
+  assert.deepEqual(r.nodes.map((n: any) => [n.op, n.params]), [
+    ["fixed_source", { count: 100 }],
+    ["vm", { out_key: "score", expr: "e0" }],
+    ["sort", { key: "score", order: "desc" }],
+    ["take", { count: 20 }],
+  ]);
+  assert.deepEqual(r.output.columns, ["id", "score"]);
+  const s = JSON.parse(read("fixed_simple"));
+  assert.deepEqual(s.nodes.map((n: any) => [n.op, n.params]), [["fixed_source", { count: 10 }], ["take", { count: 5 }]]);
+});
+
+test("check fails, naming the file, when a JSON differs or is missing or has no source", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "plans-check-"));
+  try {
+    const run = (...a: string[]) => spawnSync(process.execPath, [CLI, ...a], { encoding: "utf8" });
+    fs.writeFileSync(path.join(dir, "fixed_simple.plan.json"), read("fixed_simple"));
+    assert.equal(run("check", "--json-dir", dir, "fixed_simple").status, 0);
+    fs.writeFileSync(path.join(dir, "fixed_simple.plan.json"), read("fixed_simple").replace('"count": 5', '"count": 6'));
+    const differs = run("check", "--json-dir", dir, "fixed_simple");
+    assert.equal(differs.status, 1);
+    assert.match(differs.stderr, /fixed_simple\.plan\.json: differs from what fixed_simple\.plan\.ts compiles to/);
+    const missing = run("check", "--json-dir", dir, "fixed_rank");
+    assert.equal(missing.status, 1);
+    assert.match(missing.stderr, /fixed_rank\.plan\.json: missing/);
+    fs.writeFileSync(path.join(dir, "orphan.plan.json"), "{}\n");
+    const all = run("check", "--json-dir", dir);
+    assert.equal(all.status, 1);
+    assert.match(all.stderr, /orphan\.plan\.json: has no orphan\.plan\.ts source/);
+    const built = run("build", "--json-dir", dir, "fixed_simple");
+    assert.equal(built.status, 0);
+    assert.equal(fs.readFileSync(path.join(dir, "fixed_simple.plan.json"), "utf8"), read("fixed_simple"));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
