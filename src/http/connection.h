@@ -1,0 +1,135 @@
+// Connection: one accepted HTTP/1.1 connection of a Listener. Internal to src/http.
+// Parses with llhttp (after HeadScanner has vetted head bytes), hands one request at a
+// time to the handler, writes responses in request order, enforces the limits and
+// timeouts of HttpOptions, and closes gracefully (our FIN, then read-and-discard for a
+// bounded time so the client sees the last response instead of a reset).
+//
+// Thread: the listener's loop thread only. Owned by the Listener (shared_ptr, so that
+// Responders can hold weak references); freed after its handle's close callback.
+#pragma once
+
+#include <llhttp.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/error.h"
+#include "http/counters.h"
+#include "http/head_scan.h"
+#include "http/message.h"
+
+namespace rankd::http {
+
+class Listener;
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  explicit Connection(Listener* listener);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Accepts the listener's pending socket. On failure the handle is closed and the
+  // listener is told through OnConnectionClosed like any other close.
+  int Accept(uv_stream_t* server);
+
+  // From a Responder: answers request `seq` if it is the one waiting.
+  void Respond(uint64_t seq, const Response& r);
+
+  void OnDrain();   // the listener started draining
+  void CloseNow();  // closes the socket now (no more reads, writes are cancelled)
+
+  size_t index = 0;  // position in the listener's list
+
+ private:
+  enum class Phase : uint8_t {
+    kOpen,     // parsing and answering requests
+    kClosing,  // last response queued: flush it, then send FIN (reads are discarded)
+    kLinger,   // FIN sent: discard reads until the client's EOF or linger_ms
+    kClosed,   // uv_close called
+  };
+  enum class Scan : uint8_t { kHead, kBody, kTrailer };
+  enum class TimerMode : uint8_t { kNone, kIdle, kRead, kCloseWait, kLinger };
+
+  bool CanParse() const;
+  size_t Unsent() const { return out_front_.size() + out_back_.size(); }
+  size_t Process(const char* data, size_t n);  // returns the bytes consumed
+  void Dispatch();
+  void Reject(RejectKind kind, Error e);       // error response + graceful close
+  void BeginClose() { phase_ = Phase::kClosing; }
+  void Settle();  // after any event: parse what waits, flush, reads, timer, closing
+  void Flush();
+  void UpdateReading();
+  void UpdateTimer();
+  void ResetMessage();
+
+  static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
+  static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
+  static void OnWrite(uv_write_t* req, int status);
+  static void OnShutdown(uv_shutdown_t* req, int status);
+  static void OnTimer(uv_timer_t* t);
+  static void OnClose(uv_handle_t* h);
+
+  // llhttp callbacks
+  static int OnMessageBegin(llhttp_t* p);
+  static int OnUrl(llhttp_t* p, const char* at, size_t len);
+  static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
+  static int OnHeaderFieldComplete(llhttp_t* p);
+  static int OnHeaderValue(llhttp_t* p, const char* at, size_t len);
+  static int OnHeaderValueComplete(llhttp_t* p);
+  static int OnHeadersComplete(llhttp_t* p);
+  static int OnBody(llhttp_t* p, const char* at, size_t len);
+  static int OnChunkHeader(llhttp_t* p);
+  static int OnMessageComplete(llhttp_t* p);
+  static const llhttp_settings_t* Settings();
+
+  Listener* listener_;
+  uv_tcp_t tcp_{};
+  uv_write_t write_req_{};
+  uv_shutdown_t shutdown_req_{};
+  uv_timer_t* timer_ = nullptr;  // pooled by the EventLoop
+  TimerMode timer_mode_ = TimerMode::kNone;
+  Phase phase_ = Phase::kOpen;
+  std::shared_ptr<Connection> self_;  // held from uv_tcp_init until the close callback
+
+  // --- parsing -----------------------------------------------------------------------
+  llhttp_t parser_{};
+  Scan scan_ = Scan::kHead;
+  HeadScanner scanner_;
+  size_t head_bytes_ = 0;      // of the current head (or trailer section)
+  bool in_message_ = false;    // a request has begun and is not complete
+  bool in_process_ = false;    // inside Process: responses are flushed at its end
+  bool restart_read_timer_ = false;  // a new request began: its read time starts now
+  bool message_ready_ = false; // on_message_complete paused the parser
+  bool last_chunk_ = false;    // on_chunk_header paused at the 0-size chunk
+  bool field_open_ = false;    // an on_header_field span belongs to the last header
+  bool seen_content_length_ = false;
+  bool seen_transfer_encoding_ = false;
+  bool expect_continue_ = false;
+  std::optional<std::pair<RejectKind, Error>> reject_;  // set by a callback that fails
+  Request cur_;
+
+  // Unparsed input (pipelined requests waiting behind an unanswered one).
+  std::string in_buf_;
+  size_t in_off_ = 0;
+  bool reading_ = false;
+  bool peer_eof_ = false;
+
+  // --- the request being handled -----------------------------------------------------
+  bool handler_pending_ = false;
+  uint64_t seq_ = 0;
+  bool pending_keep_alive_ = true;
+  bool pending_head_ = false;  // HEAD: no body bytes
+  std::string pending_id_;
+
+  // --- output: responses append to out_back_; out_front_ is in flight ----------------
+  std::string out_front_;
+  std::string out_back_;
+  bool writing_ = false;
+  bool shutdown_started_ = false;
+};
+
+}  // namespace rankd::http

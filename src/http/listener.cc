@@ -1,0 +1,181 @@
+#include "http/listener.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cassert>
+#include <cerrno>
+#include <cstring>
+
+#include "http/connection.h"
+
+namespace rankd::http {
+
+Status CheckPortFree(std::string_view host, int port) {
+  if (port == 0) return {};
+  std::string h(host);
+  sockaddr_in addr{};
+  if (uv_ip4_addr(h.c_str(), port, &addr) != 0)
+    return Fail(Error::BadRequest("invalid IPv4 listen address '" + h + "'"));
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return Fail(Error::Internal(std::string("port check: socket(): ") + std::strerror(errno)));
+  // SO_REUSEADDR so that TIME_WAIT leftovers of our own previous run do not count;
+  // without SO_REUSEPORT, so that any live socket bound to the port makes bind fail.
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) {
+    return Fail(Error::Internal("port " + std::to_string(port) + " on " + h +
+                                " is already in use by another socket (bind: " +
+                                std::strerror(err) + ")"));
+  }
+  return {};
+}
+
+Listener::Listener(EventLoop& loop, HttpOptions options, Handler handler)
+    : loop_(loop),
+      options_(std::move(options)),
+      handler_(std::move(handler)),
+      ids_(options_.shard_id, NextListenerInstance()),
+      scratch_(new char[kScratchBytes]) {}
+
+Listener::~Listener() { assert(!listen_open_ && conns_.empty()); }
+
+Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions options,
+                                                  Handler handler) {
+  std::shared_ptr<Listener> l(new Listener(loop, std::move(options), std::move(handler)));
+  l->self_ = l;
+  if (int rc = l->Bind(); rc < 0) {
+    std::string msg = "http: cannot listen on " + l->options_.host + ":" +
+                      std::to_string(l->options_.port) + ": " + uv_strerror(rc);
+    l->CloseListenSocket();
+    l->MaybeFinished();  // when the handle never opened, nothing else releases self_
+    return Fail(Error::Internal(std::move(msg)));
+  }
+  std::weak_ptr<Listener> weak = l;
+  loop.AddShutdownHook([weak] {
+    if (auto s = weak.lock()) s->CloseNow();
+  });
+  return l;
+}
+
+int Listener::Bind() {
+  sockaddr_in addr{};
+  int rc = uv_ip4_addr(options_.host.c_str(), options_.port, &addr);
+  if (rc < 0) return rc;
+  // libuv 1.44 has no UV_TCP_REUSEPORT: create the socket first (init_ex), set the
+  // option on its fd, then bind. Every shard binds the same port this way.
+  rc = uv_tcp_init_ex(loop_.uv(), &listen_, AF_INET);
+  if (rc < 0) return rc;
+  listen_open_ = true;
+  listen_.data = this;
+  uv_os_fd_t fd;
+  rc = uv_fileno(reinterpret_cast<uv_handle_t*>(&listen_), &fd);
+  if (rc < 0) return rc;
+  int one = 1;
+  if (::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) return -errno;
+  rc = uv_tcp_bind(&listen_, reinterpret_cast<const sockaddr*>(&addr), 0);
+  if (rc < 0) return rc;
+  // uv_tcp_bind may defer EADDRINUSE to uv_listen.
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listen_), options_.backlog,
+                 &Listener::OnConnection);
+  if (rc < 0) return rc;
+  sockaddr_storage ss{};
+  int len = sizeof(ss);
+  rc = uv_tcp_getsockname(&listen_, reinterpret_cast<sockaddr*>(&ss), &len);
+  if (rc < 0) return rc;
+  port_ = ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  return 0;
+}
+
+void Listener::OnConnection(uv_stream_t* server, int status) {
+  auto* l = static_cast<Listener*>(server->data);
+  if (status < 0 || l->listen_closing_) return;
+  if (l->conns_.size() >= l->options_.max_connections) {
+    // Not calling uv_accept makes libuv keep this one socket and stop polling the
+    // listener; the next close takes it (OnConnectionClosed), which resumes polling.
+    if (!l->accept_paused_) {
+      l->accept_paused_ = true;
+      ++l->counters_.accept_paused;
+    }
+    return;
+  }
+  l->AcceptOne();
+}
+
+void Listener::AcceptOne() {
+  auto c = std::make_shared<Connection>(this);
+  c->index = conns_.size();
+  conns_.push_back(c);
+  ++counters_.connections_accepted;
+  counters_.connections_open = conns_.size();
+  c->Accept(reinterpret_cast<uv_stream_t*>(&listen_));  // a failure closes it again
+}
+
+void Listener::OnConnectionClosed(Connection* c) {
+  size_t i = c->index;
+  assert(i < conns_.size() && conns_[i].get() == c);
+  if (i + 1 != conns_.size()) {
+    conns_[i] = std::move(conns_.back());
+    conns_[i]->index = i;
+  }
+  conns_.pop_back();
+  counters_.connections_open = conns_.size();
+  if (accept_paused_ && listen_open_ && !listen_closing_) {
+    accept_paused_ = false;
+    AcceptOne();
+  }
+  MaybeFinished();
+}
+
+void Listener::CloseListenSocket() {
+  if (!listen_open_ || listen_closing_) return;
+  listen_closing_ = true;
+  // Closing the listener also closes a socket libuv held for us at the cap.
+  uv_close(reinterpret_cast<uv_handle_t*>(&listen_), &Listener::OnListenClosed);
+}
+
+void Listener::OnListenClosed(uv_handle_t* h) {
+  auto* l = static_cast<Listener*>(h->data);
+  l->listen_open_ = false;
+  l->MaybeFinished();
+}
+
+void Listener::MaybeFinished() {
+  if (listen_open_ || !conns_.empty() || !self_) return;
+  std::shared_ptr<Listener> keep = std::move(self_);  // may be the last reference
+  auto cb = std::move(on_drained_);
+  on_drained_ = nullptr;
+  if (cb) cb();
+}
+
+void Listener::Drain(std::function<void()> on_drained) {
+  on_drained_ = std::move(on_drained);
+  draining_ = true;
+  if (!self_) {  // everything is already closed
+    auto cb = std::move(on_drained_);
+    on_drained_ = nullptr;
+    if (cb) cb();
+    return;
+  }
+  CloseListenSocket();
+  // A copy: a connection closing now leaves the list only in its close callback, but
+  // iterate a snapshot anyway so that no callback can invalidate the loop.
+  auto snapshot = conns_;
+  for (auto& c : snapshot) c->OnDrain();
+}
+
+void Listener::CloseNow() {
+  draining_ = true;
+  closed_all_ = true;
+  CloseListenSocket();
+  auto snapshot = conns_;
+  for (auto& c : snapshot) c->CloseNow();
+}
+
+}  // namespace rankd::http

@@ -1,0 +1,108 @@
+// Listener: one shard's HTTP/1.1 server socket and its connections. Binds with
+// SO_REUSEPORT so that N shards can listen on one port and the kernel spreads
+// connections; hands every complete request to the handler on the loop thread.
+//
+// Thread: everything on the owning EventLoop's thread, Start included (Post it there).
+// Lifetime: the Listener keeps itself alive while it has open handles, so the owner
+// may drop its shared_ptr at any time; a loop Stop() hard-closes whatever is left.
+#pragma once
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "core/event_loop.h"
+#include "http/counters.h"
+#include "http/message.h"
+#include "http/options.h"
+#include "http/request_id.h"
+#include "http/responder.h"
+
+namespace rankd::http {
+
+class Connection;
+
+// Called once per request, on the loop thread. The handler owns the Request and must
+// answer through the Responder exactly once, now or later (from the loop thread).
+// Pipelined requests on one connection wait until the previous one is answered.
+using Handler = std::function<void(Request, Responder)>;
+
+// Checks that no socket is bound to host:port (another rankd, or anything else),
+// binding a probe socket without SO_REUSEPORT. Call before starting the shards: a
+// process that also uses SO_REUSEPORT would otherwise silently share our port.
+// Port 0 is always free. Any thread.
+Status CheckPortFree(std::string_view host, int port);
+
+class Listener : public std::enable_shared_from_this<Listener> {
+ public:
+  // Binds, listens and starts accepting. REQUIRES: on loop's thread.
+  static Result<std::shared_ptr<Listener>> Start(EventLoop& loop, HttpOptions options,
+                                                 Handler handler);
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+
+  // The bound port (useful with options.port == 0).
+  int port() const { return port_; }
+  const HttpOptions& options() const { return options_; }
+  const HttpCounters& counters() const { return counters_; }
+  size_t open_connections() const { return conns_.size(); }
+  bool draining() const { return draining_; }
+
+  // Graceful shutdown: closes the listening socket, closes idle connections at once,
+  // lets requests already read finish and answers them with "Connection: close".
+  // `on_drained` runs (on the loop thread) once the last connection is gone; it may
+  // run before Drain returns when nothing was open. A second call only replaces the
+  // callback.
+  void Drain(std::function<void()> on_drained);
+
+  // Hard close (the drain timeout): closes the listener and every connection now.
+  // Pending responders become no-ops. The drain callback still runs when all is closed.
+  void CloseNow();
+
+ private:
+  friend class Connection;
+
+  Listener(EventLoop& loop, HttpOptions options, Handler handler);
+  int Bind();
+  void CloseListenSocket();
+  void AcceptOne();
+  void MaybeFinished();
+  void OnConnectionClosed(Connection* c);
+  static void OnConnection(uv_stream_t* server, int status);
+  static void OnListenClosed(uv_handle_t* h);
+
+  EventLoop& loop_;
+  HttpOptions options_;
+  Handler handler_;
+  HttpCounters counters_;
+  RequestIdGenerator ids_;
+
+  uv_tcp_t listen_{};
+  int port_ = 0;
+  bool listen_open_ = false;     // uv handle initialised and not yet closed
+  bool listen_closing_ = false;
+  bool accept_paused_ = false;   // libuv holds one accepted fd we have not taken
+  bool draining_ = false;
+  bool closed_all_ = false;      // CloseNow ran
+  std::function<void()> on_drained_;
+
+  // Connections are owned here (Responders only hold weak references); each knows its
+  // index for O(1) removal.
+  std::vector<std::shared_ptr<Connection>> conns_;
+
+  // One read buffer for every connection of the loop: libuv calls alloc and read back
+  // to back on this thread, and a connection copies only what it cannot parse at once.
+  std::unique_ptr<char[]> scratch_;
+  static constexpr size_t kScratchBytes = 64 * 1024;
+
+  // Keeps this object alive while libuv handles point at it.
+  std::shared_ptr<Listener> self_;
+};
+
+}  // namespace rankd::http

@@ -1,0 +1,30 @@
+// HttpOptions: limits and timeouts of one listener (one shard). Plain value type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace rankd::http {
+
+struct HttpOptions {
+  std::string host = "0.0.0.0";
+  int port = 8080;                   // 0: an ephemeral port (see Listener::port)
+  int backlog = 511;
+  uint32_t shard_id = 0;             // only for generated request ids
+
+  size_t max_connections = 10000;    // per listener; accepting pauses at the cap
+  size_t max_head_bytes = 16 * 1024; // request line + headers (and, separately, trailers)
+  size_t max_body_bytes = 1 << 20;
+  uint64_t read_timeout_ms = 10000;  // from a request's first byte to its last
+  uint64_t idle_timeout_ms = 60000;  // keep-alive connection with nothing to do
+  uint64_t linger_ms = 2000;         // after our FIN, how long we read and discard
+
+  // Backpressure. A connection stops reading (and stops parsing pipelined requests)
+  // while its unsent output exceeds max_pending_output, or while more than
+  // max_pending_input bytes of pipelined requests wait behind an unanswered one.
+  size_t max_pending_output = 1 << 20;
+  size_t max_pending_input = 64 * 1024;
+};
+
+}  // namespace rankd::http

@@ -1,0 +1,48 @@
+// Responder: the handler's one-shot handle for answering a request, possibly later.
+// Move-only. It holds a weak reference to its connection: if the connection died in
+// the meantime (client gone, hard close) completing it is a no-op, never a
+// use-after-free. Destroying it unanswered answers 500 "internal", so a forgotten
+// request never hangs its connection.
+// Thread: Send/SendError and destruction on the connection's loop thread only (it may
+// be moved across threads in between, e.g. inside a posted closure).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/error.h"
+#include "http/message.h"
+
+namespace rankd::http {
+
+class Connection;
+
+class Responder {
+ public:
+  Responder() = default;  // empty: Send does nothing
+  Responder(std::weak_ptr<Connection> conn, uint64_t seq)
+      : conn_(std::move(conn)), seq_(seq), done_(false) {}
+  Responder(Responder&& o) noexcept : conn_(std::move(o.conn_)), seq_(o.seq_), done_(o.done_) {
+    o.done_ = true;
+  }
+  Responder& operator=(Responder&& o) noexcept;
+  Responder(const Responder&) = delete;
+  Responder& operator=(const Responder&) = delete;
+  ~Responder();
+
+  // Answers the request (exactly once: later calls do nothing).
+  void Send(const Response& r);
+  // Answers with the API's error body and the error's status.
+  void SendError(const Error& e, std::span<const HeaderField> extra_headers = {});
+
+  bool done() const { return done_; }
+  // False once the connection is gone: a handler may stop work nobody will read.
+  bool connection_alive() const { return !conn_.expired(); }
+
+ private:
+  std::weak_ptr<Connection> conn_;
+  uint64_t seq_ = 0;
+  bool done_ = true;  // an empty Responder has nothing to answer
+};
+
+}  // namespace rankd::http
