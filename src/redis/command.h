@@ -1,0 +1,49 @@
+// RedisCommand: one command already encoded in RESP (the wire format), built argument
+// by argument. Encoding once, in the caller, means the client hands hiredis a finished
+// buffer (redisAsyncFormattedCommand): no printf-style formatting, one allocation per
+// command.
+//
+// Threads: a plain value type; any thread.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace rankd {
+
+class RedisCommand {
+ public:
+  RedisCommand() { buf_.assign(kHeaderRoom, ' '); }
+  RedisCommand(std::initializer_list<std::string_view> args) : RedisCommand() {
+    for (auto a : args) Arg(a);
+  }
+
+  RedisCommand& Arg(std::string_view a);
+  RedisCommand& Arg(int64_t v);
+  // Appends `prefix` and `suffix` as one argument (a key under an endpoint's prefix).
+  RedisCommand& Key(std::string_view prefix, std::string_view suffix);
+  RedisCommand& Key(std::string_view prefix, std::string_view kind, int64_t id);
+
+  int argc() const { return argc_; }
+  // The RESP bytes of the whole command. Valid until the next Arg().
+  std::string_view wire();
+
+  // The i-th argument (decoded), e.g. Argument(1) is the key of most commands; "" when
+  // out of range. Linear in the command size: for error messages only.
+  std::string_view Argument(int i) const;
+  // "LRANGE follow:1" — the command name and its first argument, for error messages.
+  std::string Describe() const;
+
+ private:
+  // Room reserved at the front for the "*<argc>\r\n" header, written right-aligned by
+  // wire(): an argc of up to 10 digits fits, so the body is never moved.
+  static constexpr size_t kHeaderRoom = 14;
+
+  std::string buf_;
+  int argc_ = 0;
+  size_t header_start_ = kHeaderRoom;
+};
+
+}  // namespace rankd

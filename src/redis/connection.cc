@@ -1,0 +1,205 @@
+#include "redis/connection.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <cassert>
+
+namespace rankd {
+
+namespace {
+// Tags passed as privdata to the handshake callbacks; the last one makes the connection
+// live.
+enum HandshakeStep : uintptr_t { kAuth = 1, kSelect = 2, kPing = 3 };
+
+uint64_t SplitMix(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
+                                 const RedisClientOptions& opts, RedisStats& stats,
+                                 std::function<void()> on_change, uint64_t seed)
+    : loop_(loop), endpoint_(endpoint), opts_(opts), stats_(stats),
+      on_change_(std::move(on_change)), rng_(seed) {}
+
+RedisConnection::~RedisConnection() { assert(state_ == State::kClosed && ac_ == nullptr); }
+
+void RedisConnection::Start() { StartAttempt(); }
+
+void RedisConnection::Close() {
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kLive) stats_.connections_live.fetch_sub(1, std::memory_order_relaxed);
+  state_ = State::kClosed;
+  DisarmTimer();
+  if (ac_ != nullptr) {
+    last_error_ = "client closed";
+    // Runs every pending callback with a NULL reply, then OnContextCleanup.
+    redisAsyncFree(ac_);
+  }
+}
+
+void RedisConnection::SetState(State s) {
+  if (s == state_) return;
+  if (state_ == State::kLive) stats_.connections_live.fetch_sub(1, std::memory_order_relaxed);
+  if (s == State::kLive) stats_.connections_live.fetch_add(1, std::memory_order_relaxed);
+  state_ = s;
+  on_change_();
+}
+
+void RedisConnection::ArmTimer(uint64_t ms, uv_timer_cb cb) {
+  DisarmTimer();
+  timer_ = loop_.AcquireTimer();
+  timer_->data = this;
+  uv_timer_start(timer_, cb, ms, 0);
+}
+
+void RedisConnection::DisarmTimer() {
+  if (timer_ != nullptr) loop_.ReleaseTimer(timer_);
+  timer_ = nullptr;
+}
+
+void RedisConnection::FailAttempt(std::string why) {
+  last_error_ = std::move(why);
+  Bump(stats_.connect_failures);
+  ScheduleRetry();
+}
+
+void RedisConnection::StartAttempt() {
+  if (state_ == State::kClosed) return;
+  last_error_.clear();  // from here on it describes this attempt
+  SetState(State::kConnecting);
+  // A hostname is resolved here, synchronously (hiredis has no async resolver); use an
+  // IP literal in production configurations.
+  redisAsyncContext* ac = redisAsyncConnect(endpoint_.host.c_str(), endpoint_.port);
+  if (ac == nullptr) return FailAttempt("connect failed: out of memory");
+  if (ac->err) {
+    std::string why = std::string("connect failed: ") + ac->errstr;
+    redisAsyncFree(ac);  // never attached: hiredis left it to us
+    return FailAttempt(std::move(why));
+  }
+  ac->data = this;
+  if (int rc = AttachUvAdapter(ac, loop_.uv(), this); rc < 0) {
+    redisAsyncFree(ac);
+    return FailAttempt(std::string("connect failed: uv_poll_init: ") + uv_strerror(rc));
+  }
+  redisAsyncSetConnectCallback(ac, &RedisConnection::OnConnect);
+  ac_ = ac;
+  // The handshake is queued now and leaves in the first write after the TCP connect.
+  if (!endpoint_.password.empty()) {
+    if (endpoint_.user.empty()) {
+      const char* argv[] = {"AUTH", endpoint_.password.c_str()};
+      size_t lens[] = {4, endpoint_.password.size()};
+      redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kAuth), 2, argv, lens);
+    } else {
+      const char* argv[] = {"AUTH", endpoint_.user.c_str(), endpoint_.password.c_str()};
+      size_t lens[] = {4, endpoint_.user.size(), endpoint_.password.size()};
+      redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kAuth), 3, argv, lens);
+    }
+  }
+  if (endpoint_.db != 0) {
+    std::string db = std::to_string(endpoint_.db);
+    const char* argv[] = {"SELECT", db.c_str()};
+    size_t lens[] = {6, db.size()};
+    redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kSelect), 2, argv, lens);
+  }
+  // PING last: its reply proves the server speaks Redis to us (protected mode, for one,
+  // answers the first command with an error).
+  redisAsyncCommand(ac, &OnHandshakeReply, reinterpret_cast<void*>(kPing), "PING");
+  ArmTimer(opts_.connect_timeout_ms, [](uv_timer_t* t) {
+    auto* self = static_cast<RedisConnection*>(t->data);
+    self->DisarmTimer();
+    if (self->ac_ == nullptr) return;
+    self->last_error_ =
+        "connect timed out after " + std::to_string(self->opts_.connect_timeout_ms) + " ms";
+    // Not inside a hiredis callback: freeing is safe; cleanup schedules the retry.
+    redisAsyncFree(self->ac_);
+  });
+}
+
+void RedisConnection::ScheduleRetry() {
+  if (state_ == State::kClosed) return;
+  ++failures_in_a_row_;
+  int shift = std::min(failures_in_a_row_ - 1, 16);
+  uint64_t delay = std::min(opts_.backoff_max_ms, opts_.backoff_min_ms << shift);
+  uint64_t half = delay / 2;
+  uint64_t jittered = half + (half > 0 ? SplitMix(rng_) % (delay - half + 1) : delay);
+  SetState(State::kBackoff);
+  ArmTimer(jittered, [](uv_timer_t* t) {
+    auto* self = static_cast<RedisConnection*>(t->data);
+    self->DisarmTimer();
+    self->StartAttempt();
+  });
+}
+
+bool RedisConnection::Send(std::string_view wire, redisCallbackFn* fn, void* privdata) {
+  assert(live());
+  if (redisAsyncFormattedCommand(ac_, fn, privdata, wire.data(), wire.size()) != REDIS_OK)
+    return false;
+  ++inflight_;
+  Bump(stats_.commands);
+  return true;
+}
+
+std::string RedisConnection::FailureReason(const redisAsyncContext* ac) const {
+  if (ac != nullptr && ac->err != 0 && ac->errstr[0] != '\0')
+    return std::string("connection lost: ") + ac->errstr;
+  if (!last_error_.empty()) return last_error_;
+  return "connection closed";
+}
+
+void RedisConnection::OnConnect(const redisAsyncContext* ac, int status) {
+  if (status == REDIS_OK) return;  // the handshake replies decide
+  // hiredis frees the context right after this returns; OnContextCleanup retries.
+  From(ac)->last_error_ = std::string("connect failed: ") + ac->errstr;
+}
+
+void RedisConnection::OnHandshakeReply(redisAsyncContext* ac, void* reply, void* privdata) {
+  auto* self = From(ac);
+  if (reply == nullptr) return;  // the context is going down; cleanup handles it
+  auto* r = static_cast<redisReply*>(reply);
+  auto step = reinterpret_cast<uintptr_t>(privdata);
+  if (r->type == REDIS_REPLY_ERROR) {
+    if (self->last_error_.empty()) {  // the first failure of the handshake says why
+      const char* what = step == kAuth ? "AUTH" : step == kSelect ? "SELECT" : "PING";
+      self->last_error_ = std::string(what) + " failed: " + std::string(r->str, r->len);
+    }
+    // Safe inside a callback: hiredis disconnects once the pending replies are in.
+    redisAsyncDisconnect(ac);
+    return;
+  }
+  if (step != kPing || (ac->c.flags & REDIS_DISCONNECTING)) return;
+  self->DisarmTimer();
+  self->failures_in_a_row_ = 0;
+  self->last_error_.clear();
+  Bump(self->stats_.connects);
+  self->SetState(State::kLive);
+}
+
+void RedisConnection::OnSocketWrite() { Bump(stats_.socket_writes); }
+
+void RedisConnection::OnPollError(int uv_status) {
+  last_error_ = std::string("connection lost: poll error: ") + uv_strerror(uv_status);
+  redisAsyncFree(ac_);
+}
+
+void RedisConnection::OnContextCleanup(const redisAsyncContext* ac) {
+  ac_ = nullptr;
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kLive) {
+    Bump(stats_.disconnects);
+    last_error_ = FailureReason(ac);
+    ScheduleRetry();
+    return;
+  }
+  if (ac->err != 0 && last_error_.empty())
+    last_error_ = std::string("connect failed: ") + ac->errstr;
+  if (last_error_.empty()) last_error_ = "connect failed";
+  Bump(stats_.connect_failures);
+  ScheduleRetry();
+}
+
+}  // namespace rankd

@@ -1,0 +1,99 @@
+// RedisConnection: one hiredis async context to one endpoint, owned by a RedisPool, with
+// its own reconnect state machine:
+//
+//   Backoff --timer--> Connecting --AUTH/SELECT/PING ok--> Live
+//      ^                   |  (refused, timeout, AUTH error)  |  (reset, EOF, poll error)
+//      +-------------------+----------------------------------+
+//   Close() from any state -> Closed (pending commands fail; no reconnect).
+//
+// A context is never reused: every attempt makes a new one, and the only place that
+// forgets a context is OnContextCleanup, which hiredis calls exactly once whether it
+// freed the context itself (failed connect, lost connection) or we did (timeout, Close).
+//
+// Threads: the loop thread of `loop` only. REQUIRES: Close() is never called from inside
+// a hiredis callback (it frees the context).
+#pragma once
+
+#include <hiredis/async.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "core/event_loop.h"
+#include "redis/endpoint.h"
+#include "redis/options.h"
+#include "redis/stats.h"
+#include "redis/uv_adapter.h"
+
+namespace rankd {
+
+class RedisConnection final : private UvRedisListener {
+ public:
+  enum class State : uint8_t { kBackoff, kConnecting, kLive, kClosed };
+
+  // `on_change` runs (synchronously, possibly inside a hiredis callback) whenever the
+  // state changes; it must only schedule work, not call back into this connection.
+  RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint, const RedisClientOptions& opts,
+                  RedisStats& stats, std::function<void()> on_change, uint64_t seed);
+  ~RedisConnection();
+  RedisConnection(const RedisConnection&) = delete;
+  RedisConnection& operator=(const RedisConnection&) = delete;
+
+  void Start();  // first connect attempt
+  void Close();
+
+  State state() const { return state_; }
+  bool live() const { return state_ == State::kLive; }
+  int inflight() const { return inflight_; }
+  // Why the last attempt or connection failed ("connect failed: Connection refused").
+  const std::string& last_error() const { return last_error_; }
+
+  // Queues one RESP-encoded command; hiredis calls fn(ac, reply, privdata) exactly once,
+  // with reply == nullptr if the connection goes down first. REQUIRES: live().
+  // Returns false if hiredis refused (the context is going down).
+  bool Send(std::string_view wire, redisCallbackFn* fn, void* privdata);
+  // Called by the reply callback for every command sent through Send.
+  void OnCommandDone() { --inflight_; }
+
+  // Why commands on `ac` got a NULL reply, for their error messages.
+  std::string FailureReason(const redisAsyncContext* ac) const;
+
+  static RedisConnection* From(const redisAsyncContext* ac) {
+    return static_cast<RedisConnection*>(ac->data);
+  }
+
+ private:
+  void StartAttempt();
+  void ScheduleRetry();
+  void SetState(State s);
+  void ArmTimer(uint64_t ms, uv_timer_cb cb);
+  void DisarmTimer();
+  void FailAttempt(std::string why);  // before a context is attached
+
+  static void OnConnect(const redisAsyncContext* ac, int status);
+  static void OnHandshakeReply(redisAsyncContext* ac, void* reply, void* privdata);
+
+  // UvRedisListener
+  void OnSocketWrite() override;
+  void OnPollError(int uv_status) override;
+  void OnContextCleanup(const redisAsyncContext* ac) override;
+
+  EventLoop& loop_;
+  const RedisEndpoint& endpoint_;
+  const RedisClientOptions& opts_;
+  RedisStats& stats_;
+  std::function<void()> on_change_;
+
+  State state_ = State::kBackoff;
+  redisAsyncContext* ac_ = nullptr;  // the current context, until its cleanup
+  uv_timer_t* timer_ = nullptr;      // connect timeout or backoff delay
+  int inflight_ = 0;
+  int failures_in_a_row_ = 0;        // drives the backoff
+  std::string last_error_;
+  uint64_t rng_;                     // jitter
+};
+
+}  // namespace rankd

@@ -1,0 +1,141 @@
+#include "redis/endpoint.h"
+
+#include <cctype>
+#include <charconv>
+
+namespace rankd {
+
+namespace {
+
+// The URL with any password replaced by "***", for error messages.
+std::string MaskUrl(std::string_view url) {
+  size_t scheme = url.find("://");
+  size_t at = url.find('@');
+  if (scheme == std::string_view::npos || at == std::string_view::npos || at < scheme)
+    return std::string(url);
+  size_t colon = url.find(':', scheme + 3);
+  if (colon == std::string_view::npos || colon > at) return std::string(url);
+  return std::string(url.substr(0, colon + 1)) + "***" + std::string(url.substr(at));
+}
+
+bool ParseInt(std::string_view s, int& out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool ValidName(std::string_view n) {
+  if (n.empty()) return false;
+  for (char c : n)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+std::string RedisEndpoint::Label() const {
+  std::string out = name + " (" + host + ":" + std::to_string(port);
+  if (db != 0) out += "/" + std::to_string(db);
+  return out + ")";
+}
+
+Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url) {
+  auto bad = [&](std::string what) {
+    return Fail(Error::InvalidParam("redis endpoint '" + std::string(name) + "': " + what +
+                                    " in URL '" + MaskUrl(url) + "'"));
+  };
+  if (!ValidName(name)) return bad("endpoint name must be [A-Za-z0-9_.-]+");
+  constexpr std::string_view kScheme = "redis://";
+  if (!url.starts_with(kScheme)) return bad("URL must start with redis://");
+  RedisEndpoint ep;
+  ep.name = std::string(name);
+  std::string_view rest = url.substr(kScheme.size());
+
+  // Query: only prefix=P is known.
+  if (size_t q = rest.find('?'); q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    while (!query.empty()) {
+      size_t amp = query.find('&');
+      std::string_view kv = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+      size_t eq = kv.find('=');
+      std::string_view key = kv.substr(0, eq);
+      if (key != "prefix" || eq == std::string_view::npos)
+        return bad("unknown query parameter '" + std::string(kv) + "' (only prefix=P)");
+      ep.prefix = std::string(kv.substr(eq + 1));
+    }
+  }
+  // Path: /db
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (!db.empty() && (!ParseInt(db, ep.db) || ep.db < 0))
+      return bad("database '" + std::string(db) + "' is not a non-negative integer");
+  }
+  // Userinfo: [user]:password@ (a bare "password@" is accepted too).
+  if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    std::string_view userinfo = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    size_t colon = userinfo.find(':');
+    if (colon == std::string_view::npos) {
+      ep.password = std::string(userinfo);
+    } else {
+      ep.user = std::string(userinfo.substr(0, colon));
+      ep.password = std::string(userinfo.substr(colon + 1));
+    }
+  }
+  // Host and port; an IPv6 literal goes in brackets.
+  std::string_view host = rest;
+  std::string_view port;
+  if (rest.starts_with('[')) {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return bad("unterminated '[' in host");
+    host = rest.substr(1, close - 1);
+    std::string_view after = rest.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') return bad("unexpected text after ']'");
+      port = after.substr(1);
+      if (port.empty()) return bad("empty port");
+    }
+  } else if (size_t colon = rest.rfind(':'); colon != std::string_view::npos) {
+    host = rest.substr(0, colon);
+    port = rest.substr(colon + 1);
+    if (port.empty()) return bad("empty port");
+  }
+  if (host.empty()) return bad("missing host");
+  ep.host = std::string(host);
+  if (!port.empty() && (!ParseInt(port, ep.port) || ep.port < 1 || ep.port > 65535))
+    return bad("port '" + std::string(port) + "' is not in 1..65535");
+  return ep;
+}
+
+Result<RedisEndpoint> ParseRedisFlag(std::string_view flag_value) {
+  size_t eq = flag_value.find('=');
+  if (eq == std::string_view::npos || eq == 0)
+    return Fail(Error::InvalidParam("--redis '" + MaskUrl(flag_value) +
+                                    "': expected NAME=redis://host:port[/db][?prefix=P]"));
+  return ParseRedisUrl(flag_value.substr(0, eq), flag_value.substr(eq + 1));
+}
+
+Result<std::vector<RedisEndpoint>> ParseRedisFlags(const std::vector<std::string>& values) {
+  std::vector<RedisEndpoint> out;
+  bool has_default = false;
+  for (const auto& v : values) {
+    auto ep = ParseRedisFlag(v);
+    if (!ep) return Fail(ep.error());
+    for (const auto& seen : out)
+      if (seen.name == ep->name)
+        return Fail(Error::InvalidParam("--redis: endpoint '" + ep->name + "' given twice"));
+    has_default |= ep->name == kDefaultRedisEndpointName;
+    out.push_back(std::move(*ep));
+  }
+  if (!has_default) {
+    auto def = ParseRedisUrl(kDefaultRedisEndpointName, kDefaultRedisUrl);
+    out.insert(out.begin(), std::move(*def));
+  }
+  return out;
+}
+
+}  // namespace rankd

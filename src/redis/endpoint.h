@@ -1,0 +1,45 @@
+// Redis endpoints as configured by flags: `--redis NAME=URL`, repeatable, where URL is
+// redis://[[user]:password@]host[:port][/db][?prefix=P]. The parsers are shared by every
+// CLI subcommand (run, bench, seed) so that they all accept the same syntax.
+//
+// Threads: pure functions and plain values; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace rankd {
+
+inline constexpr std::string_view kDefaultRedisEndpointName = "redis_default";
+inline constexpr std::string_view kDefaultRedisUrl = "redis://127.0.0.1:6379";
+
+struct RedisEndpoint {
+  std::string name;      // how plans refer to it ("endpoint": "redis_default")
+  std::string host;
+  int port = 6379;
+  std::string user;      // AUTH user password when set (Redis 6 ACL), else AUTH password
+  std::string password;  // empty: no AUTH
+  int db = 0;            // SELECT db when non-zero
+  std::string prefix;    // prepended to every key
+
+  // "redis_default (127.0.0.1:6379)": how error messages name the endpoint (never the
+  // password).
+  std::string Label() const;
+};
+
+// Parses a URL for the endpoint `name`. Errors are InvalidParam and quote the URL
+// (with the password masked) and the offending part.
+Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url);
+
+// Parses one `--redis` flag value: "NAME=URL".
+Result<RedisEndpoint> ParseRedisFlag(std::string_view flag_value);
+
+// Parses every `--redis` value; a name given twice is an error. When no value names
+// redis_default, it is added as redis://127.0.0.1:6379.
+Result<std::vector<RedisEndpoint>> ParseRedisFlags(const std::vector<std::string>& values);
+
+}  // namespace rankd

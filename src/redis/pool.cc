@@ -1,0 +1,258 @@
+#include "redis/pool.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <coroutine>
+
+namespace rankd {
+
+// One Batch() call, from Dispatch until the coroutine and every hiredis callback are
+// done with it. hiredis holds raw pointers to its slots, so it is reference-counted by
+// hand: one reference for the awaiting coroutine, one per command hiredis still owes.
+struct PendingBatch {
+  struct Slot {
+    PendingBatch* batch;
+    uint32_t index;
+  };
+
+  PendingBatch(RedisPool* p, std::vector<RedisCommand> cmds, Deadline d)
+      : pool(p), commands(std::move(cmds)), replies(commands.size()), deadline(d),
+        started(Clock::now()) {
+    slots.reserve(commands.size());
+    for (uint32_t i = 0; i < commands.size(); ++i) slots.push_back({this, i});
+  }
+  void Ref() { ++refs; }
+  void Unref() {
+    if (--refs == 0) delete this;
+  }
+
+  RedisPool* pool;
+  std::vector<RedisCommand> commands;
+  std::vector<RedisReply> replies;
+  std::vector<Slot> slots;
+  Deadline deadline;
+  TimePoint started;
+  size_t outstanding = 0;  // callbacks hiredis still owes
+  int refs = 1;
+  bool done = false;       // the result is decided; the waiter is (being) resumed
+  bool gave_up = false;    // decided before every reply came: later ones are late
+  bool queued = false;
+  std::optional<Error> error;
+  std::coroutine_handle<> waiter;
+  uv_timer_t* timer = nullptr;  // deadline
+};
+
+namespace {
+struct BatchAwaiter {
+  PendingBatch* b;
+  bool await_ready() const noexcept { return b->done; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { b->waiter = h; }
+  void await_resume() const noexcept {}
+};
+
+std::string Describe(const PendingBatch* b) {
+  return "batch of " + std::to_string(b->commands.size()) + " command" +
+         (b->commands.size() == 1 ? "" : "s") + ", first: " + b->commands.front().Describe();
+}
+}  // namespace
+
+RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts)
+    : loop_(loop), endpoint_(std::move(endpoint)), opts_(opts),
+      stats_(std::make_shared<RedisStats>()) {
+  int n = std::max(1, opts_.connections_per_endpoint);
+  uint64_t seed = reinterpret_cast<uintptr_t>(this) ^
+                  static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  for (int i = 0; i < n; ++i) {
+    conns_.push_back(std::make_unique<RedisConnection>(
+        loop_, endpoint_, opts_, *stats_, [this] { SchedulePump(); }, seed + static_cast<uint64_t>(i)));
+  }
+  for (auto& c : conns_) c->Start();
+}
+
+RedisPool::~RedisPool() {
+  Close();
+  *alive_ = false;
+}
+
+void RedisPool::Close() {
+  if (closed_) return;
+  closed_ = true;
+  while (!queue_.empty()) Finish(queue_.front(), UnavailableError(queue_.front(), "client closed"));
+  for (auto& c : conns_) c->Close();  // in-flight batches get NULL replies -> unavailable
+}
+
+bool RedisPool::live() const {
+  return std::any_of(conns_.begin(), conns_.end(), [](auto& c) { return c->live(); });
+}
+
+std::string RedisPool::NotLiveReason() const {
+  if (closed_) return "client closed";
+  if (live()) return "";
+  for (auto& c : conns_)
+    if (!c->last_error().empty()) return "no live connection: " + c->last_error();
+  return "no live connection: still connecting";
+}
+
+bool RedisPool::AnyConnectingOrLive() const {
+  return std::any_of(conns_.begin(), conns_.end(), [](auto& c) {
+    return c->state() == RedisConnection::State::kLive ||
+           c->state() == RedisConnection::State::kConnecting;
+  });
+}
+
+Error RedisPool::UnavailableError(const PendingBatch* b, const std::string& why) const {
+  return Error::Unavailable("redis endpoint " + endpoint_.Label() + ": " + why + " (" +
+                            Describe(b) + ")");
+}
+
+Task<Result<std::vector<RedisReply>>> RedisPool::Batch(std::vector<RedisCommand> commands,
+                                                       Deadline deadline) {
+  if (commands.empty()) co_return std::vector<RedisReply>{};
+  auto* b = new PendingBatch(this, std::move(commands), deadline);
+  struct Release {
+    PendingBatch* b;
+    ~Release() { b->Unref(); }
+  } release{b};
+  Dispatch(b);
+  co_await BatchAwaiter{b};
+  if (b->error) co_return Fail(std::move(*b->error));
+  co_return std::move(b->replies);
+}
+
+void RedisPool::Dispatch(PendingBatch* b) {
+  if (closed_) return Finish(b, UnavailableError(b, "client closed"));
+  if (deadline_exceeded(b->deadline))
+    return Finish(b, Error::DeadlineExceeded("redis endpoint " + endpoint_.Label() +
+                                             ": deadline passed before sending (" +
+                                             Describe(b) + ")"));
+  if (!AnyConnectingOrLive()) return Finish(b, UnavailableError(b, NotLiveReason()));
+  if (queue_.empty()) {
+    if (RedisConnection* c = PickConnection(b->commands.size())) Send(c, b);
+  }
+  if (b->done) return;
+  if (b->outstanding == 0) {  // not sent: wait for a connection (FIFO)
+    b->queued = true;
+    queue_.push_back(b);
+  }
+  if (b->deadline) {
+    b->timer = loop_.AcquireTimer();
+    b->timer->data = b;
+    uv_timer_start(b->timer, [](uv_timer_t* t) {
+      auto* pb = static_cast<PendingBatch*>(t->data);
+      RedisPool* pool = pb->pool;
+      pool->loop_.ReleaseTimer(t);
+      pb->timer = nullptr;
+      std::string what = pb->queued ? "no connection became free" : "no reply";
+      pool->Finish(pb, Error::DeadlineExceeded("redis endpoint " + pool->endpoint_.Label() +
+                                               ": " + what + " within the deadline (" +
+                                               Describe(pb) + ")"));
+    }, ms_until(*b->deadline), 0);
+  }
+}
+
+RedisConnection* RedisPool::PickConnection(size_t n) {
+  // The live connection with the fewest commands in flight, starting the scan at a
+  // rotating index so that equally idle connections take turns.
+  RedisConnection* best = nullptr;
+  const size_t count = conns_.size();
+  for (size_t k = 0; k < count; ++k) {
+    RedisConnection* c = conns_[(next_ + k) % count].get();
+    if (!c->live()) continue;
+    bool fits = c->inflight() == 0 ||
+                c->inflight() + static_cast<int64_t>(n) <=
+                    static_cast<int64_t>(opts_.max_inflight_per_connection);
+    if (fits && (best == nullptr || c->inflight() < best->inflight())) best = c;
+  }
+  next_ = (next_ + 1) % count;
+  return best;
+}
+
+void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
+  Bump(stats_->batches);
+  // Every command is queued in hiredis's output buffer now; the adapter flushes the
+  // buffer when the socket is writable, after this loop turn: one write for the batch.
+  for (auto& slot : b->slots) {
+    if (!c->Send(b->commands[slot.index].wire(), &RedisPool::OnReply, &slot)) {
+      Finish(b, UnavailableError(b, "connection is going down"));
+      return;
+    }
+    ++b->outstanding;
+    b->Ref();
+  }
+}
+
+void RedisPool::OnReply(redisAsyncContext* ac, void* reply, void* privdata) {
+  auto* slot = static_cast<PendingBatch::Slot*>(privdata);
+  PendingBatch* b = slot->batch;
+  RedisPool* pool = b->pool;
+  RedisConnection* c = RedisConnection::From(ac);
+  c->OnCommandDone();
+  --b->outstanding;
+  auto* r = static_cast<const redisReply*>(reply);
+  if (r != nullptr) Bump(pool->stats_->replies);
+  if (!b->done) {
+    if (r == nullptr) {
+      pool->Finish(b, pool->UnavailableError(b, c->FailureReason(ac)));
+    } else {
+      // Copy now: hiredis frees `r` when this callback returns.
+      b->replies[slot->index] = RedisReply::FromHiredis(r);
+      if (r->type == REDIS_REPLY_ERROR) Bump(pool->stats_->error_replies);
+      if (b->outstanding == 0) pool->Finish(b, std::nullopt);
+    }
+  } else if (r != nullptr && b->gave_up) {
+    Bump(pool->stats_->late_replies);
+  }
+  b->Unref();
+  if (!pool->queue_.empty()) pool->SchedulePump();
+}
+
+void RedisPool::Finish(PendingBatch* b, std::optional<Error> error) {
+  if (b->done) return;
+  b->done = true;
+  if (b->timer != nullptr) {
+    loop_.ReleaseTimer(b->timer);
+    b->timer = nullptr;
+  }
+  if (b->queued) {
+    queue_.erase(std::find(queue_.begin(), queue_.end(), b));
+    b->queued = false;
+  }
+  b->gave_up = b->outstanding > 0;
+  if (error) {
+    Bump(error->code == ErrorCode::kDeadlineExceeded ? stats_->failed_deadline
+                                                     : stats_->failed_unavailable);
+    b->error = std::move(error);
+  } else {
+    auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - b->started);
+    stats_->ObserveLatencyUs(static_cast<uint64_t>(us.count()));
+  }
+  // Never resume here: we may be inside a hiredis callback.
+  if (b->waiter) loop_.Defer(b->waiter);
+}
+
+void RedisPool::SchedulePump() {
+  if (pump_scheduled_ || closed_ || queue_.empty()) return;
+  pump_scheduled_ = true;
+  loop_.Defer([this, alive = alive_] {
+    if (*alive) Pump();
+  });
+}
+
+void RedisPool::Pump() {
+  pump_scheduled_ = false;
+  while (!queue_.empty()) {
+    PendingBatch* b = queue_.front();
+    RedisConnection* c = PickConnection(b->commands.size());
+    if (c == nullptr) break;
+    queue_.pop_front();
+    b->queued = false;
+    Send(c, b);
+  }
+  if (!queue_.empty() && !AnyConnectingOrLive()) {
+    std::string why = NotLiveReason();
+    while (!queue_.empty()) Finish(queue_.front(), UnavailableError(queue_.front(), why));
+  }
+}
+
+}  // namespace rankd

@@ -1,0 +1,92 @@
+// RedisPool: one shard's connections to one Redis endpoint, and the one way tasks talk
+// to Redis: Batch(), which sends a whole batch of commands on one connection before the
+// caller suspends, so they leave in one write and cost one round trip.
+//
+// Rules kept here (DESIGN.md, hiredis pitfalls): replies are copied into RedisReply
+// inside the hiredis callback, and the waiting coroutine is resumed later through
+// EventLoop::Defer, never inside the callback. hiredis has no per-command timeout, so
+// the caller's deadline is a timer of ours: when it wins, the batch fails with
+// deadline_exceeded and replies that still arrive are dropped and counted.
+//
+// Threads: create, use, Close and destroy on the loop thread of `loop` only. stats()
+// may be read from any thread.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/error.h"
+#include "core/event_loop.h"
+#include "core/task.h"
+#include "redis/command.h"
+#include "redis/connection.h"
+#include "redis/endpoint.h"
+#include "redis/options.h"
+#include "redis/reply.h"
+#include "redis/stats.h"
+
+namespace rankd {
+
+struct PendingBatch;  // pool.cc
+
+class RedisPool {
+ public:
+  // Starts connecting at once; a Redis that is down is retried in the background.
+  RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts);
+  ~RedisPool();  // Close()s if needed
+  RedisPool(const RedisPool&) = delete;
+  RedisPool& operator=(const RedisPool&) = delete;
+
+  // Sends every command on one connection and resumes with one reply per command, in
+  // order. Redis error replies are values (RedisReply::kError), not failures: the
+  // caller knows which key a WRONGTYPE is about. Fails with
+  //   unavailable        no live connection (the message names the endpoint and why),
+  //                      or the connection was lost before every reply came;
+  //   deadline_exceeded  `deadline` passed first (also when it already has).
+  // An empty batch succeeds at once. While every connection is busy up to its in-flight
+  // cap, or still connecting, the batch waits (bounded by the deadline).
+  Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
+                                              Deadline deadline);
+
+  const RedisEndpoint& endpoint() const { return endpoint_; }
+  const std::string& prefix() const { return endpoint_.prefix; }
+  // At least one connection has completed its handshake and is not lost.
+  bool live() const;
+  // Why the pool is not live ("connect failed: Connection refused"), "" when live.
+  std::string NotLiveReason() const;
+  const RedisStats& stats() const { return *stats_; }
+  std::shared_ptr<const RedisStats> shared_stats() const { return stats_; }
+
+  // Fails queued and in-flight batches with unavailable and closes every connection.
+  // Idempotent. REQUIRES: not inside a hiredis callback.
+  void Close();
+
+ private:
+  friend struct PendingBatch;
+  static void OnReply(redisAsyncContext* ac, void* reply, void* privdata);
+
+  void Dispatch(PendingBatch* b);
+  void Send(RedisConnection* c, PendingBatch* b);
+  RedisConnection* PickConnection(size_t n);
+  bool AnyConnectingOrLive() const;
+  void Finish(PendingBatch* b, std::optional<Error> error);
+  void SchedulePump();
+  void Pump();
+  Error UnavailableError(const PendingBatch* b, const std::string& why) const;
+
+  EventLoop& loop_;
+  RedisEndpoint endpoint_;
+  RedisClientOptions opts_;
+  std::shared_ptr<RedisStats> stats_;
+  std::vector<std::unique_ptr<RedisConnection>> conns_;
+  std::deque<PendingBatch*> queue_;  // waiting for a connection; each holds a ref
+  bool pump_scheduled_ = false;
+  bool closed_ = false;
+  size_t next_ = 0;                        // round-robin start among equals
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards Defer'd pumps
+};
+
+}  // namespace rankd

@@ -1,0 +1,55 @@
+#include "redis/pools.h"
+
+namespace rankd {
+
+RedisPools::RedisPools(EventLoop& loop, const std::vector<RedisEndpoint>& endpoints,
+                       RedisClientOptions opts) {
+  pools_.reserve(endpoints.size());
+  for (const auto& ep : endpoints) pools_.push_back(std::make_unique<RedisPool>(loop, ep, opts));
+  // If the loop stops first, close while its handles and timers still work.
+  loop.AddShutdownHook([this, alive = alive_] {
+    if (*alive) Close();
+  });
+}
+
+RedisPools::~RedisPools() {
+  Close();
+  *alive_ = false;
+}
+
+RedisPool* RedisPools::Get(std::string_view name) const {
+  for (const auto& p : pools_)
+    if (p->endpoint().name == name) return p.get();
+  return nullptr;
+}
+
+bool RedisPools::Ready() const {
+  if (closed_) return false;
+  for (const auto& p : pools_)
+    if (!p->live()) return false;
+  return true;
+}
+
+std::string RedisPools::NotReadyReason() const {
+  if (closed_) return "redis: closed";
+  std::string out;
+  for (const auto& p : pools_) {
+    if (p->live()) continue;
+    if (!out.empty()) out += "; ";
+    out += "redis endpoint " + p->endpoint().Label() + ": " + p->NotLiveReason();
+  }
+  return out;
+}
+
+void RedisPools::ForEachStats(
+    const std::function<void(const std::string&, std::shared_ptr<const RedisStats>)>& fn) const {
+  for (const auto& p : pools_) fn(p->endpoint().name, p->shared_stats());
+}
+
+void RedisPools::Close() {
+  if (closed_) return;
+  closed_ = true;
+  for (auto& p : pools_) p->Close();
+}
+
+}  // namespace rankd

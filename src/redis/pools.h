@@ -1,0 +1,59 @@
+// RedisPools: a shard's Redis client — one RedisPool per configured endpoint, created on
+// the shard's loop thread from the parsed `--redis` flags. A shard whose Redis is down
+// still starts: pools connect and reconnect in the background, and Ready() (for
+// /readyz) says whether every endpoint has a live connection.
+//
+//   auto eps = ParseRedisFlags(flag_values);          // main thread, at start
+//   // on the shard's loop thread:
+//   auto pools = std::make_unique<RedisPools>(loop, *eps, RedisClientOptions{});
+//   RedisPool* p = pools->Get("redis_default");       // from tasks, per node
+//
+// Close() (also run by an EventLoop shutdown hook if nobody called it) fails pending
+// commands with unavailable and closes the connections.
+//
+// Threads: construct, use, Close and destroy on the loop thread of `loop` (destroying
+// after the loop has stopped is fine too). ForEachStats' stats may be read anywhere.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/event_loop.h"
+#include "redis/endpoint.h"
+#include "redis/options.h"
+#include "redis/pool.h"
+#include "redis/stats.h"
+
+namespace rankd {
+
+class RedisPools {
+ public:
+  RedisPools(EventLoop& loop, const std::vector<RedisEndpoint>& endpoints,
+             RedisClientOptions opts = {});
+  ~RedisPools();
+  RedisPools(const RedisPools&) = delete;
+  RedisPools& operator=(const RedisPools&) = delete;
+
+  // The pool of endpoint `name`; nullptr when no such endpoint is configured.
+  RedisPool* Get(std::string_view name) const;
+  // Every endpoint has at least one live connection.
+  bool Ready() const;
+  // "" when Ready(); else which endpoints are not, and why, for /readyz's body.
+  std::string NotReadyReason() const;
+  const std::vector<std::unique_ptr<RedisPool>>& pools() const { return pools_; }
+  // Calls fn(endpoint name, stats) per endpoint; the shared_ptr may be kept for scrapes.
+  void ForEachStats(
+      const std::function<void(const std::string&, std::shared_ptr<const RedisStats>)>& fn) const;
+
+  void Close();  // idempotent
+
+ private:
+  std::vector<std::unique_ptr<RedisPool>> pools_;
+  bool closed_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards the shutdown hook
+};
+
+}  // namespace rankd

@@ -1,0 +1,348 @@
+#include "redis/seed.h"
+
+#include <hiredis/hiredis.h>
+
+#include <algorithm>
+#include <chrono>
+#include <charconv>
+#include <memory>
+#include <numeric>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace rankd {
+
+namespace {
+
+// ---- deterministic randomness ------------------------------------------------------
+
+uint64_t Mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+enum Stream : uint64_t { kPermutation = 1, kProfile, kFollow, kItems, kRecs, kSeen };
+
+// splitmix64, one stream per (seed, user, purpose): a user's data does not depend on
+// how many numbers other users drew.
+class Rng {
+ public:
+  Rng(uint64_t seed, uint64_t user, Stream stream)
+      : s_(Mix(seed * 0x9e3779b97f4a7c15ULL + Mix(user * 0x100000001b3ULL + stream))) {}
+  uint64_t Next() { return Mix(s_ += 0x9e3779b97f4a7c15ULL); }
+  // Uniform in [0, n); the modulo bias (< n / 2^64) does not matter here.
+  int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
+  // Uniform in (0, 1], from 53 bits: plain IEEE arithmetic, same everywhere.
+  double Unit() { return static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53; }
+  // Index drawn with the given integer weights.
+  template <size_t N>
+  size_t Weighted(const int (&w)[N]) {
+    int total = std::accumulate(w, w + N, 0);
+    int64_t x = Below(total);
+    for (size_t i = 0; i < N; ++i) {
+      if (x < w[i]) return i;
+      x -= w[i];
+    }
+    return N - 1;
+  }
+
+ private:
+  uint64_t s_;
+};
+
+// ---- the shape of the data ----------------------------------------------------------
+
+struct Country {
+  const char* code;
+  const char* lang;
+};
+constexpr Country kCountries[] = {{"US", "en"}, {"IN", "hi"}, {"BR", "pt"}, {"GB", "en"},
+                                  {"DE", "de"}, {"FR", "fr"}, {"JP", "ja"}, {"MX", "es"},
+                                  {"CA", "en"}, {"ES", "es"}};
+constexpr int kCountryWeights[] = {34, 14, 10, 9, 8, 7, 6, 5, 4, 3};
+constexpr const char* kCategories[] = {"entertainment", "music", "sports", "news",
+                                       "gaming",        "food",  "travel", "tech"};
+constexpr int kCategoryWeights[] = {22, 18, 15, 12, 10, 9, 8, 6};
+// age_s: minutes, hours, days or weeks old.
+constexpr int64_t kAgeBucketLo[] = {60, 3600, 86400, 604800};
+constexpr int64_t kAgeBucketHi[] = {3600, 86400, 604800, 1209600};
+constexpr int kAgeBucketWeights[] = {20, 35, 35, 10};
+constexpr int64_t kMaxLikes = 10'000'000;
+
+// Follow popularity: Zipf (s = 1) over ranks, ranks mapped to users by a seeded shuffle
+// so that the popular authors are not simply the low uids.
+class Popularity {
+ public:
+  Popularity(uint64_t seed, int64_t users) : cdf_(static_cast<size_t>(users)), by_rank_(static_cast<size_t>(users)) {
+    double sum = 0;
+    for (int64_t r = 0; r < users; ++r) cdf_[static_cast<size_t>(r)] = sum += 1.0 / static_cast<double>(r + 1);
+    std::iota(by_rank_.begin(), by_rank_.end(), int64_t{1});
+    Rng rng(seed, 0, kPermutation);
+    for (int64_t i = users - 1; i > 0; --i)
+      std::swap(by_rank_[static_cast<size_t>(i)], by_rank_[static_cast<size_t>(rng.Below(i + 1))]);
+  }
+  int64_t Draw(Rng& rng) const {
+    double x = rng.Unit() * cdf_.back();
+    size_t r = static_cast<size_t>(std::lower_bound(cdf_.begin(), cdf_.end(), x) - cdf_.begin());
+    return by_rank_[std::min(r, by_rank_.size() - 1)];
+  }
+  int64_t ByRank(int64_t r) const { return by_rank_[static_cast<size_t>(r)]; }
+
+ private:
+  std::vector<double> cdf_;
+  std::vector<int64_t> by_rank_;
+};
+
+std::string Dec(int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
+
+// Distinct draws from `draw` until `want` are collected or the attempts run out.
+template <class F>
+std::vector<int64_t> Distinct(int64_t want, F draw) {
+  std::vector<int64_t> out;
+  std::unordered_set<int64_t> seen;
+  out.reserve(static_cast<size_t>(want));
+  for (int64_t tries = 0; static_cast<int64_t>(out.size()) < want && tries < 20 * want + 1000; ++tries) {
+    int64_t v = draw();
+    if (v > 0 && seen.insert(v).second) out.push_back(v);
+  }
+  return out;
+}
+
+// ---- the writer ---------------------------------------------------------------------
+
+// Pipelined synchronous writer: appends commands and reads the replies back every
+// `batch` commands, so a batch costs one round trip.
+class Writer {
+ public:
+  Writer(redisContext* c, int batch) : c_(c), batch_(batch) {}
+
+  Status Send(const std::vector<std::string>& args) {
+    argv_.clear();
+    lens_.clear();
+    for (const auto& a : args) {
+      argv_.push_back(a.data());
+      lens_.push_back(a.size());
+    }
+    if (redisAppendCommandArgv(c_, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) != REDIS_OK)
+      return Fail(Error::Unavailable(std::string("seed: cannot queue ") + args[0] + ": " + c_->errstr));
+    ++pending_;
+    ++commands_;
+    if (pending_ >= batch_) return Flush();
+    return {};
+  }
+
+  Status Flush() {
+    if (pending_ > 0) ++round_trips_;
+    for (; pending_ > 0; --pending_) {
+      void* raw = nullptr;
+      if (redisGetReply(c_, &raw) != REDIS_OK)
+        return Fail(Error::Unavailable(std::string("seed: connection lost: ") + c_->errstr));
+      std::unique_ptr<redisReply, void (*)(void*)> r(static_cast<redisReply*>(raw), freeReplyObject);
+      if (r->type == REDIS_REPLY_ERROR)
+        return Fail(Error::Backend("seed: Redis refused a write: " + std::string(r->str, r->len)));
+    }
+    return {};
+  }
+
+  int64_t commands() const { return commands_; }
+  int64_t round_trips() const { return round_trips_; }
+
+ private:
+  redisContext* c_;
+  int batch_;
+  int pending_ = 0;
+  int64_t commands_ = 0;
+  int64_t round_trips_ = 0;
+  std::vector<const char*> argv_;
+  std::vector<size_t> lens_;
+};
+
+Status CheckOptions(const SeedOptions& o) {
+  auto bad = [](std::string m) { return Fail(Error::InvalidParam("seed: " + std::move(m))); };
+  if (o.users < 1 || o.users > 100'000'000) return bad("--users must be in 1..100000000");
+  if (o.follows < 0 || o.follows > 100000) return bad("--follows must be in 0..100000");
+  if (o.media < 1 || o.media > 10000) return bad("--media must be in 1..10000");
+  if (o.recs < 0 || o.recs > 100000) return bad("--recs must be in 0..100000");
+  if (o.seen < 0 || o.seen > 100000) return bad("--seen must be in 0..100000");
+  if (o.pipeline < 1) return bad("pipeline must be positive");
+  return {};
+}
+
+// One synchronous command outside the pipeline (handshake, DBSIZE, FLUSHDB).
+Result<std::unique_ptr<redisReply, void (*)(void*)>> Call(redisContext* c, const std::string& where,
+                                                          std::vector<std::string> args) {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (auto& a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  auto* raw = static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
+  if (raw == nullptr)
+    return Fail(Error::Unavailable("seed: " + where + ": " + args[0] + " failed: " + c->errstr));
+  std::unique_ptr<redisReply, void (*)(void*)> r(raw, freeReplyObject);
+  if (r->type == REDIS_REPLY_ERROR)
+    return Fail(Error::Backend("seed: " + where + ": " + args[0] + " failed: " + std::string(r->str, r->len)));
+  return r;
+}
+
+}  // namespace
+
+std::string SeedSummary::OneLine() const {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f", seconds);
+  return "seeded " + std::to_string(users) + " users, " + std::to_string(items) + " items, " +
+         std::to_string(follow_edges) + " follows, " + std::to_string(recs) + " recs, " +
+         std::to_string(seen) + " seen ids in " + secs + " s (" + std::to_string(commands) +
+         " commands, " + std::to_string(round_trips) + " round trips)";
+}
+
+Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
+  if (auto ok = CheckOptions(o); !ok) return Fail(ok.error());
+  auto t0 = std::chrono::steady_clock::now();
+  const RedisEndpoint& ep = o.endpoint;
+  const std::string where = ep.host + ":" + std::to_string(ep.port) + "/" + std::to_string(ep.db);
+  timeval tv{5, 0};
+  std::unique_ptr<redisContext, void (*)(redisContext*)> ctx(
+      redisConnectWithTimeout(ep.host.c_str(), ep.port, tv), redisFree);
+  if (!ctx || ctx->err)
+    return Fail(Error::Unavailable("seed: cannot connect to " + where + ": " +
+                                   (ctx ? ctx->errstr : "out of memory")));
+  redisContext* c = ctx.get();
+  if (!ep.password.empty()) {
+    auto r = ep.user.empty() ? Call(c, where, {"AUTH", ep.password})
+                             : Call(c, where, {"AUTH", ep.user, ep.password});
+    if (!r) return Fail(r.error());
+  }
+  if (ep.db != 0)
+    if (auto r = Call(c, where, {"SELECT", std::to_string(ep.db)}); !r) return Fail(r.error());
+  auto size = Call(c, where, {"DBSIZE"});
+  if (!size) return Fail(size.error());
+  if ((*size)->integer > 0) {
+    if (!o.flush)
+      return Fail(Error::InvalidParam("seed: database " + where + " holds " +
+                                      std::to_string((*size)->integer) +
+                                      " keys; refusing to write into it without --flush"));
+    if (auto r = Call(c, where, {"FLUSHDB"}); !r) return Fail(r.error());
+  }
+
+  const int64_t n = o.users, m = o.media;
+  const int64_t follows = std::min(o.follows, n - 1);
+  const int64_t total_items = n * m;
+  const std::string& p = ep.prefix;
+  Popularity pop(o.seed, n);
+  Writer w(c, o.pipeline);
+  SeedSummary sum;
+  std::vector<std::string> args;
+
+  for (int64_t u = 1; u <= n; ++u) {
+    // Profile.
+    Rng prof(o.seed, static_cast<uint64_t>(u), kProfile);
+    const Country& home = kCountries[prof.Weighted(kCountryWeights)];
+    const char* lang = prof.Below(100) < 80 ? home.lang : "en";
+    int64_t age = 13 + prof.Below(23) + prof.Below(23) + prof.Below(23);  // a bell over 13..79
+    int64_t premium = prof.Below(100) < 15 ? 1 : 0;
+    if (auto s = w.Send({"HSET", p + "user:" + Dec(u), "country", home.code, "lang", lang, "age",
+                         Dec(age), "premium", Dec(premium)});
+        !s)
+      return Fail(s.error());
+
+    // Follows: Zipf-popular authors, never oneself.
+    Rng fol(o.seed, static_cast<uint64_t>(u), kFollow);
+    std::vector<int64_t> followees = Distinct(follows, [&] {
+      int64_t v = pop.Draw(fol);
+      return v == u ? 0 : v;
+    });
+    for (int64_t r = 0; static_cast<int64_t>(followees.size()) < follows && r < n; ++r) {
+      int64_t v = pop.ByRank(r);  // top up (only when follows is close to users)
+      if (v != u && std::find(followees.begin(), followees.end(), v) == followees.end())
+        followees.push_back(v);
+    }
+    if (!followees.empty()) {
+      args = {"RPUSH", p + "follow:" + Dec(u)};
+      for (int64_t v : followees) args.push_back(Dec(v));
+      if (auto s = w.Send(args); !s) return Fail(s.error());
+    }
+    sum.follow_edges += static_cast<int64_t>(followees.size());
+
+    // Media (newest first) and their item hashes.
+    Rng items(o.seed, static_cast<uint64_t>(u), kItems);
+    std::vector<int64_t> ages(static_cast<size_t>(m));
+    for (auto& a : ages) {
+      size_t b = items.Weighted(kAgeBucketWeights);
+      a = kAgeBucketLo[b] + items.Below(kAgeBucketHi[b] - kAgeBucketLo[b]);
+    }
+    std::sort(ages.begin(), ages.end());
+    args = {"RPUSH", p + "media:" + Dec(u)};
+    for (int64_t k = 0; k < m; ++k) args.push_back(Dec(DemoItemId(u, k, m)));
+    if (auto s = w.Send(args); !s) return Fail(s.error());
+    for (int64_t k = 0; k < m; ++k) {
+      // Likes: Pareto tail (alpha = 1) from one uniform draw: P(likes > x) = 20/(x+20).
+      int64_t likes = std::min<int64_t>(kMaxLikes, static_cast<int64_t>(20.0 / items.Unit()) - 20);
+      const char* category = kCategories[items.Weighted(kCategoryWeights)];
+      const char* country =
+          items.Below(100) < 75 ? home.code : kCountries[items.Weighted(kCountryWeights)].code;
+      int64_t milli = (items.Below(1001) + items.Below(1001)) / 2;  // quality, 3 decimals
+      char quality[8];
+      std::snprintf(quality, sizeof quality, "%d.%03d", static_cast<int>(milli / 1000),
+                    static_cast<int>(milli % 1000));
+      int64_t nsfw = items.Below(1000) < 20 ? 1 : 0;
+      if (auto s = w.Send({"HSET", p + "item:" + Dec(DemoItemId(u, k, m)), "author", Dec(u),
+                           "likes", Dec(likes), "age_s", Dec(ages[static_cast<size_t>(k)]),
+                           "category", category, "country", country, "quality", quality,
+                           "nsfw", Dec(nsfw)});
+          !s)
+        return Fail(s.error());
+    }
+    sum.items += m;
+
+    // Recs: items of popular authors, newer ones more likely; best first.
+    Rng rec(o.seed, static_cast<uint64_t>(u), kRecs);
+    std::vector<int64_t> recs = Distinct(std::min(o.recs, total_items), [&] {
+      int64_t author = pop.Draw(rec);
+      int64_t k = std::min(rec.Below(m), rec.Below(m));
+      return DemoItemId(author, k, m);
+    });
+    if (!recs.empty()) {
+      args = {"RPUSH", p + "recs:" + Dec(u)};
+      for (int64_t v : recs) args.push_back(Dec(v));
+      if (auto s = w.Send(args); !s) return Fail(s.error());
+    }
+    sum.recs += static_cast<int64_t>(recs.size());
+
+    // Seen: a third from the follow feed (newest items of the first followees), a third
+    // from the top recs, the rest anywhere, so that seen-filtering has work to do.
+    Rng see(o.seed, static_cast<uint64_t>(u), kSeen);
+    std::vector<int64_t> seen = Distinct(std::min(o.seen, total_items), [&]() -> int64_t {
+      int64_t kind = see.Below(3);
+      if (kind == 0 && !followees.empty()) {
+        int64_t f = followees[static_cast<size_t>(see.Below(std::min<int64_t>(20, static_cast<int64_t>(followees.size()))))];
+        return DemoItemId(f, see.Below(std::min<int64_t>(5, m)), m);
+      }
+      if (kind == 1 && !recs.empty())
+        return recs[static_cast<size_t>(see.Below(std::max<int64_t>(1, static_cast<int64_t>(recs.size()) / 2)))];
+      return 1 + see.Below(total_items);
+    });
+    if (!seen.empty()) {
+      args = {"SADD", p + "seen:" + Dec(u)};
+      for (int64_t v : seen) args.push_back(Dec(v));
+      if (auto s = w.Send(args); !s) return Fail(s.error());
+    }
+    sum.seen += static_cast<int64_t>(seen.size());
+    sum.users += 1;
+  }
+  if (auto s = w.Flush(); !s) return Fail(s.error());
+  sum.commands = w.commands();
+  sum.round_trips = w.round_trips();
+  sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return sum;
+}
+
+}  // namespace rankd

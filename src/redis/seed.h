@@ -1,0 +1,51 @@
+// The demo data set of spec/DATA.md, written into a Redis server: users with profiles,
+// Zipf-like follows, media, item features, recs and seen sets. Deterministic for a seed:
+// every value comes from our own splitmix64 streams (never std:: distributions, whose
+// output differs between standard libraries), one stream per user and purpose, and the
+// commands are sent in a fixed order, so the same seed gives byte-identical contents.
+//
+// Threads: SeedDemoData blocks the calling thread (synchronous hiredis, pipelined);
+// call it from a CLI thread, never from a loop thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "redis/endpoint.h"
+
+namespace rankd {
+
+struct SeedOptions {
+  RedisEndpoint endpoint;  // host, port, AUTH, db and key prefix
+  int64_t users = 10000;
+  int64_t follows = 100;   // per user
+  int64_t media = 20;      // items authored per user
+  int64_t recs = 200;      // per user
+  int64_t seen = 50;       // per user
+  uint64_t seed = 1;
+  bool flush = false;      // FLUSHDB first; without it a non-empty database is refused
+  int pipeline = 2000;     // commands per pipelined round trip
+};
+
+struct SeedSummary {
+  int64_t users = 0;
+  int64_t items = 0;
+  int64_t follow_edges = 0;
+  int64_t recs = 0;
+  int64_t seen = 0;
+  int64_t commands = 0;
+  int64_t round_trips = 0;
+  double seconds = 0;
+  std::string OneLine() const;  // the CLI's summary line
+};
+
+// Checks the options (invalid_param), connects (unavailable), refuses a non-empty
+// database unless opts.flush (invalid_param), then writes everything.
+Result<SeedSummary> SeedDemoData(const SeedOptions& opts);
+
+// Item ids of the demo set: user u (1-based) authors items (u-1)*media+1 .. u*media,
+// the first one newest. Exposed for tests.
+inline int64_t DemoItemId(int64_t user, int64_t k, int64_t media) { return (user - 1) * media + k + 1; }
+
+}  // namespace rankd

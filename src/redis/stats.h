@@ -1,0 +1,55 @@
+// RedisStats: the counters of one endpoint's pool on one shard, for /metrics and for
+// tests ("this task cost one batch, one socket write"). Written by the shard's loop
+// thread only; read from any thread (relaxed atomics: a scrape sees each counter
+// whole, not all of them at one instant).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace rankd {
+
+struct RedisStats {
+  using Counter = std::atomic<uint64_t>;
+
+  // Work.
+  Counter batches{0};          // Batch() calls that reached a connection
+  Counter commands{0};         // commands handed to hiredis
+  Counter socket_writes{0};    // write(2) rounds: one per flush of hiredis's buffer
+  Counter replies{0};          // replies received (including error replies)
+  Counter late_replies{0};     // replies that arrived after their batch gave up
+  // Failures, by the error code the caller sees.
+  Counter error_replies{0};       // Redis answered with an error (-> backend_error)
+  Counter failed_unavailable{0};  // batches failed: no connection / connection lost
+  Counter failed_deadline{0};     // batches failed: deadline passed first
+  // Connections.
+  Counter connects{0};          // connections that completed the handshake
+  Counter connect_failures{0};  // attempts that failed (refused, timeout, AUTH, ...)
+  Counter disconnects{0};       // live connections lost
+  std::atomic<int64_t> connections_live{0};  // gauge: handshake done, not yet lost
+
+  // Batch latency, from Batch() to the last reply: cumulative-style buckets in
+  // microseconds (Prometheus histogram layout; the last bucket is +Inf).
+  static constexpr std::array<uint64_t, 12> kLatencyBoundsUs = {
+      100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000, 1000000};
+  std::array<Counter, kLatencyBoundsUs.size() + 1> latency_buckets{};  // non-cumulative
+  Counter latency_sum_us{0};
+  Counter latency_count{0};
+
+  void ObserveLatencyUs(uint64_t us) {
+    size_t i = 0;
+    while (i < kLatencyBoundsUs.size() && us > kLatencyBoundsUs[i]) ++i;
+    latency_buckets[i].fetch_add(1, std::memory_order_relaxed);
+    latency_sum_us.fetch_add(us, std::memory_order_relaxed);
+    latency_count.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+// Shorthand for the loop thread's relaxed increments.
+inline void Bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.fetch_add(n, std::memory_order_relaxed);
+}
+inline uint64_t Read(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); }
+
+}  // namespace rankd

@@ -1,0 +1,41 @@
+// Our libuv adapter for hiredis's async API, on the public ac->ev hooks.
+//
+// Why not hiredis's own adapters/libuv.h: its poll callback returns early when libuv
+// reports an error, so a refused or reset connection never reaches hiredis, pending
+// callbacks never run and the context leaks. Here a poll error is handed to hiredis
+// (redisAsyncHandleWrite while connecting, redisAsyncHandleRead after), which then finds
+// the socket error and tears the context down, failing every pending callback.
+//
+// Threads: the loop thread that owns `loop`, and only it.
+#pragma once
+
+#include <uv.h>
+
+struct redisAsyncContext;
+
+namespace rankd {
+
+// What the adapter tells the connection that owns the context.
+class UvRedisListener {
+ public:
+  // hiredis is about to flush a non-empty output buffer: one write(2).
+  virtual void OnSocketWrite() = 0;
+  // libuv reported `uv_status` and hiredis saw nothing wrong on the socket. The listener
+  // must take the context down itself (redisAsyncFree): it is not inside a hiredis
+  // callback here, so that is safe.
+  virtual void OnPollError(int uv_status) = 0;
+  // hiredis is freeing the context (failed connect, lost connection, or our own
+  // redisAsyncFree). Called exactly once per attached context, after every pending
+  // callback has run; the context pointer must not be used after this returns.
+  virtual void OnContextCleanup(const redisAsyncContext* ac) = 0;
+
+ protected:
+  ~UvRedisListener() = default;
+};
+
+// Attaches `ac` to `loop` and starts watching for writability at once, so that the end
+// of the non-blocking connect is noticed even before a command is queued.
+// Returns a libuv error code (< 0) on failure, leaving `ac` unattached.
+int AttachUvAdapter(redisAsyncContext* ac, uv_loop_t* loop, UvRedisListener* listener);
+
+}  // namespace rankd
