@@ -1,0 +1,514 @@
+// Parser and type checker of expr_table / pred_table entries (spec/PLAN.md), emitting the
+// register program of expr_program.h. Runs at plan load only; per-row work is elsewhere.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "plan/expr_program.h"
+
+namespace rankd::expr {
+
+namespace dom = simdjson::dom;
+
+std::string_view VTypeName(VType t) {
+  switch (t) {
+    case VType::kNull: return "null";
+    case VType::kI64: return "i64";
+    case VType::kF64: return "f64";
+    case VType::kStr: return "str";
+    case VType::kBool: return "bool";
+    case VType::kMask: return "predicate";
+  }
+  return "?";
+}
+
+namespace {
+
+enum class ExprOp { kArith, kDiv, kMinMax, kUnary, kMath, kPow, kCoalesce, kIf };
+
+struct OpInfo {
+  std::string_view name;
+  ExprOp kind;
+  Op op;
+  size_t min_args, max_args;
+};
+
+constexpr size_t kMany = std::numeric_limits<size_t>::max();
+
+constexpr OpInfo kExprOps[] = {
+    {"+", ExprOp::kArith, Op::kAdd, 2, kMany},
+    {"-", ExprOp::kArith, Op::kSub, 2, kMany},
+    {"*", ExprOp::kArith, Op::kMul, 2, kMany},
+    {"/", ExprOp::kDiv, Op::kDiv, 2, kMany},
+    {"min", ExprOp::kMinMax, Op::kMin, 1, kMany},
+    {"max", ExprOp::kMinMax, Op::kMax, 1, kMany},
+    {"neg", ExprOp::kUnary, Op::kNeg, 1, 1},
+    {"abs", ExprOp::kUnary, Op::kAbs, 1, 1},
+    {"log", ExprOp::kMath, Op::kLog, 1, 1},
+    {"log1p", ExprOp::kMath, Op::kLog1p, 1, 1},
+    {"exp", ExprOp::kMath, Op::kExp, 1, 1},
+    {"sqrt", ExprOp::kMath, Op::kSqrt, 1, 1},
+    {"pow", ExprOp::kPow, Op::kPow, 2, 2},
+    {"coalesce", ExprOp::kCoalesce, Op::kCoalesce, 1, kMany},
+    {"if", ExprOp::kIf, Op::kIf, 3, 3},
+};
+
+bool IsNumeric(VType t) { return t == VType::kI64 || t == VType::kF64 || t == VType::kBool; }
+
+VType FromColumnType(ColumnType t) {
+  switch (t) {
+    case ColumnType::kI64: return VType::kI64;
+    case ColumnType::kF64: return VType::kF64;
+    case ColumnType::kStr: return VType::kStr;
+    case ColumnType::kBool: return VType::kBool;
+  }
+  return VType::kNull;
+}
+
+std::string Sub(const std::string& path, std::string_view part) {
+  return path.empty() ? std::string(part) : path + "." + std::string(part);
+}
+
+std::string Index(std::string_view field, size_t i) {
+  return std::string(field) + "[" + std::to_string(i) + "]";
+}
+
+// A JSON scalar as a Value; nullopt for arrays and objects.
+std::optional<Value> ScalarValue(dom::element e) {
+  switch (e.type()) {
+    case dom::element_type::INT64: return Value(int64_t(e.get_int64().value_unsafe()));
+    case dom::element_type::UINT64:  // above INT64_MAX: only f64 can hold it
+      return Value(double(e.get_uint64().value_unsafe()));
+    case dom::element_type::DOUBLE: return Value(e.get_double().value_unsafe());
+    case dom::element_type::STRING: return Value(std::string(e.get_string().value_unsafe()));
+    case dom::element_type::BOOL: return Value(e.get_bool().value_unsafe());
+    case dom::element_type::NULL_VALUE: return Value(std::monostate{});
+    default: return std::nullopt;
+  }
+}
+
+VType ValueType(const Value& v) {
+  switch (v.index()) {
+    case 1: return VType::kI64;
+    case 2: return VType::kF64;
+    case 3: return VType::kStr;
+    case 4: return VType::kBool;
+    default: return VType::kNull;
+  }
+}
+
+CmpOp Flip(CmpOp op) {
+  switch (op) {
+    case CmpOp::kLt: return CmpOp::kGt;
+    case CmpOp::kLe: return CmpOp::kGe;
+    case CmpOp::kGt: return CmpOp::kLt;
+    case CmpOp::kGe: return CmpOp::kLe;
+    default: return op;
+  }
+}
+
+class Compiler {
+ public:
+  Compiler(const ColumnTypes& cols, const ParamDecls& params, std::string_view where)
+      : cols_(cols), params_(params), where_(where) {
+    for (const auto& d : params.decls) p_.param_types.push_back(FromColumnType(d.type));
+  }
+
+  Result<uint16_t> Expr(dom::element e, const std::string& path);
+  Result<uint16_t> Pred(dom::element e, const std::string& path);
+  Result<Program> Finish(uint16_t result, bool is_pred);
+
+ private:
+  Error Err(const std::string& path, std::string msg) const {
+    std::string m(where_);
+    m += ": ";
+    if (!path.empty()) m += path + ": ";
+    return Error::BadRequest(m + msg);
+  }
+  VType Type(uint16_t r) const { return p_.regs[r].type; }
+  bool Scalar(uint16_t r) const { return p_.regs[r].scalar; }
+  uint16_t Emit(Op op, VType t, bool scalar, uint16_t a = 0, uint16_t b = 0, uint16_t c = 0,
+                uint32_t aux = 0) {
+    auto out = static_cast<uint16_t>(p_.regs.size());
+    p_.regs.push_back({t, scalar});
+    p_.code.push_back({op, out, a, b, c, aux});
+    return out;
+  }
+  uint16_t Null(VType t) { return Emit(Op::kLoadNull, t, true); }
+  uint16_t Mask(bool v) { return Emit(Op::kConstMask, VType::kMask, true, 0, 0, 0, v ? 1 : 0); }
+  // Converts register r to type t (i64/bool -> f64; bool -> i64 shares storage).
+  uint16_t Cast(uint16_t r, VType t) {
+    if (Type(r) == t || t != VType::kF64) return r;
+    auto it = casts_.find(r);
+    if (it != casts_.end()) return it->second;
+    uint16_t out = Emit(Op::kCastF64, VType::kF64, Scalar(r), r);
+    casts_.emplace(r, out);
+    return out;
+  }
+  Result<uint16_t> Leaf(dom::object obj, const std::string& path);
+  Result<uint16_t> Operation(dom::object obj, std::string_view op, const std::string& path);
+  Result<uint16_t> Compare(dom::object obj, const std::string& path);
+  Result<uint16_t> In(dom::object obj, const std::string& path);
+
+  const ColumnTypes& cols_;
+  const ParamDecls& params_;
+  std::string_view where_;
+  Program p_;
+  std::map<std::string, uint16_t, std::less<>> column_regs_;
+  std::unordered_map<uint16_t, uint16_t> casts_;
+};
+
+Result<uint16_t> Compiler::Expr(dom::element e, const std::string& path) {
+  if (p_.regs.size() > 60000) return Fail(Err(path, "expression too large"));
+  dom::object obj;
+  if (e.get_object().get(obj))
+    return Fail(Err(path, "expected an expression object ({\"const\"|\"key\"|\"param\"|\"op\": ...})"));
+  dom::element op;
+  if (!obj.at_key("op").get(op)) {
+    std::string_view name;
+    if (op.get_string().get(name)) return Fail(Err(path, "\"op\" must be a string"));
+    return Operation(obj, name, path);
+  }
+  return Leaf(obj, path);
+}
+
+Result<uint16_t> Compiler::Leaf(dom::object obj, const std::string& path) {
+  dom::element v;
+  if (!obj.at_key("const").get(v)) {
+    std::optional<Value> val = ScalarValue(v);
+    if (!val) return Fail(Err(path, "const must be a number, string, bool or null"));
+    VType t = ValueType(*val);
+    if (t == VType::kNull) return Null(VType::kNull);
+    p_.consts.push_back(std::move(*val));
+    return Emit(Op::kLoadConst, t, true, 0, 0, 0, static_cast<uint32_t>(p_.consts.size() - 1));
+  }
+  if (!obj.at_key("key").get(v)) {
+    std::string_view name;
+    if (v.get_string().get(name)) return Fail(Err(path, "key must be a string"));
+    auto known = column_regs_.find(name);
+    if (known != column_regs_.end()) return known->second;
+    std::optional<ColumnType> ct = cols_.find(name);
+    // Unknown column: null of unknown type (PLAN.md), folded away by the ops above.
+    if (!ct) return Null(VType::kNull);
+    VType t = FromColumnType(*ct);
+    p_.columns.push_back({std::string(name), t});
+    uint16_t r = Emit(Op::kLoadColumn, t, false, 0, 0, 0,
+                      static_cast<uint32_t>(p_.columns.size() - 1));
+    column_regs_.emplace(std::string(name), r);
+    return r;
+  }
+  if (!obj.at_key("param").get(v)) {
+    std::string_view name;
+    if (v.get_string().get(name)) return Fail(Err(path, "param must be a string"));
+    int idx = params_.index_of(name);
+    if (idx < 0) return Fail(Err(path, "undeclared param '" + std::string(name) + "'"));
+    return Emit(Op::kLoadParam, p_.param_types[size_t(idx)], true, 0, 0, 0, uint32_t(idx));
+  }
+  return Fail(Err(path, "expected one of \"const\", \"key\", \"param\", \"op\""));
+}
+
+Result<uint16_t> Compiler::Operation(dom::object obj, std::string_view name,
+                                     const std::string& path) {
+  const OpInfo* info = nullptr;
+  for (const auto& o : kExprOps)
+    if (o.name == name) info = &o;
+  if (!info) return Fail(Err(path, "unknown op '" + std::string(name) + "'"));
+  std::string opname = "op '" + std::string(name) + "'";
+  dom::array args;
+  if (obj.at_key("args").get_array().get(args))
+    return Fail(Err(path, opname + " needs an \"args\" array"));
+  size_t n = args.size();
+  if (n < info->min_args || n > info->max_args) {
+    std::string want = info->min_args == info->max_args
+                           ? std::to_string(info->min_args)
+                           : "at least " + std::to_string(info->min_args);
+    return Fail(Err(path, opname + " takes " + want + " args, got " + std::to_string(n)));
+  }
+
+  std::vector<uint16_t> regs;
+  std::optional<uint16_t> cond;
+  size_t i = 0;
+  for (dom::element a : args) {
+    std::string sub = Sub(path, Index("args", i));
+    Result<uint16_t> r = (info->kind == ExprOp::kIf && i == 0) ? Pred(a, sub) : Expr(a, sub);
+    if (!r) return r;
+    if (info->kind == ExprOp::kIf && i == 0)
+      cond = *r;
+    else
+      regs.push_back(*r);
+    ++i;
+  }
+  // Which arg index a reg came from, for messages ("if" shifts by one).
+  size_t first = info->kind == ExprOp::kIf ? 1 : 0;
+
+  bool any_null = false, any_f64 = false, any_str = false, all_bool = true, any_value = false;
+  for (size_t k = 0; k < regs.size(); ++k) {
+    VType t = Type(regs[k]);
+    any_null |= t == VType::kNull;
+    any_f64 |= t == VType::kF64;
+    any_str |= t == VType::kStr;
+    if (t != VType::kNull) {
+      any_value = true;
+      all_bool &= t == VType::kBool;
+    }
+  }
+  bool all_scalar = true;
+  for (uint16_t r : regs) all_scalar &= Scalar(r);
+  if (cond) all_scalar &= Scalar(*cond);
+
+  switch (info->kind) {
+    case ExprOp::kArith:
+    case ExprOp::kDiv:
+    case ExprOp::kUnary:
+    case ExprOp::kMath:
+    case ExprOp::kPow: {
+      for (size_t k = 0; k < regs.size(); ++k)
+        if (!IsNumeric(Type(regs[k])) && Type(regs[k]) != VType::kNull)
+          return Fail(Err(path, opname + " needs numbers but " + Index("args", k + first) +
+                                    " is " + std::string(VTypeName(Type(regs[k])))));
+      VType t = (info->kind == ExprOp::kArith || info->kind == ExprOp::kUnary) && !any_f64
+                    ? VType::kI64
+                    : VType::kF64;
+      if (any_null) return Null(t);
+      uint16_t acc = Cast(regs[0], t);
+      if (regs.size() == 1) return Emit(info->op, t, Scalar(acc), acc);
+      for (size_t k = 1; k < regs.size(); ++k) {
+        uint16_t rhs = Cast(regs[k], t);
+        acc = Emit(info->op, t, Scalar(acc) && Scalar(rhs), acc, rhs);
+      }
+      return acc;
+    }
+    case ExprOp::kMinMax:
+    case ExprOp::kCoalesce:
+    case ExprOp::kIf: {
+      if (any_str) {
+        for (size_t k = 0; k < regs.size(); ++k) {
+          VType t = Type(regs[k]);
+          if (t != VType::kStr && t != VType::kNull)
+            return Fail(Err(path, opname + " cannot mix str and " + std::string(VTypeName(t)) +
+                                      " (" + Index("args", k + first) + ")"));
+        }
+      }
+      VType t = !any_value ? VType::kNull
+                : any_str  ? VType::kStr
+                : all_bool ? VType::kBool
+                : any_f64  ? VType::kF64
+                           : VType::kI64;
+      if (info->kind == ExprOp::kMinMax) {
+        if (any_null) return Null(t);
+        uint16_t acc = Cast(regs[0], t);
+        for (size_t k = 1; k < regs.size(); ++k) {
+          uint16_t rhs = Cast(regs[k], t);
+          acc = Emit(info->op, t, Scalar(acc) && Scalar(rhs), acc, rhs);
+        }
+        return acc;
+      }
+      if (t == VType::kNull) return Null(VType::kNull);
+      if (info->kind == ExprOp::kCoalesce) {
+        std::optional<uint16_t> acc;
+        for (uint16_t r : regs) {
+          if (Type(r) == VType::kNull) continue;  // never the first non-null
+          uint16_t rhs = Cast(r, t);
+          acc = acc ? Emit(Op::kCoalesce, t, Scalar(*acc) && Scalar(rhs), *acc, rhs) : rhs;
+        }
+        return *acc;
+      }
+      uint16_t then_r = Type(regs[0]) == VType::kNull ? Null(t) : Cast(regs[0], t);
+      uint16_t else_r = Type(regs[1]) == VType::kNull ? Null(t) : Cast(regs[1], t);
+      return Emit(Op::kIf, t, all_scalar, *cond, then_r, else_r);
+    }
+  }
+  return Fail(Err(path, "internal: unhandled " + opname));
+}
+
+Result<uint16_t> Compiler::Pred(dom::element e, const std::string& path) {
+  if (p_.regs.size() > 60000) return Fail(Err(path, "predicate too large"));
+  dom::object obj;
+  std::string_view op;
+  if (e.get_object().get(obj) || obj.at_key("op").get_string().get(op))
+    return Fail(Err(path, "expected a predicate object with a string \"op\""));
+
+  if (op == "cmp") return Compare(obj, path);
+  if (op == "in") return In(obj, path);
+  if (op == "and" || op == "or") {
+    dom::array args;
+    if (obj.at_key("args").get_array().get(args) || args.size() == 0)
+      return Fail(Err(path, "op '" + std::string(op) + "' needs a non-empty \"args\" array"));
+    std::optional<uint16_t> acc;
+    size_t i = 0;
+    for (dom::element a : args) {
+      Result<uint16_t> r = Pred(a, Sub(path, Index("args", i++)));
+      if (!r) return r;
+      acc = acc ? Emit(op == "and" ? Op::kAnd : Op::kOr, VType::kMask, Scalar(*acc) && Scalar(*r),
+                       *acc, *r)
+                : *r;
+    }
+    return *acc;
+  }
+  dom::element arg;
+  if (op == "not" || op == "is_null") {
+    if (obj.at_key("arg").get(arg))
+      return Fail(Err(path, "op '" + std::string(op) + "' needs an \"arg\""));
+    if (op == "not") {
+      Result<uint16_t> r = Pred(arg, Sub(path, "arg"));
+      if (!r) return r;
+      return Emit(Op::kNot, VType::kMask, Scalar(*r), *r);
+    }
+    Result<uint16_t> r = Expr(arg, Sub(path, "arg"));
+    if (!r) return r;
+    if (Type(*r) == VType::kNull) return Mask(true);
+    return Emit(Op::kIsNull, VType::kMask, Scalar(*r), *r);
+  }
+  if (op == "regex") {
+    std::string_view pattern;
+    if (obj.at_key("pattern").get_string().get(pattern))
+      return Fail(Err(path, "op 'regex' needs a string \"pattern\""));
+    if (obj.at_key("lhs").get(arg)) return Fail(Err(path, "op 'regex' needs an \"lhs\""));
+    RE2::Options options;
+    options.set_log_errors(false);
+    auto re = std::make_unique<RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
+    if (!re->ok())
+      return Fail(Err(path, "bad regex pattern '" + std::string(pattern) + "': " + re->error()));
+    Result<uint16_t> r = Expr(arg, Sub(path, "lhs"));
+    if (!r) return r;
+    VType t = Type(*r);
+    if (t == VType::kNull) return Mask(false);
+    if (t != VType::kStr)
+      return Fail(Err(path, "op 'regex' needs a str lhs, got " + std::string(VTypeName(t))));
+    p_.regexes.push_back(std::move(re));
+    return Emit(Op::kRegex, VType::kMask, Scalar(*r), *r, 0, 0,
+                static_cast<uint32_t>(p_.regexes.size() - 1));
+  }
+  return Fail(Err(path, "unknown predicate op '" + std::string(op) + "'"));
+}
+
+Result<uint16_t> Compiler::Compare(dom::object obj, const std::string& path) {
+  std::string_view cmp;
+  if (obj.at_key("cmp").get_string().get(cmp))
+    return Fail(Err(path, "op 'cmp' needs a string \"cmp\""));
+  CmpOp c;
+  if (cmp == "==") c = CmpOp::kEq;
+  else if (cmp == "!=") c = CmpOp::kNe;
+  else if (cmp == "<") c = CmpOp::kLt;
+  else if (cmp == "<=") c = CmpOp::kLe;
+  else if (cmp == ">") c = CmpOp::kGt;
+  else if (cmp == ">=") c = CmpOp::kGe;
+  else return Fail(Err(path, "unknown cmp '" + std::string(cmp) + "' (== != < <= > >=)"));
+  dom::element lhs, rhs;
+  if (obj.at_key("lhs").get(lhs) || obj.at_key("rhs").get(rhs))
+    return Fail(Err(path, "op 'cmp' needs \"lhs\" and \"rhs\""));
+  Result<uint16_t> a = Expr(lhs, Sub(path, "lhs"));
+  if (!a) return a;
+  Result<uint16_t> b = Expr(rhs, Sub(path, "rhs"));
+  if (!b) return b;
+  VType ta = Type(*a), tb = Type(*b);
+  // A null operand, or a string against a number, is false (PLAN.md).
+  if (ta == VType::kNull || tb == VType::kNull) return Mask(false);
+  if ((ta == VType::kStr) != (tb == VType::kStr)) return Mask(false);
+  uint16_t ra = *a, rb = *b;
+  // Mixed numbers run as (i64, f64): exact, without rounding the i64 side.
+  if (ta == VType::kF64 && tb != VType::kF64) {
+    std::swap(ra, rb);
+    c = Flip(c);
+  }
+  return Emit(Op::kCmp, VType::kMask, Scalar(ra) && Scalar(rb), ra, rb, 0, uint32_t(c));
+}
+
+Result<uint16_t> Compiler::In(dom::object obj, const std::string& path) {
+  dom::element lhs;
+  dom::array values;
+  if (obj.at_key("lhs").get(lhs)) return Fail(Err(path, "op 'in' needs an \"lhs\""));
+  if (obj.at_key("values").get_array().get(values))
+    return Fail(Err(path, "op 'in' needs a \"values\" array"));
+  Result<uint16_t> r = Expr(lhs, Sub(path, "lhs"));
+  if (!r) return r;
+  VType t = Type(*r);
+  InSet set;
+  size_t i = 0;
+  for (dom::element v : values) {
+    // A value is a JSON scalar or a {"const": V} node.
+    dom::element inner = v;
+    dom::object o;
+    if (!v.get_object().get(o) && o.at_key("const").get(inner))
+      return Fail(Err(Sub(path, Index("values", i)), "expected a constant"));
+    std::optional<Value> val = ScalarValue(inner);
+    if (!val) return Fail(Err(Sub(path, Index("values", i)), "expected a constant"));
+    ++i;
+    // Values that can never equal the lhs (null, other kind, inexact) are dropped.
+    if (t == VType::kStr) {
+      if (auto* s = std::get_if<std::string>(&*val)) set.strings.push_back(*s);
+    } else if (t == VType::kF64) {
+      if (auto* d = std::get_if<double>(&*val)) set.doubles.push_back(*d);
+      if (auto* b = std::get_if<bool>(&*val)) set.doubles.push_back(*b ? 1.0 : 0.0);
+      if (auto* n = std::get_if<int64_t>(&*val)) {
+        double d = static_cast<double>(*n);
+        if (d < 9223372036854775808.0 && static_cast<int64_t>(d) == *n) set.doubles.push_back(d);
+      }
+    } else {
+      if (auto* n = std::get_if<int64_t>(&*val)) set.ints.push_back(*n);
+      if (auto* b = std::get_if<bool>(&*val)) set.ints.push_back(*b ? 1 : 0);
+      if (auto* d = std::get_if<double>(&*val)) {
+        if (*d >= -9223372036854775808.0 && *d < 9223372036854775808.0 && std::trunc(*d) == *d)
+          set.ints.push_back(static_cast<int64_t>(*d));
+      }
+    }
+  }
+  if (t == VType::kNull) return Mask(false);
+  auto sort_unique = [](auto& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  };
+  sort_unique(set.ints);
+  sort_unique(set.doubles);
+  sort_unique(set.strings);
+  p_.sets.push_back(std::move(set));
+  return Emit(Op::kIn, VType::kMask, Scalar(*r), *r, 0, 0,
+              static_cast<uint32_t>(p_.sets.size() - 1));
+}
+
+Result<Program> Compiler::Finish(uint16_t result, bool is_pred) {
+  if (!is_pred && Type(result) == VType::kNull) result = Null(VType::kI64);
+  p_.result = result;
+  // Dead code: operands of folded-away nulls are still type-checked but never run.
+  std::vector<bool> live(p_.regs.size(), false);
+  live[result] = true;
+  std::vector<Instr> kept;
+  for (size_t k = p_.code.size(); k-- > 0;) {
+    const Instr& in = p_.code[k];
+    if (!live[in.out]) continue;
+    kept.push_back(in);
+    switch (in.op) {
+      case Op::kLoadColumn: case Op::kLoadConst: case Op::kLoadParam: case Op::kLoadNull:
+      case Op::kConstMask:
+        break;
+      case Op::kIf:
+        live[in.a] = live[in.b] = live[in.c] = true;
+        break;
+      case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMin: case Op::kMax:
+      case Op::kPow: case Op::kCoalesce: case Op::kCmp: case Op::kAnd: case Op::kOr:
+        live[in.a] = live[in.b] = true;
+        break;
+      default:
+        live[in.a] = true;
+    }
+  }
+  std::reverse(kept.begin(), kept.end());
+  p_.code = std::move(kept);
+  return std::move(p_);
+}
+
+}  // namespace
+
+Result<Program> CompileProgram(dom::element json, bool is_pred, const ColumnTypes& cols,
+                               const ParamDecls& params, std::string_view where) {
+  Compiler c(cols, params, where);
+  Result<uint16_t> r = is_pred ? c.Pred(json, "") : c.Expr(json, "");
+  if (!r) return Fail(std::move(r.error()));
+  return c.Finish(*r, is_pred);
+}
+
+}  // namespace rankd::expr

@@ -1,0 +1,663 @@
+// The expression VM: runs a Program instruction by instruction, each instruction one
+// loop over all selected rows (expr_kernels.h). The only per-row work outside those
+// loops is the gather of each referenced column through the selection, once per run.
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <unordered_map>
+
+#include "plan/expr_kernels.h"
+#include "plan/expr_program.h"
+
+namespace rankd::expr {
+namespace {
+
+enum class Storage { kI64, kF64, kStr, kMask };
+
+Storage StorageOf(VType t) {
+  switch (t) {
+    case VType::kF64: return Storage::kF64;
+    case VType::kStr: return Storage::kStr;
+    case VType::kMask: return Storage::kMask;
+    default: return Storage::kI64;  // i64, bool (0/1) and null
+  }
+}
+
+template <class T>
+T* Alloc(std::unique_ptr<T[]>& own, size_t n) {
+  own = std::make_unique_for_overwrite<T[]>(n ? n : 1);
+  return own.get();
+}
+
+std::shared_ptr<const StringDict> OneString(std::string s) {
+  auto d = std::make_shared<StringDict>();
+  d->values.push_back(std::move(s));
+  return d;
+}
+
+class Runner {
+ public:
+  Runner(const Program& p, const RowSet& in, const ParamValues& params, Frame& f)
+      : p_(p), in_(in), params_(params), f_(f) {}
+
+  void Run() {
+    f_.n = in_.size();
+    f_.slots.clear();
+    f_.slots.resize(p_.regs.size());
+    f_.ones = std::make_unique_for_overwrite<uint8_t[]>(f_.n ? f_.n : 1);
+    std::memset(f_.ones.get(), 1, f_.n ? f_.n : 1);
+    for (const Instr& ins : p_.code) Exec(ins);
+  }
+
+ private:
+  size_t Len(uint16_t r) const { return p_.regs[r].scalar ? 1 : f_.n; }
+  Slot& S(uint16_t r) { return f_.slots[r]; }
+  VType T(uint16_t r) const { return p_.regs[r].type; }
+  bool Sc(uint16_t r) const { return p_.regs[r].scalar; }
+
+  void Exec(const Instr& ins);
+  void LoadColumn(const Instr& ins);
+  void LoadScalar(Slot& out, VType t, const Value& v);
+  void Arith(const Instr& ins);
+  void Unary(const Instr& ins);
+  void MinMaxStr(const Instr& ins);
+  void CoalesceOrIf(const Instr& ins);
+  void Cmp(const Instr& ins);
+  void CmpStr(const Instr& ins);
+  void In(const Instr& ins);
+  void Regex(const Instr& ins);
+  // Codes of b re-expressed in a's dictionary (extended if needed): out.dict and the
+  // returned codes are valid for both. REQUIRES: a and b are str registers.
+  const uint32_t* UnifyDicts(uint16_t a, uint16_t b, Slot& out, std::unique_ptr<uint32_t[]>& tmp);
+  // A full-length copy of a scalar register (for the few kernels without scalar shapes).
+  void Broadcast(uint16_t r, Slot& tmp, const Slot*& view);
+
+  const Program& p_;
+  const RowSet& in_;
+  const ParamValues& params_;
+  Frame& f_;
+};
+
+void Runner::Exec(const Instr& ins) {
+  Slot& out = S(ins.out);
+  switch (ins.op) {
+    case Op::kLoadColumn: return LoadColumn(ins);
+    case Op::kLoadConst: return LoadScalar(out, T(ins.out), p_.consts[ins.aux]);
+    case Op::kLoadParam:
+      return LoadScalar(out, T(ins.out),
+                        ins.aux < params_.size() ? params_[ins.aux] : Value(std::monostate{}));
+    case Op::kLoadNull: return LoadScalar(out, T(ins.out), Value(std::monostate{}));
+    case Op::kConstMask: {
+      uint8_t* m = Alloc(out.own_m, 1);
+      m[0] = static_cast<uint8_t>(ins.aux);
+      out.m = m;
+      return;
+    }
+    case Op::kCastF64: {
+      size_t n = Len(ins.out);
+      const Slot& a = S(ins.a);
+      double* o = Alloc(out.own_f, n);
+      for (size_t k = 0; k < n; ++k) o[k] = static_cast<double>(a.i[k]);
+      out.f = o;
+      out.v = a.v;  // same rows valid; validity buffers are never written after creation
+      return;
+    }
+    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kPow:
+      return Arith(ins);
+    case Op::kMin: case Op::kMax:
+      if (StorageOf(T(ins.out)) == Storage::kStr) return MinMaxStr(ins);
+      return Arith(ins);
+    case Op::kNeg: case Op::kAbs: case Op::kLog: case Op::kLog1p: case Op::kExp: case Op::kSqrt:
+      return Unary(ins);
+    case Op::kCoalesce: case Op::kIf: return CoalesceOrIf(ins);
+    case Op::kCmp: return Cmp(ins);
+    case Op::kAnd: case Op::kOr: {
+      size_t n = Len(ins.out);
+      uint8_t* m = Alloc(out.own_m, n);
+      const uint8_t* a = S(ins.a).m;
+      const uint8_t* b = S(ins.b).m;
+      bool is_and = ins.op == Op::kAnd;
+      Dispatch2(Sc(ins.a), Sc(ins.b), [&]<bool SA, bool SB>() {
+        if (is_and)
+          for (size_t k = 0; k < n; ++k) m[k] = a[SA ? 0 : k] & b[SB ? 0 : k];
+        else
+          for (size_t k = 0; k < n; ++k) m[k] = a[SA ? 0 : k] | b[SB ? 0 : k];
+      });
+      out.m = m;
+      return;
+    }
+    case Op::kNot: {
+      size_t n = Len(ins.out);
+      uint8_t* m = Alloc(out.own_m, n);
+      const uint8_t* a = S(ins.a).m;
+      for (size_t k = 0; k < n; ++k) m[k] = a[k] ^ 1;
+      out.m = m;
+      return;
+    }
+    case Op::kIsNull: {
+      size_t n = Len(ins.out);
+      uint8_t* m = Alloc(out.own_m, n);
+      const uint8_t* v = S(ins.a).v;
+      for (size_t k = 0; k < n; ++k) m[k] = v[k] ^ 1;
+      out.m = m;
+      return;
+    }
+    case Op::kIn: return In(ins);
+    case Op::kRegex: return Regex(ins);
+  }
+}
+
+void Runner::LoadColumn(const Instr& ins) {
+  Slot& out = S(ins.out);
+  const ColumnRef& ref = p_.columns[ins.aux];
+  const size_t n = f_.n;
+  const std::vector<uint32_t>* sel = in_.selection();
+  const Column* col = in_.column(ref.name);
+  VType t = ref.type;
+  bool ok = col != nullptr;
+  if (ok) {
+    switch (col->type) {
+      case ColumnType::kI64: ok = t == VType::kI64; break;
+      case ColumnType::kF64: ok = t == VType::kF64; break;
+      case ColumnType::kStr: ok = t == VType::kStr && col->dict != nullptr; break;
+      case ColumnType::kBool: ok = t == VType::kBool; break;
+    }
+  }
+  if (!ok) {
+    // Absent at run time, or not of its load-time type: nulls, never a crash.
+    uint8_t* v = Alloc(out.own_v, n);
+    std::memset(v, 0, n);
+    out.v = v;
+    switch (StorageOf(t)) {
+      case Storage::kF64: out.f = Alloc(out.own_f, n); std::fill_n(out.own_f.get(), n, 0.0); break;
+      case Storage::kStr:
+        out.c = Alloc(out.own_c, n);
+        std::fill_n(out.own_c.get(), n, 0u);
+        out.dict = OneString("");
+        break;
+      default: out.i = Alloc(out.own_i, n); std::fill_n(out.own_i.get(), n, int64_t{0}); break;
+    }
+    return;
+  }
+  const uint32_t* rows = sel ? sel->data() : nullptr;
+  // Values: alias the column when there is no selection, else gather once.
+  auto gather = [&](const auto* src, auto& own) {
+    using E = std::remove_cvref_t<decltype(*src)>;
+    if (!rows) return src;
+    E* dst = Alloc(own, n);
+    for (size_t k = 0; k < n; ++k) dst[k] = src[rows[k]];
+    return static_cast<const E*>(dst);
+  };
+  switch (col->type) {
+    case ColumnType::kI64: out.i = gather(col->i64.data(), out.own_i); break;
+    case ColumnType::kF64: out.f = gather(col->f64.data(), out.own_f); break;
+    case ColumnType::kStr:
+      out.c = gather(col->str_code.data(), out.own_c);
+      out.dict = col->dict;
+      break;
+    case ColumnType::kBool: {
+      int64_t* dst = Alloc(out.own_i, n);
+      const uint8_t* src = col->b.data();
+      if (rows)
+        for (size_t k = 0; k < n; ++k) dst[k] = src[rows[k]];
+      else
+        for (size_t k = 0; k < n; ++k) dst[k] = src[k];
+      out.i = dst;
+      break;
+    }
+  }
+  if (col->validity.all_valid()) {
+    out.v = f_.ones.get();
+    return;
+  }
+  const uint64_t* words = col->validity.words().data();
+  uint8_t* v = Alloc(out.own_v, n);
+  if (rows)
+    for (size_t k = 0; k < n; ++k) v[k] = (words[rows[k] >> 6] >> (rows[k] & 63)) & 1;
+  else
+    for (size_t k = 0; k < n; ++k) v[k] = (words[k >> 6] >> (k & 63)) & 1;
+  out.v = v;
+}
+
+void Runner::LoadScalar(Slot& out, VType t, const Value& v) {
+  uint8_t* valid = Alloc(out.own_v, 1);
+  valid[0] = 1;
+  out.v = valid;
+  switch (StorageOf(t)) {
+    case Storage::kF64: {
+      double* f = Alloc(out.own_f, 1);
+      out.f = f;
+      if (auto* d = std::get_if<double>(&v)) f[0] = *d;
+      else if (auto* i = std::get_if<int64_t>(&v)) f[0] = static_cast<double>(*i);
+      else f[0] = 0, valid[0] = 0;
+      return;
+    }
+    case Storage::kStr: {
+      uint32_t* c = Alloc(out.own_c, 1);
+      c[0] = 0;
+      out.c = c;
+      if (auto* s = std::get_if<std::string>(&v)) {
+        out.dict = OneString(*s);
+      } else {
+        out.dict = OneString("");
+        valid[0] = 0;
+      }
+      return;
+    }
+    default: {
+      int64_t* i = Alloc(out.own_i, 1);
+      out.i = i;
+      if (t == VType::kBool) {
+        if (auto* b = std::get_if<bool>(&v)) i[0] = *b ? 1 : 0;
+        else i[0] = 0, valid[0] = 0;
+      } else if (auto* x = std::get_if<int64_t>(&v)) {
+        i[0] = *x;
+      } else {
+        i[0] = 0, valid[0] = 0;
+      }
+      return;
+    }
+  }
+}
+
+void Runner::Arith(const Instr& ins) {
+  Slot& out = S(ins.out);
+  const Slot& a = S(ins.a);
+  const Slot& b = S(ins.b);
+  size_t n = Len(ins.out);
+  uint8_t* v = Alloc(out.own_v, n);
+  out.v = v;
+  if (StorageOf(T(ins.out)) == Storage::kI64) {
+    int64_t* o = Alloc(out.own_i, n);
+    out.i = o;
+    Dispatch2(Sc(ins.a), Sc(ins.b), [&]<bool SA, bool SB>() {
+      switch (ins.op) {
+        case Op::kAdd: I64Binary<Op::kAdd, SA, SB>(n, a.i, a.v, b.i, b.v, o, v); break;
+        case Op::kSub: I64Binary<Op::kSub, SA, SB>(n, a.i, a.v, b.i, b.v, o, v); break;
+        case Op::kMul: I64Binary<Op::kMul, SA, SB>(n, a.i, a.v, b.i, b.v, o, v); break;
+        case Op::kMin: I64Binary<Op::kMin, SA, SB>(n, a.i, a.v, b.i, b.v, o, v); break;
+        case Op::kMax: I64Binary<Op::kMax, SA, SB>(n, a.i, a.v, b.i, b.v, o, v); break;
+        default: break;
+      }
+    });
+    return;
+  }
+  double* o = Alloc(out.own_f, n);
+  out.f = o;
+  Dispatch2(Sc(ins.a), Sc(ins.b), [&]<bool SA, bool SB>() {
+    switch (ins.op) {
+      case Op::kAdd: F64Binary<Op::kAdd, SA, SB>(n, a.f, a.v, b.f, b.v, o, v); break;
+      case Op::kSub: F64Binary<Op::kSub, SA, SB>(n, a.f, a.v, b.f, b.v, o, v); break;
+      case Op::kMul: F64Binary<Op::kMul, SA, SB>(n, a.f, a.v, b.f, b.v, o, v); break;
+      case Op::kDiv: F64Binary<Op::kDiv, SA, SB>(n, a.f, a.v, b.f, b.v, o, v); break;
+      case Op::kMin: F64Binary<Op::kMin, SA, SB>(n, a.f, a.v, b.f, b.v, o, v); break;
+      case Op::kMax: F64Binary<Op::kMax, SA, SB>(n, a.f, a.v, b.f, b.v, o, v); break;
+      case Op::kPow: F64Binary<Op::kPow, SA, SB>(n, a.f, a.v, b.f, b.v, o, v); break;
+      default: break;
+    }
+  });
+}
+
+void Runner::Unary(const Instr& ins) {
+  Slot& out = S(ins.out);
+  const Slot& a = S(ins.a);
+  size_t n = Len(ins.out);
+  uint8_t* v = Alloc(out.own_v, n);
+  out.v = v;
+  if (StorageOf(T(ins.out)) == Storage::kI64) {
+    int64_t* o = Alloc(out.own_i, n);
+    out.i = o;
+    const int64_t* x = a.i;
+    const uint8_t* va = a.v;
+    // -INT64_MIN and |INT64_MIN| overflow: null. Negation goes through unsigned (no UB).
+    if (ins.op == Op::kNeg) {
+      for (size_t k = 0; k < n; ++k) {
+        o[k] = static_cast<int64_t>(0 - static_cast<uint64_t>(x[k]));
+        v[k] = va[k] & static_cast<uint8_t>(x[k] != INT64_MIN);
+      }
+    } else {
+      for (size_t k = 0; k < n; ++k) {
+        uint64_t neg = 0 - static_cast<uint64_t>(x[k]);
+        o[k] = x[k] < 0 ? static_cast<int64_t>(neg) : x[k];
+        v[k] = va[k] & static_cast<uint8_t>(x[k] != INT64_MIN);
+      }
+    }
+    return;
+  }
+  double* o = Alloc(out.own_f, n);
+  out.f = o;
+  const double* x = a.f;
+  const uint8_t* va = a.v;
+  auto apply = [&](auto fn) {
+    for (size_t k = 0; k < n; ++k) {
+      double r = fn(x[k]);
+      o[k] = r;
+      v[k] = va[k] & static_cast<uint8_t>(Finite(r));
+    }
+  };
+  switch (ins.op) {
+    case Op::kNeg: apply([](double d) { return -d; }); break;
+    case Op::kAbs: apply([](double d) { return std::fabs(d); }); break;
+    case Op::kLog: apply([](double d) { return std::log(d); }); break;
+    case Op::kLog1p: apply([](double d) { return std::log1p(d); }); break;
+    case Op::kExp: apply([](double d) { return std::exp(d); }); break;
+    case Op::kSqrt: apply([](double d) { return std::sqrt(d); }); break;
+    default: break;
+  }
+}
+
+void Runner::Broadcast(uint16_t r, Slot& tmp, const Slot*& view) {
+  view = &S(r);
+  if (!Sc(r) || f_.n <= 1) return;
+  const Slot& s = S(r);
+  size_t n = f_.n;
+  uint8_t* v = Alloc(tmp.own_v, n);
+  std::fill_n(v, n, s.v ? s.v[0] : uint8_t{1});
+  tmp.v = v;
+  switch (StorageOf(T(r))) {
+    case Storage::kI64: tmp.i = Alloc(tmp.own_i, n); std::fill_n(tmp.own_i.get(), n, s.i[0]); break;
+    case Storage::kF64: tmp.f = Alloc(tmp.own_f, n); std::fill_n(tmp.own_f.get(), n, s.f[0]); break;
+    case Storage::kStr:
+      tmp.c = Alloc(tmp.own_c, n);
+      std::fill_n(tmp.own_c.get(), n, s.c[0]);
+      tmp.dict = s.dict;
+      break;
+    case Storage::kMask: tmp.m = Alloc(tmp.own_m, n); std::fill_n(tmp.own_m.get(), n, s.m[0]); break;
+  }
+  view = &tmp;
+}
+
+const uint32_t* Runner::UnifyDicts(uint16_t ra, uint16_t rb, Slot& out,
+                                   std::unique_ptr<uint32_t[]>& tmp) {
+  const Slot& a = S(ra);
+  const Slot& b = S(rb);
+  if (a.dict == b.dict) {
+    out.dict = a.dict;
+    return b.c;
+  }
+  // Cost: O(|dict a| + |dict b|) hashing per run, independent of the row count.
+  const auto& av = a.dict->values;
+  const auto& bv = b.dict->values;
+  std::unordered_map<std::string_view, uint32_t> index;
+  index.reserve(av.size() + bv.size());
+  for (size_t k = 0; k < av.size(); ++k) index.try_emplace(av[k], static_cast<uint32_t>(k));
+  std::vector<uint32_t> remap(bv.size());
+  std::vector<const std::string*> extra;
+  for (size_t k = 0; k < bv.size(); ++k) {
+    auto [it, inserted] =
+        index.try_emplace(bv[k], static_cast<uint32_t>(av.size() + extra.size()));
+    if (inserted) extra.push_back(&bv[k]);
+    remap[k] = it->second;
+  }
+  if (extra.empty()) {
+    out.dict = a.dict;
+  } else {
+    auto d = std::make_shared<StringDict>();
+    d->values.reserve(av.size() + extra.size());
+    d->values = av;
+    for (const std::string* s : extra) d->values.push_back(*s);
+    out.dict = std::move(d);
+  }
+  size_t n = Len(rb);
+  uint32_t* codes = Alloc(tmp, n);
+  for (size_t k = 0; k < n; ++k) codes[k] = remap[b.c[k]];
+  return codes;
+}
+
+void Runner::MinMaxStr(const Instr& ins) {
+  Slot& out = S(ins.out);
+  std::unique_ptr<uint32_t[]> tmp;
+  const uint32_t* cb = UnifyDicts(ins.a, ins.b, out, tmp);
+  const Slot& a = S(ins.a);
+  const Slot& b = S(ins.b);
+  size_t n = Len(ins.out);
+  const auto& vals = out.dict->values;
+  uint32_t* o = Alloc(out.own_c, n);
+  uint8_t* v = Alloc(out.own_v, n);
+  bool is_min = ins.op == Op::kMin;
+  bool sa = Sc(ins.a), sb = Sc(ins.b);
+  for (size_t k = 0; k < n; ++k) {
+    uint32_t x = a.c[sa ? 0 : k], y = cb[sb ? 0 : k];
+    bool a_first = std::string_view(vals[x]) <= std::string_view(vals[y]);
+    o[k] = (a_first == is_min) ? x : y;
+    v[k] = a.v[sa ? 0 : k] & b.v[sb ? 0 : k];
+  }
+  out.c = o;
+  out.v = v;
+}
+
+void Runner::CoalesceOrIf(const Instr& ins) {
+  Slot& out = S(ins.out);
+  size_t n = Len(ins.out);
+  Storage st = StorageOf(T(ins.out));
+  uint8_t* v = Alloc(out.own_v, n);
+  out.v = v;
+  // For str the two value operands must share a dictionary first.
+  std::unique_ptr<uint32_t[]> remapped;
+  uint16_t ra = ins.op == Op::kIf ? ins.b : ins.a;
+  uint16_t rb = ins.op == Op::kIf ? ins.c : ins.b;
+  const uint32_t* cb = st == Storage::kStr ? UnifyDicts(ra, rb, out, remapped) : nullptr;
+
+  if (ins.op == Op::kCoalesce) {
+    const Slot& a = S(ra);
+    const Slot& b = S(rb);
+    Dispatch2(Sc(ra), Sc(rb), [&]<bool SA, bool SB>() {
+      switch (st) {
+        case Storage::kI64:
+          Coalesce<int64_t, SA, SB>(n, a.i, a.v, b.i, b.v, Alloc(out.own_i, n), v);
+          out.i = out.own_i.get();
+          break;
+        case Storage::kF64:
+          Coalesce<double, SA, SB>(n, a.f, a.v, b.f, b.v, Alloc(out.own_f, n), v);
+          out.f = out.own_f.get();
+          break;
+        case Storage::kStr:
+          Coalesce<uint32_t, SA, SB>(n, a.c, a.v, cb, b.v, Alloc(out.own_c, n), v);
+          out.c = out.own_c.get();
+          break;
+        case Storage::kMask: break;
+      }
+    });
+    return;
+  }
+  // if: broadcast scalar operands unless all three are scalar (then n == 1).
+  Slot tm, ta, tb;
+  const Slot *m, *a, *b;
+  bool all_scalar = Sc(ins.out);
+  if (all_scalar) {
+    m = &S(ins.a), a = &S(ra), b = &S(rb);
+  } else {
+    Broadcast(ins.a, tm, m);
+    Broadcast(ra, ta, a);
+    Broadcast(rb, tb, b);
+    if (st == Storage::kStr && Sc(rb) && tb.own_c) {
+      uint32_t code = cb[0];
+      std::fill_n(tb.own_c.get(), n, code);
+      cb = tb.own_c.get();
+    }
+  }
+  const uint8_t* mm = m->m;
+  for (size_t k = 0; k < n; ++k) v[k] = mm[k] ? a->v[k] : b->v[k];
+  switch (st) {
+    case Storage::kI64: {
+      int64_t* o = Alloc(out.own_i, n);
+      for (size_t k = 0; k < n; ++k) o[k] = mm[k] ? a->i[k] : b->i[k];
+      out.i = o;
+      break;
+    }
+    case Storage::kF64: {
+      double* o = Alloc(out.own_f, n);
+      for (size_t k = 0; k < n; ++k) o[k] = mm[k] ? a->f[k] : b->f[k];
+      out.f = o;
+      break;
+    }
+    case Storage::kStr: {
+      uint32_t* o = Alloc(out.own_c, n);
+      for (size_t k = 0; k < n; ++k) o[k] = mm[k] ? a->c[k] : cb[k];
+      out.c = o;
+      break;
+    }
+    case Storage::kMask: break;
+  }
+}
+
+void Runner::Cmp(const Instr& ins) {
+  Storage sa = StorageOf(T(ins.a)), sb = StorageOf(T(ins.b));
+  if (sa == Storage::kStr) return CmpStr(ins);
+  Slot& out = S(ins.out);
+  size_t n = Len(ins.out);
+  uint8_t* m = Alloc(out.own_m, n);
+  out.m = m;
+  const Slot& a = S(ins.a);
+  const Slot& b = S(ins.b);
+  auto op = static_cast<CmpOp>(ins.aux);
+  if (sa == Storage::kI64 && sb == Storage::kF64) {
+    bool sca = Sc(ins.a), scb = Sc(ins.b);
+    for (size_t k = 0; k < n; ++k) {
+      size_t ia = sca ? 0 : k, ib = scb ? 0 : k;
+      m[k] = a.v[ia] & b.v[ib] & ApplyOrder(op, OrderMixed(a.i[ia], b.f[ib]));
+    }
+    return;
+  }
+  Dispatch2(Sc(ins.a), Sc(ins.b), [&]<bool SA, bool SB>() {
+    DispatchCmp(op, [&]<CmpOp C>() {
+      if (sa == Storage::kF64)
+        CmpKernel<C, double, SA, SB>(n, a.f, a.v, b.f, b.v, m);
+      else
+        CmpKernel<C, int64_t, SA, SB>(n, a.i, a.v, b.i, b.v, m);
+    });
+  });
+}
+
+// Strings: against a scalar, each dictionary entry is compared once and rows look their
+// code up; `==` with a single matching entry compares codes only.
+void Runner::CmpStr(const Instr& ins) {
+  Slot& out = S(ins.out);
+  size_t n = Len(ins.out);
+  uint8_t* m = Alloc(out.own_m, n);
+  out.m = m;
+  auto op = static_cast<CmpOp>(ins.aux);
+  uint16_t ra = ins.a, rb = ins.b;
+  if (Sc(ra) && !Sc(rb)) {
+    std::swap(ra, rb);
+    op = op == CmpOp::kLt ? CmpOp::kGt : op == CmpOp::kGt ? CmpOp::kLt
+       : op == CmpOp::kLe ? CmpOp::kGe : op == CmpOp::kGe ? CmpOp::kLe : op;
+  }
+  const Slot& a = S(ra);
+  const Slot& b = S(rb);
+  auto order = [](std::string_view x, std::string_view y) {
+    int c = x.compare(y);
+    return c < 0 ? -1 : (c > 0 ? 1 : 0);
+  };
+  if (Sc(rb)) {
+    std::string_view s = b.dict->values[b.c[0]];
+    const uint8_t bv = b.v[0];
+    const auto& dict = a.dict->values;
+    size_t len = Len(ra);
+    if (op == CmpOp::kEq || op == CmpOp::kNe) {
+      uint32_t match = UINT32_MAX;
+      size_t matches = 0;
+      for (size_t k = 0; k < dict.size(); ++k)
+        if (dict[k] == s) match = static_cast<uint32_t>(k), ++matches;
+      if (matches <= 1) {
+        uint8_t want = op == CmpOp::kEq;
+        for (size_t k = 0; k < len; ++k)
+          m[k] = a.v[k] & bv & static_cast<uint8_t>((a.c[k] == match) == want);
+        return;
+      }
+    }
+    if (dict.size() <= 4 * len) {
+      std::vector<uint8_t> table(dict.size());
+      for (size_t k = 0; k < dict.size(); ++k) table[k] = ApplyOrder(op, order(dict[k], s));
+      for (size_t k = 0; k < len; ++k) m[k] = a.v[k] & bv & table[a.c[k]];
+    } else {
+      for (size_t k = 0; k < len; ++k)
+        m[k] = a.v[k] & bv & ApplyOrder(op, order(dict[a.c[k]], s));
+    }
+    return;
+  }
+  // Two vectors.
+  bool same = a.dict == b.dict;
+  for (size_t k = 0; k < n; ++k) {
+    bool r;
+    if (same && (op == CmpOp::kEq || op == CmpOp::kNe))
+      r = (a.c[k] == b.c[k]) == (op == CmpOp::kEq);
+    else
+      r = ApplyOrder(op, order(a.dict->values[a.c[k]], b.dict->values[b.c[k]]));
+    m[k] = a.v[k] & b.v[k] & r;
+  }
+}
+
+void Runner::In(const Instr& ins) {
+  Slot& out = S(ins.out);
+  size_t n = Len(ins.out);
+  uint8_t* m = Alloc(out.own_m, n);
+  out.m = m;
+  const Slot& a = S(ins.a);
+  const InSet& set = p_.sets[ins.aux];
+  switch (StorageOf(T(ins.a))) {
+    case Storage::kStr: {
+      const auto& dict = a.dict->values;
+      auto has = [&](const std::string& s) {
+        return std::binary_search(set.strings.begin(), set.strings.end(), s);
+      };
+      if (dict.size() <= 4 * n) {
+        std::vector<uint8_t> table(dict.size());
+        for (size_t k = 0; k < dict.size(); ++k) table[k] = has(dict[k]);
+        for (size_t k = 0; k < n; ++k) m[k] = a.v[k] & table[a.c[k]];
+      } else {
+        for (size_t k = 0; k < n; ++k) m[k] = a.v[k] & static_cast<uint8_t>(has(dict[a.c[k]]));
+      }
+      return;
+    }
+    case Storage::kF64:
+    case Storage::kI64: {
+      // Short lists: one vectorised pass per value; long lists: binary search per row.
+      auto run = [&](const auto* x, const auto& values) {
+        if (values.size() <= 8) {
+          std::memset(m, 0, n);
+          for (auto val : values)
+            for (size_t k = 0; k < n; ++k) m[k] |= static_cast<uint8_t>(x[k] == val);
+          for (size_t k = 0; k < n; ++k) m[k] &= a.v[k];
+        } else {
+          for (size_t k = 0; k < n; ++k)
+            m[k] = a.v[k] &
+                   static_cast<uint8_t>(std::binary_search(values.begin(), values.end(), x[k]));
+        }
+      };
+      if (StorageOf(T(ins.a)) == Storage::kF64) run(a.f, set.doubles);
+      else run(a.i, set.ints);
+      return;
+    }
+    case Storage::kMask: return;
+  }
+}
+
+void Runner::Regex(const Instr& ins) {
+  Slot& out = S(ins.out);
+  size_t n = Len(ins.out);
+  uint8_t* m = Alloc(out.own_m, n);
+  out.m = m;
+  const Slot& a = S(ins.a);
+  const RE2& re = *p_.regexes[ins.aux];
+  const auto& dict = a.dict->values;
+  // Memo per dictionary entry, filled on demand: at most min(rows, entries) matches.
+  std::vector<int8_t> memo(dict.size(), -1);
+  for (size_t k = 0; k < n; ++k) {
+    if (!a.v[k]) {
+      m[k] = 0;
+      continue;
+    }
+    int8_t& r = memo[a.c[k]];
+    if (r < 0) r = RE2::PartialMatch(dict[a.c[k]], re) ? 1 : 0;
+    m[k] = static_cast<uint8_t>(r);
+  }
+}
+
+}  // namespace
+
+void RunProgram(const Program& p, const RowSet& in, const ParamValues& params, Frame& f) {
+  Runner(p, in, params, f).Run();
+}
+
+}  // namespace rankd::expr

@@ -1,0 +1,120 @@
+// The compiled form of an expression or predicate (private to src/plan/expr*.cc): a
+// flat list of instructions over numbered registers, each register one temporary
+// vector over the selected rows (values + validity) or a broadcast scalar.
+//
+// Threads: a Program is built once at load and immutable afterwards; RunProgram may be
+// called on any thread, concurrently, with its own Frame.
+#pragma once
+
+#include <re2/re2.h>
+#include <simdjson.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "data/row_set.h"
+#include "plan/expr.h"
+#include "plan/params.h"
+
+namespace rankd::expr {
+
+// Static type of a register. kNull is the type of a null constant or of a column
+// unknown at load; the compiler folds it away, so no instruction reads a kNull register.
+// kBool values are stored as i64 0/1 so that bool shares the i64 kernels.
+enum class VType : uint8_t { kNull, kI64, kF64, kStr, kBool, kMask };
+
+std::string_view VTypeName(VType t);
+
+enum class Op : uint8_t {
+  kLoadColumn,  // out <- column `aux` (gathered through the selection)
+  kLoadConst,   // out <- consts[aux] (scalar)
+  kLoadParam,   // out <- request param `aux` (scalar)
+  kLoadNull,    // out <- null of type out (scalar)
+  kConstMask,   // out <- aux (0 or 1) (scalar mask)
+  kCastF64,     // out <- f64(a), a i64 or bool
+  kAdd, kSub, kMul,  // i64 (overflow -> null) or f64, by out type
+  kDiv,              // f64
+  kMin, kMax,        // i64/bool, f64 or str
+  kNeg, kAbs,        // i64 (overflow -> null) or f64
+  kLog, kLog1p, kExp, kSqrt,  // f64
+  kPow,                       // f64
+  kCoalesce,  // out <- a if valid else b
+  kIf,        // out <- mask a ? b : c
+  kCmp,       // mask <- a cmp b (aux = CmpOp); a and b of the same storage, or a i64 and b f64
+  kAnd, kOr, kNot,  // masks
+  kIn,        // mask <- a in sets[aux]
+  kIsNull,    // mask <- !valid(a)
+  kRegex,     // mask <- regexes[aux] partially matches a
+};
+
+enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
+
+struct Instr {
+  Op op;
+  uint16_t out = 0, a = 0, b = 0, c = 0;
+  uint32_t aux = 0;
+};
+
+struct RegInfo {
+  VType type = VType::kNull;
+  bool scalar = false;  // one value, broadcast to every row
+};
+
+// The constant list of an `in` predicate, split by the storage it is compared in.
+struct InSet {
+  std::vector<int64_t> ints;        // for an i64/bool lhs: sorted, exact matches only
+  std::vector<double> doubles;      // for an f64 lhs: sorted
+  std::vector<std::string> strings; // for a str lhs: sorted
+};
+
+struct ColumnRef {
+  std::string name;
+  VType type;  // as typed at load; a different type at run time reads as null
+};
+
+struct Program {
+  std::vector<Instr> code;  // topological order: operands are computed before use
+  std::vector<RegInfo> regs;
+  std::vector<ColumnRef> columns;
+  std::vector<Value> consts;
+  std::vector<InSet> sets;
+  std::vector<std::unique_ptr<RE2>> regexes;
+  std::vector<VType> param_types;  // by declaration index
+  uint16_t result = 0;
+};
+
+// Storage of one register while a program runs. Pointers point either into the owned
+// buffers or straight into an input column (no copy when there is no selection).
+struct Slot {
+  const int64_t* i = nullptr;   // kI64, kBool
+  const double* f = nullptr;    // kF64
+  const uint32_t* c = nullptr;  // kStr: codes into dict
+  const uint8_t* m = nullptr;   // kMask: 0/1, never null
+  const uint8_t* v = nullptr;   // validity, 1 = valid (unused for masks)
+  std::shared_ptr<const StringDict> dict;
+
+  std::unique_ptr<int64_t[]> own_i;
+  std::unique_ptr<double[]> own_f;
+  std::unique_ptr<uint32_t[]> own_c;
+  std::unique_ptr<uint8_t[]> own_m, own_v;
+};
+
+// The registers of one run over `n` rows (scalar registers hold one value).
+struct Frame {
+  size_t n = 0;
+  std::vector<Slot> slots;
+  std::unique_ptr<uint8_t[]> ones;  // n bytes of 1: the validity of null-free inputs
+};
+
+// Parses and type-checks an expr_table entry (is_pred false) or a pred_table entry
+// (is_pred true) into a program whose result register is an expression value or a mask.
+Result<Program> CompileProgram(simdjson::dom::element json, bool is_pred, const ColumnTypes& cols,
+                               const ParamDecls& params, std::string_view where);
+
+// Runs `p` over the logical rows of `in`. Registers of the frame hold the results.
+void RunProgram(const Program& p, const RowSet& in, const ParamValues& params, Frame& f);
+
+}  // namespace rankd::expr

@@ -1,0 +1,226 @@
+// Expressions (spec/PLAN.md "Expressions"): types fixed at load, null propagation,
+// i64 overflow and f64 domain errors as null, strings, coalesce, if, selections.
+#include <cmath>
+#include <limits>
+
+#include "expr_test_util.h"
+
+namespace rankd::test {
+namespace {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+ExprFixture Numbers() {
+  ExprFixture fx;
+  fx.rows.SetColumn("id", I64Col({1, 2, 3, 4}));
+  fx.rows.SetColumn("likes", I64Col({10, std::nullopt, 0, -5}));
+  fx.rows.SetColumn("quality", F64Col({0.5, 0.25, std::nullopt, 2.0}));
+  fx.rows.SetColumn("country", StrCol({"US", "FR", std::nullopt, "DE"}));
+  fx.rows.SetColumn("nsfw", BoolCol({false, true, std::nullopt, false}));
+  return fx;
+}
+
+TEST_CASE("expr: types are fixed at load") {
+  ExprFixture fx = Numbers();
+  auto type = [&](const std::string& json) {
+    auto e = fx.Compile(json);
+    REQUIRE_MESSAGE(e.has_value(), (e ? "" : e.error().message));
+    return (*e)->type();
+  };
+  CHECK(type(R"({"const": 1})") == ColumnType::kI64);
+  CHECK(type(R"({"const": 1.0})") == ColumnType::kF64);
+  CHECK(type(R"({"const": "x"})") == ColumnType::kStr);
+  CHECK(type(R"({"const": true})") == ColumnType::kBool);
+  CHECK(type(R"({"const": null})") == ColumnType::kI64);
+  CHECK(type(R"({"key": "likes"})") == ColumnType::kI64);
+  CHECK(type(R"({"op": "+", "args": [{"key": "likes"}, {"const": 1}]})") == ColumnType::kI64);
+  CHECK(type(R"({"op": "+", "args": [{"key": "likes"}, {"const": 0.5}]})") == ColumnType::kF64);
+  CHECK(type(R"({"op": "+", "args": [{"key": "likes"}, {"const": null}]})") == ColumnType::kI64);
+  CHECK(type(R"({"op": "/", "args": [{"key": "likes"}, {"const": 2}]})") == ColumnType::kF64);
+  CHECK(type(R"({"op": "sqrt", "args": [{"key": "likes"}]})") == ColumnType::kF64);
+  CHECK(type(R"({"op": "neg", "args": [{"key": "likes"}]})") == ColumnType::kI64);
+  CHECK(type(R"({"op": "max", "args": [{"key": "likes"}, {"key": "quality"}]})") ==
+        ColumnType::kF64);
+  CHECK(type(R"({"op": "coalesce", "args": [{"key": "country"}, {"const": "ZZ"}]})") ==
+        ColumnType::kStr);
+  CHECK(type(R"({"op": "coalesce", "args": [{"key": "nsfw"}, {"const": false}]})") ==
+        ColumnType::kBool);
+  CHECK(type(R"({"op": "coalesce", "args": [{"const": null}, {"key": "quality"}]})") ==
+        ColumnType::kF64);
+}
+
+TEST_CASE("expr: a key and a const read back per row") {
+  ExprFixture fx = Numbers();
+  CHECK(fx.Eval(R"({"key": "likes"})") == std::vector{I(10), kNull, I(0), I(-5)});
+  CHECK(fx.Eval(R"({"key": "country"})") == std::vector{S("US"), S("FR"), kNull, S("DE")});
+  CHECK(fx.Eval(R"({"key": "nsfw"})") == std::vector{B(false), B(true), kNull, B(false)});
+  CHECK(fx.Eval(R"({"const": 7})") == std::vector{I(7), I(7), I(7), I(7)});
+  CHECK(fx.Eval(R"({"const": "a"})") == std::vector{S("a"), S("a"), S("a"), S("a")});
+  CHECK(fx.Eval(R"({"const": null})") == std::vector{kNull, kNull, kNull, kNull});
+}
+
+TEST_CASE("expr: a null operand gives null") {
+  ExprFixture fx = Numbers();
+  CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "likes"}, {"const": 1}]})") ==
+        std::vector{I(11), kNull, I(1), I(-4)});
+  CHECK(fx.Eval(R"({"op": "*", "args": [{"key": "likes"}, {"key": "quality"}]})") ==
+        std::vector{F(5.0), kNull, kNull, F(-10.0)});
+  CHECK(fx.Eval(R"({"op": "min", "args": [{"key": "likes"}, {"const": 3}]})") ==
+        std::vector{I(3), kNull, I(0), I(-5)});
+  CHECK(fx.Eval(R"({"op": "-", "args": [{"const": 1}, {"const": null}]})") ==
+        std::vector{kNull, kNull, kNull, kNull});
+}
+
+TEST_CASE("expr: an unknown column is null") {
+  ExprFixture fx = Numbers();
+  CHECK(fx.Eval(R"({"key": "nope"})") == std::vector{kNull, kNull, kNull, kNull});
+  CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "nope"}, {"const": 1}]})") ==
+        std::vector{kNull, kNull, kNull, kNull});
+  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "nope"}, {"const": 1}]})") ==
+        std::vector{I(1), I(1), I(1), I(1)});
+}
+
+TEST_CASE("expr: a column typed at load but absent at run time is null") {
+  ExprFixture fx = Numbers();
+  fx.extra.cols.emplace_back("score", ColumnType::kF64);
+  CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "score"}, {"const": 1}]})") ==
+        std::vector{kNull, kNull, kNull, kNull});
+}
+
+TEST_CASE("expr: i64 arithmetic is left to right and overflow gives null") {
+  ExprFixture fx;
+  fx.rows.SetColumn("x", I64Col({kMax, kMin, 3, -2}));
+  CHECK(fx.Eval(R"({"op": "-", "args": [{"const": 10}, {"const": 3}, {"const": 2}]})") ==
+        std::vector{I(5), I(5), I(5), I(5)});
+  CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "x"}, {"const": 1}]})") ==
+        std::vector{kNull, I(kMin + 1), I(4), I(-1)});
+  CHECK(fx.Eval(R"({"op": "-", "args": [{"key": "x"}, {"const": 1}]})") ==
+        std::vector{I(kMax - 1), kNull, I(2), I(-3)});
+  CHECK(fx.Eval(R"({"op": "*", "args": [{"key": "x"}, {"const": 2}]})") ==
+        std::vector{kNull, kNull, I(6), I(-4)});
+  CHECK(fx.Eval(R"({"op": "neg", "args": [{"key": "x"}]})") ==
+        std::vector{I(-kMax), kNull, I(-3), I(2)});
+  CHECK(fx.Eval(R"({"op": "abs", "args": [{"key": "x"}]})") ==
+        std::vector{I(kMax), kNull, I(3), I(2)});
+  // With an f64 operand every operand is converted first: no i64 overflow.
+  auto v = fx.Eval(R"({"op": "+", "args": [{"key": "x"}, {"const": 1}, {"const": 0.5}]})");
+  CHECK(v[0] == F(double(kMax) + 1.5));
+  CHECK(v[2] == F(4.5));
+}
+
+TEST_CASE("expr: division and math functions give null outside their domain") {
+  ExprFixture fx;
+  fx.rows.SetColumn("x", I64Col({4, 0, -1, 1}));
+  CHECK(fx.Eval(R"({"op": "/", "args": [{"const": 2}, {"key": "x"}]})") ==
+        std::vector{F(0.5), kNull, F(-2.0), F(2.0)});
+  CHECK(fx.Eval(R"({"op": "/", "args": [{"key": "x"}, {"const": 0}]})") ==
+        std::vector{kNull, kNull, kNull, kNull});
+  CHECK(fx.Eval(R"({"op": "log", "args": [{"key": "x"}]})") ==
+        std::vector{F(std::log(4.0)), kNull, kNull, F(0.0)});
+  CHECK(fx.Eval(R"({"op": "log1p", "args": [{"key": "x"}]})") ==
+        std::vector{F(std::log1p(4.0)), F(0.0), kNull, F(std::log1p(1.0))});
+  CHECK(fx.Eval(R"({"op": "sqrt", "args": [{"key": "x"}]})") ==
+        std::vector{F(2.0), F(0.0), kNull, F(1.0)});
+  CHECK(fx.Eval(R"({"op": "exp", "args": [{"op": "*", "args": [{"key": "x"}, {"const": 1000}]}]})") ==
+        std::vector{kNull, F(1.0), F(0.0), kNull});
+  CHECK(fx.Eval(R"({"op": "pow", "args": [{"key": "x"}, {"const": 0.5}]})") ==
+        std::vector{F(2.0), F(0.0), kNull, F(1.0)});
+  CHECK(fx.Eval(R"({"op": "pow", "args": [{"key": "x"}, {"const": -1}]})") ==
+        std::vector{F(0.25), kNull, F(-1.0), F(1.0)});
+}
+
+TEST_CASE("expr: i64 and f64 mix as f64") {
+  ExprFixture fx = Numbers();
+  CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "likes"}, {"key": "quality"}]})") ==
+        std::vector{F(10.5), kNull, kNull, F(-3.0)});
+  CHECK(fx.Eval(R"({"op": "max", "args": [{"key": "likes"}, {"const": 1.5}]})") ==
+        std::vector{F(10.0), kNull, F(1.5), F(1.5)});
+  // bool is 0/1 in arithmetic.
+  CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "nsfw"}, {"const": 1}]})") ==
+        std::vector{I(1), I(2), kNull, I(1)});
+}
+
+TEST_CASE("expr: coalesce takes the first non-null argument") {
+  ExprFixture fx = Numbers();
+  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "quality"}, {"const": 0}]})") ==
+        std::vector{F(0.5), F(0.25), F(0.0), F(2.0)});
+  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "likes"}, {"key": "quality"}, {"const": 7}]})") ==
+        std::vector{F(10.0), F(0.25), F(0.0), F(-5.0)});
+  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "likes"}, {"const": null}]})") ==
+        std::vector{I(10), kNull, I(0), I(-5)});
+  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "country"}, {"const": "ZZ"}]})") ==
+        std::vector{S("US"), S("FR"), S("ZZ"), S("DE")});
+  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "country"}, {"const": "US"}]})") ==
+        std::vector{S("US"), S("FR"), S("US"), S("DE")});
+}
+
+TEST_CASE("expr: if picks then or else by its predicate") {
+  ExprFixture fx = Numbers();
+  const char* json = R"({"op": "if", "args": [
+      {"op": "cmp", "cmp": ">", "lhs": {"key": "likes"}, "rhs": {"const": 0}},
+      {"key": "likes"}, {"const": 0.5}]})";
+  // A null operand makes the predicate false: else.
+  CHECK(fx.Eval(json) == std::vector{F(10.0), F(0.5), F(0.5), F(0.5)});
+  CHECK(fx.Eval(R"({"op": "if", "args": [{"op": "is_null", "arg": {"key": "country"}},
+      {"const": "none"}, {"key": "country"}]})") ==
+        std::vector{S("US"), S("FR"), S("none"), S("DE")});
+  CHECK(fx.Eval(R"({"op": "if", "args": [{"op": "is_null", "arg": {"key": "likes"}},
+      {"const": null}, {"const": 1}]})") == std::vector{I(1), kNull, I(1), I(1)});
+}
+
+TEST_CASE("expr: string min and max are bytewise") {
+  ExprFixture fx = Numbers();
+  CHECK(fx.Eval(R"({"op": "min", "args": [{"key": "country"}, {"const": "E"}]})") ==
+        std::vector{S("E"), S("E"), kNull, S("DE")});
+  CHECK(fx.Eval(R"({"op": "max", "args": [{"key": "country"}, {"const": "E"}]})") ==
+        std::vector{S("US"), S("FR"), kNull, S("E")});
+}
+
+TEST_CASE("expr: params are read per request") {
+  ExprFixture fx = Numbers();
+  fx.Param("w", ColumnType::kF64, F(2.0));
+  fx.Param("bump", ColumnType::kI64, I(1));
+  const char* json = R"({"op": "+", "args": [
+      {"op": "*", "args": [{"key": "likes"}, {"param": "w"}]}, {"param": "bump"}]})";
+  CHECK(fx.Eval(json) == std::vector{F(21.0), kNull, F(1.0), F(-9.0)});
+  fx.values[0] = F(0.5);
+  CHECK(fx.Eval(json) == std::vector{F(6.0), kNull, F(1.0), F(-1.5)});
+  fx.values[1] = kNull;
+  CHECK(fx.Eval(json) == std::vector{kNull, kNull, kNull, kNull});
+}
+
+TEST_CASE("expr: rows outside the selection are null") {
+  ExprFixture fx = Numbers();
+  RowSet sel = fx.rows.WithSelection({3, 0});
+  CHECK(fx.EvalOn(R"({"op": "+", "args": [{"key": "likes"}, {"const": 1}]})", sel) ==
+        std::vector{I(11), kNull, kNull, I(-4)});
+  CHECK(fx.EvalOn(R"({"const": 2.5})", sel) == std::vector{F(2.5), kNull, kNull, F(2.5)});
+  CHECK(fx.EvalOn(R"({"key": "country"})", sel) == std::vector{S("US"), kNull, kNull, S("DE")});
+  RowSet none = fx.rows.WithSelection({});
+  CHECK(fx.EvalOn(R"({"key": "likes"})", none) == std::vector{kNull, kNull, kNull, kNull});
+}
+
+TEST_CASE("expr: many rows take the vector paths") {
+  // Enough rows for the vectorised loops' main bodies and tails.
+  ExprFixture fx;
+  Cells<int64_t> likes;
+  Cells<double> q;
+  for (int i = 0; i < 1003; ++i) {
+    likes.push_back(i % 7 == 0 ? std::nullopt : std::optional<int64_t>(i));
+    q.push_back(i % 5 == 0 ? std::nullopt : std::optional<double>(i * 0.5));
+  }
+  fx.rows.SetColumn("likes", I64Col(likes));
+  fx.rows.SetColumn("q", F64Col(q));
+  auto v = fx.Eval(R"({"op": "-", "args": [
+      {"op": "*", "args": [{"op": "log1p", "args": [{"key": "likes"}]}, {"const": 2}]},
+      {"op": "coalesce", "args": [{"key": "q"}, {"const": 0}]}]})");
+  for (int i = 0; i < 1003; ++i) {
+    Value want = kNull;
+    if (likes[i]) want = F(std::log1p(double(*likes[i])) * 2 - (q[i] ? *q[i] : 0.0));
+    CHECK(v[i] == want);
+  }
+}
+
+}  // namespace
+}  // namespace rankd::test
