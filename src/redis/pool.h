@@ -58,6 +58,8 @@ class RedisPool {
   // Why the pool is not live ("connect failed: Connection refused"), "" when live.
   std::string NotLiveReason() const;
   const RedisStats& stats() const { return *stats_; }
+  // For the IO tasks' value counters (fields_missing, ...). Loop thread only.
+  RedisStats& mutable_stats() { return *stats_; }
   std::shared_ptr<const RedisStats> shared_stats() const { return stats_; }
 
   // Fails queued and in-flight batches with unavailable and closes every connection.

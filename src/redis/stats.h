@@ -23,6 +23,10 @@ struct RedisStats {
   Counter error_replies{0};       // Redis answered with an error (-> backend_error)
   Counter failed_unavailable{0};  // batches failed: no connection / connection lost
   Counter failed_deadline{0};     // batches failed: deadline passed first
+  // Values the IO tasks read (DATA.md: a missing or unparsable field becomes null).
+  Counter fields_missing{0};     // hash field absent (or the whole key)
+  Counter fields_unparsable{0};  // text that does not parse as the field's type
+  Counter bad_ids{0};            // list/set members that are not decimal ids (dropped)
   // Connections.
   Counter connects{0};          // connections that completed the handshake
   Counter connect_failures{0};  // attempts that failed (refused, timeout, AUTH, ...)

@@ -1,0 +1,306 @@
+// The Redis-backed tasks (viewer, follow, recommendation, media, features,
+// seen_filter) against hand-built data in a real redis-server: typed columns, missing
+// keys, wrong key types (backend_error naming the key), unparsable fields (null and
+// counted), one batch per task, and the transport errors.
+#include <doctest/doctest.h>
+
+#include <future>
+#include <map>
+
+#include "redis_server.h"
+#include "tasks/task.h"
+#include "test_shard.h"
+
+using namespace rankd;
+using namespace rankd::testing;
+
+namespace {
+
+bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+const TaskRegistry& IoRegistry() {
+  static const TaskRegistry* r = [] {
+    auto* reg = new TaskRegistry;
+    RegisterIoTaskSpecs(*reg);
+    RegisterIoTaskRuns(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+RowSet Ids(std::vector<int64_t> ids) {
+  RowSet r;
+  r.SetColumn("id", std::make_shared<const Column>(Column::I64(std::move(ids))));
+  return r;
+}
+
+std::vector<int64_t> IdsOf(const RowSet& r) {
+  std::vector<int64_t> out;
+  const Column* c = r.column("id");
+  for (size_t i = 0; i < r.size(); ++i) out.push_back(c->i64[r.row(i)]);
+  return out;
+}
+
+// The value of column `col` at logical row `i`.
+Value At(const RowSet& r, std::string_view col, size_t i) {
+  const Column* c = r.column(col);
+  REQUIRE(c != nullptr);
+  return c->Get(r.row(i));
+}
+
+// Runs one IO task as the scheduler would: on the loop, with a context that outlives
+// the run.
+Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::string, TaskArg> given,
+                     std::vector<RowSet> inputs, int64_t user_id = 1, int deadline_ms = 5000) {
+  const TaskSpec* spec = IoRegistry().Find(op);
+  REQUIRE(spec != nullptr);
+  PlanNode node;
+  node.id = "n_" + op;
+  node.op = op;
+  node.schema = spec;
+  TaskArgs args(&spec->params);
+  for (size_t i = 0; i < spec->params.size(); ++i) {
+    auto it = given.find(spec->params[i].name);
+    args.at(i) = it != given.end() ? it->second : spec->params[i].default_value;
+  }
+  TaskContext ctx;
+  ctx.loop = &shard.loop();
+  ctx.redis = &shard.pools();
+  ctx.user_id = user_id;
+  ctx.node = &node;
+  ctx.args = &args;
+  ctx.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
+  ctx.request_deadline = ctx.deadline;
+  return RunSync(shard.loop(), spec->run_async(ctx, std::move(inputs)));
+}
+
+struct Fixture {
+  RedisServer server;
+  std::unique_ptr<TestShard> shard;
+  Fixture(const std::string& query = "") {
+    REQUIRE(server.Start());
+    shard = std::make_unique<TestShard>(std::vector<std::string>{server.flag() + query});
+    REQUIRE(shard->WaitReady());
+  }
+  void Cmd(const std::vector<std::string>& args) { REQUIRE_FALSE(server.Command(args).is_error()); }
+  const RedisStats& stats() { return shard->pool().stats(); }
+};
+
+}  // namespace
+
+TEST_CASE("viewer: HGETALL user:{uid} gives one typed row; a missing user zero rows") {
+  Fixture f;
+  f.Cmd({"HSET", "user:7", "country", "FR", "lang", "fr", "age", "31", "premium", "1", "extra", "x"});
+  auto r = RunIo(*f.shard, "viewer", {}, {}, 7);
+  REQUIRE(r.has_value());
+  REQUIRE(r->size() == 1);
+  CHECK(std::get<int64_t>(At(*r, "id", 0)) == 7);
+  CHECK(std::get<std::string>(At(*r, "country", 0)) == "FR");
+  CHECK(std::get<std::string>(At(*r, "lang", 0)) == "fr");
+  CHECK(std::get<int64_t>(At(*r, "age", 0)) == 31);
+  CHECK(std::get<int64_t>(At(*r, "premium", 0)) == 1);
+  CHECK(r->column("extra") == nullptr);
+
+  auto none = RunIo(*f.shard, "viewer", {}, {}, 8);
+  REQUIRE(none.has_value());
+  CHECK(none->size() == 0);
+  CHECK(none->column("country") != nullptr);
+  CHECK(none->column("age")->type == ColumnType::kI64);
+}
+
+TEST_CASE("viewer: missing and unparsable fields are null and counted") {
+  Fixture f;
+  f.Cmd({"HSET", "user:1", "country", "US", "age", "31.5", "premium", " 1"});
+  auto r = RunIo(*f.shard, "viewer", {}, {}, 1);
+  REQUIRE(r.has_value());
+  REQUIRE(r->size() == 1);
+  CHECK(std::get<std::string>(At(*r, "country", 0)) == "US");
+  CHECK(IsNull(At(*r, "lang", 0)));
+  CHECK(IsNull(At(*r, "age", 0)));
+  CHECK(IsNull(At(*r, "premium", 0)));
+  CHECK(Read(f.stats().fields_missing) == 1);
+  CHECK(Read(f.stats().fields_unparsable) == 2);
+}
+
+TEST_CASE("viewer: a user key of the wrong type is a backend_error naming the key") {
+  Fixture f;
+  f.Cmd({"SET", "user:5", "not a hash"});
+  auto r = RunIo(*f.shard, "viewer", {}, {}, 5);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::kBackendError);
+  CHECK(Contains(r.error().message, "HGETALL user:5"));
+  CHECK(Contains(r.error().message, "WRONGTYPE"));
+  CHECK(Contains(r.error().message, "redis_default"));
+  CHECK(Contains(r.error().message, "node 'n_viewer'"));
+}
+
+TEST_CASE("follow and recommendation: LRANGE 0 fanout-1 per input row, in input order") {
+  Fixture f;
+  f.Cmd({"RPUSH", "follow:1", "10", "11", "12"});
+  f.Cmd({"RPUSH", "follow:2", "20", "oops", "21"});
+  f.Cmd({"RPUSH", "recs:1", "100", "101", "102", "103"});
+  auto r = RunIo(*f.shard, "follow", {{"fanout", int64_t{2}}}, {Ids({1, 3, 2})});
+  REQUIRE(r.has_value());
+  CHECK(IdsOf(*r) == std::vector<int64_t>{10, 11, 20});
+  CHECK(Read(f.stats().bad_ids) == 1);  // "oops" dropped
+
+  auto all = RunIo(*f.shard, "follow", {{"fanout", int64_t{100}}}, {Ids({2})});
+  REQUIRE(all);
+  CHECK(IdsOf(*all) == std::vector<int64_t>{20, 21});
+
+  auto recs = RunIo(*f.shard, "recommendation", {{"fanout", int64_t{3}}}, {Ids({1})});
+  REQUIRE(recs);
+  CHECK(IdsOf(*recs) == std::vector<int64_t>{100, 101, 102});
+
+  auto empty = RunIo(*f.shard, "follow", {}, {Ids({})});
+  REQUIRE(empty);
+  CHECK(empty->size() == 0);
+}
+
+TEST_CASE("follow: a list key of the wrong type is a backend_error naming the key") {
+  Fixture f;
+  f.Cmd({"RPUSH", "follow:1", "10"});
+  f.Cmd({"SADD", "follow:2", "20"});
+  auto r = RunIo(*f.shard, "follow", {}, {Ids({1, 2})});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kBackendError);
+  CHECK(Contains(r.error().message, "LRANGE follow:2"));
+  CHECK(Contains(r.error().message, "WRONGTYPE"));
+}
+
+TEST_CASE("media over 100 authors: one batch, one write; id and author columns") {
+  Fixture f;
+  for (int a = 1; a <= 100; ++a)
+    f.Cmd({"RPUSH", "media:" + std::to_string(a), std::to_string(a * 1000 + 1),
+           std::to_string(a * 1000 + 2), std::to_string(a * 1000 + 3)});
+  std::vector<int64_t> authors;
+  for (int a = 1; a <= 100; ++a) authors.push_back(a);
+  uint64_t batches0 = Read(f.stats().batches), writes0 = Read(f.stats().socket_writes),
+           commands0 = Read(f.stats().commands);
+  auto r = RunIo(*f.shard, "media", {{"per_author", int64_t{2}}}, {Ids(authors)});
+  REQUIRE(r.has_value());
+  REQUIRE(r->size() == 200);
+  CHECK(Read(f.stats().batches) - batches0 == 1);
+  CHECK(Read(f.stats().socket_writes) - writes0 == 1);
+  CHECK(Read(f.stats().commands) - commands0 == 100);
+  CHECK(std::get<int64_t>(At(*r, "id", 0)) == 1001);
+  CHECK(std::get<int64_t>(At(*r, "author", 0)) == 1);
+  CHECK(std::get<int64_t>(At(*r, "id", 199)) == 100002);
+  CHECK(std::get<int64_t>(At(*r, "author", 199)) == 100);
+}
+
+TEST_CASE("features: HMGET per row, typed columns added or replaced, null where missing") {
+  Fixture f;
+  f.Cmd({"HSET", "item:1", "likes", "12", "quality", "0.5", "category", "music", "nsfw", "0"});
+  f.Cmd({"HSET", "item:2", "likes", "many", "quality", "1e999", "category", "news"});
+  // item:3 does not exist.
+  RowSet in = Ids({1, 2, 3});
+  in.SetColumn("likes", std::make_shared<const Column>(Column::F64({9.0, 9.0, 9.0})));  // replaced
+  in.SetColumn("score", std::make_shared<const Column>(Column::F64({0.1, 0.2, 0.3})));  // kept
+  auto r = RunIo(*f.shard, "features",
+                 {{"fields", std::vector<std::string>{"likes", "quality", "category", "nsfw"}}},
+                 {in});
+  REQUIRE(r.has_value());
+  REQUIRE(r->size() == 3);
+  CHECK(r->column("likes")->type == ColumnType::kI64);
+  CHECK(r->column("quality")->type == ColumnType::kF64);
+  CHECK(r->column("category")->type == ColumnType::kStr);
+  CHECK(std::get<int64_t>(At(*r, "likes", 0)) == 12);
+  CHECK(std::get<double>(At(*r, "quality", 0)) == 0.5);
+  CHECK(std::get<std::string>(At(*r, "category", 0)) == "music");
+  CHECK(std::get<int64_t>(At(*r, "nsfw", 0)) == 0);
+  CHECK(IsNull(At(*r, "likes", 1)));    // "many"
+  CHECK(IsNull(At(*r, "quality", 1)));  // out of range
+  CHECK(std::get<std::string>(At(*r, "category", 1)) == "news");
+  CHECK(IsNull(At(*r, "nsfw", 1)));     // missing field
+  for (auto col : {"likes", "quality", "category", "nsfw"}) CHECK(IsNull(At(*r, col, 2)));
+  CHECK(std::get<double>(At(*r, "score", 2)) == 0.3);
+  CHECK(Read(f.stats().fields_unparsable) == 2);
+  CHECK(Read(f.stats().fields_missing) == 5);
+}
+
+TEST_CASE("features keeps the input's selection and asks only about selected rows") {
+  Fixture f;
+  f.Cmd({"HSET", "item:3", "likes", "3"});
+  f.Cmd({"HSET", "item:1", "likes", "1"});
+  RowSet in = Ids({1, 2, 3}).WithSelection({2, 0});
+  uint64_t commands0 = Read(f.stats().commands);
+  auto r = RunIo(*f.shard, "features", {{"fields", std::vector<std::string>{"likes"}}}, {in});
+  REQUIRE(r.has_value());
+  CHECK(Read(f.stats().commands) - commands0 == 2);
+  CHECK(IdsOf(*r) == std::vector<int64_t>{3, 1});
+  CHECK(std::get<int64_t>(At(*r, "likes", 0)) == 3);
+  CHECK(std::get<int64_t>(At(*r, "likes", 1)) == 1);
+}
+
+TEST_CASE("features: an item key of the wrong type is a backend_error naming the key") {
+  Fixture f;
+  f.Cmd({"RPUSH", "item:9", "x"});
+  auto r = RunIo(*f.shard, "features", {{"fields", std::vector<std::string>{"likes"}}}, {Ids({9})});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kBackendError);
+  CHECK(Contains(r.error().message, "HMGET item:9"));
+}
+
+TEST_CASE("seen_filter: one SMISMEMBER drops the seen rows, order kept") {
+  Fixture f;
+  f.Cmd({"SADD", "seen:42", "2", "4", "99"});
+  uint64_t commands0 = Read(f.stats().commands);
+  auto r = RunIo(*f.shard, "seen_filter", {}, {Ids({5, 4, 3, 2, 1})}, 42);
+  REQUIRE(r.has_value());
+  CHECK(IdsOf(*r) == std::vector<int64_t>{5, 3, 1});
+  CHECK(Read(f.stats().commands) - commands0 == 1);
+
+  auto nobody = RunIo(*f.shard, "seen_filter", {}, {Ids({1, 2})}, 43);  // no seen set
+  REQUIRE(nobody);
+  CHECK(IdsOf(*nobody) == std::vector<int64_t>{1, 2});
+
+  auto empty = RunIo(*f.shard, "seen_filter", {}, {Ids({})}, 42);
+  REQUIRE(empty);
+  CHECK(Read(f.stats().commands) - commands0 == 2);  // none for the empty input
+
+  f.Cmd({"SET", "seen:44", "x"});
+  auto wrong = RunIo(*f.shard, "seen_filter", {}, {Ids({1})}, 44);
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().code == ErrorCode::kBackendError);
+  CHECK(Contains(wrong.error().message, "SMISMEMBER seen:44"));
+}
+
+TEST_CASE("keys are read under the endpoint's prefix") {
+  Fixture f("?prefix=t1:");
+  f.Cmd({"RPUSH", "t1:follow:1", "5"});
+  f.Cmd({"RPUSH", "follow:1", "6"});
+  auto r = RunIo(*f.shard, "follow", {}, {Ids({1})});
+  REQUIRE(r);
+  CHECK(IdsOf(*r) == std::vector<int64_t>{5});
+}
+
+TEST_CASE("an unreachable or unknown endpoint is unavailable, naming it") {
+  TestShard shard({"redis_default=redis://127.0.0.1:" + std::to_string(FreeLoopbackPort())},
+                  {.connections_per_endpoint = 1});
+  // Let the first attempt fail so that the error says why.
+  for (int i = 0; i < 400 && shard.OnLoop([&] { return shard.pools().NotReadyReason().find("refused") == std::string::npos; }); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto r = RunIo(shard, "follow", {}, {Ids({1})});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kUnavailable);
+  CHECK(Contains(r.error().message, "redis endpoint redis_default"));
+
+  auto unknown = RunIo(shard, "follow", {{"endpoint", std::string("elsewhere")}}, {Ids({1})});
+  REQUIRE_FALSE(unknown);
+  CHECK(unknown.error().code == ErrorCode::kUnavailable);
+  CHECK(Contains(unknown.error().message, "'elsewhere' is not configured"));
+}
+
+TEST_CASE("a slow Redis against the node's deadline: deadline_exceeded") {
+  Fixture f;
+  f.Cmd({"RPUSH", "follow:1", "10"});
+  // DEBUG SLEEP on another connection blocks the whole (single-threaded) server.
+  auto sleeper = std::async(std::launch::async, [&] { return f.server.Command({"DEBUG", "SLEEP", "0.3"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto r = RunIo(*f.shard, "follow", {}, {Ids({1})}, 1, /*deadline_ms=*/50);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kDeadlineExceeded);
+  CHECK(Contains(r.error().message, "LRANGE follow:1"));
+  sleeper.get();
+}
