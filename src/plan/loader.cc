@@ -1,0 +1,536 @@
+#include "plan/loader.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "plan/bind.h"
+
+namespace rankd {
+
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+// Builds "file: node 'x': field: what" messages.
+struct Where {
+  std::string file;
+  Error Err(std::string_view what) const {
+    return Error::BadRequest(file + ": " + std::string(what));
+  }
+  Error Node(std::string_view node, std::string_view field, std::string_view what) const {
+    std::string m = file + ": node '" + std::string(node) + "'";
+    if (!field.empty()) m += ": " + std::string(field);
+    return Error::BadRequest(m + ": " + std::string(what));
+  }
+};
+
+std::string JsonKind(element e) {
+  switch (e.type()) {
+    case element_type::ARRAY: return "an array";
+    case element_type::OBJECT: return "an object";
+    case element_type::INT64:
+    case element_type::UINT64: return "an integer";
+    case element_type::DOUBLE: return "a number";
+    case element_type::STRING: return "a string";
+    case element_type::BOOL: return "a bool";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "?";
+}
+
+bool IsInt(element e) { return e.type() == element_type::INT64; }
+bool IsNumber(element e) {
+  return e.type() == element_type::INT64 || e.type() == element_type::DOUBLE ||
+         e.type() == element_type::UINT64;
+}
+
+// A scalar JSON value as a Value (declared param defaults); nullopt for others.
+std::optional<Value> JsonScalar(element e) {
+  switch (e.type()) {
+    case element_type::INT64: return Value(int64_t(e.get_int64()));
+    case element_type::DOUBLE: return Value(double(e.get_double()));
+    case element_type::STRING: return Value(std::string(std::string_view(e.get_string())));
+    case element_type::BOOL: return Value(bool(e.get_bool()));
+    default: return std::nullopt;
+  }
+}
+
+std::optional<ColumnType> ParseType(std::string_view s) {
+  if (s == "i64") return ColumnType::kI64;
+  if (s == "f64") return ColumnType::kF64;
+  if (s == "str") return ColumnType::kStr;
+  if (s == "bool") return ColumnType::kBool;
+  return std::nullopt;
+}
+
+ParamKind KindOf(ColumnType t) {
+  switch (t) {
+    case ColumnType::kI64: return ParamKind::kI64;
+    case ColumnType::kF64: return ParamKind::kF64;
+    case ColumnType::kStr: return ParamKind::kStr;
+    case ColumnType::kBool: return ParamKind::kBool;
+  }
+  return ParamKind::kI64;
+}
+
+class Loader {
+ public:
+  Loader(std::string_view file, const OpCatalog& ops) : w_{std::string(file)}, ops_(ops) {}
+
+  Result<PlanPtr> Load(std::string_view text) {
+    auto plan = std::make_shared<Plan>();
+    plan->file = w_.file;
+    plan->json = std::string(text);
+    simdjson::dom::parser parser;
+    element root;
+    if (auto err = parser.parse(plan->json).get(root))
+      return Fail(w_.Err(std::string("invalid JSON: ") + simdjson::error_message(err)));
+    object obj;
+    if (root.get_object().get(obj)) return Fail(w_.Err("the plan must be a JSON object"));
+    if (auto s = Header(obj, *plan); !s) return Fail(s.error());
+    if (auto s = Params(obj, *plan); !s) return Fail(s.error());
+    if (auto s = Nodes(obj, *plan); !s) return Fail(s.error());
+    if (auto s = Output(obj, *plan); !s) return Fail(s.error());
+    if (auto s = Graph(*plan); !s) return Fail(s.error());
+    if (auto s = Type(obj, *plan); !s) return Fail(s.error());
+    return PlanPtr(std::move(plan));
+  }
+
+ private:
+  Status Header(object obj, Plan& plan) {
+    element v;
+    if (obj["schema_version"].get(v)) return Fail(w_.Err("schema_version: missing"));
+    if (!IsInt(v) || int64_t(v.get_int64()) != 1)
+      return Fail(w_.Err("schema_version: expected 1, got " + simdjson::to_string(v)));
+    std::string_view name;
+    if (obj["name"].get(v) || v.get_string().get(name) || name.empty())
+      return Fail(w_.Err("name: missing or not a non-empty string"));
+    plan.name = std::string(name);
+    if (!obj["description"].get(v)) {
+      std::string_view d;
+      if (v.get_string().get(d)) return Fail(w_.Err("description: must be a string"));
+      plan.description = std::string(d);
+    }
+    return {};
+  }
+
+  Status Params(object obj, Plan& plan) {
+    element v;
+    if (obj["params"].get(v)) return {};
+    object params;
+    if (v.get_object().get(params)) return Fail(w_.Err("params: must be an object"));
+    for (auto [key, decl_json] : params) {
+      std::string where = "params." + std::string(key);
+      ParamDecl d;
+      d.name = std::string(key);
+      object decl;
+      if (decl_json.get_object().get(decl)) return Fail(w_.Err(where + ": must be an object"));
+      element t, def;
+      std::string_view tname;
+      if (decl["type"].get(t) || t.get_string().get(tname) || !ParseType(tname))
+        return Fail(w_.Err(where + ".type: must be one of i64, f64, str, bool"));
+      d.type = *ParseType(tname);
+      for (auto [k, _] : decl)
+        if (k != "type" && k != "default" && k != "min" && k != "max")
+          return Fail(w_.Err(where + ": unknown field '" + std::string(k) + "'"));
+      if (decl["default"].get(def)) return Fail(w_.Err(where + ".default: missing"));
+      auto dv = JsonScalar(def);
+      if (d.type == ColumnType::kF64 && dv && std::holds_alternative<int64_t>(*dv))
+        dv = Value(static_cast<double>(std::get<int64_t>(*dv)));
+      if (!dv || dv->index() != Value(d.type == ColumnType::kI64   ? Value(int64_t{0})
+                                      : d.type == ColumnType::kF64 ? Value(0.0)
+                                      : d.type == ColumnType::kStr ? Value(std::string())
+                                                                   : Value(false))
+                                      .index())
+        return Fail(w_.Err(where + ".default: expected " + std::string(tname) + ", got " +
+                           simdjson::to_string(def)));
+      d.default_value = *dv;
+      for (const char* bound : {"min", "max"}) {
+        element b;
+        if (decl[bound].get(b)) continue;
+        if (d.type != ColumnType::kI64 && d.type != ColumnType::kF64)
+          return Fail(w_.Err(where + "." + bound + ": only numbers have bounds"));
+        if (!IsNumber(b)) return Fail(w_.Err(where + "." + bound + ": must be a number"));
+        double x = IsInt(b) ? double(int64_t(b.get_int64())) : double(b.get_double());
+        (std::string_view(bound) == "min" ? d.min : d.max) = x;
+      }
+      double num = d.type == ColumnType::kI64 ? double(std::get<int64_t>(d.default_value))
+                   : d.type == ColumnType::kF64 ? std::get<double>(d.default_value)
+                                                : 0;
+      if ((d.min && num < *d.min) || (d.max && num > *d.max) || (d.min && d.max && *d.min > *d.max))
+        return Fail(w_.Err(where + ": default " + ValueToString(d.default_value) +
+                           " is outside its min/max"));
+      plan.params.decls.push_back(std::move(d));
+    }
+    return {};
+  }
+
+  Status Nodes(object obj, Plan& plan) {
+    element v;
+    array nodes;
+    if (obj["nodes"].get(v) || v.get_array().get(nodes) || nodes.size() == 0)
+      return Fail(w_.Err("nodes: missing or not a non-empty array"));
+    size_t i = 0;
+    for (element nj : nodes) {
+      std::string pos = "nodes[" + std::to_string(i++) + "]";
+      object n;
+      if (nj.get_object().get(n)) return Fail(w_.Err(pos + ": must be an object"));
+      PlanNode node;
+      element f;
+      std::string_view s;
+      if (n["node_id"].get(f) || f.get_string().get(s) || s.empty())
+        return Fail(w_.Err(pos + ".node_id: missing or not a non-empty string"));
+      node.id = std::string(s);
+      if (index_.contains(node.id))
+        return Fail(w_.Node(node.id, "node_id", "duplicate node id (also " + 
+                            std::string("nodes[") + std::to_string(index_[node.id]) + "])"));
+      index_[node.id] = static_cast<uint32_t>(plan.nodes.size());
+      for (auto [k, _] : n)
+        if (k != "node_id" && k != "op" && k != "inputs" && k != "params" && k != "optional" &&
+            k != "timeout_ms")
+          return Fail(w_.Node(node.id, std::string(k), "unknown node field"));
+      if (n["op"].get(f) || f.get_string().get(s))
+        return Fail(w_.Node(node.id, "op", "missing or not a string"));
+      node.op = std::string(s);
+      node.schema = ops_.FindOp(s);
+      if (!node.schema) return Fail(w_.Node(node.id, "op", "unknown op '" + node.op + "'"));
+      if (!n["optional"].get(f)) {
+        bool b;
+        if (f.get_bool().get(b)) return Fail(w_.Node(node.id, "optional", "must be a bool"));
+        node.optional = b;
+      }
+      if (!n["timeout_ms"].get(f)) {
+        int64_t t;
+        if (!IsInt(f)) return Fail(w_.Node(node.id, "timeout_ms", "must be an integer"));
+        t = f.get_int64();
+        if (t < 1 || t > 60000)
+          return Fail(w_.Node(node.id, "timeout_ms", std::to_string(t) + " is out of bounds 1..60000"));
+        node.timeout_ms = static_cast<uint64_t>(t);
+      }
+      plan.nodes.push_back(std::move(node));
+      node_json_.push_back(n);
+    }
+    // Inputs, now that every id is known.
+    for (size_t k = 0; k < plan.nodes.size(); ++k) {
+      PlanNode& node = plan.nodes[k];
+      element f;
+      array inputs;
+      if (!node_json_[k]["inputs"].get(f) && f.get_array().get(inputs))
+        return Fail(w_.Node(node.id, "inputs", "must be an array of node ids"));
+      size_t j = 0;
+      for (element in : inputs) {
+        std::string field = "inputs[" + std::to_string(j++) + "]";
+        std::string_view s;
+        if (in.get_string().get(s)) return Fail(w_.Node(node.id, field, "must be a node id string"));
+        auto it = index_.find(std::string(s));
+        if (it == index_.end())
+          return Fail(w_.Node(node.id, field, "unknown node '" + std::string(s) + "'"));
+        node.inputs.push_back(it->second);
+      }
+      const OpSchema& op = *node.schema;
+      size_t have = node.inputs.size();
+      if (have < op.min_inputs || have > op.max_inputs) {
+        std::string want = op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
+                           : op.max_inputs == UINT32_MAX ? "at least " + std::to_string(op.min_inputs)
+                           : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
+        return Fail(w_.Node(node.id, "inputs", "op '" + node.op + "' takes " + want +
+                                                   " input(s), got " + std::to_string(have)));
+      }
+      node.in_degree = static_cast<uint32_t>(have);
+      for (uint32_t in : node.inputs) plan.nodes[in].successors.push_back(static_cast<uint32_t>(k));
+    }
+    return {};
+  }
+
+  Status Output(object obj, Plan& plan) {
+    element v;
+    object out;
+    if (obj["output"].get(v) || v.get_object().get(out)) return Fail(w_.Err("output: missing or not an object"));
+    std::string_view s;
+    if (out["node"].get(v) || v.get_string().get(s)) return Fail(w_.Err("output.node: missing or not a string"));
+    auto it = index_.find(std::string(s));
+    if (it == index_.end()) return Fail(w_.Err("output.node: unknown node '" + std::string(s) + "'"));
+    plan.output = it->second;
+    if (!out["columns"].get(v)) {
+      array cols;
+      if (v.get_array().get(cols)) return Fail(w_.Err("output.columns: must be an array of strings"));
+      for (element c : cols) {
+        if (c.get_string().get(s)) return Fail(w_.Err("output.columns: must be an array of strings"));
+        plan.output_columns.emplace_back(s);
+      }
+    }
+    return {};
+  }
+
+  // Cycles (Kahn's algorithm leaves them unvisited), then dead nodes (not reaching the
+  // output). Produces topo_: a topological order for typing.
+  Status Graph(Plan& plan) {
+    size_t n = plan.nodes.size();
+    std::vector<uint32_t> indeg(n);
+    for (size_t i = 0; i < n; ++i) indeg[i] = plan.nodes[i].in_degree;
+    for (size_t i = 0; i < n; ++i)
+      if (indeg[i] == 0) topo_.push_back(static_cast<uint32_t>(i));
+    for (size_t h = 0; h < topo_.size(); ++h)
+      for (uint32_t s : plan.nodes[topo_[h]].successors)
+        if (--indeg[s] == 0) topo_.push_back(s);
+    if (topo_.size() != n) {
+      // Walk inputs among the unvisited nodes until one repeats: that loop is a cycle.
+      uint32_t cur = 0;
+      while (indeg[cur] == 0) ++cur;
+      std::vector<uint32_t> path;
+      std::vector<int> seen_at(n, -1);
+      while (seen_at[cur] < 0) {
+        seen_at[cur] = static_cast<int>(path.size());
+        path.push_back(cur);
+        for (uint32_t in : plan.nodes[cur].inputs)
+          if (indeg[in] != 0) {
+            cur = in;
+            break;
+          }
+      }
+      std::string cycle;
+      for (size_t i = static_cast<size_t>(seen_at[cur]); i < path.size(); ++i)
+        cycle = plan.nodes[path[i]].id + (cycle.empty() ? "" : " -> " + cycle);
+      cycle = plan.nodes[cur].id + " -> " + cycle;
+      return Fail(w_.Node(plan.nodes[cur].id, "inputs", "cycle: " + cycle));
+    }
+    std::vector<bool> live(n, false);
+    std::vector<uint32_t> stack{plan.output};
+    live[plan.output] = true;
+    while (!stack.empty()) {
+      uint32_t i = stack.back();
+      stack.pop_back();
+      for (uint32_t in : plan.nodes[i].inputs)
+        if (!live[in]) live[in] = true, stack.push_back(in);
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!live[i])
+        return Fail(w_.Node(plan.nodes[i].id, "", "dead node: it does not reach the output node '" +
+                                                      plan.nodes[plan.output].id + "'"));
+    for (size_t i = 0; i < n; ++i)
+      if (plan.nodes[i].in_degree == 0) plan.sources.push_back(static_cast<uint32_t>(i));
+    return {};
+  }
+
+  // In topological order: task params, compiled expr/pred, output columns.
+  Status Type(object obj, Plan& plan) {
+    element v;
+    object exprs, preds;
+    bool has_exprs = !obj["expr_table"].get(v), has_preds = false;
+    if (has_exprs && v.get_object().get(exprs)) return Fail(w_.Err("expr_table: must be an object"));
+    if (!obj["pred_table"].get(v)) {
+      has_preds = true;
+      if (v.get_object().get(preds)) return Fail(w_.Err("pred_table: must be an object"));
+    }
+    for (uint32_t idx : topo_) {
+      PlanNode& node = plan.nodes[idx];
+      std::vector<ColumnTypes> in_types;
+      std::vector<std::string_view> in_ids;
+      for (uint32_t in : node.inputs) {
+        in_types.push_back(plan.nodes[in].out_types);
+        in_ids.push_back(plan.nodes[in].id);
+      }
+      ColumnTypes none;
+      const ColumnTypes& input_cols = in_types.empty() ? none : in_types[0];
+      if (auto s = Args(node, idx, plan, input_cols, has_exprs ? &exprs : nullptr,
+                        has_preds ? &preds : nullptr);
+          !s)
+        return s;
+      SchemaArgs sa{in_types, in_ids, node.args, node.expr.get()};
+      auto out = node.schema->output(sa);
+      if (!out) return Fail(w_.Node(node.id, "", out.error().message));
+      node.out_types = std::move(*out);
+    }
+    if (!plan.output_columns.empty()) {
+      const PlanNode& o = plan.nodes[plan.output];
+      for (const auto& c : plan.output_columns)
+        if (!o.out_types.find(c))
+          return Fail(w_.Err("output.columns: node '" + o.id + "' has no column '" + c + "'"));
+    }
+    return {};
+  }
+
+  Status Args(PlanNode& node, uint32_t idx, const Plan& plan, const ColumnTypes& input_cols,
+              object* exprs, object* preds) {
+    const auto& specs = node.schema->params;
+    node.args = TaskArgs(&specs);
+    object given;
+    element v;
+    if (!node_json_[idx]["params"].get(v) && v.get_object().get(given))
+      return Fail(w_.Node(node.id, "params", "must be an object"));
+    std::vector<bool> set(specs.size(), false);
+    if (!node_json_[idx]["params"].get(v)) {
+      for (auto [key, val] : given) {
+        std::string field = "params." + std::string(key);
+        size_t k = 0;
+        while (k < specs.size() && specs[k].name != key) ++k;
+        if (k == specs.size()) {
+          std::string known;
+          for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.name;
+          return Fail(w_.Node(node.id, field, "unknown parameter of op '" + node.op + "' (known: " +
+                                                  (known.empty() ? "none" : known) + ")"));
+        }
+        set[k] = true;
+        if (auto s = Arg(node, k, field, val, plan, input_cols, exprs, preds); !s) return s;
+      }
+    }
+    for (size_t k = 0; k < specs.size(); ++k) {
+      if (set[k]) continue;
+      if (specs[k].required)
+        return Fail(w_.Node(node.id, "params." + specs[k].name,
+                            "missing; op '" + node.op + "' requires it"));
+      node.args.at(k) = specs[k].default_value;
+    }
+    return {};
+  }
+
+  Status Arg(PlanNode& node, size_t k, const std::string& field, element val, const Plan& plan,
+             const ColumnTypes& input_cols, object* exprs, object* preds) {
+    const TaskParamSpec& spec = node.schema->params[k];
+    object ref;
+    if (!val.get_object().get(ref)) {  // {"param": "name"}
+      element p;
+      std::string_view pname;
+      if (ref.size() != 1 || ref["param"].get(p) || p.get_string().get(pname))
+        return Fail(w_.Node(node.id, field, "an object value must be {\"param\": \"<name>\"}"));
+      if (!spec.allow_ref)
+        return Fail(w_.Node(node.id, field, "must be a literal, not a {\"param\"} reference"));
+      int d = plan.params.index_of(pname);
+      if (d < 0)
+        return Fail(w_.Node(node.id, field, "param '" + std::string(pname) + "' is not declared"));
+      const ParamDecl& decl = plan.params.decls[static_cast<size_t>(d)];
+      if (KindOf(decl.type) != spec.kind)
+        return Fail(w_.Node(node.id, field, "param '" + decl.name + "' is " +
+                                                std::string(ColumnTypeName(decl.type)) +
+                                                " but the parameter takes " +
+                                                std::string(ParamKindName(spec.kind))));
+      auto def = ValueToArg(decl.default_value, spec.kind);
+      std::string bad = CheckArg(spec, *def);
+      if (!bad.empty())
+        return Fail(w_.Node(node.id, field, "param '" + decl.name + "' default: " + bad));
+      node.args.at(k) = std::move(*def);
+      node.refs.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(d)});
+      return {};
+    }
+    TaskArg arg;
+    std::string_view s;
+    auto wrong = [&] {
+      return Fail(w_.Node(node.id, field, "expected " + std::string(ParamKindName(spec.kind)) +
+                                              ", got " + JsonKind(val)));
+    };
+    switch (spec.kind) {
+      case ParamKind::kI64:
+        if (val.type() == element_type::UINT64)
+          return Fail(w_.Node(node.id, field, simdjson::to_string(val) + " is out of range"));
+        if (!IsInt(val)) return wrong();
+        arg = int64_t(val.get_int64());
+        break;
+      case ParamKind::kF64:
+        if (!IsNumber(val)) return wrong();
+        arg = IsInt(val) ? double(int64_t(val.get_int64())) : double(val.get_double());
+        break;
+      case ParamKind::kBool:
+        if (val.type() != element_type::BOOL) return wrong();
+        arg = bool(val.get_bool());
+        break;
+      case ParamKind::kStr:
+      case ParamKind::kColumn:
+      case ParamKind::kExprId:
+      case ParamKind::kPredId:
+        if (val.get_string().get(s)) return wrong();
+        arg = std::string(s);
+        break;
+      case ParamKind::kStrList: {
+        array a;
+        if (val.get_array().get(a)) return wrong();
+        std::vector<std::string> list;
+        for (element e : a) {
+          if (e.get_string().get(s)) return wrong();
+          list.emplace_back(s);
+        }
+        arg = std::move(list);
+        break;
+      }
+    }
+    std::string bad = CheckArg(spec, arg);
+    if (!bad.empty()) return Fail(w_.Node(node.id, field, bad));
+    if (spec.kind == ParamKind::kExprId || spec.kind == ParamKind::kPredId) {
+      bool is_expr = spec.kind == ParamKind::kExprId;
+      object* table = is_expr ? exprs : preds;
+      element def;
+      const char* tname = is_expr ? "expr" : "pred";
+      if (!table || (*table)[s].get(def))
+        return Fail(w_.Node(node.id, field, std::string("unknown ") + tname + " id '" +
+                                                std::string(s) + "' (not in " + tname + "_table)"));
+      std::string where = w_.file + ": node '" + node.id + "': " + field + " (" + tname + " '" +
+                          std::string(s) + "')";
+      if (is_expr) {
+        auto c = CompileExpr(def, input_cols, plan.params, where);
+        if (!c) return Fail(Error::BadRequest(c.error().message));
+        node.expr = std::move(*c);
+      } else {
+        auto c = CompilePred(def, input_cols, plan.params, where);
+        if (!c) return Fail(Error::BadRequest(c.error().message));
+        node.pred = std::move(*c);
+      }
+    }
+    node.args.at(k) = std::move(arg);
+    return {};
+  }
+
+  Where w_;
+  const OpCatalog& ops_;
+  std::unordered_map<std::string, uint32_t> index_;
+  std::vector<object> node_json_;
+  std::vector<uint32_t> topo_;
+};
+
+}  // namespace
+
+Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const OpCatalog& ops) {
+  return Loader(file, ops).Load(text);
+}
+
+Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Fail(Error::BadRequest(path + ": cannot read the file"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return LoadPlanText(ss.str(), path, ops);
+}
+
+Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> files;
+  constexpr std::string_view kSuffix = ".plan.json";
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.size() > kSuffix.size() && name.ends_with(kSuffix))
+      files.push_back(e.path().string());
+  }
+  if (ec) return Fail(Error::BadRequest(dir + ": cannot list the plans folder: " + ec.message()));
+  std::sort(files.begin(), files.end());
+  PlanSet set;
+  for (const auto& f : files) {
+    auto plan = LoadPlanFile(f, ops);
+    if (!plan) return Fail(plan.error());
+    std::string stem = fs::path(f).filename().string();
+    stem.resize(stem.size() - kSuffix.size());
+    if ((*plan)->name != stem)
+      return Fail(Error::BadRequest(f + ": name: plan '" + (*plan)->name +
+                                    "' must be in a file named " + (*plan)->name + ".plan.json"));
+    set.plans.emplace((*plan)->name, std::move(*plan));
+  }
+  return set;
+}
+
+}  // namespace rankd

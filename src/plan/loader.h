@@ -1,0 +1,26 @@
+// Plan loader: plans/<name>.plan.json (spec/PLAN.md) -> validated, typed, immutable Plan.
+// Every rejection is an Error (code bad_request) whose message names the plan file, the
+// node and the field, e.g. "plans/feed.plan.json: node 't': params.count: 0 is out of
+// bounds 1..10000". A folder loads all or nothing.
+//
+// Threads: any thread (no shared state; the catalog is only read). Plan loading is
+// meant to run off the shard loops (start-up, SIGHUP reload).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "plan/op_schema.h"
+#include "plan/plan.h"
+
+namespace rankd {
+
+// `file` is used in messages and kept in Plan::file.
+Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const OpCatalog& ops);
+Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops);
+// Every *.plan.json of `dir` (a plan's name must match its file name). One bad plan
+// rejects the whole set; an empty folder is an empty set.
+Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops);
+
+}  // namespace rankd

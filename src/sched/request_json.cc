@@ -1,0 +1,69 @@
+#include "sched/request_json.h"
+
+#include <simdjson.h>
+
+namespace rankd {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
+  thread_local simdjson::dom::parser parser;
+  element root;
+  if (auto err = parser.parse(body.data(), body.size()).get(root))
+    return Fail(Error::BadRequest(std::string("invalid JSON: ") + simdjson::error_message(err)));
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj)) return Fail(Error::BadRequest("the body must be a JSON object"));
+  RankRequest req;
+  element v;
+  std::string_view s;
+  if (obj["plan"].get(v)) {
+    if (require_plan) return Fail(Error::BadRequest("plan: missing"));
+  } else {
+    if (v.get_string().get(s)) return Fail(Error::BadRequest("plan: must be a string"));
+    req.plan = std::string(s);
+  }
+  if (obj["user_id"].get(v)) return Fail(Error::BadRequest("user_id: missing"));
+  if (v.type() == element_type::UINT64)
+    return Fail(Error::BadRequest("user_id: " + simdjson::to_string(v) + " does not fit in i64"));
+  if (v.type() != element_type::INT64 || int64_t(v.get_int64()) < 0)
+    return Fail(Error::BadRequest("user_id: must be an integer >= 0, got " + simdjson::to_string(v)));
+  req.user_id = v.get_int64();
+  if (!obj["params"].get(v)) {
+    simdjson::dom::object params;
+    if (v.get_object().get(params)) return Fail(Error::BadRequest("params: must be an object"));
+    for (auto [key, val] : params) {
+      std::string name(key);
+      switch (val.type()) {
+        case element_type::INT64: req.params.emplace_back(name, Value(int64_t(val.get_int64()))); break;
+        case element_type::DOUBLE: req.params.emplace_back(name, Value(double(val.get_double()))); break;
+        case element_type::STRING:
+          req.params.emplace_back(name, Value(std::string(std::string_view(val.get_string()))));
+          break;
+        case element_type::BOOL: req.params.emplace_back(name, Value(bool(val.get_bool()))); break;
+        case element_type::UINT64:
+          return Fail(Error::InvalidParam("params." + name + ": " + simdjson::to_string(val) +
+                                          " does not fit in i64"));
+        default:
+          return Fail(Error::InvalidParam("params." + name +
+                                          ": must be a number, string or bool, got " +
+                                          simdjson::to_string(val)));
+      }
+    }
+  }
+  if (!obj["deadline_ms"].get(v)) {
+    int64_t ms = 0;
+    if (v.type() != element_type::INT64 || (ms = v.get_int64()) < 1 || ms > 60000)
+      return Fail(Error::BadRequest("deadline_ms: must be an integer in 1..60000, got " +
+                                    simdjson::to_string(v)));
+    req.deadline_ms = ms;
+  }
+  if (!obj["explain"].get(v)) {
+    bool b;
+    if (v.get_bool().get(b)) return Fail(Error::BadRequest("explain: must be a bool"));
+    req.explain = b;
+  }
+  return req;
+}
+
+}  // namespace rankd

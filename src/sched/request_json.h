@@ -1,0 +1,30 @@
+// The /rank request body of spec/API.md: {"plan", "user_id", "params", "deadline_ms",
+// "explain"}. Shared by the HTTP server and `rankd run`.
+//
+// Threads: any thread (the parser buffer is thread-local).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/error.h"
+#include "plan/bind.h"
+
+namespace rankd {
+
+struct RankRequest {
+  std::string plan;
+  int64_t user_id = 0;
+  GivenParams params;
+  std::optional<int64_t> deadline_ms;  // 1..60000 when given
+  bool explain = false;
+};
+
+// Errors are bad_request naming the field ("user_id: must be an integer >= 0"), except
+// a param value that is no scalar at all (invalid_param). Unknown top-level fields are
+// ignored. With require_plan false (`rankd run`) a missing "plan" is allowed.
+Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan = true);
+
+}  // namespace rankd

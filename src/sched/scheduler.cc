@@ -1,0 +1,259 @@
+#include "sched/scheduler.h"
+
+#include <chrono>
+#include <memory>
+
+#include "core/awaitables.h"
+#include "core/timeout.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+std::string_view NodeStatusName(NodeStatus s) {
+  switch (s) {
+    case NodeStatus::kSkipped: return "skipped";
+    case NodeStatus::kOk: return "ok";
+    case NodeStatus::kFailed: return "failed";
+    case NodeStatus::kTimeout: return "timeout";
+  }
+  return "skipped";
+}
+
+namespace {
+
+// One request's state. Loop thread only, except that a CPU worker reads plan, ctxs and
+// its own inputs (never written while it runs). Owned by shared_ptr: RunPlan and every
+// node run still in flight hold it, so it is freed only when nothing can touch it.
+struct RequestState {
+  ExecEnv env;
+  PlanPtr plan;
+  ParamValues values;
+  std::vector<TaskArgs> resolved;   // args of nodes with {"param"} refs; reserved, stable
+  std::vector<TaskContext> ctxs;    // by node index
+  std::vector<uint32_t> pending;    // inputs not yet produced
+  std::vector<uint32_t> consumers;  // successor edges that have not read the output yet
+  std::vector<RowSet> outputs;
+  std::vector<NodeStat> stats;
+  std::vector<uint32_t> ready;      // FIFO from ready_head
+  size_t ready_head = 0;
+  bool draining = false;
+  bool done = false;
+  std::optional<Error> error;
+  std::vector<uint32_t> degraded;
+  TimePoint start;
+  Deadline deadline;
+  std::coroutine_handle<> waiter;
+};
+using StatePtr = std::shared_ptr<RequestState>;
+
+int64_t Micros(TimePoint from, TimePoint to) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(to - from).count();
+}
+
+RowSet EmptyOf(const ColumnTypes& types) {
+  RowSet rs;
+  for (const auto& [name, type] : types.cols)
+    rs.SetColumn(name, std::make_shared<Column>(Column::Nulls(type, 0)));
+  if (rs.num_columns() == 0) return RowSet::Empty();
+  return rs;
+}
+
+void Finish(RequestState& st) {
+  st.done = true;
+  // Resume RunPlan later in this turn: never inside a node's own frame.
+  if (st.waiter) st.env.loop->Defer(std::exchange(st.waiter, {}));
+}
+
+void Complete(RequestState& st, uint32_t idx, Result<RowSet> r) {
+  const PlanNode& node = st.plan->nodes[idx];
+  NodeStat& stat = st.stats[idx];
+  stat.took_us = Micros(st.start, Clock::now()) - stat.start_us;
+  bool timed_out = !r && r.error().code == ErrorCode::kDeadlineExceeded;
+  stat.status = r ? NodeStatus::kOk : timed_out ? NodeStatus::kTimeout : NodeStatus::kFailed;
+  if (st.done) return;  // the request was answered already (fail-fast): nothing to do
+  RowSet out;
+  if (r) {
+    out = std::move(*r);
+  } else if (node.optional) {
+    st.degraded.push_back(idx);
+    out = EmptyOf(node.out_types);
+  } else {
+    Error e = std::move(r.error());
+    e.message = "node '" + node.id + "' (" + node.op + "): " + e.message;
+    st.error = std::move(e);
+    Finish(st);
+    return;
+  }
+  stat.rows = out.size();
+  st.outputs[idx] = std::move(out);
+  if (idx == st.plan->output) {  // every node reaches the output: it is the last
+    Finish(st);
+    return;
+  }
+  for (uint32_t s : node.successors)
+    if (--st.pending[s] == 0) st.ready.push_back(s);
+}
+
+// Inputs in listed order; the last consumer of an output takes it instead of copying.
+std::vector<RowSet> GatherInputs(RequestState& st, const PlanNode& node) {
+  std::vector<RowSet> inputs;
+  inputs.reserve(node.inputs.size());
+  for (uint32_t in : node.inputs) {
+    if (--st.consumers[in] == 0 && in != st.plan->output)
+      inputs.push_back(std::move(st.outputs[in]));
+    else
+      inputs.push_back(st.outputs[in]);
+  }
+  return inputs;
+}
+
+Result<RowSet> RunCpuCaught(const TaskSpec& spec, const TaskContext& ctx, std::vector<RowSet> in) {
+  try {
+    return spec.run_cpu(ctx, std::move(in));
+  } catch (const std::exception& e) {
+    return Fail(Error::Internal(std::string("uncaught exception: ") + e.what()));
+  }
+}
+
+// Keeps the request state alive for as long as an abandoned IO run goes on.
+Task<Result<RowSet>> Hold(StatePtr, Task<Result<RowSet>> t) { co_return co_await std::move(t); }
+
+void Drain(const StatePtr& st);
+
+// A node that suspends (IO, timers) or goes to the CPU pool.
+Task<void> RunSuspending(StatePtr st, uint32_t idx, std::vector<RowSet> inputs) {
+  EventLoop& loop = *st->env.loop;
+  loop.RunnerStarted();
+  const TaskSpec& spec = SpecOf(st->plan->nodes[idx]);
+  const TaskContext& ctx = st->ctxs[idx];
+  Result<RowSet> r = Fail(Error::Internal("not run"));
+  try {
+    if (spec.kind == RunKind::kAsync) {
+      if (ctx.deadline)
+        r = co_await AsyncWithTimeout<Result<RowSet>>(
+            loop, Hold(st, spec.run_async(ctx, std::move(inputs))), ms_until(*ctx.deadline));
+      else
+        r = co_await spec.run_async(ctx, std::move(inputs));
+    } else {
+      auto work = [st, idx, in = std::move(inputs)]() mutable {
+        return RunCpuCaught(SpecOf(st->plan->nodes[idx]), st->ctxs[idx], std::move(in));
+      };
+      if (ctx.deadline)
+        r = co_await OffloadCpuWithTimeout(loop, *st->env.pool, ms_until(*ctx.deadline),
+                                           std::move(work));
+      else
+        r = co_await OffloadCpu(loop, *st->env.pool, std::move(work));
+    }
+  } catch (const std::exception& e) {
+    r = Fail(Error::Internal(std::string("uncaught exception: ") + e.what()));
+  }
+  Complete(*st, idx, std::move(r));
+  Drain(st);
+  loop.RunnerFinished();
+}
+
+void StartNode(const StatePtr& st, uint32_t idx) {
+  RequestState& s = *st;
+  const PlanNode& node = s.plan->nodes[idx];
+  TimePoint now = Clock::now();
+  s.stats[idx].start_us = Micros(s.start, now);
+  if (deadline_exceeded(s.deadline, now)) {
+    Complete(s, idx, Fail(Error::DeadlineExceeded("the request deadline passed before it started")));
+    return;
+  }
+  TaskContext& ctx = s.ctxs[idx];
+  uint64_t timeout = node.timeout_ms.value_or(s.env.node_timeout_ms);
+  ctx.deadline = compute_effective_deadline(
+      now, s.deadline,
+      timeout ? std::optional(std::chrono::milliseconds(timeout)) : std::nullopt);
+  std::vector<RowSet> inputs = GatherInputs(s, node);
+  const TaskSpec& spec = SpecOf(node);
+  if (spec.kind == RunKind::kCpu) {
+    size_t rows = 0;
+    for (const RowSet& in : inputs) rows += in.size();
+    if (rows <= s.env.inline_cpu_rows) {
+      Complete(s, idx, RunCpuCaught(spec, ctx, std::move(inputs)));
+      return;
+    }
+  }
+  Spawn(RunSuspending(st, idx, std::move(inputs)));
+}
+
+// Starts every ready node. Re-entrant calls (a node finishing inside StartNode) only
+// queue, so a long chain of inline nodes runs in a loop, not in ever deeper recursion.
+void Drain(const StatePtr& st) {
+  RequestState& s = *st;
+  if (s.draining) return;
+  s.draining = true;
+  while (s.ready_head < s.ready.size() && !s.done) StartNode(st, s.ready[s.ready_head++]);
+  if (s.ready_head == s.ready.size()) s.ready.clear(), s.ready_head = 0;
+  s.draining = false;
+}
+
+struct WaitDone {
+  RequestState* st;
+  bool await_ready() const noexcept { return st->done; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { st->waiter = h; }
+  void await_resume() const noexcept {}
+};
+
+}  // namespace
+
+Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req) {
+  TimePoint start = Clock::now();
+  const Plan& plan = *req.plan;
+  auto values = BindParams(plan, req.params);
+  if (!values) co_return Fail(std::move(values.error()));
+
+  auto st = std::make_shared<RequestState>();
+  st->env = env;
+  st->plan = req.plan;
+  st->values = std::move(*values);
+  st->start = start;
+  st->deadline = req.deadline;
+  size_t n = plan.nodes.size();
+  size_t with_refs = 0;
+  for (const PlanNode& node : plan.nodes) with_refs += node.refs.empty() ? 0 : 1;
+  st->resolved.reserve(with_refs);  // TaskContext::args points into it
+  st->ctxs.resize(n);
+  st->pending.resize(n);
+  st->consumers.resize(n);
+  st->outputs.resize(n);
+  st->stats.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const PlanNode& node = plan.nodes[i];
+    TaskContext& ctx = st->ctxs[i];
+    ctx.loop = env.loop;
+    ctx.pool = env.pool;
+    ctx.redis = env.redis;
+    ctx.user_id = req.user_id;
+    ctx.node = &node;
+    ctx.params = &st->values;
+    ctx.request_deadline = req.deadline;
+    ctx.args = &node.args;
+    if (!node.refs.empty()) {
+      auto args = ResolveArgs(plan, node, st->values);
+      if (!args) co_return Fail(std::move(args.error()));
+      st->resolved.push_back(std::move(*args));
+      ctx.args = &st->resolved.back();
+    }
+    st->pending[i] = node.in_degree;
+    st->consumers[i] = static_cast<uint32_t>(node.successors.size());
+  }
+  st->ready.reserve(n);
+  st->ready.assign(plan.sources.begin(), plan.sources.end());
+  Drain(st);
+  co_await WaitDone{st.get()};
+
+  if (st->error) co_return Fail(std::move(*st->error));
+  RunResult out;
+  out.plan = req.plan;
+  out.user_id = req.user_id;
+  out.output = std::move(st->outputs[plan.output]);
+  out.degraded = std::move(st->degraded);
+  out.nodes = st->stats;
+  out.took_us = Micros(start, Clock::now());
+  co_return out;
+}
+
+}  // namespace rankd

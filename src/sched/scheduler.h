@@ -1,0 +1,69 @@
+// The async DAG scheduler (seeds 000 and 002): runs one request's plan on the shard's
+// loop. Push-based: a node's completion decrements its successors' pending-input
+// counters (by node index) and starts those that reach zero in the same loop turn, so
+// the cost per node does not grow with the plan. Deadlines and node timeouts race the
+// work (core/timeout.h, first wins, late completions counted); a required node's
+// failure answers the request at once (fail-fast) while what is still in flight keeps
+// the request's state alive until it ends; an optional node fails open.
+//
+// Threads: RunPlan is awaited on the loop thread of env.loop only.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/error.h"
+#include "core/event_loop.h"
+#include "core/task.h"
+#include "core/thread_pool.h"
+#include "data/row_set.h"
+#include "plan/bind.h"
+#include "plan/plan.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+class RedisPools;
+
+// What a shard gives every request it runs.
+struct ExecEnv {
+  EventLoop* loop = nullptr;
+  ThreadPool* pool = nullptr;
+  RedisPools* redis = nullptr;
+  uint64_t node_timeout_ms = 0;  // default per-node timeout (--node-timeout-ms); 0 = none
+  size_t inline_cpu_rows = kInlineCpuRows;  // kCpu tasks with at most this many input rows run inline
+};
+
+struct RunRequest {
+  PlanPtr plan;
+  int64_t user_id = 0;
+  GivenParams params;
+  Deadline deadline;  // absolute; none = no request deadline
+};
+
+enum class NodeStatus : uint8_t { kSkipped, kOk, kFailed, kTimeout };
+std::string_view NodeStatusName(NodeStatus s);  // "ok", "failed", "timeout", "skipped"
+
+struct NodeStat {
+  NodeStatus status = NodeStatus::kSkipped;
+  size_t rows = 0;
+  int64_t start_us = 0;  // from the request's start
+  int64_t took_us = 0;
+};
+
+struct RunResult {
+  PlanPtr plan;
+  int64_t user_id = 0;
+  RowSet output;                  // the output node's rows
+  std::vector<uint32_t> degraded; // optional nodes that failed or timed out, by index
+  std::vector<NodeStat> nodes;    // by node index
+  int64_t took_us = 0;
+};
+
+// Runs req.plan. Errors: invalid_param (params, task bounds), deadline_exceeded (the
+// deadline or a required node's timeout), or the failing required node's own error,
+// its message prefixed with "node '<id>' (<op>): ".
+Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req);
+
+}  // namespace rankd

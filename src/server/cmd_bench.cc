@@ -1,0 +1,120 @@
+// rankd bench --plan NAME -n N -c C: N requests through the plan, C in flight at once on
+// one loop (plus a CPU pool); prints one JSON line with throughput and latencies.
+#include <algorithm>
+#include <cstdio>
+
+#include "core/run_sync.h"
+#include "plan/loader.h"
+#include "sched/scheduler.h"
+#include "server/commands.h"
+
+namespace rankd {
+
+namespace {
+
+struct BenchState {
+  ExecEnv env;
+  PlanPtr plan;
+  int64_t user_id = 0;
+  int64_t deadline_ms = 0;
+  int64_t total = 0;
+  int64_t issued = 0;
+  int64_t errors = 0;
+  std::string first_error;
+  std::vector<int64_t> latency_us;
+  int workers = 0;
+  std::coroutine_handle<> waiter;
+};
+
+Task<void> Worker(BenchState& b) {
+  while (b.issued < b.total) {
+    ++b.issued;
+    RunRequest req{.plan = b.plan, .user_id = b.user_id, .params = {}, .deadline = std::nullopt};
+    TimePoint t0 = Clock::now();
+    if (b.deadline_ms > 0) req.deadline = t0 + std::chrono::milliseconds(b.deadline_ms);
+    auto r = co_await RunPlan(b.env, std::move(req));
+    b.latency_us.push_back(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
+    if (!r && b.errors++ == 0) b.first_error = r.error().message;
+  }
+  if (--b.workers == 0 && b.waiter) b.env.loop->Defer(std::exchange(b.waiter, {}));
+}
+
+struct AllDone {
+  BenchState& b;
+  bool await_ready() const noexcept { return b.workers == 0; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { b.waiter = h; }
+  void await_resume() const noexcept {}
+};
+
+Task<void> BenchMain(BenchState& b, int concurrency) {
+  b.workers = concurrency;
+  for (int i = 0; i < concurrency; ++i) Spawn(Worker(b));
+  co_await AllDone{b};
+}
+
+int64_t Pct(const std::vector<int64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t i = static_cast<size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+}  // namespace
+
+int CmdBench(const std::vector<std::string>& argv) {
+  CliArgs args(argv);
+  auto plan_name = args.Value("--plan");
+  std::string dir = args.Value("--plans").value_or("plans");
+  int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2;
+  if (!args.Int("-n", n, "--requests") || !args.Int("-c", c, "--concurrency") ||
+      !args.Int("--user-id", user_id) || !args.Int("--deadline-ms", deadline_ms) ||
+      !args.Int("--node-timeout-ms", node_timeout_ms) || !args.Int("--cpu-threads", threads))
+    return 2;
+  if (!args.AllUsed("bench")) return 2;
+  if (!plan_name || n < 1 || c < 1 || threads < 1) {
+    std::fprintf(stderr, "rankd bench: need --plan NAME, -n >= 1, -c >= 1\n");
+    return 2;
+  }
+  auto plans = LoadPlanDir(dir, TaskRegistry::Default());
+  if (!plans) {
+    std::fprintf(stderr, "%s\n", plans.error().message.c_str());
+    return 1;
+  }
+  PlanPtr plan = plans->Find(*plan_name);
+  if (!plan) {
+    std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name->c_str(), dir.c_str());
+    return 1;
+  }
+  EventLoop loop("bench");
+  ThreadPool pool(static_cast<size_t>(threads), "bench-cpu");
+  loop.Start();
+  BenchState b;
+  b.env = ExecEnv{.loop = &loop, .pool = &pool, .redis = nullptr,
+                  .node_timeout_ms = static_cast<uint64_t>(std::max<int64_t>(node_timeout_ms, 0)),
+                  .inline_cpu_rows = kInlineCpuRows};
+  b.plan = plan;
+  b.user_id = user_id;
+  b.deadline_ms = deadline_ms;
+  b.total = n;
+  b.latency_us.reserve(static_cast<size_t>(n));
+  TimePoint t0 = Clock::now();
+  RunSync(loop, BenchMain(b, static_cast<int>(std::min(c, n))));
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  pool.wait_idle();
+  loop.Stop();
+  pool.Shutdown();
+  std::sort(b.latency_us.begin(), b.latency_us.end());
+  std::printf(
+      "{\"plan\":\"%s\",\"requests\":%lld,\"concurrency\":%lld,\"errors\":%lld,"
+      "\"rps\":%.1f,\"p50_us\":%lld,\"p90_us\":%lld,\"p99_us\":%lld,\"max_us\":%lld}\n",
+      plan->name.c_str(), static_cast<long long>(n), static_cast<long long>(c),
+      static_cast<long long>(b.errors), static_cast<double>(n) / secs,
+      static_cast<long long>(Pct(b.latency_us, 0.50)), static_cast<long long>(Pct(b.latency_us, 0.90)),
+      static_cast<long long>(Pct(b.latency_us, 0.99)),
+      static_cast<long long>(b.latency_us.empty() ? 0 : b.latency_us.back()));
+  if (b.errors) std::fprintf(stderr, "rankd bench: %lld error(s), first: %s\n",
+                             static_cast<long long>(b.errors), b.first_error.c_str());
+  return b.errors ? 1 : 0;
+}
+
+}  // namespace rankd

@@ -1,0 +1,125 @@
+// The small CPU tasks: vm, filter, take, dedupe (sort.cc and concat.cc hold the bigger
+// ones). None copies a column it does not create: filter and take only produce a new
+// selection vector, vm adds one column and shares the rest.
+#include <bit>
+#include <unordered_set>
+
+#include "tasks/schemas.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+Result<ColumnTypes> SortSchema(const SchemaArgs& a);  // sort.cc
+Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);
+Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in);
+Result<RowSet> RunConcat(const TaskContext& ctx, std::vector<RowSet> in);
+
+namespace {
+
+Result<ColumnTypes> VmSchema(const SchemaArgs& a) {
+  ColumnTypes t = a.inputs[0];
+  SetColumnType(t, a.args.Str("out_key"), a.expr->type());
+  return t;
+}
+
+Result<RowSet> RunVm(const TaskContext& ctx, std::vector<RowSet> in) {
+  RowSet out = std::move(in[0]);
+  auto col = std::make_shared<Column>(ctx.node->expr->Evaluate(out, *ctx.params));
+  out.SetColumn(ctx.args->Str("out_key"), std::move(col));
+  return out;
+}
+
+Result<RowSet> RunFilter(const TaskContext& ctx, std::vector<RowSet> in) {
+  return in[0].WithSelection(ctx.node->pred->Select(in[0], *ctx.params));
+}
+
+Result<RowSet> RunTake(const TaskContext& ctx, std::vector<RowSet> in) {
+  return in[0].Take(static_cast<size_t>(ctx.args->I64("count")));
+}
+
+Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
+  const std::string& key = a.args.Str("key");
+  if (!a.inputs[0].find(key))
+    return Fail(Error::BadRequest("params.key: the input has no column '" + key + "' (it has " +
+                                  ColumnList(a.inputs[0]) + ")"));
+  return a.inputs[0];
+}
+
+// Keeps the first logical row of each distinct key value; all nulls count as one value.
+template <class Key, class KeyOf>
+std::vector<uint32_t> FirstOfEach(const RowSet& rs, const Column& col, KeyOf key_of) {
+  std::unordered_set<Key> seen;
+  bool seen_null = false;
+  std::vector<uint32_t> keep;
+  keep.reserve(rs.size());
+  seen.reserve(rs.size());
+  for (size_t i = 0; i < rs.size(); ++i) {
+    uint32_t r = rs.row(i);
+    bool fresh = col.valid(r) ? seen.insert(key_of(r)).second : !std::exchange(seen_null, true);
+    if (fresh) keep.push_back(r);
+  }
+  return keep;
+}
+
+Result<RowSet> RunDedupe(const TaskContext& ctx, std::vector<RowSet> in) {
+  const RowSet& rs = in[0];
+  const std::string& key = ctx.args->Str("key");
+  const Column* col = rs.column(key);
+  if (!col)
+    return Fail(Error::Internal("dedupe: no column '" + key + "'"));
+  std::vector<uint32_t> keep;
+  switch (col->type) {
+    case ColumnType::kI64:
+      keep = FirstOfEach<int64_t>(rs, *col, [&](uint32_t r) { return col->i64[r]; });
+      break;
+    case ColumnType::kF64:  // by value: +0.0 and -0.0 are one key
+      keep = FirstOfEach<uint64_t>(rs, *col, [&](uint32_t r) {
+        double d = col->f64[r];
+        return std::bit_cast<uint64_t>(d == 0.0 ? 0.0 : d);
+      });
+      break;
+    case ColumnType::kBool:
+      keep = FirstOfEach<uint8_t>(rs, *col, [&](uint32_t r) { return col->b[r]; });
+      break;
+    case ColumnType::kStr:
+      keep = FirstOfEach<std::string_view>(rs, *col, [&](uint32_t r) { return col->str(r); });
+      break;
+  }
+  if (keep.size() == rs.size()) return std::move(in[0]);
+  return rs.WithSelection(std::move(keep));
+}
+
+TaskSpec Cpu(std::string op, uint32_t min_in, uint32_t max_in, std::vector<TaskParamSpec> params,
+             SchemaFn out, CpuRunFn run) {
+  TaskSpec s;
+  s.op = std::move(op);
+  s.min_inputs = min_in;
+  s.max_inputs = max_in;
+  s.params = std::move(params);
+  s.output = out;
+  s.kind = RunKind::kCpu;
+  s.run_cpu = std::move(run);
+  return s;
+}
+
+}  // namespace
+
+void RegisterCpuTasks(TaskRegistry& r) {
+  using P = TaskParamSpec;
+  r.Add(Cpu("vm", 1, 1,
+            {P::Required("out_key", ParamKind::kColumn), P::Required("expr", ParamKind::kExprId)},
+            &VmSchema, &RunVm));
+  r.Add(Cpu("filter", 1, 1, {P::Required("pred", ParamKind::kPredId)}, &SchemaSameAsInput,
+            &RunFilter));
+  r.Add(Cpu("sort", 1, 1,
+            {P::Required("key", ParamKind::kColumn),
+             P::Optional("order", ParamKind::kStr, std::string("desc")).Allowed({"desc", "asc"}).Ref()},
+            &SortSchema, &RunSort));
+  r.Add(Cpu("take", 1, 1, {P::Required("count", ParamKind::kI64).Bounds(1, 10000).Ref()},
+            &SchemaSameAsInput, &RunTake));
+  r.Add(Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat));
+  r.Add(Cpu("dedupe", 1, 1, {P::Optional("key", ParamKind::kColumn, std::string("id"))},
+            &KeyedSchema, &RunDedupe));
+}
+
+}  // namespace rankd

@@ -1,0 +1,90 @@
+// Tasks without IO for tests and benchmarks (spec/PLAN.md): fixed_source, sleep, busy_cpu.
+#include <chrono>
+
+#include "core/awaitables.h"
+#include "tasks/schemas.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+namespace {
+
+Result<ColumnTypes> FixedSchema(const SchemaArgs& a) {
+  ColumnTypes t = *SchemaIdOnly(a);
+  t.cols.emplace_back("score", ColumnType::kF64);
+  return t;
+}
+
+Result<RowSet> RunFixed(const TaskContext& ctx, std::vector<RowSet>) {
+  size_t n = static_cast<size_t>(ctx.args->I64("count"));
+  std::vector<int64_t> ids(n);
+  std::vector<double> scores(n);
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = static_cast<int64_t>(i + 1);
+    scores[i] = static_cast<double>(i + 1);
+  }
+  RowSet out;
+  out.SetColumn("id", std::make_shared<Column>(Column::I64(std::move(ids))));
+  out.SetColumn("score", std::make_shared<Column>(Column::F64(std::move(scores))));
+  return out;
+}
+
+RowSet PassThrough(std::vector<RowSet>& in) { return in.empty() ? RowSet::Empty() : std::move(in[0]); }
+
+// A loop timer, no thread blocked. `ctx` outlives this coroutine (TaskContext contract).
+Task<Result<RowSet>> RunSleep(const TaskContext& ctx, std::vector<RowSet> in) {
+  int64_t ms = ctx.args->I64("duration_ms");
+  co_await SleepMs(*ctx.loop, static_cast<uint64_t>(ms));
+  if (ctx.args->Bool("fail_after_sleep"))
+    co_return Fail(Error::Internal("sleep failed after " +
+                                   std::to_string(ms) + " ms (fail_after_sleep)"));
+  co_return PassThrough(in);
+}
+
+// Spins the CPU worker it runs on; the scheduler always sends it to the pool.
+Result<RowSet> RunBusy(const TaskContext& ctx, std::vector<RowSet> in) {
+  auto until = std::chrono::steady_clock::now() +
+               std::chrono::milliseconds(ctx.args->I64("duration_ms"));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+  return PassThrough(in);
+}
+
+TaskParamSpec Duration() {
+  return TaskParamSpec::Optional("duration_ms", ParamKind::kI64, int64_t{0}).Bounds(0, 60000).Ref();
+}
+
+}  // namespace
+
+void RegisterTestTasks(TaskRegistry& r) {
+  TaskSpec fixed;
+  fixed.op = "fixed_source";
+  fixed.params = {TaskParamSpec::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()};
+  fixed.output = &FixedSchema;
+  fixed.kind = RunKind::kCpu;
+  fixed.run_cpu = &RunFixed;
+  r.Add(std::move(fixed));
+
+  TaskSpec sleep;
+  sleep.op = "sleep";
+  sleep.max_inputs = 1;
+  sleep.params = {Duration(),
+                  TaskParamSpec::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()};
+  sleep.output = &SchemaSameAsInput;
+  sleep.kind = RunKind::kAsync;
+  sleep.run_async = [](const TaskContext& ctx, std::vector<RowSet> in) {
+    return RunSleep(ctx, std::move(in));
+  };
+  r.Add(std::move(sleep));
+
+  TaskSpec busy;
+  busy.op = "busy_cpu";
+  busy.max_inputs = 1;
+  busy.params = {Duration()};
+  busy.output = &SchemaSameAsInput;
+  busy.kind = RunKind::kCpuPool;
+  busy.run_cpu = &RunBusy;
+  r.Add(std::move(busy));
+}
+
+}  // namespace rankd
