@@ -223,10 +223,14 @@ class Loader {
       PlanNode& node = plan.nodes[k];
       element f;
       array inputs;
-      if (!node_json_[k]["inputs"].get(f) && f.get_array().get(inputs))
+      bool has_inputs = !node_json_[k]["inputs"].get(f);
+      if (has_inputs && f.get_array().get(inputs))
         return Fail(w_.Node(node.id, "inputs", "must be an array of node ids"));
       size_t j = 0;
-      for (element in : inputs) {
+      std::vector<element> listed;  // a default dom::array must not be iterated
+      if (has_inputs)
+        for (element in : inputs) listed.push_back(in);
+      for (element in : listed) {
         std::string field = "inputs[" + std::to_string(j++) + "]";
         std::string_view s;
         if (in.get_string().get(s)) return Fail(w_.Node(node.id, field, "must be a node id string"));

@@ -1,0 +1,53 @@
+// Test helpers for the engine: plans from inline JSON, and a started loop + CPU pool on
+// which to run them synchronously.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "core/run_sync.h"
+#include "plan/loader.h"
+#include "sched/scheduler.h"
+#include "tasks/task.h"
+
+namespace rankd::test {
+
+// A whole plan document around `nodes` (a JSON array body) with output node `out`.
+inline std::string PlanDoc(const std::string& nodes, const std::string& out,
+                           const std::string& params = "{}", const std::string& tables = "") {
+  return R"({"schema_version": 1, "name": "t", "params": )" + params + R"(, "nodes": [)" + nodes +
+         "], " + tables + R"("output": {"node": ")" + out + R"("}})";
+}
+
+inline PlanPtr MustLoad(const std::string& json) {
+  auto p = LoadPlanText(json, "test.plan.json", TaskRegistry::Default());
+  if (!p) FAIL("plan did not load: " << p.error().message);
+  return *p;
+}
+
+struct Engine {
+  EventLoop loop{"test"};
+  ThreadPool pool{2, "test-cpu"};
+  ExecEnv env;
+  Engine() {
+    loop.Start();
+    env.loop = &loop;
+    env.pool = &pool;
+  }
+  ~Engine() {
+    pool.wait_idle();
+    loop.Stop();
+  }
+  Result<RunResult> Run(const PlanPtr& plan, int64_t deadline_ms = 0, GivenParams params = {}) {
+    RunRequest req{.plan = plan, .user_id = 1, .params = std::move(params), .deadline = std::nullopt};
+    if (deadline_ms > 0) req.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
+    if (deadline_ms < 0) req.deadline = Clock::now() - std::chrono::milliseconds(-deadline_ms);
+    return RunSync(loop, RunPlan(env, std::move(req)));
+  }
+  Result<RunResult> Run(const std::string& json, int64_t deadline_ms = 0) {
+    return Run(MustLoad(json), deadline_ms);
+  }
+};
+
+}  // namespace rankd::test
