@@ -1,0 +1,123 @@
+// The demo-data seeder: deterministic for a seed (compared with DEBUG DIGEST), refuses
+// a non-empty database without --flush, and writes the shape of spec/DATA.md.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "redis/seed.h"
+#include "redis_server.h"
+
+using namespace rankd;
+using namespace rankd::testing;
+
+namespace {
+SeedOptions Small(const RedisServer& s, uint64_t seed) {
+  SeedOptions o;
+  o.endpoint = *ParseRedisUrl("seed", s.url());
+  o.users = 200;
+  o.follows = 10;
+  o.media = 5;
+  o.recs = 20;
+  o.seen = 10;
+  o.seed = seed;
+  o.pipeline = 64;  // several round trips even for a small set
+  return o;
+}
+std::string Digest(const RedisServer& s) { return s.Command({"DEBUG", "DIGEST"}).str; }
+std::vector<int64_t> List(const RedisServer& s, const std::string& key) {
+  std::vector<int64_t> out;
+  for (const auto& e : s.Command({"LRANGE", key, "0", "-1"}).elements) out.push_back(std::stoll(e.str));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("the same seed gives the same contents; another seed different ones") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  auto first = SeedDemoData(Small(server, 7));
+  REQUIRE(first.has_value());
+  CHECK(first->users == 200);
+  CHECK(first->items == 1000);
+  CHECK(first->round_trips > 1);
+  CHECK(first->commands < first->round_trips * 64 + 1);
+  std::string d1 = Digest(server);
+  REQUIRE(d1.size() == 40);
+
+  auto opts = Small(server, 7);
+  opts.flush = true;
+  REQUIRE(SeedDemoData(opts).has_value());
+  CHECK(Digest(server) == d1);
+
+  opts.seed = 8;
+  REQUIRE(SeedDemoData(opts).has_value());
+  CHECK(Digest(server) != d1);
+}
+
+TEST_CASE("a non-empty database is refused without --flush and left alone") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  server.Command({"SET", "precious", "1"});
+  auto r = SeedDemoData(Small(server, 1));
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::kInvalidParam);
+  CHECK(r.error().message.find("holds 1 keys") != std::string::npos);
+  CHECK(r.error().message.find("--flush") != std::string::npos);
+  CHECK(server.Command({"DBSIZE"}).integer == 1);
+  CHECK(server.Command({"GET", "precious"}).str == "1");
+}
+
+TEST_CASE("an unreachable Redis is unavailable, naming it") {
+  RedisServer server;  // never started
+  auto r = SeedDemoData(Small(server, 1));
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::kUnavailable);
+  CHECK(r.error().message.find("127.0.0.1:" + std::to_string(server.port())) != std::string::npos);
+}
+
+TEST_CASE("the data has the shape of DATA.md") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  REQUIRE(SeedDemoData(Small(server, 3)).has_value());
+  // Every user has a profile and all four lists/sets; every item a hash.
+  CHECK(server.Command({"DBSIZE"}).integer == 200 * 5 + 1000);
+  CHECK(server.Command({"TYPE", "user:1"}).str == "hash");
+  CHECK(server.Command({"TYPE", "follow:1"}).str == "list");
+  CHECK(server.Command({"TYPE", "seen:1"}).str == "set");
+  auto item = server.Command({"HGETALL", "item:1"});
+  CHECK(item.elements.size() == 14);  // the 7 fields
+
+  std::map<int64_t, int> followers;
+  int seen_in_feed_or_recs = 0, nsfw = 0;
+  for (int u = 1; u <= 200; ++u) {
+    auto follows = List(server, "follow:" + std::to_string(u));
+    CHECK(follows.size() == 10);
+    CHECK(std::set<int64_t>(follows.begin(), follows.end()).size() == 10);
+    CHECK(std::find(follows.begin(), follows.end(), u) == follows.end());
+    for (auto f : follows) ++followers[f];
+    auto media = List(server, "media:" + std::to_string(u));
+    REQUIRE(media.size() == 5);
+    CHECK(media[0] == DemoItemId(u, 0, 5));
+    // Newest first: age_s grows along the list.
+    auto age0 = std::stoll(server.Command({"HGET", "item:" + std::to_string(media[0]), "age_s"}).str);
+    auto age4 = std::stoll(server.Command({"HGET", "item:" + std::to_string(media[4]), "age_s"}).str);
+    CHECK(age0 <= age4);
+    auto recs = List(server, "recs:" + std::to_string(u));
+    CHECK(recs.size() == 20);
+    std::set<int64_t> candidates(recs.begin(), recs.end());
+    for (auto f : follows)
+      for (int k = 0; k < 5; ++k) candidates.insert(DemoItemId(f, k, 5));
+    for (const auto& s : server.Command({"SMEMBERS", "seen:" + std::to_string(u)}).elements)
+      seen_in_feed_or_recs += candidates.count(std::stoll(s.str)) ? 1 : 0;
+  }
+  for (int i = 1; i <= 1000; ++i)
+    nsfw += server.Command({"HGET", "item:" + std::to_string(i), "nsfw"}).str == "1";
+  // Zipf-like: the most followed author has many times the median's followers.
+  std::vector<int> counts;
+  for (auto& [uid, n] : followers) counts.push_back(n);
+  std::sort(counts.begin(), counts.end());
+  CHECK(counts.back() >= 5 * counts[counts.size() / 2]);
+  CHECK(seen_in_feed_or_recs > 200);  // seen-filtering has work to do
+  CHECK(nsfw < 100);                  // ~2%, loosely
+}
