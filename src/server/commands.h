@@ -14,6 +14,7 @@ namespace rankd {
 int CmdRun(const std::vector<std::string>& args);          // cmd_run.cc
 int CmdBench(const std::vector<std::string>& args);        // cmd_bench.cc
 int CmdCheckPlans(const std::vector<std::string>& args);   // cmd_check_plans.cc
+int CmdSeed(const std::vector<std::string>& args);         // cmd_seed.cc (Redis demo data)
 int CmdServe(const std::vector<std::string>& args);        // cmd_serve.cc (the default)
 
 // Minimal flag reading for the subcommands: `--name value`, `-n value`, `--switch`.

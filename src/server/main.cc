@@ -1,0 +1,50 @@
+// rankd: dispatches `rankd <command> [flags]` to the subcommand of that name.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "server/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const std::vector<std::string>&);
+  const char* help;
+};
+
+// Add one line per subcommand.
+constexpr Command kCommands[] = {
+    {"serve", &rankd::CmdServe, "[flags]  (the default command; see rankd serve --help)"},
+    {"run", &rankd::CmdRun,
+     "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain]  "
+     "(request JSON on stdin)"},
+    {"bench", &rankd::CmdBench,
+     "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"},
+    {"check-plans", &rankd::CmdCheckPlans, "[--plans DIR]"},
+    {"seed", &rankd::CmdSeed,
+     "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] [--flush]"},
+};
+
+int Usage() {
+  std::fprintf(stderr, "usage: rankd <command> [flags]\n");
+  for (const auto& c : kCommands) std::fprintf(stderr, "  rankd %s %s\n", c.name, c.help);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // `rankd` alone, or `rankd --flags`, serves.
+  if (argc < 2 || argv[1][0] == '-') {
+    std::string first = argc >= 2 ? argv[1] : "";
+    if (first == "--help" || first == "-h") return Usage(), 0;
+    return rankd::CmdServe(std::vector<std::string>(argv + 1, argv + argc));
+  }
+  std::string name = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  for (const auto& c : kCommands)
+    if (name == c.name) return c.run(args);
+  std::fprintf(stderr, "rankd: unknown command '%s'\n", name.c_str());
+  return Usage();
+}

@@ -1,0 +1,206 @@
+#include "server/metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+
+#include "sched/scheduler.h"
+
+namespace rankd {
+
+namespace {
+
+using prometheus::BuildCounter;
+using prometheus::BuildGauge;
+using prometheus::BuildHistogram;
+
+// Request latencies: 100 µs .. 10 s.
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+    0.05,   0.1,     0.25,   0.5,   1.0,    2.5,   5.0,  10.0};
+// Node latencies start lower: many nodes take microseconds.
+const prometheus::Histogram::BucketBoundaries kNodeBuckets = {
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+    0.005,   0.01,     0.025,   0.05,   0.1,     0.25,   1.0};
+// Loop lag: 50 µs .. 1 s.
+const prometheus::Histogram::BucketBoundaries kLagBuckets = {
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1.0};
+
+constexpr std::array<int, 12> kKnownStatuses = {200, 400, 404, 405, 408, 413,
+                                           422, 431, 500, 502, 503, 504};
+
+size_t StatusIndex(int status) {
+  for (size_t i = 0; i < kKnownStatuses.size(); ++i)
+    if (kKnownStatuses[i] == status) return i;
+  return kKnownStatuses.size();  // "other"
+}
+
+size_t MethodIndex(std::string_view m) {
+  if (m == "GET") return 0;
+  if (m == "POST") return 1;
+  if (m == "HEAD") return 2;
+  return 3;
+}
+
+constexpr std::array<std::string_view, 4> kMethodNames = {"GET", "POST", "HEAD", "other"};
+
+}  // namespace
+
+std::string_view RouteName(Route r) {
+  switch (r) {
+    case Route::kRank: return "/rank";
+    case Route::kHealthz: return "/healthz";
+    case Route::kReadyz: return "/readyz";
+    case Route::kMetrics: return "/metrics";
+    case Route::kPlans: return "/plans";
+    case Route::kPlan: return "/plans/{name}";
+    case Route::kOther: return "other";
+    case Route::kCount: break;
+  }
+  return "other";
+}
+
+Metrics::Metrics(bool enabled)
+    : enabled_(enabled), registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  http_requests = &BuildCounter()
+                       .Name("rankd_http_requests_total")
+                       .Help("HTTP requests answered, by route template, method and status code")
+                       .Register(r);
+  http_duration = &BuildHistogram()
+                       .Name("rankd_http_request_duration_seconds")
+                       .Help("Time from a request fully read to its response queued, by route")
+                       .Register(r);
+  rank_requests = &BuildCounter()
+                       .Name("rankd_rank_requests_total")
+                       .Help("POST /rank requests of a loaded plan, by outcome (ok or error code)")
+                       .Register(r);
+  rank_duration = &BuildHistogram()
+                       .Name("rankd_rank_duration_seconds")
+                       .Help("Time to run a plan, from request read to response ready")
+                       .Register(r);
+  node_duration = &BuildHistogram()
+                       .Name("rankd_node_duration_seconds")
+                       .Help("Time a plan node ran, by plan, node and op")
+                       .Register(r);
+  node_outcomes = &BuildCounter()
+                       .Name("rankd_node_outcomes_total")
+                       .Help("Plan node runs by status (ok, failed, timeout, skipped)")
+                       .Register(r);
+  deadline_exceeded = &BuildCounter()
+                           .Name("rankd_deadline_exceeded_total")
+                           .Help("Requests that ran past their deadline or a required node's timeout")
+                           .Register(r);
+  degraded = &BuildCounter()
+                  .Name("rankd_degraded_total")
+                  .Help("Optional nodes that failed or timed out (the request went on)")
+                  .Register(r);
+  plan_reloads = &BuildCounter()
+                      .Name("rankd_plan_reloads_total")
+                      .Help("Plan set loads at start and on SIGHUP, by result")
+                      .Register(r);
+  inflight = &BuildGauge()
+                  .Name("rankd_inflight_requests")
+                  .Help("Requests being run by a shard")
+                  .Register(r);
+  open_connections = &BuildGauge()
+                          .Name("rankd_open_connections")
+                          .Help("Open client connections of a shard")
+                          .Register(r);
+  loop_lag = &BuildGauge()
+                  .Name("rankd_loop_lag_seconds")
+                  .Help("How late the shard loop's periodic timer fired, last tick")
+                  .Register(r);
+  loop_lag_hist = &BuildHistogram()
+                       .Name("rankd_loop_lag_distribution_seconds")
+                       .Help("How late the shard loop's periodic timer fired")
+                       .Register(r);
+  cpu_offloads = &BuildCounter()
+                      .Name("rankd_cpu_offloads_total")
+                      .Help("CPU task runs by where they ran: inline on the loop or on the pool")
+                      .Register(r);
+  build_info = &BuildGauge()
+                    .Name("rankd_build_info")
+                    .Help("Build of this rankd process (value 1)")
+                    .Register(r);
+  build_info->Add({{"version", RANKD_VERSION}}).Set(1);
+  plan_reloads->Add({{"result", "ok"}});
+  plan_reloads->Add({{"result", "error"}});
+}
+
+std::string Metrics::Serialize() const {
+  auto families = registry_->Collect();
+  for (const auto& c : collectors_) c(families);
+  prometheus::TextSerializer ser;
+  return ser.Serialize(families);
+}
+
+ShardMetrics::ShardMetrics(Metrics& m, int shard)
+    : m_(m), shard_(std::to_string(shard)), enabled_(m.enabled()) {
+  inflight = &m.inflight->Add({{"shard", shard_}});
+  open_connections = &m.open_connections->Add({{"shard", shard_}});
+  loop_lag = &m.loop_lag->Add({{"shard", shard_}});
+  loop_lag_hist = &m.loop_lag_hist->Add({{"shard", shard_}}, kLagBuckets);
+  offload_inline = &m.cpu_offloads->Add({{"shard", shard_}, {"mode", "inline"}});
+  offload_pool = &m.cpu_offloads->Add({{"shard", shard_}, {"mode", "pool"}});
+  for (size_t i = 0; i < http_duration_.size(); ++i)
+    http_duration_[i] = &m.http_duration->Add(
+        {{"route", std::string(RouteName(static_cast<Route>(i)))}, {"shard", shard_}},
+        kLatencyBuckets);
+}
+
+void ShardMetrics::CountHttp(Route route, std::string_view method, int status, double seconds) {
+  if (!enabled_) return;
+  size_t s = StatusIndex(status);
+  size_t idx = (static_cast<size_t>(route) * kMethods + MethodIndex(method)) * kStatuses + s;
+  auto*& c = http_requests_[idx];
+  if (!c) {
+    // First request of this (route, method, status) on this shard: one lookup, cached.
+    c = &m_.http_requests->Add({{"route", std::string(RouteName(route))},
+                                {"method", std::string(kMethodNames[MethodIndex(method)])},
+                                {"code", s < kKnownStatuses.size() ? std::to_string(status) : std::string("other")},
+                                {"shard", shard_}});
+  }
+  c->Increment();
+  http_duration_[static_cast<size_t>(route)]->Observe(seconds);
+}
+
+void ShardMetrics::PreparePlans(const std::vector<PlanPtr>& plans) {
+  plans_.clear();
+  for (const auto& p : plans) ForPlan(*p);
+}
+
+PlanMetrics* ShardMetrics::ForPlan(const Plan& plan) {
+  auto it = plans_.find(&plan);
+  if (it != plans_.end()) return it->second.get();
+  auto pm = std::make_unique<PlanMetrics>();
+  const std::string& name = plan.name;
+  pm->outcomes[0] = &m_.rank_requests->Add({{"plan", name}, {"outcome", "ok"}, {"shard", shard_}});
+  for (size_t c = 0; c <= static_cast<size_t>(ErrorCode::kInternal); ++c)
+    pm->outcomes[1 + c] = &m_.rank_requests->Add(
+        {{"plan", name},
+         {"outcome", std::string(ErrorCodeName(static_cast<ErrorCode>(c)))},
+         {"shard", shard_}});
+  pm->duration = &m_.rank_duration->Add({{"plan", name}, {"shard", shard_}}, kLatencyBuckets);
+  pm->deadline_exceeded = &m_.deadline_exceeded->Add({{"plan", name}, {"shard", shard_}});
+  for (const auto& n : plan.nodes) {
+    pm->node_duration.push_back(&m_.node_duration->Add(
+        {{"plan", name}, {"node", n.id}, {"op", n.op}, {"shard", shard_}}, kNodeBuckets));
+    std::array<prometheus::Counter*, 4> st{};
+    for (int s = 0; s < 4; ++s)
+      st[s] = &m_.node_outcomes->Add(
+          {{"plan", name},
+           {"node", n.id},
+           {"status", std::string(NodeStatusName(static_cast<NodeStatus>(s)))},
+           {"shard", shard_}});
+    pm->node_outcomes.push_back(st);
+    pm->node_degraded.push_back(
+        n.optional ? &m_.degraded->Add({{"plan", name}, {"node", n.id}, {"shard", shard_}})
+                   : nullptr);
+  }
+  auto* raw = pm.get();
+  plans_.emplace(&plan, std::move(pm));
+  return raw;
+}
+
+}  // namespace rankd

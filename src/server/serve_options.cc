@@ -1,0 +1,124 @@
+#include "server/serve_options.h"
+
+#include <charconv>
+#include <thread>
+
+namespace rankd {
+
+namespace {
+
+Result<int64_t> ParseInt(std::string_view flag, std::string_view v, int64_t lo, int64_t hi) {
+  int64_t out = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || p != v.data() + v.size())
+    return Fail(Error::BadRequest(std::string(flag) + ": '" + std::string(v) + "' is not an integer"));
+  if (out < lo || out > hi)
+    return Fail(Error::BadRequest(std::string(flag) + ": " + std::to_string(out) +
+                                  " is out of bounds " + std::to_string(lo) + ".." + std::to_string(hi)));
+  return out;
+}
+
+}  // namespace
+
+const char* ServeUsage() {
+  return R"(usage: rankd serve [flags]      (serve is the default command)
+
+Serves POST /rank, GET /healthz, /readyz, /metrics, /plans, /plans/{name}.
+
+  --host ADDR              listen address (0.0.0.0)
+  --port N                 listen port (8080)
+  --shards N               event-loop shards, each with its own listener (number of CPUs)
+  --cpu-threads N          CPU worker threads per shard (1)
+  --plans DIR              folder of *.plan.json (plans); SIGHUP reloads it
+  --redis NAME=URL         a Redis endpoint, repeatable; URL is
+                           redis://[:password@]host:port[/db][?prefix=P]
+                           (redis_default=redis://127.0.0.1:6379)
+  --redis-conns N          connections per endpoint per shard (2)
+  --deadline-ms N          default request deadline (200)
+  --node-timeout-ms N      default per-node timeout, 0 = none (0)
+  --max-connections N      open connections per shard; accepting pauses at it (10000)
+  --max-inflight N         requests running per shard; more get 503 (1024)
+  --max-body-bytes N       request body limit, 413 over it (1048576)
+  --read-timeout-ms N      time to read a request head and body, 408 past it (10000)
+  --idle-timeout-ms N      keep-alive idle limit (60000)
+  --drain-timeout-ms N     SIGTERM/SIGINT: time to finish requests already read (10000)
+  --log-level LEVEL        error | warn | info | debug (info)
+  --access-log             one JSON line per request on stdout
+  --no-metrics             skip request-path metrics (benchmarking their cost)
+  --help, --version
+)";
+}
+
+Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
+  ServeArgs out;
+  ServeOptions& o = out.options;
+  std::vector<std::string> redis_flags;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool has_inline = false;
+    if (auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_inline = true;
+    }
+    auto need = [&]() -> Result<std::string> {
+      if (has_inline) return value;
+      if (i + 1 >= args.size()) return Fail(Error::BadRequest(flag + ": needs a value"));
+      return args[++i];
+    };
+    auto num = [&](int64_t lo, int64_t hi) -> Result<int64_t> {
+      auto v = need();
+      if (!v) return Fail(v.error());
+      return ParseInt(flag, *v, lo, hi);
+    };
+#define RANKD_NUM(field, lo, hi)                 \
+  {                                              \
+    auto v = num(lo, hi);                        \
+    if (!v) return Fail(v.error());              \
+    o.field = static_cast<decltype(o.field)>(*v); \
+  }
+    if (flag == "--help" || flag == "-h") out.help = true;
+    else if (flag == "--version") out.version = true;
+    else if (flag == "--host") {
+      auto v = need();
+      if (!v) return Fail(v.error());
+      o.host = *v;
+    } else if (flag == "--port") RANKD_NUM(port, 0, 65535)
+    else if (flag == "--shards") RANKD_NUM(shards, 1, 256)
+    else if (flag == "--cpu-threads") RANKD_NUM(cpu_threads, 1, 256)
+    else if (flag == "--plans") {
+      auto v = need();
+      if (!v) return Fail(v.error());
+      o.plans = *v;
+    } else if (flag == "--redis") {
+      auto v = need();
+      if (!v) return Fail(v.error());
+      redis_flags.push_back(*v);
+    } else if (flag == "--redis-conns") RANKD_NUM(redis_conns, 1, 64)
+    else if (flag == "--deadline-ms") RANKD_NUM(deadline_ms, 1, 60000)
+    else if (flag == "--node-timeout-ms") RANKD_NUM(node_timeout_ms, 0, 60000)
+    else if (flag == "--max-connections") RANKD_NUM(max_connections, 1, 1000000)
+    else if (flag == "--max-inflight") RANKD_NUM(max_inflight, 1, 1000000)
+    else if (flag == "--max-body-bytes") RANKD_NUM(max_body_bytes, 1, int64_t{1} << 30)
+    else if (flag == "--read-timeout-ms") RANKD_NUM(read_timeout_ms, 1, 3600000)
+    else if (flag == "--idle-timeout-ms") RANKD_NUM(idle_timeout_ms, 1, 86400000)
+    else if (flag == "--drain-timeout-ms") RANKD_NUM(drain_timeout_ms, 0, 3600000)
+    else if (flag == "--log-level") {
+      auto v = need();
+      if (!v) return Fail(v.error());
+      if (!ParseLogLevel(*v, &o.log_level))
+        return Fail(Error::BadRequest("--log-level: '" + *v + "' is not one of error, warn, info, debug"));
+    } else if (flag == "--access-log") o.access_log = true;
+    else if (flag == "--no-metrics") o.metrics = false;
+    else return Fail(Error::BadRequest("unknown flag '" + args[i] + "' (see rankd serve --help)"));
+#undef RANKD_NUM
+  }
+  if (o.shards == 0) o.shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto eps = ParseRedisFlags(redis_flags);
+  if (!eps) return Fail(Error::BadRequest("--redis: " + eps.error().message));
+  o.redis = std::move(*eps);
+  return out;
+}
+
+}  // namespace rankd

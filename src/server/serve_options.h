@@ -1,0 +1,47 @@
+// ServeOptions: the flags of `rankd serve`, parsed and checked.
+// Plain value type: parsed on the main thread, then copied into each shard.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "redis/endpoint.h"
+
+namespace rankd {
+
+struct ServeOptions {
+  std::string host = "0.0.0.0";
+  int port = 8080;
+  int shards = 0;          // 0: number of CPUs
+  int cpu_threads = 1;     // CPU workers per shard
+  std::string plans = "plans";
+  std::vector<RedisEndpoint> redis;  // --redis NAME=URL (default redis_default)
+  int redis_conns = 2;     // connections per endpoint per shard
+  int64_t deadline_ms = 200;
+  int64_t node_timeout_ms = 0;  // 0: none
+  size_t max_connections = 10000;  // per shard
+  size_t max_inflight = 1024;      // per shard
+  size_t max_body_bytes = 1 << 20;
+  uint64_t read_timeout_ms = 10000;
+  uint64_t idle_timeout_ms = 60000;
+  uint64_t drain_timeout_ms = 10000;
+  LogLevel log_level = LogLevel::kInfo;
+  bool access_log = false;
+  bool metrics = true;     // --no-metrics: request-path metrics off (for benchmarks)
+};
+
+// What the command line asked for.
+struct ServeArgs {
+  ServeOptions options;
+  bool help = false;
+  bool version = false;
+};
+
+// Parses argv after the subcommand. Errors are bad_request naming the flag.
+Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args);
+const char* ServeUsage();
+
+}  // namespace rankd

@@ -1,0 +1,247 @@
+#include "server/server.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/log.h"
+#include "core/timeout.h"
+#include "http/listener.h"
+#include "plan/loader.h"
+#include "redis/stats.h"
+#include "server/shard.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+ClientMetric Sample(std::vector<ClientMetric::Label> labels, double v, MetricType t) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (t == MetricType::Counter) m.counter.value = v;
+  else m.gauge.value = v;
+  return m;
+}
+
+MetricFamily Family(std::string name, std::string help, MetricType t) {
+  MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = t;
+  return f;
+}
+
+// process_* metrics of the Prometheus conventions, read from /proc at scrape time.
+void CollectProcess(std::vector<MetricFamily>& out) {
+  long page = sysconf(_SC_PAGESIZE);
+  long ticks = sysconf(_SC_CLK_TCK);
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  auto rss = Family("process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::Gauge);
+  rss.metric.push_back(Sample({}, static_cast<double>(resident) * page, MetricType::Gauge));
+  out.push_back(std::move(rss));
+
+  std::ifstream stat("/proc/self/stat");
+  std::string line;
+  std::getline(stat, line);
+  // Fields after the ")" that closes the command name: utime is the 12th, stime the 13th.
+  auto close = line.rfind(')');
+  if (close != std::string::npos) {
+    std::istringstream rest(line.substr(close + 2));
+    std::string f;
+    double utime = 0, stime = 0;
+    for (int i = 1; rest >> f && i <= 13; ++i) {
+      if (i == 12) utime = std::stod(f);
+      if (i == 13) stime = std::stod(f);
+    }
+    auto cpu = Family("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+                      MetricType::Counter);
+    cpu.metric.push_back(Sample({}, (utime + stime) / static_cast<double>(ticks), MetricType::Counter));
+    out.push_back(std::move(cpu));
+  }
+
+  int fds = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d))
+      if (e->d_name[0] != '.') ++fds;
+    closedir(d);
+    --fds;  // the directory stream's own fd
+  }
+  auto ofd = Family("process_open_fds", "Number of open file descriptors.", MetricType::Gauge);
+  ofd.metric.push_back(Sample({}, fds, MetricType::Gauge));
+  out.push_back(std::move(ofd));
+}
+
+}  // namespace
+
+Server::Server(ServeOptions opts) : opts_(std::move(opts)), metrics_(opts_.metrics) {}
+
+Server::~Server() { Shutdown(); }
+
+int Server::port() const { return shards_.empty() ? 0 : shards_.front()->port(); }
+
+Status Server::Start() {
+  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default());
+  if (!loaded) {
+    metrics_.plan_reloads->Add({{"result", "error"}}).Increment();
+    return Fail(Error::BadRequest("plans: " + loaded.error().message));
+  }
+  metrics_.plan_reloads->Add({{"result", "ok"}}).Increment();
+  plans_ = std::make_shared<const PlanSet>(std::move(*loaded));
+  if (opts_.port != 0) {
+    if (auto free = http::CheckPortFree(opts_.host, opts_.port); !free) return free;
+  }
+  for (int i = 0; i < opts_.shards; ++i) {
+    auto shard = std::make_unique<Shard>(i, opts_, *this, metrics_);
+    if (auto st = shard->Start(plans_); !st) {
+      shards_.push_back(std::move(shard));
+      Shutdown();
+      return st;
+    }
+    // With --port 0 the first shard picks the port and the others join it.
+    if (opts_.port == 0) opts_.port = shard->port();
+    shards_.push_back(std::move(shard));
+  }
+  AddCollectors();
+  LogInfo("rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) + " with " +
+          std::to_string(opts_.shards) + " shard(s), " + std::to_string(plans_->plans.size()) +
+          " plan(s) from " + opts_.plans);
+  return {};
+}
+
+Status Server::Reload() {
+  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default());
+  if (!loaded) {
+    metrics_.plan_reloads->Add({{"result", "error"}}).Increment();
+    LogError("reload rejected, keeping the previous plans: " + loaded.error().message);
+    return Fail(loaded.error());
+  }
+  metrics_.plan_reloads->Add({{"result", "ok"}}).Increment();
+  plans_ = std::make_shared<const PlanSet>(std::move(*loaded));
+  for (auto& s : shards_) s->InstallPlans(plans_);
+  LogInfo("reloaded " + std::to_string(plans_->plans.size()) + " plan(s) from " + opts_.plans);
+  return {};
+}
+
+void Server::Shutdown() {
+  if (shards_.empty()) return;
+  draining_.store(true, std::memory_order_release);
+  LogInfo("draining: no new connections; finishing requests already read");
+  for (auto& s : shards_) s->Drain();
+  auto until = Clock::now() + std::chrono::milliseconds(opts_.drain_timeout_ms);
+  auto all_drained = [&] {
+    for (auto& s : shards_)
+      if (!s->drained()) return false;
+    return true;
+  };
+  while (!all_drained() && Clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!all_drained()) {
+    LogWarn("drain timeout (" + std::to_string(opts_.drain_timeout_ms) + " ms) passed: closing what is left");
+    for (auto& s : shards_) s->CloseNow();
+    auto hard = Clock::now() + std::chrono::seconds(2);
+    while (!all_drained() && Clock::now() < hard) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (auto& s : shards_) s->Stop();
+  shards_.clear();
+  LogInfo("stopped");
+}
+
+std::string Server::ReadinessReasons() const {
+  if (draining()) return "shutting down";
+  if (!plans_ || plans_->plans.empty()) return "no plans loaded";
+  std::string why;
+  for (const auto& s : shards_)
+    if (!s->redis_ready()) {
+      if (!why.empty()) why += "; ";
+      why += "shard " + std::to_string(s->id()) + " has no live connection to every Redis endpoint";
+    }
+  return why;
+}
+
+void Server::AddCollectors() {
+  metrics_.AddCollector(CollectProcess);
+  metrics_.AddCollector([](std::vector<MetricFamily>& out) {
+    auto f = Family("rankd_late_completions_total",
+                    "Work that finished after its timeout race was lost (result discarded)",
+                    MetricType::Counter);
+    f.metric.push_back(Sample({}, static_cast<double>(LateCompletions().load()), MetricType::Counter));
+    out.push_back(std::move(f));
+  });
+  // Redis: the pools' atomics, summed over shards per endpoint.
+  std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> stats;
+  for (const auto& s : shards_)
+    for (const auto& e : s->redis_stats()) stats.push_back(e);
+  metrics_.AddCollector([stats](std::vector<MetricFamily>& out) {
+    std::vector<std::string> endpoints;
+    for (const auto& [ep, st] : stats)
+      if (std::find(endpoints.begin(), endpoints.end(), ep) == endpoints.end()) endpoints.push_back(ep);
+    auto commands = Family("rankd_redis_commands_total", "Redis commands sent", MetricType::Counter);
+    auto batches = Family("rankd_redis_batches_total", "Pipelined Redis batches (one round trip each)",
+                          MetricType::Counter);
+    auto errors = Family("rankd_redis_errors_total", "Redis failures by kind", MetricType::Counter);
+    auto late = Family("rankd_redis_late_replies_total", "Replies that came after their deadline",
+                       MetricType::Counter);
+    auto conns = Family("rankd_redis_connections", "Redis connections by state", MetricType::Gauge);
+    auto lat = Family("rankd_redis_batch_duration_seconds", "Time from sending a batch to its last reply",
+                      MetricType::Histogram);
+    for (const auto& ep : endpoints) {
+      double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
+             disconnects = 0, live = 0, lte = 0, sum_us = 0;
+      uint64_t count = 0;
+      std::array<uint64_t, RedisStats::kLatencyBoundsUs.size() + 1> buckets{};
+      for (const auto& [name, st] : stats) {
+        if (name != ep) continue;
+        cmd += Read(st->commands);
+        bat += Read(st->batches);
+        err_reply += Read(st->error_replies);
+        unavailable += Read(st->failed_unavailable);
+        deadline += Read(st->failed_deadline);
+        connect_fail += Read(st->connect_failures);
+        disconnects += Read(st->disconnects);
+        live += static_cast<double>(st->connections_live.load(std::memory_order_relaxed));
+        lte += Read(st->late_replies);
+        sum_us += Read(st->latency_sum_us);
+        count += Read(st->latency_count);
+        for (size_t i = 0; i < buckets.size(); ++i) buckets[i] += Read(st->latency_buckets[i]);
+      }
+      commands.metric.push_back(Sample({{"endpoint", ep}}, cmd, MetricType::Counter));
+      batches.metric.push_back(Sample({{"endpoint", ep}}, bat, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "error_reply"}}, err_reply, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "unavailable"}}, unavailable, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "deadline"}}, deadline, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "connect_failed"}}, connect_fail, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "disconnect"}}, disconnects, MetricType::Counter));
+      late.metric.push_back(Sample({{"endpoint", ep}}, lte, MetricType::Counter));
+      conns.metric.push_back(Sample({{"endpoint", ep}, {"state", "live"}}, live, MetricType::Gauge));
+      ClientMetric h;
+      h.label = {{"endpoint", ep}};
+      h.histogram.sample_count = count;
+      h.histogram.sample_sum = sum_us / 1e6;
+      uint64_t cum = 0;
+      for (size_t i = 0; i < buckets.size(); ++i) {
+        cum += buckets[i];
+        ClientMetric::Bucket b;
+        b.cumulative_count = cum;
+        b.upper_bound = i < RedisStats::kLatencyBoundsUs.size()
+                            ? static_cast<double>(RedisStats::kLatencyBoundsUs[i]) / 1e6
+                            : std::numeric_limits<double>::infinity();
+        h.histogram.bucket.push_back(b);
+      }
+      lat.metric.push_back(std::move(h));
+    }
+    for (auto* f : {&commands, &batches, &errors, &late, &conns, &lat}) out.push_back(std::move(*f));
+  });
+}
+
+}  // namespace rankd

@@ -1,0 +1,282 @@
+#include "server/shard.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <cstdio>
+
+#include "core/log.h"
+#include "redis/pools.h"
+#include "sched/request_json.h"
+#include "sched/response_json.h"
+#include "sched/scheduler.h"
+#include "server/server.h"
+
+namespace rankd {
+
+namespace {
+
+constexpr uint64_t kLagTickMs = 100;
+
+double SecondsSince(TimePoint t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+const http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
+const http::HeaderField kAllowPost[] = {{"Allow", "POST"}};
+const http::HeaderField kAllowGet[] = {{"Allow", "GET, HEAD"}};
+
+}  // namespace
+
+Shard::Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics)
+    : id_(id),
+      opts_(opts),
+      server_(server),
+      loop_("shard-" + std::to_string(id)),
+      pool_(static_cast<size_t>(opts.cpu_threads), "cpu-" + std::to_string(id)),
+      metrics_(metrics) {}
+
+Shard::~Shard() { Stop(); }
+
+Status Shard::Start(std::shared_ptr<const PlanSet> plans) {
+  loop_.Start();
+  std::promise<Status> started;
+  auto fut = started.get_future();
+  loop_.Post([this, plans = std::move(plans), &started]() mutable {
+    shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_);
+    plans_ = std::move(plans);
+    std::vector<PlanPtr> list;
+    for (const auto& [name, p] : plans_->plans) list.push_back(p);
+    shard_metrics_->PreparePlans(list);
+
+    RedisClientOptions ropts;
+    ropts.connections_per_endpoint = opts_.redis_conns;
+    redis_ = std::make_unique<RedisPools>(loop_, opts_.redis, ropts);
+    redis_->ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
+      redis_stats_.emplace_back(ep, std::move(st));
+    });
+    env_.loop = &loop_;
+    env_.pool = &pool_;
+    env_.redis = redis_.get();
+    env_.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
+
+    http::HttpOptions h;
+    h.host = opts_.host;
+    h.port = opts_.port;
+    h.shard_id = static_cast<uint32_t>(id_);
+    h.max_connections = opts_.max_connections;
+    h.max_body_bytes = opts_.max_body_bytes;
+    h.read_timeout_ms = opts_.read_timeout_ms;
+    h.idle_timeout_ms = opts_.idle_timeout_ms;
+    auto l = http::Listener::Start(loop_, h, [this](http::Request req, http::Responder res) {
+      OnRequest(std::move(req), std::move(res));
+    });
+    if (!l) {
+      started.set_value(Fail(l.error()));
+      return;
+    }
+    listener_ = *l;
+    port_.store(listener_->port());
+    StartLagTimer();
+    started.set_value({});
+  });
+  return fut.get();
+}
+
+void Shard::InstallPlans(std::shared_ptr<const PlanSet> plans) {
+  loop_.Post([this, plans = std::move(plans)]() mutable {
+    plans_ = std::move(plans);
+    std::vector<PlanPtr> list;
+    for (const auto& [name, p] : plans_->plans) list.push_back(p);
+    shard_metrics_->PreparePlans(list);
+  });
+}
+
+void Shard::Drain() {
+  loop_.Post([this] {
+    draining_ = true;
+    if (!listener_) {
+      drained_.store(true, std::memory_order_release);
+      return;
+    }
+    listener_->Drain([this] { drained_.store(true, std::memory_order_release); });
+  });
+}
+
+void Shard::CloseNow() {
+  loop_.Post([this] {
+    if (listener_) listener_->CloseNow();
+  });
+}
+
+void Shard::Stop() {
+  if (loop_.state() == EventLoop::State::kRunning) {
+    std::promise<void> closed;
+    auto fut = closed.get_future();
+    if (loop_.Post([this, &closed] {
+          if (lag_timer_) loop_.ReleaseTimer(lag_timer_);
+          lag_timer_ = nullptr;
+          if (redis_) redis_->Close();  // pending commands fail; runners finish
+          closed.set_value();
+        }))
+      fut.wait();
+  }
+  pool_.wait_idle();  // no CPU job may post to a stopped loop (seed 001)
+  loop_.Stop();
+  pool_.Shutdown();
+  listener_.reset();
+  redis_.reset();
+}
+
+const http::HttpCounters* Shard::counters_on_loop() const {
+  return listener_ ? &listener_->counters() : nullptr;
+}
+
+// --- periodic tick: loop lag, gauges, readiness ------------------------------------
+
+void Shard::StartLagTimer() {
+  lag_timer_ = loop_.AcquireTimer();
+  lag_timer_->data = this;
+  lag_expected_ms_ = uv_now(loop_.uv()) + kLagTickMs;
+  uv_timer_start(
+      lag_timer_,
+      [](uv_timer_t* t) {
+        auto* self = static_cast<Shard*>(t->data);
+        // uv_now is the loop's cached time: refresh it to see how late we really are.
+        uv_update_time(self->loop_.uv());
+        uint64_t now = uv_now(self->loop_.uv());
+        double lag = now > self->lag_expected_ms_ ? (now - self->lag_expected_ms_) / 1000.0 : 0.0;
+        self->lag_expected_ms_ = now + kLagTickMs;
+        self->shard_metrics_->loop_lag->Set(lag);
+        self->shard_metrics_->loop_lag_hist->Observe(lag);
+        if (self->listener_)
+          self->shard_metrics_->open_connections->Set(
+              static_cast<double>(self->listener_->open_connections()));
+        self->redis_ready_.store(self->redis_ && self->redis_->Ready(), std::memory_order_relaxed);
+      },
+      kLagTickMs, kLagTickMs);
+  redis_ready_.store(redis_->Ready(), std::memory_order_relaxed);
+}
+
+// --- routes -----------------------------------------------------------------------
+
+void Shard::OnRequest(http::Request req, http::Responder res) {
+  TimePoint t0 = req.read_done;
+  std::string_view path = req.path();
+  std::string_view m = req.method;
+  bool get = m == "GET" || m == "HEAD";
+  if (path == "/rank") {
+    if (m != "POST")
+      return AnswerError(res, Route::kRank, m,
+                         {ErrorCode::kMethodNotAllowed, "/rank accepts POST, not " + std::string(m)},
+                         t0, kAllowPost);
+    return HandleRank(req, res, t0);
+  }
+  Route route = path == "/healthz"   ? Route::kHealthz
+                : path == "/readyz"  ? Route::kReadyz
+                : path == "/metrics" ? Route::kMetrics
+                : path == "/plans"   ? Route::kPlans
+                : path.starts_with("/plans/") ? Route::kPlan
+                                              : Route::kOther;
+  if (route == Route::kOther)
+    return AnswerError(res, route, m, Error::NotFound("no route for " + std::string(path)), t0);
+  if (!get)
+    return AnswerError(res, route, m,
+                       {ErrorCode::kMethodNotAllowed,
+                        std::string(path) + " accepts GET, not " + std::string(m)},
+                       t0, kAllowGet);
+  switch (route) {
+    case Route::kHealthz: return Answer(res, route, m, 200, R"({"status":"ok"})", t0);
+    case Route::kReadyz: return HandleReadyz(res);
+    case Route::kMetrics: return HandleMetrics(res);
+    default: return HandlePlans(req, res, route);
+  }
+}
+
+void Shard::Answer(http::Responder& res, Route route, std::string_view method, int status,
+                   std::string_view body, TimePoint t0,
+                   std::span<const http::HeaderField> extra) {
+  http::Response r;
+  r.status = status;
+  r.body = body;
+  r.headers = extra;
+  res.Send(r);
+  shard_metrics_->CountHttp(route, method, status, SecondsSince(t0));
+}
+
+void Shard::AnswerError(http::Responder& res, Route route, std::string_view method,
+                        const Error& e, TimePoint t0, std::span<const http::HeaderField> extra) {
+  Answer(res, route, method, e.http_status(), ErrorJson(e), t0, extra);
+}
+
+void Shard::HandleReadyz(http::Responder& res) {
+  std::string why = server_.ReadinessReasons();
+  if (why.empty()) return Answer(res, Route::kReadyz, "GET", 200, R"({"status":"ready"})", Clock::now());
+  std::string body = R"({"status":"not_ready","reasons":)";
+  AppendJsonString(why, body);
+  body += "}";
+  Answer(res, Route::kReadyz, "GET", 503, body, Clock::now(), kRetryAfter);
+}
+
+void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
+  TimePoint t0 = req.read_done;
+  if (route == Route::kPlan) {
+    std::string_view name = req.path().substr(std::string_view("/plans/").size());
+    auto it = plans_->plans.find(std::string(name));
+    if (it == plans_->plans.end())
+      return AnswerError(res, route, req.method,
+                         Error::UnknownPlan("plan '" + std::string(name) + "' is not loaded"), t0);
+    return Answer(res, route, req.method, 200, it->second->json, t0);
+  }
+  // {"plans":[{"name","description","params","nodes"}]}, sorted by name.
+  std::vector<const Plan*> list;
+  for (const auto& [n, p] : plans_->plans) list.push_back(p.get());
+  std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::string body = R"({"plans":[)";
+  for (size_t i = 0; i < list.size(); ++i) {
+    const Plan& p = *list[i];
+    if (i) body += ',';
+    body += R"({"name":)";
+    AppendJsonString(p.name, body);
+    body += R"(,"description":)";
+    AppendJsonString(p.description, body);
+    body += R"(,"params":{)";
+    for (size_t k = 0; k < p.params.decls.size(); ++k) {
+      const auto& d = p.params.decls[k];
+      if (k) body += ',';
+      AppendJsonString(d.name, body);
+      body += R"(:{"type":)";
+      AppendJsonString(ColumnTypeName(d.type), body);
+      body += '}';
+    }
+    body += R"(},"nodes":)";
+    AppendJsonInt(static_cast<int64_t>(p.nodes.size()), body);
+    body += '}';
+  }
+  body += "]}";
+  Answer(res, route, req.method, 200, body, t0);
+}
+
+void Shard::HandleMetrics(http::Responder& res) {
+  TimePoint t0 = Clock::now();
+  // Serialising takes a few milliseconds with every plan loaded: do it on a CPU worker
+  // so this loop keeps serving (the registry is thread-safe).
+  auto text = std::make_shared<std::string>();
+  auto done = [this, text, res = std::make_shared<http::Responder>(std::move(res)), t0] {
+    http::Response r;
+    r.status = 200;
+    r.body = *text;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    res->Send(r);
+    shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
+  };
+  if (!pool_.Submit([this, text, done]() mutable {
+        *text = server_.MetricsText();
+        if (!loop_.Post(done)) { /* shutting down: the responder answers 500 */ }
+      }))
+    done();
+}
+
+}  // namespace rankd

@@ -1,0 +1,99 @@
+// Shard: one thread, one libuv loop, and everything a request needs on it — the
+// SO_REUSEPORT listener and its connections, the Redis pools, a slice of CPU workers,
+// the plan snapshot and the metric children. A request lives on one shard from accept
+// to last byte and takes no lock another shard can hold.
+//
+// Threads: constructed and destroyed on the main thread; Start, InstallPlans, Drain,
+// CloseNow and Stop are called from the main thread and post their work to the loop.
+// Everything else runs on the shard's loop thread. ready() and drained() are atomics
+// for any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/event_loop.h"
+#include "core/thread_pool.h"
+#include "http/listener.h"
+#include "plan/plan.h"
+#include "sched/scheduler.h"
+#include "server/metrics.h"
+#include "server/serve_options.h"
+
+namespace rankd {
+
+class RedisPools;
+struct RedisStats;
+class Server;
+
+class Shard {
+ public:
+  Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics);
+  ~Shard();
+
+  // Starts the loop, the listener and the Redis pools; returns the listener's error.
+  Status Start(std::shared_ptr<const PlanSet> plans);
+  // Posts a new plan snapshot; requests already running keep the one they started with.
+  void InstallPlans(std::shared_ptr<const PlanSet> plans);
+  // Stops accepting, finishes requests already read (answering with Connection: close),
+  // then sets drained().
+  void Drain();
+  void CloseNow();  // the drain timeout passed
+  void Stop();      // after drain: Redis, CPU workers, loop
+
+  int id() const { return id_; }
+  bool redis_ready() const { return redis_ready_.load(std::memory_order_relaxed); }
+  bool drained() const { return drained_.load(std::memory_order_acquire); }
+  int port() const { return port_.load(); }
+  // Copies the listener's counters on the loop thread (for a scrape from another shard).
+  EventLoop& loop() { return loop_; }
+  const http::HttpCounters* counters_on_loop() const;  // loop thread only
+  RedisPools* redis_on_loop() const { return redis_.get(); }  // loop thread only
+  // (endpoint, stats) of this shard's Redis pools: set before Start returns, then
+  // immutable; the stats are atomics readable from any thread.
+  const std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>>& redis_stats() const {
+    return redis_stats_;
+  }
+
+ private:
+  Task<void> RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
+                     PlanMetrics* pm, TimePoint t0);
+  void OnRequest(http::Request req, http::Responder res);
+  void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
+  void HandlePlans(http::Request& req, http::Responder& res, Route route);
+  void HandleReadyz(http::Responder& res);
+  void HandleMetrics(http::Responder& res);
+  void Answer(http::Responder& res, Route route, std::string_view method, int status,
+              std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {});
+  void AnswerError(http::Responder& res, Route route, std::string_view method, const Error& e,
+                   TimePoint t0, std::span<const http::HeaderField> extra = {});
+  void StartLagTimer();
+  void AccessLog(const http::Request& req, int status, TimePoint t0, std::string_view plan);
+
+  const int id_;
+  ServeOptions opts_;
+  Server& server_;
+  EventLoop loop_;
+  ThreadPool pool_;
+  Metrics& metrics_;
+
+  // --- loop thread only ---
+  std::unique_ptr<ShardMetrics> shard_metrics_;
+  std::shared_ptr<http::Listener> listener_;
+  std::unique_ptr<RedisPools> redis_;
+  ExecEnv env_;
+  std::shared_ptr<const PlanSet> plans_;
+  size_t inflight_ = 0;
+  uv_timer_t* lag_timer_ = nullptr;
+  uint64_t lag_expected_ms_ = 0;
+  bool draining_ = false;
+
+  std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
+  std::atomic<bool> redis_ready_{false};
+  std::atomic<bool> drained_{false};
+  std::atomic<int> port_{0};
+};
+
+}  // namespace rankd

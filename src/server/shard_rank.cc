@@ -1,0 +1,122 @@
+// POST /rank on a shard: parse, admit, run the plan, answer.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/log.h"
+#include "sched/request_json.h"
+#include "sched/response_json.h"
+#include "server/shard.h"
+
+namespace rankd {
+
+namespace {
+
+const http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
+
+size_t OutcomeIndex(const Result<RunResult>& r) {
+  return r ? 0 : 1 + static_cast<size_t>(r.error().code);
+}
+
+std::string ServerTiming(TimePoint t0) {
+  char buf[64];
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::snprintf(buf, sizeof buf, "total;dur=%.3f", ms);
+  return buf;
+}
+
+}  // namespace
+
+void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
+  auto parsed = ParseRankRequest(req.body);
+  if (!parsed) return AnswerError(res, Route::kRank, "POST", parsed.error(), t0);
+  RankRequest& rr = *parsed;
+  auto it = plans_->plans.find(rr.plan);
+  if (it == plans_->plans.end())
+    return AnswerError(res, Route::kRank, "POST",
+                       Error::UnknownPlan("plan: '" + rr.plan + "' is not loaded"), t0);
+  PlanMetrics* pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*it->second) : nullptr;
+  if (inflight_ >= opts_.max_inflight) {
+    Error e = Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
+                                 std::to_string(opts_.max_inflight) + "; retry later");
+    if (pm) pm->outcomes[1 + static_cast<size_t>(e.code)]->Increment();
+    return AnswerError(res, Route::kRank, "POST", e, t0, kRetryAfter);
+  }
+  RunRequest run;
+  run.plan = it->second;
+  run.user_id = rr.user_id;
+  run.params = std::move(rr.params);
+  // The deadline counts from the moment the request was fully read (API.md).
+  run.deadline = t0 + std::chrono::milliseconds(rr.deadline_ms.value_or(opts_.deadline_ms));
+  Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, pm, t0));
+}
+
+Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
+                          std::string request_id, PlanMetrics* pm, TimePoint t0) {
+  ++inflight_;
+  if (shard_metrics_->enabled()) shard_metrics_->inflight->Increment();
+  PlanPtr plan = run.plan;
+  int64_t user_id = run.user_id;
+  Result<RunResult> result = co_await RunPlan(env_, std::move(run));
+  --inflight_;
+  if (shard_metrics_->enabled()) shard_metrics_->inflight->Decrement();
+
+  std::string body;
+  std::string timing = ServerTiming(t0);
+  const http::HeaderField ok_headers[] = {{"Server-Timing", timing}};
+  const http::HeaderField busy_headers[] = {{"Server-Timing", timing}, kRetryAfter[0]};
+  int status = 200;
+  std::span<const http::HeaderField> headers = ok_headers;
+  if (result) {
+    body.reserve(256 + result->output.size() * 48);
+    AppendRankResponse(*result, explain, body);
+  } else {
+    status = result.error().http_status();
+    AppendErrorJson(result.error(), body);
+    if (status == 503) headers = busy_headers;
+  }
+  http::Response r;
+  r.status = status;
+  r.body = body;
+  r.headers = headers;
+  res.Send(r);
+
+  if (pm) {
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    pm->outcomes[OutcomeIndex(result)]->Increment();
+    pm->duration->Observe(secs);
+    if (!result && result.error().code == ErrorCode::kDeadlineExceeded)
+      pm->deadline_exceeded->Increment();
+    if (result) {
+      const auto& nodes = result->nodes;
+      for (size_t i = 0; i < nodes.size() && i < pm->node_duration.size(); ++i) {
+        pm->node_outcomes[i][static_cast<size_t>(nodes[i].status)]->Increment();
+        if (nodes[i].status != NodeStatus::kSkipped)
+          pm->node_duration[i]->Observe(static_cast<double>(nodes[i].took_us) / 1e6);
+      }
+      for (uint32_t d : result->degraded)
+        if (d < pm->node_degraded.size() && pm->node_degraded[d]) pm->node_degraded[d]->Increment();
+    }
+  }
+  shard_metrics_->CountHttp(Route::kRank, "POST", status,
+                            std::chrono::duration<double>(Clock::now() - t0).count());
+  if (opts_.access_log) {
+    std::string line = R"({"shard":)";
+    AppendJsonInt(id_, line);
+    line += R"(,"request_id":)";
+    AppendJsonString(request_id, line);
+    line += R"(,"route":"/rank","plan":)";
+    AppendJsonString(plan->name, line);
+    line += R"(,"user_id":)";
+    AppendJsonInt(user_id, line);
+    line += R"(,"status":)";
+    AppendJsonInt(status, line);
+    line += R"(,"took_us":)";
+    AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(), line);
+    line += '}';
+    WriteLine(STDOUT_FILENO, line);
+  }
+}
+
+}  // namespace rankd

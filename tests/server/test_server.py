@@ -1,0 +1,415 @@
+"""rankd serve end to end: a real rankd process (and redis-server) on loopback,
+spoken to with http.client and raw sockets. Covers API.md's routes, every error code,
+connection behaviour, overload, drain, reload and shards."""
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from harness import (Rankd, Redis, metric_value, plans_dir, run_tests, simple_plan,  # noqa: E402
+                     sleep_plan, wait_until, write_plan)
+
+TEST_PLANS = {
+    "slow": sleep_plan("slow", 300),
+    "slow_optional": sleep_plan("slow_optional", 300, optional=True, timeout_ms=20),
+    "bounded": simple_plan("bounded", [
+        {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 50}},
+        {"node_id": "t", "op": "take", "inputs": ["src"], "params": {"count": {"param": "n"}}}],
+        "t", params={"n": {"type": "i64", "default": 5, "min": 1, "max": 20}}),
+    "viewer_only": simple_plan("viewer_only", [
+        {"node_id": "v", "op": "viewer", "inputs": [], "params": {"endpoint": "redis_default"}}], "v"),
+}
+
+
+class Env:
+    redis = None
+    server = None
+
+
+def server():
+    if Env.server is None:
+        Env.redis = Redis()
+        Env.server = Rankd(plans_dir(TEST_PLANS), redis=Env.redis)
+    return Env.server
+
+
+def raw(port, data, timeout=5.0, read_until_close=True):
+    """Sends bytes on a fresh connection and returns what comes back until the server
+    closes (or the timeout)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(data)
+        out = b""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            if not chunk:
+                break
+            out += chunk
+            if not read_until_close and out.count(b"\r\n\r\n") and b"Content-Length" in out:
+                break
+        return out
+    finally:
+        s.close()
+
+
+def assert_error(status, body, want_status, want_code):
+    assert status == want_status, (status, body)
+    assert body["error"]["code"] == want_code, body
+    assert body["error"]["message"], body
+
+
+def still_serves():
+    status, _, body = server().rank({"plan": "fixed_rank", "user_id": 1})
+    assert status == 200, (status, body)
+
+
+# --- POST /rank -----------------------------------------------------------------
+
+def test_rank_fixed_plan():
+    status, headers, body = server().rank({"plan": "fixed_rank", "user_id": 7})
+    assert status == 200, body
+    assert body["plan"] == "fixed_rank" and body["user_id"] == 7
+    assert body["count"] == 20 and len(body["items"]) == 20
+    assert body["items"][0] == {"id": 100, "score": 300}, body["items"][0]
+    scores = [it["score"] for it in body["items"]]
+    assert scores == sorted(scores, reverse=True)
+    assert body["degraded"] == [] and "nodes" not in body
+    assert headers["content-type"].startswith("application/json")
+    assert headers["server-timing"].startswith("total;dur=")
+    assert headers.get("x-request-id")
+
+
+def test_rank_explain_nodes():
+    status, _, body = server().rank({"plan": "fixed_rank", "user_id": 1, "explain": True})
+    assert status == 200
+    ids = [n["node_id"] for n in body["nodes"]]
+    assert set(ids) == {"fixed_source", "vm", "sort", "take"}
+    for n in body["nodes"]:
+        assert n["status"] == "ok" and n["took_us"] >= 0 and n["start_us"] >= 0
+
+
+def test_request_id_echoed():
+    _, headers, _ = server().request("POST", "/rank", {"plan": "fixed_simple", "user_id": 1},
+                                     headers={"X-Request-Id": "abc-123"})
+    assert headers["x-request-id"] == "abc-123"
+
+
+def test_param_within_and_out_of_bounds():
+    status, _, body = server().rank({"plan": "bounded", "user_id": 1, "params": {"n": 7}})
+    assert status == 200 and body["count"] == 7
+    status, _, body = server().rank({"plan": "bounded", "user_id": 1, "params": {"n": 99}})
+    assert_error(status, body, 422, "invalid_param")
+    assert "n" in body["error"]["message"]
+    status, _, body = server().rank({"plan": "bounded", "user_id": 1, "params": {"nope": 1}})
+    assert_error(status, body, 422, "invalid_param")
+    still_serves()
+
+
+def test_optional_node_degraded():
+    status, _, body = server().rank({"plan": "slow_optional", "user_id": 1})
+    assert status == 200, body
+    assert body["degraded"] == ["s"] and body["items"] == []
+
+
+# --- the error table ---------------------------------------------------------------
+
+def test_bad_request_invalid_json_and_fields():
+    s = server()
+    for payload in ["{not json", "[]", json.dumps({"user_id": 1}), json.dumps({"plan": "fixed_rank"}),
+                    json.dumps({"plan": "fixed_rank", "user_id": -1}),
+                    json.dumps({"plan": "fixed_rank", "user_id": "x"}),
+                    json.dumps({"plan": "fixed_rank", "user_id": 1, "deadline_ms": 0})]:
+        status, _, data = s.request("POST", "/rank", payload)
+        assert_error(status, json.loads(data), 400, "bad_request")
+    still_serves()
+
+
+def test_not_found_and_unknown_plan():
+    status, _, data = server().request("GET", "/nope")
+    assert_error(status, json.loads(data), 404, "not_found")
+    status, _, body = server().rank({"plan": "no_such_plan", "user_id": 1})
+    assert_error(status, body, 404, "unknown_plan")
+    assert "no_such_plan" in body["error"]["message"]
+    status, _, data = server().request("GET", "/plans/no_such_plan")
+    assert_error(status, json.loads(data), 404, "unknown_plan")
+    still_serves()
+
+
+def test_method_not_allowed():
+    status, headers, data = server().request("GET", "/rank")
+    assert_error(status, json.loads(data), 405, "method_not_allowed")
+    assert headers["allow"] == "POST"
+    status, headers, data = server().request("POST", "/healthz", "{}")
+    assert_error(status, json.loads(data), 405, "method_not_allowed")
+    assert "GET" in headers["allow"]
+    still_serves()
+
+
+def test_payload_too_large():
+    big = json.dumps({"plan": "fixed_rank", "user_id": 1, "pad": "x" * (2 << 20)})
+    out = raw(server().port, b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(big)
+              + big.encode())
+    assert out.startswith(b"HTTP/1.1 413"), out[:100]
+    assert b'"payload_too_large"' in out
+    still_serves()
+
+
+def test_headers_too_large():
+    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (20 * 1024) + b"\r\n\r\n"
+    out = raw(server().port, head)
+    assert out.startswith(b"HTTP/1.1 431"), out[:100]
+    assert b'"headers_too_large"' in out
+    still_serves()
+
+
+def test_request_timeout_slowloris():
+    s = Rankd(plans_dir(), extra_args=["--read-timeout-ms", "300"])
+    try:
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+        sock.sendall(b"POST /rank HTTP/1.1\r\nHost: x\r\n")
+        for _ in range(3):
+            time.sleep(0.15)
+            try:
+                sock.sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                break
+        data = b""
+        while True:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        sock.close()
+        assert data.startswith(b"HTTP/1.1 408"), data[:100]
+        assert b'"request_timeout"' in data
+        status, _, _ = s.request("GET", "/healthz")
+        assert status == 200
+    finally:
+        assert s.stop() == 0
+
+
+def test_backend_error_wrong_type():
+    Env.redis or server()
+    Env.redis.execute("SET", "user:424242", "not a hash")
+    status, _, body = server().rank({"plan": "viewer_only", "user_id": 424242})
+    assert_error(status, body, 502, "backend_error")
+    assert "user:424242" in body["error"]["message"], body
+    still_serves()
+
+
+def test_deadline_exceeded():
+    status, _, body = server().rank({"plan": "slow", "user_id": 1, "deadline_ms": 30})
+    assert_error(status, body, 504, "deadline_exceeded")
+    still_serves()
+
+
+def test_unavailable_when_redis_down():
+    s = Rankd(plans_dir(TEST_PLANS))  # its Redis endpoint has nothing listening
+    try:
+        status, _, body = s.rank({"plan": "viewer_only", "user_id": 1})
+        assert_error(status, body, 503, "unavailable")
+        status, headers, data = s.request("GET", "/readyz")
+        assert status == 503 and "retry-after" in headers, (status, data)
+        status, _, body = s.rank({"plan": "fixed_rank", "user_id": 1})
+        assert status == 200
+    finally:
+        assert s.stop() == 0
+
+
+def test_overload_503_retry_after():
+    s = Rankd(plans_dir(TEST_PLANS), extra_args=["--max-inflight", "1", "--deadline-ms", "5000"])
+    try:
+        results = []
+
+        def one():
+            results.append(s.rank({"plan": "slow", "user_id": 1}))
+        threads = [threading.Thread(target=one) for _ in range(4)]
+        for t in threads:
+            t.start()
+            time.sleep(0.02)
+        for t in threads:
+            t.join(10)
+        codes = sorted(r[0] for r in results)
+        assert codes.count(200) >= 1 and codes.count(503) >= 1, codes
+        for status, headers, body in results:
+            if status == 503:
+                assert headers["retry-after"] == "1"
+                assert body["error"]["code"] == "unavailable"
+    finally:
+        assert s.stop() == 0
+
+
+# --- other endpoints -----------------------------------------------------------
+
+def test_healthz_readyz_plans():
+    s = server()
+    status, _, data = s.request("GET", "/healthz")
+    assert status == 200 and json.loads(data) == {"status": "ok"}
+    wait_until(lambda: s.request("GET", "/readyz")[0] == 200, what="/readyz 200")
+    status, _, data = s.request("GET", "/plans")
+    plans = json.loads(data)["plans"]
+    names = [p["name"] for p in plans]
+    assert "fixed_rank" in names and "feed" in names and names == sorted(names)
+    feed = next(p for p in plans if p["name"] == "feed")
+    assert feed["nodes"] == 11 and "limit" in feed["params"]
+    status, _, data = s.request("GET", "/plans/fixed_rank")
+    assert status == 200 and json.loads(data)["name"] == "fixed_rank"
+
+
+def test_metrics_endpoint():
+    s = server()
+    status, headers, data = s.request("GET", "/metrics")
+    assert status == 200
+    assert headers["content-type"].startswith("text/plain; version=0.0.4")
+    text = data.decode()
+    assert "rankd_http_requests_total" in text and "rankd_build_info" in text
+
+
+# --- connection behaviour -----------------------------------------------------
+
+def test_keep_alive_reuse_and_pipelining():
+    s = server()
+    c = s.conn()
+    for _ in range(3):
+        c.request("GET", "/healthz")
+        r = c.getresponse()
+        r.read()
+        assert r.status == 200
+    c.close()
+    body = json.dumps({"plan": "fixed_simple", "user_id": 1}).encode()
+    req = b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    pipelined = (b"POST /rank HTTP/1.1\r\nHost: x\r\nX-Request-Id: first\r\nContent-Length: %d\r\n\r\n%s"
+                 % (len(json.dumps({"plan": "slow", "user_id": 1})), json.dumps({"plan": "slow", "user_id": 1}).encode())
+                 + b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: second\r\n\r\n"
+                 + req.replace(b"Host: x\r\n", b"Host: x\r\nX-Request-Id: third\r\nConnection: close\r\n"))
+    out = raw(s.port, pipelined)
+    ids = [line.split(b": ")[1] for line in out.split(b"\r\n") if line.lower().startswith(b"x-request-id")]
+    assert ids == [b"first", b"second", b"third"], out[:400]
+    assert out.count(b"HTTP/1.1 ") == 3
+
+
+def test_http10_closes():
+    out = raw(server().port, b"GET /healthz HTTP/1.0\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200") or out.startswith(b"HTTP/1.0 200"), out[:60]
+
+
+def test_chunked_and_expect_continue():
+    body = json.dumps({"plan": "fixed_simple", "user_id": 3}).encode()
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    out = raw(server().port, b"POST /rank HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+              b"Connection: close\r\n\r\n" + chunked)
+    assert out.startswith(b"HTTP/1.1 200"), out[:200]
+    sock = socket.create_connection(("127.0.0.1", server().port), timeout=5)
+    sock.sendall(b"POST /rank HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body))
+    first = sock.recv(100)
+    assert first.startswith(b"HTTP/1.1 100"), first
+    sock.sendall(body)
+    rest = b""
+    while True:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        rest += chunk
+    sock.close()
+    assert b"HTTP/1.1 200" in first + rest
+
+
+def test_smuggling_rejected():
+    p = server().port
+    for attack in [
+        b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        b"GET /healthz HTTP/1.1\r\nHost: x\rX-Evil: 1\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n  b\r\n\r\n",
+    ]:
+        out = raw(p, attack)
+        assert out.startswith(b"HTTP/1.1 400"), (attack, out[:120])
+        assert out.count(b"HTTP/1.1 ") == 1, out
+    still_serves()
+
+
+# --- lifecycle ------------------------------------------------------------------
+
+def test_reload_keeps_old_on_broken_and_serves_new():
+    d = plans_dir()
+    s = Rankd(d)
+    try:
+        status, _, body = s.rank({"plan": "fresh", "user_id": 1})
+        assert status == 404
+        write_plan(d, "broken", '{"schema_version": 1, "name": "broken", "nodes": [')
+        s.signal(signal.SIGHUP)
+        time.sleep(0.5)
+        assert s.proc.poll() is None
+        status, _, body = s.rank({"plan": "fixed_rank", "user_id": 1})
+        assert status == 200
+        assert "broken" in s.stderr()
+        os.remove(os.path.join(d, "broken.plan.json"))
+        write_plan(d, "fresh", simple_plan("fresh", [
+            {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 4}}], "src"))
+        s.signal(signal.SIGHUP)
+        wait_until(lambda: s.rank({"plan": "fresh", "user_id": 1})[0] == 200, what="reloaded plan")
+        assert s.rank({"plan": "fresh", "user_id": 1})[2]["count"] == 4
+        text = s.metrics()
+        assert metric_value(text, "rankd_plan_reloads_total", result="error") >= 1
+        assert metric_value(text, "rankd_plan_reloads_total", result="ok") >= 2
+    finally:
+        assert s.stop() == 0
+
+
+def test_drain_finishes_requests_in_flight():
+    s = Rankd(plans_dir(TEST_PLANS), extra_args=["--deadline-ms", "5000", "--drain-timeout-ms", "5000"])
+    results = []
+
+    def one():
+        try:
+            results.append(s.rank({"plan": "slow", "user_id": 1}))
+        except Exception as e:  # noqa: BLE001
+            results.append(e)
+    threads = [threading.Thread(target=one) for _ in range(5)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: metric_value(s.metrics(), "rankd_inflight_requests") == 5, what="5 in flight")
+    s.signal(signal.SIGTERM)
+    for t in threads:
+        t.join(10)
+    code = s.proc.wait(timeout=10)
+    assert code == 0, code
+    assert len(results) == 5 and all(not isinstance(r, Exception) and r[0] == 200 for r in results), results
+    assert all(r[1].get("connection") == "close" for r in results), [r[1] for r in results]
+
+
+def test_two_shards_both_serve():
+    s = Rankd(plans_dir(), shards=2)
+    try:
+        for _ in range(40):
+            assert s.rank({"plan": "fixed_simple", "user_id": 1})[0] == 200
+        text = s.metrics()
+        per_shard = [metric_value(text, "rankd_http_requests_total", route="/rank", shard=i) or 0 for i in (0, 1)]
+        assert sum(per_shard) == 40, per_shard
+        assert all(n > 0 for n in per_shard), per_shard
+    finally:
+        assert s.stop() == 0
+
+
+def test_port_taken_fails_clearly():
+    s = server()
+    import subprocess
+    from harness import RANKD
+    p = subprocess.run([RANKD, "serve", "--host", "127.0.0.1", "--port", str(s.port), "--plans", s.plans],
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode != 0
+    assert str(s.port) in p.stderr, p.stderr
+
+
+if __name__ == "__main__":
+    tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
+    run_tests(tests)

@@ -1,0 +1,300 @@
+"""Test harness for integration tests: a real redis-server and a real rankd process on
+free loopback ports, spoken to over real sockets. Standard library only.
+
+Every process started here is stopped at exit (also when a test fails), and every wait
+is bounded, so a broken server fails the test instead of hanging it.
+"""
+import atexit
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+SOURCE_ROOT = os.environ.get("RANKD_SOURCE_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+BUILD_ROOT = os.environ.get("RANKD_BUILD_ROOT", os.path.join(SOURCE_ROOT, "build"))
+RANKD = os.path.join(BUILD_ROOT, "src", "server", "rankd")
+
+_procs = []
+
+
+def _cleanup():
+    for p in _procs:
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+atexit.register(_cleanup)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(cond, timeout=10.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if cond():
+                return
+        except OSError:
+            pass
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+# --- Redis -----------------------------------------------------------------------
+
+def resp_command(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        b = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+    return b"".join(out)
+
+
+class Redis:
+    """A redis-server on a free loopback port, with a tiny RESP client."""
+
+    def __init__(self, port=None):
+        self.port = port or free_port()
+        self.dir = tempfile.mkdtemp(prefix="rankd-redis-")
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--enable-debug-command", "yes",
+             "--loglevel", "warning"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _procs.append(self.proc)
+        wait_until(lambda: self.ping(), what=f"redis-server on port {self.port}")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+    def ping(self):
+        try:
+            return self.execute("PING") == "PONG"
+        except OSError:
+            return False
+
+    def execute_many(self, commands):
+        """Sends every command in one write and reads every reply."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(b"".join(resp_command(*c) for c in commands))
+            f = s.makefile("rb")
+            return [self._read(f) for _ in commands]
+
+    def execute(self, *args):
+        return self.execute_many([args])[0]
+
+    def _read(self, f):
+        line = f.readline()
+        if not line:
+            raise OSError("redis closed the connection")
+        t, rest = line[:1], line[1:-2]
+        if t == b"+":
+            return rest.decode()
+        if t == b"-":
+            return RuntimeError(rest.decode())
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = f.read(n + 2)[:-2]
+            return data.decode()
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._read(f) for _ in range(n)]
+        raise OSError(f"bad RESP reply {line!r}")
+
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+
+# --- rankd -------------------------------------------------------------------------
+
+def plans_dir(extra=None):
+    """A temporary plans folder: the repository's compiled plans plus `extra`
+    ({name: plan dict or raw text})."""
+    d = tempfile.mkdtemp(prefix="rankd-plans-")
+    src = os.path.join(SOURCE_ROOT, "plans")
+    for name in os.listdir(src):
+        if name.endswith(".plan.json"):
+            shutil.copy(os.path.join(src, name), d)
+    for name, plan in (extra or {}).items():
+        write_plan(d, name, plan)
+    return d
+
+
+def write_plan(d, name, plan):
+    text = plan if isinstance(plan, str) else json.dumps(plan, indent=2)
+    tmp = os.path.join(d, f".{name}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, os.path.join(d, f"{name}.plan.json"))
+
+
+def simple_plan(name, nodes, output, params=None, expr_table=None, pred_table=None, columns=None):
+    p = {"schema_version": 1, "name": name, "description": f"test plan {name}",
+         "params": params or {}, "nodes": nodes, "expr_table": expr_table or {},
+         "pred_table": pred_table or {}, "output": {"node": output}}
+    if columns:
+        p["output"]["columns"] = columns
+    return p
+
+
+def sleep_plan(name, ms, optional=False, timeout_ms=None):
+    node = {"node_id": "s", "op": "sleep", "inputs": ["src"], "params": {"duration_ms": ms}}
+    if optional:
+        node["optional"] = True
+    if timeout_ms:
+        node["timeout_ms"] = timeout_ms
+    return simple_plan(name, [
+        {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 3}},
+        node], "s")
+
+
+class Rankd:
+    """A `rankd serve` process on a free port."""
+
+    def __init__(self, plans, redis=None, shards=1, extra_args=None, port=None):
+        self.port = port or free_port()
+        self.plans = plans
+        args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                "--shards", str(shards), "--plans", plans, "--log-level", "warn"]
+        if redis is not None:
+            args += ["--redis", f"redis_default={redis.url()}"]
+        else:
+            # Nothing listens on this port: Redis-free plans still run.
+            args += ["--redis", f"redis_default=redis://127.0.0.1:{free_port()}"]
+        args += extra_args or []
+        self.log = tempfile.NamedTemporaryFile(prefix="rankd-log-", delete=False)
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log)
+        _procs.append(self.proc)
+        wait_until(self._healthy, what=f"rankd on port {self.port}")
+
+    def _healthy(self):
+        if self.proc.poll() is not None:
+            raise AssertionError(f"rankd exited with {self.proc.returncode}: {self.stderr()}")
+        status, _, _ = self.request("GET", "/healthz")
+        return status == 200
+
+    def stderr(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+    def conn(self, timeout=10):
+        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+
+    def request(self, method, path, body=None, headers=None, timeout=10):
+        c = self.conn(timeout)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body)
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            data = r.read()
+            return r.status, dict((k.lower(), v) for k, v in r.getheaders()), data
+        finally:
+            c.close()
+
+    def rank(self, body, timeout=10):
+        status, headers, data = self.request("POST", "/rank", body, timeout=timeout)
+        return status, headers, json.loads(data) if data else None
+
+    def metrics(self):
+        status, _, data = self.request("GET", "/metrics")
+        assert status == 200
+        return data.decode()
+
+    def signal(self, sig):
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout=15):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise AssertionError("rankd did not exit within the drain timeout")
+        return self.proc.returncode
+
+
+def metric_value(text, name, **labels):
+    """Sum of the samples of `name` whose labels include `labels`."""
+    total = 0.0
+    found = False
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        head, _, value = line.rpartition(" ")
+        if "{" in head:
+            mname, _, rest = head.partition("{")
+            lab = dict(kv.split("=", 1) for kv in _split_labels(rest.rstrip("}")))
+            lab = {k: v.strip('"') for k, v in lab.items()}
+        else:
+            mname, lab = head, {}
+        if mname != name:
+            continue
+        if all(lab.get(k) == str(v) for k, v in labels.items()):
+            total += float(value)
+            found = True
+    return total if found else None
+
+
+def _split_labels(s):
+    out, cur, q = [], "", False
+    for ch in s:
+        if ch == '"':
+            q = not q
+        if ch == "," and not q:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+# --- a tiny test runner ------------------------------------------------------------
+
+def run_tests(tests):
+    """Runs (name, fn) pairs, prints a line per test and 'N passed, N failed'."""
+    passed = failed = 0
+    only = os.environ.get("RANKD_TEST_ONLY")
+    for name, fn in tests:
+        if only and only not in name:
+            continue
+        t0 = time.monotonic()
+        try:
+            fn()
+            passed += 1
+            print(f"ok   {name} ({time.monotonic() - t0:.2f}s)", flush=True)
+        except Exception:
+            failed += 1
+            print(f"FAIL {name}", flush=True)
+            traceback.print_exc()
+    print(f"{passed} passed, {failed} failed", flush=True)
+    _cleanup()
+    sys.exit(1 if failed else 0)
