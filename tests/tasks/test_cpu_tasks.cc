@@ -1,0 +1,169 @@
+// The CPU tasks called directly on hand-built row sets: sort (stable, nulls last in
+// both orders), take, concat (column union), dedupe; none of filter/sort/take copies a
+// column.
+#include <doctest/doctest.h>
+
+#include "data/column_builder.h"
+#include "tasks/task.h"
+
+using namespace rankd;
+
+namespace {
+
+struct Call {
+  const TaskSpec* spec;
+  TaskArgs args;
+  PlanNode node;
+  TaskContext ctx;
+  ParamValues params;
+
+  explicit Call(std::string_view op, std::initializer_list<std::pair<std::string, TaskArg>> given = {})
+      : spec(TaskRegistry::Default().Find(op)), args(&spec->params) {
+    REQUIRE(spec);
+    for (size_t i = 0; i < spec->params.size(); ++i) args.at(i) = spec->params[i].default_value;
+    for (const auto& [name, v] : given)
+      for (size_t i = 0; i < spec->params.size(); ++i)
+        if (spec->params[i].name == name) args.at(i) = v;
+    node.id = spec->op + "_node";
+    node.op = spec->op;
+    ctx.node = &node;
+    ctx.args = &args;
+    ctx.params = &params;
+  }
+  RowSet Run(std::vector<RowSet> in) {
+    auto r = spec->run_cpu(ctx, std::move(in));
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    return std::move(*r);
+  }
+};
+
+ColumnPtr F64WithNulls(std::vector<double> v, std::vector<size_t> nulls) {
+  Column c = Column::F64(std::move(v));
+  for (size_t r : nulls) c.validity.SetNull(r, c.size());
+  return std::make_shared<Column>(std::move(c));
+}
+
+// id = 1..n, score as given (with nulls).
+RowSet Scored(std::vector<double> scores, std::vector<size_t> nulls = {}) {
+  std::vector<int64_t> ids(scores.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i + 1);
+  RowSet rs;
+  rs.SetColumn("id", std::make_shared<Column>(Column::I64(std::move(ids))));
+  rs.SetColumn("score", F64WithNulls(std::move(scores), std::move(nulls)));
+  return rs;
+}
+
+std::vector<int64_t> Ids(const RowSet& rs) {
+  std::vector<int64_t> out;
+  const Column* id = rs.column("id");
+  for (size_t i = 0; i < rs.size(); ++i) out.push_back(id->i64[rs.row(i)]);
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("cpu_tasks") {
+
+TEST_CASE("sort desc: stable, nulls last") {
+  RowSet in = Scored({1, 3, 0, 3, 2, 0, 1}, {2, 5});
+  const Column* score = in.column("score");
+  RowSet out = Call("sort", {{"key", std::string("score")}, {"order", std::string("desc")}}).Run({in});
+  CHECK(Ids(out) == std::vector<int64_t>{2, 4, 5, 1, 7, 3, 6});
+  CHECK(out.column("score") == score);  // the column is shared, not copied
+}
+
+TEST_CASE("sort asc: stable, nulls last") {
+  RowSet in = Scored({1, 3, 0, 3, 2, 0, 1}, {2, 5});
+  RowSet out = Call("sort", {{"key", std::string("score")}, {"order", std::string("asc")}}).Run({in});
+  CHECK(Ids(out) == std::vector<int64_t>{1, 7, 5, 2, 4, 3, 6});
+}
+
+TEST_CASE("sort sorts the current selection, not the physical rows") {
+  RowSet in = Scored({5, 4, 3, 2, 1}).WithSelection({4, 0, 2});
+  RowSet out = Call("sort", {{"key", std::string("score")}, {"order", std::string("asc")}}).Run({in});
+  CHECK(Ids(out) == std::vector<int64_t>{5, 3, 1});
+}
+
+TEST_CASE("sort by strings, bytewise") {
+  RowSet rs = Scored({0, 0, 0});
+  rs.SetColumn("name", std::make_shared<Column>(Column::Str({"b", std::nullopt, "B"})));
+  RowSet out = Call("sort", {{"key", std::string("name")}, {"order", std::string("asc")}}).Run({rs});
+  CHECK(Ids(out) == std::vector<int64_t>{3, 1, 2});
+}
+
+TEST_CASE("take: the first rows; beyond the row count, all of them") {
+  RowSet in = Scored({1, 2, 3});
+  CHECK(Ids(Call("take", {{"count", int64_t{2}}}).Run({in})) == std::vector<int64_t>{1, 2});
+  RowSet all = Call("take", {{"count", int64_t{10000}}}).Run({in});
+  CHECK(Ids(all) == std::vector<int64_t>{1, 2, 3});
+  CHECK(all.column("score") == in.column("score"));
+}
+
+TEST_CASE("concat: rows in input order, column union, missing cells null") {
+  RowSet a = Scored({1.5, 2.5}).WithSelection({1});
+  RowSet b;
+  b.SetColumn("id", std::make_shared<Column>(Column::I64({7, 8})));
+  b.SetColumn("author", std::make_shared<Column>(Column::I64({70, 80})));
+  RowSet out = Call("concat").Run({a, b});
+  REQUIRE(out.size() == 3);
+  CHECK(Ids(out) == std::vector<int64_t>{2, 7, 8});
+  REQUIRE(out.num_columns() == 3);
+  CHECK(out.column_name(0) == "id");
+  CHECK(out.column_name(1) == "score");
+  CHECK(out.column_name(2) == "author");
+  const Column* score = out.column("score");
+  CHECK(score->valid(0));
+  CHECK(score->f64[0] == 2.5);
+  CHECK_FALSE(score->valid(1));
+  CHECK_FALSE(score->valid(2));
+  const Column* author = out.column("author");
+  CHECK_FALSE(author->valid(0));
+  CHECK(author->i64[2] == 80);
+}
+
+TEST_CASE("concat: a type conflict at run time is an error") {
+  RowSet a = Scored({1});
+  RowSet b;
+  b.SetColumn("id", std::make_shared<Column>(Column::I64({2})));
+  b.SetColumn("score", std::make_shared<Column>(Column::Str({"x"})));
+  Call c("concat");
+  auto r = c.spec->run_cpu(c.ctx, {a, b});
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().message.find("'score'") != std::string::npos);
+}
+
+TEST_CASE("dedupe: the first row of each key, nulls as one key") {
+  RowSet rs;
+  rs.SetColumn("id", std::make_shared<Column>(Column::I64({1, 2, 3, 4, 5, 6})));
+  rs.SetColumn("k", std::make_shared<Column>(Column::Str({"a", "b", "a", std::nullopt, "b", std::nullopt})));
+  RowSet by_k = Call("dedupe", {{"key", std::string("k")}}).Run({rs});
+  CHECK(Ids(by_k) == std::vector<int64_t>{1, 2, 4});
+  RowSet dup_ids;
+  dup_ids.SetColumn("id", std::make_shared<Column>(Column::I64({9, 3, 9, 3, 1})));
+  CHECK(Ids(Call("dedupe").Run({dup_ids})) == std::vector<int64_t>{9, 3, 1});
+}
+
+TEST_CASE("fixed_source: ids 1..count and score = id") {
+  RowSet out = Call("fixed_source", {{"count", int64_t{4}}}).Run({});
+  CHECK(Ids(out) == std::vector<int64_t>{1, 2, 3, 4});
+  CHECK(out.column("score")->f64[3] == 4.0);
+}
+
+}  // TEST_SUITE
+
+TEST_SUITE("column_builder") {
+
+TEST_CASE("gathers rows, nulls and strings into a new column") {
+  Column s = Column::Str({"x", std::nullopt, "y"});
+  ColumnBuilder b(ColumnType::kStr, 4);
+  b.Append(s, std::vector<uint32_t>{2, 1, 0});
+  b.AppendNulls(1);
+  Column out = std::move(b).Finish();
+  REQUIRE(out.size() == 4);
+  CHECK(out.str(0) == "y");
+  CHECK_FALSE(out.valid(1));
+  CHECK(out.str(2) == "x");
+  CHECK_FALSE(out.valid(3));
+}
+
+}  // TEST_SUITE
