@@ -129,11 +129,14 @@ Task<void> RunSuspending(StatePtr st, uint32_t idx, std::vector<RowSet> inputs) 
   Result<RowSet> r = Fail(Error::Internal("not run"));
   try {
     if (spec.kind == RunKind::kAsync) {
-      if (ctx.deadline)
-        r = co_await AsyncWithTimeout<Result<RowSet>>(
-            loop, Hold(st, spec.run_async(ctx, std::move(inputs))), ms_until(*ctx.deadline));
-      else
-        r = co_await spec.run_async(ctx, std::move(inputs));
+      // Named tasks, not temporaries inside co_await: GCC 12 mishandles those.
+      if (ctx.deadline) {
+        Task<Result<RowSet>> held = Hold(st, spec.run_async(ctx, std::move(inputs)));
+        r = co_await AsyncWithTimeout<Result<RowSet>>(loop, std::move(held), ms_until(*ctx.deadline));
+      } else {
+        Task<Result<RowSet>> run = spec.run_async(ctx, std::move(inputs));
+        r = co_await std::move(run);
+      }
     } else {
       auto work = [st, idx, in = std::move(inputs)]() mutable {
         return RunCpuCaught(SpecOf(st->plan->nodes[idx]), st->ctxs[idx], std::move(in));
