@@ -15,7 +15,10 @@ namespace rankd {
 
 class RedisCommand {
  public:
-  RedisCommand() { buf_.assign(kHeaderRoom, ' '); }
+  RedisCommand() {
+    buf_.reserve(64);  // most commands fit: one allocation
+    buf_.assign(kHeaderRoom, ' ');
+  }
   RedisCommand(std::initializer_list<std::string_view> args) : RedisCommand() {
     for (auto a : args) Arg(a);
   }

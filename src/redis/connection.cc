@@ -1,5 +1,7 @@
 #include "redis/connection.h"
 
+#include "redis/reader.h"
+
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
@@ -82,6 +84,7 @@ void RedisConnection::StartAttempt() {
     return FailAttempt(std::move(why));
   }
   ac->data = this;
+  ac->c.reader->fn = RedisReplyBuilders();  // replies are parsed into RedisReply directly
   if (int rc = AttachUvAdapter(ac, loop_.uv(), this); rc < 0) {
     redisAsyncFree(ac);
     return FailAttempt(std::string("connect failed: uv_poll_init: ") + uv_strerror(rc));
@@ -160,12 +163,12 @@ void RedisConnection::OnConnect(const redisAsyncContext* ac, int status) {
 void RedisConnection::OnHandshakeReply(redisAsyncContext* ac, void* reply, void* privdata) {
   auto* self = From(ac);
   if (reply == nullptr) return;  // the context is going down; cleanup handles it
-  auto* r = static_cast<redisReply*>(reply);
+  const RedisReply& r = TakeReply(reply);
   auto step = reinterpret_cast<uintptr_t>(privdata);
-  if (r->type == REDIS_REPLY_ERROR) {
+  if (r.is_error()) {
     if (self->last_error_.empty()) {  // the first failure of the handshake says why
       const char* what = step == kAuth ? "AUTH" : step == kSelect ? "SELECT" : "PING";
-      self->last_error_ = std::string(what) + " failed: " + std::string(r->str, r->len);
+      self->last_error_ = std::string(what) + " failed: " + r.str;
     }
     // Safe inside a callback: hiredis disconnects once the pending replies are in.
     redisAsyncDisconnect(ac);

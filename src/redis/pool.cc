@@ -1,5 +1,7 @@
 #include "redis/pool.h"
 
+#include "redis/reader.h"
+
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
@@ -189,18 +191,18 @@ void RedisPool::OnReply(redisAsyncContext* ac, void* reply, void* privdata) {
   RedisConnection* c = RedisConnection::From(ac);
   c->OnCommandDone();
   --b->outstanding;
-  auto* r = static_cast<const redisReply*>(reply);
-  if (r != nullptr) Bump(pool->stats_->replies);
+  if (reply != nullptr) Bump(pool->stats_->replies);
   if (!b->done) {
-    if (r == nullptr) {
+    if (reply == nullptr) {
       pool->Finish(b, pool->UnavailableError(b, c->FailureReason(ac)));
     } else {
-      // Copy now: hiredis frees `r` when this callback returns.
-      b->replies[slot->index] = RedisReply::FromHiredis(r);
-      if (r->type == REDIS_REPLY_ERROR) Bump(pool->stats_->error_replies);
+      // Move out now: hiredis frees the holder when this callback returns.
+      RedisReply& r = TakeReply(reply);
+      if (r.is_error()) Bump(pool->stats_->error_replies);
+      b->replies[slot->index] = std::move(r);
       if (b->outstanding == 0) pool->Finish(b, std::nullopt);
     }
-  } else if (r != nullptr && b->gave_up) {
+  } else if (reply != nullptr && b->gave_up) {
     Bump(pool->stats_->late_replies);
   }
   b->Unref();

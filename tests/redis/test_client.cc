@@ -286,3 +286,26 @@ TEST_CASE("readiness needs every endpoint live") {
   CHECK_FALSE(Contains(why, "redis_default"));
   CHECK(shard.OnLoop([&] { return shard.pools().Get("nope") == nullptr; }));
 }
+
+TEST_CASE("nested arrays, integers, nils and statuses inside arrays are parsed into RedisReply") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  TestShard shard({server.flag()});
+  REQUIRE(shard.WaitReady());
+  auto r = shard.Batch({RedisCommand{"EVAL", "return {1, {2, 'x', {}}, false, {ok='fine'}, {err='bad'}}", "0"}});
+  REQUIRE(r);
+  const RedisReply& v = r->at(0);
+  REQUIRE(v.is_array());
+  REQUIRE(v.elements.size() == 5);
+  CHECK(v.elements[0].integer == 1);
+  REQUIRE(v.elements[1].elements.size() == 3);
+  CHECK(v.elements[1].elements[0].integer == 2);
+  CHECK(v.elements[1].elements[1].str == "x");
+  CHECK(v.elements[1].elements[2].is_array());
+  CHECK(v.elements[1].elements[2].elements.empty());
+  CHECK(v.elements[2].is_nil());
+  CHECK(v.elements[3].kind == RedisReply::Kind::kStatus);
+  CHECK(v.elements[3].str == "fine");
+  CHECK(v.elements[4].is_error());
+  CHECK(v.elements[4].str == "bad");
+}

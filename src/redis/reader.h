@@ -1,0 +1,24 @@
+// Reply builders for hiredis's reader: the async contexts parse replies straight into
+// our RedisReply instead of hiredis's redisReply tree, which we would only copy and free
+// (the copy and the tree's one-allocation-per-element were most of the client's CPU).
+// The reply handed to a callback is still freed by hiredis when the callback returns,
+// so callbacks move the value out (TakeReply) before returning.
+//
+// Threads: pure functions over the reply being built or delivered; the loop thread that
+// owns the context.
+#pragma once
+
+#include <hiredis/read.h>
+
+#include "redis/reply.h"
+
+namespace rankd {
+
+// The object functions to install on an async context: ac->c.reader->fn = ...
+redisReplyObjectFunctions* RedisReplyBuilders();
+
+// The value of a reply delivered to a callback (non-null `reply` of a context that uses
+// RedisReplyBuilders). Move from it: hiredis frees the holder after the callback.
+RedisReply& TakeReply(void* reply);
+
+}  // namespace rankd
