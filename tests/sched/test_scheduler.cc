@@ -91,7 +91,7 @@ TEST_CASE("fault injection - no deadlock or UAF on error") {
 
 TEST_CASE("request deadline exceeded") {
   Engine e;
-  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 2000), "s"), 20), "s");
+  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 600), "s"), 20), "s");
 }
 
 TEST_CASE("node timeout on CPU work") {
@@ -131,7 +131,7 @@ TEST_CASE("generous node timeout succeeds") {
 
 TEST_CASE("both deadline and node_timeout set: the node timeout fires first") {
   Engine e;
-  auto r = e.Run(PlanDoc(Sleep("s", "", 2000, false, R"(, "timeout_ms": 20)"), "s"), 10000);
+  auto r = e.Run(PlanDoc(Sleep("s", "", 600, false, R"(, "timeout_ms": 20)"), "s"), 10000);
   CheckTimeout(r, "s");
   CHECK_MESSAGE(r.error().message.find("after 20 ms") != std::string::npos, r.error().message);
 }
@@ -189,13 +189,13 @@ TEST_CASE("alternating success and timeout") {
 TEST_CASE("sleep respects request deadline") {
   Engine e;
   auto t0 = Clock::now();
-  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 5000), "s"), 30), "s");
-  CHECK(Clock::now() - t0 < std::chrono::milliseconds(4000));  // did not wait the sleep out
+  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 1500), "s"), 30), "s");
+  CHECK(Clock::now() - t0 < std::chrono::milliseconds(1200));  // did not wait the sleep out
 }
 
 TEST_CASE("sleep respects node timeout") {
   Engine e;
-  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 5000, false, R"(, "timeout_ms": 10)"), "s")), "s");
+  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 600, false, R"(, "timeout_ms": 10)"), "s")), "s");
 }
 
 TEST_CASE("late completion increments counter") {
@@ -212,12 +212,12 @@ TEST_CASE("late completion increments counter") {
 
 TEST_CASE("mixed async+CPU pipeline timeout (async)") {
   Engine e;
-  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 2000) + "," + Busy("b", "\"s\"", 5), "b"), 30), "s");
+  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 600) + "," + Busy("b", "\"s\"", 5), "b"), 30), "s");
 }
 
 TEST_CASE("mixed async+CPU pipeline timeout (CPU)") {
   Engine e;
-  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 5) + "," + Busy("b", "\"s\"", 2000), "b"), 60), "b");
+  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 5) + "," + Busy("b", "\"s\"", 400), "b"), 60), "b");
 }
 
 TEST_CASE("mixed async+CPU pipeline succeeds") {
@@ -230,13 +230,13 @@ TEST_CASE("mixed async+CPU pipeline succeeds") {
 TEST_CASE("parallel async tasks both respect deadline") {
   Engine e;
   auto t0 = Clock::now();
-  auto r = e.Run(PlanDoc(Sleep("a", "", 3000) + "," + Sleep("b", "", 3000) + "," +
+  auto r = e.Run(PlanDoc(Sleep("a", "", 1500) + "," + Sleep("b", "", 1500) + "," +
                              Concat("j", R"("a", "b")"),
                          "j"),
                  30);
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().code == ErrorCode::kDeadlineExceeded);
-  CHECK(Clock::now() - t0 < std::chrono::milliseconds(2500));
+  CHECK(Clock::now() - t0 < std::chrono::milliseconds(1200));
   WaitRunnersDone(e);
 }
 
@@ -248,7 +248,7 @@ TEST_CASE("an optional node that fails or times out is degraded, the request goe
   Engine e;
   auto plan = MustLoad(PlanDoc(
       Fixed("f", 3) + "," + Sleep("bad", "", 1, true, R"(, "optional": true)") + "," +
-          Sleep("slow", "", 3000, false, R"(, "optional": true, "timeout_ms": 10)") + "," +
+          Sleep("slow", "", 600, false, R"(, "optional": true, "timeout_ms": 10)") + "," +
           Concat("j", R"("f", "bad", "slow")"),
       "j"));
   auto r = e.Run(plan, 10000);
