@@ -332,7 +332,7 @@ void Runner::Unary(const Instr& ins) {
     for (size_t k = 0; k < n; ++k) {
       double r = fn(x[k]);
       o[k] = r;
-      v[k] = va[k] & static_cast<uint8_t>(Finite(r));
+      v[k] = va[k] & Finite(r);
     }
   };
   switch (ins.op) {

@@ -121,7 +121,11 @@ inline std::string ValueString(const rankd::Value& v) {
     case 0: return "null";
     case 1: return std::to_string(std::get<1>(v)) + "i";
     case 2: return std::to_string(std::get<2>(v)) + "f";
-    case 3: return '"' + std::get<3>(v) + '"';
+    case 3: {
+      std::string s = "\"";
+      s.append(std::get<3>(v)).append("\"");
+      return s;
+    }
     default: return std::get<4>(v) ? "true" : "false";
   }
 }
@@ -135,15 +139,17 @@ template <>
 struct doctest::StringMaker<std::vector<rankd::Value>> {
   static doctest::String convert(const std::vector<rankd::Value>& vs) {
     std::string s = "[";
-    for (const auto& v : vs) s += (s.size() > 1 ? ", " : "") + ValueString(v);
-    return (s + "]").c_str();
+    for (const auto& v : vs) s.append(s.size() > 1 ? ", " : "").append(ValueString(v));
+    s.append("]");
+    return s.c_str();
   }
 };
 template <>
 struct doctest::StringMaker<std::vector<uint32_t>> {
   static doctest::String convert(const std::vector<uint32_t>& vs) {
     std::string s = "[";
-    for (auto v : vs) s += (s.size() > 1 ? ", " : "") + std::to_string(v);
-    return (s + "]").c_str();
+    for (auto v : vs) s.append(s.size() > 1 ? ", " : "").append(std::to_string(v));
+    s.append("]");
+    return s.c_str();
   }
 };

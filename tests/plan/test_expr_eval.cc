@@ -99,6 +99,12 @@ TEST_CASE("expr: i64 arithmetic is left to right and overflow gives null") {
         std::vector{I(kMax - 1), kNull, I(2), I(-3)});
   CHECK(fx.Eval(R"({"op": "*", "args": [{"key": "x"}, {"const": 2}]})") ==
         std::vector{kNull, kNull, I(6), I(-4)});
+  CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "x"}, {"key": "x"}]})") ==
+        std::vector{kNull, kNull, I(6), I(-4)});
+  CHECK(fx.Eval(R"({"op": "-", "args": [{"const": -2}, {"key": "x"}]})") ==
+        std::vector{kNull, I(kMax - 1), I(-5), I(0)});
+  CHECK(fx.Eval(R"({"op": "-", "args": [{"const": -1}, {"key": "x"}]})") ==
+        std::vector{I(kMin), I(kMax), I(-4), I(1)});
   CHECK(fx.Eval(R"({"op": "neg", "args": [{"key": "x"}]})") ==
         std::vector{I(-kMax), kNull, I(-3), I(2)});
   CHECK(fx.Eval(R"({"op": "abs", "args": [{"key": "x"}]})") ==
@@ -153,6 +159,16 @@ TEST_CASE("expr: coalesce takes the first non-null argument") {
         std::vector{S("US"), S("FR"), S("ZZ"), S("DE")});
   CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "country"}, {"const": "US"}]})") ==
         std::vector{S("US"), S("FR"), S("US"), S("DE")});
+}
+
+TEST_CASE("expr: coalesce of two string columns merges their dictionaries") {
+  ExprFixture fx;
+  fx.rows.SetColumn("a", StrCol({"x", std::nullopt, std::nullopt, "y"}));
+  fx.rows.SetColumn("b", StrCol({"q", "y", std::nullopt, "z"}));
+  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "a"}, {"key": "b"}]})") ==
+        std::vector{S("x"), S("y"), kNull, S("y")});
+  CHECK(fx.Eval(R"({"op": "max", "args": [{"key": "a"}, {"key": "b"}]})") ==
+        std::vector{S("x"), kNull, kNull, S("z")});
 }
 
 TEST_CASE("expr: if picks then or else by its predicate") {
