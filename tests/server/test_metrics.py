@@ -1,0 +1,132 @@
+"""Metrics end to end: a live rankd after mixed traffic passes `promtool check metrics`,
+its counters match the traffic sent, and a real Prometheus server scraping it on
+loopback answers queries about it."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from harness import (Rankd, Redis, free_port, metric_value, plans_dir, run_tests,  # noqa: E402
+                     sleep_plan, wait_until, _procs)
+
+TEST_PLANS = {"slow": sleep_plan("slow", 200)}
+
+
+class Env:
+    redis = None
+    server = None
+
+
+def server():
+    if Env.server is None:
+        Env.redis = Redis()
+        Env.server = Rankd(plans_dir(TEST_PLANS), redis=Env.redis, shards=2)
+        subprocess.run([Env.server.proc.args[0], "seed", "--redis", Env.redis.url(), "--users", "200",
+                        "--flush"], check=True, capture_output=True, timeout=60)
+    return Env.server
+
+
+def mixed_traffic(s):
+    for uid in range(1, 6):
+        assert s.rank({"plan": "feed", "user_id": uid})[0] == 200
+    s.rank({"plan": "fixed_rank", "user_id": 1})
+    s.rank({"plan": "nope", "user_id": 1})
+    s.request("GET", "/nope")
+    s.request("POST", "/rank", "{bad")
+    s.rank({"plan": "slow", "user_id": 1, "deadline_ms": 20})
+
+
+def test_promtool_check_metrics_after_mixed_traffic():
+    s = server()
+    mixed_traffic(s)
+    text = s.metrics()
+    p = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True,
+                       timeout=30)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for family in ["rankd_http_requests_total", "rankd_http_request_duration_seconds",
+                   "rankd_rank_requests_total", "rankd_rank_duration_seconds",
+                   "rankd_node_duration_seconds", "rankd_node_outcomes_total",
+                   "rankd_redis_commands_total", "rankd_redis_batch_duration_seconds",
+                   "rankd_redis_errors_total", "rankd_redis_connections", "rankd_inflight_requests",
+                   "rankd_open_connections", "rankd_deadline_exceeded_total",
+                   "rankd_late_completions_total", "rankd_degraded_total", "rankd_plan_reloads_total",
+                   "rankd_loop_lag_seconds", "rankd_cpu_offloads_total", "rankd_build_info",
+                   "process_resident_memory_bytes", "process_open_fds", "process_cpu_seconds_total"]:
+        assert f"# TYPE {family} " in text, family
+
+
+def test_counters_match_traffic():
+    s = server()
+    before = s.metrics()
+    base = metric_value(before, "rankd_http_requests_total", route="/rank", method="POST", code=200) or 0
+    base_feed = metric_value(before, "rankd_rank_requests_total", plan="fixed_rank", outcome="ok") or 0
+    base_404 = metric_value(before, "rankd_http_requests_total", route="other", code=404) or 0
+    base_dl = metric_value(before, "rankd_deadline_exceeded_total", plan="slow") or 0
+    for _ in range(17):
+        assert s.rank({"plan": "fixed_rank", "user_id": 1})[0] == 200
+    for _ in range(3):
+        s.request("GET", "/missing")
+    assert s.rank({"plan": "slow", "user_id": 1, "deadline_ms": 10})[0] == 504
+    assert s.rank({"plan": "feed", "user_id": 1})[0] == 200
+    after = s.metrics()
+    assert metric_value(after, "rankd_http_requests_total", route="/rank", method="POST", code=200) == base + 17
+    assert metric_value(after, "rankd_rank_requests_total", plan="fixed_rank", outcome="ok") == base_feed + 17
+    assert metric_value(after, "rankd_http_requests_total", route="other", code=404) == base_404 + 3
+    assert metric_value(after, "rankd_deadline_exceeded_total", plan="slow") == base_dl + 1
+    assert metric_value(after, "rankd_rank_requests_total", plan="slow", outcome="deadline_exceeded") >= 1
+    # Redis work of the feed plan shows per endpoint.
+    assert metric_value(after, "rankd_redis_commands_total", endpoint="redis_default") > 0
+    assert metric_value(after, "rankd_redis_connections", endpoint="redis_default", state="live") > 0
+
+
+def test_real_prometheus_scrapes_rankd():
+    s = server()
+    d = tempfile.mkdtemp(prefix="rankd-prom-")
+    port = free_port()
+    with open(os.path.join(d, "prometheus.yml"), "w") as f:
+        f.write(f"""global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: rankd
+    static_configs:
+      - targets: ['127.0.0.1:{s.port}']
+""")
+    prom = subprocess.Popen(["prometheus", f"--config.file={d}/prometheus.yml", f"--storage.tsdb.path={d}/data",
+                             f"--web.listen-address=127.0.0.1:{port}", "--log.level=error"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _procs.append(prom)
+    try:
+        def query(q):
+            url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": q})
+            with urllib.request.urlopen(url, timeout=5) as r:
+                body = json.load(r)
+            assert body["status"] == "success", body
+            return body["data"]["result"]
+
+        def has_requests():
+            for _ in range(3):
+                s.rank({"plan": "fixed_rank", "user_id": 2})
+            res = query('sum(rankd_http_requests_total{job="rankd"})')
+            return res and float(res[0]["value"][1]) > 0
+        wait_until(has_requests, timeout=60, what="Prometheus to scrape rankd_http_requests_total")
+
+        def has_p99():
+            for _ in range(5):
+                s.rank({"plan": "fixed_rank", "user_id": 3})
+            res = query('histogram_quantile(0.99, sum by (le) (rate(rankd_rank_duration_seconds_bucket[30s])))')
+            return res and res[0]["value"][1] not in ("NaN", "+Inf") and float(res[0]["value"][1]) > 0
+        wait_until(has_p99, timeout=60, what="a p99 of rankd_rank_duration_seconds from Prometheus")
+    finally:
+        prom.terminate()
+        prom.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
+    run_tests(tests)
