@@ -175,10 +175,12 @@ void StartNode(const StatePtr& st, uint32_t idx) {
     size_t rows = 0;
     for (const RowSet& in : inputs) rows += in.size();
     if (rows <= s.env.inline_cpu_rows) {
+      if (s.env.offloads) ++s.env.offloads->inline_runs;
       Complete(s, idx, RunCpuCaught(spec, ctx, std::move(inputs)));
       return;
     }
   }
+  if (s.env.offloads && spec.kind != RunKind::kAsync) ++s.env.offloads->pool_runs;
   Spawn(RunSuspending(st, idx, std::move(inputs)));
 }
 

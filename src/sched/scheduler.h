@@ -26,6 +26,12 @@ namespace rankd {
 
 class RedisPools;
 
+// Where CPU tasks ran, for metrics. Loop thread only.
+struct CpuOffloadCounts {
+  uint64_t inline_runs = 0;  // small inputs: on the loop
+  uint64_t pool_runs = 0;    // large inputs and kCpuPool tasks: on a CPU worker
+};
+
 // What a shard gives every request it runs.
 struct ExecEnv {
   EventLoop* loop = nullptr;
@@ -33,6 +39,7 @@ struct ExecEnv {
   RedisPools* redis = nullptr;
   uint64_t node_timeout_ms = 0;  // default per-node timeout (--node-timeout-ms); 0 = none
   size_t inline_cpu_rows = kInlineCpuRows;  // kCpu tasks with at most this many input rows run inline
+  CpuOffloadCounts* offloads = nullptr;      // optional
 };
 
 struct RunRequest {

@@ -61,6 +61,7 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans) {
     env_.pool = &pool_;
     env_.redis = redis_.get();
     env_.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
+    env_.offloads = &offloads_;
 
     http::HttpOptions h;
     h.host = opts_.host;
@@ -155,6 +156,12 @@ void Shard::StartLagTimer() {
           self->shard_metrics_->open_connections->Set(
               static_cast<double>(self->listener_->open_connections()));
         self->redis_ready_.store(self->redis_ && self->redis_->Ready(), std::memory_order_relaxed);
+        // The scheduler counts plain integers; publish the deltas here, off the request path.
+        auto& now_c = self->offloads_;
+        auto& pub = self->offloads_published_;
+        self->shard_metrics_->offload_inline->Increment(static_cast<double>(now_c.inline_runs - pub.inline_runs));
+        self->shard_metrics_->offload_pool->Increment(static_cast<double>(now_c.pool_runs - pub.pool_runs));
+        pub = now_c;
       },
       kLagTickMs, kLagTickMs);
   redis_ready_.store(redis_->Ready(), std::memory_order_relaxed);

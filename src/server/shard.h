@@ -84,6 +84,8 @@ class Shard {
   std::shared_ptr<http::Listener> listener_;
   std::unique_ptr<RedisPools> redis_;
   ExecEnv env_;
+  CpuOffloadCounts offloads_;            // counted by the scheduler
+  CpuOffloadCounts offloads_published_;  // what the metrics already have
   std::shared_ptr<const PlanSet> plans_;
   size_t inflight_ = 0;
   uv_timer_t* lag_timer_ = nullptr;
