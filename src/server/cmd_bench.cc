@@ -1,10 +1,14 @@
 // rankd bench --plan NAME -n N -c C: N requests through the plan, C in flight at once on
 // one loop (plus a CPU pool); prints one JSON line with throughput and latencies.
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <memory>
+#include <thread>
 
 #include "core/run_sync.h"
 #include "plan/loader.h"
+#include "redis/pools.h"
 #include "sched/scheduler.h"
 #include "server/commands.h"
 
@@ -61,12 +65,23 @@ int64_t Pct(const std::vector<int64_t>& sorted, double p) {
 
 }  // namespace
 
-int CmdBench(const std::vector<std::string>& argv) {
+int CmdBench(const std::vector<std::string>& all_args) {
+  // --redis NAME=URL, repeatable (CliArgs reads one value per flag): the endpoints of
+  // the plan's IO tasks; redis_default=redis://127.0.0.1:6379 unless given.
+  std::vector<std::string> argv, redis_flags;
+  for (size_t i = 0; i < all_args.size(); ++i) {
+    if (all_args[i] == "--redis" && i + 1 < all_args.size())
+      redis_flags.push_back(all_args[++i]);
+    else
+      argv.push_back(all_args[i]);
+  }
   CliArgs args(argv);
   auto plan_name = args.Value("--plan");
   std::string dir = args.Value("--plans").value_or("plans");
-  int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2;
+  int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2,
+          redis_conns = 2;
   if (!args.Int("-n", n, "--requests") || !args.Int("-c", c, "--concurrency") ||
+      !args.Int("--redis-conns", redis_conns) ||
       !args.Int("--user-id", user_id) || !args.Int("--deadline-ms", deadline_ms) ||
       !args.Int("--node-timeout-ms", node_timeout_ms) || !args.Int("--cpu-threads", threads))
     return 2;
@@ -85,11 +100,42 @@ int CmdBench(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name->c_str(), dir.c_str());
     return 1;
   }
+  auto endpoints = ParseRedisFlags(redis_flags);
+  if (!endpoints) {
+    std::fprintf(stderr, "rankd bench: %s\n", endpoints.error().message.c_str());
+    return 2;
+  }
+  bool uses_redis = !redis_flags.empty();
+  for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
   EventLoop loop("bench");
   ThreadPool pool(static_cast<size_t>(threads), "bench-cpu");
   loop.Start();
+  // Redis pools live on the loop; wait (up to 5 s) for them to connect before timing.
+  std::unique_ptr<RedisPools> redis;
+  auto on_loop = [&loop](auto fn) {
+    return RunSync(loop, [](decltype(fn) f) -> Task<decltype(f())> { co_return f(); }(std::move(fn)));
+  };
+  if (uses_redis) {
+    RedisClientOptions ropts;
+    ropts.connections_per_endpoint = static_cast<int>(std::max<int64_t>(redis_conns, 1));
+    on_loop([&] {
+      redis = std::make_unique<RedisPools>(loop, *endpoints, ropts);
+      return 0;
+    });
+    for (int i = 0; i < 1000 && !on_loop([&] { return redis->Ready(); }); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto redis_totals = [&] {  // commands, batches, socket writes, over every endpoint
+    std::array<uint64_t, 3> t{};
+    if (redis)
+      for (const auto& p : redis->pools())
+        t = {t[0] + Read(p->stats().commands), t[1] + Read(p->stats().batches),
+             t[2] + Read(p->stats().socket_writes)};
+    return t;
+  };
+  auto redis0 = redis_totals();
   BenchState b;
-  b.env = ExecEnv{.loop = &loop, .pool = &pool, .redis = nullptr,
+  b.env = ExecEnv{.loop = &loop, .pool = &pool, .redis = redis.get(),
                   .node_timeout_ms = static_cast<uint64_t>(std::max<int64_t>(node_timeout_ms, 0)),
                   .inline_cpu_rows = kInlineCpuRows};
   b.plan = plan;
@@ -100,18 +146,28 @@ int CmdBench(const std::vector<std::string>& argv) {
   TimePoint t0 = Clock::now();
   RunSync(loop, BenchMain(b, static_cast<int>(std::min(c, n))));
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  auto redis1 = redis_totals();
   pool.wait_idle();
+  if (redis) on_loop([&] {
+    redis.reset();
+    return 0;
+  });
   loop.Stop();
   pool.Shutdown();
   std::sort(b.latency_us.begin(), b.latency_us.end());
   std::printf(
       "{\"plan\":\"%s\",\"requests\":%lld,\"concurrency\":%lld,\"errors\":%lld,"
-      "\"rps\":%.1f,\"p50_us\":%lld,\"p90_us\":%lld,\"p99_us\":%lld,\"max_us\":%lld}\n",
+      "\"rps\":%.1f,\"p50_us\":%lld,\"p90_us\":%lld,\"p99_us\":%lld,\"max_us\":%lld,"
+      "\"redis_commands_per_request\":%.2f,\"redis_batches_per_request\":%.2f,"
+      "\"redis_writes_per_request\":%.2f}\n",
       plan->name.c_str(), static_cast<long long>(n), static_cast<long long>(c),
       static_cast<long long>(b.errors), static_cast<double>(n) / secs,
       static_cast<long long>(Pct(b.latency_us, 0.50)), static_cast<long long>(Pct(b.latency_us, 0.90)),
       static_cast<long long>(Pct(b.latency_us, 0.99)),
-      static_cast<long long>(b.latency_us.empty() ? 0 : b.latency_us.back()));
+      static_cast<long long>(b.latency_us.empty() ? 0 : b.latency_us.back()),
+      static_cast<double>(redis1[0] - redis0[0]) / static_cast<double>(n),
+      static_cast<double>(redis1[1] - redis0[1]) / static_cast<double>(n),
+      static_cast<double>(redis1[2] - redis0[2]) / static_cast<double>(n));
   if (b.errors) std::fprintf(stderr, "rankd bench: %lld error(s), first: %s\n",
                              static_cast<long long>(b.errors), b.first_error.c_str());
   return b.errors ? 1 : 0;

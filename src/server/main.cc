@@ -20,7 +20,8 @@ constexpr Command kCommands[] = {
      "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain]  "
      "(request JSON on stdin)"},
     {"bench", &rankd::CmdBench,
-     "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"},
+     "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"
+     " [--redis NAME=URL]... [--redis-conns K]"},
     {"check-plans", &rankd::CmdCheckPlans, "[--plans DIR]"},
     {"seed", &rankd::CmdSeed,
      "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] [--flush]"},
