@@ -18,12 +18,43 @@ Result<ColumnTypes> SortSchema(const SchemaArgs& a) {
 
 namespace {
 
-template <class Less>
-void StableOrder(std::vector<uint32_t>& rows, bool desc, Less less) {
+// Sorts `rows` by key. Keys are gathered once into (key, logical position) pairs, so
+// the comparisons read one contiguous array instead of chasing row indices into the
+// column, and ties break on the position: an unstable std::sort gives a stable result.
+template <class Key, class KeyOf>
+void SortByKey(std::vector<uint32_t>& rows, bool desc, KeyOf key_of) {
+  struct Entry {
+    Key key;
+    uint32_t pos;
+  };
+  std::vector<Entry> e(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) e[i] = {key_of(rows[i]), static_cast<uint32_t>(i)};
   if (desc)
-    std::stable_sort(rows.begin(), rows.end(), [&](uint32_t a, uint32_t b) { return less(b, a); });
+    std::sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) {
+      return a.key > b.key || (a.key == b.key && a.pos < b.pos);
+    });
   else
-    std::stable_sort(rows.begin(), rows.end(), less);
+    std::sort(e.begin(), e.end(), [](const Entry& a, const Entry& b) {
+      return a.key < b.key || (a.key == b.key && a.pos < b.pos);
+    });
+  std::vector<uint32_t> sorted(rows.size());
+  for (size_t i = 0; i < e.size(); ++i) sorted[i] = rows[e[i].pos];
+  rows.swap(sorted);
+}
+
+// The rank of each dictionary entry in byte order: strings then sort as integers.
+std::vector<uint32_t> DictRanks(const StringDict& dict) {
+  std::vector<uint32_t> order(dict.values.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](uint32_t a, uint32_t b) { return dict.values[a] < dict.values[b]; });
+  std::vector<uint32_t> rank(order.size());
+  uint32_t r = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i > 0 && dict.values[order[i]] != dict.values[order[i - 1]]) ++r;
+    rank[order[i]] = r;
+  }
+  return rank;
 }
 
 }  // namespace
@@ -44,17 +75,19 @@ Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in) {
   rows.erase(mid, rows.end());
   switch (col->type) {
     case ColumnType::kI64:
-      StableOrder(rows, desc, [&](uint32_t a, uint32_t b) { return col->i64[a] < col->i64[b]; });
+      SortByKey<int64_t>(rows, desc, [&](uint32_t r) { return col->i64[r]; });
       break;
     case ColumnType::kF64:
-      StableOrder(rows, desc, [&](uint32_t a, uint32_t b) { return col->f64[a] < col->f64[b]; });
+      SortByKey<double>(rows, desc, [&](uint32_t r) { return col->f64[r]; });
       break;
     case ColumnType::kBool:
-      StableOrder(rows, desc, [&](uint32_t a, uint32_t b) { return col->b[a] < col->b[b]; });
+      SortByKey<uint8_t>(rows, desc, [&](uint32_t r) { return col->b[r]; });
       break;
-    case ColumnType::kStr:
-      StableOrder(rows, desc, [&](uint32_t a, uint32_t b) { return col->str(a) < col->str(b); });
+    case ColumnType::kStr: {
+      std::vector<uint32_t> rank = DictRanks(*col->dict);
+      SortByKey<uint32_t>(rows, desc, [&](uint32_t r) { return rank[col->str_code[r]]; });
       break;
+    }
   }
   rows.insert(rows.end(), nulls.begin(), nulls.end());
   return rs.WithSelection(std::move(rows));
