@@ -81,6 +81,7 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans) {
     listener_ = *l;
     port_.store(listener_->port());
     StartLagTimer();
+    redis_ready_.store(redis_->Ready(), std::memory_order_relaxed);
     started.set_value({});
   });
   return fut.get();
@@ -117,8 +118,8 @@ void Shard::Stop() {
     std::promise<void> closed;
     auto fut = closed.get_future();
     if (loop_.Post([this, &closed] {
-          if (lag_timer_) loop_.ReleaseTimer(lag_timer_);
-          lag_timer_ = nullptr;
+          loop_.timers().Cancel(lag_timer_);
+          lag_timer_ = 0;
           if (redis_) redis_->Close();  // pending commands fail; runners finish
           closed.set_value();
         }))
@@ -138,33 +139,29 @@ const http::HttpCounters* Shard::counters_on_loop() const {
 // --- periodic tick: loop lag, gauges, readiness ------------------------------------
 
 void Shard::StartLagTimer() {
-  lag_timer_ = loop_.AcquireTimer();
-  lag_timer_->data = this;
-  lag_expected_ms_ = uv_now(loop_.uv()) + kLagTickMs;
-  uv_timer_start(
-      lag_timer_,
-      [](uv_timer_t* t) {
-        auto* self = static_cast<Shard*>(t->data);
-        // uv_now is the loop's cached time: refresh it to see how late we really are.
-        uv_update_time(self->loop_.uv());
-        uint64_t now = uv_now(self->loop_.uv());
-        double lag = now > self->lag_expected_ms_ ? (now - self->lag_expected_ms_) / 1000.0 : 0.0;
-        self->lag_expected_ms_ = now + kLagTickMs;
-        self->shard_metrics_->loop_lag->Set(lag);
-        self->shard_metrics_->loop_lag_hist->Observe(lag);
-        if (self->listener_)
-          self->shard_metrics_->open_connections->Set(
-              static_cast<double>(self->listener_->open_connections()));
-        self->redis_ready_.store(self->redis_ && self->redis_->Ready(), std::memory_order_relaxed);
-        // The scheduler counts plain integers; publish the deltas here, off the request path.
-        auto& now_c = self->offloads_;
-        auto& pub = self->offloads_published_;
-        self->shard_metrics_->offload_inline->Increment(static_cast<double>(now_c.inline_runs - pub.inline_runs));
-        self->shard_metrics_->offload_pool->Increment(static_cast<double>(now_c.pool_runs - pub.pool_runs));
-        pub = now_c;
-      },
-      kLagTickMs, kLagTickMs);
-  redis_ready_.store(redis_->Ready(), std::memory_order_relaxed);
+  // A one-shot timer re-armed every tick: the lag is how much later than asked it fired,
+  // on the high-resolution clock. (libuv's loop time is in whole milliseconds and
+  // truncated, so a timer never fires late because of rounding; it may fire early, which
+  // counts as no lag.)
+  lag_expected_ns_ = uv_hrtime() + kLagTickMs * 1'000'000;
+  lag_timer_ = loop_.timers().Start(kLagTickMs, [this] { OnTick(); });
+}
+
+void Shard::OnTick() {
+  uint64_t now = uv_hrtime();
+  double lag = now > lag_expected_ns_ ? static_cast<double>(now - lag_expected_ns_) / 1e9 : 0.0;
+  shard_metrics_->loop_lag->Set(lag);
+  shard_metrics_->loop_lag_hist->Observe(lag);
+  if (listener_)
+    shard_metrics_->open_connections->Set(static_cast<double>(listener_->open_connections()));
+  redis_ready_.store(redis_ && redis_->Ready(), std::memory_order_relaxed);
+  // The scheduler counts plain integers; publish the deltas here, off the request path.
+  shard_metrics_->offload_inline->Increment(
+      static_cast<double>(offloads_.inline_runs - offloads_published_.inline_runs));
+  shard_metrics_->offload_pool->Increment(
+      static_cast<double>(offloads_.pool_runs - offloads_published_.pool_runs));
+  offloads_published_ = offloads_;
+  StartLagTimer();
 }
 
 // --- routes -----------------------------------------------------------------------

@@ -70,6 +70,7 @@ class Shard {
   void AnswerError(http::Responder& res, Route route, std::string_view method, const Error& e,
                    TimePoint t0, std::span<const http::HeaderField> extra = {});
   void StartLagTimer();
+  void OnTick();  // every 100 ms: loop lag, gauges, readiness, published counters
   void AccessLog(const http::Request& req, int status, TimePoint t0, std::string_view plan);
 
   const int id_;
@@ -88,8 +89,8 @@ class Shard {
   CpuOffloadCounts offloads_published_;  // what the metrics already have
   std::shared_ptr<const PlanSet> plans_;
   size_t inflight_ = 0;
-  uv_timer_t* lag_timer_ = nullptr;
-  uint64_t lag_expected_ms_ = 0;
+  TimerQueue::Id lag_timer_ = 0;
+  uint64_t lag_expected_ns_ = 0;
   bool draining_ = false;
 
   std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
