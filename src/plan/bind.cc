@@ -67,23 +67,28 @@ std::string ArgToString(const TaskArg& v) {
 }
 
 std::optional<TaskArg> ValueToArg(const Value& v, ParamKind kind) {
+  // Built in place: moving a TaskArg into an optional trips GCC 12's
+  // -Wmaybe-uninitialized under the sanitizers.
+  std::optional<TaskArg> out;
+  const auto* i = std::get_if<int64_t>(&v);
   switch (kind) {
     case ParamKind::kI64:
-      if (auto* i = std::get_if<int64_t>(&v)) return TaskArg(*i);
-      return std::nullopt;
+      if (i) out.emplace(std::in_place_type<int64_t>, *i);
+      break;
     case ParamKind::kF64:
-      if (auto* d = std::get_if<double>(&v)) return TaskArg(*d);
-      if (auto* i = std::get_if<int64_t>(&v)) return TaskArg(static_cast<double>(*i));
-      return std::nullopt;
+      if (auto* d = std::get_if<double>(&v)) out.emplace(std::in_place_type<double>, *d);
+      if (i) out.emplace(std::in_place_type<double>, static_cast<double>(*i));
+      break;
     case ParamKind::kBool:
-      if (auto* b = std::get_if<bool>(&v)) return TaskArg(*b);
-      return std::nullopt;
+      if (auto* b = std::get_if<bool>(&v)) out.emplace(std::in_place_type<bool>, *b);
+      break;
     case ParamKind::kStr:
-      if (auto* s = std::get_if<std::string>(&v)) return TaskArg(*s);
-      return std::nullopt;
+      if (auto* s = std::get_if<std::string>(&v)) out.emplace(std::in_place_type<std::string>, *s);
+      break;
     default:
-      return std::nullopt;  // lists, column names and table ids are literals only
+      break;  // lists, column names and table ids are literals only
   }
+  return out;
 }
 
 std::string CheckArg(const TaskParamSpec& spec, const TaskArg& v) {
