@@ -1,10 +1,10 @@
 #include "server/metrics.h"
 
-#include <prometheus/text_serializer.h>
 
 #include <algorithm>
 
 #include "sched/scheduler.h"
+#include "server/exposition.h"
 
 namespace rankd {
 
@@ -131,8 +131,11 @@ Metrics::Metrics(bool enabled)
 std::string Metrics::Serialize() const {
   auto families = registry_->Collect();
   for (const auto& c : collectors_) c(families);
-  prometheus::TextSerializer ser;
-  return ser.Serialize(families);
+  std::string out;
+  out.reserve(last_size_ + last_size_ / 8);
+  WriteExposition(families, out);
+  last_size_ = out.size();
+  return out;
 }
 
 ShardMetrics::ShardMetrics(Metrics& m, int shard)

@@ -16,6 +16,7 @@
 #include <prometheus/registry.h>
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,6 +66,7 @@ class Metrics {
   bool enabled_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<Collector> collectors_;
+  mutable std::atomic<size_t> last_size_{0};  // sizing hint for the next scrape
 };
 
 // One plan's children on one shard.
