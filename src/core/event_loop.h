@@ -96,7 +96,10 @@ class EventLoop {
   static void OnIdle(uv_idle_t* i);
 
   std::string name_;
-  std::atomic<State> state_{State::kIdle};
+  // Cache-line layout matters for Post: every post reads state_ and writes the queue
+  // block; the loop thread writes the queue block once per batch. Keeping the two apart,
+  // and away from loop-only fields, avoids false sharing between producer and loop.
+  alignas(64) std::atomic<State> state_{State::kIdle};
   std::atomic<std::thread::id> thread_id_{};
   std::thread thread_;
   std::mutex join_mu_;  // guards thread_ (Start, Join)
@@ -104,9 +107,9 @@ class EventLoop {
   std::condition_variable life_cv_;
   std::atomic<bool> async_ready_{false};
 
-  std::mutex queue_mu_;
+  alignas(64) std::mutex queue_mu_;
   std::vector<LoopCallback> queue_;  // guarded by queue_mu_
-  std::vector<LoopCallback> batch_;  // loop thread: the queue being run
+  alignas(64) std::vector<LoopCallback> batch_;  // loop thread: the queue being run
   std::atomic<bool> stop_requested_{false};
 
   uv_loop_t loop_{};
