@@ -165,6 +165,17 @@ double PoolFanoutWallMs() {
   return Ms(Clock::now() - t0).count();
 }
 
+// --- the hop behind the scheduler's inline-vs-pool threshold --------------------------
+// One OffloadCpu round trip (loop -> worker -> loop) of an empty job, in µs: the cost a
+// CPU task pays to leave the loop. docs/engine.md derives kInlineCpuRows from it.
+double OffloadRoundTripUs(EventLoop& loop, ThreadPool& pool, int n) {
+  return RunSync(loop, [&loop, &pool, n]() -> Task<double> {
+    auto t0 = Clock::now();
+    for (int i = 0; i < n; ++i) co_await OffloadCpu(loop, pool, [] { return 0; });
+    co_return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / n;
+  }());
+}
+
 }  // namespace
 
 int main() {
@@ -200,6 +211,15 @@ int main() {
   }
   Emit("fanout_sleep_wall", Median(ours), "ms", Median(raw),
        ", \"target_max_ms\": 1.5, \"sleeps\": 1000, \"baseline_pool_threads\": 8");
+  {
+    ThreadPool pool(1);
+    OffloadRoundTripUs(loop, pool, 1000);
+    ours.clear();
+    for (int r = 0; r < kRounds; ++r) ours.push_back(OffloadRoundTripUs(loop, pool, 10000));
+    std::printf("{\"name\": \"offload_roundtrip\", \"value\": %.3g, \"unit\": \"us\", "
+                "\"note\": \"loop -> CPU worker -> loop, empty job\"}\n", Median(ours));
+    pool.wait_idle();
+  }
   loop.Stop();
   return 0;
 }

@@ -56,7 +56,7 @@ enum class RunKind : uint8_t {
 // Inputs of at most this many rows (summed over inputs) run kCpu tasks inline on the
 // loop: below it the hop to a worker and back costs more than the work. See
 // docs/engine.md for how it was measured.
-inline constexpr size_t kInlineCpuRows = 4096;
+inline constexpr size_t kInlineCpuRows = 2048;
 
 struct TaskSpec : OpSchema {
   RunKind kind = RunKind::kCpu;
