@@ -9,6 +9,7 @@
 #include "core/run_sync.h"
 #include "plan/loader.h"
 #include "redis/pools.h"
+#include "server/cli_redis.h"
 #include "sched/scheduler.h"
 #include "server/commands.h"
 
@@ -66,14 +67,12 @@ int64_t Pct(const std::vector<int64_t>& sorted, double p) {
 }  // namespace
 
 int CmdBench(const std::vector<std::string>& all_args) {
-  // --redis NAME=URL, repeatable (CliArgs reads one value per flag): the endpoints of
-  // the plan's IO tasks; redis_default=redis://127.0.0.1:6379 unless given.
-  std::vector<std::string> argv, redis_flags;
-  for (size_t i = 0; i < all_args.size(); ++i) {
-    if (all_args[i] == "--redis" && i + 1 < all_args.size())
-      redis_flags.push_back(all_args[++i]);
-    else
-      argv.push_back(all_args[i]);
+  std::vector<std::string> argv = all_args;
+  bool redis_given = false;
+  auto endpoints = TakeRedisFlags(argv, &redis_given);
+  if (!endpoints) {
+    std::fprintf(stderr, "rankd bench: --redis: %s\n", endpoints.error().message.c_str());
+    return 2;
   }
   CliArgs args(argv);
   auto plan_name = args.Value("--plan");
@@ -100,31 +99,16 @@ int CmdBench(const std::vector<std::string>& all_args) {
     std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name->c_str(), dir.c_str());
     return 1;
   }
-  auto endpoints = ParseRedisFlags(redis_flags);
-  if (!endpoints) {
-    std::fprintf(stderr, "rankd bench: %s\n", endpoints.error().message.c_str());
-    return 2;
-  }
-  bool uses_redis = !redis_flags.empty();
+  bool uses_redis = redis_given;
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
   EventLoop loop("bench");
   ThreadPool pool(static_cast<size_t>(threads), "bench-cpu");
   loop.Start();
-  // Redis pools live on the loop; wait (up to 5 s) for them to connect before timing.
-  std::unique_ptr<RedisPools> redis;
-  auto on_loop = [&loop](auto fn) {
-    return RunSync(loop, [](decltype(fn) f) -> Task<decltype(f())> { co_return f(); }(std::move(fn)));
-  };
-  if (uses_redis) {
-    RedisClientOptions ropts;
-    ropts.connections_per_endpoint = static_cast<int>(std::max<int64_t>(redis_conns, 1));
-    on_loop([&] {
-      redis = std::make_unique<RedisPools>(loop, *endpoints, ropts);
-      return 0;
-    });
-    for (int i = 0; i < 1000 && !on_loop([&] { return redis->Ready(); }); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  // Redis pools live on the loop; CliRedis waits (up to 5 s) for them to connect.
+  std::unique_ptr<CliRedis> redis_holder;
+  if (uses_redis)
+    redis_holder = std::make_unique<CliRedis>(loop, *endpoints, static_cast<int>(redis_conns));
+  RedisPools* redis = redis_holder ? redis_holder->get() : nullptr;
   auto redis_totals = [&] {  // commands, batches, socket writes, over every endpoint
     std::array<uint64_t, 3> t{};
     if (redis)
@@ -135,7 +119,7 @@ int CmdBench(const std::vector<std::string>& all_args) {
   };
   auto redis0 = redis_totals();
   BenchState b;
-  b.env = ExecEnv{.loop = &loop, .pool = &pool, .redis = redis.get(),
+  b.env = ExecEnv{.loop = &loop, .pool = &pool, .redis = redis,
                   .node_timeout_ms = static_cast<uint64_t>(std::max<int64_t>(node_timeout_ms, 0)),
                   .inline_cpu_rows = kInlineCpuRows};
   b.plan = plan;
@@ -147,11 +131,8 @@ int CmdBench(const std::vector<std::string>& all_args) {
   RunSync(loop, BenchMain(b, static_cast<int>(std::min(c, n))));
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   auto redis1 = redis_totals();
+  redis_holder.reset();  // closes the pools on the loop
   pool.wait_idle();
-  if (redis) on_loop([&] {
-    redis.reset();
-    return 0;
-  });
   loop.Stop();
   pool.Shutdown();
   std::sort(b.latency_us.begin(), b.latency_us.end());

@@ -12,6 +12,7 @@
 #include "sched/request_json.h"
 #include "sched/response_json.h"
 #include "sched/scheduler.h"
+#include "server/cli_redis.h"
 #include "server/commands.h"
 
 namespace rankd {
@@ -25,12 +26,17 @@ int PrintError(const Error& e) {
 
 }  // namespace
 
-int CmdRun(const std::vector<std::string>& argv) {
+int CmdRun(const std::vector<std::string>& all_args) {
+  std::vector<std::string> argv = all_args;
+  bool redis_given = false;
+  auto endpoints = TakeRedisFlags(argv, &redis_given);
+  if (!endpoints) return PrintError(Error::BadRequest("--redis: " + endpoints.error().message));
   CliArgs args(argv);
   auto plan_name = args.Value("--plan");
   std::string dir = args.Value("--plans").value_or("plans");
-  int64_t deadline_ms = 0, node_timeout_ms = 0;
-  if (!args.Int("--deadline-ms", deadline_ms) || !args.Int("--node-timeout-ms", node_timeout_ms))
+  int64_t deadline_ms = 0, node_timeout_ms = 0, redis_conns = 1;
+  if (!args.Int("--deadline-ms", deadline_ms) || !args.Int("--node-timeout-ms", node_timeout_ms) ||
+      !args.Int("--redis-conns", redis_conns))
     return 2;
   bool explain = args.Switch("--explain");
   if (!args.AllUsed("run")) return 2;
@@ -51,13 +57,18 @@ int CmdRun(const std::vector<std::string>& argv) {
   EventLoop loop("run");
   ThreadPool pool(2, "run-cpu");
   loop.Start();
-  ExecEnv env{.loop = &loop, .pool = &pool, .redis = nullptr,
+  bool uses_redis = redis_given;
+  for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
+  std::unique_ptr<CliRedis> redis;
+  if (uses_redis) redis = std::make_unique<CliRedis>(loop, *endpoints, static_cast<int>(redis_conns));
+  ExecEnv env{.loop = &loop, .pool = &pool, .redis = redis ? redis->get() : nullptr,
               .node_timeout_ms = static_cast<uint64_t>(node_timeout_ms > 0 ? node_timeout_ms : 0),
               .inline_cpu_rows = kInlineCpuRows};
   RunRequest run{.plan = plan, .user_id = req->user_id, .params = std::move(req->params),
                  .deadline = std::nullopt};
   if (deadline_ms > 0) run.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
   auto result = RunSync(loop, RunPlan(env, std::move(run)));
+  redis.reset();  // pending commands fail, runners finish
   // Work abandoned by a timeout still runs: let it end before the loop goes (seed 001).
   pool.wait_idle();
   loop.Stop();

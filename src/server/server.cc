@@ -193,11 +193,15 @@ void Server::AddCollectors() {
     auto late = Family("rankd_redis_late_replies_total", "Replies that came after their deadline",
                        MetricType::Counter);
     auto conns = Family("rankd_redis_connections", "Redis connections by state", MetricType::Gauge);
+    auto values = Family("rankd_redis_bad_values_total",
+                         "Values read from Redis that became null or were dropped, by kind",
+                         MetricType::Counter);
     auto lat = Family("rankd_redis_batch_duration_seconds", "Time from sending a batch to its last reply",
                       MetricType::Histogram);
     for (const auto& ep : endpoints) {
       double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
-             disconnects = 0, live = 0, lte = 0, sum_us = 0;
+             disconnects = 0, live = 0, lte = 0, sum_us = 0, missing = 0, unparsable = 0,
+             bad_ids = 0;
       uint64_t count = 0;
       std::array<uint64_t, RedisStats::kLatencyBoundsUs.size() + 1> buckets{};
       for (const auto& [name, st] : stats) {
@@ -211,6 +215,9 @@ void Server::AddCollectors() {
         disconnects += Read(st->disconnects);
         live += static_cast<double>(st->connections_live.load(std::memory_order_relaxed));
         lte += Read(st->late_replies);
+        missing += Read(st->fields_missing);
+        unparsable += Read(st->fields_unparsable);
+        bad_ids += Read(st->bad_ids);
         sum_us += Read(st->latency_sum_us);
         count += Read(st->latency_count);
         for (size_t i = 0; i < buckets.size(); ++i) buckets[i] += Read(st->latency_buckets[i]);
@@ -224,6 +231,9 @@ void Server::AddCollectors() {
       errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "disconnect"}}, disconnects, MetricType::Counter));
       late.metric.push_back(Sample({{"endpoint", ep}}, lte, MetricType::Counter));
       conns.metric.push_back(Sample({{"endpoint", ep}, {"state", "live"}}, live, MetricType::Gauge));
+      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "missing_field"}}, missing, MetricType::Counter));
+      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "unparsable_field"}}, unparsable, MetricType::Counter));
+      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "bad_id"}}, bad_ids, MetricType::Counter));
       ClientMetric h;
       h.label = {{"endpoint", ep}};
       h.histogram.sample_count = count;
@@ -240,7 +250,7 @@ void Server::AddCollectors() {
       }
       lat.metric.push_back(std::move(h));
     }
-    for (auto* f : {&commands, &batches, &errors, &late, &conns, &lat}) out.push_back(std::move(*f));
+    for (auto* f : {&commands, &batches, &errors, &late, &conns, &values, &lat}) out.push_back(std::move(*f));
   });
 }
 

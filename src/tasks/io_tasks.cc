@@ -44,34 +44,24 @@ std::optional<double> ParseF64(std::string_view s) {
 
 // ---- helpers shared by the runs -----------------------------------------------------
 
-std::string Where(const TaskContext& ctx) {
-  return "node '" + ctx.node->id + "' (" + ctx.node->op + ")";
-}
-
 // The pool of the node's `endpoint` parameter.
 Result<RedisPool*> PoolFor(const TaskContext& ctx) {
   const std::string& name = ctx.args->Str("endpoint");
   if (ctx.redis == nullptr)
-    return Fail(Error::Unavailable(Where(ctx) + ": no Redis is configured in this process"));
+    return Fail(Error::Unavailable("no Redis is configured in this process"));
   RedisPool* pool = ctx.redis->Get(name);
   if (pool == nullptr)
-    return Fail(Error::Unavailable(Where(ctx) + ": redis endpoint '" + name +
+    return Fail(Error::Unavailable("redis endpoint '" + name +
                                    "' is not configured (see --redis NAME=URL)"));
   return pool;
 }
 
-// Prefixes transport errors (which already name the endpoint) with the node.
-Error InNode(const TaskContext& ctx, Error e) {
-  e.message = Where(ctx) + ": " + e.message;
-  return e;
-}
-
 // backend_error for an error reply or a reply of the wrong shape, naming the key.
-Error BadReply(const TaskContext& ctx, const RedisPool& pool, std::string_view command,
+Error BadReply(const RedisPool& pool, std::string_view command,
                const std::string& key, const RedisReply& r) {
   std::string what = r.is_error() ? r.str
                                   : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
-  return Error::Backend(Where(ctx) + ": " + std::string(command) + " " + key + " at redis endpoint " +
+  return Error::Backend(std::string(command) + " " + key + " at redis endpoint " +
                         pool.endpoint().Label() + ": " + what);
 }
 
@@ -85,10 +75,10 @@ struct InputIds {
   std::vector<int64_t> ids;
   std::vector<uint32_t> rows;
 };
-Result<InputIds> IdsOf(const TaskContext& ctx, const RowSet& in) {
+Result<InputIds> IdsOf(const RowSet& in) {
   const Column* id = in.column("id");
   if (id == nullptr || id->type != ColumnType::kI64)
-    return Fail(Error::Internal(Where(ctx) + ": input has no i64 'id' column"));
+    return Fail(Error::Internal("input has no i64 'id' column"));
   InputIds out;
   out.ids.reserve(in.size());
   out.rows.reserve(in.size());
@@ -172,10 +162,10 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
   std::vector<RedisCommand> cmds;
   cmds.push_back(std::move(cmd));
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(InNode(ctx, std::move(replies.error())));
+  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
   const RedisReply& r = replies->at(0);
   if (!r.is_array() || r.elements.size() % 2 != 0)
-    co_return Fail(BadReply(ctx, p, "HGETALL", KeyOf(p, "user:", ctx.user_id), r));
+    co_return Fail(BadReply(p, "HGETALL", KeyOf(p, "user:", ctx.user_id), r));
 
   const bool found = !r.elements.empty();
   const size_t rows = found ? 1 : 0;
@@ -208,7 +198,7 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std
   auto pool = PoolFor(ctx);
   if (!pool) co_return Fail(pool.error());
   RedisPool& p = **pool;
-  auto ids = IdsOf(ctx, in);
+  auto ids = IdsOf(in);
   if (!ids) co_return Fail(ids.error());
   std::vector<RedisCommand> cmds;
   cmds.reserve(ids->ids.size());
@@ -218,12 +208,12 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std
     cmds.push_back(std::move(c));
   }
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(InNode(ctx, std::move(replies.error())));
+  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
   Expanded out;
   auto& stats = p.mutable_stats();
   for (size_t i = 0; i < replies->size(); ++i) {
     const RedisReply& r = (*replies)[i];
-    if (!r.is_array()) co_return Fail(BadReply(ctx, p, "LRANGE", KeyOf(p, kind, ids->ids[i]), r));
+    if (!r.is_array()) co_return Fail(BadReply(p, "LRANGE", KeyOf(p, kind, ids->ids[i]), r));
     for (const auto& e : r.elements) {
       auto v = e.is_string() ? ParseI64(e.str) : std::nullopt;
       if (!v) {
@@ -265,7 +255,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   if (!pool) co_return Fail(pool.error());
   RedisPool& p = **pool;
   const RowSet& input = in.at(0);
-  auto ids = IdsOf(ctx, input);
+  auto ids = IdsOf(input);
   if (!ids) co_return Fail(ids.error());
   const auto& fields = ctx.args->StrList("fields");
   std::vector<RedisCommand> cmds;
@@ -277,7 +267,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
     cmds.push_back(std::move(c));
   }
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(InNode(ctx, std::move(replies.error())));
+  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
 
   // Columns span the input's physical rows (so its selection vector still applies);
   // rows outside the selection, or with a null id, stay null.
@@ -289,7 +279,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   for (size_t i = 0; i < replies->size(); ++i) {
     const RedisReply& r = (*replies)[i];
     if (!r.is_array() || r.elements.size() != fields.size())
-      co_return Fail(BadReply(ctx, p, "HMGET", KeyOf(p, "item:", ids->ids[i]), r));
+      co_return Fail(BadReply(p, "HMGET", KeyOf(p, "item:", ids->ids[i]), r));
     for (size_t f = 0; f < fields.size(); ++f) cols[f].Set(ids->rows[i], r.elements[f], stats);
   }
   RowSet out = input;
@@ -304,7 +294,7 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
   if (!pool) co_return Fail(pool.error());
   RedisPool& p = **pool;
   const RowSet& input = in.at(0);
-  auto ids = IdsOf(ctx, input);
+  auto ids = IdsOf(input);
   if (!ids) co_return Fail(ids.error());
   if (ids->ids.empty()) co_return input;
   RedisCommand c{"SMISMEMBER"};
@@ -313,10 +303,10 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
   std::vector<RedisCommand> cmds;
   cmds.push_back(std::move(c));
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(InNode(ctx, std::move(replies.error())));
+  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
   const RedisReply& r = replies->at(0);
   if (!r.is_array() || r.elements.size() != ids->ids.size())
-    co_return Fail(BadReply(ctx, p, "SMISMEMBER", KeyOf(p, "seen:", ctx.user_id), r));
+    co_return Fail(BadReply(p, "SMISMEMBER", KeyOf(p, "seen:", ctx.user_id), r));
   // Keep the logical order: rows with a null id were never asked about and stay.
   std::vector<uint8_t> seen(input.physical_rows(), 0);
   for (size_t i = 0; i < ids->rows.size(); ++i)
