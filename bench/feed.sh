@@ -10,17 +10,12 @@
 set -euo pipefail
 n=${N:-2000}; c=${C:-16}; users=${USERS:-10000}; user_id=${USER_ID:-1}
 rankd="$RANKD_BUILD/src/server/rankd"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-dir=$(mktemp -d)
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-  --dir "$dir" --logfile "$dir/redis.log" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+source "$RANKD_ROOT/bench/lib.sh"
+start_redis
+port=$REDIS_PORT
 "$rankd" seed --redis "redis://127.0.0.1:$port" --users "$users" --seed 1 >&2
 out=$("$rankd" bench --plan feed --plans "$RANKD_ROOT/plans" -n "$n" -c "$c" --user-id "$user_id" \
   --redis "redis_default=redis://127.0.0.1:$port")
-export MACHINE="$(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
 python3 - "$out" "$RANKD_ROOT/plans/feed.plan.json" <<'PY'
 import functools, json, os, sys
 r = json.loads(sys.argv[1])

@@ -12,15 +12,9 @@ set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 root=${RANKD_ROOT:?run through ops/bench}
 threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-64} secs=${WRK_SECONDS:-10}
-machine="$(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
+source "$root/bench/lib.sh"
 wrk_desc="wrk -t$threads -c$conns -d${secs}s --latency"
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
+tmp=$BENCH_TMP
 
 # run_wrk URL [BODY] -> the JSON line of bench/wrk_report.lua
 run_wrk() {
@@ -52,7 +46,7 @@ http {
 }
 NGINX
 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" -g 'daemon off;' &
-pids+=($!)
+bench_pids+=($!)
 wait_http "http://127.0.0.1:$nport/"
 
 start_rankd() {  # start_rankd SHARDS -> sets rport, rpid
@@ -61,7 +55,7 @@ start_rankd() {  # start_rankd SHARDS -> sets rport, rpid
     --plans "$root/plans" --redis "redis_default=redis://127.0.0.1:$(free_port)" \
     --log-level error ${RANKD_BENCH_FLAGS:-} &
   rpid=$!
-  pids+=($rpid)
+  bench_pids+=($rpid)
   wait_http "http://127.0.0.1:$rport/healthz"
 }
 stop_rankd() { kill -TERM "$rpid"; wait "$rpid" 2>/dev/null || true; }
@@ -78,7 +72,7 @@ start_rankd 1
 rank1_json=$(run_wrk "http://127.0.0.1:$rport/rank" "$body")
 stop_rankd
 
-python3 - "$machine" "$wrk_desc" "$nginx_json" "$healthz_json" "$rank2_json" "$rank1_json" <<'PY'
+python3 - "$MACHINE" "$wrk_desc" "$nginx_json" "$healthz_json" "$rank2_json" "$rank1_json" <<'PY'
 import json, sys
 machine, wrk, nginx, healthz, rank2, rank1 = sys.argv[1], sys.argv[2], *map(json.loads, sys.argv[3:])
 ctx = {"machine": machine, "wrk": wrk, "build": "release+lto"}

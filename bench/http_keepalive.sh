@@ -7,13 +7,8 @@
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-32} secs=${WRK_SECONDS:-5}
-machine="$(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
-trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "${RANKD_ROOT:?run through ops/bench}/bench/lib.sh"
+tmp=$BENCH_TMP
 
 rps() {  # rps URL -> requests/s reported by wrk
   wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "$1" | awk '/Requests\/sec/ {print $2}'
@@ -22,7 +17,7 @@ rps() {  # rps URL -> requests/s reported by wrk
 # rankd listener
 rport=$(free_port)
 "$build/tests/http/http_test_server" --port "$rport" > "$tmp/rankd.out" &
-pids+=($!)
+bench_pids+=($!)
 for _ in $(seq 100); do grep -q listening "$tmp/rankd.out" && break; sleep 0.05; done
 
 # nginx baseline: one worker, no logging, the same size of answer
@@ -48,11 +43,11 @@ http {
 }
 CONF
 nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
-pids+=($!)
+bench_pids+=($!)
 sleep 0.5
 
 r=$(rps "http://127.0.0.1:$rport/info")
 n=$(rps "http://127.0.0.1:$nport/info")
 ratio=$(python3 -c "print(round($r/$n, 3))")
 settings="wrk -t$threads -c$conns -d${secs}s, loopback"
-echo "{\"name\": \"http_keepalive_rps\", \"value\": $r, \"unit\": \"req/s\", \"baseline\": $n, \"baseline_name\": \"nginx 1 worker return 200\", \"ratio\": $ratio, \"settings\": \"$settings\", \"machine\": \"$machine\"}"
+echo "{\"name\": \"http_keepalive_rps\", \"value\": $r, \"unit\": \"req/s\", \"baseline\": $n, \"baseline_name\": \"nginx 1 worker return 200\", \"ratio\": $ratio, \"settings\": \"$settings\", \"machine\": \"$MACHINE\"}"

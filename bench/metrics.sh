@@ -11,18 +11,10 @@ set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 root=${RANKD_ROOT:?run through ops/bench}
 threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-64} secs=${WRK_SECONDS:-8}
-machine="$(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
-
-redis_port=$(free_port)
-redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --dir "$tmp" >/dev/null &
-pids+=($!)
-for _ in $(seq 100); do redis-cli -p "$redis_port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+source "$root/bench/lib.sh"
+tmp=$BENCH_TMP
+start_redis
+redis_port=$REDIS_PORT
 "$build/src/server/rankd" seed --redis "redis://127.0.0.1:$redis_port" --users 2000 >/dev/null
 
 start_rankd() {  # start_rankd [flags] -> rport, rpid
@@ -30,7 +22,7 @@ start_rankd() {  # start_rankd [flags] -> rport, rpid
   "$build/src/server/rankd" serve --host 127.0.0.1 --port "$rport" --shards 2 --plans "$root/plans" \
     --redis "redis_default=redis://127.0.0.1:$redis_port" --log-level error "$@" &
   rpid=$!
-  pids+=($rpid)
+  bench_pids+=($rpid)
   wait_http "http://127.0.0.1:$rport/healthz"
 }
 stop_rankd() { kill -TERM "$rpid"; wait "$rpid" 2>/dev/null || true; }
@@ -90,7 +82,7 @@ for round in 1 2; do
   start_rankd --no-metrics; off+=("$(wrk_rps)"); stop_rankd
 done
 
-python3 - "$machine" "$tmp/scrape.json" "$tmp/lag.json" "$tmp/wrk_lag.out" "${on[*]}" "${off[*]}" \
+python3 - "$MACHINE" "$tmp/scrape.json" "$tmp/lag.json" "$tmp/wrk_lag.out" "${on[*]}" "${off[*]}" \
   "wrk -t$threads -c$conns -d${secs}s" <<'PY'
 import json, statistics, sys
 machine, scrape, lag, wrk_out, on, off, wrk = sys.argv[1:]

@@ -9,17 +9,13 @@
 #      CONC (50), CONNS (2).
 set -euo pipefail
 export OPS=${OPS:-400000} ROUNDS=${ROUNDS:-3} BATCH=${BATCH:-16} CONC=${CONC:-50} CONNS=${CONNS:-2}
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-dir=$(mktemp -d)
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-  --dir "$dir" --logfile "$dir/redis.log" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
+source "$RANKD_ROOT/bench/lib.sh"
+start_redis
+port=$REDIS_PORT
 redis-cli -p "$port" RPUSH media:42 $(seq 4201 4220) >/dev/null
 redis-cli -p "$port" HSET item:4242 author 42 likes 1234 age_s 3600 category music country US \
   quality 0.75 nsfw 0 >/dev/null
-export PORT=$port MACHINE="$(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
+export PORT=$port
 python3 - <<'PY'
 import json, os, re, resource, statistics, subprocess
 

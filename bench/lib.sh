@@ -1,0 +1,33 @@
+# Shared by the bench/*.sh scripts (sourced): the machine line, free loopback ports,
+# background processes stopped at exit, and a local redis-server.
+# REQUIRES: set -euo pipefail in the caller; RANKD_BUILD and RANKD_ROOT (ops/bench sets them).
+
+MACHINE="$(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
+export MACHINE
+BENCH_TMP=$(mktemp -d)
+bench_pids=()
+bench_cleanup() {
+  for p in "${bench_pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$BENCH_TMP"
+}
+trap bench_cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+wait_http() {  # wait_http URL: until it answers 2xx (10 s at most)
+  for _ in $(seq 200); do curl -sf "$1" >/dev/null && return 0; sleep 0.05; done
+  echo "not up: $1" >&2
+  return 1
+}
+
+start_redis() {  # start_redis -> REDIS_PORT: a throw-away redis-server on loopback
+  REDIS_PORT=$(free_port)
+  mkdir -p "$BENCH_TMP/redis"
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+    --daemonize no --dir "$BENCH_TMP/redis" --logfile "$BENCH_TMP/redis/redis.log" &
+  bench_pids+=($!)
+  for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
+  echo "redis-server did not start" >&2
+  return 1
+}
