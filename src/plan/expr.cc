@@ -3,6 +3,8 @@
 // (a physical-length column, or a selection vector).
 #include "plan/expr.h"
 
+#include <simdjson.h>
+
 #include <cstring>
 
 #include "plan/expr_program.h"
@@ -114,7 +116,7 @@ class ProgramPred final : public CompiledPred {
 
 }  // namespace
 
-Result<std::shared_ptr<const CompiledExpr>> CompileExpr(simdjson::dom::element json,
+Result<std::shared_ptr<const CompiledExpr>> CompileExpr(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
                                                         std::string_view where) {
@@ -123,7 +125,7 @@ Result<std::shared_ptr<const CompiledExpr>> CompileExpr(simdjson::dom::element j
   return std::make_shared<const ProgramExpr>(std::move(*p));
 }
 
-Result<std::shared_ptr<const CompiledPred>> CompilePred(simdjson::dom::element json,
+Result<std::shared_ptr<const CompiledPred>> CompilePred(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
                                                         std::string_view where) {

@@ -6,8 +6,6 @@
 // concurrently.
 #pragma once
 
-#include <simdjson.h>
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +16,12 @@
 #include "core/error.h"
 #include "data/row_set.h"
 #include "plan/params.h"
+
+// Only declared here: simdjson.h is a very large header, and every file that sees a
+// plan would otherwise compile it. The files that parse JSON include it themselves.
+namespace simdjson::dom {
+class element;
+}  // namespace simdjson::dom
 
 namespace rankd {
 
@@ -53,14 +57,14 @@ class CompiledPred {
 // columns `cols`. `where` locates it for messages, e.g.
 // "plans/feed.plan.json: node 's': param 'expr' (expr 'e0')"; errors name it and the
 // offending part (unknown op, arity, undeclared param, arithmetic on strings, ...).
-Result<std::shared_ptr<const CompiledExpr>> CompileExpr(simdjson::dom::element json,
+Result<std::shared_ptr<const CompiledExpr>> CompileExpr(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
                                                         std::string_view where);
 
 // Same for a predicate (a pred_table entry). Regex patterns are compiled here (RE2),
 // never per row; a bad pattern is a load error.
-Result<std::shared_ptr<const CompiledPred>> CompilePred(simdjson::dom::element json,
+Result<std::shared_ptr<const CompiledPred>> CompilePred(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
                                                         std::string_view where);

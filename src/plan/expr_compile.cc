@@ -10,6 +10,8 @@
 
 #include "plan/expr_program.h"
 
+#include <simdjson.h>
+
 namespace rankd::expr {
 
 namespace dom = simdjson::dom;
@@ -503,7 +505,7 @@ Result<Program> Compiler::Finish(uint16_t result, bool is_pred) {
 
 }  // namespace
 
-Result<Program> CompileProgram(dom::element json, bool is_pred, const ColumnTypes& cols,
+Result<Program> CompileProgram(const dom::element& json, bool is_pred, const ColumnTypes& cols,
                                const ParamDecls& params, std::string_view where) {
   Compiler c(cols, params, where);
   Result<uint16_t> r = is_pred ? c.Pred(json, "") : c.Expr(json, "");

@@ -7,8 +7,6 @@
 #pragma once
 
 #include <re2/re2.h>
-#include <simdjson.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -111,7 +109,7 @@ struct Frame {
 
 // Parses and type-checks an expr_table entry (is_pred false) or a pred_table entry
 // (is_pred true) into a program whose result register is an expression value or a mask.
-Result<Program> CompileProgram(simdjson::dom::element json, bool is_pred, const ColumnTypes& cols,
+Result<Program> CompileProgram(const simdjson::dom::element& json, bool is_pred, const ColumnTypes& cols,
                                const ParamDecls& params, std::string_view where);
 
 // Runs `p` over the logical rows of `in`. Registers of the frame hold the results.
