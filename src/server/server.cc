@@ -98,21 +98,28 @@ Status Server::Start() {
   }
   metrics_.plan_reloads->Add({{"result", "ok"}}).Increment();
   plans_ = std::make_shared<const PlanSet>(std::move(*loaded));
+  plan_count_.store(plans_->plans.size(), std::memory_order_release);
   if (opts_.port != 0) {
     if (auto free = http::CheckPortFree(opts_.host, opts_.port); !free) return free;
   }
-  for (int i = 0; i < opts_.shards; ++i) {
-    auto shard = std::make_unique<Shard>(i, opts_, *this, metrics_);
-    if (auto st = shard->Start(plans_); !st) {
-      shards_.push_back(std::move(shard));
+  // Every shard exists before any starts: shard loops read shards_ (readiness), so the
+  // vector must not change while they run.
+  for (int i = 0; i < opts_.shards; ++i)
+    shards_.push_back(std::make_unique<Shard>(i, opts_, *this, metrics_));
+  // Collectors are in place before a shard can serve a scrape.
+  AddCollectors();
+  for (auto& shard : shards_) {
+    if (auto st = shard->Start(plans_, opts_.port); !st) {
       Shutdown();
       return st;
     }
+    {
+      std::lock_guard lk(redis_stats_mu_);
+      for (const auto& e : shard->redis_stats()) redis_stats_.push_back(e);
+    }
     // With --port 0 the first shard picks the port and the others join it.
     if (opts_.port == 0) opts_.port = shard->port();
-    shards_.push_back(std::move(shard));
   }
-  AddCollectors();
   LogInfo("rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) + " with " +
           std::to_string(opts_.shards) + " shard(s), " + std::to_string(plans_->plans.size()) +
           " plan(s) from " + opts_.plans);
@@ -128,6 +135,7 @@ Status Server::Reload() {
   }
   metrics_.plan_reloads->Add({{"result", "ok"}}).Increment();
   plans_ = std::make_shared<const PlanSet>(std::move(*loaded));
+  plan_count_.store(plans_->plans.size(), std::memory_order_release);
   for (auto& s : shards_) s->InstallPlans(plans_);
   LogInfo("reloaded " + std::to_string(plans_->plans.size()) + " plan(s) from " + opts_.plans);
   return {};
@@ -159,7 +167,7 @@ void Server::Shutdown() {
 
 std::string Server::ReadinessReasons() const {
   if (draining()) return "shutting down";
-  if (!plans_ || plans_->plans.empty()) return "no plans loaded";
+  if (plan_count_.load(std::memory_order_acquire) == 0) return "no plans loaded";
   std::string why;
   for (const auto& s : shards_)
     if (!s->redis_ready()) {
@@ -178,11 +186,14 @@ void Server::AddCollectors() {
     f.metric.push_back(Sample({}, static_cast<double>(LateCompletions().load()), MetricType::Counter));
     out.push_back(std::move(f));
   });
-  // Redis: the pools' atomics, summed over shards per endpoint.
-  std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> stats;
-  for (const auto& s : shards_)
-    for (const auto& e : s->redis_stats()) stats.push_back(e);
-  metrics_.AddCollector([stats](std::vector<MetricFamily>& out) {
+  // Redis: the pools' atomics, summed over shards per endpoint. The list grows while
+  // shards start, so a scrape copies it under a lock (scrapes only, never /rank).
+  metrics_.AddCollector([this](std::vector<MetricFamily>& out) {
+    std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> stats;
+    {
+      std::lock_guard lk(redis_stats_mu_);
+      stats = redis_stats_;
+    }
     std::vector<std::string> endpoints;
     for (const auto& [ep, st] : stats)
       if (std::find(endpoints.begin(), endpoints.end(), ep) == endpoints.end()) endpoints.push_back(ep);

@@ -2,12 +2,14 @@
 // and drain. The main thread owns it; shards only read what it publishes (atomics and
 // posted snapshots).
 //
-// Threads: Start, Reload, Shutdown on the main thread. plans_loaded, draining,
-// ReadinessReasons and shards() from any thread (shard loops call them for /readyz).
+// Threads: Start, Reload, Shutdown on the main thread. draining, ReadinessReasons and
+// MetricsText from any thread (shard loops call them); shards_ is filled before any
+// shard starts and cleared only after every loop stopped.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,7 @@
 namespace rankd {
 
 class Shard;
+struct RedisStats;
 
 class Server {
  public:
@@ -48,7 +51,10 @@ class Server {
   Metrics metrics_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
+  std::atomic<size_t> plan_count_{0};     // for readiness, from any thread
   std::atomic<bool> draining_{false};
+  std::mutex redis_stats_mu_;  // guards redis_stats_ (main thread appends, scrapes read)
+  std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
 };
 
 }  // namespace rankd

@@ -40,11 +40,11 @@ Shard::Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics)
 
 Shard::~Shard() { Stop(); }
 
-Status Shard::Start(std::shared_ptr<const PlanSet> plans) {
+Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
   loop_.Start();
   std::promise<Status> started;
   auto fut = started.get_future();
-  loop_.Post([this, plans = std::move(plans), &started]() mutable {
+  loop_.Post([this, plans = std::move(plans), port, &started]() mutable {
     shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_);
     plans_ = std::move(plans);
     std::vector<PlanPtr> list;
@@ -65,7 +65,7 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans) {
 
     http::HttpOptions h;
     h.host = opts_.host;
-    h.port = opts_.port;
+    h.port = port;
     h.shard_id = static_cast<uint32_t>(id_);
     h.max_connections = opts_.max_connections;
     h.max_body_bytes = opts_.max_body_bytes;
@@ -97,7 +97,7 @@ void Shard::InstallPlans(std::shared_ptr<const PlanSet> plans) {
 }
 
 void Shard::Drain() {
-  loop_.Post([this] {
+  bool posted = loop_.Post([this] {
     draining_ = true;
     if (!listener_) {
       drained_.store(true, std::memory_order_release);
@@ -105,6 +105,7 @@ void Shard::Drain() {
     }
     listener_->Drain([this] { drained_.store(true, std::memory_order_release); });
   });
+  if (!posted) drained_.store(true, std::memory_order_release);  // never started
 }
 
 void Shard::CloseNow() {

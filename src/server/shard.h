@@ -33,8 +33,9 @@ class Shard {
   Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics);
   ~Shard();
 
-  // Starts the loop, the listener and the Redis pools; returns the listener's error.
-  Status Start(std::shared_ptr<const PlanSet> plans);
+  // Starts the loop, the listener (on `port`; 0 = any) and the Redis pools; returns the
+  // listener's error.
+  Status Start(std::shared_ptr<const PlanSet> plans, int port);
   // Posts a new plan snapshot; requests already running keep the one they started with.
   void InstallPlans(std::shared_ptr<const PlanSet> plans);
   // Stops accepting, finishes requests already read (answering with Connection: close),

@@ -22,6 +22,7 @@ BUILD_ROOT = os.environ.get("RANKD_BUILD_ROOT", os.path.join(SOURCE_ROOT, "build
 RANKD = os.path.join(BUILD_ROOT, "src", "server", "rankd")
 
 _procs = []
+_servers = []  # every Rankd started, to show the stderr of one that died
 
 
 def _cleanup():
@@ -190,6 +191,7 @@ class Rankd:
         self.log = tempfile.NamedTemporaryFile(prefix="rankd-log-", delete=False)
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log)
         _procs.append(self.proc)
+        _servers.append(self)
         wait_until(self._healthy, what=f"rankd on port {self.port}")
 
     def _healthy(self):
@@ -295,6 +297,11 @@ def run_tests(tests):
             failed += 1
             print(f"FAIL {name}", flush=True)
             traceback.print_exc()
+            for srv in _servers:  # a crashed server explains every failure after it
+                if srv.proc.poll() is not None and srv.proc.returncode not in (0, -15):
+                    print(f"rankd on port {srv.port} exited with {srv.proc.returncode}:\n"
+                          f"{srv.stderr()[-4000:]}", flush=True)
+                    _servers.remove(srv)
     print(f"{passed} passed, {failed} failed", flush=True)
     _cleanup()
     sys.exit(1 if failed else 0)
