@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/loop_callback.h"
+#include "core/spin_lock.h"
 #include "core/timer_queue.h"
 
 namespace rankd {
@@ -107,7 +108,7 @@ class EventLoop {
   std::condition_variable life_cv_;
   std::atomic<bool> async_ready_{false};
 
-  alignas(64) std::mutex queue_mu_;
+  alignas(64) SpinLock queue_mu_;  // held for a push or a swap only
   std::vector<LoopCallback> queue_;  // guarded by queue_mu_
   alignas(64) std::vector<LoopCallback> batch_;  // loop thread: the queue being run
   std::atomic<bool> stop_requested_{false};
