@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <optional>
 
 #include "http/listener.h"
 #include "http/request_id.h"
@@ -124,28 +125,50 @@ size_t Connection::Process(const char* data, size_t n) {
     const char* seg = data + off;
     size_t len = n - off;
     if (scan_ != Scan::kBody) {
-      // Head bytes go to llhttp one line at a time, each vetted first, so that llhttp
-      // never sees a byte that follows a bare CR or starts a folded line.
-      if (const void* lf = std::memchr(seg, '\n', len))
-        len = static_cast<size_t>(static_cast<const char*>(lf) - seg) + 1;
-      if (head_bytes_ + len > opt.max_head_bytes) {
-        Reject(RejectKind::kHeadTooLarge,
-               Error{ErrorCode::kHeadersTooLarge,
-                     (scan_ == Scan::kHead ? "request head over " : "request trailers over ") +
-                         std::to_string(opt.max_head_bytes) + " bytes"});
+      // Head bytes are vetted line by line before llhttp sees them, so that llhttp never
+      // sees a byte that follows a bare CR or starts a folded line. The vetted lines go
+      // to llhttp together, up to the empty line that ends the head (or the end of what
+      // we have): one llhttp call per head, not one per line.
+      size_t take = 0;
+      std::optional<std::pair<RejectKind, Error>> bad;
+      while (take < len) {
+        const char* line = seg + take;
+        size_t rest = len - take;
+        const void* lf = std::memchr(line, '\n', rest);
+        size_t l = lf ? static_cast<size_t>(static_cast<const char*>(lf) - line) + 1 : rest;
+        if (head_bytes_ + l > opt.max_head_bytes) {
+          bad.emplace(RejectKind::kHeadTooLarge,
+                      Error{ErrorCode::kHeadersTooLarge,
+                            (scan_ == Scan::kHead ? "request head over " : "request trailers over ") +
+                                std::to_string(opt.max_head_bytes) + " bytes"});
+          break;
+        }
+        head_bytes_ += l;
+        HeadScanResult scan = scanner_.Scan({line, l});
+        if (scan == HeadScanResult::kBareCr) {
+          bad.emplace(RejectKind::kBareCr,
+                      Error::BadRequest("bare CR (not followed by LF) in the request head"));
+          break;
+        }
+        if (scan == HeadScanResult::kFoldedLine) {
+          bad.emplace(RejectKind::kFoldedHeader,
+                      Error::BadRequest("obsolete folded header line in the request head"));
+          break;
+        }
+        take += l;
+        // An empty line ends the head: what follows is body (or the next request).
+        // Stopping early on a short line is always safe; it only costs another call.
+        bool short_line = l == 1 || (l == 2 && line[0] == '\r');
+        if (!lf || short_line) break;
+      }
+      if (bad) {
+        // The lines before the bad one are clean: let llhttp read them, so that the
+        // error answer still knows what they said (X-Request-Id, keep-alive).
+        if (take > 0) (void)llhttp_execute(&parser_, seg, take);
+        Reject(bad->first, std::move(bad->second));
         break;
       }
-      head_bytes_ += len;
-      HeadScanResult scan = scanner_.Scan({seg, len});
-      if (scan == HeadScanResult::kBareCr) {
-        Reject(RejectKind::kBareCr, Error::BadRequest("bare CR (not followed by LF) in the request head"));
-        break;
-      }
-      if (scan == HeadScanResult::kFoldedLine) {
-        Reject(RejectKind::kFoldedHeader,
-               Error::BadRequest("obsolete folded header line in the request head"));
-        break;
-      }
+      len = take;
     }
     llhttp_errno_t err = llhttp_execute(&parser_, seg, len);
     size_t used = len;
