@@ -167,6 +167,30 @@ void Shard::OnTick() {
 
 // --- routes -----------------------------------------------------------------------
 
+void Shard::AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
+                      TimePoint t0, const Plan* plan, int64_t user_id) {
+  std::string line = R"({"shard":)";
+  AppendJsonInt(id_, line);
+  line += R"(,"request_id":)";
+  AppendJsonString(request_id, line);
+  line += R"(,"method":)";
+  AppendJsonString(method, line);
+  line += R"(,"route":)";
+  AppendJsonString(RouteName(route), line);
+  if (plan) {
+    line += R"(,"plan":)";
+    AppendJsonString(plan->name, line);
+    line += R"(,"user_id":)";
+    AppendJsonInt(user_id, line);
+  }
+  line += R"(,"status":)";
+  AppendJsonInt(status, line);
+  line += R"(,"took_us":)";
+  AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(), line);
+  line += '}';
+  WriteLine(STDOUT_FILENO, line);
+}
+
 void Shard::OnRequest(http::Request req, http::Responder res) {
   TimePoint t0 = req.read_done;
   std::string_view path = req.path();
@@ -174,7 +198,7 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
   bool get = m == "GET" || m == "HEAD";
   if (path == "/rank") {
     if (m != "POST")
-      return AnswerError(res, Route::kRank, m,
+      return AnswerError(req, res, Route::kRank,
                          {ErrorCode::kMethodNotAllowed, "/rank accepts POST, not " + std::string(m)},
                          t0, kAllowPost);
     return HandleRank(req, res, t0);
@@ -186,21 +210,21 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
                 : path.starts_with("/plans/") ? Route::kPlan
                                               : Route::kOther;
   if (route == Route::kOther)
-    return AnswerError(res, route, m, Error::NotFound("no route for " + std::string(path)), t0);
+    return AnswerError(req, res, route, Error::NotFound("no route for " + std::string(path)), t0);
   if (!get)
-    return AnswerError(res, route, m,
+    return AnswerError(req, res, route,
                        {ErrorCode::kMethodNotAllowed,
                         std::string(path) + " accepts GET, not " + std::string(m)},
                        t0, kAllowGet);
   switch (route) {
-    case Route::kHealthz: return Answer(res, route, m, 200, R"({"status":"ok"})", t0);
-    case Route::kReadyz: return HandleReadyz(res);
-    case Route::kMetrics: return HandleMetrics(res);
+    case Route::kHealthz: return Answer(req, res, route, 200, R"({"status":"ok"})", t0);
+    case Route::kReadyz: return HandleReadyz(req, res);
+    case Route::kMetrics: return HandleMetrics(req, res);
     default: return HandlePlans(req, res, route);
   }
 }
 
-void Shard::Answer(http::Responder& res, Route route, std::string_view method, int status,
+void Shard::Answer(const http::Request& req, http::Responder& res, Route route, int status,
                    std::string_view body, TimePoint t0,
                    std::span<const http::HeaderField> extra) {
   http::Response r;
@@ -208,21 +232,22 @@ void Shard::Answer(http::Responder& res, Route route, std::string_view method, i
   r.body = body;
   r.headers = extra;
   res.Send(r);
-  shard_metrics_->CountHttp(route, method, status, SecondsSince(t0));
+  shard_metrics_->CountHttp(route, req.method, status, SecondsSince(t0));
+  if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, 0);
 }
 
-void Shard::AnswerError(http::Responder& res, Route route, std::string_view method,
+void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route,
                         const Error& e, TimePoint t0, std::span<const http::HeaderField> extra) {
-  Answer(res, route, method, e.http_status(), ErrorJson(e), t0, extra);
+  Answer(req, res, route, e.http_status(), ErrorJson(e), t0, extra);
 }
 
-void Shard::HandleReadyz(http::Responder& res) {
+void Shard::HandleReadyz(const http::Request& req, http::Responder& res) {
   std::string why = server_.ReadinessReasons();
-  if (why.empty()) return Answer(res, Route::kReadyz, "GET", 200, R"({"status":"ready"})", Clock::now());
+  if (why.empty()) return Answer(req, res, Route::kReadyz, 200, R"({"status":"ready"})", req.read_done);
   std::string body = R"({"status":"not_ready","reasons":)";
   AppendJsonString(why, body);
   body += "}";
-  Answer(res, Route::kReadyz, "GET", 503, body, Clock::now(), kRetryAfter);
+  Answer(req, res, Route::kReadyz, 503, body, req.read_done, kRetryAfter);
 }
 
 void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
@@ -231,9 +256,9 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
     std::string_view name = req.path().substr(std::string_view("/plans/").size());
     auto it = plans_->plans.find(std::string(name));
     if (it == plans_->plans.end())
-      return AnswerError(res, route, req.method,
+      return AnswerError(req, res, route,
                          Error::UnknownPlan("plan '" + std::string(name) + "' is not loaded"), t0);
-    return Answer(res, route, req.method, 200, it->second->json, t0);
+    return Answer(req, res, route, 200, it->second->json, t0);
   }
   // {"plans":[{"name","description","params","nodes"}]}, sorted by name.
   std::vector<const Plan*> list;
@@ -261,21 +286,23 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
     body += '}';
   }
   body += "]}";
-  Answer(res, route, req.method, 200, body, t0);
+  Answer(req, res, route, 200, body, t0);
 }
 
-void Shard::HandleMetrics(http::Responder& res) {
-  TimePoint t0 = Clock::now();
+void Shard::HandleMetrics(const http::Request& req, http::Responder& res) {
+  TimePoint t0 = req.read_done;
+  std::string request_id = req.request_id;
   // Serialising takes a few milliseconds with every plan loaded: do it on a CPU worker
   // so this loop keeps serving (the registry is thread-safe).
   auto text = std::make_shared<std::string>();
-  auto done = [this, text, res = std::make_shared<http::Responder>(std::move(res)), t0] {
+  auto done = [this, text, res = std::make_shared<http::Responder>(std::move(res)), t0, request_id] {
     http::Response r;
     r.status = 200;
     r.body = *text;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     res->Send(r);
     shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
+    if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, 0);
   };
   if (!pool_.Submit([this, text, done]() mutable {
         *text = server_.MetricsText();

@@ -64,15 +64,18 @@ class Shard {
   void OnRequest(http::Request req, http::Responder res);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
   void HandlePlans(http::Request& req, http::Responder& res, Route route);
-  void HandleReadyz(http::Responder& res);
-  void HandleMetrics(http::Responder& res);
-  void Answer(http::Responder& res, Route route, std::string_view method, int status,
+  void HandleReadyz(const http::Request& req, http::Responder& res);
+  void HandleMetrics(const http::Request& req, http::Responder& res);
+  // Sends the answer and counts it (metrics, access log).
+  void Answer(const http::Request& req, http::Responder& res, Route route, int status,
               std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {});
-  void AnswerError(http::Responder& res, Route route, std::string_view method, const Error& e,
+  void AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
                    TimePoint t0, std::span<const http::HeaderField> extra = {});
   void StartLagTimer();
   void OnTick();  // every 100 ms: loop lag, gauges, readiness, published counters
-  void AccessLog(const http::Request& req, int status, TimePoint t0, std::string_view plan);
+  // One JSON line on stdout (--access-log); plan is null outside /rank.
+  void AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
+                 TimePoint t0, const Plan* plan, int64_t user_id);
 
   const int id_;
   ServeOptions opts_;

@@ -30,18 +30,18 @@ std::string ServerTiming(TimePoint t0) {
 
 void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   auto parsed = ParseRankRequest(req.body);
-  if (!parsed) return AnswerError(res, Route::kRank, "POST", parsed.error(), t0);
+  if (!parsed) return AnswerError(req, res, Route::kRank, parsed.error(), t0);
   RankRequest& rr = *parsed;
   auto it = plans_->plans.find(rr.plan);
   if (it == plans_->plans.end())
-    return AnswerError(res, Route::kRank, "POST",
+    return AnswerError(req, res, Route::kRank,
                        Error::UnknownPlan("plan: '" + rr.plan + "' is not loaded"), t0);
   PlanMetrics* pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*it->second) : nullptr;
   if (inflight_ >= opts_.max_inflight) {
     Error e = Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
                                  std::to_string(opts_.max_inflight) + "; retry later");
     if (pm) pm->outcomes[1 + static_cast<size_t>(e.code)]->Increment();
-    return AnswerError(res, Route::kRank, "POST", e, t0, kRetryAfter);
+    return AnswerError(req, res, Route::kRank, e, t0, kRetryAfter);
   }
   RunRequest run;
   run.plan = it->second;
@@ -101,22 +101,7 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
   }
   shard_metrics_->CountHttp(Route::kRank, "POST", status,
                             std::chrono::duration<double>(Clock::now() - t0).count());
-  if (opts_.access_log) {
-    std::string line = R"({"shard":)";
-    AppendJsonInt(id_, line);
-    line += R"(,"request_id":)";
-    AppendJsonString(request_id, line);
-    line += R"(,"route":"/rank","plan":)";
-    AppendJsonString(plan->name, line);
-    line += R"(,"user_id":)";
-    AppendJsonInt(user_id, line);
-    line += R"(,"status":)";
-    AppendJsonInt(status, line);
-    line += R"(,"took_us":)";
-    AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(), line);
-    line += '}';
-    WriteLine(STDOUT_FILENO, line);
-  }
+  if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
 }
 
 }  // namespace rankd

@@ -400,6 +400,23 @@ def test_two_shards_both_serve():
         assert s.stop() == 0
 
 
+def test_access_log_one_json_line_per_request():
+    import tempfile
+    path = tempfile.mktemp(prefix="rankd-access-")
+    s = Rankd(plans_dir(), extra_args=["--access-log"], stdout_path=path)
+    try:
+        s.request("POST", "/rank", {"plan": "fixed_simple", "user_id": 9}, headers={"X-Request-Id": "al-1"})
+        s.request("GET", "/nope", headers={"X-Request-Id": "al-2"})
+    finally:
+        assert s.stop() == 0
+    lines = [json.loads(line) for line in open(path) if line.strip()]
+    rank = next(x for x in lines if x["request_id"] == "al-1")
+    assert rank["route"] == "/rank" and rank["plan"] == "fixed_simple" and rank["user_id"] == 9
+    assert rank["status"] == 200 and rank["took_us"] >= 0 and rank["method"] == "POST"
+    other = next(x for x in lines if x["request_id"] == "al-2")
+    assert other["route"] == "other" and other["status"] == 404 and "plan" not in other
+
+
 def test_port_taken_fails_clearly():
     s = server()
     import subprocess

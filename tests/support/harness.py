@@ -177,7 +177,7 @@ def sleep_plan(name, ms, optional=False, timeout_ms=None):
 class Rankd:
     """A `rankd serve` process on a free port."""
 
-    def __init__(self, plans, redis=None, shards=1, extra_args=None, port=None):
+    def __init__(self, plans, redis=None, shards=1, extra_args=None, port=None, stdout_path=None):
         self.port = port or free_port()
         self.plans = plans
         args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(self.port),
@@ -189,7 +189,8 @@ class Rankd:
             args += ["--redis", f"redis_default=redis://127.0.0.1:{free_port()}"]
         args += extra_args or []
         self.log = tempfile.NamedTemporaryFile(prefix="rankd-log-", delete=False)
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=self.log)
+        out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(args, stdout=out, stderr=self.log)
         _procs.append(self.proc)
         _servers.append(self)
         wait_until(self._healthy, what=f"rankd on port {self.port}")
