@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
 #include <cstdio>
+#include <future>
 
 #include "core/log.h"
 #include "redis/pools.h"
@@ -46,10 +46,7 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
   auto fut = started.get_future();
   loop_.Post([this, plans = std::move(plans), port, &started]() mutable {
     shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_);
-    plans_ = std::move(plans);
-    std::vector<PlanPtr> list;
-    for (const auto& [name, p] : plans_->plans) list.push_back(p);
-    shard_metrics_->PreparePlans(list);
+    SetPlans(std::move(plans));
 
     RedisClientOptions ropts;
     ropts.connections_per_endpoint = opts_.redis_conns;
@@ -88,12 +85,14 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
 }
 
 void Shard::InstallPlans(std::shared_ptr<const PlanSet> plans) {
-  loop_.Post([this, plans = std::move(plans)]() mutable {
-    plans_ = std::move(plans);
-    std::vector<PlanPtr> list;
-    for (const auto& [name, p] : plans_->plans) list.push_back(p);
-    shard_metrics_->PreparePlans(list);
-  });
+  loop_.Post([this, plans = std::move(plans)]() mutable { SetPlans(std::move(plans)); });
+}
+
+void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
+  plans_ = std::move(plans);
+  std::vector<PlanPtr> list;
+  for (const auto& [name, p] : plans_->plans) list.push_back(p);
+  shard_metrics_->PreparePlans(list);  // metric children now, not on the request path
 }
 
 void Shard::Drain() {

@@ -61,6 +61,7 @@ class Shard {
  private:
   Task<void> RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
                      PlanMetrics* pm, TimePoint t0);
+  void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   void OnRequest(http::Request req, http::Responder res);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
   void HandlePlans(http::Request& req, http::Responder& res, Route route);
