@@ -1,10 +1,14 @@
 #include "core/thread_pool.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace rankd {
 
-ThreadPool::ThreadPool(size_t threads, std::string name) : name_(std::move(name)) {
+ThreadPool::ThreadPool(size_t threads, std::string name, int nice)
+    : name_(std::move(name)), nice_(nice) {
   if (threads == 0) threads = 1;
   workers_.reserve(threads);
   for (size_t i = 0; i < threads; ++i) {
@@ -49,6 +53,9 @@ void ThreadPool::Shutdown() {
 }
 
 void ThreadPool::WorkerMain() {
+  // On Linux a nice value set with the thread id applies to that thread alone. Failing
+  // to lower it is harmless: the work still runs.
+  if (nice_ > 0) (void)setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), nice_);
   for (;;) {
     std::function<void()> job;
     {

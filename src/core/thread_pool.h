@@ -18,7 +18,9 @@ namespace rankd {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(size_t threads, std::string name = "cpu");
+  // `nice` > 0 lowers the workers' scheduling priority (Linux nice value, per thread):
+  // for background work that must yield the cores to the shard loops.
+  explicit ThreadPool(size_t threads, std::string name = "cpu", int nice = 0);
   ~ThreadPool();  // Shutdown()
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -47,6 +49,7 @@ class ThreadPool {
   bool stopping_ = false;                   // guarded by mu_
   std::vector<std::thread> workers_;
   std::string name_;
+  int nice_ = 0;
 };
 
 }  // namespace rankd

@@ -160,6 +160,7 @@ void Server::Shutdown() {
     auto hard = Clock::now() + std::chrono::seconds(2);
     while (!all_drained() && Clock::now() < hard) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  scrape_pool_.wait_idle();  // a scrape posts back to its shard's loop: finish it first
   for (auto& s : shards_) s->Stop();
   shards_.clear();
   LogInfo("stopped");

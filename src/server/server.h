@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "plan/plan.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
@@ -41,6 +42,9 @@ class Server {
   // "" when ready; else why not (for /readyz).
   std::string ReadinessReasons() const;
   std::string MetricsText() const { return metrics_.Serialize(); }
+  // Where /metrics is serialised: one low-priority thread for the whole process, so a
+  // scrape neither queues behind request CPU work nor takes a core from a shard loop.
+  ThreadPool& scrape_pool() { return scrape_pool_; }
   const ServeOptions& options() const { return opts_; }
   int port() const;  // the bound port (useful with --port 0)
 
@@ -49,6 +53,7 @@ class Server {
 
   ServeOptions opts_;
   Metrics metrics_;
+  ThreadPool scrape_pool_{1, "metrics", /*nice=*/10};
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
   std::atomic<size_t> plan_count_{0};     // for readiness, from any thread

@@ -291,8 +291,8 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
 void Shard::HandleMetrics(const http::Request& req, http::Responder& res) {
   TimePoint t0 = req.read_done;
   std::string request_id = req.request_id;
-  // Serialising takes a few milliseconds with every plan loaded: do it on a CPU worker
-  // so this loop keeps serving (the registry is thread-safe).
+  // Serialising takes a few milliseconds with every plan loaded: do it off the loop, on
+  // the server's low-priority scrape thread (the registry is thread-safe).
   auto text = std::make_shared<std::string>();
   auto done = [this, text, res = std::make_shared<http::Responder>(std::move(res)), t0, request_id] {
     http::Response r;
@@ -303,7 +303,7 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res) {
     shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
     if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, 0);
   };
-  if (!pool_.Submit([this, text, done]() mutable {
+  if (!server_.scrape_pool().Submit([this, text, done]() mutable {
         *text = server_.MetricsText();
         if (!loop_.Post(done)) { /* shutting down: the responder answers 500 */ }
       }))
