@@ -126,19 +126,13 @@ void Runner::Exec(const Instr& ins) {
       out.m = m;
       return;
     }
-    case Op::kNot: {
-      size_t n = Len(ins.out);
-      uint8_t* m = Alloc(out.own_m, n);
-      const uint8_t* a = S(ins.a).m;
-      for (size_t k = 0; k < n; ++k) m[k] = a[k] ^ 1;
-      out.m = m;
-      return;
-    }
+    case Op::kNot:
     case Op::kIsNull: {
+      // Both invert a 0/1 byte array: `not` the operand's mask, `is_null` its validity.
       size_t n = Len(ins.out);
       uint8_t* m = Alloc(out.own_m, n);
-      const uint8_t* v = S(ins.a).v;
-      for (size_t k = 0; k < n; ++k) m[k] = v[k] ^ 1;
+      const uint8_t* a = ins.op == Op::kNot ? S(ins.a).m : S(ins.a).v;
+      for (size_t k = 0; k < n; ++k) m[k] = a[k] ^ 1;
       out.m = m;
       return;
     }

@@ -91,6 +91,21 @@ Result<InputIds> IdsOf(const RowSet& in) {
   return out;
 }
 
+// Where every per-row IO task starts: the pool of the node's endpoint and the ids of
+// its input rows.
+struct RowIo {
+  RedisPool* pool;
+  InputIds ids;
+};
+
+Result<RowIo> StartRowIo(const TaskContext& ctx, const RowSet& in) {
+  auto pool = PoolFor(ctx);
+  if (!pool) return Fail(pool.error());
+  auto ids = IdsOf(in);
+  if (!ids) return Fail(ids.error());
+  return RowIo{*pool, std::move(*ids)};
+}
+
 // One typed column filled row by row from Redis text; rows never set stay null.
 class FieldColumn {
  public:
@@ -195,11 +210,10 @@ struct Expanded {
 };
 Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std::string_view kind,
                                    int64_t count) {
-  auto pool = PoolFor(ctx);
-  if (!pool) co_return Fail(pool.error());
-  RedisPool& p = **pool;
-  auto ids = IdsOf(in);
-  if (!ids) co_return Fail(ids.error());
+  auto io = StartRowIo(ctx, in);
+  if (!io) co_return Fail(io.error());
+  RedisPool& p = *io->pool;
+  const InputIds* ids = &io->ids;
   std::vector<RedisCommand> cmds;
   cmds.reserve(ids->ids.size());
   for (int64_t id : ids->ids) {
@@ -251,12 +265,11 @@ Task<Result<RowSet>> RunMedia(const TaskContext& ctx, std::vector<RowSet> in) {
 // ---- features: one HMGET per input row ----------------------------------------------
 
 Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in) {
-  auto pool = PoolFor(ctx);
-  if (!pool) co_return Fail(pool.error());
-  RedisPool& p = **pool;
   const RowSet& input = in.at(0);
-  auto ids = IdsOf(input);
-  if (!ids) co_return Fail(ids.error());
+  auto io = StartRowIo(ctx, input);
+  if (!io) co_return Fail(io.error());
+  RedisPool& p = *io->pool;
+  const InputIds* ids = &io->ids;
   const auto& fields = ctx.args->StrList("fields");
   std::vector<RedisCommand> cmds;
   cmds.reserve(ids->ids.size());
@@ -290,12 +303,11 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
 // ---- seen_filter: one SMISMEMBER for all rows ---------------------------------------
 
 Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> in) {
-  auto pool = PoolFor(ctx);
-  if (!pool) co_return Fail(pool.error());
-  RedisPool& p = **pool;
   const RowSet& input = in.at(0);
-  auto ids = IdsOf(input);
-  if (!ids) co_return Fail(ids.error());
+  auto io = StartRowIo(ctx, input);
+  if (!io) co_return Fail(io.error());
+  RedisPool& p = *io->pool;
+  const InputIds* ids = &io->ids;
   if (ids->ids.empty()) co_return input;
   RedisCommand c{"SMISMEMBER"};
   c.Key(p.prefix(), "seen:", ctx.user_id);
