@@ -132,10 +132,6 @@ void Shard::Stop() {
   redis_.reset();
 }
 
-const http::HttpCounters* Shard::counters_on_loop() const {
-  return listener_ ? &listener_->counters() : nullptr;
-}
-
 // --- periodic tick: loop lag, gauges, readiness ------------------------------------
 
 void Shard::StartLagTimer() {

@@ -48,10 +48,6 @@ class Shard {
   bool redis_ready() const { return redis_ready_.load(std::memory_order_relaxed); }
   bool drained() const { return drained_.load(std::memory_order_acquire); }
   int port() const { return port_.load(); }
-  // Copies the listener's counters on the loop thread (for a scrape from another shard).
-  EventLoop& loop() { return loop_; }
-  const http::HttpCounters* counters_on_loop() const;  // loop thread only
-  RedisPools* redis_on_loop() const { return redis_.get(); }  // loop thread only
   // (endpoint, stats) of this shard's Redis pools: set before Start returns, then
   // immutable; the stats are atomics readable from any thread.
   const std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>>& redis_stats() const {
