@@ -89,6 +89,10 @@ void EventLoop::ThreadMain() {
   uv_unref(reinterpret_cast<uv_handle_t*>(&check_));
   uv_idle_init(&loop_, &idle_);
   idle_.data = this;
+  uv_prepare_init(&loop_, &prepare_);
+  prepare_.data = this;
+  uv_prepare_start(&prepare_, &EventLoop::OnPrepare);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&prepare_));
   timers_.Init(&loop_);
   {
     std::lock_guard lk(life_mu_);
@@ -107,6 +111,7 @@ void EventLoop::Shutdown() {
   // 1. Every callback accepted before Stop runs (Post refuses new ones already).
   DrainPosted();
   DrainDeferred();
+  RunNextTurn();
   // 2. Let tracked runners finish: their timers and IO still work at this point.
   if (runners_ > 0) {
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(runner_grace_ms_);
@@ -116,6 +121,7 @@ void EventLoop::Shutdown() {
     while (runners_ > 0 && std::chrono::steady_clock::now() < until) {
       uv_run(&loop_, UV_RUN_ONCE);
       DrainDeferred();
+      RunNextTurn();
     }
     ReleaseTimer(guard);
   }
@@ -136,6 +142,7 @@ void EventLoop::Shutdown() {
       nullptr);
   uv_run(&loop_, UV_RUN_DEFAULT);
   DrainDeferred();
+  next_turn_.clear();  // their handles are closed: nothing is left for them to do
   uv_loop_close(&loop_);
   {
     std::lock_guard lk(life_mu_);
@@ -169,7 +176,23 @@ void EventLoop::DrainDeferred() {
     for (auto& fn : deferred_spare_) fn();
     deferred_spare_.clear();
   }
-  uv_idle_stop(&idle_);
+  if (next_turn_.empty()) uv_idle_stop(&idle_);
+}
+
+void EventLoop::NextTurn(std::function<void()> fn) {
+  if (next_turn_.empty()) uv_idle_start(&idle_, &EventLoop::OnIdle);
+  next_turn_.push_back(std::move(fn));
+}
+
+void EventLoop::RunNextTurn() {
+  if (next_turn_.empty()) return;
+  // The batch is this turn's work: it starts the budget (OnPrepare then leaves it), and
+  // whatever it queues again waits for the turn after.
+  turn_start_ns_ = uv_hrtime();
+  turn_started_by_next_turn_ = true;
+  next_turn_running_.swap(next_turn_);
+  for (auto& fn : next_turn_running_) fn();
+  next_turn_running_.clear();
 }
 
 uv_timer_t* EventLoop::AcquireTimer() {
@@ -199,6 +222,16 @@ void EventLoop::OnAsync(uv_async_t* a) {
 
 void EventLoop::OnCheck(uv_check_t* c) { static_cast<EventLoop*>(c->data)->DrainDeferred(); }
 
-void EventLoop::OnIdle(uv_idle_t* i) { static_cast<EventLoop*>(i->data)->DrainDeferred(); }
+void EventLoop::OnIdle(uv_idle_t* i) {
+  auto* self = static_cast<EventLoop*>(i->data);
+  self->RunNextTurn();
+  self->DrainDeferred();
+}
+
+void EventLoop::OnPrepare(uv_prepare_t* p) {
+  auto* self = static_cast<EventLoop*>(p->data);
+  if (!self->turn_started_by_next_turn_) self->turn_start_ns_ = uv_hrtime();
+  self->turn_started_by_next_turn_ = false;
+}
 
 }  // namespace rankd

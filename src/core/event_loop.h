@@ -64,6 +64,17 @@ class EventLoop {
     Defer([h] { h.resume(); });
   }
 
+  // --- turn budget ----------------------------------------------------------------------
+  // One loop turn should not run so long that its timers fire late. Code that admits new
+  // work (the HTTP reader) asks TurnOverBudget() before taking more, and when the turn
+  // has used its budget it queues the rest with NextTurn instead. A turn starts just
+  // before libuv polls for IO, or when the NextTurn batch starts, whichever is first.
+  bool TurnOverBudget() const { return uv_hrtime() - turn_start_ns_ > turn_budget_ns_; }
+  // Runs fn in the next loop turn, after that turn's timers and before its IO.
+  void NextTurn(std::function<void()> fn);
+  void set_turn_budget_us(uint64_t us) { turn_budget_ns_ = us * 1000; }
+  static constexpr uint64_t kDefaultTurnBudgetUs = 250;
+
   // One-shot timers in a flat heap (coroutine sleeps, timeout races): see TimerQueue.
   TimerQueue& timers() { return timers_; }
 
@@ -91,10 +102,12 @@ class EventLoop {
   void Join();
   void DrainPosted();
   void DrainDeferred();
+  void RunNextTurn();
   void Shutdown();  // loop thread: final drain, hooks, close handles
   static void OnAsync(uv_async_t* a);
   static void OnCheck(uv_check_t* c);
   static void OnIdle(uv_idle_t* i);
+  static void OnPrepare(uv_prepare_t* p);
 
   std::string name_;
   // Cache-line layout matters for Post: every post reads state_ and writes the queue
@@ -116,9 +129,15 @@ class EventLoop {
   uv_loop_t loop_{};
   uv_async_t async_{};
   uv_check_t check_{};
-  uv_idle_t idle_{};
+  uv_idle_t idle_{};  // active while Defer or NextTurn work waits: poll must not block
+  uv_prepare_t prepare_{};  // starts the turn's budget
   std::vector<std::function<void()>> deferred_;
   std::vector<std::function<void()>> deferred_spare_;
+  std::vector<std::function<void()>> next_turn_;
+  std::vector<std::function<void()>> next_turn_running_;
+  uint64_t turn_start_ns_ = 0;
+  uint64_t turn_budget_ns_ = kDefaultTurnBudgetUs * 1000;
+  bool turn_started_by_next_turn_ = false;
   TimerQueue timers_;
   std::vector<uv_timer_t*> all_timers_;   // owned; closed at shutdown
   std::vector<uv_timer_t*> free_timers_;

@@ -81,6 +81,24 @@ bool Connection::CanParse() const {
 
 // --- input -------------------------------------------------------------------------------
 
+bool Connection::TurnOverBudget() const { return listener_->loop_.TurnOverBudget(); }
+
+void Connection::Park() {
+  if (parked_) return;
+  parked_ = true;
+  ++listener_->counters_.parked_reads;
+  listener_->Park(shared_from_this());
+}
+
+void Connection::Unpark(bool first) {
+  parked_ = false;
+  // The first of a batch goes ahead even when the turn is already over budget, so
+  // that every turn makes progress whatever the budget (and however preempted).
+  must_progress_ = first;
+  Settle();
+  must_progress_ = false;
+}
+
 void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(h->data);
   *buf = uv_buf_init(c->listener_->scratch_.get(), Listener::kScratchBytes);
@@ -107,7 +125,7 @@ void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
   if (c->phase_ != Phase::kOpen) return;  // closing: read only to discard
   const char* data = buf->base;
   size_t n = static_cast<size_t>(nread);
-  if (c->in_off_ == c->in_buf_.size() && c->CanParse()) {
+  if (c->in_off_ == c->in_buf_.size() && c->CanParse() && !c->TurnOverBudget()) {
     // The common case: parse straight from the shared buffer, keep only the rest.
     size_t used = c->Process(data, n);
     if (c->phase_ == Phase::kOpen && used < n) c->in_buf_.append(data + used, n - used);
@@ -121,7 +139,9 @@ size_t Connection::Process(const char* data, size_t n) {
   const HttpOptions& opt = listener_->options_;
   size_t off = 0;
   in_process_ = true;
-  while (off < n && CanParse()) {
+  // Between pipelined requests, a turn over budget stops here: Settle parks the rest.
+  bool dispatched = false;
+  while (off < n && CanParse() && !(dispatched && TurnOverBudget())) {
     const char* seg = data + off;
     size_t len = n - off;
     if (scan_ != Scan::kBody) {
@@ -190,6 +210,7 @@ size_t Connection::Process(const char* data, size_t n) {
     off += used;
     if (message_ready_) {
       message_ready_ = false;
+      dispatched = true;
       Dispatch();
     } else if (last_chunk_) {
       // After the 0-size chunk come trailer lines: vet them like the head.
@@ -404,8 +425,12 @@ void Connection::OnDrain() {
 void Connection::Settle() {
   if (phase_ == Phase::kClosed) return;
   if (phase_ == Phase::kOpen && in_off_ < in_buf_.size() && CanParse()) {
-    in_off_ += Process(in_buf_.data() + in_off_, in_buf_.size() - in_off_);
-    if (phase_ == Phase::kClosed) return;
+    if (must_progress_ || !TurnOverBudget()) {
+      in_off_ += Process(in_buf_.data() + in_off_, in_buf_.size() - in_off_);
+      if (phase_ == Phase::kClosed) return;
+    }
+    // Input left that could be parsed now: the turn's budget stopped it.
+    if (in_off_ < in_buf_.size() && CanParse()) Park();
   }
   if (in_off_ == in_buf_.size() || phase_ != Phase::kOpen) {
     in_buf_.clear();

@@ -39,6 +39,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // From a Responder: answers request `seq` if it is the one waiting.
   void Respond(uint64_t seq, const Response& r);
 
+  // From the listener's NextTurn batch: parse the input that waited (see Park).
+  // `first`: the batch's first connection, which parses one step whatever the budget.
+  void Unpark(bool first);
+
   void OnDrain();   // the listener started draining
   void CloseNow();  // closes the socket now (no more reads, writes are cancelled)
 
@@ -55,6 +59,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class TimerMode : uint8_t { kNone, kIdle, kRead, kCloseWait, kLinger };
 
   bool CanParse() const;
+  // The loop turn has used its budget: input read now is parsed in the next turn, so
+  // that a burst of ready connections cannot hold the loop's timers back.
+  bool TurnOverBudget() const;
+  void Park();
   size_t Unsent() const { return out_front_.size() + out_back_.size(); }
   size_t Process(const char* data, size_t n);  // returns the bytes consumed
   void Dispatch();
@@ -116,6 +124,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string in_buf_;
   size_t in_off_ = 0;
   bool reading_ = false;
+  bool parked_ = false;  // in the listener's list of input to parse next turn
+  bool must_progress_ = false;  // inside Unpark(first = true)
   bool peer_eof_ = false;
 
   // --- the request being handled -----------------------------------------------------

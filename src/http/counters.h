@@ -44,6 +44,7 @@ struct HttpCounters {
   uint64_t idle_timeouts = 0;         // keep-alive connections closed for idleness
   uint64_t requests = 0;              // handed to the handler
   uint64_t responses = 0;             // queued, including the layer's own errors
+  uint64_t parked_reads = 0;          // input left for the next loop turn (turn budget)
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   std::array<uint64_t, static_cast<size_t>(RejectKind::kCount)> rejects{};

@@ -133,6 +133,26 @@ void Listener::OnConnectionClosed(Connection* c) {
   MaybeFinished();
 }
 
+void Listener::Park(std::shared_ptr<Connection> c) {
+  if (parked_.empty()) {
+    loop_.NextTurn([weak = weak_from_this()] {
+      if (auto l = weak.lock()) l->UnparkAll();
+    });
+  }
+  parked_.push_back(std::move(c));
+}
+
+void Listener::UnparkAll() {
+  // Whoever the budget stops again parks anew, behind the ones that parked meanwhile.
+  unparking_.swap(parked_);
+  bool first = true;
+  for (auto& c : unparking_) {
+    c->Unpark(first);
+    first = false;
+  }
+  unparking_.clear();
+}
+
 void Listener::CloseListenSocket() {
   if (!listen_open_ || listen_closing_) return;
   listen_closing_ = true;

@@ -74,6 +74,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
   void AcceptOne();
   void MaybeFinished();
   void OnConnectionClosed(Connection* c);
+  void Park(std::shared_ptr<Connection> c);  // parse its input in the next loop turn
+  void UnparkAll();
   static void OnConnection(uv_stream_t* server, int status);
   static void OnListenClosed(uv_handle_t* h);
 
@@ -95,6 +97,11 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // Connections are owned here (Responders only hold weak references); each knows its
   // index for O(1) removal.
   std::vector<std::shared_ptr<Connection>> conns_;
+
+  // Connections whose input waits for the next loop turn (the turn was over budget),
+  // in the order they parked; one NextTurn callback serves them all.
+  std::vector<std::shared_ptr<Connection>> parked_;
+  std::vector<std::shared_ptr<Connection>> unparking_;
 
   // One read buffer for every connection of the loop: libuv calls alloc and read back
   // to back on this thread, and a connection copies only what it cannot parse at once.

@@ -119,6 +119,15 @@ Metrics::Metrics(bool enabled)
                       .Name("rankd_cpu_offloads_total")
                       .Help("CPU task runs by where they ran: inline on the loop or on the pool")
                       .Register(r);
+  http_rejects = &BuildCounter()
+                      .Name("rankd_http_rejects_total")
+                      .Help("Requests the HTTP layer refused before any route, by reason")
+                      .Register(r);
+  http_deferred_reads = &BuildCounter()
+                             .Name("rankd_http_deferred_reads_total")
+                             .Help("Requests read after the loop turn used its budget, "
+                                   "parsed in the next turn (the shard is saturated)")
+                             .Register(r);
   build_info = &BuildGauge()
                     .Name("rankd_build_info")
                     .Help("Build of this rankd process (value 1)")
@@ -146,6 +155,11 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard)
   loop_lag_hist = &m.loop_lag_hist->Add({{"shard", shard_}}, kLagBuckets);
   offload_inline = &m.cpu_offloads->Add({{"shard", shard_}, {"mode", "inline"}});
   offload_pool = &m.cpu_offloads->Add({{"shard", shard_}, {"mode", "pool"}});
+  for (size_t k = 0; k < http_rejects.size(); ++k)
+    http_rejects[k] = &m.http_rejects->Add(
+        {{"shard", shard_},
+         {"reason", std::string(http::RejectKindName(static_cast<http::RejectKind>(k)))}});
+  http_deferred_reads = &m.http_deferred_reads->Add({{"shard", shard_}});
   for (size_t i = 0; i < http_duration_.size(); ++i)
     http_duration_[i] = &m.http_duration->Add(
         {{"route", std::string(RouteName(static_cast<Route>(i)))}, {"shard", shard_}},

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "http/counters.h"
 #include "plan/plan.h"
 
 namespace rankd {
@@ -60,6 +61,8 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* loop_lag;
   prometheus::Family<prometheus::Histogram>* loop_lag_hist;
   prometheus::Family<prometheus::Counter>* cpu_offloads;
+  prometheus::Family<prometheus::Counter>* http_rejects;
+  prometheus::Family<prometheus::Counter>* http_deferred_reads;
   prometheus::Family<prometheus::Gauge>* build_info;
 
  private:
@@ -98,6 +101,8 @@ class ShardMetrics {
   prometheus::Histogram* loop_lag_hist;
   prometheus::Counter* offload_inline;
   prometheus::Counter* offload_pool;
+  std::array<prometheus::Counter*, static_cast<size_t>(http::RejectKind::kCount)> http_rejects{};
+  prometheus::Counter* http_deferred_reads;
 
  private:
   Metrics& m_;

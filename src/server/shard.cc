@@ -157,7 +157,17 @@ void Shard::OnTick() {
   shard_metrics_->offload_pool->Increment(
       static_cast<double>(offloads_.pool_runs - offloads_published_.pool_runs));
   offloads_published_ = offloads_;
+  if (listener_) PublishHttpCounters(listener_->counters());
   StartLagTimer();
+}
+
+void Shard::PublishHttpCounters(const http::HttpCounters& now) {
+  auto& sm = *shard_metrics_;
+  for (size_t k = 0; k < now.rejects.size(); ++k)
+    sm.http_rejects[k]->Increment(static_cast<double>(now.rejects[k] - http_published_.rejects[k]));
+  sm.http_deferred_reads->Increment(
+      static_cast<double>(now.parked_reads - http_published_.parked_reads));
+  http_published_ = now;
 }
 
 // --- routes -----------------------------------------------------------------------

@@ -70,6 +70,7 @@ class Shard {
                    TimePoint t0, std::span<const http::HeaderField> extra = {});
   void StartLagTimer();
   void OnTick();  // every 100 ms: loop lag, gauges, readiness, published counters
+  void PublishHttpCounters(const http::HttpCounters& now);  // the deltas since last time
   // One JSON line on stdout (--access-log); plan is null outside /rank.
   void AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
                  TimePoint t0, const Plan* plan, int64_t user_id);
@@ -88,6 +89,7 @@ class Shard {
   ExecEnv env_;
   CpuOffloadCounts offloads_;            // counted by the scheduler
   CpuOffloadCounts offloads_published_;  // what the metrics already have
+  http::HttpCounters http_published_;    // the listener's counters the metrics have
   std::shared_ptr<const PlanSet> plans_;
   size_t inflight_ = 0;
   TimerQueue::Id lag_timer_ = 0;

@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -167,6 +169,64 @@ TEST_CASE("Defer runs after the current callback, in the same turn, in order") {
   }
   loop.Stop();
   CHECK(order == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("NextTurn runs in the next turn, after its timers; Defer stays in this one") {
+  EventLoop loop;
+  loop.Start();
+  std::vector<std::string> order;
+  std::atomic<bool> done{false};
+  CHECK(PostAndWait(loop, [&] {
+    loop.NextTurn([&] {
+      order.push_back("next_turn");
+      done = true;
+    });
+    loop.timers().Start(0, [&] { order.push_back("timer"); });
+    loop.Defer([&] { order.push_back("defer"); });
+  }));
+  while (!done) std::this_thread::sleep_for(100us);
+  loop.Stop();
+  CHECK(order == std::vector<std::string>{"defer", "timer", "next_turn"});
+}
+
+TEST_CASE("NextTurn work queued from a NextTurn batch waits for the turn after") {
+  EventLoop loop;
+  loop.Start();
+  int turns = 0, timers_fired = 0;
+  bool same_turn = false;
+  std::atomic<bool> done{false};
+  // Each round starts a 0 ms timer: it fires at the start of the next turn, so it has
+  // fired before the next round runs only if that round waited for a new turn.
+  std::function<void()> again = [&] {
+    if (timers_fired != turns) same_turn = true;
+    if (++turns == 100) {
+      done = true;
+      return;
+    }
+    loop.timers().Start(0, [&] { ++timers_fired; });
+    loop.NextTurn(again);
+  };
+  CHECK(loop.Post([&] { loop.NextTurn(again); }));
+  while (!done) std::this_thread::sleep_for(100us);
+  loop.Stop();
+  CHECK(turns == 100);
+  CHECK_FALSE(same_turn);
+}
+
+TEST_CASE("TurnOverBudget follows the budget") {
+  EventLoop loop;
+  loop.Start();
+  bool zero = false, large = true;
+  CHECK(PostAndWait(loop, [&] {
+    loop.set_turn_budget_us(0);
+    std::this_thread::sleep_for(10us);
+    zero = loop.TurnOverBudget();
+    loop.set_turn_budget_us(60'000'000);
+    large = loop.TurnOverBudget();
+  }));
+  loop.Stop();
+  CHECK(zero);
+  CHECK_FALSE(large);
 }
 
 TEST_CASE("Timer pool reuses handles and closes them at Stop") {

@@ -8,6 +8,7 @@
 //   /big?kb=N      N KiB body (backpressure)
 //   /stats         the listener's counters
 //   /drop          drops its Responder unanswered (the layer answers 500)
+//   /spin?us=N     busy for N µs on the loop thread, then 200 (a CPU-heavy handler)
 #include <signal.h>
 
 #include <charconv>
@@ -103,6 +104,7 @@ struct TestServer {
                          ",\"accepted\":" + std::to_string(c.connections_accepted) +
                          ",\"accept_paused\":" + std::to_string(c.accept_paused) +
                          ",\"idle_timeouts\":" + std::to_string(c.idle_timeouts) +
+                         ",\"parked_reads\":" + std::to_string(c.parked_reads) +
                          ",\"bytes_read\":" + std::to_string(c.bytes_read) +
                          ",\"bytes_written\":" + std::to_string(c.bytes_written) +
                          ",\"big_served\":" + std::to_string(big_served) + ",\"rejects\":{";
@@ -113,6 +115,11 @@ struct TestServer {
       }
       body += "}}";
       res.Send(Response{200, body, "application/json", {}});
+    } else if (path == "/spin") {
+      uint64_t until = uv_hrtime() + QueryNumber(req.query(), "us", 100) * 1000;
+      while (uv_hrtime() < until) {
+      }
+      res.Send(Response{200, "spun", "text/plain", {}});
     } else if (path == "/drop") {
       // Responder destroyed unanswered.
     } else {
@@ -160,7 +167,8 @@ int main(int argc, char** argv) {
   if (!ArgValue(argc, argv, "--port", &v)) {
     std::fprintf(stderr, "usage: %s --port N [--max-connections N] [--read-timeout-ms N] "
                          "[--idle-timeout-ms N] [--max-body-bytes N] [--linger-ms N] "
-                         "[--max-pending-output N] [--drain-timeout-ms N]\n", argv[0]);
+                         "[--max-pending-output N] [--drain-timeout-ms N] "
+                         "[--turn-budget-us N]\n", argv[0]);
     return 2;
   }
   opt.port = static_cast<int>(v);
@@ -170,6 +178,8 @@ int main(int argc, char** argv) {
   if (ArgValue(argc, argv, "--max-body-bytes", &v)) opt.max_body_bytes = v;
   if (ArgValue(argc, argv, "--linger-ms", &v)) opt.linger_ms = v;
   if (ArgValue(argc, argv, "--max-pending-output", &v)) opt.max_pending_output = v;
+  uint64_t turn_budget_us = EventLoop::kDefaultTurnBudgetUs;
+  ArgValue(argc, argv, "--turn-budget-us", &turn_budget_us);
   uint64_t drain_timeout_ms = 5000;
   ArgValue(argc, argv, "--drain-timeout-ms", &drain_timeout_ms);
 
@@ -194,6 +204,7 @@ int main(int argc, char** argv) {
   server->loop.Start();
   server->loop.Post([&] {
     TestServer* s = server.get();
+    s->loop.set_turn_budget_us(turn_budget_us);
     s->loop.AddShutdownHook([s] { s->DropSleepers(); });
     auto l = Listener::Start(s->loop, opt, [s](Request req, Responder res) {
       s->Handle(std::move(req), std::move(res));

@@ -3,6 +3,7 @@ its counters match the traffic sent, and a real Prometheus server scraping it on
 loopback answers queries about it."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,7 @@ def test_promtool_check_metrics_after_mixed_traffic():
                    "rankd_open_connections", "rankd_deadline_exceeded_total",
                    "rankd_late_completions_total", "rankd_degraded_total", "rankd_plan_reloads_total",
                    "rankd_loop_lag_seconds", "rankd_cpu_offloads_total", "rankd_build_info",
+                   "rankd_http_rejects_total", "rankd_http_deferred_reads_total",
                    "process_resident_memory_bytes", "process_open_fds", "process_cpu_seconds_total"]:
         assert f"# TYPE {family} " in text, family
 
@@ -82,6 +84,35 @@ def test_counters_match_traffic():
     # Redis work of the feed plan shows per endpoint.
     assert metric_value(after, "rankd_redis_commands_total", endpoint="redis_default") > 0
     assert metric_value(after, "rankd_redis_connections", endpoint="redis_default", state="live") > 0
+
+
+def raw_exchange(port, data):
+    """Sends raw bytes on a new connection and reads until the server closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+        c.sendall(data)
+        got = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                return got
+            got += chunk
+
+
+def test_http_layer_rejects_are_counted_by_reason():
+    s = server()
+    before = s.metrics()
+    base_bad = metric_value(before, "rankd_http_rejects_total", reason="malformed") or 0
+    base_big = metric_value(before, "rankd_http_rejects_total", reason="head_too_large") or 0
+    for _ in range(2):
+        assert raw_exchange(s.port, b"GET / HTTP/1.1\r\nHost x\r\n\r\n").startswith(b"HTTP/1.1 400 ")
+    big = b"GET / HTTP/1.1\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n"
+    assert raw_exchange(s.port, big).startswith(b"HTTP/1.1 431 ")
+    # The shards publish the HTTP layer's counters every 100 ms.
+    wait_until(lambda: metric_value(s.metrics(), "rankd_http_rejects_total", reason="malformed")
+               == base_bad + 2, what="2 malformed rejects counted")
+    wait_until(lambda: metric_value(s.metrics(), "rankd_http_rejects_total", reason="head_too_large")
+               == base_big + 1, what="1 head_too_large reject counted")
+    assert "# TYPE rankd_http_deferred_reads_total counter" in s.metrics()
 
 
 def test_real_prometheus_scrapes_rankd():
