@@ -2,7 +2,10 @@
 # ops/bench http — rankd's HTTP throughput against nginx on the same machine, same wrk
 # settings, in one run (all loopback):
 #   healthz_rps              GET /healthz, rankd (2 shards) vs nginx (2 workers, reuseport,
-#                            `return 200` with a 15-byte JSON body, access log off)
+#                            `return 200` with a 15-byte JSON body, access log off);
+#                            median of 3 rounds that alternate between the two
+#   healthz_cpu_us_per_req   the server's CPU time per request in those rounds (user +
+#                            system: the kernel's TCP work included), rankd vs nginx
 #   rank_fixed_rps           POST /rank of plans/fixed_rank (fixed_source 100 -> vm -> sort
 #                            -> take 20), vs the same nginx
 #   rank_fixed_p99_over_p50  latency spread at that load
@@ -61,21 +64,62 @@ start_rankd() {  # start_rankd SHARDS -> sets rport, rpid
 stop_rankd() { kill -TERM "$rpid"; wait "$rpid" 2>/dev/null || true; }
 
 body='{"plan":"fixed_rank","user_id":1}'
-nginx_json=$(run_wrk "http://127.0.0.1:$nport/")
-nginx_rps=$(field "$nginx_json" rps)
 
+# cpu_ticks PID...: user + system CPU time of every thread of the PIDs, in clock ticks.
+cpu_ticks() {
+  local t=0 f
+  for p in "$@"; do
+    for f in /proc/"$p"/task/*/stat; do t=$((t + $(awk '{print $14 + $15}' "$f" 2>/dev/null || echo 0))); done
+  done
+  echo "$t"
+}
+# measured URL BODY PID... -> the wrk JSON line plus "cpu_us_per_req": the server's CPU
+# (its threads' user + system time, kernel TCP work included) per request served.
+measured() {
+  local url=$1 b=$2
+  shift 2
+  local t0 line t1
+  t0=$(cpu_ticks "$@")
+  line=$(run_wrk "$url" "$b")
+  t1=$(cpu_ticks "$@")
+  python3 -c '
+import json, os, sys
+d = json.loads(sys.argv[1])
+ticks = int(sys.argv[3]) - int(sys.argv[2])
+warm = 1.0  # run_wrk warms up for 1 s first: assume the same rate for those requests
+d["cpu_us_per_req"] = ticks / os.sysconf("SC_CLK_TCK") * 1e6 / (d["requests"] * (1 + warm / float(sys.argv[4])))
+print(json.dumps(d))' "$line" "$t0" "$t1" "$secs"
+}
+
+# Rounds alternate between nginx and rankd so that both see the same machine: the
+# load generator shares the cores, and a single run of each swings by ±10%.
+nginx_workers=$(pgrep -P "$(cat "$tmp/nginx/nginx.pid")" | tr '\n' ' ')
 start_rankd 2
-healthz_json=$(run_wrk "http://127.0.0.1:$rport/healthz")
-rank2_json=$(run_wrk "http://127.0.0.1:$rport/rank" "$body")
+: > "$tmp/rounds.jsonl"
+round_line() { echo "{\"round\": $1, \"what\": \"$2\", \"r\": $3}" >> "$tmp/rounds.jsonl"; }
+for round in 1 2 3; do
+  # shellcheck disable=SC2086  # the worker pids are separate words
+  round_line "$round" nginx "$(measured "http://127.0.0.1:$nport/" "" $nginx_workers)"
+  round_line "$round" healthz "$(measured "http://127.0.0.1:$rport/healthz" "" "$rpid")"
+  round_line "$round" rank2 "$(measured "http://127.0.0.1:$rport/rank" "$body" "$rpid")"
+done
 stop_rankd
 start_rankd 1
-rank1_json=$(run_wrk "http://127.0.0.1:$rport/rank" "$body")
+round_line 1 rank1 "$(measured "http://127.0.0.1:$rport/rank" "$body" "$rpid")"
 stop_rankd
 
-python3 - "$MACHINE" "$wrk_desc" "$nginx_json" "$healthz_json" "$rank2_json" "$rank1_json" <<'PY'
-import json, sys
-machine, wrk, nginx, healthz, rank2, rank1 = sys.argv[1], sys.argv[2], *map(json.loads, sys.argv[3:])
+python3 - "$MACHINE" "$wrk_desc" "$tmp/rounds.jsonl" <<'PY'
+import json, statistics, sys
+machine, wrk, rounds_file = sys.argv[1:]
+by = {}
+for line in open(rounds_file):
+    row = json.loads(line)
+    by.setdefault(row["what"], []).append(row["r"])
 ctx = {"machine": machine, "wrk": wrk, "build": "release+lto"}
+def med(what, key):
+    return statistics.median(r[key] for r in by[what])
+def rounds(what, key):
+    return [round(r[key], 2) for r in by[what]]
 def emit(name, value, unit, baseline=None, **extra):
     d = {"name": name, "value": round(value, 3), "unit": unit}
     if baseline is not None:
@@ -84,15 +128,25 @@ def emit(name, value, unit, baseline=None, **extra):
     d.update(extra)
     d.update(ctx)
     print(json.dumps(d))
-for r, what in ((healthz, "healthz"), (rank2, "rank 2 shards"), (rank1, "rank 1 shard")):
-    if r["non2xx"] or r["socket_errors"]:
-        print(json.dumps({"name": "errors", "value": r["non2xx"] + r["socket_errors"], "unit": "count", "run": what}))
-emit("healthz_rps", healthz["rps"], "req/s", nginx["rps"], target_ratio_min=1.0, shards=2,
-     p50_us=healthz["p50_us"], p99_us=healthz["p99_us"], baseline_server="nginx 2 workers return 200")
-emit("rank_fixed_rps", rank2["rps"], "req/s", nginx["rps"], target_ratio_min=0.7, shards=2,
-     p50_us=rank2["p50_us"], p99_us=rank2["p99_us"], plan="fixed_rank")
-emit("rank_fixed_p99_over_p50", rank2["p99_us"] / max(rank2["p50_us"], 1), "ratio", target_max=5.0,
-     p50_us=rank2["p50_us"], p99_us=rank2["p99_us"])
-emit("shards_2_over_1", rank2["rps"], "req/s", rank1["rps"],
+for what, runs in by.items():
+    bad = sum(r["non2xx"] + r["socket_errors"] for r in runs)
+    if bad:
+        print(json.dumps({"name": "errors", "value": bad, "unit": "count", "run": what}))
+emit("healthz_rps", med("healthz", "rps"), "req/s", med("nginx", "rps"), target_ratio_min=1.0,
+     shards=2, rounds=rounds("healthz", "rps"), baseline_rounds=rounds("nginx", "rps"),
+     p50_us=med("healthz", "p50_us"), p99_us=med("healthz", "p99_us"),
+     baseline_server="nginx 2 workers return 200", measure="median of 3 alternating rounds")
+emit("healthz_cpu_us_per_req", med("healthz", "cpu_us_per_req"), "us", med("nginx", "cpu_us_per_req"),
+     shards=2, rounds=rounds("healthz", "cpu_us_per_req"),
+     baseline_rounds=rounds("nginx", "cpu_us_per_req"),
+     measure="server CPU (user + system, kernel TCP work included) per request; lower is better")
+emit("rank_fixed_rps", med("rank2", "rps"), "req/s", med("nginx", "rps"), target_ratio_min=0.7,
+     shards=2, rounds=rounds("rank2", "rps"), p50_us=med("rank2", "p50_us"),
+     p99_us=med("rank2", "p99_us"), plan="fixed_rank",
+     cpu_us_per_req=round(med("rank2", "cpu_us_per_req"), 2))
+spread = [r["p99_us"] / max(r["p50_us"], 1) for r in by["rank2"]]
+emit("rank_fixed_p99_over_p50", statistics.median(spread), "ratio", target_max=5.0,
+     rounds=[round(x, 2) for x in spread], measure="median of 3 rounds")
+emit("shards_2_over_1", med("rank2", "rps"), "req/s", med("rank1", "rps"),
      note="2 cores shared with wrk: shows contention, not the ceiling")
 PY

@@ -423,29 +423,13 @@ void Connection::OnDrain() {
 // --- settling: one place decides reading, writing, timers and closing --------------------
 
 void Connection::Settle() {
-  if (phase_ == Phase::kClosed) return;
-  if (phase_ == Phase::kOpen && in_off_ < in_buf_.size() && CanParse()) {
-    if (must_progress_ || !TurnOverBudget()) {
-      in_off_ += Process(in_buf_.data() + in_off_, in_buf_.size() - in_off_);
-      if (phase_ == Phase::kClosed) return;
-    }
-    // Input left that could be parsed now: the turn's budget stopped it.
-    if (in_off_ < in_buf_.size() && CanParse()) Park();
-  }
-  if (in_off_ == in_buf_.size() || phase_ != Phase::kOpen) {
-    in_buf_.clear();
-    in_off_ = 0;
-    ReleaseIfHuge(in_buf_);
-  }
-  if (phase_ == Phase::kOpen && peer_eof_ && CanParse() && in_buf_.empty()) {
-    // Nothing more will arrive. A request cut short is answered for the (half-closed)
-    // client's sake; otherwise we close once the output is out.
-    if (llhttp_finish(&parser_) != HPE_OK && in_message_)
-      Reject(RejectKind::kMalformed, Error::BadRequest("request cut short by end of stream"));
-    else
-      BeginClose();
-  }
-  Flush();
+  // Parse, then write. A write that completes at once frees room for more output, so
+  // parsing may go on: loop until nothing more goes out without waiting.
+  do {
+    if (phase_ == Phase::kClosed) return;
+    ParseWaiting();
+    if (phase_ == Phase::kClosed) return;
+  } while (Flush());
   if (phase_ == Phase::kClosing && !writing_ && out_back_.empty()) {
     if (peer_eof_) {  // the client will send nothing more: no need to linger
       CloseNow();
@@ -466,16 +450,68 @@ void Connection::Settle() {
   UpdateTimer();
 }
 
-void Connection::Flush() {
-  if (writing_ || out_back_.empty() || phase_ == Phase::kClosed || shutdown_started_) return;
-  out_front_.swap(out_back_);
-  uv_buf_t b = uv_buf_init(out_front_.data(), static_cast<unsigned>(out_front_.size()));
+void Connection::ParseWaiting() {
+  if (phase_ == Phase::kOpen && in_off_ < in_buf_.size() && CanParse()) {
+    if (must_progress_ || !TurnOverBudget()) {
+      must_progress_ = false;  // one step only
+      in_off_ += Process(in_buf_.data() + in_off_, in_buf_.size() - in_off_);
+      if (phase_ == Phase::kClosed) return;
+    }
+    // Input left that could be parsed now: the turn's budget stopped it.
+    if (in_off_ < in_buf_.size() && CanParse()) Park();
+  }
+  if (in_off_ == in_buf_.size() || phase_ != Phase::kOpen) {
+    in_buf_.clear();
+    in_off_ = 0;
+    ReleaseIfHuge(in_buf_);
+  }
+  if (phase_ == Phase::kOpen && peer_eof_ && CanParse() && in_buf_.empty()) {
+    // Nothing more will arrive. A request cut short is answered for the (half-closed)
+    // client's sake; otherwise we close once the output is out.
+    if (llhttp_finish(&parser_) != HPE_OK && in_message_)
+      Reject(RejectKind::kMalformed, Error::BadRequest("request cut short by end of stream"));
+    else
+      BeginClose();
+  }
+}
+
+bool Connection::Flush() {
+  if (writing_ || out_back_.empty() || phase_ == Phase::kClosed || shutdown_started_)
+    return false;
+  auto* stream = reinterpret_cast<uv_stream_t*>(&tcp_);
+  // Most responses fit in the socket's send buffer: write now, without a write request.
+  // Besides a callback per response, a completed uv_write costs an epoll_ctl (libuv
+  // re-arms the socket when its write queue drains), one syscall per response.
+  uv_buf_t b = uv_buf_init(out_back_.data(), static_cast<unsigned>(out_back_.size()));
+  int n = uv_try_write(stream, &b, 1);
+  if (n < 0 && n != UV_EAGAIN) {
+    CloseNow();
+    return false;
+  }
+  size_t sent = n > 0 ? static_cast<size_t>(n) : 0;
+  listener_->counters_.bytes_written += sent;
+  if (sent == out_back_.size()) {
+    out_back_.clear();
+    ReleaseIfHuge(out_back_);
+    OnClientReading();
+    return true;
+  }
+  // The rest waits for the socket: queue it (front buffer) and take new output behind it.
+  out_front_.assign(out_back_, sent);
+  out_back_.clear();
+  b = uv_buf_init(out_front_.data(), static_cast<unsigned>(out_front_.size()));
   writing_ = true;
-  if (uv_write(&write_req_, reinterpret_cast<uv_stream_t*>(&tcp_), &b, 1, &Connection::OnWrite) <
-      0) {
+  if (uv_write(&write_req_, stream, &b, 1, &Connection::OnWrite) < 0) {
     writing_ = false;
     CloseNow();
   }
+  return false;
+}
+
+void Connection::OnClientReading() {
+  // An idle or closing connection gets its full time again.
+  if (timer_mode_ == TimerMode::kIdle || timer_mode_ == TimerMode::kCloseWait)
+    timer_mode_ = TimerMode::kNone;
 }
 
 void Connection::OnWrite(uv_write_t* req, int status) {
@@ -490,9 +526,7 @@ void Connection::OnWrite(uv_write_t* req, int status) {
   c->out_front_.clear();
   ReleaseIfHuge(c->out_front_);
   ReleaseIfHuge(c->out_back_);
-  // The client is reading: an idle or closing connection gets its full time again.
-  if (c->timer_mode_ == TimerMode::kIdle || c->timer_mode_ == TimerMode::kCloseWait)
-    c->timer_mode_ = TimerMode::kNone;
+  c->OnClientReading();
   c->Settle();
 }
 

@@ -69,7 +69,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Reject(RejectKind kind, Error e);       // error response + graceful close
   void BeginClose() { phase_ = Phase::kClosing; }
   void Settle();  // after any event: parse what waits, flush, reads, timer, closing
-  void Flush();
+  void ParseWaiting();  // Settle's first half: buffered input, end of stream
+  bool Flush();         // true when output went out at once (parsing may go on)
+  void OnClientReading();  // output left: the client reads, its timers restart
   void UpdateReading();
   void UpdateTimer();
   void ResetMessage();
