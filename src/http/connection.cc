@@ -587,18 +587,34 @@ void Connection::UpdateTimer() {
   timer_mode_ = want;
   uint64_t ms = 0;
   switch (want) {
-    case TimerMode::kNone: uv_timer_stop(timer_); return;
+    case TimerMode::kNone: timer_due_ = 0; return;  // an armed timer finds nothing to do
     case TimerMode::kIdle: ms = opt.idle_timeout_ms; break;
     case TimerMode::kRead: ms = opt.read_timeout_ms; break;
     case TimerMode::kCloseWait: ms = opt.idle_timeout_ms; break;
     case TimerMode::kLinger: ms = opt.linger_ms; break;
   }
-  uv_timer_start(timer_, &Connection::OnTimer, ms, 0);
+  // Lazy re-arming: modes change two or three times per request, and moving the uv
+  // timer each time is a heap removal and insertion. The timer stays where it is when
+  // it fires no later than the new due time; OnTimer then re-arms for the rest.
+  timer_due_ = uv_now(listener_->loop_.uv()) + ms;
+  if (timer_armed_due_ == 0 || timer_due_ < timer_armed_due_) {
+    uv_timer_start(timer_, &Connection::OnTimer, ms, 0);
+    timer_armed_due_ = timer_due_;
+  }
 }
 
 void Connection::OnTimer(uv_timer_t* t) {
   auto* c = static_cast<Connection*>(t->data);
   if (c == nullptr || c->phase_ == Phase::kClosed) return;
+  c->timer_armed_due_ = 0;
+  if (c->timer_due_ == 0) return;  // kNone
+  uint64_t now = uv_now(c->listener_->loop_.uv());
+  if (now < c->timer_due_) {  // the mode changed since it was armed: wait for the rest
+    uv_timer_start(t, &Connection::OnTimer, c->timer_due_ - now, 0);
+    c->timer_armed_due_ = c->timer_due_;
+    return;
+  }
+  c->timer_due_ = 0;
   TimerMode mode = c->timer_mode_;
   c->timer_mode_ = TimerMode::kNone;
   switch (mode) {
@@ -635,6 +651,7 @@ void Connection::CloseNow() {
     timer_ = nullptr;
   }
   timer_mode_ = TimerMode::kNone;
+  timer_due_ = timer_armed_due_ = 0;
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::OnClose);
 }
 

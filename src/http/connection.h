@@ -102,6 +102,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uv_shutdown_t shutdown_req_{};
   uv_timer_t* timer_ = nullptr;  // pooled by the EventLoop
   TimerMode timer_mode_ = TimerMode::kNone;
+  uint64_t timer_due_ = 0;        // loop time (ms) the current mode expires; 0: none
+  uint64_t timer_armed_due_ = 0;  // when the uv timer fires; 0: not armed
   Phase phase_ = Phase::kOpen;
   std::shared_ptr<Connection> self_;  // held from uv_tcp_init until the close callback
 

@@ -148,6 +148,7 @@ void Shard::OnTick() {
   double lag = now > lag_expected_ns_ ? static_cast<double>(now - lag_expected_ns_) / 1e9 : 0.0;
   shard_metrics_->loop_lag->Set(lag);
   shard_metrics_->loop_lag_hist->Observe(lag);
+  shard_metrics_->inflight->Set(static_cast<double>(inflight_));
   if (listener_)
     shard_metrics_->open_connections->Set(static_cast<double>(listener_->open_connections()));
   redis_ready_.store(redis_ && redis_->Ready(), std::memory_order_relaxed);

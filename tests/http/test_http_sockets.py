@@ -492,6 +492,23 @@ class TimeoutTest(unittest.TestCase):
         s.close()
         self.assertGreaterEqual(MAIN.stats()["idle_timeouts"], before + 1)
 
+    def test_idle_time_counts_from_the_last_response(self):
+        # Idle timeout 1.5 s. A second request at 1.0 s restarts it: the connection is
+        # still open at 2.0 s (the first idle period would have ended at 1.5 s).
+        s = MAIN.connect()
+        r = Reader(s)
+        t0 = time.monotonic()
+        s.sendall(request("GET", "/info"))
+        self.assertEqual(r.response().status, 200)
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+        s.sendall(request("GET", "/info"))
+        self.assertEqual(r.response().status, 200)
+        time.sleep(max(0.0, 2.0 - (time.monotonic() - t0)))
+        s.sendall(request("GET", "/info"))
+        self.assertEqual(r.response().status, 200)
+        self.assertTrue(r.closed())
+        s.close()
+
     def test_slow_handler_is_not_a_read_timeout(self):
         status, _, body = MAIN.get_json("/sleep?ms=1300")
         self.assertEqual(status, 200)
