@@ -13,20 +13,36 @@
 
 namespace rankd::http {
 
+namespace {
+
+// An IPv4 or IPv6 address literal ("0.0.0.0", "127.0.0.1", "::", "::1") with the port.
+bool ParseListenAddress(const std::string& host, int port, sockaddr_storage* out) {
+  *out = {};
+  if (uv_ip4_addr(host.c_str(), port, reinterpret_cast<sockaddr_in*>(out)) == 0) return true;
+  return uv_ip6_addr(host.c_str(), port, reinterpret_cast<sockaddr_in6*>(out)) == 0;
+}
+
+socklen_t AddressLength(const sockaddr_storage& a) {
+  return a.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+}
+
+}  // namespace
+
 Status CheckPortFree(std::string_view host, int port) {
   if (port == 0) return {};
   std::string h(host);
-  sockaddr_in addr{};
-  if (uv_ip4_addr(h.c_str(), port, &addr) != 0)
-    return Fail(Error::BadRequest("invalid IPv4 listen address '" + h + "'"));
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage addr;
+  if (!ParseListenAddress(h, port, &addr))
+    return Fail(Error::BadRequest("invalid listen address '" + h +
+                                  "': expected an IPv4 or IPv6 address such as 0.0.0.0 or ::"));
+  int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return Fail(Error::Internal(std::string("port check: socket(): ") + std::strerror(errno)));
   // SO_REUSEADDR so that TIME_WAIT leftovers of our own previous run do not count;
   // without SO_REUSEPORT, so that any live socket bound to the port makes bind fail.
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), AddressLength(addr));
   int err = errno;
   ::close(fd);
   if (rc != 0) {
@@ -65,12 +81,12 @@ Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions o
 }
 
 int Listener::Bind() {
-  sockaddr_in addr{};
-  int rc = uv_ip4_addr(options_.host.c_str(), options_.port, &addr);
-  if (rc < 0) return rc;
+  sockaddr_storage addr;
+  if (!ParseListenAddress(options_.host, options_.port, &addr)) return UV_EINVAL;
   // libuv 1.44 has no UV_TCP_REUSEPORT: create the socket first (init_ex), set the
-  // option on its fd, then bind. Every shard binds the same port this way.
-  rc = uv_tcp_init_ex(loop_.uv(), &listen_, AF_INET);
+  // option on its fd, then bind. Every shard binds the same port this way. An IPv6
+  // socket on "::" also takes IPv4 clients unless the host sets net.ipv6.bindv6only.
+  int rc = uv_tcp_init_ex(loop_.uv(), &listen_, addr.ss_family);
   if (rc < 0) return rc;
   listen_open_ = true;
   listen_.data = this;
@@ -89,7 +105,8 @@ int Listener::Bind() {
   int len = sizeof(ss);
   rc = uv_tcp_getsockname(&listen_, reinterpret_cast<sockaddr*>(&ss), &len);
   if (rc < 0) return rc;
-  port_ = ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+  port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
+                                          : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   return 0;
 }
 

@@ -4,6 +4,9 @@
 
 #include <hiredis/hiredis.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+
 #include <algorithm>
 #include <cassert>
 
@@ -13,6 +16,28 @@ namespace {
 // Tags passed as privdata to the handshake callbacks; the last one makes the connection
 // live.
 enum HandshakeStep : uintptr_t { kAuth = 1, kSelect = 2, kPing = 3 };
+
+bool IsIpLiteral(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// The address to connect to: the first IPv4 one, else the first IPv6 one (the order
+// hiredis itself tries families in).
+std::string PickAddress(const addrinfo* res) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  for (int family : {AF_INET, AF_INET6}) {
+    for (const addrinfo* a = res; a != nullptr; a = a->ai_next) {
+      if (a->ai_family != family) continue;
+      if (family == AF_INET)
+        uv_ip4_name(reinterpret_cast<const sockaddr_in*>(a->ai_addr), buf, sizeof buf);
+      else
+        uv_ip6_name(reinterpret_cast<const sockaddr_in6*>(a->ai_addr), buf, sizeof buf);
+      return buf;
+    }
+  }
+  return {};
+}
 
 uint64_t SplitMix(uint64_t& s) {
   uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
@@ -37,6 +62,11 @@ void RedisConnection::Close() {
   if (state_ == State::kLive) stats_.connections_live.fetch_sub(1, std::memory_order_relaxed);
   state_ = State::kClosed;
   DisarmTimer();
+  if (resolving_ != nullptr) {
+    resolving_->owner = nullptr;  // its callback only frees it
+    uv_cancel(reinterpret_cast<uv_req_t*>(&resolving_->req));  // fails once it runs: fine
+    resolving_ = nullptr;
+  }
   if (ac_ != nullptr) {
     last_error_ = "client closed";
     // Runs every pending callback with a NULL reply, then OnContextCleanup.
@@ -74,19 +104,74 @@ void RedisConnection::StartAttempt() {
   if (state_ == State::kClosed) return;
   last_error_.clear();  // from here on it describes this attempt
   SetState(State::kConnecting);
-  // A hostname is resolved here, synchronously (hiredis has no async resolver); use an
-  // IP literal in production configurations.
-  redisAsyncContext* ac = redisAsyncConnect(endpoint_.host.c_str(), endpoint_.port);
-  if (ac == nullptr) return FailAttempt("connect failed: out of memory");
+  // The connect timeout covers the name lookup too.
+  ArmTimer(opts_.connect_timeout_ms, [](uv_timer_t* t) {
+    auto* self = static_cast<RedisConnection*>(t->data);
+    self->DisarmTimer();
+    self->last_error_ =
+        "connect timed out after " + std::to_string(self->opts_.connect_timeout_ms) + " ms";
+    if (self->resolving_ != nullptr) {  // still looking the name up: give up on it
+      self->resolving_->owner = nullptr;
+      uv_cancel(reinterpret_cast<uv_req_t*>(&self->resolving_->req));
+      self->resolving_ = nullptr;
+      self->last_error_ += " (resolving '" + self->endpoint_.host + "')";
+      Bump(self->stats_.connect_failures);
+      self->ScheduleRetry();
+      return;
+    }
+    if (self->ac_ == nullptr) return;
+    // Not inside a hiredis callback: freeing is safe; cleanup schedules the retry.
+    redisAsyncFree(self->ac_);
+  });
+  if (IsIpLiteral(endpoint_.host)) return Connect(endpoint_.host);
+  auto* r = new Resolve{{}, this};
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  if (int rc = uv_getaddrinfo(loop_.uv(), &r->req, &RedisConnection::OnResolved,
+                              endpoint_.host.c_str(), nullptr, &hints);
+      rc < 0) {
+    delete r;
+    DisarmTimer();
+    return FailAttempt("cannot resolve '" + endpoint_.host + "': " + uv_strerror(rc));
+  }
+  resolving_ = r;
+}
+
+void RedisConnection::OnResolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
+  auto* r = reinterpret_cast<Resolve*>(req);  // req is the first member
+  RedisConnection* self = r->owner;
+  std::string ip = status == 0 ? PickAddress(res) : std::string();
+  uv_freeaddrinfo(res);
+  delete r;
+  if (self == nullptr) return;  // closed, or the attempt timed out meanwhile
+  self->resolving_ = nullptr;
+  if (ip.empty()) {
+    self->DisarmTimer();
+    return self->FailAttempt("cannot resolve '" + self->endpoint_.host + "': " +
+                             (status < 0 ? uv_strerror(status) : "no IPv4 or IPv6 address"));
+  }
+  self->Connect(ip);
+}
+
+void RedisConnection::Connect(const std::string& ip) {
+  // An address literal: hiredis's own lookup of it does not block.
+  redisAsyncContext* ac = redisAsyncConnect(ip.c_str(), endpoint_.port);
+  if (ac == nullptr) {
+    DisarmTimer();
+    return FailAttempt("connect failed: out of memory");
+  }
   if (ac->err) {
     std::string why = std::string("connect failed: ") + ac->errstr;
     redisAsyncFree(ac);  // never attached: hiredis left it to us
+    DisarmTimer();
     return FailAttempt(std::move(why));
   }
   ac->data = this;
   ac->c.reader->fn = RedisReplyBuilders();  // replies are parsed into RedisReply directly
   if (int rc = AttachUvAdapter(ac, loop_.uv(), this); rc < 0) {
     redisAsyncFree(ac);
+    DisarmTimer();
     return FailAttempt(std::string("connect failed: uv_poll_init: ") + uv_strerror(rc));
   }
   redisAsyncSetConnectCallback(ac, &RedisConnection::OnConnect);
@@ -112,15 +197,6 @@ void RedisConnection::StartAttempt() {
   // PING last: its reply proves the server speaks Redis to us (protected mode, for one,
   // answers the first command with an error).
   redisAsyncCommand(ac, &OnHandshakeReply, reinterpret_cast<void*>(kPing), "PING");
-  ArmTimer(opts_.connect_timeout_ms, [](uv_timer_t* t) {
-    auto* self = static_cast<RedisConnection*>(t->data);
-    self->DisarmTimer();
-    if (self->ac_ == nullptr) return;
-    self->last_error_ =
-        "connect timed out after " + std::to_string(self->opts_.connect_timeout_ms) + " ms";
-    // Not inside a hiredis callback: freeing is safe; cleanup schedules the retry.
-    redisAsyncFree(self->ac_);
-  });
 }
 
 void RedisConnection::ScheduleRetry() {

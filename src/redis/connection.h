@@ -2,6 +2,7 @@
 // its own reconnect state machine:
 //
 //   Backoff --timer--> Connecting --AUTH/SELECT/PING ok--> Live
+//                     (resolve the host name, if it is one; then TCP connect)
 //      ^                   |  (refused, timeout, AUTH error)  |  (reset, EOF, poll error)
 //      +-------------------+----------------------------------+
 //   Close() from any state -> Closed (pending commands fail; no reconnect).
@@ -67,6 +68,8 @@ class RedisConnection final : private UvRedisListener {
 
  private:
   void StartAttempt();
+  void Connect(const std::string& ip);  // the TCP connect and handshake of an attempt
+  static void OnResolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
   void ScheduleRetry();
   void SetState(State s);
   void ArmTimer(uint64_t ms, uv_timer_cb cb);
@@ -89,6 +92,13 @@ class RedisConnection final : private UvRedisListener {
 
   State state_ = State::kBackoff;
   redisAsyncContext* ac_ = nullptr;  // the current context, until its cleanup
+  // A host name is resolved on libuv's worker pool (getaddrinfo blocks; the loop must
+  // not). The request outlives us if Close comes first: it then only frees itself.
+  struct Resolve {
+    uv_getaddrinfo_t req;
+    RedisConnection* owner;
+  };
+  Resolve* resolving_ = nullptr;
   uv_timer_t* timer_ = nullptr;      // connect timeout or backoff delay
   int inflight_ = 0;
   int failures_in_a_row_ = 0;        // drives the backoff

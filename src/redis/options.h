@@ -11,7 +11,7 @@ struct RedisClientOptions {
   // Commands in flight per connection before new batches wait for a free one. A batch
   // is never split, so a batch larger than the cap still goes to an idle connection.
   int max_inflight_per_connection = 4096;
-  uint64_t connect_timeout_ms = 1000;  // TCP connect + AUTH/SELECT/PING
+  uint64_t connect_timeout_ms = 1000;  // name lookup + TCP connect + AUTH/SELECT/PING
   // Reconnect delay: doubles from min to max, each draw jittered into [d/2, d] so that
   // the shards' connections do not all retry in the same millisecond.
   uint64_t backoff_min_ms = 50;

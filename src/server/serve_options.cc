@@ -25,7 +25,7 @@ const char* ServeUsage() {
 
 Serves POST /rank, GET /healthz, /readyz, /metrics, /plans, /plans/{name}.
 
-  --host ADDR              listen address (0.0.0.0)
+  --host ADDR              listen address, IPv4 or IPv6 (0.0.0.0; :: for both)
   --port N                 listen port (8080)
   --shards N               event-loop shards, each with its own listener (number of CPUs)
   --cpu-threads N          CPU worker threads per shard (1)

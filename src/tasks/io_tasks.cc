@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "redis/pools.h"
@@ -262,7 +263,7 @@ Task<Result<RowSet>> RunMedia(const TaskContext& ctx, std::vector<RowSet> in) {
   co_return out;
 }
 
-// ---- features: one HMGET per input row ----------------------------------------------
+// ---- features: one HMGET per distinct id -------------------------------------------
 
 Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in) {
   const RowSet& input = in.at(0);
@@ -271,9 +272,20 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   RedisPool& p = *io->pool;
   const InputIds* ids = &io->ids;
   const auto& fields = ctx.args->StrList("fields");
+  // Candidates often repeat an item (before a dedupe, or from several sources): ask
+  // once per distinct id and give every row with that id the same reply.
+  std::vector<uint32_t> reply_of(ids->ids.size());
+  std::vector<int64_t> asked;
+  std::unordered_map<int64_t, uint32_t> index;
+  index.reserve(ids->ids.size());
   std::vector<RedisCommand> cmds;
   cmds.reserve(ids->ids.size());
-  for (int64_t id : ids->ids) {
+  for (size_t i = 0; i < ids->ids.size(); ++i) {
+    int64_t id = ids->ids[i];
+    auto [it, fresh] = index.try_emplace(id, static_cast<uint32_t>(asked.size()));
+    reply_of[i] = it->second;
+    if (!fresh) continue;
+    asked.push_back(id);
     RedisCommand c{"HMGET"};
     c.Key(p.prefix(), "item:", id);
     for (const auto& f : fields) c.Arg(f);
@@ -281,18 +293,22 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   }
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+  for (size_t k = 0; k < replies->size(); ++k) {
+    const RedisReply& r = (*replies)[k];
+    if (!r.is_array() || r.elements.size() != fields.size())
+      co_return Fail(BadReply(p, "HMGET", KeyOf(p, "item:", asked[k]), r));
+  }
 
   // Columns span the input's physical rows (so its selection vector still applies);
-  // rows outside the selection, or with a null id, stay null.
+  // rows outside the selection, or with a null id, stay null. Missing and unparsable
+  // values are counted per row, as they reach the response.
   auto& stats = p.mutable_stats();
   const size_t rows = input.physical_rows();
   std::vector<FieldColumn> cols;
   cols.reserve(fields.size());
   for (const auto& f : fields) cols.emplace_back(*ItemFieldType(f), rows);
-  for (size_t i = 0; i < replies->size(); ++i) {
-    const RedisReply& r = (*replies)[i];
-    if (!r.is_array() || r.elements.size() != fields.size())
-      co_return Fail(BadReply(p, "HMGET", KeyOf(p, "item:", ids->ids[i]), r));
+  for (size_t i = 0; i < ids->ids.size(); ++i) {
+    const RedisReply& r = (*replies)[reply_of[i]];
     for (size_t f = 0; f < fields.size(); ++f) cols[f].Set(ids->rows[i], r.elements[f], stats);
   }
   RowSet out = input;

@@ -163,6 +163,30 @@ TEST_CASE("refused at start: a clear unavailable error, then recovery in the bac
   CHECK(ok->at(0).str == "PONG");
 }
 
+TEST_CASE("a host name is looked up off the loop: localhost connects") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  TestShard shard({"redis_default=redis://localhost:" + std::to_string(server.port())});
+  REQUIRE(shard.WaitReady());
+  auto ok = shard.Batch({RedisCommand{"PING"}});
+  REQUIRE(ok);
+  CHECK(ok->at(0).str == "PONG");
+}
+
+TEST_CASE("a host name that does not resolve: a clear error naming it, retries, the loop serves on") {
+  TestShard shard({"redis_default=redis://no-such-host.invalid:6379"},
+                  {.connect_timeout_ms = 2000, .backoff_min_ms = 20, .backoff_max_ms = 100});
+  // The lookup fails (or, with a slow resolver, the connect timeout ends it): either way
+  // the reason names the host, and the loop kept answering meanwhile.
+  REQUIRE(Eventually([&] {
+    return shard.OnLoop([&] { return Contains(shard.pools().NotReadyReason(), "no-such-host.invalid"); });
+  }));
+  CHECK(Eventually([&] { return Read(shard.pool().stats().connect_failures) >= 2; }));
+  auto r = shard.Batch({RedisCommand{"PING"}});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kUnavailable);
+}
+
 TEST_CASE("killed mid-request: pending batches fail with unavailable, then reconnect") {
   RedisServer server;
   REQUIRE(server.Start());

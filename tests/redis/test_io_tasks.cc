@@ -232,6 +232,23 @@ TEST_CASE("features keeps the input's selection and asks only about selected row
   CHECK(std::get<int64_t>(At(*r, "likes", 1)) == 1);
 }
 
+TEST_CASE("features asks once per distinct id; every row with that id gets the values") {
+  Fixture f;
+  f.Cmd({"HSET", "item:7", "likes", "70"});
+  f.Cmd({"HSET", "item:8", "likes", "80"});
+  RowSet in = Ids({7, 8, 7, 7, 9, 8});  // item:9 does not exist
+  uint64_t commands0 = Read(f.stats().commands);
+  uint64_t missing0 = Read(f.stats().fields_missing);
+  auto r = RunIo(*f.shard, "features", {{"fields", std::vector<std::string>{"likes"}}}, {in});
+  REQUIRE(r.has_value());
+  CHECK(Read(f.stats().commands) - commands0 == 3);
+  CHECK(IdsOf(*r) == std::vector<int64_t>{7, 8, 7, 7, 9, 8});
+  for (size_t i : {0, 2, 3}) CHECK(std::get<int64_t>(At(*r, "likes", i)) == 70);
+  for (size_t i : {1, 5}) CHECK(std::get<int64_t>(At(*r, "likes", i)) == 80);
+  CHECK(IsNull(At(*r, "likes", 4)));
+  CHECK(Read(f.stats().fields_missing) - missing0 == 1);  // per row that shows it
+}
+
 TEST_CASE("features: an item key of the wrong type is a backend_error naming the key") {
   Fixture f;
   f.Cmd({"RPUSH", "item:9", "x"});

@@ -428,6 +428,35 @@ def test_port_taken_fails_clearly():
     assert str(s.port) in p.stderr, p.stderr
 
 
+
+def test_ipv6_listen_address_and_a_bad_one():
+    import http.client
+    import subprocess
+    from harness import RANKD, free_port, wait_until
+    s = server()
+    port = free_port()
+    p = subprocess.Popen([RANKD, "serve", "--host", "::1", "--port", str(port), "--shards", "2",
+                          "--plans", s.plans, "--log-level", "warn"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        def answers():
+            c = http.client.HTTPConnection("::1", port, timeout=5)
+            try:
+                c.request("POST", "/rank", json.dumps({"plan": "fixed_rank", "user_id": 1}))
+                r = c.getresponse()
+                return r.status == 200 and json.loads(r.read())["count"] == 20
+            finally:
+                c.close()
+        wait_until(answers, what="rankd answering on [::1]")
+    finally:
+        p.terminate()
+        assert p.wait(20) == 0, p.stderr.read()
+    bad = subprocess.run([RANKD, "serve", "--host", "not-an-address", "--port", str(free_port()),
+                          "--plans", s.plans], capture_output=True, text=True, timeout=20)
+    assert bad.returncode != 0
+    assert "invalid listen address 'not-an-address'" in bad.stderr, bad.stderr
+
+
 if __name__ == "__main__":
     tests = [(n, f) for n, f in sorted(globals().items()) if n.startswith("test_") and callable(f)]
     run_tests(tests)
