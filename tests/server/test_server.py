@@ -21,6 +21,10 @@ TEST_PLANS = {
         {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 50}},
         {"node_id": "t", "op": "take", "inputs": ["src"], "params": {"count": {"param": "n"}}}],
         "t", params={"n": {"type": "i64", "default": 5, "min": 1, "max": 20}}),
+    "failing": simple_plan("failing", [
+        {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 3}},
+        {"node_id": "boom", "op": "sleep", "inputs": ["src"],
+         "params": {"duration_ms": 1, "fail_after_sleep": True}}], "boom"),
     "viewer_only": simple_plan("viewer_only", [
         {"node_id": "v", "op": "viewer", "inputs": [], "params": {"endpoint": "redis_default"}}], "v"),
 }
@@ -203,6 +207,15 @@ def test_backend_error_wrong_type():
     status, _, body = server().rank({"plan": "viewer_only", "user_id": 424242})
     assert_error(status, body, 502, "backend_error")
     assert "user:424242" in body["error"]["message"], body
+    still_serves()
+
+
+def test_internal_error_500_names_the_node_and_the_server_serves_on():
+    s = server()
+    status, headers, body = s.rank({"plan": "failing", "user_id": 1})
+    assert_error(status, body, 500, "internal")
+    assert "boom" in body["error"]["message"], body
+    assert headers.get("x-request-id")
     still_serves()
 
 
