@@ -1,5 +1,7 @@
 #include "plan/loader.h"
 
+#include <sys/stat.h>
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -511,18 +513,49 @@ Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops) {
   return LoadPlanText(ss.str(), path, ops);
 }
 
+namespace {
+
+constexpr std::string_view kPlanSuffix = ".plan.json";
+
+// The *.plan.json files of `dir`, sorted (the order plans load in).
+std::vector<std::string> PlanFiles(const std::string& dir, std::error_code& ec) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (e.is_regular_file() && name.size() > kPlanSuffix.size() && name.ends_with(kPlanSuffix))
+      files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+std::string PlanDirFingerprint(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files = PlanFiles(dir, ec);
+  if (ec) return "unlistable: " + ec.message();
+  std::string out;
+  for (const auto& f : files) {
+    struct stat st {};
+    out += f;
+    if (::stat(f.c_str(), &st) != 0) {
+      out += " gone\n";
+      continue;
+    }
+    out += ' ' + std::to_string(st.st_size) + ' ' + std::to_string(st.st_mtim.tv_sec) + '.' +
+           std::to_string(st.st_mtim.tv_nsec) + ' ' + std::to_string(st.st_ino) + '\n';
+  }
+  return out;
+}
+
 Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  std::vector<std::string> files;
-  constexpr std::string_view kSuffix = ".plan.json";
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.size() > kSuffix.size() && name.ends_with(kSuffix))
-      files.push_back(e.path().string());
-  }
+  std::vector<std::string> files = PlanFiles(dir, ec);
   if (ec) return Fail(Error::BadRequest(dir + ": cannot list the plans folder: " + ec.message()));
-  std::sort(files.begin(), files.end());
+  constexpr std::string_view kSuffix = kPlanSuffix;
   PlanSet set;
   for (const auto& f : files) {
     auto plan = LoadPlanFile(f, ops);

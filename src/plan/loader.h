@@ -23,4 +23,10 @@ Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops);
 // rejects the whole set; an empty folder is an empty set.
 Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops);
 
+// What LoadPlanDir would read, summarised: the name, size, modification time and inode
+// of every *.plan.json of `dir` (symlinks followed, so a Kubernetes ConfigMap update,
+// which swaps a symlink, changes it). Equal fingerprints: nothing to reload. Cheap (one
+// stat per file), for polling.
+std::string PlanDirFingerprint(const std::string& dir);
+
 }  // namespace rankd

@@ -1,11 +1,16 @@
 // `rankd serve`: the server. The main thread blocks the signals it handles before any
-// thread starts (so every thread inherits the mask) and then waits for them with
-// sigwait: SIGHUP reloads the plans, SIGTERM/SIGINT drain and exit 0.
+// thread starts (so every thread inherits the mask) and then waits for them: SIGHUP
+// reloads the plans, SIGTERM/SIGINT drain and exit 0. With --watch-plans-ms the wait
+// times out every N ms to compare the plans folder's fingerprint with the one of the
+// last load, and reloads when it differs.
 #include <signal.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <ctime>
 
 #include "core/log.h"
+#include "plan/loader.h"
 #include "server/commands.h"
 #include "server/server.h"
 
@@ -35,16 +40,30 @@ int CmdServe(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the process
 
+  const uint64_t watch_ms = parsed->options.watch_plans_ms;
+  const std::string plans_dir = parsed->options.plans;
+  // Taken before each load: a change during the load shows at the next check.
+  std::string loaded_fingerprint = watch_ms ? PlanDirFingerprint(plans_dir) : std::string();
   Server server(std::move(parsed->options));
   if (auto st = server.Start(); !st) {
     LogError("start-up failed: " + st.error().message);
     return 1;
   }
+  timespec every{static_cast<time_t>(watch_ms / 1000), static_cast<long>(watch_ms % 1000) * 1000000};
   for (;;) {
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) continue;
+    int sig = watch_ms ? sigtimedwait(&set, nullptr, &every) : sigwaitinfo(&set, nullptr);
+    if (sig < 0) {
+      if (errno != EAGAIN) continue;  // EINTR
+      std::string now = PlanDirFingerprint(plans_dir);
+      if (now == loaded_fingerprint) continue;
+      loaded_fingerprint = std::move(now);
+      LogInfo("plans changed in " + plans_dir + ": reloading");
+      (void)server.Reload();  // logs its own outcome; a rejected set waits for the next change
+      continue;
+    }
     if (sig == SIGHUP) {
       LogInfo("SIGHUP: reloading plans");
+      if (watch_ms) loaded_fingerprint = PlanDirFingerprint(plans_dir);
       (void)server.Reload();  // logs its own outcome
       continue;
     }

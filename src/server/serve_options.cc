@@ -30,6 +30,8 @@ Serves POST /rank, GET /healthz, /readyz, /metrics, /plans, /plans/{name}.
   --shards N               event-loop shards, each with its own listener (number of CPUs)
   --cpu-threads N          CPU worker threads per shard (1)
   --plans DIR              folder of *.plan.json (plans); SIGHUP reloads it
+  --watch-plans-ms N       also reload when the folder's files change, checked every
+                           N ms; 0 = only on SIGHUP (0)
   --redis NAME=URL         a Redis endpoint, repeatable; URL is
                            redis://[:password@]host:port[/db][?prefix=P]
                            (redis_default=redis://127.0.0.1:6379)
@@ -104,6 +106,7 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
     else if (flag == "--read-timeout-ms") RANKD_NUM(read_timeout_ms, 1, 3600000)
     else if (flag == "--idle-timeout-ms") RANKD_NUM(idle_timeout_ms, 1, 86400000)
     else if (flag == "--drain-timeout-ms") RANKD_NUM(drain_timeout_ms, 0, 3600000)
+    else if (flag == "--watch-plans-ms") RANKD_NUM(watch_plans_ms, 0, 3600000)
     else if (flag == "--log-level") {
       auto v = need();
       if (!v) return Fail(v.error());

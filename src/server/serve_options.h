@@ -18,6 +18,7 @@ struct ServeOptions {
   int shards = 0;          // 0: number of CPUs
   int cpu_threads = 1;     // CPU workers per shard
   std::string plans = "plans";
+  uint64_t watch_plans_ms = 0;  // poll the plans folder and reload on change; 0: SIGHUP only
   std::vector<RedisEndpoint> redis;  // --redis NAME=URL (default redis_default)
   int redis_conns = 2;     // connections per endpoint per shard
   int64_t deadline_ms = 200;

@@ -442,6 +442,40 @@ def test_port_taken_fails_clearly():
 
 
 
+def test_watch_plans_reloads_on_change_and_keeps_the_old_set_on_a_bad_one():
+    import shutil
+    from harness import write_plan
+    d = plans_dir()
+    s = Rankd(d, extra_args=["--watch-plans-ms", "50"])
+    try:
+        def plan_status(name):
+            return s.request("GET", "/plans/" + name)[0]
+        def reloads(result):
+            return metric_value(s.metrics(), "rankd_plan_reloads_total", result=result) or 0
+        assert plan_status("extra") == 404
+        ok0 = reloads("ok")
+        write_plan(d, "extra", simple_plan("extra", [
+            {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 4}}], "src"))
+        wait_until(lambda: plan_status("extra") == 200, what="the new plan loaded by the watcher")
+        assert reloads("ok") >= ok0 + 1
+        status, _, body = s.rank({"plan": "extra", "user_id": 1})
+        assert status == 200 and body["count"] == 4, body
+        # A broken file: rejected, the previous set serves on, and it is not retried in a
+        # loop (one error until the files change again).
+        err0 = reloads("error")
+        with open(os.path.join(d, "extra.plan.json"), "w") as f:
+            f.write("{ not json")
+        wait_until(lambda: reloads("error") == err0 + 1, what="the broken set rejected")
+        time.sleep(0.3)
+        assert reloads("error") == err0 + 1
+        assert s.rank({"plan": "extra", "user_id": 1})[0] == 200
+        os.remove(os.path.join(d, "extra.plan.json"))
+        wait_until(lambda: plan_status("extra") == 404, what="the removed plan unloaded")
+    finally:
+        s.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_ipv6_listen_address_and_a_bad_one():
     import http.client
     import subprocess
