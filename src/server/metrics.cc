@@ -44,6 +44,34 @@ size_t MethodIndex(std::string_view m) {
 
 constexpr std::array<std::string_view, 4> kMethodNames = {"GET", "POST", "HEAD", "other"};
 
+// The (route, methods, statuses) each route answers, so that a shard creates their
+// rankd_http_requests_total children at start (they show as 0 until used) and the
+// request path never looks a label set up. Statuses of the HTTP layer's own refusals
+// are not here: they count in rankd_http_rejects_total.
+struct RouteAnswers {
+  Route route;
+  std::vector<std::string_view> methods;
+  std::vector<int> statuses;
+};
+const std::vector<RouteAnswers>& ReachableAnswers() {
+  static const std::vector<RouteAnswers> table = [] {
+    std::vector<RouteAnswers> t;
+    const std::vector<std::string_view> get{"GET", "HEAD"}, not_get{"POST", "other"};
+    t.push_back({Route::kRank, {"POST"}, {200, 400, 404, 422, 500, 502, 503, 504}});
+    t.push_back({Route::kRank, {"GET", "HEAD", "other"}, {405}});
+    t.push_back({Route::kHealthz, get, {200}});
+    t.push_back({Route::kReadyz, get, {200, 503}});
+    t.push_back({Route::kMetrics, get, {200}});
+    t.push_back({Route::kPlans, get, {200}});
+    t.push_back({Route::kPlan, get, {200, 404}});
+    for (Route r : {Route::kHealthz, Route::kReadyz, Route::kMetrics, Route::kPlans, Route::kPlan})
+      t.push_back({r, not_get, {405}});
+    t.push_back({Route::kOther, {"GET", "POST", "HEAD", "other"}, {404}});
+    return t;
+  }();
+  return table;
+}
+
 }  // namespace
 
 std::string_view RouteName(Route r) {
@@ -160,25 +188,32 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard)
         {{"shard", shard_},
          {"reason", std::string(http::RejectKindName(static_cast<http::RejectKind>(k)))}});
   http_deferred_reads = &m.http_deferred_reads->Add({{"shard", shard_}});
+  for (const auto& a : ReachableAnswers())
+    for (std::string_view method : a.methods)
+      for (int status : a.statuses) HttpChild(a.route, MethodIndex(method), status);
   for (size_t i = 0; i < http_duration_.size(); ++i)
     http_duration_[i] = &m.http_duration->Add(
         {{"route", std::string(RouteName(static_cast<Route>(i)))}, {"shard", shard_}},
         kLatencyBuckets);
 }
 
-void ShardMetrics::CountHttp(Route route, std::string_view method, int status, double seconds) {
-  if (!enabled_) return;
+prometheus::Counter& ShardMetrics::HttpChild(Route route, size_t method, int status) {
   size_t s = StatusIndex(status);
-  size_t idx = (static_cast<size_t>(route) * kMethods + MethodIndex(method)) * kStatuses + s;
-  auto*& c = http_requests_[idx];
+  auto*& c = http_requests_[(static_cast<size_t>(route) * kMethods + method) * kStatuses + s];
   if (!c) {
-    // First request of this (route, method, status) on this shard: one lookup, cached.
     c = &m_.http_requests->Add({{"route", std::string(RouteName(route))},
-                                {"method", std::string(kMethodNames[MethodIndex(method)])},
+                                {"method", std::string(kMethodNames[method])},
                                 {"code", s < kKnownStatuses.size() ? std::to_string(status) : std::string("other")},
                                 {"shard", shard_}});
   }
-  c->Increment();
+  return *c;
+}
+
+void ShardMetrics::CountHttp(Route route, std::string_view method, int status, double seconds) {
+  if (!enabled_) return;
+  // Created at start for every answer in ReachableAnswers; anything else (a bug's
+  // status) is created here once and cached, rather than lost.
+  HttpChild(route, MethodIndex(method), status).Increment();
   http_duration_[static_cast<size_t>(route)]->Observe(seconds);
 }
 

@@ -108,8 +108,10 @@ class ShardMetrics {
   Metrics& m_;
   std::string shard_;
   bool enabled_;
-  // http_requests children by (route, method, status): created at most once each and
-  // kept in this flat table.
+  prometheus::Counter& HttpChild(Route route, size_t method, int status);
+
+  // http_requests children by (route, method, status), in a flat table: the answers a
+  // route can give are created at start (ReachableAnswers in metrics.cc).
   static constexpr size_t kMethods = 4;  // GET, POST, HEAD, other
   static constexpr size_t kStatuses = 13;
   std::array<prometheus::Counter*, static_cast<size_t>(Route::kCount) * kMethods * kStatuses>

@@ -62,6 +62,21 @@ def test_promtool_check_metrics_after_mixed_traffic():
         assert f"# TYPE {family} " in text, family
 
 
+def test_every_answer_a_route_can_give_is_exported_from_start():
+    # A fresh server, before any traffic: the children exist at 0, per shard.
+    s = Rankd(plans_dir(TEST_PLANS), shards=2)
+    try:
+        text = s.metrics()
+        for shard in ("0", "1"):
+            for route, method, code in [("/rank", "POST", "504"), ("/rank", "POST", "422"),
+                                        ("/rank", "GET", "405"), ("/readyz", "GET", "503"),
+                                        ("/plans/{name}", "HEAD", "404"), ("other", "POST", "404")]:
+                assert metric_value(text, "rankd_http_requests_total", route=route, method=method,
+                                    code=code, shard=shard) == 0, (route, method, code, shard)
+    finally:
+        s.stop()
+
+
 def test_counters_match_traffic():
     s = server()
     assert s.rank({"plan": "feed", "user_id": 1})[0] == 200  # some Redis work to count
