@@ -103,6 +103,7 @@ class Loader {
     if (auto s = Output(obj, *plan); !s) return Fail(s.error());
     if (auto s = Graph(*plan); !s) return Fail(s.error());
     if (auto s = Type(obj, *plan); !s) return Fail(s.error());
+    MarkRowsRead(*plan);
     return PlanPtr(std::move(plan));
   }
 
@@ -274,6 +275,26 @@ class Loader {
       }
     }
     return {};
+  }
+
+  // PlanNode::rows_read: a node whose only reader is `take` needs to get only the first
+  // `count` rows right (count is a literal, or a request param with a declared max;
+  // without one, nothing is marked).
+  void MarkRowsRead(Plan& plan) {
+    for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
+      PlanNode& node = plan.nodes[i];
+      if (i == plan.output || node.successors.size() != 1) continue;
+      const PlanNode& reader = plan.nodes[node.successors[0]];
+      if (reader.op != "take") continue;
+      size_t arg = reader.args.Index("count");
+      double most = static_cast<double>(reader.args.I64("count"));
+      for (const ParamRef& r : reader.refs) {
+        if (r.arg != arg) continue;
+        const ParamDecl& d = plan.params.decls[r.decl];
+        most = d.max ? *d.max : 0;
+      }
+      if (most >= 1 && most < 4294967295.0) node.rows_read = static_cast<uint32_t>(most);
+    }
   }
 
   // Cycles (Kahn's algorithm leaves them unvisited), then dead nodes (not reaching the

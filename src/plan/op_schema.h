@@ -71,9 +71,10 @@ class TaskArgs {
   const TaskArg& at(size_t i) const { return values_[i]; }
   TaskArg& at(size_t i) { return values_[i]; }
   const TaskParamSpec& spec(size_t i) const { return (*specs_)[i]; }
+  // Position of `name` in the op's parameter list. REQUIRES: the op declares it.
+  size_t Index(std::string_view name) const;
 
  private:
-  size_t Index(std::string_view name) const;
   const std::vector<TaskParamSpec>* specs_ = nullptr;
   std::vector<TaskArg> values_;
 };

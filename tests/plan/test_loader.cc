@@ -137,6 +137,33 @@ TEST_CASE("concat column type conflict") {
           {"node 'c'", "column 'x'", "input 'a'", "input 'b'"});
 }
 
+TEST_CASE("rows_read: a node read only by a take of N needs only its first N rows") {
+  const std::string sort = R"({"node_id": "s", "op": "sort", "inputs": ["src"], "params": {"key": "score"}})";
+  auto take = [](const std::string& id, const std::string& in, const std::string& count) {
+    return R"(, {"node_id": ")" + id + R"(", "op": "take", "inputs": [")" + in +
+           R"("], "params": {"count": )" + count + "}}";
+  };
+  auto rows_read = [](const std::string& json, const std::string& node) -> uint32_t {
+    auto p = Load(json);
+    REQUIRE_MESSAGE(p.has_value(), p.error().message);
+    return (*p)->nodes[static_cast<size_t>((*p)->node_index(node))].rows_read;
+  };
+  std::string base = std::string(kSrc) + ", " + sort;
+  CHECK(rows_read(Doc(base + take("t", "s", "3"), "t"), "s") == 3);
+  CHECK(rows_read(Doc(base + take("t", "s", "3"), "t"), "t") == 0);  // the output
+  CHECK(rows_read(Doc(base, "s"), "s") == 0);                        // the output
+  // Two readers: every row may be read.
+  CHECK(rows_read(Doc(base + take("t", "s", "3") + take("u", "s", "5") +
+                          R"(, {"node_id": "c", "op": "concat", "inputs": ["t", "u"]})", "c"),
+                  "s") == 0);
+  // A request param: its declared max, and nothing without one.
+  std::string with_max = R"({"schema_version": 1, "name": "bad", "params": {"n": {"type": "i64",
+    "default": 5, "min": 1, "max": 40}}, "nodes": [)" + base + take("t", "s", R"({"param": "n"})") +
+                         R"(], "output": {"node": "t"}})";
+  CHECK(rows_read(with_max, "s") == 40);
+  CHECK(rows_read(Doc(base + take("t", "s", R"({"param": "limit"})"), "t"), "s") == 0);
+}
+
 TEST_CASE("param references") {
   Rejects(Doc(std::string(kSrc) + R"(, {"node_id": "t", "op": "take", "inputs": ["src"], "params": {"count": {"param": "zz"}}})", "t"),
           {"node 't'", "params.count", "'zz' is not declared"});

@@ -3,6 +3,9 @@
 // column.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "data/column_builder.h"
 #include "tasks/task.h"
 
@@ -89,6 +92,31 @@ TEST_CASE("sort by strings, bytewise") {
   rs.SetColumn("name", std::make_shared<Column>(Column::Str({"b", std::nullopt, "B"})));
   RowSet out = Call("sort", {{"key", std::string("name")}, {"order", std::string("asc")}}).Run({rs});
   CHECK(Ids(out) == std::vector<int64_t>{3, 1, 2});
+}
+
+TEST_CASE("sort with rows_read orders the first rows exactly as a full sort, keeps every row") {
+  // Ties, nulls and a NaN; every cut-off from 1 past the row count, both orders.
+  std::vector<double> v;
+  for (int i = 0; i < 60; ++i) v.push_back(static_cast<double>((i * 37) % 11));
+  v[7] = std::nan("");
+  RowSet in = Scored(v, {3, 20, 41});
+  for (std::string order : {"desc", "asc"}) {
+    Call full("sort", {{"key", std::string("score")}, {"order", order}});
+    std::vector<int64_t> want = Ids(full.Run({in}));
+    for (uint32_t k = 1; k <= 62; ++k) {
+      Call part("sort", {{"key", std::string("score")}, {"order", order}});
+      part.node.rows_read = k;
+      std::vector<int64_t> got = Ids(part.Run({in}));
+      REQUIRE(got.size() == want.size());
+      size_t n = std::min<size_t>(k, got.size());
+      CHECK(std::vector<int64_t>(got.begin(), got.begin() + static_cast<ptrdiff_t>(n)) ==
+            std::vector<int64_t>(want.begin(), want.begin() + static_cast<ptrdiff_t>(n)));
+      std::sort(got.begin(), got.end());
+      std::vector<int64_t> all = want;
+      std::sort(all.begin(), all.end());
+      CHECK(got == all);
+    }
+  }
 }
 
 TEST_CASE("take: the first rows; beyond the row count, all of them") {
