@@ -47,13 +47,33 @@ void Scatter(const RowSet& in, const Slot& s, bool scalar, const Src* src, std::
   if (valid != rows) validity.mutable_words() = std::move(words);
 }
 
+// One frame per thread, reused run after run: a run then allocates only when it needs
+// more room than the runs before it (an expression is never evaluated inside another).
+// The lease gives it to one run and releases its huge buffers afterwards.
+class FrameLease {
+ public:
+  FrameLease() : f_(ThisThread()) {}
+  ~FrameLease() { f_.Release(); }
+  FrameLease(const FrameLease&) = delete;
+  FrameLease& operator=(const FrameLease&) = delete;
+  Frame& frame() { return f_; }
+
+ private:
+  static Frame& ThisThread() {
+    thread_local Frame frame;
+    return frame;
+  }
+  Frame& f_;
+};
+
 class ProgramExpr final : public CompiledExpr {
  public:
   explicit ProgramExpr(Program p) : p_(std::move(p)) {}
   ColumnType type() const override { return ToColumnType(p_.regs[p_.result].type); }
 
   Column Evaluate(const RowSet& in, const ParamValues& params) const override {
-    Frame f;
+    FrameLease lease;
+    Frame& f = lease.frame();
     expr::RunProgram(p_, in, params, f);
     const Slot& s = f.slots[p_.result];
     bool scalar = p_.regs[p_.result].scalar;
@@ -83,7 +103,8 @@ class ProgramPred final : public CompiledPred {
   explicit ProgramPred(Program p) : p_(std::move(p)) {}
 
   std::vector<uint32_t> Select(const RowSet& in, const ParamValues& params) const override {
-    Frame f;
+    FrameLease lease;
+    Frame& f = lease.frame();
     expr::RunProgram(p_, in, params, f);
     const uint8_t* m = f.slots[p_.result].m;
     const size_t n = in.size();

@@ -24,9 +24,18 @@ Storage StorageOf(VType t) {
 }
 
 template <class T>
-T* Alloc(std::unique_ptr<T[]>& own, size_t n) {
-  own = std::make_unique_for_overwrite<T[]>(n ? n : 1);
-  return own.get();
+T* Alloc(Scratch<T>& own, size_t n) {
+  n = n ? n : 1;
+  if (n > own.cap) {
+    own.p = std::make_unique_for_overwrite<T[]>(n);
+    own.cap = n;
+  }
+  return own.p.get();
+}
+
+template <class T>
+void ReleaseIfHuge(Scratch<T>& s) {
+  if (s.cap > Frame::kKeepElements) s = {};
 }
 
 std::shared_ptr<const StringDict> OneString(std::string s) {
@@ -42,10 +51,16 @@ class Runner {
 
   void Run() {
     f_.n = in_.size();
-    f_.slots.clear();
-    f_.slots.resize(p_.regs.size());
-    f_.ones = std::make_unique_for_overwrite<uint8_t[]>(f_.n ? f_.n : 1);
-    std::memset(f_.ones.get(), 1, f_.n ? f_.n : 1);
+    // The frame may come from an earlier run: keep its buffers, forget its views.
+    if (f_.slots.size() < p_.regs.size()) f_.slots.resize(p_.regs.size());
+    for (Slot& s : f_.slots) {
+      s.i = nullptr;
+      s.f = nullptr;
+      s.c = nullptr;
+      s.m = s.v = nullptr;
+      s.dict.reset();
+    }
+    std::memset(Alloc(f_.ones, f_.n), 1, f_.n ? f_.n : 1);
     for (const Instr& ins : p_.code) Exec(ins);
   }
 
@@ -68,7 +83,7 @@ class Runner {
   void Regex(const Instr& ins);
   // Codes of b re-expressed in a's dictionary (extended if needed): out.dict and the
   // returned codes are valid for both. REQUIRES: a and b are str registers.
-  const uint32_t* UnifyDicts(uint16_t a, uint16_t b, Slot& out, std::unique_ptr<uint32_t[]>& tmp);
+  const uint32_t* UnifyDicts(uint16_t a, uint16_t b, Slot& out, Scratch<uint32_t>& tmp);
   // A full-length copy of a scalar register (for the few kernels without scalar shapes).
   void Broadcast(uint16_t r, Slot& tmp, const Slot*& view);
 
@@ -362,7 +377,7 @@ void Runner::Broadcast(uint16_t r, Slot& tmp, const Slot*& view) {
 }
 
 const uint32_t* Runner::UnifyDicts(uint16_t ra, uint16_t rb, Slot& out,
-                                   std::unique_ptr<uint32_t[]>& tmp) {
+                                   Scratch<uint32_t>& tmp) {
   const Slot& a = S(ra);
   const Slot& b = S(rb);
   if (a.dict == b.dict) {
@@ -400,7 +415,7 @@ const uint32_t* Runner::UnifyDicts(uint16_t ra, uint16_t rb, Slot& out,
 
 void Runner::MinMaxStr(const Instr& ins) {
   Slot& out = S(ins.out);
-  std::unique_ptr<uint32_t[]> tmp;
+  Scratch<uint32_t> tmp;
   const uint32_t* cb = UnifyDicts(ins.a, ins.b, out, tmp);
   const Slot& a = S(ins.a);
   const Slot& b = S(ins.b);
@@ -427,7 +442,7 @@ void Runner::CoalesceOrIf(const Instr& ins) {
   uint8_t* v = Alloc(out.own_v, n);
   out.v = v;
   // For str the two value operands must share a dictionary first.
-  std::unique_ptr<uint32_t[]> remapped;
+  Scratch<uint32_t> remapped;
   uint16_t ra = ins.op == Op::kIf ? ins.b : ins.a;
   uint16_t rb = ins.op == Op::kIf ? ins.c : ins.b;
   const uint32_t* cb = st == Storage::kStr ? UnifyDicts(ra, rb, out, remapped) : nullptr;
@@ -649,6 +664,18 @@ void Runner::Regex(const Instr& ins) {
 }
 
 }  // namespace
+
+void Frame::Release() {
+  for (Slot& s : slots) {
+    s.dict.reset();
+    ReleaseIfHuge(s.own_i);
+    ReleaseIfHuge(s.own_f);
+    ReleaseIfHuge(s.own_c);
+    ReleaseIfHuge(s.own_m);
+    ReleaseIfHuge(s.own_v);
+  }
+  ReleaseIfHuge(ones);
+}
 
 void RunProgram(const Program& p, const RowSet& in, const ParamValues& params, Frame& f) {
   Runner(p, in, params, f).Run();

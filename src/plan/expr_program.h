@@ -84,6 +84,16 @@ struct Program {
   uint16_t result = 0;
 };
 
+// A register's own buffer. A Frame keeps it between runs and reallocates only when a run
+// needs more elements than it has (see Frame).
+template <class T>
+struct Scratch {
+  std::unique_ptr<T[]> p;
+  size_t cap = 0;
+  T* get() const { return p.get(); }
+  explicit operator bool() const { return p != nullptr; }
+};
+
 // Storage of one register while a program runs. Pointers point either into the owned
 // buffers or straight into an input column (no copy when there is no selection).
 struct Slot {
@@ -94,17 +104,23 @@ struct Slot {
   const uint8_t* v = nullptr;   // validity, 1 = valid (unused for masks)
   std::shared_ptr<const StringDict> dict;
 
-  std::unique_ptr<int64_t[]> own_i;
-  std::unique_ptr<double[]> own_f;
-  std::unique_ptr<uint32_t[]> own_c;
-  std::unique_ptr<uint8_t[]> own_m, own_v;
+  Scratch<int64_t> own_i;
+  Scratch<double> own_f;
+  Scratch<uint32_t> own_c;
+  Scratch<uint8_t> own_m, own_v;
 };
 
-// The registers of one run over `n` rows (scalar registers hold one value).
+// The registers of one run over `n` rows (scalar registers hold one value). A frame may
+// serve run after run (each thread keeps one): its buffers are reused, so a run
+// allocates only when it needs more than any run before it. Release drops buffers over
+// kKeepElements, so one huge request does not pin its memory.
 struct Frame {
   size_t n = 0;
   std::vector<Slot> slots;
-  std::unique_ptr<uint8_t[]> ones;  // n bytes of 1: the validity of null-free inputs
+  Scratch<uint8_t> ones;  // n bytes of 1: the validity of null-free inputs
+
+  static constexpr size_t kKeepElements = 1 << 16;
+  void Release();
 };
 
 // Parses and type-checks an expr_table entry (is_pred false) or a pred_table entry
