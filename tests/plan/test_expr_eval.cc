@@ -60,6 +60,25 @@ TEST_CASE("expr: a key and a const read back per row") {
   CHECK(fx.Eval(R"({"const": null})") == std::vector{kNull, kNull, kNull, kNull});
 }
 
+TEST_CASE("expr: runs after a large one on the same thread (reused frame) are exact") {
+  // The thread's frame keeps its buffers between runs: a small run after a large one,
+  // and a run of another shape in between, must see none of the earlier values.
+  ExprFixture big;
+  Cells<int64_t> many;
+  for (int64_t i = 0; i < 100000; ++i) many.push_back(i % 7 == 0 ? std::nullopt : std::optional(i));
+  big.rows.SetColumn("likes", I64Col(many));
+  auto wide = big.Eval(R"({"op": "*", "args": [{"key": "likes"}, {"const": 2}]})");
+  REQUIRE(wide.size() == 100000);
+  CHECK(wide[3] == I(6));
+  CHECK(wide[7] == kNull);
+  ExprFixture fx = Numbers();
+  for (int round = 0; round < 3; ++round) {
+    CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "likes"}, {"const": 1}]})") ==
+          std::vector{I(11), kNull, I(1), I(-4)});
+    CHECK(fx.Eval(R"({"key": "country"})") == std::vector{S("US"), S("FR"), kNull, S("DE")});
+  }
+}
+
 TEST_CASE("expr: a null operand gives null") {
   ExprFixture fx = Numbers();
   CHECK(fx.Eval(R"({"op": "+", "args": [{"key": "likes"}, {"const": 1}]})") ==
