@@ -12,6 +12,7 @@
 #                              the kernel's scheduling shows in the lag (reported, no target)
 #   rank_fixed_rps             POST /rank fixed_rank with metrics on vs --no-metrics, same
 #                              run, alternating rounds, 2 shards (target ratio >= 0.97)
+#   rank_fixed_cpu_us_per_req  rankd's CPU time per request in those rounds, on vs off
 # Env: WRK_THREADS (1), WRK_CONNS (64), WRK_SECONDS (8).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
@@ -40,9 +41,21 @@ wrk_load() {  # wrk_load OUT: $secs of POST /rank at $rport, its report line in 
   WRK_BODY="$body" wrk -t"$threads" -c"$conns" -d"${secs}s" -s "$root/bench/wrk_report.lua" \
     "http://127.0.0.1:$rport/rank" | grep '^{"rps"' > "$1" || true
 }
-wrk_rps() {
+cpu_ticks() {  # user + system clock ticks of every thread of process $1
+  local t=0 f
+  for f in /proc/"$1"/task/*/stat; do t=$((t + $(awk '{print $14 + $15}' "$f" 2>/dev/null || echo 0))); done
+  echo "$t"
+}
+wrk_rps() {  # -> "RPS CPU_US_PER_REQUEST" of the rankd at $rport ($rpid)
+  local t0 t1
+  t0=$(cpu_ticks "$rpid")
   wrk_load "$tmp/wrk_rps.out"
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rps"])' "$tmp/wrk_rps.out"
+  t1=$(cpu_ticks "$rpid")
+  python3 -c '
+import json, os, sys
+d = json.load(open(sys.argv[1]))
+cpu_us = (int(sys.argv[3]) - int(sys.argv[2])) / os.sysconf("SC_CLK_TCK") * 1e6 / d["requests"]
+print(d["rps"], round(cpu_us, 3))' "$tmp/wrk_rps.out" "$t0" "$t1"
 }
 
 # 1: scrape time
@@ -101,8 +114,8 @@ lag_run 2 1 "$tmp/lag_2shards.json"
 # 3: rank_fixed rps, metrics on vs off, alternating
 on=() off=()
 for round in 1 2 3; do
-  start_rankd 2; on+=("$(wrk_rps)"); stop_rankd
-  start_rankd 2 --no-metrics; off+=("$(wrk_rps)"); stop_rankd
+  start_rankd 2; on+=("$(wrk_rps | tr ' ' ':')"); stop_rankd
+  start_rankd 2 --no-metrics; off+=("$(wrk_rps | tr ' ' ':')"); stop_rankd
 done
 
 python3 - "$MACHINE" "$tmp" "${on[*]}" "${off[*]}" "wrk -t$threads -c$conns -d${secs}s" <<'PY'
@@ -110,7 +123,9 @@ import json, statistics, sys
 machine, tmp, on, off, wrk = sys.argv[1:]
 load = lambda name: json.load(open(f"{tmp}/{name}.json"))
 scrape, scraped, plain, two = load("scrape"), load("lag_scraped"), load("lag_plain"), load("lag_2shards")
-on, off = [float(x) for x in on.split()], [float(x) for x in off.split()]
+on_cpu = [float(x.split(":")[1]) for x in on.split()]
+off_cpu = [float(x.split(":")[1]) for x in off.split()]
+on, off = [float(x.split(":")[0]) for x in on.split()], [float(x.split(":")[0]) for x in off.split()]
 ctx = {"machine": machine, "build": "release+lto"}
 def emit(d):
     d.update(ctx)
@@ -137,4 +152,10 @@ v, b = statistics.median(on), statistics.median(off)
 emit({"name": "rank_fixed_rps", "value": round(v, 1), "unit": "req/s", "baseline": round(b, 1),
       "ratio": round(v / b, 3), "target_ratio_min": 0.97, "baseline_is": "--no-metrics",
       "rounds_on": on, "rounds_off": off, "wrk": wrk, "shards": 2})
+c, cb = statistics.median(on_cpu), statistics.median(off_cpu)
+emit({"name": "rank_fixed_cpu_us_per_req", "value": round(c, 3), "unit": "us", "baseline": round(cb, 3),
+      "ratio": round(c / cb, 3), "baseline_is": "--no-metrics", "rounds_on": on_cpu,
+      "rounds_off": off_cpu, "shards": 2,
+      "measure": "rankd CPU (user + system) per request in the same rounds; what metrics cost, "
+                 "less disturbed by the shared cores than throughput"})
 PY
