@@ -12,8 +12,8 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (Rankd, Redis, free_port, metric_value, plans_dir, run_tests,  # noqa: E402
-                     sleep_plan, wait_until, _procs)
+from harness import (SOURCE_ROOT, Rankd, Redis, free_port, metric_value, plans_dir,  # noqa: E402
+                     run_tests, sleep_plan, wait_until, _procs)
 
 TEST_PLANS = {"slow": sleep_plan("slow", 200)}
 
@@ -134,15 +134,20 @@ def test_real_prometheus_scrapes_rankd():
     s = server()
     d = tempfile.mkdtemp(prefix="rankd-prom-")
     port = free_port()
+    # The shipped ops/prometheus.yml (with its alert rules), pointed at this rankd and
+    # made to scrape every second: what an operator runs, not a config of the test's.
+    import shutil
+    import yaml  # Debian: python3-yaml (ops/lib/ensure-deps installs it)
+    with open(os.path.join(SOURCE_ROOT, "ops", "prometheus.yml")) as f:
+        cfg = yaml.safe_load(f)
+    cfg["global"]["scrape_interval"] = cfg["global"]["evaluation_interval"] = "1s"
+    job = next(j for j in cfg["scrape_configs"] if j["job_name"] == "rankd")
+    job["scrape_interval"], job["scrape_timeout"] = "1s", "1s"
+    job["static_configs"] = [{"targets": [f"127.0.0.1:{s.port}"], "labels": {"env": "test"}}]
+    for rules in cfg.get("rule_files", []):
+        shutil.copy(os.path.join(SOURCE_ROOT, "ops", rules), os.path.join(d, rules))
     with open(os.path.join(d, "prometheus.yml"), "w") as f:
-        f.write(f"""global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-scrape_configs:
-  - job_name: rankd
-    static_configs:
-      - targets: ['127.0.0.1:{s.port}']
-""")
+        yaml.safe_dump(cfg, f)
     prom = subprocess.Popen(["prometheus", f"--config.file={d}/prometheus.yml", f"--storage.tsdb.path={d}/data",
                              f"--web.listen-address=127.0.0.1:{port}", "--log.level=error"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -168,6 +173,15 @@ scrape_configs:
             res = query('histogram_quantile(0.99, sum by (le) (rate(rankd_rank_duration_seconds_bucket[30s])))')
             return res and res[0]["value"][1] not in ("NaN", "+Inf") and float(res[0]["value"][1]) > 0
         wait_until(has_p99, timeout=60, what="a p99 of rankd_rank_duration_seconds from Prometheus")
+
+        # The alert rules of ops/alerts.yml are loaded and evaluated by this Prometheus.
+        def rules_loaded():
+            url = f"http://127.0.0.1:{port}/api/v1/rules"
+            with urllib.request.urlopen(url, timeout=5) as r:
+                groups = json.load(r)["data"]["groups"]
+            names = {rule["name"] for g in groups for rule in g["rules"]}
+            return {"RankdLoopLagHigh", "RankdRankLatencyHigh"} <= names
+        wait_until(rules_loaded, timeout=30, what="the alert rules of ops/alerts.yml loaded")
     finally:
         prom.terminate()
         prom.wait(timeout=10)
