@@ -1,6 +1,8 @@
 // Listener: one shard's HTTP/1.1 server socket and its connections. Binds with
 // SO_REUSEPORT so that N shards can listen on one port and the kernel spreads
 // connections; hands every complete request to the handler on the loop thread.
+// Under load, input read after the loop turn has used its budget is parsed at the start
+// of the next turn, after its timers (EventLoop::TurnOverBudget; Connection parks).
 //
 // Thread: everything on the owning EventLoop's thread, Start included (Post it there).
 // Lifetime: the Listener keeps itself alive while it has open handles, so the owner
