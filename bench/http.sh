@@ -65,14 +65,6 @@ stop_rankd() { kill -TERM "$rpid"; wait "$rpid" 2>/dev/null || true; }
 
 body='{"plan":"fixed_rank","user_id":1}'
 
-# cpu_ticks PID...: user + system CPU time of every thread of the PIDs, in clock ticks.
-cpu_ticks() {
-  local t=0 f
-  for p in "$@"; do
-    for f in /proc/"$p"/task/*/stat; do t=$((t + $(awk '{print $14 + $15}' "$f" 2>/dev/null || echo 0))); done
-  done
-  echo "$t"
-}
 # measured URL BODY PID... -> the wrk JSON line plus "cpu_us_per_req": the server's CPU
 # (its threads' user + system time, kernel TCP work included) per request served.
 measured() {

@@ -13,6 +13,16 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 
+# cpu_ticks PID...: user + system CPU time of every thread of the PIDs, in clock ticks
+# (SC_CLK_TCK per second).
+cpu_ticks() {
+  local t=0 p f
+  for p in "$@"; do
+    for f in /proc/"$p"/task/*/stat; do t=$((t + $(awk '{print $14 + $15}' "$f" 2>/dev/null || echo 0))); done
+  done
+  echo "$t"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 wait_http() {  # wait_http URL: until it answers 2xx (10 s at most)

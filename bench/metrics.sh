@@ -41,11 +41,6 @@ wrk_load() {  # wrk_load OUT: $secs of POST /rank at $rport, its report line in 
   WRK_BODY="$body" wrk -t"$threads" -c"$conns" -d"${secs}s" -s "$root/bench/wrk_report.lua" \
     "http://127.0.0.1:$rport/rank" | grep '^{"rps"' > "$1" || true
 }
-cpu_ticks() {  # user + system clock ticks of every thread of process $1
-  local t=0 f
-  for f in /proc/"$1"/task/*/stat; do t=$((t + $(awk '{print $14 + $15}' "$f" 2>/dev/null || echo 0))); done
-  echo "$t"
-}
 wrk_rps() {  # -> "RPS CPU_US_PER_REQUEST" of the rankd at $rport ($rpid)
   local t0 t1
   t0=$(cpu_ticks "$rpid")

@@ -576,13 +576,12 @@ Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops) {
   std::error_code ec;
   std::vector<std::string> files = PlanFiles(dir, ec);
   if (ec) return Fail(Error::BadRequest(dir + ": cannot list the plans folder: " + ec.message()));
-  constexpr std::string_view kSuffix = kPlanSuffix;
   PlanSet set;
   for (const auto& f : files) {
     auto plan = LoadPlanFile(f, ops);
     if (!plan) return Fail(plan.error());
     std::string stem = fs::path(f).filename().string();
-    stem.resize(stem.size() - kSuffix.size());
+    stem.resize(stem.size() - kPlanSuffix.size());
     if ((*plan)->name != stem)
       return Fail(Error::BadRequest(f + ": name: plan '" + (*plan)->name +
                                     "' must be in a file named " + (*plan)->name + ".plan.json"));

@@ -62,11 +62,7 @@ void RedisConnection::Close() {
   if (state_ == State::kLive) stats_.connections_live.fetch_sub(1, std::memory_order_relaxed);
   state_ = State::kClosed;
   DisarmTimer();
-  if (resolving_ != nullptr) {
-    resolving_->owner = nullptr;  // its callback only frees it
-    uv_cancel(reinterpret_cast<uv_req_t*>(&resolving_->req));  // fails once it runs: fine
-    resolving_ = nullptr;
-  }
+  AbandonResolve();
   if (ac_ != nullptr) {
     last_error_ = "client closed";
     // Runs every pending callback with a NULL reply, then OnContextCleanup.
@@ -94,6 +90,7 @@ void RedisConnection::DisarmTimer() {
   timer_ = nullptr;
 }
 
+// The retry it schedules replaces the connect timeout (ArmTimer disarms first).
 void RedisConnection::FailAttempt(std::string why) {
   last_error_ = std::move(why);
   Bump(stats_.connect_failures);
@@ -108,18 +105,14 @@ void RedisConnection::StartAttempt() {
   ArmTimer(opts_.connect_timeout_ms, [](uv_timer_t* t) {
     auto* self = static_cast<RedisConnection*>(t->data);
     self->DisarmTimer();
-    self->last_error_ =
+    std::string why =
         "connect timed out after " + std::to_string(self->opts_.connect_timeout_ms) + " ms";
     if (self->resolving_ != nullptr) {  // still looking the name up: give up on it
-      self->resolving_->owner = nullptr;
-      uv_cancel(reinterpret_cast<uv_req_t*>(&self->resolving_->req));
-      self->resolving_ = nullptr;
-      self->last_error_ += " (resolving '" + self->endpoint_.host + "')";
-      Bump(self->stats_.connect_failures);
-      self->ScheduleRetry();
-      return;
+      self->AbandonResolve();
+      return self->FailAttempt(why + " (resolving '" + self->endpoint_.host + "')");
     }
     if (self->ac_ == nullptr) return;
+    self->last_error_ = std::move(why);
     // Not inside a hiredis callback: freeing is safe; cleanup schedules the retry.
     redisAsyncFree(self->ac_);
   });
@@ -132,10 +125,16 @@ void RedisConnection::StartAttempt() {
                               endpoint_.host.c_str(), nullptr, &hints);
       rc < 0) {
     delete r;
-    DisarmTimer();
     return FailAttempt("cannot resolve '" + endpoint_.host + "': " + uv_strerror(rc));
   }
   resolving_ = r;
+}
+
+void RedisConnection::AbandonResolve() {
+  if (resolving_ == nullptr) return;
+  resolving_->owner = nullptr;  // its callback only frees it
+  uv_cancel(reinterpret_cast<uv_req_t*>(&resolving_->req));  // fails once it runs: fine
+  resolving_ = nullptr;
 }
 
 void RedisConnection::OnResolved(uv_getaddrinfo_t* req, int status, addrinfo* res) {
@@ -147,7 +146,6 @@ void RedisConnection::OnResolved(uv_getaddrinfo_t* req, int status, addrinfo* re
   if (self == nullptr) return;  // closed, or the attempt timed out meanwhile
   self->resolving_ = nullptr;
   if (ip.empty()) {
-    self->DisarmTimer();
     return self->FailAttempt("cannot resolve '" + self->endpoint_.host + "': " +
                              (status < 0 ? uv_strerror(status) : "no IPv4 or IPv6 address"));
   }
@@ -157,21 +155,16 @@ void RedisConnection::OnResolved(uv_getaddrinfo_t* req, int status, addrinfo* re
 void RedisConnection::Connect(const std::string& ip) {
   // An address literal: hiredis's own lookup of it does not block.
   redisAsyncContext* ac = redisAsyncConnect(ip.c_str(), endpoint_.port);
-  if (ac == nullptr) {
-    DisarmTimer();
-    return FailAttempt("connect failed: out of memory");
-  }
+  if (ac == nullptr) return FailAttempt("connect failed: out of memory");
   if (ac->err) {
     std::string why = std::string("connect failed: ") + ac->errstr;
     redisAsyncFree(ac);  // never attached: hiredis left it to us
-    DisarmTimer();
     return FailAttempt(std::move(why));
   }
   ac->data = this;
   ac->c.reader->fn = RedisReplyBuilders();  // replies are parsed into RedisReply directly
   if (int rc = AttachUvAdapter(ac, loop_.uv(), this); rc < 0) {
     redisAsyncFree(ac);
-    DisarmTimer();
     return FailAttempt(std::string("connect failed: uv_poll_init: ") + uv_strerror(rc));
   }
   redisAsyncSetConnectCallback(ac, &RedisConnection::OnConnect);

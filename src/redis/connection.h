@@ -70,6 +70,7 @@ class RedisConnection final : private UvRedisListener {
   void StartAttempt();
   void Connect(const std::string& ip);  // the TCP connect and handshake of an attempt
   static void OnResolved(uv_getaddrinfo_t* req, int status, addrinfo* res);
+  void AbandonResolve();  // a lookup in flight is left to free itself
   void ScheduleRetry();
   void SetState(State s);
   void ArmTimer(uint64_t ms, uv_timer_cb cb);

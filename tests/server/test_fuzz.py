@@ -8,11 +8,10 @@ import json
 import os
 import random
 import socket
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import Rankd, Redis, plans_dir, run_tests  # noqa: E402
+from harness import SharedServer, run_tests  # noqa: E402
 
 SEED = int(os.environ.get("RANKD_FUZZ_SEED", "20261126"))
 BODIES = int(os.environ.get("RANKD_FUZZ_BODIES", "4000"))
@@ -22,18 +21,7 @@ ERROR_CODES = {"bad_request", "unknown_plan", "invalid_param", "not_found", "met
                "deadline_exceeded", "backend_error", "internal"}
 
 
-class Env:
-    redis = None
-    server = None
-
-
-def server():
-    if Env.server is None:
-        Env.redis = Redis()
-        Env.server = Rankd(plans_dir(), redis=Env.redis, shards=2)
-        subprocess.run([Env.server.proc.args[0], "seed", "--redis", Env.redis.url(), "--users", "50",
-                        "--flush"], check=True, capture_output=True, timeout=60)
-    return Env.server
+server = SharedServer(shards=2, seed_users=50)
 
 
 def still_serves(s):

@@ -3,6 +3,7 @@ its counters match the traffic sent, and a real Prometheus server scraping it on
 loopback answers queries about it."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -11,25 +12,16 @@ import time
 import urllib.parse
 import urllib.request
 
+import yaml  # Debian: python3-yaml (ops/lib/ensure-deps installs it)
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (SOURCE_ROOT, Rankd, Redis, free_port, metric_value, plans_dir,  # noqa: E402
-                     run_tests, sleep_plan, wait_until, _procs)
+from harness import (SOURCE_ROOT, Rankd, SharedServer, free_port, metric_value,  # noqa: E402
+                     plans_dir, run_tests, sleep_plan, wait_until, _procs)
 
 TEST_PLANS = {"slow": sleep_plan("slow", 200)}
 
 
-class Env:
-    redis = None
-    server = None
-
-
-def server():
-    if Env.server is None:
-        Env.redis = Redis()
-        Env.server = Rankd(plans_dir(TEST_PLANS), redis=Env.redis, shards=2)
-        subprocess.run([Env.server.proc.args[0], "seed", "--redis", Env.redis.url(), "--users", "200",
-                        "--flush"], check=True, capture_output=True, timeout=60)
-    return Env.server
+server = SharedServer(TEST_PLANS, shards=2, seed_users=200)
 
 
 def mixed_traffic(s):
@@ -136,8 +128,6 @@ def test_real_prometheus_scrapes_rankd():
     port = free_port()
     # The shipped ops/prometheus.yml (with its alert rules), pointed at this rankd and
     # made to scrape every second: what an operator runs, not a config of the test's.
-    import shutil
-    import yaml  # Debian: python3-yaml (ops/lib/ensure-deps installs it)
     with open(os.path.join(SOURCE_ROOT, "ops", "prometheus.yml")) as f:
         cfg = yaml.safe_load(f)
     cfg["global"]["scrape_interval"] = cfg["global"]["evaluation_interval"] = "1s"

@@ -1,18 +1,22 @@
 """rankd serve end to end: a real rankd process (and redis-server) on loopback,
 spoken to with http.client and raw sockets. Covers API.md's routes, every error code,
 connection behaviour, overload, drain, reload and shards."""
+import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (Rankd, Redis, metric_value, plans_dir, run_tests, simple_plan,  # noqa: E402
-                     sleep_plan, wait_until, write_plan)
+from harness import (RANKD, Rankd, SharedServer, free_port, metric_value, plans_dir,  # noqa: E402
+                     run_tests, simple_plan, sleep_plan, wait_until, write_plan)
 
 TEST_PLANS = {
     "slow": sleep_plan("slow", 300),
@@ -30,16 +34,7 @@ TEST_PLANS = {
 }
 
 
-class Env:
-    redis = None
-    server = None
-
-
-def server():
-    if Env.server is None:
-        Env.redis = Redis()
-        Env.server = Rankd(plans_dir(TEST_PLANS), redis=Env.redis)
-    return Env.server
+server = SharedServer(TEST_PLANS)
 
 
 def raw(port, data, timeout=5.0, read_until_close=True):
@@ -202,8 +197,8 @@ def test_request_timeout_slowloris():
 
 
 def test_backend_error_wrong_type():
-    Env.redis or server()
-    Env.redis.execute("SET", "user:424242", "not a hash")
+    server()
+    server.redis.execute("SET", "user:424242", "not a hash")
     status, _, body = server().rank({"plan": "viewer_only", "user_id": 424242})
     assert_error(status, body, 502, "backend_error")
     assert "user:424242" in body["error"]["message"], body
@@ -415,7 +410,6 @@ def test_two_shards_both_serve():
 
 
 def test_access_log_one_json_line_per_request():
-    import tempfile
     path = tempfile.mktemp(prefix="rankd-access-")
     s = Rankd(plans_dir(), extra_args=["--access-log"], stdout_path=path)
     try:
@@ -433,8 +427,6 @@ def test_access_log_one_json_line_per_request():
 
 def test_port_taken_fails_clearly():
     s = server()
-    import subprocess
-    from harness import RANKD
     p = subprocess.run([RANKD, "serve", "--host", "127.0.0.1", "--port", str(s.port), "--plans", s.plans],
                        capture_output=True, text=True, timeout=20)
     assert p.returncode != 0
@@ -443,8 +435,6 @@ def test_port_taken_fails_clearly():
 
 
 def test_watch_plans_reloads_on_change_and_keeps_the_old_set_on_a_bad_one():
-    import shutil
-    from harness import write_plan
     d = plans_dir()
     s = Rankd(d, extra_args=["--watch-plans-ms", "50"])
     try:
@@ -477,9 +467,6 @@ def test_watch_plans_reloads_on_change_and_keeps_the_old_set_on_a_bad_one():
 
 
 def test_ipv6_listen_address_and_a_bad_one():
-    import http.client
-    import subprocess
-    from harness import RANKD, free_port, wait_until
     s = server()
     port = free_port()
     p = subprocess.Popen([RANKD, "serve", "--host", "::1", "--port", str(port), "--shards", "2",

@@ -282,6 +282,27 @@ def _split_labels(s):
 
 # --- a tiny test runner ------------------------------------------------------------
 
+
+class SharedServer:
+    """One rankd and one redis-server shared by a test module, started on first call:
+    `server = SharedServer(plans)`, then `server()` in each test. With seed_users, the
+    demo data set of that many users is seeded (`rankd seed --flush`)."""
+
+    def __init__(self, plans=None, shards=1, seed_users=0):
+        self.plans, self.shards, self.seed_users = plans, shards, seed_users
+        self.redis = None
+        self.rankd = None
+
+    def __call__(self):
+        if self.rankd is None:
+            self.redis = Redis()
+            self.rankd = Rankd(plans_dir(self.plans), redis=self.redis, shards=self.shards)
+            if self.seed_users:
+                subprocess.run([RANKD, "seed", "--redis", self.redis.url(), "--users",
+                                str(self.seed_users), "--flush"],
+                               check=True, capture_output=True, timeout=60)
+        return self.rankd
+
 def run_tests(tests):
     """Runs (name, fn) pairs, prints a line per test and 'N passed, N failed'."""
     passed = failed = 0
