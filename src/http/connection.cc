@@ -16,38 +16,14 @@ namespace {
 // allocation per response), but not a huge one left behind by a single large body.
 constexpr size_t kKeepCapacity = 256 * 1024;
 
-void TrimTrailingSpace(std::string& s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
-}
-
 void ReleaseIfHuge(std::string& s) {
   if (s.empty() && s.capacity() > kKeepCapacity) std::string().swap(s);
 }
 
-Connection* Self(llhttp_t* p) { return static_cast<Connection*>(p->data); }
-
 }  // namespace
 
-const llhttp_settings_t* Connection::Settings() {
-  static const llhttp_settings_t settings = [] {
-    llhttp_settings_t s;
-    llhttp_settings_init(&s);
-    s.on_message_begin = &Connection::OnMessageBegin;
-    s.on_url = &Connection::OnUrl;
-    s.on_header_field = &Connection::OnHeaderField;
-    s.on_header_field_complete = &Connection::OnHeaderFieldComplete;
-    s.on_header_value = &Connection::OnHeaderValue;
-    s.on_header_value_complete = &Connection::OnHeaderValueComplete;
-    s.on_headers_complete = &Connection::OnHeadersComplete;
-    s.on_body = &Connection::OnBody;
-    s.on_chunk_header = &Connection::OnChunkHeader;
-    s.on_message_complete = &Connection::OnMessageComplete;
-    return s;
-  }();
-  return &settings;
-}
-
-Connection::Connection(Listener* listener) : listener_(listener) {}
+Connection::Connection(Listener* listener)
+    : listener_(listener), stream_(listener->options_, listener->ids_) {}
 
 Connection::~Connection() = default;
 
@@ -67,16 +43,16 @@ int Connection::Accept(uv_stream_t* server) {
   uv_tcp_nodelay(&tcp_, 1);
   timer_ = listener_->loop_.AcquireTimer();
   timer_->data = this;
-  // No llhttp_set_lenient_*: every lenient mode reopens a smuggling hole.
-  llhttp_init(&parser_, HTTP_REQUEST, Settings());
-  parser_.data = this;
   Settle();  // starts reading and the idle timer
   return 0;
 }
 
 bool Connection::CanParse() const {
-  return phase_ == Phase::kOpen && !handler_pending_ &&
-         Unsent() <= listener_->options_.max_pending_output;
+  // Answers the client has not taken yet bound how far ahead we parse: at most
+  // max_pipeline_depth of them, and max_pending_output bytes.
+  const HttpOptions& opt = listener_->options_;
+  return phase_ == Phase::kOpen && !handler_pending_ && Unsent() <= opt.max_pending_output &&
+         queued_responses_ < opt.max_pipeline_depth;
 }
 
 // --- input -------------------------------------------------------------------------------
@@ -101,7 +77,13 @@ void Connection::Unpark(bool first) {
 
 void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(h->data);
-  *buf = uv_buf_init(c->listener_->scratch_.get(), Listener::kScratchBytes);
+  // Read no more than the room left under max_pending_input, so that what may end up
+  // buffered stays within it (but at least a few KiB, so that reads stay cheap).
+  size_t pending = c->in_buf_.size() - c->in_off_;
+  size_t limit = c->listener_->options_.max_pending_input;
+  size_t room = pending < limit ? limit - pending : 0;
+  size_t len = std::min(Listener::kScratchBytes, std::max<size_t>(room, 4096));
+  *buf = uv_buf_init(c->listener_->scratch_.get(), static_cast<unsigned>(len));
 }
 
 void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
@@ -130,246 +112,43 @@ void Connection::OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf) {
     size_t used = c->Process(data, n);
     if (c->phase_ == Phase::kOpen && used < n) c->in_buf_.append(data + used, n - used);
   } else {
+    // Drop the parsed prefix before appending. Without this, a client that keeps the
+    // pipeline full never lets the buffer empty, and it grew by every byte the client
+    // ever sent (1 GB in 15 s with eight connections): only the unparsed rest is
+    // bounded by max_pending_input, not what lies before in_off_.
+    if (c->in_off_ > 0) {
+      c->in_buf_.erase(0, c->in_off_);
+      c->in_off_ = 0;
+    }
     c->in_buf_.append(data, n);
   }
+  c->AccountInput();
   c->Settle();
 }
 
 size_t Connection::Process(const char* data, size_t n) {
-  const HttpOptions& opt = listener_->options_;
   size_t off = 0;
   in_process_ = true;
   // Between pipelined requests, a turn over budget stops here: Settle parks the rest.
   bool dispatched = false;
   while (off < n && CanParse() && !(dispatched && TurnOverBudget())) {
-    const char* seg = data + off;
-    size_t len = n - off;
-    if (scan_ != Scan::kBody) {
-      // Head bytes are vetted line by line before llhttp sees them, so that llhttp never
-      // sees a byte that follows a bare CR or starts a folded line. The vetted lines go
-      // to llhttp together, up to the empty line that ends the head (or the end of what
-      // we have): one llhttp call per head, not one per line.
-      size_t take = 0;
-      std::optional<std::pair<RejectKind, Error>> bad;
-      while (take < len) {
-        const char* line = seg + take;
-        size_t rest = len - take;
-        const void* lf = std::memchr(line, '\n', rest);
-        size_t l = lf ? static_cast<size_t>(static_cast<const char*>(lf) - line) + 1 : rest;
-        if (head_bytes_ + l > opt.max_head_bytes) {
-          bad.emplace(RejectKind::kHeadTooLarge,
-                      Error{ErrorCode::kHeadersTooLarge,
-                            (scan_ == Scan::kHead ? "request head over " : "request trailers over ") +
-                                std::to_string(opt.max_head_bytes) + " bytes"});
-          break;
-        }
-        head_bytes_ += l;
-        HeadScanResult scan = scanner_.Scan({line, l});
-        if (scan == HeadScanResult::kBareCr) {
-          bad.emplace(RejectKind::kBareCr,
-                      Error::BadRequest("bare CR (not followed by LF) in the request head"));
-          break;
-        }
-        if (scan == HeadScanResult::kFoldedLine) {
-          bad.emplace(RejectKind::kFoldedHeader,
-                      Error::BadRequest("obsolete folded header line in the request head"));
-          break;
-        }
-        take += l;
-        // An empty line ends the head: what follows is body (or the next request).
-        // Stopping early on a short line is always safe; it only costs another call.
-        bool short_line = l == 1 || (l == 2 && line[0] == '\r');
-        if (!lf || short_line) break;
-      }
-      if (bad) {
-        // The lines before the bad one are clean: let llhttp read them, so that the
-        // error answer still knows what they said (X-Request-Id, keep-alive).
-        if (take > 0) (void)llhttp_execute(&parser_, seg, take);
-        Reject(bad->first, std::move(bad->second));
-        break;
-      }
-      len = take;
-    }
-    llhttp_errno_t err = llhttp_execute(&parser_, seg, len);
-    size_t used = len;
-    if (err == HPE_PAUSED) {
-      used = static_cast<size_t>(llhttp_get_error_pos(&parser_) - seg);
-      llhttp_resume(&parser_);
-    } else if (err != HPE_OK) {
-      if (reject_) {
-        auto r = std::move(*reject_);
-        reject_.reset();
-        Reject(r.first, std::move(r.second));
-      } else {
-        Reject(RejectKind::kMalformed,
-               Error::BadRequest(std::string("malformed request: ") + llhttp_errno_name(err) +
-                                 " (" + llhttp_get_error_reason(&parser_) + ")"));
-      }
+    RequestStream::Step step = stream_.Feed(data + off, n - off);
+    off += step.used;
+    if (stream_.TakeMessageBegun()) restart_read_timer_ = true;
+    // Queued behind earlier responses: the parser was paused until they were queued.
+    if (step.send_continue) AppendContinue(out_back_);
+    if (step.outcome == RequestStream::Outcome::kReject) {
+      const auto& r = stream_.reject();
+      Reject(r.first, r.second);
       break;
     }
-    off += used;
-    if (message_ready_) {
-      message_ready_ = false;
+    if (step.outcome == RequestStream::Outcome::kRequest) {
       dispatched = true;
       Dispatch();
-    } else if (last_chunk_) {
-      // After the 0-size chunk come trailer lines: vet them like the head.
-      last_chunk_ = false;
-      scan_ = Scan::kTrailer;
-      scanner_.Reset();
-      head_bytes_ = 0;
     }
   }
   in_process_ = false;
   return off;
-}
-
-void Connection::ResetMessage() {
-  cur_.target.clear();
-  cur_.headers.clear();
-  cur_.body.clear();
-  cur_.request_id.clear();
-  field_open_ = false;
-  seen_content_length_ = false;
-  seen_transfer_encoding_ = false;
-  expect_continue_ = false;
-}
-
-int Connection::OnMessageBegin(llhttp_t* p) {
-  Connection* c = Self(p);
-  c->ResetMessage();
-  c->in_message_ = true;
-  c->restart_read_timer_ = true;
-  return 0;
-}
-
-int Connection::OnUrl(llhttp_t* p, const char* at, size_t len) {
-  Self(p)->cur_.target.append(at, len);
-  return 0;
-}
-
-int Connection::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
-  Connection* c = Self(p);
-  if (c->scan_ != Scan::kHead) return 0;  // trailers: vetted and counted, not kept
-  if (!c->field_open_) {
-    c->cur_.headers.emplace_back();
-    c->field_open_ = true;
-  }
-  c->cur_.headers.back().name.append(at, len);
-  return 0;
-}
-
-int Connection::OnHeaderFieldComplete(llhttp_t* p) {
-  Connection* c = Self(p);
-  if (c->scan_ != Scan::kHead) return 0;
-  c->field_open_ = false;
-  if (c->cur_.headers.empty()) return 0;
-  // Decide on framing headers by name, before llhttp parses their values: ours is the
-  // error the client sees, with a precise message.
-  const std::string& name = c->cur_.headers.back().name;
-  if (EqualsIgnoreCase(name, "content-length")) {
-    if (c->seen_content_length_) {
-      c->reject_.emplace(RejectKind::kDuplicateContentLength,
-                         Error::BadRequest("duplicate Content-Length header"));
-      return -1;
-    }
-    if (c->seen_transfer_encoding_) {
-      c->reject_.emplace(RejectKind::kContentLengthAndTransferEncoding,
-                         Error::BadRequest("both Content-Length and Transfer-Encoding"));
-      return -1;
-    }
-    c->seen_content_length_ = true;
-  } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
-    if (c->seen_content_length_) {
-      c->reject_.emplace(RejectKind::kContentLengthAndTransferEncoding,
-                         Error::BadRequest("both Content-Length and Transfer-Encoding"));
-      return -1;
-    }
-    c->seen_transfer_encoding_ = true;
-  }
-  return 0;
-}
-
-int Connection::OnHeaderValue(llhttp_t* p, const char* at, size_t len) {
-  Connection* c = Self(p);
-  if (c->scan_ != Scan::kHead || c->cur_.headers.empty()) return 0;
-  c->cur_.headers.back().value.append(at, len);
-  return 0;
-}
-
-int Connection::OnHeaderValueComplete(llhttp_t* p) {
-  Connection* c = Self(p);
-  if (c->scan_ != Scan::kHead || c->cur_.headers.empty()) return 0;
-  RequestHeader& h = c->cur_.headers.back();
-  TrimTrailingSpace(h.value);
-  if (EqualsIgnoreCase(h.name, "x-request-id")) {
-    if (c->cur_.request_id.empty() && IsValidRequestId(h.value)) c->cur_.request_id = h.value;
-  } else if (EqualsIgnoreCase(h.name, "expect")) {
-    if (EqualsIgnoreCase(h.value, "100-continue")) c->expect_continue_ = true;
-  }
-  return 0;
-}
-
-int Connection::OnHeadersComplete(llhttp_t* p) {
-  Connection* c = Self(p);
-  const HttpOptions& opt = c->listener_->options_;
-  c->scan_ = Scan::kBody;
-  c->cur_.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
-  c->cur_.http_major = p->http_major;
-  c->cur_.http_minor = p->http_minor;
-  if (c->cur_.request_id.empty()) c->cur_.request_id = c->listener_->ids_.Next();
-  bool has_length = (p->flags & F_CONTENT_LENGTH) != 0;
-  if (has_length && p->content_length > opt.max_body_bytes) {
-    // Refuse before the body arrives (and instead of "100 Continue").
-    c->reject_.emplace(RejectKind::kBodyTooLarge,
-                       Error{ErrorCode::kPayloadTooLarge,
-                             "request body of " + std::to_string(p->content_length) +
-                                 " bytes is over the limit of " +
-                                 std::to_string(opt.max_body_bytes)});
-    return -1;
-  }
-  bool body_expected = (p->flags & F_CHUNKED) != 0 || (has_length && p->content_length > 0);
-  if (c->expect_continue_ && body_expected && p->http_major == 1 && p->http_minor >= 1) {
-    // Queued behind earlier responses: the parser was paused until they were queued.
-    AppendContinue(c->out_back_);
-  }
-  if (has_length) c->cur_.body.reserve(static_cast<size_t>(p->content_length));
-  return 0;
-}
-
-int Connection::OnBody(llhttp_t* p, const char* at, size_t len) {
-  Connection* c = Self(p);
-  size_t limit = c->listener_->options_.max_body_bytes;
-  if (c->cur_.body.size() + len > limit) {  // chunked bodies grow past any announcement
-    c->reject_.emplace(RejectKind::kBodyTooLarge,
-                       Error{ErrorCode::kPayloadTooLarge,
-                             "chunked request body over the limit of " + std::to_string(limit) +
-                                 " bytes"});
-    return -1;
-  }
-  c->cur_.body.append(at, len);
-  return 0;
-}
-
-int Connection::OnChunkHeader(llhttp_t* p) {
-  if (p->content_length != 0) return 0;
-  Self(p)->last_chunk_ = true;
-  return HPE_PAUSED;  // Process switches to vetting the trailer lines
-}
-
-int Connection::OnMessageComplete(llhttp_t* p) {
-  Connection* c = Self(p);
-  c->message_ready_ = true;
-  c->in_message_ = false;
-  // An upgrade (or CONNECT) would turn the stream into another protocol: answer, close.
-  c->pending_keep_alive_ = llhttp_should_keep_alive(p) != 0 && p->upgrade == 0;
-  c->cur_.read_done = Clock::now();
-  c->scan_ = Scan::kHead;
-  c->scanner_.Reset();
-  c->head_bytes_ = 0;
-  // Pause: the next pipelined request is parsed only once this one is answered, so
-  // responses leave in request order and at most one request per connection is live.
-  return HPE_PAUSED;
 }
 
 // --- requests and responses --------------------------------------------------------------
@@ -379,11 +158,10 @@ void Connection::Dispatch() {
   handler_pending_ = true;
   ++seq_;
   ++l.counters_.requests;
-  pending_head_ = cur_.method == "HEAD";
-  pending_id_ = cur_.request_id;
-  cur_.keep_alive = pending_keep_alive_;
-  Request req = std::move(cur_);
-  cur_ = Request{};
+  Request req = stream_.TakeRequest();
+  pending_keep_alive_ = req.keep_alive;
+  pending_head_ = req.method == "HEAD";
+  pending_id_ = req.request_id;
   l.handler_(std::move(req), Responder(weak_from_this(), seq_));
 }
 
@@ -393,25 +171,28 @@ void Connection::Respond(uint64_t seq, const Response& r) {
   bool close = !pending_keep_alive_ || listener_->draining_;
   AppendResponse(out_back_, r, ResponseMeta{pending_id_, close, pending_head_});
   ++listener_->counters_.responses;
+  if (++queued_responses_ == listener_->options_.max_pipeline_depth)
+    ++listener_->counters_.limit(LimitKind::kPipelineDepth);
   if (close) BeginClose();
   if (!in_process_) Settle();  // inside Process, its caller settles
 }
 
-void Connection::Reject(RejectKind kind, Error e) {
+void Connection::Reject(RejectKind kind, const Error& e) {
   ++listener_->counters_.reject(kind);
   if (phase_ != Phase::kOpen) return;
   std::string body = ErrorBody(e);
-  std::string id = cur_.request_id.empty() ? listener_->ids_.Next() : cur_.request_id;
+  const std::string& cur_id = stream_.current_request_id();
+  std::string id = cur_id.empty() ? listener_->ids_.Next() : cur_id;
   Response r{e.http_status(), body, "application/json", {}};
   AppendResponse(out_back_, r, ResponseMeta{id, /*close=*/true, /*omit_body=*/false});
   ++listener_->counters_.responses;
-  in_message_ = false;
+  ++queued_responses_;
   BeginClose();
 }
 
 void Connection::OnDrain() {
   if (phase_ != Phase::kOpen) return;
-  if (handler_pending_ || in_message_) return;  // its response carries Connection: close
+  if (handler_pending_ || stream_.in_message()) return;  // its response carries Connection: close
   if (Unsent() > 0) {
     BeginClose();
     Settle();
@@ -430,6 +211,7 @@ void Connection::Settle() {
     ParseWaiting();
     if (phase_ == Phase::kClosed) return;
   } while (Flush());
+  AccountOutput();
   if (phase_ == Phase::kClosing && !writing_ && out_back_.empty()) {
     if (peer_eof_) {  // the client will send nothing more: no need to linger
       CloseNow();
@@ -464,11 +246,12 @@ void Connection::ParseWaiting() {
     in_buf_.clear();
     in_off_ = 0;
     ReleaseIfHuge(in_buf_);
+    AccountInput();
   }
   if (phase_ == Phase::kOpen && peer_eof_ && CanParse() && in_buf_.empty()) {
     // Nothing more will arrive. A request cut short is answered for the (half-closed)
     // client's sake; otherwise we close once the output is out.
-    if (llhttp_finish(&parser_) != HPE_OK && in_message_)
+    if (stream_.FinishCutShort())
       Reject(RejectKind::kMalformed, Error::BadRequest("request cut short by end of stream"));
     else
       BeginClose();
@@ -493,9 +276,11 @@ bool Connection::Flush() {
   if (sent == out_back_.size()) {
     out_back_.clear();
     ReleaseIfHuge(out_back_);
+    queued_responses_ = 0;
     OnClientReading();
     return true;
   }
+  if (sent > 0 || stalled_since_ == 0) stalled_since_ = uv_now(listener_->loop_.uv());
   // The rest waits for the socket: queue it (front buffer) and take new output behind it.
   out_front_.assign(out_back_, sent);
   out_back_.clear();
@@ -509,6 +294,7 @@ bool Connection::Flush() {
 }
 
 void Connection::OnClientReading() {
+  stalled_since_ = 0;
   // An idle or closing connection gets its full time again.
   if (timer_mode_ == TimerMode::kIdle || timer_mode_ == TimerMode::kCloseWait)
     timer_mode_ = TimerMode::kNone;
@@ -526,7 +312,10 @@ void Connection::OnWrite(uv_write_t* req, int status) {
   c->out_front_.clear();
   ReleaseIfHuge(c->out_front_);
   ReleaseIfHuge(c->out_back_);
+  if (c->out_back_.empty()) c->queued_responses_ = 0;
   c->OnClientReading();
+  // The client took what was in flight; what waits behind it starts a new stall.
+  if (!c->out_back_.empty()) c->stalled_since_ = uv_now(c->listener_->loop_.uv());
   c->Settle();
 }
 
@@ -545,10 +334,24 @@ void Connection::UpdateReading() {
   const HttpOptions& opt = listener_->options_;
   bool want = false;
   switch (phase_) {
-    case Phase::kOpen:
-      want = !peer_eof_ && in_buf_.size() - in_off_ < opt.max_pending_input &&
-             Unsent() <= opt.max_pending_output;
+    case Phase::kOpen: {
+      size_t pending = in_buf_.size() - in_off_;
+      want = !peer_eof_ && pending < opt.max_pending_input && Unsent() <= opt.max_pending_output;
+      if (want && pending > 0 && !CanParse() && listener_->InputOverBudget()) {
+        // The shard holds too much buffered input: connections whose input waits behind
+        // an unanswered request stop reading until it drains. (One that can parse still
+        // reads: its bytes are parsed at once, and a request cut in two needs the rest.) The listener resumes us (ResumeInput) when there is room again.
+        want = false;
+        if (!input_waits_for_shard_) {
+          input_waits_for_shard_ = true;
+          ++listener_->counters_.limit(LimitKind::kShardInput);
+          listener_->WaitForInputRoom(shared_from_this());
+        }
+      } else if (!want && reading_ && !peer_eof_ && pending >= opt.max_pending_input) {
+        ++listener_->counters_.limit(LimitKind::kConnectionInput);
+      }
       break;
+    }
     case Phase::kClosing:
     case Phase::kLinger:
       want = !peer_eof_;  // discard what the client still sends
@@ -573,8 +376,8 @@ void Connection::UpdateTimer() {
   switch (phase_) {
     case Phase::kOpen:
       // While the handler works the server's deadlines apply, not ours.
-      want = handler_pending_ ? TimerMode::kNone
-             : in_message_    ? TimerMode::kRead
+      want = handler_pending_     ? TimerMode::kNone
+             : stream_.in_message() ? TimerMode::kRead
                               : TimerMode::kIdle;
       break;
     case Phase::kClosing: want = TimerMode::kCloseWait; break;
@@ -638,6 +441,34 @@ void Connection::OnTimer(uv_timer_t* t) {
   }
 }
 
+// --- the shard's budgets ------------------------------------------------------------
+
+void Connection::AccountInput() {
+  if (phase_ == Phase::kClosed) return;
+  size_t now = in_buf_.size();
+  if (now == input_accounted_) return;
+  listener_->buffered_input_ += now;
+  listener_->buffered_input_ -= input_accounted_;
+  bool released = now < input_accounted_;
+  input_accounted_ = now;
+  if (released) listener_->OnInputReleased();
+}
+
+void Connection::AccountOutput() {
+  if (phase_ == Phase::kClosed) return;
+  size_t now = Unsent();
+  if (now == output_accounted_) return;
+  listener_->unsent_ += now;
+  listener_->unsent_ -= output_accounted_;
+  output_accounted_ = now;
+  if (now > 0) listener_->CheckUnsentBudget();
+}
+
+void Connection::ResumeInput() {
+  input_waits_for_shard_ = false;
+  if (phase_ != Phase::kClosed) Settle();
+}
+
 // --- closing -----------------------------------------------------------------------------
 
 void Connection::CloseNow() {
@@ -652,6 +483,12 @@ void Connection::CloseNow() {
   }
   timer_mode_ = TimerMode::kNone;
   timer_due_ = timer_armed_due_ = 0;
+  stalled_since_ = 0;  // no longer a candidate for CloseSlowestReaders
+  // The buffers go with the connection (after its close callback); stop counting them.
+  listener_->buffered_input_ -= input_accounted_;
+  input_accounted_ = 0;
+  listener_->unsent_ -= output_accounted_;
+  output_accounted_ = 0;
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::OnClose);
 }
 

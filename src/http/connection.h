@@ -1,14 +1,14 @@
 // Connection: one accepted HTTP/1.1 connection of a Listener. Internal to src/http.
-// Parses with llhttp (after HeadScanner has vetted head bytes), hands one request at a
+// Feeds the socket's bytes to its RequestStream (the parser), hands one request at a
 // time to the handler, writes responses in request order, enforces the limits and
-// timeouts of HttpOptions, and closes gracefully (our FIN, then read-and-discard for a
-// bounded time so the client sees the last response instead of a reset).
+// timeouts of HttpOptions (and, with the listener, the shard's input and output
+// budgets), and closes gracefully (our FIN, then read-and-discard for a bounded time so
+// the client sees the last response instead of a reset).
 //
 // Thread: the listener's loop thread only. Owned by the Listener (shared_ptr, so that
 // Responders can hold weak references); freed after its handle's close callback.
 #pragma once
 
-#include <llhttp.h>
 #include <uv.h>
 
 #include <cstdint>
@@ -18,8 +18,8 @@
 
 #include "core/error.h"
 #include "http/counters.h"
-#include "http/head_scan.h"
 #include "http/message.h"
+#include "http/request_stream.h"
 
 namespace rankd::http {
 
@@ -45,6 +45,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnDrain();   // the listener started draining
   void CloseNow();  // closes the socket now (no more reads, writes are cancelled)
+  // From the listener: the shard's input budget has room again; read if we may.
+  void ResumeInput();
+
+  size_t Unsent() const { return out_front_.size() + out_back_.size(); }
+  // Loop time (ms) since which the client has not taken any of our output; 0: none waits.
+  uint64_t stalled_since() const { return stalled_since_; }
 
   size_t index = 0;  // position in the listener's list
 
@@ -55,7 +61,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
     kLinger,   // FIN sent: discard reads until the client's EOF or linger_ms
     kClosed,   // uv_close called
   };
-  enum class Scan : uint8_t { kHead, kBody, kTrailer };
   enum class TimerMode : uint8_t { kNone, kIdle, kRead, kCloseWait, kLinger };
 
   bool CanParse() const;
@@ -63,10 +68,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // that a burst of ready connections cannot hold the loop's timers back.
   bool TurnOverBudget() const;
   void Park();
-  size_t Unsent() const { return out_front_.size() + out_back_.size(); }
   size_t Process(const char* data, size_t n);  // returns the bytes consumed
   void Dispatch();
-  void Reject(RejectKind kind, Error e);       // error response + graceful close
+  void Reject(RejectKind kind, const Error& e);       // error response + graceful close
   void BeginClose() { phase_ = Phase::kClosing; }
   void Settle();  // after any event: parse what waits, flush, reads, timer, closing
   void ParseWaiting();  // Settle's first half: buffered input, end of stream
@@ -74,7 +78,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnClientReading();  // output left: the client reads, its timers restart
   void UpdateReading();
   void UpdateTimer();
-  void ResetMessage();
+  // Tell the listener how much input and output this connection holds now (the shard's
+  // budgets are sums over its connections).
+  void AccountInput();
+  void AccountOutput();
 
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
@@ -82,19 +89,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static void OnShutdown(uv_shutdown_t* req, int status);
   static void OnTimer(uv_timer_t* t);
   static void OnClose(uv_handle_t* h);
-
-  // llhttp callbacks
-  static int OnMessageBegin(llhttp_t* p);
-  static int OnUrl(llhttp_t* p, const char* at, size_t len);
-  static int OnHeaderField(llhttp_t* p, const char* at, size_t len);
-  static int OnHeaderFieldComplete(llhttp_t* p);
-  static int OnHeaderValue(llhttp_t* p, const char* at, size_t len);
-  static int OnHeaderValueComplete(llhttp_t* p);
-  static int OnHeadersComplete(llhttp_t* p);
-  static int OnBody(llhttp_t* p, const char* at, size_t len);
-  static int OnChunkHeader(llhttp_t* p);
-  static int OnMessageComplete(llhttp_t* p);
-  static const llhttp_settings_t* Settings();
 
   Listener* listener_;
   uv_tcp_t tcp_{};
@@ -107,22 +101,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Phase phase_ = Phase::kOpen;
   std::shared_ptr<Connection> self_;  // held from uv_tcp_init until the close callback
 
-  // --- parsing -----------------------------------------------------------------------
-  llhttp_t parser_{};
-  Scan scan_ = Scan::kHead;
-  HeadScanner scanner_;
-  size_t head_bytes_ = 0;      // of the current head (or trailer section)
-  bool in_message_ = false;    // a request has begun and is not complete
+  // --- parsing ---------------------------------------------------------------------
+  RequestStream stream_;
   bool in_process_ = false;    // inside Process: responses are flushed at its end
   bool restart_read_timer_ = false;  // a new request began: its read time starts now
-  bool message_ready_ = false; // on_message_complete paused the parser
-  bool last_chunk_ = false;    // on_chunk_header paused at the 0-size chunk
-  bool field_open_ = false;    // an on_header_field span belongs to the last header
-  bool seen_content_length_ = false;
-  bool seen_transfer_encoding_ = false;
-  bool expect_continue_ = false;
-  std::optional<std::pair<RejectKind, Error>> reject_;  // set by a callback that fails
-  Request cur_;
 
   // Unparsed input (pipelined requests waiting behind an unanswered one).
   std::string in_buf_;
@@ -131,6 +113,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool parked_ = false;  // in the listener's list of input to parse next turn
   bool must_progress_ = false;  // inside Unpark(first = true)
   bool peer_eof_ = false;
+  bool input_waits_for_shard_ = false;  // in the listener's list of reads to resume
+  size_t input_accounted_ = 0;          // in_buf_ bytes the listener counts for us
 
   // --- the request being handled -----------------------------------------------------
   bool handler_pending_ = false;
@@ -144,6 +128,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string out_back_;
   bool writing_ = false;
   bool shutdown_started_ = false;
+  size_t queued_responses_ = 0;   // answered, not yet all sent (max_pipeline_depth)
+  size_t output_accounted_ = 0;   // Unsent() as the listener counts it
+  uint64_t stalled_since_ = 0;
 };
 
 }  // namespace rankd::http

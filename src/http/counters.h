@@ -19,6 +19,7 @@ enum class RejectKind : uint8_t {
   kHeadTooLarge,      // head over max_head_bytes (431)
   kBodyTooLarge,      // body over max_body_bytes (413)
   kReadTimeout,       // head + body slower than read_timeout_ms (408)
+  kTransferEncodingHttp10,  // Transfer-Encoding in an HTTP/1.0 request (400, RFC 9112 §6.1)
   kCount,
 };
 
@@ -32,7 +33,28 @@ constexpr std::string_view RejectKindName(RejectKind k) {
     case RejectKind::kHeadTooLarge: return "head_too_large";
     case RejectKind::kBodyTooLarge: return "body_too_large";
     case RejectKind::kReadTimeout: return "read_timeout";
+    case RejectKind::kTransferEncodingHttp10: return "te_http10";
     case RejectKind::kCount: break;
+  }
+  return "unknown";
+}
+
+// A resource bound the layer enforced (docs/operations.md, "HTTP limits").
+enum class LimitKind : uint8_t {
+  kPipelineDepth,    // a connection reached max_pipeline_depth unsent answers: parsing waits
+  kConnectionInput,  // a connection's buffered input reached max_pending_input: reads stop
+  kShardInput,       // the shard's buffered input passed its budget: reads stop
+  kShardUnsent,      // the shard's unsent output passed its budget: slowest reader closed
+  kCount,
+};
+
+constexpr std::string_view LimitKindName(LimitKind k) {
+  switch (k) {
+    case LimitKind::kPipelineDepth: return "pipeline_depth";
+    case LimitKind::kConnectionInput: return "connection_input";
+    case LimitKind::kShardInput: return "shard_input";
+    case LimitKind::kShardUnsent: return "shard_unsent";
+    case LimitKind::kCount: break;
   }
   return "unknown";
 }
@@ -47,9 +69,13 @@ struct HttpCounters {
   uint64_t parked_reads = 0;          // input left for the next loop turn (turn budget)
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
+  uint64_t buffered_input = 0;        // gauge: unparsed input bytes held (shard budget)
+  uint64_t unsent = 0;                // gauge: response bytes not yet taken by clients
   std::array<uint64_t, static_cast<size_t>(RejectKind::kCount)> rejects{};
+  std::array<uint64_t, static_cast<size_t>(LimitKind::kCount)> limits{};
 
   uint64_t& reject(RejectKind k) { return rejects[static_cast<size_t>(k)]; }
+  uint64_t& limit(LimitKind k) { return limits[static_cast<size_t>(k)]; }
   uint64_t reject(RejectKind k) const { return rejects[static_cast<size_t>(k)]; }
 };
 

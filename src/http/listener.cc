@@ -170,6 +170,53 @@ void Listener::UnparkAll() {
   unparking_.clear();
 }
 
+void Listener::WaitForInputRoom(std::shared_ptr<Connection> c) {
+  input_waiters_.push_back(std::move(c));
+}
+
+void Listener::OnInputReleased() {
+  if (input_waiters_.empty() || InputOverBudget() || input_resume_scheduled_) return;
+  // Next turn, not now: we are inside some connection's callback.
+  input_resume_scheduled_ = true;
+  loop_.NextTurn([weak = weak_from_this()] {
+    auto l = weak.lock();
+    if (!l) return;
+    l->input_resume_scheduled_ = false;
+    auto waiters = std::move(l->input_waiters_);
+    l->input_waiters_.clear();
+    // Whoever finds the budget spent again waits again, behind the others.
+    for (auto& c : waiters) c->ResumeInput();
+  });
+}
+
+void Listener::CheckUnsentBudget() {
+  if (unsent_ <= options_.max_unsent_bytes || unsent_check_scheduled_) return;
+  unsent_check_scheduled_ = true;
+  loop_.NextTurn([weak = weak_from_this()] {
+    if (auto l = weak.lock()) {
+      l->unsent_check_scheduled_ = false;
+      l->CloseSlowestReaders();
+    }
+  });
+}
+
+void Listener::CloseSlowestReaders() {
+  // O(connections) per close, and only past the budget: a slow reader holds its
+  // output for its whole stall, so closes are rare next to responses.
+  while (unsent_ > options_.max_unsent_bytes) {
+    Connection* slowest = nullptr;
+    for (const auto& c : conns_) {
+      if (c->Unsent() == 0 || c->stalled_since() == 0) continue;
+      if (!slowest || c->stalled_since() < slowest->stalled_since() ||
+          (c->stalled_since() == slowest->stalled_since() && c->Unsent() > slowest->Unsent()))
+        slowest = c.get();
+    }
+    if (!slowest) return;  // output still going out at once: nobody is stalled yet
+    ++counters_.limit(LimitKind::kShardUnsent);
+    slowest->CloseNow();  // stops counting its buffers
+  }
+}
+
 void Listener::CloseListenSocket() {
   if (!listen_open_ || listen_closing_) return;
   listen_closing_ = true;

@@ -3,6 +3,8 @@
 // connections; hands every complete request to the handler on the loop thread.
 // Under load, input read after the loop turn has used its budget is parsed at the start
 // of the next turn, after its timers (EventLoop::TurnOverBudget; Connection parks).
+// It also keeps the shard's budgets over all its connections: buffered input (reads
+// stop past it) and unsent output (the slowest readers are closed past it).
 //
 // Thread: everything on the owning EventLoop's thread, Start included (Post it there).
 // Lifetime: the Listener keeps itself alive while it has open handles, so the owner
@@ -52,7 +54,12 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // The bound port (useful with options.port == 0).
   int port() const { return port_; }
   const HttpOptions& options() const { return options_; }
-  const HttpCounters& counters() const { return counters_; }
+  // The counters, with the budget gauges filled in.
+  const HttpCounters& counters() {
+    counters_.buffered_input = buffered_input_;
+    counters_.unsent = unsent_;
+    return counters_;
+  }
   size_t open_connections() const { return conns_.size(); }
   bool draining() const { return draining_; }
 
@@ -78,6 +85,14 @@ class Listener : public std::enable_shared_from_this<Listener> {
   void OnConnectionClosed(Connection* c);
   void Park(std::shared_ptr<Connection> c);  // parse its input in the next loop turn
   void UnparkAll();
+  // The shard's input budget (buffered_input_, summed by the connections).
+  bool InputOverBudget() const { return buffered_input_ > options_.max_buffered_input_bytes; }
+  void WaitForInputRoom(std::shared_ptr<Connection> c);
+  void OnInputReleased();
+  // The shard's output budget: past it, closes the connections whose clients have not
+  // read for the longest (in the next loop turn, outside any connection's callback).
+  void CheckUnsentBudget();
+  void CloseSlowestReaders();
   static void OnConnection(uv_stream_t* server, int status);
   static void OnListenClosed(uv_handle_t* h);
 
@@ -104,6 +119,13 @@ class Listener : public std::enable_shared_from_this<Listener> {
   // in the order they parked; one NextTurn callback serves them all.
   std::vector<std::shared_ptr<Connection>> parked_;
   std::vector<std::shared_ptr<Connection>> unparking_;
+
+  // Budgets: sums over the open connections (each connection adds and removes its share).
+  size_t buffered_input_ = 0;
+  size_t unsent_ = 0;
+  std::vector<std::shared_ptr<Connection>> input_waiters_;  // stopped for the input budget
+  bool input_resume_scheduled_ = false;
+  bool unsent_check_scheduled_ = false;
 
   // One read buffer for every connection of the loop: libuv calls alloc and read back
   // to back on this thread, and a connection copies only what it cannot parse at once.

@@ -21,10 +21,19 @@ struct HttpOptions {
   uint64_t linger_ms = 2000;         // after our FIN, how long we read and discard
 
   // Backpressure. A connection stops reading (and stops parsing pipelined requests)
-  // while its unsent output exceeds max_pending_output, or while more than
-  // max_pending_input bytes of pipelined requests wait behind an unanswered one.
+  // while its unsent output exceeds max_pending_output or holds max_pipeline_depth
+  // answers the client has not taken, or while max_pending_input bytes of pipelined
+  // requests wait behind an unanswered one.
   size_t max_pending_output = 1 << 20;
   size_t max_pending_input = 64 * 1024;
+  size_t max_pipeline_depth = 16;
+
+  // The shard's budgets, summed over its connections. Past max_buffered_input_bytes,
+  // connections whose input waits behind an unanswered request stop reading until it
+  // drains; past max_unsent_bytes, the connections whose clients have not read for
+  // the longest are closed until the rest fits.
+  size_t max_buffered_input_bytes = 64u << 20;
+  size_t max_unsent_bytes = 256u << 20;
 };
 
 }  // namespace rankd::http

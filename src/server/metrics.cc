@@ -61,7 +61,7 @@ const std::vector<RouteAnswers>& ReachableAnswers() {
     t.push_back({Route::kRank, {"GET", "HEAD", "other"}, {405}});
     t.push_back({Route::kHealthz, get, {200}});
     t.push_back({Route::kReadyz, get, {200, 503}});
-    t.push_back({Route::kMetrics, get, {200}});
+    t.push_back({Route::kMetrics, get, {200, 404, 503}});
     t.push_back({Route::kPlans, get, {200}});
     t.push_back({Route::kPlan, get, {200, 404}});
     for (Route r : {Route::kHealthz, Route::kReadyz, Route::kMetrics, Route::kPlans, Route::kPlan})
@@ -156,6 +156,20 @@ Metrics::Metrics(bool enabled)
                              .Help("Requests read after the loop turn used its budget, "
                                    "parsed in the next turn (the shard is saturated)")
                              .Register(r);
+  http_limit_hits = &BuildCounter()
+                         .Name("rankd_http_limit_hits_total")
+                         .Help("Times the HTTP layer enforced a resource bound, by limit "
+                               "(docs/operations.md, HTTP limits)")
+                         .Register(r);
+  http_buffered_input = &BuildGauge()
+                             .Name("rankd_http_buffered_input_bytes")
+                             .Help("Request bytes a shard holds unparsed (--max-buffered-input-bytes)")
+                             .Register(r);
+  http_unsent = &BuildGauge()
+                     .Name("rankd_http_unsent_bytes")
+                     .Help("Response bytes a shard holds for clients that have not read them "
+                           "(--max-unsent-bytes)")
+                     .Register(r);
   build_info = &BuildGauge()
                     .Name("rankd_build_info")
                     .Help("Build of this rankd process (value 1)")
@@ -188,6 +202,14 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard)
         {{"shard", shard_},
          {"reason", std::string(http::RejectKindName(static_cast<http::RejectKind>(k)))}});
   http_deferred_reads = &m.http_deferred_reads->Add({{"shard", shard_}});
+  for (size_t k = 0; k < http_limits.size(); ++k) {
+    std::string name = k < static_cast<size_t>(http::LimitKind::kCount)
+                           ? std::string(http::LimitKindName(static_cast<http::LimitKind>(k)))
+                           : std::string("scrape_queue");
+    http_limits[k] = &m.http_limit_hits->Add({{"shard", shard_}, {"limit", name}});
+  }
+  http_buffered_input = &m.http_buffered_input->Add({{"shard", shard_}});
+  http_unsent = &m.http_unsent->Add({{"shard", shard_}});
   for (const auto& a : ReachableAnswers())
     for (std::string_view method : a.methods)
       for (int status : a.statuses) HttpChild(a.route, MethodIndex(method), status);

@@ -63,6 +63,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* cpu_offloads;
   prometheus::Family<prometheus::Counter>* http_rejects;
   prometheus::Family<prometheus::Counter>* http_deferred_reads;
+  prometheus::Family<prometheus::Counter>* http_limit_hits;
+  prometheus::Family<prometheus::Gauge>* http_buffered_input;
+  prometheus::Family<prometheus::Gauge>* http_unsent;
   prometheus::Family<prometheus::Gauge>* build_info;
 
  private:
@@ -103,6 +106,10 @@ class ShardMetrics {
   prometheus::Counter* offload_pool;
   std::array<prometheus::Counter*, static_cast<size_t>(http::RejectKind::kCount)> http_rejects{};
   prometheus::Counter* http_deferred_reads;
+  // By http::LimitKind, then one more: "scrape_queue" (/metrics refused, 503).
+  std::array<prometheus::Counter*, static_cast<size_t>(http::LimitKind::kCount) + 1> http_limits{};
+  prometheus::Gauge* http_buffered_input;
+  prometheus::Gauge* http_unsent;
 
  private:
   Metrics& m_;

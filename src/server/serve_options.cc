@@ -44,6 +44,18 @@ Serves POST /rank, GET /healthz, /readyz, /metrics, /plans, /plans/{name}.
   --read-timeout-ms N      time to read a request head and body, 408 past it (10000)
   --idle-timeout-ms N      keep-alive idle limit (60000)
   --drain-timeout-ms N     SIGTERM/SIGINT: time to finish requests already read (10000)
+  --max-pipeline-depth N   answers a connection's client has not read before rankd
+                           stops parsing its pipelined requests (16); a connection
+                           also buffers at most N x 16 KiB of unparsed input
+  --max-buffered-input-bytes N  unparsed input a shard holds; past it, connections
+                           whose input waits stop reading (67108864)
+  --max-unsent-bytes N     response bytes a shard holds for clients that do not read;
+                           past it, the slowest readers are closed (268435456)
+  --max-queued-scrapes N   /metrics requests waiting for a serialisation, per address;
+                           more get 503 (64)
+  --metrics-host ADDR      address of the metrics listener (--host)
+  --metrics-port N         serve /metrics only on this port (on shard 0); the main
+                           port then answers 404 for it (0 = main port serves it)
   --log-level LEVEL        error | warn | info | debug (info)
   --access-log             one JSON line per request on stdout
   --no-metrics             skip request-path metrics (benchmarking their cost)
@@ -107,6 +119,16 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
     else if (flag == "--idle-timeout-ms") RANKD_NUM(idle_timeout_ms, 1, 86400000)
     else if (flag == "--drain-timeout-ms") RANKD_NUM(drain_timeout_ms, 0, 3600000)
     else if (flag == "--watch-plans-ms") RANKD_NUM(watch_plans_ms, 0, 3600000)
+    else if (flag == "--max-pipeline-depth") RANKD_NUM(max_pipeline_depth, 1, 1024)
+    else if (flag == "--max-buffered-input-bytes") RANKD_NUM(max_buffered_input_bytes, 65536, int64_t{1} << 40)
+    else if (flag == "--max-unsent-bytes") RANKD_NUM(max_unsent_bytes, 65536, int64_t{1} << 40)
+    else if (flag == "--max-queued-scrapes") RANKD_NUM(max_queued_scrapes, 1, 100000)
+    else if (flag == "--metrics-port") RANKD_NUM(metrics_port, 1, 65535)
+    else if (flag == "--metrics-host") {
+      auto v = need();
+      if (!v) return Fail(v.error());
+      o.metrics_host = *v;
+    }
     else if (flag == "--log-level") {
       auto v = need();
       if (!v) return Fail(v.error());
@@ -117,6 +139,11 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
     else return Fail(Error::BadRequest("unknown flag '" + args[i] + "' (see rankd serve --help)"));
 #undef RANKD_NUM
   }
+  if (o.metrics_port != 0 && o.metrics_port == o.port &&
+      (o.metrics_host.empty() || o.metrics_host == o.host))
+    return Fail(Error::BadRequest("--metrics-port: " + std::to_string(o.metrics_port) +
+                                  " is the main --port; pick another (or leave it unset)"));
+  if (o.metrics_host.empty()) o.metrics_host = o.host;
   if (o.shards == 0) o.shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto eps = ParseRedisFlags(redis_flags);
   if (!eps) return Fail(Error::BadRequest("--redis: " + eps.error().message));

@@ -29,6 +29,13 @@ struct ServeOptions {
   uint64_t read_timeout_ms = 10000;
   uint64_t idle_timeout_ms = 60000;
   uint64_t drain_timeout_ms = 10000;
+  // HTTP limits (docs/operations.md, "HTTP limits").
+  size_t max_pipeline_depth = 16;                // answers a client has not taken, per connection
+  size_t max_buffered_input_bytes = 64u << 20;   // per shard
+  size_t max_unsent_bytes = 256u << 20;          // per shard
+  size_t max_queued_scrapes = 64;                // /metrics waiting, per address, per process
+  std::string metrics_host;  // "" = --host
+  int metrics_port = 0;      // 0: /metrics on the main port; else only on this one
   LogLevel log_level = LogLevel::kInfo;
   bool access_log = false;
   bool metrics = true;     // --no-metrics: request-path metrics off (for benchmarks)

@@ -102,6 +102,10 @@ Status Server::Start() {
   if (opts_.port != 0) {
     if (auto free = http::CheckPortFree(opts_.host, opts_.port); !free) return free;
   }
+  if (opts_.metrics_port != 0) {
+    if (auto free = http::CheckPortFree(opts_.metrics_host, opts_.metrics_port); !free)
+      return Fail(Error::Internal("--metrics-port: " + free.error().message));
+  }
   // Every shard exists before any starts: shard loops read shards_ (readiness), so the
   // vector must not change while they run.
   for (int i = 0; i < opts_.shards; ++i)
@@ -164,6 +168,40 @@ void Server::Shutdown() {
   for (auto& s : shards_) s->Stop();
   shards_.clear();
   LogInfo("stopped");
+}
+
+bool Server::RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done) {
+  std::lock_guard lk(scrape_mu_);
+  size_t& waiting = scrapes_waiting_[metrics_address ? 1 : 0];
+  if (waiting >= opts_.max_queued_scrapes) return false;
+  if (!scrape_running_) {
+    if (!scrape_pool_.Submit([this] { RunScrapes(); })) return false;  // shutting down
+    scrape_running_ = true;
+  }
+  ++waiting;
+  scrape_waiters_.push_back({&loop, std::move(done)});
+  return true;
+}
+
+void Server::RunScrapes() {
+  std::vector<ScrapeWaiter> batch;
+  for (;;) {
+    batch.clear();
+    {
+      std::lock_guard lk(scrape_mu_);
+      if (scrape_waiters_.empty()) {
+        scrape_running_ = false;
+        return;
+      }
+      batch.swap(scrape_waiters_);
+      scrapes_waiting_[0] = scrapes_waiting_[1] = 0;
+    }
+    auto text = std::make_shared<const std::string>(MetricsText());
+    for (auto& w : batch)
+      if (!w.loop->Post([done = std::move(w.done), text] { done(text); })) {
+        // Shutting down: the responder inside answers 500 as it goes.
+      }
+  }
 }
 
 std::string Server::ReadinessReasons() const {

@@ -2,8 +2,8 @@
 // and drain. The main thread owns it; shards only read what it publishes (atomics and
 // posted snapshots).
 //
-// Threads: Start, Reload, Shutdown on the main thread. draining, ReadinessReasons and
-// MetricsText from any thread (shard loops call them); shards_ is filled before any
+// Threads: Start, Reload, Shutdown on the main thread. draining, ReadinessReasons,
+// MetricsText and RequestScrape from any thread (shard loops call them); shards_ is filled before any
 // shard starts and cleared only after every loop stopped.
 #pragma once
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/event_loop.h"
 #include "core/thread_pool.h"
 #include "plan/plan.h"
 #include "server/metrics.h"
@@ -42,18 +43,35 @@ class Server {
   // "" when ready; else why not (for /readyz).
   std::string ReadinessReasons() const;
   std::string MetricsText() const { return metrics_.Serialize(); }
-  // Where /metrics is serialised: one low-priority thread for the whole process, so a
-  // scrape neither queues behind request CPU work nor takes a core from a shard loop.
-  ThreadPool& scrape_pool() { return scrape_pool_; }
+
+  // A /metrics scrape for a shard: `done` runs on `loop` with the text. Serialised on
+  // one low-priority (nice 10) thread for the whole process, so a scrape neither
+  // queues behind request CPU work nor takes a core from a shard loop. Scrapes that
+  // arrive while one is being serialised wait together for the next one and share its
+  // text: each gets a text begun after it asked, and a flood costs one serialisation
+  // at a time. At most --max-queued-scrapes wait per address (the main port, the
+  // metrics port): false when full (answer 503), so a flood on the client port can
+  // neither grow memory nor crowd out the scrapes on the metrics port.
+  using ScrapeDone = std::function<void(std::shared_ptr<const std::string>)>;
+  bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done);
   const ServeOptions& options() const { return opts_; }
   int port() const;  // the bound port (useful with --port 0)
 
  private:
   void AddCollectors();
+  void RunScrapes();  // scrape thread: serialise for the waiters until none is left
 
   ServeOptions opts_;
   Metrics metrics_;
   ThreadPool scrape_pool_{1, "metrics", /*nice=*/10};
+  struct ScrapeWaiter {
+    EventLoop* loop;
+    ScrapeDone done;
+  };
+  std::mutex scrape_mu_;  // guards the four below (scrapes only, never /rank)
+  std::vector<ScrapeWaiter> scrape_waiters_;
+  size_t scrapes_waiting_[2] = {0, 0};  // by address: main port, metrics port
+  bool scrape_running_ = false;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
   std::atomic<size_t> plan_count_{0};     // for readiness, from any thread

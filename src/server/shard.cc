@@ -68,6 +68,11 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
     h.max_body_bytes = opts_.max_body_bytes;
     h.read_timeout_ms = opts_.read_timeout_ms;
     h.idle_timeout_ms = opts_.idle_timeout_ms;
+    h.max_pipeline_depth = opts_.max_pipeline_depth;
+    // Unparsed input per connection: a full head for each request it may run ahead.
+    h.max_pending_input = opts_.max_pipeline_depth * h.max_head_bytes;
+    h.max_buffered_input_bytes = opts_.max_buffered_input_bytes;
+    h.max_unsent_bytes = opts_.max_unsent_bytes;
     auto l = http::Listener::Start(loop_, h, [this](http::Request req, http::Responder res) {
       OnRequest(std::move(req), std::move(res));
     });
@@ -76,6 +81,22 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
       return;
     }
     listener_ = *l;
+    if (opts_.metrics_port != 0 && id_ == 0) {
+      // One shard is enough for scrapes; its own listener, so that its connections and
+      // budgets are apart from the clients'.
+      http::HttpOptions mh = h;
+      mh.host = opts_.metrics_host;
+      mh.port = opts_.metrics_port;
+      mh.max_connections = 256;
+      auto ml = http::Listener::Start(loop_, mh, [this](http::Request req, http::Responder res) {
+        OnMetricsAddressRequest(std::move(req), std::move(res));
+      });
+      if (!ml) {
+        started.set_value(Fail(Error::Internal("--metrics-port: " + ml.error().message)));
+        return;
+      }
+      metrics_listener_ = *ml;
+    }
     port_.store(listener_->port());
     StartLagTimer();
     redis_ready_.store(redis_->Ready(), std::memory_order_relaxed);
@@ -102,7 +123,13 @@ void Shard::Drain() {
       drained_.store(true, std::memory_order_release);
       return;
     }
-    listener_->Drain([this] { drained_.store(true, std::memory_order_release); });
+    // Drained when every listener of the shard is.
+    auto left = std::make_shared<int>(metrics_listener_ ? 2 : 1);
+    auto one_drained = [this, left] {
+      if (--*left == 0) drained_.store(true, std::memory_order_release);
+    };
+    listener_->Drain(one_drained);
+    if (metrics_listener_) metrics_listener_->Drain(one_drained);
   });
   if (!posted) drained_.store(true, std::memory_order_release);  // never started
 }
@@ -110,6 +137,7 @@ void Shard::Drain() {
 void Shard::CloseNow() {
   loop_.Post([this] {
     if (listener_) listener_->CloseNow();
+    if (metrics_listener_) metrics_listener_->CloseNow();
   });
 }
 
@@ -129,6 +157,7 @@ void Shard::Stop() {
   loop_.Stop();
   pool_.Shutdown();
   listener_.reset();
+  metrics_listener_.reset();
   redis_.reset();
 }
 
@@ -158,17 +187,26 @@ void Shard::OnTick() {
   shard_metrics_->offload_pool->Increment(
       static_cast<double>(offloads_.pool_runs - offloads_published_.pool_runs));
   offloads_published_ = offloads_;
-  if (listener_) PublishHttpCounters(listener_->counters());
+  if (listener_) PublishHttpCounters(listener_->counters(), http_published_);
+  if (metrics_listener_) PublishHttpCounters(metrics_listener_->counters(), metrics_http_published_);
+  shard_metrics_->http_limits[static_cast<size_t>(http::LimitKind::kCount)]->Increment(
+      static_cast<double>(scrapes_refused_ - scrapes_refused_published_));
+  scrapes_refused_published_ = scrapes_refused_;
   StartLagTimer();
 }
 
-void Shard::PublishHttpCounters(const http::HttpCounters& now) {
+void Shard::PublishHttpCounters(const http::HttpCounters& now, http::HttpCounters& published) {
   auto& sm = *shard_metrics_;
   for (size_t k = 0; k < now.rejects.size(); ++k)
-    sm.http_rejects[k]->Increment(static_cast<double>(now.rejects[k] - http_published_.rejects[k]));
-  sm.http_deferred_reads->Increment(
-      static_cast<double>(now.parked_reads - http_published_.parked_reads));
-  http_published_ = now;
+    sm.http_rejects[k]->Increment(static_cast<double>(now.rejects[k] - published.rejects[k]));
+  for (size_t k = 0; k < now.limits.size(); ++k)
+    sm.http_limits[k]->Increment(static_cast<double>(now.limits[k] - published.limits[k]));
+  sm.http_deferred_reads->Increment(static_cast<double>(now.parked_reads - published.parked_reads));
+  if (&published == &http_published_) {  // the client listener's budgets
+    sm.http_buffered_input->Set(static_cast<double>(now.buffered_input));
+    sm.http_unsent->Set(static_cast<double>(now.unsent));
+  }
+  published = now;
 }
 
 // --- routes -----------------------------------------------------------------------
@@ -225,7 +263,12 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
   switch (route) {
     case Route::kHealthz: return Answer(req, res, route, 200, R"({"status":"ok"})", t0);
     case Route::kReadyz: return HandleReadyz(req, res);
-    case Route::kMetrics: return HandleMetrics(req, res);
+    case Route::kMetrics:
+      // With a metrics address, /metrics does not face clients at all.
+      if (opts_.metrics_port != 0)
+        return AnswerError(req, res, route,
+                           Error::NotFound("/metrics is served on the metrics address only"), t0);
+      return HandleMetrics(req, res, /*metrics_address=*/false);
     default: return HandlePlans(req, res, route);
   }
 }
@@ -295,26 +338,39 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
   Answer(req, res, route, 200, body, t0);
 }
 
-void Shard::HandleMetrics(const http::Request& req, http::Responder& res) {
+void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool metrics_address) {
   TimePoint t0 = req.read_done;
-  std::string request_id = req.request_id;
-  // Serialising takes a few milliseconds with every plan loaded: do it off the loop, on
-  // the server's low-priority scrape thread (the registry is thread-safe).
-  auto text = std::make_shared<std::string>();
-  auto done = [this, text, res = std::make_shared<http::Responder>(std::move(res)), t0, request_id] {
+  // Serialising takes a few milliseconds with every plan loaded: the server does it off
+  // the loops, once for every scrape waiting (the registry is thread-safe).
+  auto holder = std::make_shared<http::Responder>(std::move(res));
+  auto done = [this, holder, t0, request_id = req.request_id](std::shared_ptr<const std::string> text) {
     http::Response r;
     r.status = 200;
     r.body = *text;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    res->Send(r);
+    holder->Send(r);
     shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
     if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, 0);
   };
-  if (!server_.scrape_pool().Submit([this, text, done]() mutable {
-        *text = server_.MetricsText();
-        if (!loop_.Post(done)) { /* shutting down: the responder answers 500 */ }
-      }))
-    done();
+  if (!server_.RequestScrape(loop_, metrics_address, std::move(done))) {
+    ++scrapes_refused_;
+    AnswerError(req, *holder, Route::kMetrics,
+                Error::Unavailable("too many /metrics scrapes waiting (--max-queued-scrapes " +
+                                   std::to_string(opts_.max_queued_scrapes) + ")"),
+                t0, kRetryAfter);
+  }
+}
+
+void Shard::OnMetricsAddressRequest(http::Request req, http::Responder res) {
+  TimePoint t0 = req.read_done;
+  if (req.path() != "/metrics")
+    return AnswerError(req, res, Route::kOther,
+                       Error::NotFound("the metrics address serves only /metrics"), t0);
+  if (req.method != "GET" && req.method != "HEAD")
+    return AnswerError(req, res, Route::kMetrics,
+                       {ErrorCode::kMethodNotAllowed, "/metrics accepts GET, not " + std::string(req.method)},
+                       t0, kAllowGet);
+  HandleMetrics(req, res, /*metrics_address=*/true);
 }
 
 }  // namespace rankd

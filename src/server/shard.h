@@ -62,7 +62,9 @@ class Shard {
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
   void HandlePlans(http::Request& req, http::Responder& res, Route route);
   void HandleReadyz(const http::Request& req, http::Responder& res);
-  void HandleMetrics(const http::Request& req, http::Responder& res);
+  // metrics_address: asked on --metrics-port (its own queue bound).
+  void HandleMetrics(const http::Request& req, http::Responder& res, bool metrics_address);
+  void OnMetricsAddressRequest(http::Request req, http::Responder res);
   // Sends the answer and counts it (metrics, access log).
   void Answer(const http::Request& req, http::Responder& res, Route route, int status,
               std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {});
@@ -70,7 +72,8 @@ class Shard {
                    TimePoint t0, std::span<const http::HeaderField> extra = {});
   void StartLagTimer();
   void OnTick();  // every 100 ms: loop lag, gauges, readiness, published counters
-  void PublishHttpCounters(const http::HttpCounters& now);  // the deltas since last time
+  // The deltas since `published`, which then becomes `now`.
+  void PublishHttpCounters(const http::HttpCounters& now, http::HttpCounters& published);
   // One JSON line on stdout (--access-log); plan is null outside /rank.
   void AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
                  TimePoint t0, const Plan* plan, int64_t user_id);
@@ -85,11 +88,15 @@ class Shard {
   // --- loop thread only ---
   std::unique_ptr<ShardMetrics> shard_metrics_;
   std::shared_ptr<http::Listener> listener_;
+  std::shared_ptr<http::Listener> metrics_listener_;  // --metrics-port, shard 0 only
   std::unique_ptr<RedisPools> redis_;
   ExecEnv env_;
   CpuOffloadCounts offloads_;            // counted by the scheduler
   CpuOffloadCounts offloads_published_;  // what the metrics already have
   http::HttpCounters http_published_;    // the listener's counters the metrics have
+  http::HttpCounters metrics_http_published_;  // the same for metrics_listener_
+  uint64_t scrapes_refused_ = 0;         // 503 for --max-queued-scrapes
+  uint64_t scrapes_refused_published_ = 0;
   std::shared_ptr<const PlanSet> plans_;
   size_t inflight_ = 0;
   TimerQueue::Id lag_timer_ = 0;
