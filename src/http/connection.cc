@@ -486,9 +486,11 @@ void Connection::CloseNow() {
   stalled_since_ = 0;  // no longer a candidate for CloseSlowestReaders
   // The buffers go with the connection (after its close callback); stop counting them.
   listener_->buffered_input_ -= input_accounted_;
+  bool released = input_accounted_ > 0;
   input_accounted_ = 0;
   listener_->unsent_ -= output_accounted_;
   output_accounted_ = 0;
+  if (released) listener_->OnInputReleased();  // only schedules: safe inside any loop
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::OnClose);
 }
 
