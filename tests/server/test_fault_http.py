@@ -300,43 +300,58 @@ def test_http10_with_transfer_encoding_is_400_and_closed():
 
 # --- (e) /metrics flood, and the separate metrics address -------------------------------
 
+def scrape_flood(rankd, scrapers, seconds, during=None):
+    """`scrapers` clients scrape /metrics back to back; returns {status: count} and what
+    `during()` returned (called once, a second in)."""
+    stop = time.monotonic() + seconds
+    answers = {}
+    lock = threading.Lock()
+
+    def scraper():
+        try:
+            c = rankd.conn()
+            while time.monotonic() < stop:
+                c.request("GET", "/metrics")
+                r = c.getresponse()
+                r.read()
+                with lock:
+                    answers[r.status] = answers.get(r.status, 0) + 1
+                if r.will_close:
+                    c.close()
+                    c = rankd.conn()
+            c.close()
+        except OSError:
+            pass
+
+    threads = [threading.Thread(target=scraper) for _ in range(scrapers)]
+    for t in threads:
+        t.start()
+    time.sleep(1)
+    got = during() if during else None
+    for t in threads:
+        t.join(seconds + 20)
+    return answers, got
+
+
 def test_metrics_flood_bounded_and_real_scrape_served():
     rankd = Rankd(PLANS_DIR)
     try:
-        stop = time.monotonic() + 4
-        answers = {}
-        lock = threading.Lock()
-
-        def scraper():
-            try:
-                c = rankd.conn()
-                while time.monotonic() < stop:
-                    c.request("GET", "/metrics")
-                    r = c.getresponse()
-                    r.read()
-                    with lock:
-                        answers[r.status] = answers.get(r.status, 0) + 1
-                    if r.will_close:
-                        c.close()
-                        c = rankd.conn()
-                c.close()
-            except OSError:
-                pass
-
-        threads = [threading.Thread(target=scraper) for _ in range(48)]
-        for t in threads:
-            t.start()
-        time.sleep(1)
-        status, _, data = rankd.request("GET", "/metrics", timeout=10)
-        for t in threads:
-            t.join(20)
+        answers, (status, _, data) = scrape_flood(rankd, 48, 4, lambda: rankd.request("GET", "/metrics"))
         print(f"     flood answers by status: {answers}", flush=True)
-        assert status in (200, 503), status
-        assert answers.get(200, 0) > 0
-        text = rankd.metrics()
-        assert "rankd_build_info" in text
+        assert status == 200 and b"rankd_build_info" in data, status
+        assert answers.get(200, 0) > 0 and set(answers) == {200}, answers
         hwm = proc_kib(rankd.proc.pid, "VmHWM")
         assert hwm < 256 * 1024, f"rankd peak RSS {hwm // 1024} MiB"
+    finally:
+        rankd.stop()
+
+    # A queue of two: the flood gets 503s past it, counted.
+    rankd = Rankd(PLANS_DIR, extra_args=["--max-queued-scrapes", "2"])
+    try:
+        answers, _ = scrape_flood(rankd, 24, 3)
+        print(f"     flood answers by status, queue of 2: {answers}", flush=True)
+        assert answers.get(503, 0) > 0 and answers.get(200, 0) > 0, answers
+        wait_until(lambda: limit_hits(rankd, "scrape_queue") > 0, what="scrape_queue counted")
     finally:
         rankd.stop()
 
