@@ -81,7 +81,9 @@ redis_counts() {  # redis_counts PORT -> "commands batches" summed over endpoint
 # warm-up before it is not counted).
 measure() {
   local v=$1 plan=$2 url="http://127.0.0.1:${port[$1]}/rank" body t0 t1 r0 r1 line
-  body="{\"plan\":\"$plan\",\"user_id\":\$USER}"
+  # A 2 s deadline: this measures throughput and cost, and on shared cores a p99 past
+  # the default 200 ms would turn into 504s that cost nothing.
+  body="{\"plan\":\"$plan\",\"user_id\":\$USER,\"deadline_ms\":2000}"
   WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d1s -s "$root/bench/wrk_report.lua" "$url" >/dev/null
   r0=$(redis_counts "${port[$v]}"); t0=$(cpu_ticks "${pid[$v]}")
   line=$(WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d"${secs}s" --latency \
@@ -143,8 +145,11 @@ for plan in ("feed", "home_light"):
     for variant, rows in (("current", cur), ("base", base or [])):
         bad = sum(r["non2xx"] + r["socket_errors"] for r in rows)
         if bad:
-            failed = True
-            print(json.dumps({"name": f"{plan}_errors", "value": bad, "unit": "count", "variant": variant}))
+            # A few are noise of a shared machine; more would make the figures meaningless.
+            total = sum(r["requests"] for r in rows)
+            failed = failed or bad > 0.01 * total
+            print(json.dumps({"name": f"{plan}_errors", "value": bad, "unit": "count", "variant": variant,
+                              "requests": total}))
     io_nodes, io_depth = io_shape(plan)
     for key, name, unit, scale, extra in (
             ("rps", "rps", "req/s", 1, {}),
@@ -168,5 +173,5 @@ for plan in ("feed", "home_light"):
         d.update(plan=plan, **ctx)
         print(json.dumps(d))
 if failed:
-    sys.exit("feed: some requests failed (see the *_errors lines)")
+    sys.exit("feed: over 1% of the requests failed (see the *_errors lines)")
 PY

@@ -1,6 +1,6 @@
-// A lighter home feed, the second plan `ops/bench feed` measures: about 250 Redis
+// A lighter home feed, the second plan `ops/bench feed` measures: about 240 Redis
 // commands per request against feed's ~690 (viewer 1 + follow 1 + media 40 + recs 1 +
-// seen 1 + features ~200 after dedupe), and a seen filter, which feed lacks.
+// seen 1 + features ~195 after dedupe), and a seen filter, which feed lacks.
 import { definePlan } from "./lib/index.js";
 
 export default definePlan({
