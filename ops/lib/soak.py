@@ -552,7 +552,9 @@ async def soak(args, tmp):
         failures += [f"{n} traffic worker(s) failed: {e}" for e, n in errors.items()]
     for h in helpers:
         h.cancel()
-    await asyncio.gather(*helpers, return_exceptions=True)
+    for r in await asyncio.gather(*helpers, return_exceptions=True):
+        if isinstance(r, Exception):  # e.g. redis-server did not come back
+            failures.append(f"reloader/restarter failed: {r!r}")
     try:
         await asyncio.wait_for(mon, 10)
     except asyncio.TimeoutError:
