@@ -362,7 +362,8 @@ def metric_sum(text, family):
     """Sum of every sample of `family` (all label sets), or None when absent."""
     total, seen = 0.0, False
     for line in text.splitlines():
-        if line.startswith(family + "{") or line.startswith(family + " "):
+        if line.startswith(family + "{") or line.startswith(family + " ") or \
+                (family.endswith("}") and line.startswith(family[:-1] + ",")):
             total += float(line.rsplit(" ", 1)[1])
             seen = True
     return total if seen else None
@@ -567,6 +568,13 @@ async def soak(args, tmp):
         if not await ready():
             failures.append("rankd not ready after the traffic stopped")
         fds_end = await quiet_fds()
+        try:  # what rankd says it did with our SIGHUPs (the start counts as one ok load)
+            text = (await get(port, "/metrics"))[2].decode()
+            ok = metric_sum(text, 'rankd_plan_reloads_total{result="ok"}')
+            err = metric_sum(text, 'rankd_plan_reloads_total{result="error"}')
+            log(f"soak: rankd_plan_reloads_total ok {ok:g}, error {err:g}")
+        except (OSError, Unanswered, TypeError) as e:
+            log(f"soak: could not read rankd_plan_reloads_total: {e!r}")
         log(f"soak: fds at rest: {fds_start} before, {fds_end} after")
         if fds_end > fds_start:
             failures.append(f"open fds grew: {fds_start} at rest before the traffic, {fds_end} after")
