@@ -1,47 +1,179 @@
 #!/usr/bin/env bash
-# ops/bench feed — the feed plan end to end on seeded demo data, one shard:
-# `rankd seed` (10,000 users, seed 1) into a fresh redis-server, then
-# `rankd bench --plan feed` (one loop) against it. Reports requests/s, p50/p99 latency,
-# Redis commands per request (the fan-out) and Redis batches per request (round trips),
-# beside the plan's IO node count and IO depth computed from plans/feed.plan.json:
-# every IO node costs one batch whatever its fan-out, so batches = IO nodes, and the
-# round trips on the critical path = the IO depth.
-# Env: N (requests, 2000), C (concurrency, 16), USERS (10000), USER_ID (1).
+# ops/bench feed — two home-feed plans end to end over HTTP: rankd serve (2 shards) on
+# the seeded demo data (`rankd seed`, 10,000 users, seed 1) in a fresh redis-server,
+# under wrk with a viewer drawn per request from users 0..1999:
+#   feed        spec/PLAN.md's feed (follow 100 x media 5 + recs 100, ~690 commands)
+#   home_light  plans/home_light (follow 40 x media 4 + recs 60, seen filter, ~250)
+# Per plan: <plan>_rps, <plan>_p50_latency, <plan>_p99_latency, <plan>_cpu_us_per_req
+# (rankd's user + system CPU, every thread, per request served), and
+# <plan>_redis_commands_per_request / _batches_per_request (from /metrics deltas).
+# Each figure is the median of ROUNDS rounds, with its rounds and spread.
+#
+# BASE_REV=<commit>: also builds that commit (release + LTO, in build-base-<sha>/, kept
+# across runs) and alternates rounds between it and the current build on the same Redis
+# and the same plan files, so that both see the same machine; each figure then carries
+# "baseline" (the base build's median) and "ratio" (value / baseline).
+# Env: ROUNDS (3), BASE_REV (none), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10),
+# VIEWERS (2000).
 set -euo pipefail
-n=${N:-2000}; c=${C:-16}; users=${USERS:-10000}; user_id=${USER_ID:-1}
-rankd="$RANKD_BUILD/src/server/rankd"
-source "$RANKD_ROOT/bench/lib.sh"
+build=${RANKD_BUILD:?run through ops/bench}
+root=${RANKD_ROOT:?run through ops/bench}
+rounds=${ROUNDS:-3} threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-16} secs=${WRK_SECONDS:-10}
+viewers=${VIEWERS:-2000}
+plans=(feed home_light)
+source "$root/bench/lib.sh"
+tmp=$BENCH_TMP
+
+# build_base REV -> BASE_BIN: the commit's rankd, release + LTO. The sources come from
+# `git archive` (a plain snapshot: nothing to prune, never edited), built once per sha.
+build_base() {
+  local sha dir
+  sha=$(git -C "$root" rev-parse --verify "$1^{commit}")
+  dir="$root/build-base-$sha"
+  if [ ! -f "$dir/src/meson.build" ]; then
+    rm -rf "$dir"
+    mkdir -p "$dir/src"
+    git -C "$root" archive "$sha" | tar -x -C "$dir/src"
+  fi
+  if [ ! -f "$dir/build/build.ninja" ]; then
+    meson setup "$dir/build" "$dir/src" --buildtype=release -Db_lto=true -Db_ndebug=true >&2
+  fi
+  ninja -C "$dir/build" src/server/rankd >&2
+  BASE_BIN="$dir/build/src/server/rankd"
+  BASE_SHA=$sha
+}
+
+variants=(current)
+declare -A bin=([current]="$build/src/server/rankd")
+if [ -n "${BASE_REV:-}" ]; then
+  build_base "$BASE_REV"
+  variants+=(base)
+  bin[base]=$BASE_BIN
+fi
+
+# The same plan files for both builds: the current tree's (the base commit may not
+# have home_light yet).
+mkdir -p "$tmp/plans"
+for p in "${plans[@]}"; do cp "$root/plans/$p.plan.json" "$tmp/plans/"; done
+
 start_redis
-port=$REDIS_PORT
-"$rankd" seed --redis "redis://127.0.0.1:$port" --users "$users" --seed 1 >&2
-out=$("$rankd" bench --plan feed --plans "$RANKD_ROOT/plans" -n "$n" -c "$c" --user-id "$user_id" \
-  --redis "redis_default=redis://127.0.0.1:$port")
-python3 - "$out" "$RANKD_ROOT/plans/feed.plan.json" <<'PY'
-import functools, json, os, sys
-r = json.loads(sys.argv[1])
-plan = json.load(open(sys.argv[2]))
+"${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+
+declare -A port pid
+for v in "${variants[@]}"; do
+  port[$v]=$(free_port)
+  "${bin[$v]}" serve --host 127.0.0.1 --port "${port[$v]}" --shards 2 --plans "$tmp/plans" \
+    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error &
+  pid[$v]=$!
+  bench_pids+=("${pid[$v]}")
+  wait_http "http://127.0.0.1:${port[$v]}/readyz"
+done
+
+redis_counts() {  # redis_counts PORT -> "commands batches" summed over endpoints
+  curl -sf "http://127.0.0.1:$1/metrics" | awk '
+    /^rankd_redis_commands_total[{ ]/ {c += $NF}
+    /^rankd_redis_batches_total[{ ]/ {b += $NF}
+    END {printf "%d %d\n", c, b}'
+}
+
+# measure VARIANT PLAN -> one JSON line: wrk's figures plus cpu_us_per_req and the
+# Redis commands and batches per request, all over the measured run only (the 1 s
+# warm-up before it is not counted).
+measure() {
+  local v=$1 plan=$2 url="http://127.0.0.1:${port[$1]}/rank" body t0 t1 r0 r1 line
+  # A 2 s deadline: this measures throughput and cost, and on shared cores a p99 past
+  # the default 200 ms would turn into 504s that cost nothing.
+  body="{\"plan\":\"$plan\",\"user_id\":\$USER,\"deadline_ms\":2000}"
+  WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d1s -s "$root/bench/wrk_report.lua" "$url" >/dev/null
+  r0=$(redis_counts "${port[$v]}"); t0=$(cpu_ticks "${pid[$v]}")
+  line=$(WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d"${secs}s" --latency \
+    -s "$root/bench/wrk_report.lua" "$url" | grep '^{"rps"')
+  t1=$(cpu_ticks "${pid[$v]}"); r1=$(redis_counts "${port[$v]}")
+  python3 -c '
+import json, os, sys
+d = json.loads(sys.argv[1])
+n = max(d["requests"], 1)
+c0, b0 = map(int, sys.argv[4].split()); c1, b1 = map(int, sys.argv[5].split())
+d["cpu_us_per_req"] = (int(sys.argv[3]) - int(sys.argv[2])) / os.sysconf("SC_CLK_TCK") * 1e6 / n
+d["redis_commands_per_request"] = (c1 - c0) / n
+d["redis_batches_per_request"] = (b1 - b0) / n
+print(json.dumps(d))' "$line" "$t0" "$t1" "$r0" "$r1"
+}
+
+# Rounds alternate current / base (and the plans within each), so that a slow minute
+# of the shared machine falls on both; which build goes first swaps every round.
+: > "$tmp/rounds.jsonl"
+for round in $(seq "$rounds"); do
+  order=("${variants[@]}")
+  if [ $((round % 2)) -eq 0 ] && [ ${#variants[@]} -eq 2 ]; then order=(base current); fi
+  for plan in "${plans[@]}"; do
+    for v in "${order[@]}"; do
+      echo "{\"round\": $round, \"variant\": \"$v\", \"plan\": \"$plan\", \"r\": $(measure "$v" "$plan")}" >> "$tmp/rounds.jsonl"
+    done
+  done
+done
+
+python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" <<'PY'
+import functools, json, os, statistics, sys
+rounds_file, plans_dir, base_sha, threads, conns, secs, viewers = sys.argv[1:]
+by = {}
+for line in open(rounds_file):
+    row = json.loads(line)
+    by.setdefault((row["variant"], row["plan"]), []).append(row["r"])
+ctx = {"machine": os.environ["MACHINE"], "build": "release+lto", "shards": 2,
+       "wrk": f"wrk -t{threads} -c{conns} -d{secs}s --latency", "viewers": int(viewers),
+       "measure": f"median of {len(next(iter(by.values())))} rounds"
+                  + (", alternating with the base build" if base_sha else "")}
+if base_sha:
+    ctx["base_rev"] = base_sha[:12]
 io_ops = {"viewer", "follow", "recommendation", "media", "features", "seen_filter"}
-nodes = {n["node_id"]: n for n in plan["nodes"]}
 
-@functools.cache
-def depth(node_id):  # IO nodes on the longest path ending at node_id
-    n = nodes[node_id]
-    return (n["op"] in io_ops) + max((depth(i) for i in n["inputs"]), default=0)
+def io_shape(plan_name):  # IO nodes (one batch each) and IO depth (round trips in a row)
+    plan = json.load(open(f"{plans_dir}/{plan_name}.plan.json"))
+    nodes = {n["node_id"]: n for n in plan["nodes"]}
+    @functools.cache
+    def depth(i):
+        n = nodes[i]
+        return (n["op"] in io_ops) + max((depth(j) for j in n["inputs"]), default=0)
+    return sum(n["op"] in io_ops for n in plan["nodes"]), max(depth(i) for i in nodes)
 
-io_nodes = sum(n["op"] in io_ops for n in plan["nodes"])
-io_depth = max(depth(i) for i in nodes)
-ctx = {"requests": r["requests"], "concurrency": r["concurrency"], "errors": r["errors"],
-       "shards": 1, "machine": os.environ["MACHINE"]}
-def line(name, value, unit, **extra):
-    print(json.dumps({"name": name, "value": value, "unit": unit, **extra, **ctx}))
-line("feed_rps", r["rps"], "requests/s")
-line("feed_p50_latency", r["p50_us"] / 1000, "ms")
-line("feed_p99_latency", r["p99_us"] / 1000, "ms")
-line("feed_redis_commands_per_request", r["redis_commands_per_request"], "commands")
-line("feed_redis_batches_per_request", r["redis_batches_per_request"], "batches",
-     baseline=io_nodes, ratio=round(r["redis_batches_per_request"] / io_nodes, 3),
-     io_nodes=io_nodes, io_depth=io_depth)
-line("feed_redis_writes_per_request", r["redis_writes_per_request"], "writes")
-if r["errors"]:
-    sys.exit(f"feed: {r['errors']} request(s) failed")
+def summary(rows, key, scale):
+    vals = [r[key] * scale for r in rows]
+    return statistics.median(vals), [round(v, 2) for v in vals]
+
+failed = False
+for plan in ("feed", "home_light"):
+    cur, base = by[("current", plan)], by.get(("base", plan))
+    for variant, rows in (("current", cur), ("base", base or [])):
+        bad = sum(r["non2xx"] + r["socket_errors"] for r in rows)
+        if bad:
+            # A few are noise of a shared machine; more would make the figures meaningless.
+            total = sum(r["requests"] for r in rows)
+            failed = failed or bad > 0.01 * total
+            print(json.dumps({"name": f"{plan}_errors", "value": bad, "unit": "count", "variant": variant,
+                              "requests": total}))
+    io_nodes, io_depth = io_shape(plan)
+    for key, name, unit, scale, extra in (
+            ("rps", "rps", "req/s", 1, {}),
+            ("p50_us", "p50_latency", "ms", 1e-3, {}),
+            ("p99_us", "p99_latency", "ms", 1e-3, {}),
+            ("cpu_us_per_req", "cpu_us_per_req", "us", 1,
+             {"note": "rankd's user + system CPU (every thread, kernel TCP work included) per request; lower is better"}),
+            ("redis_commands_per_request", "redis_commands_per_request", "commands", 1, {}),
+            ("redis_batches_per_request", "redis_batches_per_request", "batches", 1,
+             {"io_nodes": io_nodes, "io_depth": io_depth})):
+        value, vals = summary(cur, key, scale)
+        d = {"name": f"{plan}_{name}", "value": round(value, 3), "unit": unit}
+        if base:
+            bvalue, bvals = summary(base, key, scale)
+            d["baseline"] = round(bvalue, 3)
+            d["ratio"] = round(value / bvalue, 3) if bvalue else None
+            d.update(extra, rounds=vals, spread=[min(vals), max(vals)],
+                     baseline_rounds=bvals, baseline_spread=[min(bvals), max(bvals)])
+        else:
+            d.update(extra, rounds=vals, spread=[min(vals), max(vals)])
+        d.update(plan=plan, **ctx)
+        print(json.dumps(d))
+if failed:
+    sys.exit("feed: over 1% of the requests failed (see the *_errors lines)")
 PY

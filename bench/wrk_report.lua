@@ -1,10 +1,30 @@
 -- wrk script for ops/bench: optional POST body from the environment, and a JSON line
 -- with throughput and latency percentiles at the end (µs).
+-- WRK_USERS=N: every request gets its own viewer, "$USER" in WRK_BODY replaced by a
+-- user id drawn uniformly from 0..N-1 (so that a run does not hit one user's hot keys).
 local body = os.getenv("WRK_BODY")
+local users = tonumber(os.getenv("WRK_USERS") or "")
 if body and #body > 0 then
   wrk.method = "POST"
   wrk.body = body
   wrk.headers["Content-Type"] = "application/json"
+end
+
+local threads = 0
+setup = function(thread)
+  threads = threads + 1
+  thread:set("tid", threads)  -- a different random sequence per wrk thread
+end
+
+init = function(args)
+  math.randomseed(os.time() * 1000 + (tid or 0))
+end
+
+if users and body and #body > 0 then
+  request = function()
+    local b = body:gsub("%$USER", tostring(math.random(0, users - 1)))
+    return wrk.format(nil, nil, nil, b)
+  end
 end
 
 done = function(summary, latency, requests)
