@@ -75,7 +75,7 @@ class ProgramExpr final : public CompiledExpr {
     FrameLease lease;
     Frame& f = lease.frame();
     expr::RunProgram(p_, in, params, f);
-    const Slot& s = f.slots[p_.result];
+    const Slot& s = f.slots[p_.slot_of[p_.result]];
     bool scalar = p_.regs[p_.result].scalar;
     Column c;
     c.type = type();
@@ -106,7 +106,7 @@ class ProgramPred final : public CompiledPred {
     FrameLease lease;
     Frame& f = lease.frame();
     expr::RunProgram(p_, in, params, f);
-    const uint8_t* m = f.slots[p_.result].m;
+    const uint8_t* m = f.slots[p_.slot_of[p_.result]].m;
     const size_t n = in.size();
     if (p_.regs[p_.result].scalar) {
       if (m[0] && n) return in.LogicalRows();

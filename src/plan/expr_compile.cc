@@ -113,6 +113,42 @@ CmpOp Flip(CmpOp op) {
   }
 }
 
+// Gives each register a frame slot, reusing the slot of a register after its last
+// reader (linear scan over the straight-line code). An instruction's output never shares
+// a slot with its operands (the kernels are not written for aliasing), and a kCastF64
+// output borrows its operand's validity buffer, so the operand's slot stays taken as
+// long as the cast's value is read. The result's slot is never reused.
+void AssignSlots(Program& p) {
+  constexpr size_t kNever = std::numeric_limits<size_t>::max();
+  std::vector<size_t> last(p.regs.size(), 0);
+  for (size_t k = 0; k < p.code.size(); ++k) ForEachOperand(p.code[k], [&](Reg r) { last[r] = k; });
+  last[p.result] = kNever;
+  for (size_t k = p.code.size(); k-- > 0;) {
+    const Instr& in = p.code[k];
+    if (in.op == Op::kCastF64) last[in.a] = std::max(last[in.a], last[in.out]);
+  }
+  // The registers whose slot frees up after each instruction.
+  std::vector<std::vector<Reg>> dies_after(p.code.size());
+  for (size_t k = 0; k < p.code.size(); ++k) {
+    Reg out = p.code[k].out;
+    if (last[out] != kNever) dies_after[last[out]].push_back(out);
+  }
+  p.slot_of.assign(p.regs.size(), 0);
+  p.num_slots = 0;
+  std::vector<uint32_t> free;
+  for (size_t k = 0; k < p.code.size(); ++k) {
+    Reg out = p.code[k].out;
+    if (free.empty()) {
+      p.slot_of[out] = p.num_slots++;
+    } else {
+      p.slot_of[out] = free.back();
+      free.pop_back();
+    }
+    for (Reg r : dies_after[k]) free.push_back(p.slot_of[r]);
+  }
+  if (p.num_slots == 0) p.num_slots = 1;  // the result slot of an empty program
+}
+
 class Compiler {
  public:
   Compiler(const ColumnTypes& cols, const ParamDecls& params, std::string_view where)
@@ -120,9 +156,9 @@ class Compiler {
     for (const auto& d : params.decls) p_.param_types.push_back(FromColumnType(d.type));
   }
 
-  Result<uint16_t> Expr(dom::element e, const std::string& path);
-  Result<uint16_t> Pred(dom::element e, const std::string& path);
-  Result<Program> Finish(uint16_t result, bool is_pred);
+  Result<Reg> Expr(dom::element e, const std::string& path);
+  Result<Reg> Pred(dom::element e, const std::string& path);
+  Result<Program> Finish(Reg result, bool is_pred);
 
  private:
   Error Err(const std::string& path, std::string msg) const {
@@ -131,41 +167,68 @@ class Compiler {
     if (!path.empty()) m += path + ": ";
     return Error::BadRequest(m + msg);
   }
-  VType Type(uint16_t r) const { return p_.regs[r].type; }
-  bool Scalar(uint16_t r) const { return p_.regs[r].scalar; }
-  uint16_t Emit(Op op, VType t, bool scalar, uint16_t a = 0, uint16_t b = 0, uint16_t c = 0,
+  VType Type(Reg r) const { return p_.regs[r].type; }
+  bool Scalar(Reg r) const { return p_.regs[r].scalar; }
+  Reg Emit(Op op, VType t, bool scalar, Reg a = 0, Reg b = 0, Reg c = 0,
                 uint32_t aux = 0) {
-    auto out = static_cast<uint16_t>(p_.regs.size());
+    auto out = static_cast<Reg>(p_.regs.size());  // < 4 * kMaxExprNodes + a few
     p_.regs.push_back({t, scalar});
     p_.code.push_back({op, out, a, b, c, aux});
     return out;
   }
-  uint16_t Null(VType t) { return Emit(Op::kLoadNull, t, true); }
-  uint16_t Mask(bool v) { return Emit(Op::kConstMask, VType::kMask, true, 0, 0, 0, v ? 1 : 0); }
+  Reg Null(VType t) { return Emit(Op::kLoadNull, t, true); }
+  Reg Mask(bool v) { return Emit(Op::kConstMask, VType::kMask, true, 0, 0, 0, v ? 1 : 0); }
   // Converts register r to type t (i64/bool -> f64; bool -> i64 shares storage).
-  uint16_t Cast(uint16_t r, VType t) {
+  Reg Cast(Reg r, VType t) {
     if (Type(r) == t || t != VType::kF64) return r;
     auto it = casts_.find(r);
     if (it != casts_.end()) return it->second;
-    uint16_t out = Emit(Op::kCastF64, VType::kF64, Scalar(r), r);
+    Reg out = Emit(Op::kCastF64, VType::kF64, Scalar(r), r);
     casts_.emplace(r, out);
     return out;
   }
-  Result<uint16_t> Leaf(dom::object obj, const std::string& path);
-  Result<uint16_t> Operation(dom::object obj, std::string_view op, const std::string& path);
-  Result<uint16_t> Compare(dom::object obj, const std::string& path);
-  Result<uint16_t> In(dom::object obj, const std::string& path);
+  Result<Reg> Leaf(dom::object obj, const std::string& path);
+  Result<Reg> Operation(dom::object obj, std::string_view op, const std::string& path);
+  Result<Reg> Compare(dom::object obj, const std::string& path);
+  Result<Reg> In(dom::object obj, const std::string& path);
 
   const ColumnTypes& cols_;
   const ParamDecls& params_;
   std::string_view where_;
   Program p_;
-  std::map<std::string, uint16_t, std::less<>> column_regs_;
-  std::unordered_map<uint16_t, uint16_t> casts_;
+  std::map<std::string, Reg, std::less<>> column_regs_;
+  std::unordered_map<Reg, Reg> casts_;
+  size_t nodes_ = 0, depth_ = 0;
+
+  friend class NodeScope;
 };
 
-Result<uint16_t> Compiler::Expr(dom::element e, const std::string& path) {
-  if (p_.regs.size() > 60000) return Fail(Err(path, "expression too large"));
+// Counts one expression or predicate node while it is being compiled (depth_ is the
+// length of the current chain): the limits of expr_program.h.
+class NodeScope {
+ public:
+  explicit NodeScope(Compiler& c) : c_(c) { ++c_.nodes_, ++c_.depth_; }
+  ~NodeScope() { --c_.depth_; }
+  NodeScope(const NodeScope&) = delete;
+  NodeScope& operator=(const NodeScope&) = delete;
+  // The error to return when a limit is exceeded, else nullopt.
+  std::optional<Error> Check(const std::string& path) const {
+    if (c_.nodes_ > kMaxExprNodes)
+      return c_.Err(path, "the expression has more than " + std::to_string(kMaxExprNodes) +
+                              " nodes (the limit)");
+    if (c_.depth_ > kMaxExprDepth)
+      return c_.Err(path, "the expression nests deeper than " + std::to_string(kMaxExprDepth) +
+                              " levels (the limit)");
+    return std::nullopt;
+  }
+
+ private:
+  Compiler& c_;
+};
+
+Result<Reg> Compiler::Expr(dom::element e, const std::string& path) {
+  NodeScope node(*this);
+  if (auto err = node.Check(path)) return Fail(std::move(*err));
   dom::object obj;
   if (e.get_object().get(obj))
     return Fail(Err(path, "expected an expression object ({\"const\"|\"key\"|\"param\"|\"op\": ...})"));
@@ -178,7 +241,7 @@ Result<uint16_t> Compiler::Expr(dom::element e, const std::string& path) {
   return Leaf(obj, path);
 }
 
-Result<uint16_t> Compiler::Leaf(dom::object obj, const std::string& path) {
+Result<Reg> Compiler::Leaf(dom::object obj, const std::string& path) {
   dom::element v;
   if (!obj.at_key("const").get(v)) {
     std::optional<Value> val = ScalarValue(v);
@@ -198,7 +261,7 @@ Result<uint16_t> Compiler::Leaf(dom::object obj, const std::string& path) {
     if (!ct) return Null(VType::kNull);
     VType t = FromColumnType(*ct);
     p_.columns.push_back({std::string(name), t});
-    uint16_t r = Emit(Op::kLoadColumn, t, false, 0, 0, 0,
+    Reg r = Emit(Op::kLoadColumn, t, false, 0, 0, 0,
                       static_cast<uint32_t>(p_.columns.size() - 1));
     column_regs_.emplace(std::string(name), r);
     return r;
@@ -213,7 +276,7 @@ Result<uint16_t> Compiler::Leaf(dom::object obj, const std::string& path) {
   return Fail(Err(path, "expected one of \"const\", \"key\", \"param\", \"op\""));
 }
 
-Result<uint16_t> Compiler::Operation(dom::object obj, std::string_view name,
+Result<Reg> Compiler::Operation(dom::object obj, std::string_view name,
                                      const std::string& path) {
   const OpInfo* info = nullptr;
   for (const auto& o : kExprOps)
@@ -231,12 +294,12 @@ Result<uint16_t> Compiler::Operation(dom::object obj, std::string_view name,
     return Fail(Err(path, opname + " takes " + want + " args, got " + std::to_string(n)));
   }
 
-  std::vector<uint16_t> regs;
-  std::optional<uint16_t> cond;
+  std::vector<Reg> regs;
+  std::optional<Reg> cond;
   size_t i = 0;
   for (dom::element a : args) {
     std::string sub = Sub(path, Index("args", i));
-    Result<uint16_t> r = (info->kind == ExprOp::kIf && i == 0) ? Pred(a, sub) : Expr(a, sub);
+    Result<Reg> r = (info->kind == ExprOp::kIf && i == 0) ? Pred(a, sub) : Expr(a, sub);
     if (!r) return r;
     if (info->kind == ExprOp::kIf && i == 0)
       cond = *r;
@@ -259,7 +322,7 @@ Result<uint16_t> Compiler::Operation(dom::object obj, std::string_view name,
     }
   }
   bool all_scalar = true;
-  for (uint16_t r : regs) all_scalar &= Scalar(r);
+  for (Reg r : regs) all_scalar &= Scalar(r);
   if (cond) all_scalar &= Scalar(*cond);
 
   switch (info->kind) {
@@ -276,10 +339,10 @@ Result<uint16_t> Compiler::Operation(dom::object obj, std::string_view name,
                     ? VType::kI64
                     : VType::kF64;
       if (any_null) return Null(t);
-      uint16_t acc = Cast(regs[0], t);
+      Reg acc = Cast(regs[0], t);
       if (regs.size() == 1) return Emit(info->op, t, Scalar(acc), acc);
       for (size_t k = 1; k < regs.size(); ++k) {
-        uint16_t rhs = Cast(regs[k], t);
+        Reg rhs = Cast(regs[k], t);
         acc = Emit(info->op, t, Scalar(acc) && Scalar(rhs), acc, rhs);
       }
       return acc;
@@ -302,33 +365,34 @@ Result<uint16_t> Compiler::Operation(dom::object obj, std::string_view name,
                            : VType::kI64;
       if (info->kind == ExprOp::kMinMax) {
         if (any_null) return Null(t);
-        uint16_t acc = Cast(regs[0], t);
+        Reg acc = Cast(regs[0], t);
         for (size_t k = 1; k < regs.size(); ++k) {
-          uint16_t rhs = Cast(regs[k], t);
+          Reg rhs = Cast(regs[k], t);
           acc = Emit(info->op, t, Scalar(acc) && Scalar(rhs), acc, rhs);
         }
         return acc;
       }
       if (t == VType::kNull) return Null(VType::kNull);
       if (info->kind == ExprOp::kCoalesce) {
-        std::optional<uint16_t> acc;
-        for (uint16_t r : regs) {
+        std::optional<Reg> acc;
+        for (Reg r : regs) {
           if (Type(r) == VType::kNull) continue;  // never the first non-null
-          uint16_t rhs = Cast(r, t);
+          Reg rhs = Cast(r, t);
           acc = acc ? Emit(Op::kCoalesce, t, Scalar(*acc) && Scalar(rhs), *acc, rhs) : rhs;
         }
         return *acc;
       }
-      uint16_t then_r = Type(regs[0]) == VType::kNull ? Null(t) : Cast(regs[0], t);
-      uint16_t else_r = Type(regs[1]) == VType::kNull ? Null(t) : Cast(regs[1], t);
+      Reg then_r = Type(regs[0]) == VType::kNull ? Null(t) : Cast(regs[0], t);
+      Reg else_r = Type(regs[1]) == VType::kNull ? Null(t) : Cast(regs[1], t);
       return Emit(Op::kIf, t, all_scalar, *cond, then_r, else_r);
     }
   }
   return Fail(Err(path, "internal: unhandled " + opname));
 }
 
-Result<uint16_t> Compiler::Pred(dom::element e, const std::string& path) {
-  if (p_.regs.size() > 60000) return Fail(Err(path, "predicate too large"));
+Result<Reg> Compiler::Pred(dom::element e, const std::string& path) {
+  NodeScope node(*this);
+  if (auto err = node.Check(path)) return Fail(std::move(*err));
   dom::object obj;
   std::string_view op;
   if (e.get_object().get(obj) || obj.at_key("op").get_string().get(op))
@@ -340,10 +404,10 @@ Result<uint16_t> Compiler::Pred(dom::element e, const std::string& path) {
     dom::array args;
     if (obj.at_key("args").get_array().get(args) || args.size() == 0)
       return Fail(Err(path, "op '" + std::string(op) + "' needs a non-empty \"args\" array"));
-    std::optional<uint16_t> acc;
+    std::optional<Reg> acc;
     size_t i = 0;
     for (dom::element a : args) {
-      Result<uint16_t> r = Pred(a, Sub(path, Index("args", i++)));
+      Result<Reg> r = Pred(a, Sub(path, Index("args", i++)));
       if (!r) return r;
       acc = acc ? Emit(op == "and" ? Op::kAnd : Op::kOr, VType::kMask, Scalar(*acc) && Scalar(*r),
                        *acc, *r)
@@ -356,11 +420,11 @@ Result<uint16_t> Compiler::Pred(dom::element e, const std::string& path) {
     if (obj.at_key("arg").get(arg))
       return Fail(Err(path, "op '" + std::string(op) + "' needs an \"arg\""));
     if (op == "not") {
-      Result<uint16_t> r = Pred(arg, Sub(path, "arg"));
+      Result<Reg> r = Pred(arg, Sub(path, "arg"));
       if (!r) return r;
       return Emit(Op::kNot, VType::kMask, Scalar(*r), *r);
     }
-    Result<uint16_t> r = Expr(arg, Sub(path, "arg"));
+    Result<Reg> r = Expr(arg, Sub(path, "arg"));
     if (!r) return r;
     if (Type(*r) == VType::kNull) return Mask(true);
     return Emit(Op::kIsNull, VType::kMask, Scalar(*r), *r);
@@ -375,7 +439,7 @@ Result<uint16_t> Compiler::Pred(dom::element e, const std::string& path) {
     auto re = std::make_unique<RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
     if (!re->ok())
       return Fail(Err(path, "bad regex pattern '" + std::string(pattern) + "': " + re->error()));
-    Result<uint16_t> r = Expr(arg, Sub(path, "lhs"));
+    Result<Reg> r = Expr(arg, Sub(path, "lhs"));
     if (!r) return r;
     VType t = Type(*r);
     if (t == VType::kNull) return Mask(false);
@@ -388,7 +452,7 @@ Result<uint16_t> Compiler::Pred(dom::element e, const std::string& path) {
   return Fail(Err(path, "unknown predicate op '" + std::string(op) + "'"));
 }
 
-Result<uint16_t> Compiler::Compare(dom::object obj, const std::string& path) {
+Result<Reg> Compiler::Compare(dom::object obj, const std::string& path) {
   std::string_view cmp;
   if (obj.at_key("cmp").get_string().get(cmp))
     return Fail(Err(path, "op 'cmp' needs a string \"cmp\""));
@@ -403,15 +467,15 @@ Result<uint16_t> Compiler::Compare(dom::object obj, const std::string& path) {
   dom::element lhs, rhs;
   if (obj.at_key("lhs").get(lhs) || obj.at_key("rhs").get(rhs))
     return Fail(Err(path, "op 'cmp' needs \"lhs\" and \"rhs\""));
-  Result<uint16_t> a = Expr(lhs, Sub(path, "lhs"));
+  Result<Reg> a = Expr(lhs, Sub(path, "lhs"));
   if (!a) return a;
-  Result<uint16_t> b = Expr(rhs, Sub(path, "rhs"));
+  Result<Reg> b = Expr(rhs, Sub(path, "rhs"));
   if (!b) return b;
   VType ta = Type(*a), tb = Type(*b);
   // A null operand, or a string against a number, is false (PLAN.md).
   if (ta == VType::kNull || tb == VType::kNull) return Mask(false);
   if ((ta == VType::kStr) != (tb == VType::kStr)) return Mask(false);
-  uint16_t ra = *a, rb = *b;
+  Reg ra = *a, rb = *b;
   // Mixed numbers run as (i64, f64): exact, without rounding the i64 side.
   if (ta == VType::kF64 && tb != VType::kF64) {
     std::swap(ra, rb);
@@ -420,13 +484,13 @@ Result<uint16_t> Compiler::Compare(dom::object obj, const std::string& path) {
   return Emit(Op::kCmp, VType::kMask, Scalar(ra) && Scalar(rb), ra, rb, 0, uint32_t(c));
 }
 
-Result<uint16_t> Compiler::In(dom::object obj, const std::string& path) {
+Result<Reg> Compiler::In(dom::object obj, const std::string& path) {
   dom::element lhs;
   dom::array values;
   if (obj.at_key("lhs").get(lhs)) return Fail(Err(path, "op 'in' needs an \"lhs\""));
   if (obj.at_key("values").get_array().get(values))
     return Fail(Err(path, "op 'in' needs a \"values\" array"));
-  Result<uint16_t> r = Expr(lhs, Sub(path, "lhs"));
+  Result<Reg> r = Expr(lhs, Sub(path, "lhs"));
   if (!r) return r;
   VType t = Type(*r);
   InSet set;
@@ -472,34 +536,46 @@ Result<uint16_t> Compiler::In(dom::object obj, const std::string& path) {
               static_cast<uint32_t>(p_.sets.size() - 1));
 }
 
-Result<Program> Compiler::Finish(uint16_t result, bool is_pred) {
+Result<Program> Compiler::Finish(Reg result, bool is_pred) {
   if (!is_pred && Type(result) == VType::kNull) result = Null(VType::kI64);
   p_.result = result;
-  // Dead code: operands of folded-away nulls are still type-checked but never run.
-  std::vector<bool> live(p_.regs.size(), false);
-  live[result] = true;
+  // Re-emit the code in post-order from the result: each instruction right after its
+  // operands' code, the first operand's subtree first. The compiler emits all of an
+  // op's arguments before folding them, so a 65,534-argument `+` had every argument
+  // live at once; in post-order the fold consumes each one as it is made, and
+  // AssignSlots then needs a few slots, not one row-sized buffer per argument.
+  // Instructions the result does not reach (operands of folded-away nulls, which are
+  // still type-checked) are dropped. An explicit stack: a fold chain is as deep as
+  // its argument count.
+  std::vector<uint32_t> def(p_.regs.size(), 0);
+  for (size_t k = 0; k < p_.code.size(); ++k) def[p_.code[k].out] = static_cast<uint32_t>(k);
+  std::vector<bool> seen(p_.regs.size(), false);
   std::vector<Instr> kept;
-  for (size_t k = p_.code.size(); k-- > 0;) {
-    const Instr& in = p_.code[k];
-    if (!live[in.out]) continue;
-    kept.push_back(in);
-    switch (in.op) {
-      case Op::kLoadColumn: case Op::kLoadConst: case Op::kLoadParam: case Op::kLoadNull:
-      case Op::kConstMask:
-        break;
-      case Op::kIf:
-        live[in.a] = live[in.b] = live[in.c] = true;
-        break;
-      case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMin: case Op::kMax:
-      case Op::kPow: case Op::kCoalesce: case Op::kCmp: case Op::kAnd: case Op::kOr:
-        live[in.a] = live[in.b] = true;
-        break;
-      default:
-        live[in.a] = true;
+  struct Visit {
+    Reg r;
+    size_t next;  // operands of r's instruction already pushed
+  };
+  std::vector<Visit> stack{{result, 0}};
+  seen[result] = true;
+  while (!stack.empty()) {
+    Visit& top = stack.back();
+    const Instr& in = p_.code[def[top.r]];
+    Reg ops[3];
+    size_t n = 0;
+    ForEachOperand(in, [&](Reg r) { ops[n++] = r; });
+    if (top.next < n) {
+      Reg o = ops[top.next++];
+      if (!seen[o]) {
+        seen[o] = true;
+        stack.push_back({o, 0});  // may move `top`: not used after this
+      }
+      continue;
     }
+    kept.push_back(in);
+    stack.pop_back();
   }
-  std::reverse(kept.begin(), kept.end());
   p_.code = std::move(kept);
+  AssignSlots(p_);
   return std::move(p_);
 }
 
@@ -508,7 +584,7 @@ Result<Program> Compiler::Finish(uint16_t result, bool is_pred) {
 Result<Program> CompileProgram(const dom::element& json, bool is_pred, const ColumnTypes& cols,
                                const ParamDecls& params, std::string_view where) {
   Compiler c(cols, params, where);
-  Result<uint16_t> r = is_pred ? c.Pred(json, "") : c.Expr(json, "");
+  Result<Reg> r = is_pred ? c.Pred(json, "") : c.Expr(json, "");
   if (!r) return Fail(std::move(r.error()));
   return c.Finish(*r, is_pred);
 }

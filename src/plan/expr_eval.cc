@@ -52,23 +52,27 @@ class Runner {
   void Run() {
     f_.n = in_.size();
     // The frame may come from an earlier run: keep its buffers, forget its views.
-    if (f_.slots.size() < p_.regs.size()) f_.slots.resize(p_.regs.size());
-    for (Slot& s : f_.slots) {
-      s.i = nullptr;
-      s.f = nullptr;
-      s.c = nullptr;
-      s.m = s.v = nullptr;
-      s.dict.reset();
-    }
+    if (f_.slots.size() < p_.num_slots) f_.slots.resize(p_.num_slots);
     std::memset(Alloc(f_.ones, f_.n), 1, f_.n ? f_.n : 1);
-    for (const Instr& ins : p_.code) Exec(ins);
+    for (const Instr& ins : p_.code) {
+      // The slot may hold an earlier run's or an earlier register's views.
+      ForgetViews(S(ins.out));
+      Exec(ins);
+    }
   }
 
  private:
-  size_t Len(uint16_t r) const { return p_.regs[r].scalar ? 1 : f_.n; }
-  Slot& S(uint16_t r) { return f_.slots[r]; }
-  VType T(uint16_t r) const { return p_.regs[r].type; }
-  bool Sc(uint16_t r) const { return p_.regs[r].scalar; }
+  size_t Len(Reg r) const { return p_.regs[r].scalar ? 1 : f_.n; }
+  Slot& S(Reg r) { return f_.slots[p_.slot_of[r]]; }
+  static void ForgetViews(Slot& s) {
+    s.i = nullptr;
+    s.f = nullptr;
+    s.c = nullptr;
+    s.m = s.v = nullptr;
+    s.dict.reset();
+  }
+  VType T(Reg r) const { return p_.regs[r].type; }
+  bool Sc(Reg r) const { return p_.regs[r].scalar; }
 
   void Exec(const Instr& ins);
   void LoadColumn(const Instr& ins);
@@ -83,9 +87,9 @@ class Runner {
   void Regex(const Instr& ins);
   // Codes of b re-expressed in a's dictionary (extended if needed): out.dict and the
   // returned codes are valid for both. REQUIRES: a and b are str registers.
-  const uint32_t* UnifyDicts(uint16_t a, uint16_t b, Slot& out, Scratch<uint32_t>& tmp);
+  const uint32_t* UnifyDicts(Reg a, Reg b, Slot& out, Scratch<uint32_t>& tmp);
   // A full-length copy of a scalar register (for the few kernels without scalar shapes).
-  void Broadcast(uint16_t r, Slot& tmp, const Slot*& view);
+  void Broadcast(Reg r, Slot& tmp, const Slot*& view);
 
   const Program& p_;
   const RowSet& in_;
@@ -355,7 +359,7 @@ void Runner::Unary(const Instr& ins) {
   }
 }
 
-void Runner::Broadcast(uint16_t r, Slot& tmp, const Slot*& view) {
+void Runner::Broadcast(Reg r, Slot& tmp, const Slot*& view) {
   view = &S(r);
   if (!Sc(r) || f_.n <= 1) return;
   const Slot& s = S(r);
@@ -376,7 +380,7 @@ void Runner::Broadcast(uint16_t r, Slot& tmp, const Slot*& view) {
   view = &tmp;
 }
 
-const uint32_t* Runner::UnifyDicts(uint16_t ra, uint16_t rb, Slot& out,
+const uint32_t* Runner::UnifyDicts(Reg ra, Reg rb, Slot& out,
                                    Scratch<uint32_t>& tmp) {
   const Slot& a = S(ra);
   const Slot& b = S(rb);
@@ -443,8 +447,8 @@ void Runner::CoalesceOrIf(const Instr& ins) {
   out.v = v;
   // For str the two value operands must share a dictionary first.
   Scratch<uint32_t> remapped;
-  uint16_t ra = ins.op == Op::kIf ? ins.b : ins.a;
-  uint16_t rb = ins.op == Op::kIf ? ins.c : ins.b;
+  Reg ra = ins.op == Op::kIf ? ins.b : ins.a;
+  Reg rb = ins.op == Op::kIf ? ins.c : ins.b;
   const uint32_t* cb = st == Storage::kStr ? UnifyDicts(ra, rb, out, remapped) : nullptr;
 
   if (ins.op == Op::kCoalesce) {
@@ -546,7 +550,7 @@ void Runner::CmpStr(const Instr& ins) {
   uint8_t* m = Alloc(out.own_m, n);
   out.m = m;
   auto op = static_cast<CmpOp>(ins.aux);
-  uint16_t ra = ins.a, rb = ins.b;
+  Reg ra = ins.a, rb = ins.b;
   if (Sc(ra) && !Sc(rb)) {
     std::swap(ra, rb);
     op = op == CmpOp::kLt ? CmpOp::kGt : op == CmpOp::kGt ? CmpOp::kLt

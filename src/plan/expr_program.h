@@ -50,11 +50,43 @@ enum class Op : uint8_t {
 
 enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
 
+// A virtual register: one per value the compiler emits (never reused, so the typing is
+// simple). 32 bits: an expression within the node limit emits up to a few registers
+// per node (load, cast, fold step), which 16 bits did not hold.
+using Reg = uint32_t;
+
 struct Instr {
   Op op;
-  uint16_t out = 0, a = 0, b = 0, c = 0;
+  Reg out = 0, a = 0, b = 0, c = 0;
   uint32_t aux = 0;
 };
+
+// Calls f(r) for each register `in` reads (none, a, a b, or a b c by its op).
+template <class F>
+void ForEachOperand(const Instr& in, F&& f) {
+  switch (in.op) {
+    case Op::kLoadColumn: case Op::kLoadConst: case Op::kLoadParam: case Op::kLoadNull:
+    case Op::kConstMask:
+      return;
+    case Op::kIf:
+      f(in.a), f(in.b), f(in.c);
+      return;
+    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMin: case Op::kMax:
+    case Op::kPow: case Op::kCoalesce: case Op::kCmp: case Op::kAnd: case Op::kOr:
+      f(in.a), f(in.b);
+      return;
+    default:
+      f(in.a);
+  }
+}
+
+// Bounds on what the compiler accepts (spec/PLAN.md expressions), so that whatever loads
+// also runs: nodes are the JSON objects of the tree (leaves, ops and predicates), depth
+// the longest root-to-leaf chain of them (a lone leaf has depth 1). The compiler recurses
+// once per level, and simdjson's default depth (1024) holds 2 levels per node plus the
+// plan around it.
+inline constexpr size_t kMaxExprNodes = 65535;
+inline constexpr size_t kMaxExprDepth = 256;
 
 struct RegInfo {
   VType type = VType::kNull;
@@ -81,7 +113,13 @@ struct Program {
   std::vector<InSet> sets;
   std::vector<std::unique_ptr<RE2>> regexes;
   std::vector<VType> param_types;  // by declaration index
-  uint16_t result = 0;
+  Reg result = 0;
+  // The frame slot of each register. Registers whose values are no longer read share
+  // slots (AssignSlots in expr_compile.cc), so a run's memory is that of the values
+  // live at once, not of every register: a 65,535-argument `+` needs 5 slots, not
+  // 65,535 row-sized buffers.
+  std::vector<uint32_t> slot_of;
+  uint32_t num_slots = 0;
 };
 
 // A register's own buffer. A Frame keeps it between runs and reallocates only when a run

@@ -1,49 +1,25 @@
 // Runs of the Redis-backed tasks (viewer, follow, recommendation, media, features,
-// seen_filter); their specs are in io_specs.cc.
+// seen_filter); their specs are in io_specs.cc, what they make of the replies in
+// io_replies.cc.
 //
 // Every run builds all of its commands first and sends them as one RedisPool::Batch:
 // one write, one round trip, however many input rows. Error replies (WRONGTYPE) become
 // backend_error naming the key; a lost or refused connection is unavailable; the node's
-// deadline is the batch's. Values are parsed strictly (std::from_chars, the whole text):
-// a field that is missing or does not parse becomes null and is counted in the pool's
-// RedisStats (fields_missing, fields_unparsable); a list member that is not an id is
-// dropped and counted (bad_ids).
+// deadline is the batch's.
 //
 // Threads: runs execute on the request's loop thread, the thread that owns ctx.redis.
-#include <charconv>
-#include <cmath>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "redis/pools.h"
-#include "tasks/schemas.h"
+#include "tasks/io_replies.h"
 #include "tasks/task.h"
 
 namespace rankd {
 
 namespace {
-
-// ---- strict parsing -----------------------------------------------------------------
-
-std::optional<int64_t> ParseI64(std::string_view s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-std::optional<double> ParseF64(std::string_view s) {
-  double v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || !std::isfinite(v))
-    return std::nullopt;
-  return v;
-}
-
-// ---- helpers shared by the runs -----------------------------------------------------
 
 // The pool of the node's `endpoint` parameter.
 Result<RedisPool*> PoolFor(const TaskContext& ctx) {
@@ -57,39 +33,8 @@ Result<RedisPool*> PoolFor(const TaskContext& ctx) {
   return pool;
 }
 
-// backend_error for an error reply or a reply of the wrong shape, naming the key.
-Error BadReply(const RedisPool& pool, std::string_view command,
-               const std::string& key, const RedisReply& r) {
-  std::string what = r.is_error() ? r.str
-                                  : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
-  return Error::Backend(std::string(command) + " " + key + " at redis endpoint " +
-                        pool.endpoint().Label() + ": " + what);
-}
-
-std::string KeyOf(const RedisPool& pool, std::string_view kind, int64_t id) {
-  return pool.prefix() + std::string(kind) + std::to_string(id);
-}
-
-// The input's ids in logical order, with the physical row each came from; rows whose id
-// is null are skipped (they name no key).
-struct InputIds {
-  std::vector<int64_t> ids;
-  std::vector<uint32_t> rows;
-};
-Result<InputIds> IdsOf(const RowSet& in) {
-  const Column* id = in.column("id");
-  if (id == nullptr || id->type != ColumnType::kI64)
-    return Fail(Error::Internal("input has no i64 'id' column"));
-  InputIds out;
-  out.ids.reserve(in.size());
-  out.rows.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    uint32_t r = in.row(i);
-    if (!id->valid(r)) continue;
-    out.ids.push_back(id->i64[r]);
-    out.rows.push_back(r);
-  }
-  return out;
+ReplySource SourceOf(RedisPool& pool) {
+  return {pool.endpoint().Label(), pool.prefix(), &pool.mutable_stats()};
 }
 
 // Where every per-row IO task starts: the pool of the node's endpoint and the ids of
@@ -107,66 +52,6 @@ Result<RowIo> StartRowIo(const TaskContext& ctx, const RowSet& in) {
   return RowIo{*pool, std::move(*ids)};
 }
 
-// One typed column filled row by row from Redis text; rows never set stay null.
-class FieldColumn {
- public:
-  FieldColumn(ColumnType type, size_t rows)
-      : type_(type), rows_(rows), valid_(rows, 0) {
-    if (type_ == ColumnType::kI64) i64_.assign(rows, 0);
-    if (type_ == ColumnType::kF64) f64_.assign(rows, 0);
-    if (type_ == ColumnType::kStr) str_.assign(rows, std::nullopt);
-    if (type_ == ColumnType::kBool) b_.assign(rows, 0);
-  }
-
-  // `r` is a bulk string (the value) or nil (missing).
-  void Set(size_t row, const RedisReply& r, RedisStats& stats) {
-    if (!r.is_string()) {
-      Bump(stats.fields_missing);
-      return;
-    }
-    bool ok = true;
-    switch (type_) {
-      case ColumnType::kI64:
-        if (auto v = ParseI64(r.str)) i64_[row] = *v; else ok = false;
-        break;
-      case ColumnType::kF64:
-        if (auto v = ParseF64(r.str)) f64_[row] = *v; else ok = false;
-        break;
-      case ColumnType::kStr:
-        str_[row] = r.str;
-        break;
-      case ColumnType::kBool:
-        if (r.str == "1" || r.str == "true") b_[row] = 1;
-        else if (r.str == "0" || r.str == "false") b_[row] = 0;
-        else ok = false;
-        break;
-    }
-    if (ok) valid_[row] = 1; else Bump(stats.fields_unparsable);
-  }
-
-  ColumnPtr Finish() {
-    Column c;
-    switch (type_) {
-      case ColumnType::kI64: c = Column::I64(std::move(i64_)); break;
-      case ColumnType::kF64: c = Column::F64(std::move(f64_)); break;
-      case ColumnType::kStr: c = Column::Str(str_); break;
-      case ColumnType::kBool: c = Column::Bool(std::move(b_)); break;
-    }
-    for (size_t i = 0; i < rows_; ++i)
-      if (!valid_[i]) c.validity.SetNull(i, rows_);
-    return std::make_shared<const Column>(std::move(c));
-  }
-
- private:
-  ColumnType type_;
-  size_t rows_;
-  std::vector<uint8_t> valid_;
-  std::vector<int64_t> i64_;
-  std::vector<double> f64_;
-  std::vector<std::optional<std::string>> str_;
-  std::vector<uint8_t> b_;
-};
-
 // ---- viewer -------------------------------------------------------------------------
 
 Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
@@ -179,36 +64,12 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
   cmds.push_back(std::move(cmd));
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  const RedisReply& r = replies->at(0);
-  if (!r.is_array() || r.elements.size() % 2 != 0)
-    co_return Fail(BadReply(p, "HGETALL", KeyOf(p, "user:", ctx.user_id), r));
-
-  const bool found = !r.elements.empty();
-  const size_t rows = found ? 1 : 0;
-  RowSet out;
-  out.SetColumn("id", std::make_shared<const Column>(
-                          Column::I64(found ? std::vector<int64_t>{ctx.user_id} : std::vector<int64_t>{})));
-  for (const auto& field : UserFields()) {
-    FieldColumn col(*UserFieldType(field), rows);
-    if (found) {
-      const RedisReply* value = nullptr;
-      for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
-        if (r.elements[i].str == field) value = &r.elements[i + 1];
-      col.Set(0, value ? *value : RedisReply{}, p.mutable_stats());
-    }
-    out.SetColumn(field, col.Finish());
-  }
-  co_return out;
+  co_return ViewerRows(SourceOf(p), ctx.user_id, replies->at(0));
 }
 
 // ---- follow, recommendation, media: one LRANGE per input row --------------------------
 
-// LRANGE {kind}{id} 0 count-1 for every input id; ids of the members, and for each the
-// input id it came from.
-struct Expanded {
-  std::vector<int64_t> ids;
-  std::vector<int64_t> from;
-};
+// LRANGE {kind}{id} 0 count-1 for every input id.
 Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std::string_view kind,
                                    int64_t count) {
   auto io = StartRowIo(ctx, in);
@@ -224,22 +85,7 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std
   }
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  Expanded out;
-  auto& stats = p.mutable_stats();
-  for (size_t i = 0; i < replies->size(); ++i) {
-    const RedisReply& r = (*replies)[i];
-    if (!r.is_array()) co_return Fail(BadReply(p, "LRANGE", KeyOf(p, kind, ids->ids[i]), r));
-    for (const auto& e : r.elements) {
-      auto v = e.is_string() ? ParseI64(e.str) : std::nullopt;
-      if (!v) {
-        Bump(stats.bad_ids);
-        continue;
-      }
-      out.ids.push_back(*v);
-      out.from.push_back(ids->ids[i]);
-    }
-  }
-  co_return out;
+  co_return ExpandedLists(SourceOf(p), kind, ids->ids, *replies);
 }
 
 RowSet IdRows(std::vector<int64_t> ids) {
@@ -293,27 +139,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   }
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  for (size_t k = 0; k < replies->size(); ++k) {
-    const RedisReply& r = (*replies)[k];
-    if (!r.is_array() || r.elements.size() != fields.size())
-      co_return Fail(BadReply(p, "HMGET", KeyOf(p, "item:", asked[k]), r));
-  }
-
-  // Columns span the input's physical rows (so its selection vector still applies);
-  // rows outside the selection, or with a null id, stay null. Missing and unparsable
-  // values are counted per row, as they reach the response.
-  auto& stats = p.mutable_stats();
-  const size_t rows = input.physical_rows();
-  std::vector<FieldColumn> cols;
-  cols.reserve(fields.size());
-  for (const auto& f : fields) cols.emplace_back(*ItemFieldType(f), rows);
-  for (size_t i = 0; i < ids->ids.size(); ++i) {
-    const RedisReply& r = (*replies)[reply_of[i]];
-    for (size_t f = 0; f < fields.size(); ++f) cols[f].Set(ids->rows[i], r.elements[f], stats);
-  }
-  RowSet out = input;
-  for (size_t f = 0; f < fields.size(); ++f) out.SetColumn(fields[f], cols[f].Finish());
-  co_return out;
+  co_return FeatureRows(SourceOf(p), input, *ids, reply_of, asked, fields, *replies);
 }
 
 // ---- seen_filter: one SMISMEMBER for all rows ---------------------------------------
@@ -332,18 +158,7 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
   cmds.push_back(std::move(c));
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  const RedisReply& r = replies->at(0);
-  if (!r.is_array() || r.elements.size() != ids->ids.size())
-    co_return Fail(BadReply(p, "SMISMEMBER", KeyOf(p, "seen:", ctx.user_id), r));
-  // Keep the logical order: rows with a null id were never asked about and stay.
-  std::vector<uint8_t> seen(input.physical_rows(), 0);
-  for (size_t i = 0; i < ids->rows.size(); ++i)
-    if (r.elements[i].is_integer() && r.elements[i].integer == 1) seen[ids->rows[i]] = 1;
-  std::vector<uint32_t> keep;
-  keep.reserve(input.size());
-  for (size_t i = 0; i < input.size(); ++i)
-    if (!seen[input.row(i)]) keep.push_back(input.row(i));
-  co_return input.WithSelection(std::move(keep));
+  co_return SeenFilterRows(SourceOf(p), ctx.user_id, input, *ids, replies->at(0));
 }
 
 }  // namespace

@@ -1,0 +1,201 @@
+// io_replies.h: what the Redis-backed tasks make of their replies.
+#include "tasks/io_replies.h"
+
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "tasks/schemas.h"
+
+namespace rankd {
+
+namespace {
+
+// ---- strict parsing -----------------------------------------------------------------
+
+std::optional<int64_t> ParseI64(std::string_view s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ParseF64(std::string_view s) {
+  double v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || !std::isfinite(v))
+    return std::nullopt;
+  return v;
+}
+
+std::string KeyOf(const ReplySource& src, std::string_view kind, int64_t id) {
+  return src.prefix + std::string(kind) + std::to_string(id);
+}
+
+// backend_error for an error reply or a reply of the wrong shape, naming the key.
+Error BadReply(const ReplySource& src, std::string_view command, const std::string& key,
+               const RedisReply& r) {
+  std::string what = r.is_error() ? r.str
+                                  : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
+  return Error::Backend(std::string(command) + " " + key + " at redis endpoint " + src.endpoint +
+                        ": " + what);
+}
+
+// One typed column filled row by row from Redis text; rows never set stay null.
+class FieldColumn {
+ public:
+  FieldColumn(ColumnType type, size_t rows) : type_(type), rows_(rows), valid_(rows, 0) {
+    if (type_ == ColumnType::kI64) i64_.assign(rows, 0);
+    if (type_ == ColumnType::kF64) f64_.assign(rows, 0);
+    if (type_ == ColumnType::kStr) str_.assign(rows, std::nullopt);
+    if (type_ == ColumnType::kBool) b_.assign(rows, 0);
+  }
+
+  // `r` is a bulk string (the value) or nil (missing).
+  void Set(size_t row, const RedisReply& r, RedisStats& stats) {
+    if (!r.is_string()) {
+      Bump(stats.fields_missing);
+      return;
+    }
+    bool ok = true;
+    switch (type_) {
+      case ColumnType::kI64:
+        if (auto v = ParseI64(r.str)) i64_[row] = *v; else ok = false;
+        break;
+      case ColumnType::kF64:
+        if (auto v = ParseF64(r.str)) f64_[row] = *v; else ok = false;
+        break;
+      case ColumnType::kStr:
+        str_[row] = r.str;
+        break;
+      case ColumnType::kBool:
+        if (r.str == "1" || r.str == "true") b_[row] = 1;
+        else if (r.str == "0" || r.str == "false") b_[row] = 0;
+        else ok = false;
+        break;
+    }
+    if (ok) valid_[row] = 1; else Bump(stats.fields_unparsable);
+  }
+
+  ColumnPtr Finish() {
+    Column c;
+    switch (type_) {
+      case ColumnType::kI64: c = Column::I64(std::move(i64_)); break;
+      case ColumnType::kF64: c = Column::F64(std::move(f64_)); break;
+      case ColumnType::kStr: c = Column::Str(str_); break;
+      case ColumnType::kBool: c = Column::Bool(std::move(b_)); break;
+    }
+    for (size_t i = 0; i < rows_; ++i)
+      if (!valid_[i]) c.validity.SetNull(i, rows_);
+    return std::make_shared<const Column>(std::move(c));
+  }
+
+ private:
+  ColumnType type_;
+  size_t rows_;
+  std::vector<uint8_t> valid_;
+  std::vector<int64_t> i64_;
+  std::vector<double> f64_;
+  std::vector<std::optional<std::string>> str_;
+  std::vector<uint8_t> b_;
+};
+
+}  // namespace
+
+Result<InputIds> IdsOf(const RowSet& in) {
+  const Column* id = in.column("id");
+  if (id == nullptr || id->type != ColumnType::kI64)
+    return Fail(Error::Internal("input has no i64 'id' column"));
+  InputIds out;
+  out.ids.reserve(in.size());
+  out.rows.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint32_t r = in.row(i);
+    if (!id->valid(r)) continue;
+    out.ids.push_back(id->i64[r]);
+    out.rows.push_back(r);
+  }
+  return out;
+}
+
+Result<RowSet> ViewerRows(const ReplySource& src, int64_t user_id, const RedisReply& r) {
+  if (!r.is_array() || r.elements.size() % 2 != 0)
+    return Fail(BadReply(src, "HGETALL", KeyOf(src, "user:", user_id), r));
+  const bool found = !r.elements.empty();
+  const size_t rows = found ? 1 : 0;
+  RowSet out;
+  out.SetColumn("id", std::make_shared<const Column>(
+                          Column::I64(found ? std::vector<int64_t>{user_id} : std::vector<int64_t>{})));
+  for (const auto& field : UserFields()) {
+    FieldColumn col(*UserFieldType(field), rows);
+    if (found) {
+      const RedisReply* value = nullptr;
+      for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
+        if (r.elements[i].str == field) value = &r.elements[i + 1];
+      col.Set(0, value ? *value : RedisReply{}, *src.stats);
+    }
+    out.SetColumn(field, col.Finish());
+  }
+  return out;
+}
+
+Result<Expanded> ExpandedLists(const ReplySource& src, std::string_view kind,
+                               std::span<const int64_t> ids, std::span<const RedisReply> replies) {
+  Expanded out;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    const RedisReply& r = replies[i];
+    if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, ids[i]), r));
+    for (const auto& e : r.elements) {
+      auto v = e.is_string() ? ParseI64(e.str) : std::nullopt;
+      if (!v) {
+        Bump(src.stats->bad_ids);
+        continue;
+      }
+      out.ids.push_back(*v);
+      out.from.push_back(ids[i]);
+    }
+  }
+  return out;
+}
+
+Result<RowSet> FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                           std::span<const uint32_t> reply_of, std::span<const int64_t> asked,
+                           const std::vector<std::string>& fields,
+                           std::span<const RedisReply> replies) {
+  for (size_t k = 0; k < replies.size(); ++k) {
+    const RedisReply& r = replies[k];
+    if (!r.is_array() || r.elements.size() != fields.size())
+      return Fail(BadReply(src, "HMGET", KeyOf(src, "item:", asked[k]), r));
+  }
+  // Columns span the input's physical rows (so its selection vector still applies);
+  // rows outside the selection, or with a null id, stay null. Missing and unparsable
+  // values are counted per row, as they reach the response.
+  const size_t rows = input.physical_rows();
+  std::vector<FieldColumn> cols;
+  cols.reserve(fields.size());
+  for (const auto& f : fields) cols.emplace_back(*ItemFieldType(f), rows);
+  for (size_t i = 0; i < ids.ids.size(); ++i) {
+    const RedisReply& r = replies[reply_of[i]];
+    for (size_t f = 0; f < fields.size(); ++f) cols[f].Set(ids.rows[i], r.elements[f], *src.stats);
+  }
+  RowSet out = input;
+  for (size_t f = 0; f < fields.size(); ++f) out.SetColumn(fields[f], cols[f].Finish());
+  return out;
+}
+
+Result<RowSet> SeenFilterRows(const ReplySource& src, int64_t user_id, const RowSet& input,
+                              const InputIds& ids, const RedisReply& r) {
+  if (!r.is_array() || r.elements.size() != ids.ids.size())
+    return Fail(BadReply(src, "SMISMEMBER", KeyOf(src, "seen:", user_id), r));
+  // Keep the logical order: rows with a null id were never asked about and stay.
+  std::vector<uint8_t> seen(input.physical_rows(), 0);
+  for (size_t i = 0; i < ids.rows.size(); ++i)
+    if (r.elements[i].is_integer() && r.elements[i].integer == 1) seen[ids.rows[i]] = 1;
+  std::vector<uint32_t> keep;
+  keep.reserve(input.size());
+  for (size_t i = 0; i < input.size(); ++i)
+    if (!seen[input.row(i)]) keep.push_back(input.row(i));
+  return input.WithSelection(std::move(keep));
+}
+
+}  // namespace rankd
