@@ -2,8 +2,9 @@
 // seen_filter); their specs are in io_specs.cc.
 //
 // Every run builds all of its commands first and sends them as one RedisPool::Batch:
-// one write, one round trip, however many input rows. Error replies (WRONGTYPE) become
-// backend_error naming the key; a lost or refused connection is unavailable; the node's
+// one write, one round trip, however many input rows. Error replies (WRONGTYPE) and
+// replies of the wrong type become backend_error (the key and the Redis text in the
+// error's detail, for the log); a lost or refused connection is unavailable; the node's
 // deadline is the batch's. Values are parsed strictly (std::from_chars, the whole text):
 // a field that is missing or does not parse becomes null and is counted in the pool's
 // RedisStats (fields_missing, fields_unparsable); a list member that is not an id is
@@ -57,13 +58,18 @@ Result<RedisPool*> PoolFor(const TaskContext& ctx) {
   return pool;
 }
 
-// backend_error for an error reply or a reply of the wrong shape, naming the key.
+// backend_error for an error reply or a reply of the wrong shape. The client is told
+// the command, the endpoint's name and the kind of reply; the key, the address and the
+// raw Redis error text go to the detail (the log).
 Error BadReply(const RedisPool& pool, std::string_view command,
                const std::string& key, const RedisReply& r) {
-  std::string what = r.is_error() ? r.str
+  std::string what = r.is_error() ? "error reply"
                                   : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
-  return Error::Backend(std::string(command) + " " + key + " at redis endpoint " +
-                        pool.endpoint().Label() + ": " + what);
+  Error e = Error::Backend(std::string(command) + " at redis endpoint " + pool.endpoint().name +
+                           ": " + what);
+  e.detail = std::string(command) + " " + key + " at redis endpoint " + pool.endpoint().Label() +
+             ": " + (r.is_error() ? r.str : what);
+  return e;
 }
 
 std::string KeyOf(const RedisPool& pool, std::string_view kind, int64_t id) {
