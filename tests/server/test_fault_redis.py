@@ -188,7 +188,7 @@ def test_1gib_bulk_streamed_keeps_rss_bounded():
     peak_mib = vm_kb(rankd.proc.pid, "VmHWM") / 1024
     wait_until(lambda: fake.streamed > 0, timeout=10, what="the fake to notice the hang-up")
     print(f"     1 GiB bulk: rankd peak RSS {peak_mib:.1f} MiB (limit {MAX_REPLY >> 20} MiB + 32), "
-          f"fake sent {fake.streamed >> 20} MiB of payload before rankd hung up", flush=True)
+          f"fake sent {fake.streamed >> 10} KiB of payload before rankd hung up", flush=True)
     assert peak_mib < (MAX_REPLY >> 20) + 32, peak_mib
     others_still_work(rankd)
 
