@@ -32,7 +32,8 @@ std::string ServerTiming(std::chrono::microseconds took) {
 }
 
 // Server errors go to the log with the request id, with the detail clients never see
-// (addresses, keys, raw Redis text); so do the failures behind `degraded`.
+// (addresses, keys, raw Redis text); so do the failures behind `degraded` that carry
+// such a detail (a plain optional-node timeout is routine and only counted).
 void LogFailures(std::string_view request_id, const Plan& plan, const Result<RunResult>& r) {
   auto line = [&](std::string_view node, const Error& e) {
     std::string s = "request ";
@@ -47,7 +48,7 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
     return;
   }
   for (size_t i = 0; i < r->degraded.size() && i < r->degraded_errors.size(); ++i)
-    line(plan.nodes[r->degraded[i]].id, r->degraded_errors[i]);
+    if (!r->degraded_errors[i].detail.empty()) line(plan.nodes[r->degraded[i]].id, r->degraded_errors[i]);
 }
 
 }  // namespace
