@@ -33,7 +33,10 @@ int ErrorHttpStatus(ErrorCode code);
 
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
-  std::string message;  // says what and where
+  std::string message;  // says what and where; sent to clients
+  // What only the server log may see: addresses, key names, raw backend text. Empty for
+  // most errors; the shard logs it with the request id (never in a response body).
+  std::string detail{};
 
   static Error BadRequest(std::string m) { return {ErrorCode::kBadRequest, std::move(m)}; }
   static Error NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }

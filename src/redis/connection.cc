@@ -1,5 +1,6 @@
 #include "redis/connection.h"
 
+#include "core/log.h"
 #include "redis/reader.h"
 
 #include <hiredis/hiredis.h>
@@ -100,6 +101,7 @@ void RedisConnection::FailAttempt(std::string why) {
 void RedisConnection::StartAttempt() {
   if (state_ == State::kClosed) return;
   last_error_.clear();  // from here on it describes this attempt
+  bad_reply_.clear();
   SetState(State::kConnecting);
   // The connect timeout covers the name lookup too.
   ArmTimer(opts_.connect_timeout_ms, [](uv_timer_t* t) {
@@ -163,7 +165,7 @@ void RedisConnection::Connect(const std::string& ip) {
   }
   ac->data = this;
   ac->c.reader->fn = RedisReplyBuilders();  // replies are parsed into RedisReply directly
-  if (int rc = AttachUvAdapter(ac, loop_.uv(), this); rc < 0) {
+  if (int rc = AttachUvAdapter(ac, loop_.uv(), this, opts_.reply_limits); rc < 0) {
     redisAsyncFree(ac);
     return FailAttempt(std::string("connect failed: uv_poll_init: ") + uv_strerror(rc));
   }
@@ -223,6 +225,22 @@ std::string RedisConnection::FailureReason(const redisAsyncContext* ac) const {
   return "connection closed";
 }
 
+namespace {
+// hiredis's own reader errors: the bytes, not the link, were bad.
+bool IsReplyError(int err) { return err == REDIS_ERR_PROTOCOL || err == REDIS_ERR_OOM; }
+}  // namespace
+
+RedisConnection::Failure RedisConnection::FailureOf(const redisAsyncContext* ac) const {
+  std::string detail = FailureReason(ac);
+  if (ac != nullptr && ac->err != 0 && IsReplyError(ac->err))
+    return {ErrorCode::kBackendError,
+            ac->err == REDIS_ERR_OOM ? "out of memory reading a reply" : "protocol error",
+            std::move(detail)};
+  if (!bad_reply_.empty()) return {ErrorCode::kBackendError, bad_reply_, std::move(detail)};
+  return {ErrorCode::kUnavailable, state_ == State::kClosed ? "client closed" : "connection lost",
+          std::move(detail)};
+}
+
 void RedisConnection::OnConnect(const redisAsyncContext* ac, int status) {
   if (status == REDIS_OK) return;  // the handshake replies decide
   // hiredis frees the context right after this returns; OnContextCleanup retries.
@@ -258,8 +276,23 @@ void RedisConnection::OnPollError(int uv_status) {
   redisAsyncFree(ac_);
 }
 
+void RedisConnection::OnReadFailed(std::string why, bool bad_reply) {
+  if (bad_reply) {
+    bad_reply_ = why;  // quotes no stream bytes: fit for clients
+    last_error_ = "bad reply: " + why;
+  } else {
+    last_error_ = "connection lost: " + why;
+  }
+  redisAsyncFree(ac_);
+}
+
 void RedisConnection::OnContextCleanup(const redisAsyncContext* ac) {
   ac_ = nullptr;
+  if (!bad_reply_.empty() || (ac->err != 0 && IsReplyError(ac->err))) {
+    Bump(stats_.bad_replies);
+    LogWarn("redis endpoint " + endpoint_.Label() + ": dropped a connection over a bad reply: " +
+            (bad_reply_.empty() ? std::string(ac->errstr) : bad_reply_));
+  }
   if (state_ == State::kClosed) return;
   if (state_ == State::kLive) {
     Bump(stats_.disconnects);

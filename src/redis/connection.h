@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/error.h"
 #include "core/event_loop.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
@@ -62,6 +63,17 @@ class RedisConnection final : private UvRedisListener {
   // Why commands on `ac` got a NULL reply, for their error messages.
   std::string FailureReason(const redisAsyncContext* ac) const;
 
+  // The same, split by audience: the code their batch fails with (backend_error when
+  // the connection went down over a bad reply: over a limit, protocol error; else
+  // unavailable), what a client may be told (no address, no raw Redis text), and the
+  // detail for the log.
+  struct Failure {
+    ErrorCode code;
+    std::string what;
+    std::string detail;
+  };
+  Failure FailureOf(const redisAsyncContext* ac) const;
+
   static RedisConnection* From(const redisAsyncContext* ac) {
     return static_cast<RedisConnection*>(ac->data);
   }
@@ -83,6 +95,7 @@ class RedisConnection final : private UvRedisListener {
   // UvRedisListener
   void OnSocketWrite() override;
   void OnPollError(int uv_status) override;
+  void OnReadFailed(std::string why, bool bad_reply) override;
   void OnContextCleanup(const redisAsyncContext* ac) override;
 
   EventLoop& loop_;
@@ -104,6 +117,7 @@ class RedisConnection final : private UvRedisListener {
   int inflight_ = 0;
   int failures_in_a_row_ = 0;        // drives the backoff
   std::string last_error_;
+  std::string bad_reply_;            // set when we dropped the context over a reply
   uint64_t rng_;                     // jitter
 };
 

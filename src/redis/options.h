@@ -1,10 +1,23 @@
 // RedisClientOptions: the knobs of a shard's Redis pools (connections per endpoint,
-// in-flight cap, connect timeout, reconnect backoff). Plain value type: any thread.
+// in-flight cap, connect timeout, reconnect backoff, reply limits). Plain value types:
+// any thread.
 #pragma once
 
 #include <cstdint>
 
 namespace rankd {
+
+// What one reply from Redis may cost before the connection is failed (reply_scanner.h).
+struct ReplyLimits {
+  // Bytes of one top-level reply, headers included (--redis-max-reply-bytes).
+  uint64_t max_bytes = uint64_t{64} << 20;
+  // Arrays nested inside one reply (--redis-max-reply-depth, 1..7; hiredis stops at 7).
+  // Our commands' replies nest at most 1 deep (HGETALL, LRANGE, HMGET, SMISMEMBER).
+  int max_depth = 4;
+  // Elements announced by one reply's arrays. Each costs ~72 bytes of RedisReply, so
+  // this caps what a reply of tiny elements ("+\r\n" x N) can make us allocate.
+  uint64_t max_elements = uint64_t{1} << 20;
+};
 
 struct RedisClientOptions {
   int connections_per_endpoint = 2;
@@ -16,6 +29,7 @@ struct RedisClientOptions {
   // the shards' connections do not all retry in the same millisecond.
   uint64_t backoff_min_ms = 50;
   uint64_t backoff_max_ms = 2000;
+  ReplyLimits reply_limits{};
 };
 
 }  // namespace rankd

@@ -80,7 +80,8 @@ RedisPool::~RedisPool() {
 void RedisPool::Close() {
   if (closed_) return;
   closed_ = true;
-  while (!queue_.empty()) Finish(queue_.front(), UnavailableError(queue_.front(), "client closed"));
+  while (!queue_.empty())
+    Finish(queue_.front(), UnavailableError(queue_.front(), "client closed", "client closed"));
   for (auto& c : conns_) c->Close();  // in-flight batches get NULL replies -> unavailable
 }
 
@@ -103,9 +104,17 @@ bool RedisPool::AnyConnectingOrLive() const {
   });
 }
 
-Error RedisPool::UnavailableError(const PendingBatch* b, const std::string& why) const {
-  return Error::Unavailable("redis endpoint " + endpoint_.Label() + ": " + why + " (" +
-                            Describe(b) + ")");
+Error RedisPool::BatchError(const PendingBatch* b, ErrorCode code, std::string_view what,
+                            std::string_view detail) const {
+  Error e{code, "redis endpoint " + endpoint_.name + ": " + std::string(what)};
+  e.detail = "redis endpoint " + endpoint_.Label() + ": " + std::string(detail) + " (" +
+             Describe(b) + ")";
+  return e;
+}
+
+Error RedisPool::UnavailableError(const PendingBatch* b, std::string_view what,
+                                  std::string_view detail) const {
+  return BatchError(b, ErrorCode::kUnavailable, what, detail);
 }
 
 Task<Result<std::vector<RedisReply>>> RedisPool::Batch(std::vector<RedisCommand> commands,
@@ -123,12 +132,12 @@ Task<Result<std::vector<RedisReply>>> RedisPool::Batch(std::vector<RedisCommand>
 }
 
 void RedisPool::Dispatch(PendingBatch* b) {
-  if (closed_) return Finish(b, UnavailableError(b, "client closed"));
+  if (closed_) return Finish(b, UnavailableError(b, "client closed", "client closed"));
   if (deadline_exceeded(b->deadline))
-    return Finish(b, Error::DeadlineExceeded("redis endpoint " + endpoint_.Label() +
-                                             ": deadline passed before sending (" +
-                                             Describe(b) + ")"));
-  if (!AnyConnectingOrLive()) return Finish(b, UnavailableError(b, NotLiveReason()));
+    return Finish(b, BatchError(b, ErrorCode::kDeadlineExceeded, "deadline passed before sending",
+                                "deadline passed before sending"));
+  if (!AnyConnectingOrLive())
+    return Finish(b, UnavailableError(b, "no live connection", NotLiveReason()));
   if (queue_.empty()) {
     if (RedisConnection* c = PickConnection(b->commands.size())) Send(c, b);
   }
@@ -145,10 +154,9 @@ void RedisPool::Dispatch(PendingBatch* b) {
       RedisPool* pool = pb->pool;
       pool->loop_.ReleaseTimer(t);
       pb->timer = nullptr;
-      std::string what = pb->queued ? "no connection became free" : "no reply";
-      pool->Finish(pb, Error::DeadlineExceeded("redis endpoint " + pool->endpoint_.Label() +
-                                               ": " + what + " within the deadline (" +
-                                               Describe(pb) + ")"));
+      std::string what = std::string(pb->queued ? "no connection became free" : "no reply") +
+                         " within the deadline";
+      pool->Finish(pb, pool->BatchError(pb, ErrorCode::kDeadlineExceeded, what, what));
     }, ms_until(*b->deadline), 0);
   }
 }
@@ -176,7 +184,7 @@ void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
   // buffer when the socket is writable, after this loop turn: one write for the batch.
   for (auto& slot : b->slots) {
     if (!c->Send(b->commands[slot.index].wire(), &RedisPool::OnReply, &slot)) {
-      Finish(b, UnavailableError(b, "connection is going down"));
+      Finish(b, UnavailableError(b, "connection lost", "connection is going down"));
       return;
     }
     ++b->outstanding;
@@ -194,7 +202,8 @@ void RedisPool::OnReply(redisAsyncContext* ac, void* reply, void* privdata) {
   if (reply != nullptr) Bump(pool->stats_->replies);
   if (!b->done) {
     if (reply == nullptr) {
-      pool->Finish(b, pool->UnavailableError(b, c->FailureReason(ac)));
+      RedisConnection::Failure f = c->FailureOf(ac);
+      pool->Finish(b, pool->BatchError(b, f.code, f.what, f.detail));
     } else {
       // Move out now: hiredis frees the holder when this callback returns.
       RedisReply& r = TakeReply(reply);
@@ -223,6 +232,7 @@ void RedisPool::Finish(PendingBatch* b, std::optional<Error> error) {
   b->gave_up = b->outstanding > 0;
   if (error) {
     Bump(error->code == ErrorCode::kDeadlineExceeded ? stats_->failed_deadline
+         : error->code == ErrorCode::kBackendError   ? stats_->failed_backend
                                                      : stats_->failed_unavailable);
     b->error = std::move(error);
   } else {
@@ -253,7 +263,8 @@ void RedisPool::Pump() {
   }
   if (!queue_.empty() && !AnyConnectingOrLive()) {
     std::string why = NotLiveReason();
-    while (!queue_.empty()) Finish(queue_.front(), UnavailableError(queue_.front(), why));
+    while (!queue_.empty())
+      Finish(queue_.front(), UnavailableError(queue_.front(), "no live connection", why));
   }
 }
 

@@ -43,9 +43,13 @@ class RedisPool {
   // Sends every command on one connection and resumes with one reply per command, in
   // order. Redis error replies are values (RedisReply::kError), not failures: the
   // caller knows which key a WRONGTYPE is about. Fails with
-  //   unavailable        no live connection (the message names the endpoint and why),
-  //                      or the connection was lost before every reply came;
+  //   unavailable        no live connection, or the connection was lost before every
+  //                      reply came;
+  //   backend_error      the connection was dropped over a bad reply (over
+  //                      ReplyLimits, protocol error);
   //   deadline_exceeded  `deadline` passed first (also when it already has).
+  // The message names the endpoint by name and says what failed; the error's detail
+  // (for the log only) adds its address, why, and the batch's first command and key.
   // An empty batch succeeds at once. While every connection is busy up to its in-flight
   // cap, or still connecting, the batch waits (bounded by the deadline).
   Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
@@ -77,7 +81,12 @@ class RedisPool {
   void Finish(PendingBatch* b, std::optional<Error> error);
   void SchedulePump();
   void Pump();
-  Error UnavailableError(const PendingBatch* b, const std::string& why) const;
+  // The batch's error: `what` (fit for clients) after the endpoint's name; `detail`
+  // (for the log) after its address, with the batch's first command and key.
+  Error BatchError(const PendingBatch* b, ErrorCode code, std::string_view what,
+                   std::string_view detail) const;
+  Error UnavailableError(const PendingBatch* b, std::string_view what,
+                         std::string_view detail) const;
 
   EventLoop& loop_;
   RedisEndpoint endpoint_;

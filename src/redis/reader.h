@@ -2,7 +2,10 @@
 // our RedisReply instead of hiredis's redisReply tree, which we would only copy and free
 // (the copy and the tree's one-allocation-per-element were most of the client's CPU).
 // The reply handed to a callback is still freed by hiredis when the callback returns,
-// so callbacks move the value out (TakeReply) before returning.
+// so callbacks move the value out (TakeReply) before returning. The builders never
+// throw (hiredis is C): an allocation failure fails the reply with hiredis's
+// out-of-memory error instead. They trust counts only as far as RespScanner
+// (reply_scanner.h) has checked them, and reserve little up front regardless.
 //
 // Threads: pure functions over the reply being built or delivered; the loop thread that
 // owns the context.

@@ -23,6 +23,7 @@ struct RedisStats {
   Counter error_replies{0};       // Redis answered with an error (-> backend_error)
   Counter failed_unavailable{0};  // batches failed: no connection / connection lost
   Counter failed_deadline{0};     // batches failed: deadline passed first
+  Counter failed_backend{0};      // batches failed: their connection dropped a bad reply
   // Values the IO tasks read (DATA.md: a missing or unparsable field becomes null).
   Counter fields_missing{0};     // hash field absent (or the whole key)
   Counter fields_unparsable{0};  // text that does not parse as the field's type
@@ -31,6 +32,8 @@ struct RedisStats {
   Counter connects{0};          // connections that completed the handshake
   Counter connect_failures{0};  // attempts that failed (refused, timeout, AUTH, ...)
   Counter disconnects{0};       // live connections lost
+  Counter bad_replies{0};       // connections dropped over a reply: over a ReplyLimits
+                                // bound, a protocol error, or one nobody asked for
   std::atomic<int64_t> connections_live{0};  // gauge: handshake done, not yet lost
 
   // Batch latency, from Batch() to the last reply: cumulative-style buckets in

@@ -3,9 +3,24 @@
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "redis/reply_scanner.h"
+
+// Exported by libhiredis 0.14.1 (and later) but not declared in its headers: the second
+// half of redisAsyncHandleRead, run after the bytes are in the reader. It delivers every
+// complete reply to its callback and disconnects on a reader error.
+extern "C" void redisProcessCallbacks(redisAsyncContext* ac);
+
 namespace rankd {
 
 namespace {
+
+// hiredis reads 16 KiB per readable event; so do we.
+constexpr size_t kReadChunk = 16 * 1024;
 
 // One per attached context. Freed by the uv_close callback, which libuv runs after the
 // handle is fully closed, so a poll callback already on the stack may still read it.
@@ -14,7 +29,53 @@ struct UvRedisEvents {
   redisAsyncContext* ac = nullptr;  // nullptr once hiredis called cleanup
   UvRedisListener* listener = nullptr;
   int events = 0;
+  RespScanner scanner;
+
+  UvRedisEvents(const ReplyLimits& limits) : scanner(limits) {}
 };
+
+// True when hiredis holds at least `n` callbacks waiting for replies. A reply nobody
+// asked for would hit an assert inside hiredis (redisProcessCallbacks expects one only
+// in subscribe or monitor mode, which we never use).
+bool AwaitingAtLeast(const redisAsyncContext* ac, size_t n) {
+  for (const redisCallback* cb = ac->replies.head; cb != nullptr && n > 0; cb = cb->next) --n;
+  return n == 0;
+}
+
+// The writable half; counts a flush of a non-empty output buffer as one socket write.
+void HandleWritable(UvRedisEvents* self) {
+  redisAsyncContext* ac = self->ac;
+  bool flushing = ac->c.obuf != nullptr && sdslen(ac->c.obuf) > 0;
+  redisAsyncHandleWrite(ac);  // also completes a pending connect
+  if (self->ac != nullptr && flushing && (ac->c.flags & REDIS_CONNECTED))
+    self->listener->OnSocketWrite();
+}
+
+// Our redisAsyncHandleRead: read, scan, feed, run callbacks. May free the context
+// (self->ac becomes nullptr).
+void HandleReadable(UvRedisEvents* self) {
+  redisAsyncContext* ac = self->ac;
+  if (!(ac->c.flags & REDIS_CONNECTED)) {
+    // Finish the connect without hiredis's read, which would take unscanned bytes.
+    HandleWritable(self);
+    if (self->ac == nullptr || !(ac->c.flags & REDIS_CONNECTED)) return;
+  }
+  char buf[kReadChunk];
+  ssize_t n = read(ac->c.fd, buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n <= 0) {
+    self->listener->OnReadFailed(n == 0 ? "server closed the connection" : std::strerror(errno),
+                                 false);
+    return;
+  }
+  auto ended = self->scanner.Scan({buf, static_cast<size_t>(n)});
+  if (!ended) return self->listener->OnReadFailed(std::move(ended.error().message), true);
+  if (!AwaitingAtLeast(ac, *ended))
+    return self->listener->OnReadFailed("protocol error: a reply no command was waiting for", true);
+  if (redisReaderFeed(ac->c.reader, buf, static_cast<size_t>(n)) != REDIS_OK)
+    return self->listener->OnReadFailed("out of memory buffering a reply", true);
+  redisProcessCallbacks(ac);
+}
 
 void Update(UvRedisEvents* ev, int events) {
   if (events == ev->events) return;
@@ -31,16 +92,12 @@ void Update(UvRedisEvents* ev, int events) {
         if (!(ac->c.flags & REDIS_CONNECTED))
           redisAsyncHandleWrite(ac);
         else
-          redisAsyncHandleRead(ac);
+          HandleReadable(self);
         if (self->ac != nullptr) self->listener->OnPollError(status);
         return;
       }
-      if (evs & UV_READABLE) redisAsyncHandleRead(ac);
-      if (self->ac != nullptr && (evs & UV_WRITABLE)) {
-        if ((ac->c.flags & REDIS_CONNECTED) && ac->c.obuf && sdslen(ac->c.obuf) > 0)
-          self->listener->OnSocketWrite();
-        redisAsyncHandleWrite(ac);
-      }
+      if (evs & UV_READABLE) HandleReadable(self);
+      if (self->ac != nullptr && (evs & UV_WRITABLE)) HandleWritable(self);
     });
   else
     uv_poll_stop(&ev->poll);
@@ -74,8 +131,9 @@ void Cleanup(void* p) {
 
 }  // namespace
 
-int AttachUvAdapter(redisAsyncContext* ac, uv_loop_t* loop, UvRedisListener* listener) {
-  auto* ev = new UvRedisEvents;
+int AttachUvAdapter(redisAsyncContext* ac, uv_loop_t* loop, UvRedisListener* listener,
+                    const ReplyLimits& limits) {
+  auto* ev = new UvRedisEvents(limits);
   // uv_poll_init_socket: the fd is a socket (uv_poll_init would also work on Linux).
   int rc = uv_poll_init_socket(loop, &ev->poll, ac->c.fd);
   if (rc < 0) {

@@ -6,10 +6,20 @@
 // (redisAsyncHandleWrite while connecting, redisAsyncHandleRead after), which then finds
 // the socket error and tears the context down, failing every pending callback.
 //
+// Reads are ours too: hiredis's reader trusts length headers and buffers a bulk string
+// whole, so the adapter reads the socket itself, runs the bytes through a RespScanner
+// (reply_scanner.h) and only then feeds hiredis's reader and lets it run the callbacks.
+// A reply that breaks a ReplyLimits rule, or that no command is waiting for, fails the
+// connection before hiredis buffers it.
+//
 // Threads: the loop thread that owns `loop`, and only it.
 #pragma once
 
 #include <uv.h>
+
+#include <string>
+
+#include "redis/options.h"
 
 struct redisAsyncContext;
 
@@ -24,6 +34,11 @@ class UvRedisListener {
   // must take the context down itself (redisAsyncFree): it is not inside a hiredis
   // callback here, so that is safe.
   virtual void OnPollError(int uv_status) = 0;
+  // The socket reached EOF or failed (bad_reply == false), or its bytes broke a reply
+  // limit or the protocol (bad_reply == true; `why` quotes no bytes of the stream). The
+  // listener must take the context down itself (redisAsyncFree); not inside a hiredis
+  // callback here either.
+  virtual void OnReadFailed(std::string why, bool bad_reply) = 0;
   // hiredis is freeing the context (failed connect, lost connection, or our own
   // redisAsyncFree). Called exactly once per attached context, after every pending
   // callback has run; the context pointer must not be used after this returns.
@@ -35,7 +50,9 @@ class UvRedisListener {
 
 // Attaches `ac` to `loop` and starts watching for writability at once, so that the end
 // of the non-blocking connect is noticed even before a command is queued.
-// Returns a libuv error code (< 0) on failure, leaving `ac` unattached.
-int AttachUvAdapter(redisAsyncContext* ac, uv_loop_t* loop, UvRedisListener* listener);
+// Replies are checked against `limits`. Returns a libuv error code (< 0) on failure,
+// leaving `ac` unattached.
+int AttachUvAdapter(redisAsyncContext* ac, uv_loop_t* loop, UvRedisListener* listener,
+                    const ReplyLimits& limits);
 
 }  // namespace rankd

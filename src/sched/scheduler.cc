@@ -40,6 +40,7 @@ struct RequestState {
   bool done = false;
   std::optional<Error> error;
   std::vector<uint32_t> degraded;
+  std::vector<Error> degraded_errors;
   TimePoint start;
   Deadline deadline;
   std::coroutine_handle<> waiter;
@@ -76,6 +77,7 @@ void Complete(RequestState& st, uint32_t idx, Result<RowSet> r) {
     out = std::move(*r);
   } else if (node.optional) {
     st.degraded.push_back(idx);
+    st.degraded_errors.push_back(std::move(r.error()));
     out = EmptyOf(node.out_types);
   } else {
     Error e = std::move(r.error());
@@ -256,6 +258,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req) {
   out.user_id = req.user_id;
   out.output = std::move(st->outputs[plan.output]);
   out.degraded = std::move(st->degraded);
+  out.degraded_errors = std::move(st->degraded_errors);
   out.nodes = st->stats;
   out.took_us = Micros(start, Clock::now());
   co_return out;

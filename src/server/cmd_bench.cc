@@ -40,7 +40,10 @@ Task<void> Worker(BenchState& b) {
     auto r = co_await RunPlan(b.env, std::move(req));
     b.latency_us.push_back(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count());
-    if (!r && b.errors++ == 0) b.first_error = r.error().message;
+    if (!r && b.errors++ == 0) {
+      b.first_error = r.error().message;
+      if (!r.error().detail.empty()) b.first_error += " [" + r.error().detail + "]";
+    }
   }
   if (--b.workers == 0 && b.waiter) b.env.loop->Defer(std::exchange(b.waiter, {}));
 }

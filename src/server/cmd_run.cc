@@ -21,6 +21,8 @@ namespace {
 
 int PrintError(const Error& e) {
   std::printf("%s\n", ErrorJson(e).c_str());
+  // The operator running the command may see what a client may not.
+  if (!e.detail.empty()) std::fprintf(stderr, "detail: %s\n", e.detail.c_str());
   return 1;
 }
 

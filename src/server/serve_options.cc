@@ -36,6 +36,12 @@ Serves POST /rank, GET /healthz, /readyz, /metrics, /plans, /plans/{name}.
                            redis://[:password@]host:port[/db][?prefix=P]
                            (redis_default=redis://127.0.0.1:6379)
   --redis-conns N          connections per endpoint per shard (2)
+  --redis-max-reply-bytes N
+                           bytes one Redis reply may take; a reply that announces
+                           more fails its connection at once and its requests get
+                           502 backend_error (67108864)
+  --redis-max-reply-depth N
+                           arrays nested in one Redis reply, 1..7 (4)
   --deadline-ms N          default request deadline (200)
   --node-timeout-ms N      default per-node timeout, 0 = none (0)
   --max-connections N      open connections per shard; accepting pauses at it (10000)
@@ -110,6 +116,9 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
       if (!v) return Fail(v.error());
       redis_flags.push_back(*v);
     } else if (flag == "--redis-conns") RANKD_NUM(redis_conns, 1, 64)
+    else if (flag == "--redis-max-reply-bytes")
+      RANKD_NUM(redis_reply_limits.max_bytes, 16, int64_t{1} << 40)
+    else if (flag == "--redis-max-reply-depth") RANKD_NUM(redis_reply_limits.max_depth, 1, 7)
     else if (flag == "--deadline-ms") RANKD_NUM(deadline_ms, 1, 60000)
     else if (flag == "--node-timeout-ms") RANKD_NUM(node_timeout_ms, 0, 60000)
     else if (flag == "--max-connections") RANKD_NUM(max_connections, 1, 1000000)

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "redis/endpoint.h"
+#include "redis/options.h"
 
 namespace rankd {
 
@@ -21,6 +22,7 @@ struct ServeOptions {
   uint64_t watch_plans_ms = 0;  // poll the plans folder and reload on change; 0: SIGHUP only
   std::vector<RedisEndpoint> redis;  // --redis NAME=URL (default redis_default)
   int redis_conns = 2;     // connections per endpoint per shard
+  ReplyLimits redis_reply_limits;  // --redis-max-reply-bytes, --redis-max-reply-depth
   int64_t deadline_ms = 200;
   int64_t node_timeout_ms = 0;  // 0: none
   size_t max_connections = 10000;  // per shard

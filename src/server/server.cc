@@ -251,7 +251,7 @@ void Server::AddCollectors() {
     for (const auto& ep : endpoints) {
       double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
              disconnects = 0, live = 0, lte = 0, sum_us = 0, missing = 0, unparsable = 0,
-             bad_ids = 0;
+             bad_ids = 0, backend = 0, bad_replies = 0;
       uint64_t count = 0;
       std::array<uint64_t, RedisStats::kLatencyBoundsUs.size() + 1> buckets{};
       for (const auto& [name, st] : stats) {
@@ -261,6 +261,8 @@ void Server::AddCollectors() {
         err_reply += Read(st->error_replies);
         unavailable += Read(st->failed_unavailable);
         deadline += Read(st->failed_deadline);
+        backend += Read(st->failed_backend);
+        bad_replies += Read(st->bad_replies);
         connect_fail += Read(st->connect_failures);
         disconnects += Read(st->disconnects);
         live += static_cast<double>(st->connections_live.load(std::memory_order_relaxed));
@@ -277,6 +279,8 @@ void Server::AddCollectors() {
       errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "error_reply"}}, err_reply, MetricType::Counter));
       errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "unavailable"}}, unavailable, MetricType::Counter));
       errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "deadline"}}, deadline, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "backend"}}, backend, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "bad_reply"}}, bad_replies, MetricType::Counter));
       errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "connect_failed"}}, connect_fail, MetricType::Counter));
       errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "disconnect"}}, disconnects, MetricType::Counter));
       late.metric.push_back(Sample({{"endpoint", ep}}, lte, MetricType::Counter));

@@ -50,6 +50,7 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
 
     RedisClientOptions ropts;
     ropts.connections_per_endpoint = opts_.redis_conns;
+    ropts.reply_limits = opts_.redis_reply_limits;
     redis_ = std::make_unique<RedisPools>(loop_, opts_.redis, ropts);
     redis_->ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
       redis_stats_.emplace_back(ep, std::move(st));

@@ -31,6 +31,26 @@ std::string ServerTiming(std::chrono::microseconds took) {
   return out;
 }
 
+// Server errors go to the log with the request id, with the detail clients never see
+// (addresses, keys, raw Redis text); so do the failures behind `degraded` that carry
+// such a detail (a plain optional-node timeout is routine and only counted).
+void LogFailures(std::string_view request_id, const Plan& plan, const Result<RunResult>& r) {
+  auto line = [&](std::string_view node, const Error& e) {
+    std::string s = "request ";
+    s.append(request_id).append(" plan '").append(plan.name).append("'");
+    if (!node.empty()) s.append(" degraded node '").append(node).append("'");
+    s.append(": ").append(e.code_name()).append(": ").append(e.message);
+    if (!e.detail.empty()) s.append(" [").append(e.detail).append("]");
+    LogWarn(s);
+  };
+  if (!r) {
+    if (r.error().http_status() >= 500) line({}, r.error());
+    return;
+  }
+  for (size_t i = 0; i < r->degraded.size() && i < r->degraded_errors.size(); ++i)
+    if (!r->degraded_errors[i].detail.empty()) line(plan.nodes[r->degraded[i]].id, r->degraded_errors[i]);
+}
+
 }  // namespace
 
 void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
@@ -104,6 +124,7 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
         if (d < pm->node_degraded.size() && pm->node_degraded[d]) pm->node_degraded[d]->Increment();
     }
   }
+  LogFailures(request_id, *plan, result);
   shard_metrics_->CountHttp(Route::kRank, "POST", status, took_secs);
   if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
 }

@@ -32,13 +32,17 @@ std::string KeyOf(const ReplySource& src, std::string_view kind, int64_t id) {
   return src.prefix + std::string(kind) + std::to_string(id);
 }
 
-// backend_error for an error reply or a reply of the wrong shape, naming the key.
+// backend_error for an error reply or a reply of the wrong shape. The client is told
+// the command, the endpoint's name and the kind of reply; the key, the address and the
+// raw Redis error text go to the detail (the log).
 Error BadReply(const ReplySource& src, std::string_view command, const std::string& key,
                const RedisReply& r) {
-  std::string what = r.is_error() ? r.str
+  std::string what = r.is_error() ? "error reply"
                                   : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
-  return Error::Backend(std::string(command) + " " + key + " at redis endpoint " + src.endpoint +
-                        ": " + what);
+  Error e = Error::Backend(std::string(command) + " at redis endpoint " + src.endpoint + ": " + what);
+  e.detail = std::string(command) + " " + key + " at redis endpoint " + src.label + ": " +
+             (r.is_error() ? r.str : what);
+  return e;
 }
 
 // One typed column filled row by row from Redis text; rows never set stay null.

@@ -24,7 +24,8 @@ namespace rankd {
 
 // Where replies came from, for messages and counters.
 struct ReplySource {
-  std::string endpoint;  // the endpoint's label
+  std::string endpoint;  // the endpoint's configured name: what clients are told
+  std::string label;     // its address and db: for the log only (Error::detail)
   std::string prefix;    // its key prefix
   RedisStats* stats;     // REQUIRES: non-null
 };

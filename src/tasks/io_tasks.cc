@@ -3,8 +3,9 @@
 // io_replies.cc.
 //
 // Every run builds all of its commands first and sends them as one RedisPool::Batch:
-// one write, one round trip, however many input rows. Error replies (WRONGTYPE) become
-// backend_error naming the key; a lost or refused connection is unavailable; the node's
+// one write, one round trip, however many input rows. Error replies (WRONGTYPE) and
+// replies of the wrong type become backend_error (the key and the Redis text in the
+// error's detail, for the log); a lost or refused connection is unavailable; the node's
 // deadline is the batch's.
 //
 // Threads: runs execute on the request's loop thread, the thread that owns ctx.redis.
@@ -34,7 +35,7 @@ Result<RedisPool*> PoolFor(const TaskContext& ctx) {
 }
 
 ReplySource SourceOf(RedisPool& pool) {
-  return {pool.endpoint().Label(), pool.prefix(), &pool.mutable_stats()};
+  return {pool.endpoint().name, pool.endpoint().Label(), pool.prefix(), &pool.mutable_stats()};
 }
 
 // Where every per-row IO task starts: the pool of the node's endpoint and the ids of

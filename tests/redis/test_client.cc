@@ -136,8 +136,8 @@ TEST_CASE("AUTH and SELECT run on connect; a wrong password is a clear error") {
     auto r = shard.Batch({RedisCommand{"GET", "k"}});
     REQUIRE_FALSE(r);
     CHECK(r.error().code == ErrorCode::kUnavailable);
-    CHECK(Contains(r.error().message, "AUTH failed"));
-    CHECK(Contains(r.error().message, "redis_default (127.0.0.1:"));
+    CHECK(Contains(r.error().detail, "AUTH failed"));
+    CHECK(Contains(r.error().detail, "redis_default (127.0.0.1:"));
   }
 }
 
@@ -152,8 +152,9 @@ TEST_CASE("refused at start: a clear unavailable error, then recovery in the bac
   auto r = shard.Batch({RedisCommand{"PING"}});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kUnavailable);
-  CHECK(Contains(r.error().message, "redis endpoint redis_default (127.0.0.1:" + std::to_string(port)));
-  CHECK(Contains(r.error().message, "Connection refused"));
+  CHECK(Contains(r.error().detail, "redis endpoint redis_default (127.0.0.1:" + std::to_string(port)));
+  CHECK(Contains(r.error().detail, "Connection refused"));
+  CHECK(r.error().message == "redis endpoint redis_default: no live connection");
   CHECK(Read(shard.pool().stats().connect_failures) >= 1);
 
   REQUIRE(server.Start());
@@ -226,7 +227,7 @@ TEST_CASE("slow Redis against a deadline: deadline_exceeded, and the late reply 
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kDeadlineExceeded);
   CHECK(Contains(r.error().message, "redis endpoint redis_default"));
-  CHECK(Contains(r.error().message, "DEBUG SLEEP"));
+  CHECK(Contains(r.error().detail, "DEBUG SLEEP"));
   CHECK(Eventually([&] { return Read(shard.pool().stats().late_replies) == 1; }));
   CHECK(Read(shard.pool().stats().failed_deadline) == 1);
   // The connection is still good.

@@ -122,15 +122,19 @@ TEST_CASE("viewer: missing and unparsable fields are null and counted") {
   CHECK(Read(f.stats().fields_unparsable) == 2);
 }
 
-TEST_CASE("viewer: a user key of the wrong type is a backend_error naming the key") {
+TEST_CASE("viewer: a user key of the wrong type is a backend_error; key and Redis text only in the detail") {
   Fixture f;
   f.Cmd({"SET", "user:5", "not a hash"});
   auto r = RunIo(*f.shard, "viewer", {}, {}, 5);
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().code == ErrorCode::kBackendError);
-  CHECK(Contains(r.error().message, "HGETALL user:5"));
-  CHECK(Contains(r.error().message, "WRONGTYPE"));
+  CHECK(Contains(r.error().detail, "HGETALL user:5"));
+  CHECK(Contains(r.error().detail, "WRONGTYPE"));
   CHECK(Contains(r.error().message, "redis_default"));
+  CHECK(Contains(r.error().message, "HGETALL"));
+  CHECK_FALSE(Contains(r.error().message, "user:5"));
+  CHECK_FALSE(Contains(r.error().message, "WRONGTYPE"));
+  CHECK_FALSE(Contains(r.error().message, "127.0.0.1"));
 }
 
 TEST_CASE("follow and recommendation: LRANGE 0 fanout-1 per input row, in input order") {
@@ -163,8 +167,8 @@ TEST_CASE("follow: a list key of the wrong type is a backend_error naming the ke
   auto r = RunIo(*f.shard, "follow", {}, {Ids({1, 2})});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kBackendError);
-  CHECK(Contains(r.error().message, "LRANGE follow:2"));
-  CHECK(Contains(r.error().message, "WRONGTYPE"));
+  CHECK(Contains(r.error().detail, "LRANGE follow:2"));
+  CHECK(Contains(r.error().detail, "WRONGTYPE"));
 }
 
 TEST_CASE("media over 100 authors: one batch, one write; id and author columns") {
@@ -255,7 +259,7 @@ TEST_CASE("features: an item key of the wrong type is a backend_error naming the
   auto r = RunIo(*f.shard, "features", {{"fields", std::vector<std::string>{"likes"}}}, {Ids({9})});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kBackendError);
-  CHECK(Contains(r.error().message, "HMGET item:9"));
+  CHECK(Contains(r.error().detail, "HMGET item:9"));
 }
 
 TEST_CASE("seen_filter: one SMISMEMBER drops the seen rows, order kept") {
@@ -279,7 +283,7 @@ TEST_CASE("seen_filter: one SMISMEMBER drops the seen rows, order kept") {
   auto wrong = RunIo(*f.shard, "seen_filter", {}, {Ids({1})}, 44);
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().code == ErrorCode::kBackendError);
-  CHECK(Contains(wrong.error().message, "SMISMEMBER seen:44"));
+  CHECK(Contains(wrong.error().detail, "SMISMEMBER seen:44"));
 }
 
 TEST_CASE("keys are read under the endpoint's prefix") {
@@ -317,6 +321,6 @@ TEST_CASE("a slow Redis against the node's deadline: deadline_exceeded") {
   auto r = RunIo(*f.shard, "follow", {}, {Ids({1})}, 1, /*deadline_ms=*/50);
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kDeadlineExceeded);
-  CHECK(Contains(r.error().message, "LRANGE follow:1"));
+  CHECK(Contains(r.error().detail, "LRANGE follow:1"));
   sleeper.get();
 }

@@ -1,0 +1,173 @@
+#include "redis/reply_scanner.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <string>
+
+namespace rankd {
+
+namespace {
+
+bool IsTypeByte(char c) { return c == '+' || c == '-' || c == ':' || c == '$' || c == '*'; }
+
+std::string Hex(char c) {
+  static const char kDigits[] = "0123456789abcdef";
+  auto u = static_cast<unsigned char>(c);
+  return std::string("0x") + kDigits[u >> 4] + kDigits[u & 15];
+}
+
+}  // namespace
+
+Result<size_t> RespScanner::Fail(std::string why) {
+  state_ = State::kFailed;
+  return std::unexpected(Error::Backend(std::move(why)));
+}
+
+size_t RespScanner::Room() const {
+  // Invariant: used_ + owed_ <= max_bytes, kept by Charge and the header checks.
+  return static_cast<size_t>(limits_.max_bytes - used_ - owed_);
+}
+
+bool RespScanner::Charge(size_t n) {
+  used_ += n;
+  return used_ + owed_ <= limits_.max_bytes;
+}
+
+void RespScanner::EndElement() {
+  state_ = State::kType;
+  while (depth_ > 0) {
+    if (--open_[depth_ - 1].remaining > 0) return;
+    --depth_;  // that array is complete, and is itself an element of its parent
+  }
+  ++completed_;
+  used_ = owed_ = elements_ = 0;
+}
+
+Status RespScanner::EndHeader() {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(header_, header_ + header_len_, v);
+  if (header_len_ == 0 || ec != std::errc() || p != header_ + header_len_)
+    return std::unexpected(Error::Backend("protocol error: malformed number in a reply header"));
+  if (type_ == ':') {
+    EndElement();
+    return {};
+  }
+  // hiredis reads -1 as nil and would read any other negative length as nil too.
+  if (v < -1)
+    return std::unexpected(Error::Backend("protocol error: negative length " + std::to_string(v)));
+  if (v == -1) {
+    EndElement();
+    return {};
+  }
+  const auto n = static_cast<uint64_t>(v);
+  const std::string limit = " (limit " + std::to_string(limits_.max_bytes) + " bytes per reply)";
+  if (type_ == '$') {
+    if (n > Room() || Room() - n < 2)
+      return std::unexpected(Error::Backend("reply over the size limit: a bulk string of " +
+                                            std::to_string(n) + " bytes announced with " +
+                                            std::to_string(Room()) + " left" + limit));
+    payload_left_ = n;
+    state_ = n > 0 ? State::kPayload : State::kPayloadCr;
+    return {};
+  }
+  // '*'
+  if (n == 0) {
+    EndElement();
+    return {};
+  }
+  if (depth_ >= std::min(limits_.max_depth, kMaxDepth))
+    return std::unexpected(Error::Backend("reply nested too deep: more than " +
+                                          std::to_string(limits_.max_depth) + " arrays"));
+  if (n > limits_.max_elements - std::min(elements_, limits_.max_elements))
+    return std::unexpected(Error::Backend("reply over the element limit: an array of " +
+                                          std::to_string(n) + " elements announced (limit " +
+                                          std::to_string(limits_.max_elements) + " per reply)"));
+  if (n > Room() / 3)
+    return std::unexpected(Error::Backend("reply over the size limit: an array of " +
+                                          std::to_string(n) + " elements announced with " +
+                                          std::to_string(Room()) + " bytes left" + limit));
+  elements_ += n;
+  owed_ += 3 * n;
+  open_[depth_++] = {static_cast<int64_t>(n)};
+  state_ = State::kType;
+  return {};
+}
+
+Result<size_t> RespScanner::Scan(std::string_view bytes) {
+  if (state_ == State::kFailed) return Fail("the reply stream failed earlier");
+  completed_ = 0;
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  while (p < end) {
+    switch (state_) {
+      case State::kType: {
+        char c = *p++;
+        if (!IsTypeByte(c)) return Fail("protocol error: unexpected reply type byte " + Hex(c));
+        if (depth_ > 0) owed_ -= 3;  // this element's reservation becomes real bytes
+        if (!Charge(1)) return Fail("reply over the size limit");
+        type_ = c;
+        header_len_ = 0;
+        saw_cr_ = false;
+        state_ = (c == '+' || c == '-') ? State::kSimple : State::kHeader;
+        break;
+      }
+      case State::kHeader: {
+        char c = *p++;
+        if (!Charge(1)) return Fail("reply over the size limit: header line");
+        if (saw_cr_) {
+          if (c != '\n') return Fail("protocol error: CR without LF in a reply header");
+          saw_cr_ = false;
+          if (auto s = EndHeader(); !s) return Fail(std::move(s.error().message));
+        } else if (c == '\r') {
+          saw_cr_ = true;
+        } else if (header_len_ < kMaxHeaderChars &&
+                   ((c >= '0' && c <= '9') || (c == '-' && header_len_ == 0))) {
+          header_[header_len_++] = c;
+        } else {
+          return Fail("protocol error: malformed number in a reply header");
+        }
+        break;
+      }
+      case State::kSimple: {
+        // Status and error text: hiredis ends the line at the first CRLF (a bare CR or
+        // LF is text). Only counted, never kept.
+        auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+        const char* stop = nl != nullptr ? nl + 1 : end;
+        if (!Charge(static_cast<size_t>(stop - p)))
+          return Fail("reply over the size limit: a status or error line longer than " +
+                      std::to_string(limits_.max_bytes) + " bytes");
+        bool crlf = nl != nullptr && (nl > p ? nl[-1] == '\r' : saw_cr_);
+        saw_cr_ = nl == nullptr && end[-1] == '\r';
+        p = stop;
+        if (crlf) EndElement();
+        break;
+      }
+      case State::kPayload: {
+        auto n = static_cast<size_t>(std::min<uint64_t>(payload_left_, static_cast<uint64_t>(end - p)));
+        Charge(n);  // within the room checked at the header
+        p += n;
+        payload_left_ -= n;
+        if (payload_left_ == 0) state_ = State::kPayloadCr;
+        break;
+      }
+      case State::kPayloadCr:
+      case State::kPayloadLf: {
+        char c = *p++;
+        Charge(1);
+        bool cr = state_ == State::kPayloadCr;
+        if (c != (cr ? '\r' : '\n')) return Fail("protocol error: bulk string not ended by CRLF");
+        if (cr)
+          state_ = State::kPayloadLf;
+        else
+          EndElement();
+        break;
+      }
+      case State::kFailed:
+        return Fail("the reply stream failed earlier");
+    }
+  }
+  return completed_;
+}
+
+}  // namespace rankd

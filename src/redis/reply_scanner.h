@@ -1,0 +1,83 @@
+// RespScanner: checks the bytes of a RESP2 reply stream against ReplyLimits before
+// hiredis's reader sees them.
+//
+// Why: hiredis 0.14.1's reader trusts length headers. `*2147483647` makes it (and our
+// reply builders) allocate for two billion elements, and a `$1073741824` bulk is buffered
+// whole before any hook runs. The scanner reads every header as it streams past, so a
+// reply that could not fit its budget fails the connection the moment its header is
+// seen, before a byte of payload is buffered. It also rejects what hiredis would misread
+// (a count that overflows its int, digits it would parse as -1), so whatever passes is
+// safe to feed to hiredis.
+//
+// Budget of one top-level reply: every byte of it, headers included, counts against
+// max_bytes; a bulk header must leave room for its payload and CRLF, an array header for
+// 3 bytes per element (the smallest element, "+\r\n"), on top of what the reply has used
+// and what its open arrays still owe. Memory per reply is thus bounded by the byte limit
+// plus our per-element object cost, which max_elements caps.
+//
+// Threads: a plain object; one stream, one thread at a time (the loop thread that owns
+// the connection, or a fuzz harness).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/error.h"
+#include "redis/options.h"
+
+namespace rankd {
+
+class RespScanner {
+ public:
+  explicit RespScanner(const ReplyLimits& limits) : limits_(limits) {}
+
+  // Scans the next bytes of the stream (any split: a header may straddle calls).
+  // Returns how many top-level replies end inside `bytes`, or backend_error naming the
+  // broken rule ("reply over the 16777216-byte limit: ..."). The message quotes no bytes
+  // of the stream, only sizes. After an error the scanner stays failed: the stream is
+  // out of sync and the connection must go.
+  Result<size_t> Scan(std::string_view bytes);
+
+  // A reply is partly scanned (the stream is not at a reply boundary).
+  bool mid_reply() const { return state_ != State::kType || depth_ > 0; }
+
+ private:
+  enum class State : uint8_t {
+    kType,      // the next byte is a type byte
+    kHeader,    // digits of a $ * : line
+    kSimple,    // text of a + - line (skipped, only counted)
+    kPayload,   // bulk payload bytes still to skip
+    kPayloadCr, // the CR after a bulk payload
+    kPayloadLf, // the LF after it
+    kFailed,
+  };
+  // An array being scanned: elements still to come.
+  struct Open {
+    int64_t remaining;
+  };
+  static constexpr int kMaxDepth = 7;          // hiredis's own cap on nesting
+  static constexpr size_t kMaxHeaderChars = 20;  // "-9223372036854775808"
+
+  Result<size_t> Fail(std::string why);
+  bool Charge(size_t n);  // counts n bytes of the current reply; false when over budget
+  size_t Room() const;    // bytes the current reply may still use
+  Status EndHeader();     // a complete $ * : line was read
+  void EndElement();      // an element ended: close finished arrays, maybe the reply
+
+  ReplyLimits limits_;
+  State state_ = State::kType;
+  char type_ = 0;           // type byte of the line being read
+  bool saw_cr_ = false;     // the line's last byte was CR (CRLF may straddle reads)
+  char header_[kMaxHeaderChars];
+  size_t header_len_ = 0;
+  uint64_t payload_left_ = 0;
+  Open open_[kMaxDepth];
+  int depth_ = 0;           // arrays open
+  uint64_t used_ = 0;       // bytes of the current reply so far
+  uint64_t owed_ = 0;       // 3 bytes per element announced and not yet begun
+  uint64_t elements_ = 0;   // elements announced by the current reply's arrays
+  size_t completed_ = 0;    // replies ended in the current Scan call
+};
+
+}  // namespace rankd

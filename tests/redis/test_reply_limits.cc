@@ -1,0 +1,193 @@
+// RespScanner and RedisReplyReader: reply limits checked on the bytes before hiredis
+// buffers them, whatever way the stream is split into reads.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "redis/reply_reader.h"
+#include "redis/reply_scanner.h"
+
+using namespace rankd;
+
+namespace {
+
+ReplyLimits Limits(uint64_t bytes, int depth = 4, uint64_t elements = 1 << 20) {
+  ReplyLimits l;
+  l.max_bytes = bytes;
+  l.max_depth = depth;
+  l.max_elements = elements;
+  return l;
+}
+
+// Scans `wire` split at `cut` (two reads); returns the replies ended, or the error.
+Result<size_t> ScanSplit(const ReplyLimits& l, const std::string& wire, size_t cut) {
+  RespScanner s(l);
+  auto a = s.Scan(std::string_view(wire).substr(0, cut));
+  if (!a) return a;
+  auto b = s.Scan(std::string_view(wire).substr(cut));
+  if (!b) return b;
+  return *a + *b;
+}
+
+// Scans `wire` one byte per read.
+Result<size_t> ScanBytewise(const ReplyLimits& l, const std::string& wire) {
+  RespScanner s(l);
+  size_t ended = 0;
+  for (char c : wire) {
+    auto r = s.Scan(std::string_view(&c, 1));
+    if (!r) return r;
+    ended += *r;
+  }
+  return ended;
+}
+
+bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("scanner: valid replies end where they end, at every split of the stream") {
+  const std::string wire =
+      "+OK\r\n-ERR x\r\n:-42\r\n$5\r\nhe\r\no\r\n$0\r\n\r\n$-1\r\n*-1\r\n*0\r\n"
+      "*2\r\n*2\r\n:1\r\n$1\r\na\r\n+s\r\n"
+      "*3\r\n$3\r\nfoo\r\n$-1\r\n:7\r\n";
+  const size_t replies = 10;
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    auto r = ScanSplit(Limits(1 << 20), wire, cut);
+    REQUIRE_MESSAGE(r.has_value(), "cut at ", cut);
+    CHECK(*r == replies);
+  }
+  auto b = ScanBytewise(Limits(1 << 20), wire);
+  REQUIRE(b.has_value());
+  CHECK(*b == replies);
+}
+
+TEST_CASE("scanner: a huge array header fails at once, at every split") {
+  const std::string wire = "*2147483647\r\n";
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    auto r = ScanSplit(Limits(64 << 20), wire, cut);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().code == ErrorCode::kBackendError);
+  }
+  // Over int: hiredis would truncate the count.
+  CHECK_FALSE(ScanBytewise(Limits(64 << 20), "*4294967297\r\n").has_value());
+  CHECK_FALSE(ScanBytewise(Limits(64 << 20), "*99999999999999999999\r\n").has_value());
+}
+
+TEST_CASE("scanner: a huge bulk header fails before any payload") {
+  const std::string wire = "$1073741824\r\n";
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    auto r = ScanSplit(Limits(16 << 20), wire, cut);
+    REQUIRE_FALSE(r.has_value());
+    CHECK(Contains(r.error().message, "reply over the size limit"));
+    CHECK(Contains(r.error().message, "1073741824"));
+  }
+}
+
+TEST_CASE("scanner: exact limit boundaries") {
+  // "$10\r\n" (5) + 10 + "\r\n" (2) = 17 bytes.
+  const std::string bulk = "$10\r\n0123456789\r\n";
+  CHECK(ScanBytewise(Limits(17), bulk).value_or(0) == 1);
+  CHECK_FALSE(ScanBytewise(Limits(16), bulk).has_value());
+  // The budget is per reply: two such replies fit a 17-byte limit.
+  CHECK(ScanBytewise(Limits(17), bulk + bulk).value_or(0) == 2);
+
+  // "*3\r\n" (4) + 3 x 3 bytes owed = 13: the header passes at 13, fails at 12.
+  const std::string arr = "*3\r\n+\r\n+\r\n+\r\n";
+  CHECK(ScanBytewise(Limits(13), arr).value_or(0) == 1);
+  CHECK_FALSE(ScanBytewise(Limits(12), arr).has_value());
+  // Elements larger than their 3-byte reservation still count in full.
+  CHECK_FALSE(ScanBytewise(Limits(13), "*3\r\n+a\r\n+\r\n+\r\n").has_value());
+
+  // A status line is counted as it streams: no CRLF within the limit fails.
+  CHECK(ScanBytewise(Limits(6), "+abc\r\n").value_or(0) == 1);
+  CHECK_FALSE(ScanBytewise(Limits(5), "+abc\r\n").has_value());
+  CHECK_FALSE(ScanBytewise(Limits(100), "+" + std::string(200, 'x')).has_value());
+}
+
+TEST_CASE("scanner: nesting depth and element count") {
+  CHECK(ScanBytewise(Limits(1 << 20, 2), "*1\r\n*1\r\n:1\r\n").value_or(0) == 1);
+  auto deep = ScanBytewise(Limits(1 << 20, 2), "*1\r\n*1\r\n*1\r\n:1\r\n");
+  REQUIRE_FALSE(deep.has_value());
+  CHECK(Contains(deep.error().message, "nested too deep"));
+  // Beyond 7 even when the limit asks for more: hiredis's own cap.
+  std::string eight;
+  for (int i = 0; i < 8; ++i) eight += "*1\r\n";
+  CHECK_FALSE(ScanBytewise(Limits(1 << 20, 100), eight + ":1\r\n").has_value());
+
+  CHECK(ScanBytewise(Limits(1 << 20, 4, 3), "*3\r\n:1\r\n:2\r\n:3\r\n").value_or(0) == 1);
+  // Counted across the reply's nested arrays.
+  auto many = ScanBytewise(Limits(1 << 20, 4, 3), "*2\r\n*2\r\n:1\r\n:2\r\n:3\r\n");
+  REQUIRE_FALSE(many.has_value());
+  CHECK(Contains(many.error().message, "element limit"));
+}
+
+TEST_CASE("scanner: protocol errors, quoting no stream bytes") {
+  for (std::string bad : {"?x\r\n", "$abc\r\n", "$+5\r\n", "$-2\r\n", "*-5\r\n", ":1x\r\n",
+                          "$\r\n", ":\r\n", "$3\r\nabcXY", "$1\r\nab\r\n", "*1\r\n&\r\n", ":1\rX"}) {
+    auto r = ScanBytewise(Limits(1 << 20), bad);
+    REQUIRE_MESSAGE(!r.has_value(), bad);
+    CHECK(r.error().code == ErrorCode::kBackendError);
+    CHECK(Contains(r.error().message, "protocol error"));
+    CHECK_FALSE(Contains(r.error().message, "abc"));
+  }
+  // Failed stays failed.
+  RespScanner s(Limits(1 << 20));
+  CHECK_FALSE(s.Scan("?").has_value());
+  CHECK_FALSE(s.Scan("+OK\r\n").has_value());
+}
+
+TEST_CASE("reader: yields replies across any split, then fails for good over a limit") {
+  const std::string wire = "*2\r\n$3\r\nfoo\r\n:5\r\n+PONG\r\n";
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    RedisReplyReader r(Limits(1 << 20));
+    REQUIRE(r.Feed(std::string_view(wire).substr(0, cut)).has_value());
+    REQUIRE(r.Feed(std::string_view(wire).substr(cut)).has_value());
+    CHECK(r.ready() == 2);
+    auto a = r.Next();
+    REQUIRE(a.has_value());
+    REQUIRE(a->has_value());
+    REQUIRE((*a)->is_array());
+    REQUIRE((*a)->elements.size() == 2);
+    CHECK((*a)->elements[0].str == "foo");
+    CHECK((*a)->elements[1].integer == 5);
+    auto b = r.Next();
+    REQUIRE(b.has_value());
+    REQUIRE(b->has_value());
+    CHECK((*b)->str == "PONG");
+    auto none = r.Next();
+    REQUIRE(none.has_value());
+    CHECK_FALSE(none->has_value());
+  }
+  RedisReplyReader r(Limits(16));
+  auto s = r.Feed("$1073741824\r\n");
+  REQUIRE_FALSE(s.has_value());
+  CHECK(s.error().code == ErrorCode::kBackendError);
+  CHECK_FALSE(r.Feed("+OK\r\n").has_value());
+  CHECK_FALSE(r.Next().has_value());
+}
+
+TEST_CASE("reader: a nested reply keeps every element whatever its announced count") {
+  std::string wire = "*3\r\n*2\r\n:1\r\n:2\r\n$-1\r\n*1\r\n*0\r\n";
+  RedisReplyReader r;
+  REQUIRE(r.Feed(wire).has_value());
+  auto a = r.Next();
+  REQUIRE(a.has_value());
+  REQUIRE(a->has_value());
+  const RedisReply& v = **a;
+  REQUIRE(v.elements.size() == 3);
+  CHECK(v.elements[0].elements.size() == 2);
+  CHECK(v.elements[0].elements[1].integer == 2);
+  CHECK(v.elements[1].is_nil());
+  REQUIRE(v.elements[2].elements.size() == 1);
+  CHECK(v.elements[2].elements[0].is_array());
+  // 5000 elements: more than the builders reserve up front.
+  std::string big = "*5000\r\n";
+  for (int i = 0; i < 5000; ++i) big += ":" + std::to_string(i) + "\r\n";
+  REQUIRE(r.Feed(big).has_value());
+  auto b = r.Next();
+  REQUIRE(b.has_value());
+  REQUIRE(b->has_value());
+  REQUIRE((*b)->elements.size() == 5000);
+  CHECK((*b)->elements[4999].integer == 4999);
+}
