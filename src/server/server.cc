@@ -102,6 +102,7 @@ Status Server::Start() {
   if (opts_.port != 0) {
     if (auto free = http::CheckPortFree(opts_.host, opts_.port); !free) return free;
   }
+  if (opts_.access_log) access_log_ = std::make_unique<AccessLog>(opts_.shards, STDOUT_FILENO);
   // Every shard exists before any starts: shard loops read shards_ (readiness), so the
   // vector must not change while they run.
   for (int i = 0; i < opts_.shards; ++i)
@@ -163,6 +164,7 @@ void Server::Shutdown() {
   scrape_pool_.wait_idle();  // a scrape posts back to its shard's loop: finish it first
   for (auto& s : shards_) s->Stop();
   shards_.clear();
+  access_log_.reset();  // writes the last lines
   LogInfo("stopped");
 }
 

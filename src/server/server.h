@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "plan/plan.h"
+#include "server/access_log.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 
@@ -46,6 +47,8 @@ class Server {
   // scrape neither queues behind request CPU work nor takes a core from a shard loop.
   ThreadPool& scrape_pool() { return scrape_pool_; }
   const ServeOptions& options() const { return opts_; }
+  // Shard i's access log ring (its loop is the producer); null without --access-log.
+  SpscRing* access_log_ring(int shard) { return access_log_ ? &access_log_->ring(shard) : nullptr; }
   int port() const;  // the bound port (useful with --port 0)
 
  private:
@@ -54,6 +57,8 @@ class Server {
   ServeOptions opts_;
   Metrics metrics_;
   ThreadPool scrape_pool_{1, "metrics", /*nice=*/10};
+  // Before shards_: destroyed (its last lines written) after every shard has stopped.
+  std::unique_ptr<AccessLog> access_log_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
   std::atomic<size_t> plan_count_{0};     // for readiness, from any thread
