@@ -2,8 +2,23 @@
 
 #include <cassert>
 #include <chrono>
+#include <mutex>
 
 namespace rankd {
+
+namespace {
+
+// Callables refused when no loop thread is left to destroy them. Destroying one on the
+// posting thread could touch loop-owned objects (a Responder writes to its connection)
+// from the wrong thread, so they are kept here, reachable, for the life of the process.
+void KeepForever(LoopCallback cb) {
+  static std::mutex mu;
+  static auto* kept = new std::vector<LoopCallback>();
+  std::lock_guard lk(mu);
+  kept->push_back(cb);
+}
+
+}  // namespace
 
 EventLoop::EventLoop(std::string name) : name_(std::move(name)) {}
 
@@ -28,9 +43,16 @@ bool EventLoop::Enqueue(LoopCallback cb) {
     std::lock_guard lk(queue_mu_);
     // Re-check under the lock: Stop flips the state under this lock, so nothing is
     // enqueued after the final drain has begun.
-    if (state() != State::kRunning) {
-      // Refused: a boxed callable must still be freed, without running it.
-      cb.Discard();
+    State s = state();
+    if (s != State::kRunning) {
+      // Refused, and never run. While Stopping the loop thread destroys it (Shutdown);
+      // otherwise there is no loop thread to do so. Inline callables own nothing.
+      if (cb.boxed()) {
+        if (s == State::kStopping)
+          refused_.push_back(cb);
+        else
+          KeepForever(cb);
+      }
       return false;
     }
     wake = queue_.empty();
@@ -125,6 +147,9 @@ void EventLoop::Shutdown() {
     }
     ReleaseTimer(guard);
   }
+  // Callables refused since Stop began: destroyed here, on the loop thread, while the
+  // connections they may answer are still open.
+  DiscardRefused();
   // 3. Components close their own handles, then we close whatever is left.
   auto hooks = std::move(shutdown_hooks_);
   for (auto& h : hooks) h();
@@ -144,11 +169,26 @@ void EventLoop::Shutdown() {
   DrainDeferred();
   next_turn_.clear();  // their handles are closed: nothing is left for them to do
   uv_loop_close(&loop_);
+  // Flip to Stopped under the queue lock: a callable refused before the flip is in
+  // refused_ (destroyed just below, on this thread); one refused after it is kept forever.
+  std::vector<LoopCallback> last;
   {
     std::lock_guard lk(life_mu_);
+    std::lock_guard qlk(queue_mu_);
+    last.swap(refused_);
     state_.store(State::kStopped, std::memory_order_release);
   }
+  for (auto& cb : last) cb.Discard();
   life_cv_.notify_all();
+}
+
+void EventLoop::DiscardRefused() {
+  std::vector<LoopCallback> batch;
+  {
+    std::lock_guard lk(queue_mu_);
+    batch.swap(refused_);
+  }
+  for (auto& cb : batch) cb.Discard();
 }
 
 void EventLoop::DrainPosted() {

@@ -30,6 +30,7 @@ class LoopCallback {
     } else {
       Fn* boxed = new Fn(std::forward<F>(f));
       std::memcpy(cb.buf_, &boxed, sizeof(boxed));
+      cb.boxed_ = true;
       cb.op_ = [](void* buf, bool run) {
         Fn* p;
         std::memcpy(&p, buf, sizeof(p));
@@ -44,9 +45,13 @@ class LoopCallback {
   void Run() { op_(buf_, true); }
   // Frees it without running it.
   void Discard() { op_(buf_, false); }
+  // Whether it owns a heap object that Run or Discard must destroy (inline callables are
+  // trivially copyable: dropping them destroys nothing).
+  bool boxed() const { return boxed_; }
 
  private:
   void (*op_)(void*, bool) = nullptr;
+  bool boxed_ = false;
   alignas(void*) unsigned char buf_[kInline];
 };
 

@@ -30,6 +30,20 @@ bool ThreadPool::Submit(std::function<void()> job) {
   return true;
 }
 
+Status ThreadPool::TrySubmit(std::function<void()> job) {
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return Fail(Error::Internal("CPU pool '" + name_ + "' is shut down"));
+    if (max_queued_ && jobs_.size() >= max_queued_)
+      return Fail(Error::Unavailable("CPU queue '" + name_ + "' is full (" +
+                                     std::to_string(max_queued_) + " jobs wait); retry later"));
+    jobs_.push_back(std::move(job));
+    ++in_flight_;
+  }
+  work_cv_.notify_one();
+  return {};
+}
+
 void ThreadPool::wait_idle() {
   std::unique_lock lk(mu_);
   idle_cv_.wait(lk, [this] { return in_flight_ == 0; });

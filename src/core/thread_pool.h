@@ -1,8 +1,9 @@
 // ThreadPool: fixed CPU worker threads fed from one queue. Each shard owns its own pool
 // (its slice of the CPU workers), so shards never contend on a queue.
 //
-// Threads: Submit, wait_idle and in_flight may be called from any thread; the destructor
-// and Shutdown from any thread but a worker.
+// Threads: Submit, TrySubmit, wait_idle and in_flight may be called from any thread;
+// set_max_queued before jobs are submitted; the destructor and Shutdown from any thread
+// but a worker.
 #pragma once
 
 #include <condition_variable>
@@ -13,6 +14,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "core/error.h"
 
 namespace rankd {
 
@@ -25,8 +28,16 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // Queues a job. Returns false (job dropped, never run) after Shutdown began.
+  // Queues a job whatever the queue holds. Returns false (job dropped, never run) after
+  // Shutdown began. For control work; request work goes through TrySubmit.
   bool Submit(std::function<void()> job);
+  // Queues a job unless max_queued() jobs already wait (unavailable: the caller answers
+  // "busy" rather than letting work pile up unboundedly) or Shutdown began (internal).
+  Status TrySubmit(std::function<void()> job);
+  // Jobs waiting for a worker (not counting running ones) that TrySubmit accepts;
+  // 0 = no bound.
+  void set_max_queued(size_t n) { max_queued_ = n; }
+  size_t max_queued() const { return max_queued_; }
 
   // Blocks until every submitted job has finished running. Jobs post their completions
   // to event loops, so drain the pool before stopping the loops it posts to (seed 001).
@@ -47,6 +58,7 @@ class ThreadPool {
   std::deque<std::function<void()>> jobs_;  // guarded by mu_
   size_t in_flight_ = 0;                    // queued + running, guarded by mu_
   bool stopping_ = false;                   // guarded by mu_
+  size_t max_queued_ = 0;
   std::vector<std::thread> workers_;
   std::string name_;
   int nice_ = 0;

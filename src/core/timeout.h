@@ -2,8 +2,9 @@
 //   OffloadCpuWithTimeout — CPU work on a pool vs a timer;
 //   AsyncWithTimeout      — a coroutine (IO) vs a timer.
 // Whichever finishes first decides the result; the loser's completion is discarded and,
-// if it is the work, counted in LateCompletions(). Work is never cancelled: it runs to
-// its end and owns (via shared_ptr) everything it touches, so nothing dangles.
+// if it is the work, counted in LateCompletions(). The race itself never stops work: the
+// caller cancels it cooperatively (core/cancel.h) once the race is over, and the work
+// owns (via shared_ptr) everything it touches, so nothing dangles.
 // AsyncWithTimeout runs the inner coroutine in a runner tracked by the loop
 // (EventLoop::RunnerStarted/Finished), and EventLoop::Stop lets runners finish before it
 // closes handles; CPU work is drained by ThreadPool::wait_idle before loops stop.
@@ -70,6 +71,7 @@ struct RaceState {
   bool timed_out = false;
   std::optional<T> value;
   std::exception_ptr error;
+  std::optional<Error> refused;  // the pool did not take the work (queue full, shut down)
   std::coroutine_handle<> waiter;
   TimerQueue::Id timer = 0;
   uint64_t timeout_ms = 0;
@@ -90,6 +92,7 @@ struct RaceState {
   }
   typename Flatten<T>::type Take() {
     if (timed_out) return std::unexpected(TimeoutError(timeout_ms));
+    if (refused) return std::unexpected(std::move(*refused));
     if (error) return std::unexpected(ExceptionToError(error));
     return WrapValue(std::move(*value));
   }
@@ -98,7 +101,8 @@ struct RaceState {
 }  // namespace detail
 
 // co_await OffloadCpuWithTimeout(loop, pool, timeout_ms, fn) -> Result<R> (flattened):
-// fn's value, Error::Internal if it threw, or Error::DeadlineExceeded if the timer won.
+// fn's value, Error::Internal if it threw, Error::DeadlineExceeded if the timer won, or
+// the pool's refusal (Error::Unavailable when its queue is full: ThreadPool::TrySubmit).
 // timeout_ms == 0 means the time is already up: fn does not run.
 template <class F>
 class OffloadCpuWithTimeout {
@@ -121,7 +125,7 @@ class OffloadCpuWithTimeout {
       return false;
     }
     st->waiter = h;
-    bool queued = pool_.Submit([st, fn = fn_] {
+    Status queued = pool_.TrySubmit([st, fn = fn_] {
       try {
         st->value.emplace((*fn)());
       } catch (...) {
@@ -138,7 +142,7 @@ class OffloadCpuWithTimeout {
       });
     });
     if (!queued) {
-      st->error = std::make_exception_ptr(std::runtime_error("CPU pool is shut down"));
+      st->refused = std::move(queued.error());
       st->done = true;
       return false;
     }

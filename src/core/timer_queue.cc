@@ -1,7 +1,5 @@
 #include "core/timer_queue.h"
 
-#include <algorithm>
-
 namespace rankd {
 
 void TimerQueue::Init(uv_loop_t* loop) {
@@ -22,6 +20,56 @@ void TimerQueue::Close() {
   live_ = 0;
 }
 
+void TimerQueue::Place(size_t pos, const Entry& e) {
+  heap_[pos] = e;
+  slots_[e.slot].heap_pos = static_cast<uint32_t>(pos);
+}
+
+void TimerQueue::SiftUp(size_t pos) {
+  Entry e = heap_[pos];
+  while (pos > 0) {
+    size_t parent = (pos - 1) / 2;
+    if (!Before(e, heap_[parent])) break;
+    Place(pos, heap_[parent]);
+    pos = parent;
+  }
+  Place(pos, e);
+}
+
+void TimerQueue::SiftDown(size_t pos) {
+  Entry e = heap_[pos];
+  size_t n = heap_.size();
+  for (;;) {
+    size_t child = 2 * pos + 1;
+    if (child >= n) break;
+    if (child + 1 < n && Before(heap_[child + 1], heap_[child])) ++child;
+    if (!Before(heap_[child], e)) break;
+    Place(pos, heap_[child]);
+    pos = child;
+  }
+  Place(pos, e);
+}
+
+void TimerQueue::RemoveAt(size_t pos) {
+  Entry last = heap_.back();
+  heap_.pop_back();
+  if (pos == heap_.size()) return;  // it was the last one
+  Place(pos, last);
+  // The moved entry may belong above or below its new place.
+  if (pos > 0 && Before(last, heap_[(pos - 1) / 2]))
+    SiftUp(pos);
+  else
+    SiftDown(pos);
+}
+
+void TimerQueue::FreeSlot(uint32_t slot) {
+  Slot& s = slots_[slot];
+  s.armed = false;
+  ++s.gen;
+  --live_;
+  free_slots_.push_back(slot);
+}
+
 TimerQueue::Id TimerQueue::Push(uint64_t ms, LoopCallback cb) {
   uint32_t slot;
   if (!free_slots_.empty()) {
@@ -35,11 +83,11 @@ TimerQueue::Id TimerQueue::Push(uint64_t ms, LoopCallback cb) {
   s.cb = cb;
   s.armed = true;
   ++live_;
-  Entry e{uv_now(loop_) + ms, seq_++, slot, s.gen};
+  Entry e{uv_now(loop_) + ms, seq_++, slot};
   heap_.push_back(e);
-  std::push_heap(heap_.begin(), heap_.end(), Later);
+  SiftUp(heap_.size() - 1);
   if (e.due < armed_due_) Arm();
-  return (uint64_t{s.gen} << 32 | slot) + 1;
+  return (uint64_t{slots_[slot].gen} << 32 | slot) + 1;
 }
 
 bool TimerQueue::Cancel(Id id) {
@@ -51,22 +99,16 @@ bool TimerQueue::Cancel(Id id) {
   Slot& s = slots_[slot];
   if (!s.armed || s.gen != gen) return false;
   s.cb.Discard();
-  s.armed = false;
-  ++s.gen;
-  --live_;
-  free_slots_.push_back(slot);
+  bool was_first = s.heap_pos == 0;
+  RemoveAt(s.heap_pos);
+  FreeSlot(slot);
+  // The uv timer may now be armed early for a removed entry; re-arm only when that
+  // entry was the first (otherwise the armed time is still the heap's first).
+  if (was_first) Arm();
   return true;
 }
 
 void TimerQueue::Arm() {
-  // Drop cancelled entries at the top so the uv timer is armed for a live one.
-  while (!heap_.empty()) {
-    const Entry& top = heap_.front();
-    const Slot& s = slots_[top.slot];
-    if (s.armed && s.gen == top.gen) break;
-    std::pop_heap(heap_.begin(), heap_.end(), Later);
-    heap_.pop_back();
-  }
   if (heap_.empty()) {
     armed_due_ = UINT64_MAX;
     uv_timer_stop(&uv_timer_);
@@ -84,16 +126,10 @@ void TimerQueue::Fire() {
   uint64_t now = uv_now(loop_);
   // Callbacks may start or cancel timers: take each due entry off the heap first.
   while (!heap_.empty() && heap_.front().due <= now && !closed_) {
-    Entry e = heap_.front();
-    std::pop_heap(heap_.begin(), heap_.end(), Later);
-    heap_.pop_back();
-    Slot& s = slots_[e.slot];
-    if (!s.armed || s.gen != e.gen) continue;  // cancelled
-    LoopCallback cb = s.cb;
-    s.armed = false;
-    ++s.gen;
-    --live_;
-    free_slots_.push_back(e.slot);
+    uint32_t slot = heap_.front().slot;
+    RemoveAt(0);
+    LoopCallback cb = slots_[slot].cb;
+    FreeSlot(slot);
     cb.Run();
   }
   if (!closed_) Arm();

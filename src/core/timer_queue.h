@@ -1,9 +1,9 @@
 // TimerQueue: one-shot timers of one loop kept in a flat binary heap behind a single
-// uv_timer_t. Starting and cancelling cost a heap push and a slot update, with no
-// uv handle per timer and no pointer chasing, which is why coroutine sleeps and
-// timeout races use it rather than a uv_timer_t each. Cancellation is lazy: a cancelled
-// entry stays in the heap until its due time and is then skipped, so the heap holds at
-// most (start rate x longest timeout) stale entries.
+// uv_timer_t. Starting and cancelling cost O(log n) heap moves, with no uv handle per
+// timer and no pointer chasing, which is why coroutine sleeps and timeout races use it
+// rather than a uv_timer_t each. The heap is indexed (each slot knows its entry's
+// position), so Cancel removes the entry at once: memory follows the timers alive, not
+// their due times (a 60 s deadline cancelled after 1 ms costs nothing for 60 s).
 //
 // Threads: loop thread only.
 #pragma once
@@ -33,30 +33,38 @@ class TimerQueue {
   // Cancels a pending timer; false if it already ran or was cancelled.
   bool Cancel(Id id);
   size_t pending() const { return live_; }
+  // Entries held in the heap (equal to pending(): nothing cancelled lingers).
+  size_t entries() const { return heap_.size(); }
 
  private:
   struct Slot {
     LoopCallback cb;
-    uint32_t gen = 0;
+    uint32_t gen = 0;       // bumped when the timer ends: stale ids do not match
+    uint32_t heap_pos = 0;  // where its entry is in heap_, while armed
     bool armed = false;
   };
   struct Entry {
     uint64_t due;  // loop time, ms
     uint64_t seq;  // FIFO among equal due times
     uint32_t slot;
-    uint32_t gen;
   };
   Id Push(uint64_t ms, LoopCallback cb);
   void Arm();
   void Fire();
-  static bool Later(const Entry& a, const Entry& b) {
-    return a.due != b.due ? a.due > b.due : a.seq > b.seq;
+  // Heap maintenance that keeps Slot::heap_pos in step with every move.
+  void Place(size_t pos, const Entry& e);
+  void SiftUp(size_t pos);
+  void SiftDown(size_t pos);
+  void RemoveAt(size_t pos);
+  void FreeSlot(uint32_t slot);
+  static bool Before(const Entry& a, const Entry& b) {
+    return a.due != b.due ? a.due < b.due : a.seq < b.seq;
   }
 
   uv_loop_t* loop_ = nullptr;
   uv_timer_t uv_timer_{};
   bool closed_ = false;
-  std::vector<Entry> heap_;  // min-heap by (due, seq) via std::push_heap with Later
+  std::vector<Entry> heap_;  // min-heap by (due, seq); slots_[e.slot].heap_pos == index
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_slots_;
   uint64_t seq_ = 0;

@@ -27,6 +27,9 @@ namespace {
 struct RequestState {
   ExecEnv env;
   PlanPtr plan;
+  std::shared_ptr<void> hold;       // RunPlan's hold: released with the state
+  CancelToken cancel;               // the request's: set when it answers
+  std::unique_ptr<CancelToken[]> node_cancel;  // by node index; parent: cancel
   ParamValues values;
   std::vector<TaskArgs> resolved;   // args of nodes with {"param"} refs; reserved, stable
   std::vector<TaskContext> ctxs;    // by node index
@@ -61,6 +64,7 @@ RowSet EmptyOf(const ColumnTypes& types) {
 
 void Finish(RequestState& st) {
   st.done = true;
+  st.cancel.Cancel();  // the answer is decided: work still running or queued may stop
   // Resume RunPlan later in this turn: never inside a node's own frame.
   if (st.waiter) st.env.loop->Defer(std::exchange(st.waiter, {}));
 }
@@ -140,18 +144,33 @@ Task<void> RunSuspending(StatePtr st, uint32_t idx, std::vector<RowSet> inputs) 
         r = co_await std::move(run);
       }
     } else {
-      auto work = [st, idx, in = std::move(inputs)]() mutable {
-        return RunCpuCaught(SpecOf(st->plan->nodes[idx]), st->ctxs[idx], std::move(in));
+      auto work = [st, idx, in = std::move(inputs)]() mutable -> Result<RowSet> {
+        const TaskContext& c = st->ctxs[idx];
+        const TaskSpec& s = SpecOf(st->plan->nodes[idx]);
+        // A job whose request has answered (or whose race was lost) while it queued
+        // does not start.
+        if (c.cancelled()) {
+          if (st->env.cpu_cancelled) st->env.cpu_cancelled->fetch_add(1, std::memory_order_relaxed);
+          return Fail(CancelledError(s.op));
+        }
+        Result<RowSet> out = RunCpuCaught(s, c, std::move(in));
+        if (!out && c.cancelled() && st->env.cpu_cancelled)
+          st->env.cpu_cancelled->fetch_add(1, std::memory_order_relaxed);
+        return out;
       };
       if (ctx.deadline)
         r = co_await OffloadCpuWithTimeout(loop, *st->env.pool, ms_until(*ctx.deadline),
                                            std::move(work));
       else
         r = co_await OffloadCpu(loop, *st->env.pool, std::move(work));
+      if (!r && r.error().code == ErrorCode::kUnavailable && !ctx.cancelled() && st->env.offloads)
+        ++st->env.offloads->queue_rejects;
     }
   } catch (const std::exception& e) {
     r = Fail(Error::Internal(std::string("uncaught exception: ") + e.what()));
   }
+  // The race is over, whoever won: work that is still running has lost it.
+  st->node_cancel[idx].Cancel();
   Complete(*st, idx, std::move(r));
   Drain(st);
   loop.RunnerFinished();
@@ -206,7 +225,7 @@ struct WaitDone {
 
 }  // namespace
 
-Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req) {
+Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> hold) {
   TimePoint start = Clock::now();
   const Plan& plan = *req.plan;
   auto values = BindParams(plan, req.params);
@@ -215,6 +234,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req) {
   auto st = std::make_shared<RequestState>();
   st->env = env;
   st->plan = req.plan;
+  st->hold = std::move(hold);
   st->values = std::move(*values);
   st->start = start;
   st->deadline = req.deadline;
@@ -223,6 +243,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req) {
   for (const PlanNode& node : plan.nodes) with_refs += node.refs.empty() ? 0 : 1;
   st->resolved.reserve(with_refs);  // TaskContext::args points into it
   st->ctxs.resize(n);
+  st->node_cancel = std::make_unique<CancelToken[]>(n);
   st->pending.resize(n);
   st->consumers.resize(n);
   st->outputs.resize(n);
@@ -238,6 +259,8 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req) {
     ctx.params = &st->values;
     ctx.request_deadline = req.deadline;
     ctx.args = &node.args;
+    st->node_cancel[i].set_parent(&st->cancel);
+    ctx.cancel = &st->node_cancel[i];
     if (!node.refs.empty()) {
       auto args = ResolveArgs(plan, node, st->values);
       if (!args) co_return Fail(std::move(args.error()));

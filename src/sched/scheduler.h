@@ -9,7 +9,9 @@
 // Threads: RunPlan is awaited on the loop thread of env.loop only.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/deadline.h"
@@ -30,6 +32,7 @@ class RedisPools;
 struct CpuOffloadCounts {
   uint64_t inline_runs = 0;  // small inputs: on the loop
   uint64_t pool_runs = 0;    // large inputs and kCpuPool tasks: on a CPU worker
+  uint64_t queue_rejects = 0;  // refused: the CPU queue was full (ThreadPool::TrySubmit)
 };
 
 // What a shard gives every request it runs.
@@ -40,6 +43,9 @@ struct ExecEnv {
   uint64_t node_timeout_ms = 0;  // default per-node timeout (--node-timeout-ms); 0 = none
   size_t inline_cpu_rows = kInlineCpuRows;  // kCpu tasks with at most this many input rows run inline
   CpuOffloadCounts* offloads = nullptr;      // optional
+  // Optional: CPU jobs that did not start, or stopped early, because they were cancelled.
+  // Incremented by CPU workers (hence atomic); owned by the shard.
+  std::atomic<uint64_t>* cpu_cancelled = nullptr;
 };
 
 struct RunRequest {
@@ -72,6 +78,9 @@ struct RunResult {
 // Runs req.plan. Errors: invalid_param (params, task bounds), deadline_exceeded (the
 // deadline or a required node's timeout), or the failing required node's own error,
 // its message prefixed with "node '<id>' (<op>): ".
-Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req);
+// `hold` is kept alive until every piece of the request's work has ended, including CPU
+// jobs still queued or running after the answer (so its destructor may run on a CPU
+// worker): the shard counts requests for admission with it.
+Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> hold = {});
 
 }  // namespace rankd

@@ -2,6 +2,7 @@
 
 
 #include <algorithm>
+#include <type_traits>
 
 #include "sched/scheduler.h"
 #include "server/exposition.h"
@@ -174,6 +175,23 @@ Metrics::Metrics(bool enabled)
                     .Name("rankd_build_info")
                     .Help("Build of this rankd process (value 1)")
                     .Register(r);
+  loop_timers = &BuildGauge()
+                     .Name("rankd_loop_timers")
+                     .Help("Live one-shot timers in the shard loop's timer queue, sampled every 100 ms")
+                     .Register(r);
+  cpu_queue_rejects = &BuildCounter()
+                           .Name("rankd_cpu_queue_rejects_total")
+                           .Help("CPU jobs refused because the shard's CPU queue held --cpu-queue-max jobs")
+                           .Register(r);
+  cpu_cancelled = &BuildCounter()
+                       .Name("rankd_cpu_jobs_cancelled_total")
+                       .Help("CPU jobs skipped or stopped early because their request no longer "
+                             "needed them (answered, or the node timed out)")
+                       .Register(r);
+  access_log_dropped = &BuildCounter()
+                            .Name("rankd_access_log_dropped_total")
+                            .Help("Access log lines dropped because the shard's log ring was full")
+                            .Register(r);
   build_info->Add({{"version", RANKD_VERSION}}).Set(1);
   plan_reloads->Add({{"result", "ok"}});
   plan_reloads->Add({{"result", "error"}});
@@ -210,6 +228,10 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard)
   }
   http_buffered_input = &m.http_buffered_input->Add({{"shard", shard_}});
   http_unsent = &m.http_unsent->Add({{"shard", shard_}});
+  loop_timers = &m.loop_timers->Add({{"shard", shard_}});
+  cpu_queue_rejects = &m.cpu_queue_rejects->Add({{"shard", shard_}});
+  cpu_cancelled = &m.cpu_cancelled->Add({{"shard", shard_}});
+  access_log_dropped = &m.access_log_dropped->Add({{"shard", shard_}});
   for (const auto& a : ReachableAnswers())
     for (std::string_view method : a.methods)
       for (int status : a.statuses) HttpChild(a.route, MethodIndex(method), status);
@@ -240,41 +262,79 @@ void ShardMetrics::CountHttp(Route route, std::string_view method, int status, d
 }
 
 void ShardMetrics::PreparePlans(const std::vector<PlanPtr>& plans) {
-  plans_.clear();
-  for (const auto& p : plans) ForPlan(*p);
+  // The new snapshot's children first, so that a label set both snapshots use is never
+  // released in between (its count would drop to zero and the series reset).
+  std::unordered_map<const Plan*, PlanMetricsPtr> next;
+  for (const auto& p : plans) next.emplace(p.get(), MakePlanMetrics(*p));
+  plans_.swap(next);
 }
 
-PlanMetrics* ShardMetrics::ForPlan(const Plan& plan) {
+PlanMetricsPtr ShardMetrics::ForPlan(const Plan& plan) const {
   auto it = plans_.find(&plan);
-  if (it != plans_.end()) return it->second.get();
-  auto pm = std::make_unique<PlanMetrics>();
+  return it == plans_.end() ? nullptr : it->second;
+}
+
+template <class T>
+T* ShardMetrics::Retain(prometheus::Family<T>& family, const prometheus::Labels& labels,
+                        const std::vector<double>* buckets) {
+  T* child;
+  if constexpr (std::is_same_v<T, prometheus::Histogram>)
+    child = &family.Add(labels, *buckets);
+  else
+    child = &family.Add(labels);
+  Retained& r = retained_[child];
+  if (r.refs++ == 0) r.remove = [&family, child] { family.Remove(child); };
+  return child;
+}
+
+void ShardMetrics::Release(const void* child) {
+  auto it = retained_.find(child);
+  if (it == retained_.end()) return;
+  if (--it->second.refs == 0) {
+    it->second.remove();
+    retained_.erase(it);
+  }
+}
+
+PlanMetrics::~PlanMetrics() {
+  for (auto* c : outcomes) owner.Release(c);
+  owner.Release(duration);
+  owner.Release(deadline_exceeded);
+  for (auto* h : node_duration) owner.Release(h);
+  for (const auto& st : node_outcomes)
+    for (auto* c : st) owner.Release(c);
+  for (auto* c : node_degraded)
+    if (c) owner.Release(c);
+}
+
+PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
+  auto pm = std::make_shared<PlanMetrics>(*this);
   const std::string& name = plan.name;
-  pm->outcomes[0] = &m_.rank_requests->Add({{"plan", name}, {"outcome", "ok"}, {"shard", shard_}});
+  pm->outcomes[0] = Retain(*m_.rank_requests, {{"plan", name}, {"outcome", "ok"}, {"shard", shard_}});
   for (size_t c = 0; c <= static_cast<size_t>(ErrorCode::kInternal); ++c)
-    pm->outcomes[1 + c] = &m_.rank_requests->Add(
-        {{"plan", name},
-         {"outcome", std::string(ErrorCodeName(static_cast<ErrorCode>(c)))},
-         {"shard", shard_}});
-  pm->duration = &m_.rank_duration->Add({{"plan", name}, {"shard", shard_}}, kLatencyBuckets);
-  pm->deadline_exceeded = &m_.deadline_exceeded->Add({{"plan", name}, {"shard", shard_}});
+    pm->outcomes[1 + c] = Retain(*m_.rank_requests,
+                                 {{"plan", name},
+                                  {"outcome", std::string(ErrorCodeName(static_cast<ErrorCode>(c)))},
+                                  {"shard", shard_}});
+  pm->duration = Retain(*m_.rank_duration, {{"plan", name}, {"shard", shard_}}, &kLatencyBuckets);
+  pm->deadline_exceeded = Retain(*m_.deadline_exceeded, {{"plan", name}, {"shard", shard_}});
   for (const auto& n : plan.nodes) {
-    pm->node_duration.push_back(&m_.node_duration->Add(
-        {{"plan", name}, {"node", n.id}, {"op", n.op}, {"shard", shard_}}, kNodeBuckets));
+    pm->node_duration.push_back(Retain(
+        *m_.node_duration, {{"plan", name}, {"node", n.id}, {"op", n.op}, {"shard", shard_}},
+        &kNodeBuckets));
     std::array<prometheus::Counter*, 4> st{};
     for (int s = 0; s < 4; ++s)
-      st[s] = &m_.node_outcomes->Add(
-          {{"plan", name},
-           {"node", n.id},
-           {"status", std::string(NodeStatusName(static_cast<NodeStatus>(s)))},
-           {"shard", shard_}});
+      st[s] = Retain(*m_.node_outcomes,
+                     {{"plan", name},
+                      {"node", n.id},
+                      {"status", std::string(NodeStatusName(static_cast<NodeStatus>(s)))},
+                      {"shard", shard_}});
     pm->node_outcomes.push_back(st);
     pm->node_degraded.push_back(
-        n.optional ? &m_.degraded->Add({{"plan", name}, {"node", n.id}, {"shard", shard_}})
+        n.optional ? Retain(*m_.degraded, {{"plan", name}, {"node", n.id}, {"shard", shard_}})
                    : nullptr);
   }
-  auto* raw = pm.get();
-  plans_.emplace(&plan, std::move(pm));
-  return raw;
+  return pm;
 }
 
 }  // namespace rankd

@@ -4,9 +4,9 @@
 // request path carries the shard's label, so no two shards share a histogram's mutex.
 //
 // Threads: Metrics is built on the main thread before the shards start; Family::Add
-// (inside ShardMetrics / PlanMetrics construction) is thread-safe; a ShardMetrics and
-// its PlanMetrics are then used only on their shard's loop thread. Serialize may run
-// on any thread.
+// and Family::Remove are thread-safe; a ShardMetrics and its PlanMetrics are then used,
+// and a PlanMetrics released, only on their shard's loop thread. Serialize may run on
+// any thread.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -67,6 +67,10 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>* http_buffered_input;
   prometheus::Family<prometheus::Gauge>* http_unsent;
   prometheus::Family<prometheus::Gauge>* build_info;
+  prometheus::Family<prometheus::Gauge>* loop_timers;
+  prometheus::Family<prometheus::Counter>* cpu_queue_rejects;
+  prometheus::Family<prometheus::Counter>* cpu_cancelled;
+  prometheus::Family<prometheus::Counter>* access_log_dropped;
 
  private:
   bool enabled_;
@@ -75,8 +79,21 @@ class Metrics {
   mutable std::atomic<size_t> last_size_{0};  // sizing hint for the next scrape
 };
 
-// One plan's children on one shard.
+class ShardMetrics;
+
+// One plan snapshot's children on one shard. Shared: the shard's current plan set holds
+// one per plan, and every request of that plan holds its own until it has answered, so
+// a reload never frees children a request is about to touch. Children are shared by
+// label set with other snapshots (a plan name that survives a reload keeps counting);
+// the destructor removes from the registry the children no other snapshot uses any
+// more (a removed plan's series go). REQUIRES: destroyed on the shard's loop thread.
 struct PlanMetrics {
+  explicit PlanMetrics(ShardMetrics& owner) : owner(owner) {}
+  ~PlanMetrics();
+  PlanMetrics(const PlanMetrics&) = delete;
+  PlanMetrics& operator=(const PlanMetrics&) = delete;
+
+  ShardMetrics& owner;
   // By outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
   std::array<prometheus::Counter*, 1 + static_cast<size_t>(ErrorCode::kInternal) + 1> outcomes{};
   prometheus::Histogram* duration = nullptr;
@@ -86,6 +103,7 @@ struct PlanMetrics {
   std::vector<std::array<prometheus::Counter*, 4>> node_outcomes;  // by NodeStatus
   std::vector<prometheus::Counter*> node_degraded;
 };
+using PlanMetricsPtr = std::shared_ptr<PlanMetrics>;
 
 class ShardMetrics {
  public:
@@ -93,9 +111,11 @@ class ShardMetrics {
 
   bool enabled() const { return enabled_; }
   void CountHttp(Route route, std::string_view method, int status, double seconds);
-  // The children of `plan`, created on first use after a snapshot install (call
-  // PreparePlans on install so the request path only finds them).
-  PlanMetrics* ForPlan(const Plan& plan);
+  // The children of a plan of the installed snapshot (null if it is not in it).
+  PlanMetricsPtr ForPlan(const Plan& plan) const;
+  // Creates the children of a new snapshot, then lets go of the previous snapshot's:
+  // children of a surviving label set live on, the others are removed once the last
+  // request holding them has answered.
   void PreparePlans(const std::vector<PlanPtr>& plans);
 
   prometheus::Gauge* inflight;
@@ -110,8 +130,26 @@ class ShardMetrics {
   std::array<prometheus::Counter*, static_cast<size_t>(http::LimitKind::kCount) + 1> http_limits{};
   prometheus::Gauge* http_buffered_input;
   prometheus::Gauge* http_unsent;
+  prometheus::Gauge* loop_timers;
+  prometheus::Counter* cpu_queue_rejects;
+  prometheus::Counter* cpu_cancelled;
+  prometheus::Counter* access_log_dropped;
 
  private:
+  friend struct PlanMetrics;
+  // Label sets shared by PlanMetrics of several snapshots are counted here (children
+  // are identified by address: Family::Add returns the same child for the same labels).
+  template <class T>
+  T* Retain(prometheus::Family<T>& family, const prometheus::Labels& labels,
+            const std::vector<double>* buckets = nullptr);
+  void Release(const void* child);
+  PlanMetricsPtr MakePlanMetrics(const Plan& plan);
+  struct Retained {
+    size_t refs = 0;
+    std::function<void()> remove;  // Family::Remove of this child
+  };
+  std::unordered_map<const void*, Retained> retained_;
+
   Metrics& m_;
   std::string shard_;
   bool enabled_;
@@ -124,9 +162,9 @@ class ShardMetrics {
   std::array<prometheus::Counter*, static_cast<size_t>(Route::kCount) * kMethods * kStatuses>
       http_requests_{};
   std::array<prometheus::Histogram*, static_cast<size_t>(Route::kCount)> http_duration_{};
-  // Keyed by plan identity: a reloaded plan gets fresh children lookups (same labels
-  // map to the same children, so counts continue).
-  std::unordered_map<const Plan*, std::unique_ptr<PlanMetrics>> plans_;
+  // The installed snapshot's plans (by identity). Declared after retained_: destroyed
+  // first, while the counts they release still exist.
+  std::unordered_map<const Plan*, PlanMetricsPtr> plans_;
 };
 
 }  // namespace rankd

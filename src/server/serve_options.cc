@@ -45,7 +45,10 @@ Serves POST /rank, GET /healthz, /readyz, /metrics, /plans, /plans/{name}.
   --deadline-ms N          default request deadline (200)
   --node-timeout-ms N      default per-node timeout, 0 = none (0)
   --max-connections N      open connections per shard; accepting pauses at it (10000)
-  --max-inflight N         requests running per shard; more get 503 (1024)
+  --max-inflight N         requests running per shard, counted until their CPU work
+                           has stopped; more get 503 (1024)
+  --cpu-queue-max N        CPU jobs waiting for a worker per shard; a job past it
+                           fails its request with 503 (an optional node degrades) (1024)
   --max-body-bytes N       request body limit, 413 over it (1048576)
   --read-timeout-ms N      time to read a request head and body, 408 past it (10000)
   --idle-timeout-ms N      keep-alive idle limit (60000)
@@ -123,6 +126,7 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
     else if (flag == "--node-timeout-ms") RANKD_NUM(node_timeout_ms, 0, 60000)
     else if (flag == "--max-connections") RANKD_NUM(max_connections, 1, 1000000)
     else if (flag == "--max-inflight") RANKD_NUM(max_inflight, 1, 1000000)
+    else if (flag == "--cpu-queue-max") RANKD_NUM(cpu_queue_max, 1, 1000000)
     else if (flag == "--max-body-bytes") RANKD_NUM(max_body_bytes, 1, int64_t{1} << 30)
     else if (flag == "--read-timeout-ms") RANKD_NUM(read_timeout_ms, 1, 3600000)
     else if (flag == "--idle-timeout-ms") RANKD_NUM(idle_timeout_ms, 1, 86400000)

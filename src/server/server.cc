@@ -106,6 +106,7 @@ Status Server::Start() {
     if (auto free = http::CheckPortFree(opts_.metrics_host, opts_.metrics_port); !free)
       return Fail(Error::Internal("--metrics-port: " + free.error().message));
   }
+  if (opts_.access_log) access_log_ = std::make_unique<AccessLog>(opts_.shards, STDOUT_FILENO);
   // Every shard exists before any starts: shard loops read shards_ (readiness), so the
   // vector must not change while they run.
   for (int i = 0; i < opts_.shards; ++i)
@@ -167,6 +168,7 @@ void Server::Shutdown() {
   scrape_pool_.wait_idle();  // a scrape posts back to its shard's loop: finish it first
   for (auto& s : shards_) s->Stop();
   shards_.clear();
+  access_log_.reset();  // writes the last lines
   LogInfo("stopped");
 }
 
@@ -197,10 +199,9 @@ void Server::RunScrapes() {
       scrapes_waiting_[0] = scrapes_waiting_[1] = 0;
     }
     auto text = std::make_shared<const std::string>(MetricsText());
-    for (auto& w : batch)
-      if (!w.loop->Post([done = std::move(w.done), text] { done(text); })) {
-        // Shutting down: the responder inside answers 500 as it goes.
-      }
+    // A loop that is stopping refuses the callable and destroys it on its own thread
+    // (EventLoop::Post), so the Responder inside never dies on this one.
+    for (auto& w : batch) (void)w.loop->Post([done = std::move(w.done), text] { done(text); });
   }
 }
 

@@ -17,6 +17,7 @@
 #include "core/event_loop.h"
 #include "core/thread_pool.h"
 #include "plan/plan.h"
+#include "server/access_log.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 
@@ -55,6 +56,8 @@ class Server {
   using ScrapeDone = std::function<void(std::shared_ptr<const std::string>)>;
   bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done);
   const ServeOptions& options() const { return opts_; }
+  // Shard i's access log ring (its loop is the producer); null without --access-log.
+  SpscRing* access_log_ring(int shard) { return access_log_ ? &access_log_->ring(shard) : nullptr; }
   int port() const;  // the bound port (useful with --port 0)
 
  private:
@@ -72,6 +75,8 @@ class Server {
   std::vector<ScrapeWaiter> scrape_waiters_;
   size_t scrapes_waiting_[2] = {0, 0};  // by address: main port, metrics port
   bool scrape_running_ = false;
+  // Before shards_: destroyed (its last lines written) after every shard has stopped.
+  std::unique_ptr<AccessLog> access_log_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
   std::atomic<size_t> plan_count_{0};     // for readiness, from any thread

@@ -36,7 +36,9 @@ Shard::Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics)
       server_(server),
       loop_("shard-" + std::to_string(id)),
       pool_(static_cast<size_t>(opts.cpu_threads), "cpu-" + std::to_string(id)),
-      metrics_(metrics) {}
+      metrics_(metrics) {
+  pool_.set_max_queued(opts.cpu_queue_max);
+}
 
 Shard::~Shard() { Stop(); }
 
@@ -60,6 +62,8 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
     env_.redis = redis_.get();
     env_.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
     env_.offloads = &offloads_;
+    env_.cpu_cancelled = &cpu_cancelled_;
+    access_log_ = server_.access_log_ring(id_);
 
     http::HttpOptions h;
     h.host = opts_.host;
@@ -114,7 +118,9 @@ void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   plans_ = std::move(plans);
   std::vector<PlanPtr> list;
   for (const auto& [name, p] : plans_->plans) list.push_back(p);
-  shard_metrics_->PreparePlans(list);  // metric children now, not on the request path
+  // Metric children now, not on the request path. Requests still running hold the
+  // previous snapshot's children (shared_ptr), so nothing they touch is freed here.
+  shard_metrics_->PreparePlans(list);
 }
 
 void Shard::Drain() {
@@ -178,7 +184,8 @@ void Shard::OnTick() {
   double lag = now > lag_expected_ns_ ? static_cast<double>(now - lag_expected_ns_) / 1e9 : 0.0;
   shard_metrics_->loop_lag->Set(lag);
   shard_metrics_->loop_lag_hist->Observe(lag);
-  shard_metrics_->inflight->Set(static_cast<double>(inflight_));
+  shard_metrics_->inflight->Set(static_cast<double>(live_requests_.load(std::memory_order_relaxed)));
+  shard_metrics_->loop_timers->Set(static_cast<double>(loop_.timers().entries()));
   if (listener_)
     shard_metrics_->open_connections->Set(static_cast<double>(listener_->open_connections()));
   redis_ready_.store(redis_ && redis_->Ready(), std::memory_order_relaxed);
@@ -187,7 +194,15 @@ void Shard::OnTick() {
       static_cast<double>(offloads_.inline_runs - offloads_published_.inline_runs));
   shard_metrics_->offload_pool->Increment(
       static_cast<double>(offloads_.pool_runs - offloads_published_.pool_runs));
+  shard_metrics_->cpu_queue_rejects->Increment(
+      static_cast<double>(offloads_.queue_rejects - offloads_published_.queue_rejects));
   offloads_published_ = offloads_;
+  uint64_t cancelled = cpu_cancelled_.load(std::memory_order_relaxed);
+  shard_metrics_->cpu_cancelled->Increment(static_cast<double>(cancelled - cpu_cancelled_published_));
+  cpu_cancelled_published_ = cancelled;
+  shard_metrics_->access_log_dropped->Increment(
+      static_cast<double>(access_log_dropped_ - access_log_dropped_published_));
+  access_log_dropped_published_ = access_log_dropped_;
   if (listener_) PublishHttpCounters(listener_->counters(), http_published_);
   if (metrics_listener_) PublishHttpCounters(metrics_listener_->counters(), metrics_http_published_);
   shard_metrics_->http_limits[static_cast<size_t>(http::LimitKind::kCount)]->Increment(
@@ -232,8 +247,7 @@ void Shard::AccessLog(std::string_view request_id, Route route, std::string_view
   AppendJsonInt(status, line);
   line += R"(,"took_us":)";
   AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(), line);
-  line += '}';
-  WriteLine(STDOUT_FILENO, line);
+  if (!access_log_ || !access_log_->TryPush(line, "}\n")) ++access_log_dropped_;
 }
 
 void Shard::OnRequest(http::Request req, http::Responder res) {

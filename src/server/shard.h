@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/event_loop.h"
+#include "core/spsc_ring.h"
 #include "core/thread_pool.h"
 #include "http/listener.h"
 #include "plan/plan.h"
@@ -56,7 +57,7 @@ class Shard {
 
  private:
   Task<void> RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
-                     PlanMetrics* pm, TimePoint t0);
+                     PlanMetricsPtr pm, TimePoint t0);
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   void OnRequest(http::Request req, http::Responder res);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
@@ -74,7 +75,9 @@ class Shard {
   void OnTick();  // every 100 ms: loop lag, gauges, readiness, published counters
   // The deltas since `published`, which then becomes `now`.
   void PublishHttpCounters(const http::HttpCounters& now, http::HttpCounters& published);
-  // One JSON line on stdout (--access-log); plan is null outside /rank.
+  // One JSON line into the shard's access log ring (--access-log), written to stdout by
+  // the server's writer thread; dropped and counted when the ring is full. plan is null
+  // outside /rank.
   void AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
                  TimePoint t0, const Plan* plan, int64_t user_id);
 
@@ -93,12 +96,21 @@ class Shard {
   ExecEnv env_;
   CpuOffloadCounts offloads_;            // counted by the scheduler
   CpuOffloadCounts offloads_published_;  // what the metrics already have
+  uint64_t cpu_cancelled_published_ = 0;
+  SpscRing* access_log_ = nullptr;       // producer side; null without --access-log
+  uint64_t access_log_dropped_ = 0;
+  uint64_t access_log_dropped_published_ = 0;
   http::HttpCounters http_published_;    // the listener's counters the metrics have
   http::HttpCounters metrics_http_published_;  // the same for metrics_listener_
   uint64_t scrapes_refused_ = 0;         // 503 for --max-queued-scrapes
   uint64_t scrapes_refused_published_ = 0;
   std::shared_ptr<const PlanSet> plans_;
-  size_t inflight_ = 0;
+  // Requests admitted and not yet finished with, counted until their last piece of work
+  // (a CPU job still queued or running after the answer) has let go (RunPlan's hold).
+  // Atomic because that may happen on a CPU worker; only this shard's loop and workers
+  // touch it.
+  std::atomic<size_t> live_requests_{0};
+  std::atomic<uint64_t> cpu_cancelled_{0};  // ExecEnv::cpu_cancelled
   TimerQueue::Id lag_timer_ = 0;
   uint64_t lag_expected_ns_ = 0;
   bool draining_ = false;

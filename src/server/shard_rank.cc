@@ -16,6 +16,14 @@ namespace {
 
 const http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
 
+// Counts one admitted request until the last holder of RunPlan's hold lets go, which
+// may be a CPU worker finishing abandoned work.
+struct LiveRequest {
+  explicit LiveRequest(std::atomic<size_t>& n) : n(n) {}
+  ~LiveRequest() { n.fetch_sub(1, std::memory_order_relaxed); }
+  std::atomic<size_t>& n;
+};
+
 size_t OutcomeIndex(const Result<RunResult>& r) {
   return r ? 0 : 1 + static_cast<size_t>(r.error().code);
 }
@@ -61,8 +69,12 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   if (it == plans_->plans.end())
     return AnswerError(req, res, Route::kRank,
                        Error::UnknownPlan("plan: '" + rr.plan + "' is not loaded"), t0);
-  PlanMetrics* pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*it->second) : nullptr;
-  if (inflight_ >= opts_.max_inflight) {
+  // The request holds its plan's metric children until it has answered: a reload may
+  // replace the shard's snapshot meanwhile.
+  PlanMetricsPtr pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*it->second) : nullptr;
+  // Admission counts requests until their work has really stopped, so abandoned CPU work
+  // (a 504 whose job still runs) counts against --max-inflight.
+  if (live_requests_.load(std::memory_order_relaxed) >= opts_.max_inflight) {
     Error e = Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
                                  std::to_string(opts_.max_inflight) + "; retry later");
     if (pm) pm->outcomes[1 + static_cast<size_t>(e.code)]->Increment();
@@ -74,16 +86,19 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   run.params = std::move(rr.params);
   // The deadline counts from the moment the request was fully read (API.md).
   run.deadline = t0 + std::chrono::milliseconds(rr.deadline_ms.value_or(opts_.deadline_ms));
-  Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, pm, t0));
+  live_requests_.fetch_add(1, std::memory_order_relaxed);
+  Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, std::move(pm), t0));
 }
 
+// The frame owns everything the request touches until it has answered: the plan (run
+// and `plan`), its metric children (pm) and its admission count (`live`, which RunPlan
+// keeps until the request's last CPU job has let go).
 Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
-                          std::string request_id, PlanMetrics* pm, TimePoint t0) {
-  ++inflight_;  // the gauge follows at the next tick
+                          std::string request_id, PlanMetricsPtr pm, TimePoint t0) {
   PlanPtr plan = run.plan;
   int64_t user_id = run.user_id;
-  Result<RunResult> result = co_await RunPlan(env_, std::move(run));
-  --inflight_;
+  auto live = std::make_shared<LiveRequest>(live_requests_);
+  Result<RunResult> result = co_await RunPlan(env_, std::move(run), std::move(live));
 
   std::string body;
   // One clock read for the header and the metrics (the body is written after it).

@@ -23,6 +23,9 @@ Result<ColumnTypes> VmSchema(const SchemaArgs& a) {
 }
 
 Result<RowSet> RunVm(const TaskContext& ctx, std::vector<RowSet> in) {
+  // Polled once before the expression runs: a job abandoned while it queued does not
+  // evaluate. (Evaluate runs whole columns; polling inside it is not done yet.)
+  if (ctx.cancelled()) return Fail(CancelledError("vm"));
   RowSet out = std::move(in[0]);
   auto col = std::make_shared<Column>(ctx.node->expr->Evaluate(out, *ctx.params));
   out.SetColumn(ctx.args->Str("out_key"), std::move(col));

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/cancel.h"
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/event_loop.h"
@@ -40,7 +41,17 @@ struct TaskContext {
   const ParamValues* params = nullptr;  // this request's plan parameters, by decl index
   Deadline request_deadline;       // the whole request's
   Deadline deadline;               // this node's: min(request, start + node timeout)
+  // Set once nobody needs this run's result (the request answered, the node's timeout
+  // race was lost). Long CPU runs poll cancelled() at least every millisecond of work
+  // and return early; their result is discarded anyway.
+  const CancelToken* cancel = nullptr;
+  bool cancelled() const { return cancel && cancel->cancelled(); }
 };
+
+// What a run returns when it stopped because cancelled() said so.
+inline Error CancelledError(std::string_view op) {
+  return Error::Unavailable(std::string(op) + ": cancelled (the request no longer needs it)");
+}
 
 // An IO-style run: a coroutine on the loop thread (Redis, timers).
 using AsyncRunFn = std::function<Task<Result<RowSet>>(const TaskContext&, std::vector<RowSet>)>;

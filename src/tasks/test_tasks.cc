@@ -41,11 +41,14 @@ Task<Result<RowSet>> RunSleep(const TaskContext& ctx, std::vector<RowSet> in) {
   co_return PassThrough(in);
 }
 
-// Spins the CPU worker it runs on; the scheduler always sends it to the pool.
+// Spins the CPU worker it runs on; the scheduler always sends it to the pool. It polls
+// its cancel token on every clock read (well under a millisecond apart), as any long
+// CPU run must.
 Result<RowSet> RunBusy(const TaskContext& ctx, std::vector<RowSet> in) {
   auto until = std::chrono::steady_clock::now() +
                std::chrono::milliseconds(ctx.args->I64("duration_ms"));
   while (std::chrono::steady_clock::now() < until) {
+    if (ctx.cancelled()) return Fail(CancelledError("busy_cpu"));
   }
   return PassThrough(in);
 }

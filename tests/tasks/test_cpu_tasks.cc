@@ -195,3 +195,24 @@ TEST_CASE("gathers rows, nulls and strings into a new column") {
 }
 
 }  // TEST_SUITE
+
+// A sort of more than one block (4096 rows) sorts block by block and merges, polling its
+// cancel token in between: same order as a stable sort, and a cancelled run stops.
+TEST_CASE("sort of many blocks: stable order; cancelled: stops with an error") {
+  std::vector<double> scores(20000);
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = static_cast<double>((i * 7919) % 101);
+  std::vector<int64_t> want(scores.size());
+  for (size_t i = 0; i < want.size(); ++i) want[i] = static_cast<int64_t>(i + 1);
+  std::stable_sort(want.begin(), want.end(), [&](int64_t a, int64_t b) {
+    return scores[static_cast<size_t>(a - 1)] > scores[static_cast<size_t>(b - 1)];
+  });
+  Call sort("sort", {{"key", std::string("score")}});
+  CHECK(Ids(sort.Run({Scored(scores)})) == want);
+
+  CancelToken cancel;
+  cancel.Cancel();
+  sort.ctx.cancel = &cancel;
+  auto r = sort.spec->run_cpu(sort.ctx, {Scored(scores)});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kUnavailable);
+}
