@@ -63,10 +63,11 @@ class SpscRing {
 
  private:
   void Copy(size_t pos, std::string_view s) {
+    if (s.empty()) return;  // an empty view may have a null data(): memcpy forbids it
     size_t at = pos & mask_;
     size_t first = std::min(s.size(), cap_ - at);
     std::memcpy(buf_.get() + at, s.data(), first);
-    std::memcpy(buf_.get(), s.data() + first, s.size() - first);
+    if (first < s.size()) std::memcpy(buf_.get(), s.data() + first, s.size() - first);
   }
 
   const size_t cap_, mask_;
