@@ -10,6 +10,9 @@ using simdjson::dom::element_type;
 Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
   thread_local simdjson::dom::parser parser;
   element root;
+  // An empty view may have a null data(), which simdjson would hand to memcpy.
+  if (body.empty())
+    return Fail(Error::BadRequest(std::string("invalid JSON: ") + simdjson::error_message(simdjson::EMPTY)));
   if (auto err = parser.parse(body.data(), body.size()).get(root))
     return Fail(Error::BadRequest(std::string("invalid JSON: ") + simdjson::error_message(err)));
   simdjson::dom::object obj;
