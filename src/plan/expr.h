@@ -36,7 +36,7 @@ struct ColumnTypes {
   }
 };
 
-// Polled by a long evaluation at least every ~0.1 ms of work (expr_eval.cc
+// Polled by a long evaluation at least every ~0.3 ms of work (expr_eval.cc
 // kCheckWork); true means nobody needs the result any more and the evaluation stops.
 // An empty check is never polled. The plan layer knows no tokens or threads: the task
 // passes what to ask (TaskContext::cancelled).

@@ -22,15 +22,9 @@ Result<ColumnTypes> VmSchema(const SchemaArgs& a) {
   return t;
 }
 
-// The expression VM polls this between blocks of rows (CompiledExpr::Evaluate): a run
-// whose request has answered stops within a fraction of a millisecond.
-CancelCheck CancelCheckOf(const TaskContext& ctx) {
-  if (!ctx.cancel) return {};
-  return [&ctx] { return ctx.cancelled(); };
-}
-
 Result<RowSet> RunVm(const TaskContext& ctx, std::vector<RowSet> in) {
-  // Also polled before the run starts: a job abandoned while it queued does not evaluate.
+  // Polled before the run starts (a job abandoned while it queued does not evaluate),
+  // then by the VM between blocks of rows.
   if (ctx.cancelled()) return Fail(CancelledError("vm"));
   RowSet out = std::move(in[0]);
   std::optional<Column> col = ctx.node->expr->Evaluate(out, *ctx.params, CancelCheckOf(ctx));
