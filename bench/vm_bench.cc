@@ -208,7 +208,7 @@ int main() {
     return 1;
   }
   {
-    Column a = (*expr)->Evaluate(rs, params), b = HandVm(rs, 0.5);
+    Column a = *(*expr)->Evaluate(rs, params), b = HandVm(rs, 0.5);
     for (size_t i = 0; i < kRows; ++i)
       if (a.Get(i) != b.Get(i)) {
         std::fprintf(stderr, "vm_bench: vm and hand-written differ at row %zu\n", i);
@@ -216,7 +216,7 @@ int main() {
       }
   }
   volatile size_t sink = 0;
-  auto vm = TimePair([&] { sink = sink + (*expr)->Evaluate(rs, params).f64.size(); },
+  auto vm = TimePair([&] { sink = sink + (*expr)->Evaluate(rs, params)->f64.size(); },
                      [&] { sink = sink + HandVm(rs, 0.5).f64.size(); });
   Emit("vm", vm, ", \"expr\": \"log1p(likes)*w + coalesce(quality,0)*2 - age_s/3600\", \"ops\": 7");
 
@@ -226,12 +226,12 @@ int main() {
     std::fprintf(stderr, "vm_bench: %s\n", pred.error().message.c_str());
     return 1;
   }
-  if ((*pred)->Select(rs, params) != HandFilter(rs)) {
+  if (*(*pred)->Select(rs, params) != HandFilter(rs)) {
     std::fprintf(stderr, "vm_bench: filter and hand-written differ\n");
     return 1;
   }
   size_t kept = HandFilter(rs).size();
-  auto filter = TimePair([&] { sink = sink + (*pred)->Select(rs, params).size(); },
+  auto filter = TimePair([&] { sink = sink + (*pred)->Select(rs, params)->size(); },
                          [&] { sink = sink + HandFilter(rs).size(); });
   char extra[200];
   std::snprintf(extra, sizeof extra,
@@ -241,7 +241,7 @@ int main() {
 
   // (c) sort of the vm's output by score, desc
   RowSet scored = rs;
-  scored.SetColumn("score", std::make_shared<Column>((*expr)->Evaluate(rs, params)));
+  scored.SetColumn("score", std::make_shared<Column>(*(*expr)->Evaluate(rs, params)));
   const Column& key = *scored.column("score");
   const TaskSpec* sort = TaskRegistry::Default().Find("sort");
   std::function<std::vector<uint32_t>()> ours;

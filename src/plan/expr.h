@@ -6,6 +6,7 @@
 // concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,22 +36,33 @@ struct ColumnTypes {
   }
 };
 
+// Polled by a long evaluation at least every ~0.3 ms of work (expr_eval.cc
+// kCheckWork); true means nobody needs the result any more and the evaluation stops.
+// An empty check is never polled. The plan layer knows no tokens or threads: the task
+// passes what to ask (TaskContext::cancelled).
+using CancelCheck = std::function<bool()>;
+
 class CompiledExpr {
  public:
   virtual ~CompiledExpr() = default;
   // The result type, fixed at load (PLAN.md "Types are fixed at load").
   virtual ColumnType type() const = 0;
-  // Evaluates every logical row of `in`. The result has in.physical_rows() rows; rows
-  // outside the selection are null.
-  virtual Column Evaluate(const RowSet& in, const ParamValues& params) const = 0;
+  // Evaluates every logical row of `in`, block by block, polling `cancelled` in between;
+  // nullopt once it said true. The result has in.physical_rows() rows; rows outside the
+  // selection are null.
+  virtual std::optional<Column> Evaluate(const RowSet& in, const ParamValues& params,
+                                         const CancelCheck& cancelled = {}) const = 0;
 };
 
 class CompiledPred {
  public:
   virtual ~CompiledPred() = default;
   // The physical indices of the logical rows of `in` where the predicate is true, in
-  // logical order (ready to be the selection vector of the filtered row set).
-  virtual std::vector<uint32_t> Select(const RowSet& in, const ParamValues& params) const = 0;
+  // logical order (ready to be the selection vector of the filtered row set). Polls
+  // `cancelled` like Evaluate; nullopt once it said true.
+  virtual std::optional<std::vector<uint32_t>> Select(const RowSet& in,
+                                                      const ParamValues& params,
+                                                      const CancelCheck& cancelled = {}) const = 0;
 };
 
 // Compiles the expression `json` (an expr_table entry) for a node whose input has the

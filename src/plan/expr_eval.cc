@@ -1,6 +1,16 @@
-// The expression VM: runs a Program instruction by instruction, each instruction one
-// loop over all selected rows (expr_kernels.h). The only per-row work outside those
-// loops is the gather of each referenced column through the selection, once per run.
+// The expression VM: runs a Program block by block (kBlockRows logical rows) and, in a
+// block, instruction by instruction, each instruction one loop over the block's rows
+// (expr_kernels.h). The only per-row work outside those loops is the gather of each
+// referenced column through the selection.
+//
+// Cancellation: the run polls its CancelCheck every kCheckWork row-instructions, at an
+// instruction boundary. Measured (build/, 100,000 rows, whole program incl. loads and
+// scatter): `+` 8 ns a row, exp 13, pow 19, min of two string columns 73 (string
+// compares through a 75,000-entry dictionary). 4096 row-instructions are then at most
+// ~0.3 ms and a few µs typically, while a poll (an atomic load) costs a few ns. A regex
+// counts each RE2 match it makes (~80 ns on short strings, more on long ones) as
+// kRegexMatchWork and polls inside its loop. Not polled: dictionary work done once per
+// run (UnifyDicts hashes both dictionaries), bounded by the dictionaries' sizes.
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -38,30 +48,64 @@ void ReleaseIfHuge(Scratch<T>& s) {
   if (s.cap > Frame::kKeepElements) s = {};
 }
 
+constexpr size_t kCheckWork = 4096;
+constexpr size_t kRegexMatchWork = 64;
+
 std::shared_ptr<const StringDict> OneString(std::string s) {
   auto d = std::make_shared<StringDict>();
   d->values.push_back(std::move(s));
   return d;
 }
 
+using DictPtr = std::shared_ptr<const StringDict>;
+
 class Runner {
  public:
-  Runner(const Program& p, const RowSet& in, const ParamValues& params, Frame& f)
-      : p_(p), in_(in), params_(params), f_(f) {}
+  Runner(const Program& p, const RowSet& in, const ParamValues& params, Frame& f,
+         const CancelCheck& cancelled)
+      : p_(p), in_(in), params_(params), f_(f), cancelled_(cancelled) {}
 
-  void Run() {
-    f_.n = in_.size();
-    // The frame may come from an earlier run: keep its buffers, forget its views.
+  bool Run(const BlockSink& sink) {
+    const size_t total = in_.size();
+    // The frame may come from an earlier run: keep its buffers, forget its views and memos.
     if (f_.slots.size() < p_.num_slots) f_.slots.resize(p_.num_slots);
-    std::memset(Alloc(f_.ones, f_.n), 1, f_.n ? f_.n : 1);
-    for (const Instr& ins : p_.code) {
-      // The slot may hold an earlier run's or an earlier register's views.
-      ForgetViews(S(ins.out));
-      Exec(ins);
+    f_.memo.clear();
+    size_t most = std::min(total, kBlockRows);
+    std::memset(Alloc(f_.ones, most), 1, most ? most : 1);
+    for (begin_ = 0; begin_ == 0 || begin_ < total; begin_ += kBlockRows) {
+      f_.n = std::min(kBlockRows, total - begin_);
+      for (pc_ = 0; pc_ < p_.code.size(); ++pc_) {
+        const Instr& ins = p_.code[pc_];
+        // The slot may hold an earlier block's or an earlier register's views.
+        ForgetViews(S(ins.out));
+        Exec(ins);
+        if (stop_ || Spent(Len(ins.out))) return false;
+      }
+      sink(begin_, f_.n, S(p_.result));
     }
+    return true;
   }
 
  private:
+  // Counts `work` row-instructions done; every kCheckWork of them polls the cancel
+  // check. True = cancelled: stop.
+  bool Spent(size_t work) {
+    work_ += work;
+    if (work_ < kCheckWork) return false;
+    work_ = 0;
+    stop_ = cancelled_ && cancelled_();
+    return stop_;
+  }
+  // The running instruction's memo for operand dictionaries a, b (and b's scalar code),
+  // emptied when it was made for others.
+  DictMemo& Memo(const DictPtr& a = nullptr, const DictPtr& b = nullptr, uint32_t b_code = 0) {
+    DictMemo& m = f_.memo[static_cast<uint32_t>(pc_)];
+    if (!m.made || m.a != a || m.b != b || m.b_code != b_code) {
+      m = DictMemo{};
+      m.a = a, m.b = b, m.b_code = b_code, m.made = true;
+    }
+    return m;
+  }
   size_t Len(Reg r) const { return p_.regs[r].scalar ? 1 : f_.n; }
   Slot& S(Reg r) { return f_.slots[p_.slot_of[r]]; }
   static void ForgetViews(Slot& s) {
@@ -95,6 +139,11 @@ class Runner {
   const RowSet& in_;
   const ParamValues& params_;
   Frame& f_;
+  const CancelCheck& cancelled_;
+  size_t begin_ = 0;  // the block's first logical row
+  size_t pc_ = 0;     // the running instruction
+  size_t work_ = 0;   // row-instructions since the last poll
+  bool stop_ = false;
 };
 
 void Runner::Exec(const Instr& ins) {
@@ -183,20 +232,24 @@ void Runner::LoadColumn(const Instr& ins) {
     out.v = v;
     switch (StorageOf(t)) {
       case Storage::kF64: out.f = Alloc(out.own_f, n); std::fill_n(out.own_f.get(), n, 0.0); break;
-      case Storage::kStr:
+      case Storage::kStr: {
         out.c = Alloc(out.own_c, n);
         std::fill_n(out.own_c.get(), n, 0u);
-        out.dict = OneString("");
+        // The same dictionary in every block (later instructions' memos key on it).
+        static const DictPtr empty = OneString("");
+        out.dict = empty;
         break;
+      }
       default: out.i = Alloc(out.own_i, n); std::fill_n(out.own_i.get(), n, int64_t{0}); break;
     }
     return;
   }
-  const uint32_t* rows = sel ? sel->data() : nullptr;
-  // Values: alias the column when there is no selection, else gather once.
+  const size_t first = begin_;
+  const uint32_t* rows = sel ? sel->data() + first : nullptr;
+  // Values: alias the column when there is no selection, else gather the block's rows.
   auto gather = [&](const auto* src, auto& own) {
     using E = std::remove_cvref_t<decltype(*src)>;
-    if (!rows) return src;
+    if (!rows) return src + first;
     E* dst = Alloc(own, n);
     for (size_t k = 0; k < n; ++k) dst[k] = src[rows[k]];
     return static_cast<const E*>(dst);
@@ -214,7 +267,7 @@ void Runner::LoadColumn(const Instr& ins) {
       if (rows)
         for (size_t k = 0; k < n; ++k) dst[k] = src[rows[k]];
       else
-        for (size_t k = 0; k < n; ++k) dst[k] = src[k];
+        for (size_t k = 0; k < n; ++k) dst[k] = src[first + k];
       out.i = dst;
       break;
     }
@@ -228,7 +281,7 @@ void Runner::LoadColumn(const Instr& ins) {
   if (rows)
     for (size_t k = 0; k < n; ++k) v[k] = (words[rows[k] >> 6] >> (rows[k] & 63)) & 1;
   else
-    for (size_t k = 0; k < n; ++k) v[k] = (words[k >> 6] >> (k & 63)) & 1;
+    for (size_t k = first; k < first + n; ++k) v[k - first] = (words[k >> 6] >> (k & 63)) & 1;
   out.v = v;
 }
 
@@ -249,12 +302,12 @@ void Runner::LoadScalar(Slot& out, VType t, const Value& v) {
       uint32_t* c = Alloc(out.own_c, 1);
       c[0] = 0;
       out.c = c;
-      if (auto* s = std::get_if<std::string>(&v)) {
-        out.dict = OneString(*s);
-      } else {
-        out.dict = OneString("");
-        valid[0] = 0;
-      }
+      auto* s = std::get_if<std::string>(&v);
+      // One dictionary per run, not per block: later instructions' memos key on it.
+      DictMemo& m = Memo();
+      if (!m.dict) m.dict = OneString(s ? *s : std::string());
+      out.dict = m.dict;
+      if (!s) valid[0] = 0;
       return;
     }
     default: {
@@ -388,32 +441,37 @@ const uint32_t* Runner::UnifyDicts(Reg ra, Reg rb, Slot& out,
     out.dict = a.dict;
     return b.c;
   }
-  // Cost: O(|dict a| + |dict b|) hashing per run, independent of the row count.
-  const auto& av = a.dict->values;
-  const auto& bv = b.dict->values;
-  std::unordered_map<std::string_view, uint32_t> index;
-  index.reserve(av.size() + bv.size());
-  for (size_t k = 0; k < av.size(); ++k) index.try_emplace(av[k], static_cast<uint32_t>(k));
-  std::vector<uint32_t> remap(bv.size());
-  std::vector<const std::string*> extra;
-  for (size_t k = 0; k < bv.size(); ++k) {
-    auto [it, inserted] =
-        index.try_emplace(bv[k], static_cast<uint32_t>(av.size() + extra.size()));
-    if (inserted) extra.push_back(&bv[k]);
-    remap[k] = it->second;
+  // Cost: O(|dict a| + |dict b|) hashing, once per run (the memo serves later blocks),
+  // independent of the row count.
+  DictMemo& m = Memo(a.dict, b.dict);
+  if (!m.dict) {
+    const auto& av = a.dict->values;
+    const auto& bv = b.dict->values;
+    std::unordered_map<std::string_view, uint32_t> index;
+    index.reserve(av.size() + bv.size());
+    for (size_t k = 0; k < av.size(); ++k) index.try_emplace(av[k], static_cast<uint32_t>(k));
+    m.remap.resize(bv.size());
+    std::vector<const std::string*> extra;
+    for (size_t k = 0; k < bv.size(); ++k) {
+      auto [it, inserted] =
+          index.try_emplace(bv[k], static_cast<uint32_t>(av.size() + extra.size()));
+      if (inserted) extra.push_back(&bv[k]);
+      m.remap[k] = it->second;
+    }
+    if (extra.empty()) {
+      m.dict = a.dict;
+    } else {
+      auto d = std::make_shared<StringDict>();
+      d->values.reserve(av.size() + extra.size());
+      d->values = av;
+      for (const std::string* s : extra) d->values.push_back(*s);
+      m.dict = std::move(d);
+    }
   }
-  if (extra.empty()) {
-    out.dict = a.dict;
-  } else {
-    auto d = std::make_shared<StringDict>();
-    d->values.reserve(av.size() + extra.size());
-    d->values = av;
-    for (const std::string* s : extra) d->values.push_back(*s);
-    out.dict = std::move(d);
-  }
+  out.dict = m.dict;
   size_t n = Len(rb);
   uint32_t* codes = Alloc(tmp, n);
-  for (size_t k = 0; k < n; ++k) codes[k] = remap[b.c[k]];
+  for (size_t k = 0; k < n; ++k) codes[k] = m.remap[b.c[k]];
   return codes;
 }
 
@@ -567,22 +625,31 @@ void Runner::CmpStr(const Instr& ins) {
     const uint8_t bv = b.v[0];
     const auto& dict = a.dict->values;
     size_t len = Len(ra);
+    // Dictionary work is done once per run (memo) and only when the whole run's rows
+    // (in_.size(), not the block's) outnumber a quarter of the entries: the costs of a
+    // run in one block.
+    DictMemo& memo = Memo(a.dict, b.dict, b.c[0]);
     if (op == CmpOp::kEq || op == CmpOp::kNe) {
-      uint32_t match = UINT32_MAX;
-      size_t matches = 0;
-      for (size_t k = 0; k < dict.size(); ++k)
-        if (dict[k] == s) match = static_cast<uint32_t>(k), ++matches;
-      if (matches <= 1) {
+      if (memo.matches < 0) {
+        memo.matches = 0;
+        for (size_t k = 0; k < dict.size(); ++k)
+          if (dict[k] == s) memo.match = static_cast<uint32_t>(k), ++memo.matches;
+      }
+      if (memo.matches <= 1) {
         uint8_t want = op == CmpOp::kEq;
+        const uint32_t match = memo.match;
         for (size_t k = 0; k < len; ++k)
           m[k] = a.v[k] & bv & static_cast<uint8_t>((a.c[k] == match) == want);
         return;
       }
     }
-    if (dict.size() <= 4 * len) {
-      std::vector<uint8_t> table(dict.size());
-      for (size_t k = 0; k < dict.size(); ++k) table[k] = ApplyOrder(op, order(dict[k], s));
-      for (size_t k = 0; k < len; ++k) m[k] = a.v[k] & bv & table[a.c[k]];
+    if (dict.size() <= 4 * in_.size()) {
+      std::vector<int8_t>& table = memo.table;
+      if (table.size() != dict.size()) {
+        table.resize(dict.size());
+        for (size_t k = 0; k < dict.size(); ++k) table[k] = ApplyOrder(op, order(dict[k], s));
+      }
+      for (size_t k = 0; k < len; ++k) m[k] = a.v[k] & bv & static_cast<uint8_t>(table[a.c[k]]);
     } else {
       for (size_t k = 0; k < len; ++k)
         m[k] = a.v[k] & bv & ApplyOrder(op, order(dict[a.c[k]], s));
@@ -614,10 +681,14 @@ void Runner::In(const Instr& ins) {
       auto has = [&](const std::string& s) {
         return std::binary_search(set.strings.begin(), set.strings.end(), s);
       };
-      if (dict.size() <= 4 * n) {
-        std::vector<uint8_t> table(dict.size());
-        for (size_t k = 0; k < dict.size(); ++k) table[k] = has(dict[k]);
-        for (size_t k = 0; k < n; ++k) m[k] = a.v[k] & table[a.c[k]];
+      // As in CmpStr: the table once per run, when the run's rows outnumber its cost.
+      if (dict.size() <= 4 * in_.size()) {
+        std::vector<int8_t>& table = Memo(a.dict).table;
+        if (table.size() != dict.size()) {
+          table.resize(dict.size());
+          for (size_t k = 0; k < dict.size(); ++k) table[k] = has(dict[k]);
+        }
+        for (size_t k = 0; k < n; ++k) m[k] = a.v[k] & static_cast<uint8_t>(table[a.c[k]]);
       } else {
         for (size_t k = 0; k < n; ++k) m[k] = a.v[k] & static_cast<uint8_t>(has(dict[a.c[k]]));
       }
@@ -654,15 +725,20 @@ void Runner::Regex(const Instr& ins) {
   const Slot& a = S(ins.a);
   const RE2& re = *p_.regexes[ins.aux];
   const auto& dict = a.dict->values;
-  // Memo per dictionary entry, filled on demand: at most min(rows, entries) matches.
-  std::vector<int8_t> memo(dict.size(), -1);
+  // Memo per dictionary entry, filled on demand and kept for the run's later blocks:
+  // at most min(rows, entries) matches per run.
+  std::vector<int8_t>& memo = Memo(a.dict).table;
+  if (memo.size() != dict.size()) memo.assign(dict.size(), -1);
   for (size_t k = 0; k < n; ++k) {
     if (!a.v[k]) {
       m[k] = 0;
       continue;
     }
     int8_t& r = memo[a.c[k]];
-    if (r < 0) r = RE2::PartialMatch(dict[a.c[k]], re) ? 1 : 0;
+    if (r < 0) {
+      r = RE2::PartialMatch(dict[a.c[k]], re) ? 1 : 0;
+      if (Spent(kRegexMatchWork)) return;  // Run sees stop_
+    }
     m[k] = static_cast<uint8_t>(r);
   }
 }
@@ -679,10 +755,12 @@ void Frame::Release() {
     ReleaseIfHuge(s.own_v);
   }
   ReleaseIfHuge(ones);
+  memo.clear();  // holds dictionaries of the last run
 }
 
-void RunProgram(const Program& p, const RowSet& in, const ParamValues& params, Frame& f) {
-  Runner(p, in, params, f).Run();
+bool RunProgram(const Program& p, const RowSet& in, const ParamValues& params, Frame& f,
+                const CancelCheck& cancelled, const BlockSink& sink) {
+  return Runner(p, in, params, f, cancelled).Run(sink);
 }
 
 }  // namespace rankd::expr

@@ -23,17 +23,22 @@ Result<ColumnTypes> VmSchema(const SchemaArgs& a) {
 }
 
 Result<RowSet> RunVm(const TaskContext& ctx, std::vector<RowSet> in) {
-  // Polled once before the expression runs: a job abandoned while it queued does not
-  // evaluate. (Evaluate runs whole columns; polling inside it is not done yet.)
+  // Polled before the run starts (a job abandoned while it queued does not evaluate),
+  // then by the VM between blocks of rows.
   if (ctx.cancelled()) return Fail(CancelledError("vm"));
   RowSet out = std::move(in[0]);
-  auto col = std::make_shared<Column>(ctx.node->expr->Evaluate(out, *ctx.params));
-  out.SetColumn(ctx.args->Str("out_key"), std::move(col));
+  std::optional<Column> col = ctx.node->expr->Evaluate(out, *ctx.params, CancelCheckOf(ctx));
+  if (!col) return Fail(CancelledError("vm"));
+  out.SetColumn(ctx.args->Str("out_key"), std::make_shared<Column>(std::move(*col)));
   return out;
 }
 
 Result<RowSet> RunFilter(const TaskContext& ctx, std::vector<RowSet> in) {
-  return in[0].WithSelection(ctx.node->pred->Select(in[0], *ctx.params));
+  if (ctx.cancelled()) return Fail(CancelledError("filter"));
+  std::optional<std::vector<uint32_t>> rows =
+      ctx.node->pred->Select(in[0], *ctx.params, CancelCheckOf(ctx));
+  if (!rows) return Fail(CancelledError("filter"));
+  return in[0].WithSelection(std::move(*rows));
 }
 
 Result<RowSet> RunTake(const TaskContext& ctx, std::vector<RowSet> in) {

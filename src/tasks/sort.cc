@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tasks/sort.h"
+
 #include "tasks/schemas.h"
 #include "tasks/task.h"
 
@@ -30,40 +32,69 @@ namespace {
 //
 // Cancellation: at ~120 ns a row, a block of kSortBlock rows is well under a millisecond
 // of work, so a full sort of a large input sorts block by block and merges the blocks
-// pairwise, polling the token between blocks and merges. Returns false when cancelled
-// (rows are then left as they were).
+// pairwise, polling between blocks and merges; the selection of the first rows goes
+// block by block too (SelectFirst). Returns false when cancelled (rows are then left as
+// they were).
 constexpr size_t kSortBlock = 4096;
 
+// Moves the `cut` first entries in `before` order to the front of `e` (the rest follow,
+// in no particular order) like nth_element, but over blocks: the best `cut` so far plus
+// the next block of max(cut, kSortBlock) entries are selected down to `cut` again, so no
+// step handles more than 2 * max(cut, kSortBlock) entries (take's count is at most
+// 10,000: ~0.2 ms) and `cancelled` is polled between steps. The first `cut` entries are
+// the same set as nth_element's (ties break on position: the order is total). Returns
+// false when cancelled.
+template <class Entry, class Before>
+bool SelectFirst(std::vector<Entry>& e, size_t cut, Before before, const CancelCheck& cancelled) {
+  const size_t block = std::max(cut, kSortBlock);
+  const auto at = [&](std::vector<Entry>& v, size_t i) { return v.begin() + static_cast<ptrdiff_t>(i); };
+  size_t taken = std::min(e.size(), cut + block);
+  std::vector<Entry> best(e.begin(), at(e, taken));
+  size_t rejected = 0;  // e[0, rejected) holds the entries dropped so far; always < taken
+  for (;;) {
+    std::nth_element(best.begin(), at(best, cut), best.end(), before);
+    for (size_t i = cut; i < best.size(); ++i) e[rejected++] = best[i];
+    best.resize(cut);
+    if (taken == e.size()) break;
+    if (cancelled && cancelled()) return false;
+    size_t next = std::min(e.size(), taken + block);
+    best.insert(best.end(), at(e, taken), at(e, next));
+    taken = next;
+  }
+  // best, then the rejected: rows are all kept.
+  best.insert(best.end(), e.begin(), at(e, rejected));
+  e.swap(best);
+  return true;
+}
+
 template <class Key, class KeyOf>
-bool SortByKey(std::vector<uint32_t>& rows, bool desc, size_t first, const TaskContext& ctx,
+bool SortByKey(std::vector<uint32_t>& rows, bool desc, size_t first, const CancelCheck& cancelled,
                KeyOf key_of) {
   struct Entry {
     Key key;
     uint32_t pos;
   };
+  auto stop = [&] { return cancelled && cancelled(); };
   std::vector<Entry> e(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (i % kSortBlock == 0 && ctx.cancelled()) return false;
+    if (i % kSortBlock == 0 && stop()) return false;
     e[i] = {key_of(rows[i]), static_cast<uint32_t>(i)};
   }
   auto order = [&](auto before) {
     size_t cut = std::min(first, e.size());
-    if (cut != e.size()) {
-      std::nth_element(e.begin(), e.begin() + static_cast<ptrdiff_t>(cut), e.end(), before);
-      if (ctx.cancelled()) return false;
-    }
+    if (cut != e.size() && (!SelectFirst(e, cut, before, cancelled) || stop())) return false;
     if (cut <= kSortBlock) {
       std::sort(e.begin(), e.begin() + static_cast<ptrdiff_t>(cut), before);
       return true;
     }
     for (size_t b = 0; b < cut; b += kSortBlock) {
-      if (ctx.cancelled()) return false;
+      if (stop()) return false;
       std::sort(e.begin() + static_cast<ptrdiff_t>(b),
                 e.begin() + static_cast<ptrdiff_t>(std::min(cut, b + kSortBlock)), before);
     }
     for (size_t width = kSortBlock; width < cut; width *= 2)
       for (size_t b = 0; b + width < cut; b += 2 * width) {
-        if (ctx.cancelled()) return false;
+        if (stop()) return false;
         auto lo = e.begin() + static_cast<ptrdiff_t>(b);
         std::inplace_merge(lo, lo + static_cast<ptrdiff_t>(width),
                            e.begin() + static_cast<ptrdiff_t>(std::min(cut, b + 2 * width)),
@@ -101,43 +132,51 @@ std::vector<uint32_t> DictRanks(const StringDict& dict) {
 
 }  // namespace
 
-Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in) {
-  const RowSet& rs = in[0];
-  const std::string& key = ctx.args->Str("key");
-  bool desc = ctx.args->Str("order") == "desc";
-  const Column* col = rs.column(key);
-  if (!col) return Fail(Error::Internal("sort: no column '" + key + "'"));
+std::optional<std::vector<uint32_t>> SortRows(const RowSet& rs, const Column& col, bool desc,
+                                              size_t first, const CancelCheck& cancelled) {
   std::vector<uint32_t> rows = rs.LogicalRows();
   // Nulls (and NaN, which has no order) go last, in their input order.
   auto has_value = [&](uint32_t r) {
-    return col->valid(r) && !(col->type == ColumnType::kF64 && std::isnan(col->f64[r]));
+    return col.valid(r) && !(col.type == ColumnType::kF64 && std::isnan(col.f64[r]));
   };
   auto mid = std::stable_partition(rows.begin(), rows.end(), has_value);
   std::vector<uint32_t> nulls(mid, rows.end());
   rows.erase(mid, rows.end());
-  // Only the rows a following take reads must be in order (PlanNode::rows_read).
-  size_t first = ctx.node && ctx.node->rows_read ? ctx.node->rows_read : rows.size();
+  if (first == 0) first = rows.size();
   bool sorted = false;
-  switch (col->type) {
+  switch (col.type) {
     case ColumnType::kI64:
-      sorted = SortByKey<int64_t>(rows, desc, first, ctx, [&](uint32_t r) { return col->i64[r]; });
+      sorted = SortByKey<int64_t>(rows, desc, first, cancelled, [&](uint32_t r) { return col.i64[r]; });
       break;
     case ColumnType::kF64:
-      sorted = SortByKey<double>(rows, desc, first, ctx, [&](uint32_t r) { return col->f64[r]; });
+      sorted = SortByKey<double>(rows, desc, first, cancelled, [&](uint32_t r) { return col.f64[r]; });
       break;
     case ColumnType::kBool:
-      sorted = SortByKey<uint8_t>(rows, desc, first, ctx, [&](uint32_t r) { return col->b[r]; });
+      sorted = SortByKey<uint8_t>(rows, desc, first, cancelled, [&](uint32_t r) { return col.b[r]; });
       break;
     case ColumnType::kStr: {
-      std::vector<uint32_t> rank = DictRanks(*col->dict);
-      sorted = SortByKey<uint32_t>(rows, desc, first, ctx,
-                                   [&](uint32_t r) { return rank[col->str_code[r]]; });
+      std::vector<uint32_t> rank = DictRanks(*col.dict);
+      sorted = SortByKey<uint32_t>(rows, desc, first, cancelled,
+                                   [&](uint32_t r) { return rank[col.str_code[r]]; });
       break;
     }
   }
-  if (!sorted) return Fail(CancelledError("sort"));
+  if (!sorted) return std::nullopt;
   rows.insert(rows.end(), nulls.begin(), nulls.end());
-  return rs.WithSelection(std::move(rows));
+  return rows;
+}
+
+Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in) {
+  const RowSet& rs = in[0];
+  const std::string& key = ctx.args->Str("key");
+  const Column* col = rs.column(key);
+  if (!col) return Fail(Error::Internal("sort: no column '" + key + "'"));
+  // Only the rows a following take reads must be in order (PlanNode::rows_read).
+  size_t first = ctx.node ? ctx.node->rows_read : 0;
+  std::optional<std::vector<uint32_t>> rows =
+      SortRows(rs, *col, ctx.args->Str("order") == "desc", first, CancelCheckOf(ctx));
+  if (!rows) return Fail(CancelledError("sort"));
+  return rs.WithSelection(std::move(*rows));
 }
 
 }  // namespace rankd

@@ -55,6 +55,13 @@ inline Error CancelledError(std::string_view op) {
 
 // An IO-style run: a coroutine on the loop thread (Redis, timers).
 using AsyncRunFn = std::function<Task<Result<RowSet>>(const TaskContext&, std::vector<RowSet>)>;
+// What long CPU work polls between blocks (plan/expr.h CancelCheck): ctx.cancelled(),
+// or nothing to poll when the run has no token.
+inline CancelCheck CancelCheckOf(const TaskContext& ctx) {
+  if (!ctx.cancel) return {};
+  return [&ctx] { return ctx.cancelled(); };
+}
+
 // A CPU run: a plain function, inline on the loop or on a CPU worker.
 using CpuRunFn = std::function<Result<RowSet>(const TaskContext&, std::vector<RowSet>)>;
 

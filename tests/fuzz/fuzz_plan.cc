@@ -30,11 +30,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         node.inputs.empty() ? ColumnTypes{} : p.nodes[node.inputs[0]].out_types;
     RowSet rows = fuzz::GeneratedRows(in);
     if (node.expr) {
-      Column c = node.expr->Evaluate(rows, *defaults);
+      Column c = *node.expr->Evaluate(rows, *defaults);
       if (c.size() != rows.physical_rows() || c.type != node.expr->type()) __builtin_trap();
     }
     if (node.pred) {
-      for (uint32_t r : node.pred->Select(rows, *defaults))
+      std::vector<uint32_t> kept = *node.pred->Select(rows, *defaults);
+      for (uint32_t r : kept)
         if (r >= rows.physical_rows()) __builtin_trap();
     }
   }

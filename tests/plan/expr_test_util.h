@@ -83,7 +83,7 @@ struct ExprFixture {
   std::vector<Value> EvalOn(const std::string& json, const RowSet& in) {
     auto e = Compile(json);
     REQUIRE_MESSAGE(e.has_value(), (e ? "" : e.error().message));
-    Column c = (*e)->Evaluate(in, values);
+    Column c = *(*e)->Evaluate(in, values);
     REQUIRE(c.size() == in.physical_rows());
     REQUIRE(c.type == (*e)->type());
     std::vector<Value> out;
@@ -94,7 +94,7 @@ struct ExprFixture {
   std::vector<uint32_t> SelectOn(const std::string& json, const RowSet& in) {
     auto p = CompileP(json);
     REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().message));
-    return (*p)->Select(in, values);
+    return *(*p)->Select(in, values);
   }
   std::string ExprError(const std::string& json) {
     auto e = Compile(json);

@@ -1,12 +1,14 @@
 // The CPU tasks called directly on hand-built row sets: sort (stable, nulls last in
 // both orders), take, concat (column union), dedupe; none of filter/sort/take copies a
-// column.
+// column; vm, filter and sort stop when cancelled.
 #include <doctest/doctest.h>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "data/column_builder.h"
+#include "tasks/sort.h"
 #include "tasks/task.h"
 
 using namespace rankd;
@@ -213,6 +215,67 @@ TEST_CASE("sort of many blocks: stable order; cancelled: stops with an error") {
   cancel.Cancel();
   sort.ctx.cancel = &cancel;
   auto r = sort.spec->run_cpu(sort.ctx, {Scored(scores)});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kUnavailable);
+}
+
+// Top-N (a sort read only by a take): the first rows are selected block by block, so a
+// cancel check that says yes stops the sort at its first poll; let finish, the first
+// rows are those of a stable sort.
+TEST_CASE("sort top-N: stable first rows; cancelled: stops at the first poll") {
+  std::vector<double> scores(100'000);
+  for (size_t i = 0; i < scores.size(); ++i) scores[i] = static_cast<double>((i * 7919) % 1009);
+  RowSet rs = Scored(scores, {3, 500, 70'000});
+  std::vector<uint32_t> want = rs.LogicalRows();
+  std::erase_if(want, [](uint32_t r) { return r == 3 || r == 500 || r == 70'000; });
+  std::stable_sort(want.begin(), want.end(),
+                   [&](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
+  for (size_t first : {size_t{1}, size_t{20}, size_t{5000}, size_t{10'000}}) {
+    CAPTURE(first);
+    int polls = 0;
+    auto all = SortRows(rs, *rs.column("score"), true, first, [&] { return ++polls, false; });
+    REQUIRE(all);
+    CHECK(polls > 5);
+    CHECK(all->size() == scores.size());  // every row kept
+    CHECK(std::vector<uint32_t>(all->begin(), all->begin() + static_cast<ptrdiff_t>(first)) ==
+          std::vector<uint32_t>(want.begin(), want.begin() + static_cast<ptrdiff_t>(first)));
+    std::vector<uint32_t> every = *all;
+    std::sort(every.begin(), every.end());
+    CHECK(every == rs.LogicalRows());
+    polls = 0;
+    CHECK_FALSE(SortRows(rs, *rs.column("score"), true, first, [&] { return ++polls >= 1; }));
+    CHECK(polls == 1);
+  }
+}
+
+// vm and filter hand the task's token to the expression VM: cancelled, they return the
+// cancelled error instead of a result.
+TEST_CASE("vm and filter: cancelled runs return the cancelled error") {
+  simdjson::dom::parser parser;
+  ColumnTypes types{{{"id", ColumnType::kI64}, {"score", ColumnType::kF64}}};
+  std::vector<double> scores(50'000, 1.0);
+  CancelToken cancel;
+  cancel.Cancel();
+
+  Call vm("vm", {{"out_key", std::string("s2")}});
+  auto e = CompileExpr(parser.parse(std::string(R"({"op": "*", "args": [{"key": "score"}, {"const": 2}]})")).value(),
+                       types, {}, "test");
+  REQUIRE(e);
+  vm.node.expr = *e;
+  CHECK(vm.Run({Scored(scores)}).column("s2")->f64[7] == 2.0);
+  vm.ctx.cancel = &cancel;
+  auto r = vm.spec->run_cpu(vm.ctx, {Scored(scores)});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == ErrorCode::kUnavailable);
+
+  Call filter("filter");
+  auto p = CompilePred(parser.parse(std::string(R"({"op": "cmp", "cmp": ">", "lhs": {"key": "score"}, "rhs": {"const": 0}})")).value(),
+                       types, {}, "test");
+  REQUIRE(p);
+  filter.node.pred = *p;
+  CHECK(filter.Run({Scored(scores)}).size() == scores.size());
+  filter.ctx.cancel = &cancel;
+  r = filter.spec->run_cpu(filter.ctx, {Scored(scores)});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kUnavailable);
 }
