@@ -61,12 +61,13 @@ Status RespScanner::EndHeader() {
     return {};
   }
   const auto n = static_cast<uint64_t>(v);
-  const std::string limit = " (limit " + std::to_string(limits_.max_bytes) + " bytes per reply)";
+  // Built only on failure: this runs for every header of every reply.
+  auto limit = [this] { return " (limit " + std::to_string(limits_.max_bytes) + " bytes per reply)"; };
   if (type_ == '$') {
     if (n > Room() || Room() - n < 2)
       return std::unexpected(Error::Backend("reply over the size limit: a bulk string of " +
                                             std::to_string(n) + " bytes announced with " +
-                                            std::to_string(Room()) + " left" + limit));
+                                            std::to_string(Room()) + " left" + limit()));
     payload_left_ = n;
     state_ = n > 0 ? State::kPayload : State::kPayloadCr;
     return {};
@@ -86,12 +87,43 @@ Status RespScanner::EndHeader() {
   if (n > Room() / 3)
     return std::unexpected(Error::Backend("reply over the size limit: an array of " +
                                           std::to_string(n) + " elements announced with " +
-                                          std::to_string(Room()) + " bytes left" + limit));
+                                          std::to_string(Room()) + " bytes left" + limit()));
   elements_ += n;
   owed_ += 3 * n;
   open_[depth_++] = {static_cast<int64_t>(n)};
   state_ = State::kType;
   return {};
+}
+
+Result<const char*> RespScanner::ScanWhole(const char* p, const char* const end) {
+  auto fail = [this](std::string why) { return std::unexpected(Fail(std::move(why)).error()); };
+  char c = *p;
+  if (c != '$' && c != '*' && c != ':') return p;
+  const char* digits = p + 1;
+  const char* q = digits;
+  if (q < end && *q == '-') ++q;
+  while (q < end && *q >= '0' && *q <= '9') ++q;
+  auto len = static_cast<size_t>(q - digits);
+  // Anything unusual (a split line, a bad byte, an overlong number) goes the byte-wise
+  // way, which says precisely what is wrong.
+  if (len == 0 || len > kMaxHeaderChars || end - q < 2 || q[0] != '\r' || q[1] != '\n') return p;
+  if (depth_ > 0) owed_ -= 3;  // this element's reservation becomes real bytes
+  if (!Charge(static_cast<size_t>(q + 2 - p))) return fail("reply over the size limit: header line");
+  type_ = c;
+  std::memcpy(header_, digits, len);
+  header_len_ = len;
+  saw_cr_ = false;
+  if (auto s = EndHeader(); !s) return fail(std::move(s.error().message));
+  p = q + 2;
+  if (state_ == State::kPayload && static_cast<uint64_t>(end - p) >= payload_left_ + 2) {
+    const char* crlf = p + payload_left_;
+    if (crlf[0] != '\r' || crlf[1] != '\n') return fail("protocol error: bulk string not ended by CRLF");
+    Charge(payload_left_ + 2);  // within the room checked at the header
+    payload_left_ = 0;
+    p = crlf + 2;
+    EndElement();
+  }
+  return p;
 }
 
 Result<size_t> RespScanner::Scan(std::string_view bytes) {
@@ -102,6 +134,12 @@ Result<size_t> RespScanner::Scan(std::string_view bytes) {
   while (p < end) {
     switch (state_) {
       case State::kType: {
+        auto whole = ScanWhole(p, end);
+        if (!whole) return std::unexpected(std::move(whole.error()));
+        if (*whole != p) {
+          p = *whole;
+          break;
+        }
         char c = *p++;
         if (!IsTypeByte(c)) return Fail("protocol error: unexpected reply type byte " + Hex(c));
         if (depth_ > 0) owed_ -= 3;  // this element's reservation becomes real bytes

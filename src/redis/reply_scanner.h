@@ -63,6 +63,10 @@ class RespScanner {
   bool Charge(size_t n);  // counts n bytes of the current reply; false when over budget
   size_t Room() const;    // bytes the current reply may still use
   Status EndHeader();     // a complete $ * : line was read
+  // The common case in one step: a whole `$ * :` header line (and a bulk's payload and
+  // CRLF) inside `[p, end)` at a reply element's start. Returns where it stopped, p
+  // itself when the element is not whole here (the byte-wise states take over).
+  Result<const char*> ScanWhole(const char* p, const char* end);
   void EndElement();      // an element ended: close finished arrays, maybe the reply
 
   ReplyLimits limits_;
