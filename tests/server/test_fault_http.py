@@ -12,7 +12,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import Rankd, free_port, metric_value, plans_dir, run_tests, simple_plan, wait_until  # noqa: E402
+from harness import (Rankd, free_port, metric_value, plans_dir, proc_status_kib, run_tests,  # noqa: E402
+                     simple_plan, wait_until)
 
 MIB = 1024 * 1024
 
@@ -27,13 +28,6 @@ PLANS = {
 }
 PLANS_DIR = plans_dir(PLANS)
 
-
-def proc_kib(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"{field} not in /proc/{pid}/status")
 
 
 def limit_hits(rankd, limit):
@@ -103,14 +97,14 @@ def test_pipelined_metrics_flood_keeps_memory_bounded():
         t = threading.Thread(target=lambda: result.append(flood(rankd.port, req, conns=8, seconds=15)))
         t.start()
         time.sleep(3)
-        warm = proc_kib(rankd.proc.pid, "VmRSS")
+        warm = proc_status_kib(rankd.proc.pid, "VmRSS")
         time.sleep(5)
         # What the shard holds of the flood's input, mid-flood: each connection at most
         # its unparsed-input bound (16 x 16 KiB) plus one read.
         held = metric_value(rankd.metrics(), "rankd_http_buffered_input_bytes")
         assert held is not None and held <= 8 * (256 + 64) * 1024, f"shard holds {held} bytes of input"
         t.join(30)
-        hwm = proc_kib(rankd.proc.pid, "VmHWM")
+        hwm = proc_status_kib(rankd.proc.pid, "VmHWM")
         print(f"     flood: read {result[0] // MIB} MiB of answers, rankd VmRSS {warm // 1024} MiB "
               f"after 3 s, VmHWM {hwm // 1024} MiB", flush=True)
         assert result[0] > 0, "the flood got no answers at all"
@@ -198,7 +192,7 @@ def test_slow_readers_past_the_unsent_budget_are_closed_slowest_first():
         assert 0 < before < len(slow), before
         assert all(closed[:before]), f"not the {before} slowest (first opened) closed: {closed}"
         healthz_fresh(rankd)
-        hwm = proc_kib(rankd.proc.pid, "VmHWM")
+        hwm = proc_status_kib(rankd.proc.pid, "VmHWM")
         assert hwm < 256 * 1024, f"rankd peak RSS {hwm // 1024} MiB"
     finally:
         for s in slow:
@@ -213,7 +207,7 @@ def test_pipeline_depth_and_shard_input_bounds_keep_answers_in_order():
     rankd = Rankd(PLANS_DIR, extra_args=["--max-pipeline-depth", "2",
                                          "--max-buffered-input-bytes", str(budget)])
     try:
-        rss0 = proc_kib(rankd.proc.pid, "VmRSS")
+        rss0 = proc_status_kib(rankd.proc.pid, "VmRSS")
         n = 12
         pad = b"p" * 15000  # near the 16 KiB head limit: 180 KB of requests per connection
         conns = []
@@ -253,7 +247,7 @@ def test_pipeline_depth_and_shard_input_bounds_keep_answers_in_order():
         held = metric_value(text, "rankd_http_buffered_input_bytes")
         # Each connection may overshoot the shard budget by one read while it can parse.
         assert held <= budget + 8 * 64 * 1024, f"shard holds {held} bytes of input"
-        grown = proc_kib(rankd.proc.pid, "VmRSS") - rss0
+        grown = proc_status_kib(rankd.proc.pid, "VmRSS") - rss0
         assert grown < 64 * 1024, f"RSS grew {grown // 1024} MiB while reads should have stopped"
         for limit in ("connection_input", "pipeline_depth", "shard_input"):
             assert metric_value(text, "rankd_http_limit_hits_total", limit=limit) > 0, limit
@@ -341,7 +335,7 @@ def test_metrics_flood_bounded_and_real_scrape_served():
         print(f"     flood answers by status: {answers}", flush=True)
         assert status == 200 and b"rankd_build_info" in data, status
         assert answers.get(200, 0) > 0 and set(answers) == {200}, answers
-        hwm = proc_kib(rankd.proc.pid, "VmHWM")
+        hwm = proc_status_kib(rankd.proc.pid, "VmHWM")
         assert hwm < 256 * 1024, f"rankd peak RSS {hwm // 1024} MiB"
     finally:
         rankd.stop()

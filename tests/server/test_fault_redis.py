@@ -17,8 +17,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from fake_resp import FakeResp  # noqa: E402
-from harness import (RANKD, Rankd, Redis, metric_value, plans_dir, run_tests, simple_plan,  # noqa: E402
-                     wait_until)
+from harness import (RANKD, Rankd, Redis, metric_value, plans_dir, proc_status_kib, run_tests,  # noqa: E402
+                     simple_plan, wait_until)
 
 MAX_REPLY = 16 << 20  # small, so that the RSS bound below is tight
 
@@ -169,13 +169,6 @@ def test_optional_node_is_degraded():
     assert "fault-optional-garbage" in rankd.stderr()
 
 
-def vm_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise AssertionError(f"no {field} for {pid}")
-
 
 def sanitized():
     with open(RANKD, "rb") as f:
@@ -185,13 +178,13 @@ def sanitized():
 def test_1gib_bulk_streamed_keeps_rss_bounded():
     fake, _, rankd = env()
     ready(rankd)
-    rss_before_mib = vm_kb(rankd.proc.pid, "VmRSS") / 1024
+    rss_before_mib = proc_status_kib(rankd.proc.pid, "VmRSS") / 1024
     fake.mode = "stream_1g"
     status, _, body = rank(rankd, "fake_viewer", "fault-stream")
     fake.mode = "ok_empty"
     assert status == 502, body
     assert json.loads(body)["error"]["code"] == "backend_error"
-    peak_mib = vm_kb(rankd.proc.pid, "VmHWM") / 1024
+    peak_mib = proc_status_kib(rankd.proc.pid, "VmHWM") / 1024
     wait_until(lambda: fake.streamed > 0, timeout=10, what="the fake to notice the hang-up")
     print(f"     1 GiB bulk: rankd peak RSS {peak_mib:.1f} MiB, {rss_before_mib:.1f} before "
           f"(limit {MAX_REPLY >> 20} MiB + 32), fake sent {fake.streamed >> 10} KiB of payload "

@@ -243,6 +243,15 @@ class Rankd:
         return self.proc.returncode
 
 
+def proc_status_kib(pid, field):
+    """A kB field of /proc/PID/status (VmRSS, VmHWM, ...), in KiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"{field} not in /proc/{pid}/status")
+
+
 def metric_value(text, name, **labels):
     """Sum of the samples of `name` whose labels include `labels`."""
     total = 0.0
