@@ -2,6 +2,8 @@
 
 #include <cassert>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 
 namespace rankd {
@@ -26,6 +28,13 @@ EventLoop::~EventLoop() {
   assert(!InLoopThread() && "EventLoop destroyed from its own thread");
   Stop();
   Join();
+}
+
+void EventLoop::DieOffLoopThread(std::source_location where) const {
+  std::fprintf(stderr, "rankd: %s (%s:%u) is for the thread of loop '%s' only, and ran on another\n",
+               where.function_name(), where.file_name(), static_cast<unsigned>(where.line()),
+               name_.c_str());
+  std::abort();
 }
 
 void EventLoop::Start() {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <source_location>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +58,17 @@ class EventLoop {
 
   State state() const { return state_.load(std::memory_order_acquire); }
   bool InLoopThread() const { return std::this_thread::get_id() == thread_id_.load(); }
+
+  // The check at the top of every loop-only entry point: aborts, naming the caller, when
+  // called from another thread. On in debug and sanitizer builds, compiled out with
+  // NDEBUG (release), so it costs the hot path nothing where it is measured.
+  void AssertInLoopThread(std::source_location where = std::source_location::current()) const {
+#ifndef NDEBUG
+    if (!InLoopThread()) DieOffLoopThread(where);
+#else
+    (void)where;
+#endif
+  }
   const std::string& name() const { return name_; }
 
   // --- loop thread only ---------------------------------------------------------------
@@ -102,6 +114,7 @@ class EventLoop {
   void set_runner_grace_ms(uint64_t ms) { runner_grace_ms_ = ms; }
 
  private:
+  [[noreturn]] void DieOffLoopThread(std::source_location where) const;
   bool Enqueue(LoopCallback cb);
   void ThreadMain();
   void Join();

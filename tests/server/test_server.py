@@ -15,7 +15,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, Rankd, SharedServer, free_port, metric_value, plans_dir,  # noqa: E402
+from harness import (RANKD, Rankd, SharedServer, free_port, listening_ports, metric_value, plans_dir,  # noqa: E402
                      run_tests, simple_plan, sleep_plan, wait_until, write_plan)
 
 TEST_PLANS = {
@@ -472,11 +472,13 @@ def test_watch_plans_reloads_on_change_and_keeps_the_old_set_on_a_bad_one():
 
 def test_ipv6_listen_address_and_a_bad_one():
     s = server()
-    port = free_port()
-    p = subprocess.Popen([RANKD, "serve", "--host", "::1", "--port", str(port), "--shards", "2",
+    p = subprocess.Popen([RANKD, "serve", "--host", "::1", "--port", "0", "--shards", "2",
                           "--plans", s.plans, "--log-level", "warn"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
+        wait_until(lambda: len(listening_ports(p.pid)) == 1, what="rankd listening on [::1]")
+        port = listening_ports(p.pid).pop()
+
         def answers():
             c = http.client.HTTPConnection("::1", port, timeout=5)
             try:

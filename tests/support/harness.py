@@ -39,9 +39,36 @@ atexit.register(_cleanup)
 
 
 def free_port():
+    """A port free right now. Another process may be handed the same one before it is
+    bound, so servers that can take port 0 do (Rankd); the others retry (Redis)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def listening_ports(pid):
+    """The TCP ports process `pid` listens on, read from /proc."""
+    inodes = set()
+    fd_dir = f"/proc/{pid}/fd"
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    cols = line.split()
+                    if cols[3] == "0A" and cols[9] in inodes:  # 0A: LISTEN
+                        ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+        except FileNotFoundError:
+            pass
+    return ports
 
 
 def wait_until(cond, timeout=10.0, what="condition"):
@@ -70,10 +97,16 @@ class Redis:
     """A redis-server on a free loopback port, with a tiny RESP client."""
 
     def __init__(self, port=None):
-        self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix="rankd-redis-")
         self.proc = None
-        self.start()
+        for attempt in range(5):
+            self.port = port or free_port()
+            try:
+                self.start()
+                return
+            except OSError:
+                if port or attempt == 4:
+                    raise
 
     def start(self):
         self.proc = subprocess.Popen(
@@ -82,7 +115,13 @@ class Redis:
              "--loglevel", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _procs.append(self.proc)
-        wait_until(lambda: self.ping(), what=f"redis-server on port {self.port}")
+        # Ready when this process listens on the port: a PING alone could be answered by
+        # another test's redis-server that took the same port first.
+        wait_until(lambda: self.proc.poll() is not None or
+                   (self.port in listening_ports(self.proc.pid) and self.ping()),
+                   what=f"redis-server on port {self.port}")
+        if self.proc.poll() is not None:
+            raise OSError(f"redis-server could not listen on port {self.port}")
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -178,9 +217,12 @@ class Rankd:
     """A `rankd serve` process on a free port."""
 
     def __init__(self, plans, redis=None, shards=1, extra_args=None, port=None, stdout_path=None):
-        self.port = port or free_port()
+        # Port 0 unless the test needs a fixed one: the kernel then picks a port no socket
+        # holds. A port picked here could be handed to a concurrent test's rankd as well,
+        # and SO_REUSEPORT would let both share it, each answering the other's clients.
+        self.port = port
         self.plans = plans
-        args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(self.port),
+        args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(port or 0),
                 "--shards", str(shards), "--plans", plans, "--log-level", "warn"]
         if redis is not None:
             args += ["--redis", f"redis_default={redis.url()}"]
@@ -190,14 +232,30 @@ class Rankd:
         args += extra_args or []
         self.log = tempfile.NamedTemporaryFile(prefix="rankd-log-", delete=False)
         out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
+        self.args = args
         self.proc = subprocess.Popen(args, stdout=out, stderr=self.log)
         _procs.append(self.proc)
         _servers.append(self)
+        if self.port is None:
+            wait_until(self._find_port, what="rankd to listen")
         wait_until(self._healthy, what=f"rankd on port {self.port}")
 
-    def _healthy(self):
+    def _exited(self):
         if self.proc.poll() is not None:
             raise AssertionError(f"rankd exited with {self.proc.returncode}: {self.stderr()}")
+
+    def _find_port(self):
+        self._exited()
+        ports = listening_ports(self.proc.pid)
+        if "--metrics-port" in self.args:
+            ports.discard(int(self.args[self.args.index("--metrics-port") + 1]))
+        if len(ports) != 1:
+            return False
+        self.port = ports.pop()
+        return True
+
+    def _healthy(self):
+        self._exited()
         status, _, _ = self.request("GET", "/healthz")
         return status == 200
 
