@@ -49,79 +49,91 @@ Status RespScanner::EndHeader() {
   auto [p, ec] = std::from_chars(header_, header_ + header_len_, v);
   if (header_len_ == 0 || ec != std::errc() || p != header_ + header_len_)
     return std::unexpected(Error::Backend("protocol error: malformed number in a reply header"));
-  if (type_ == ':') {
-    EndElement();
-    return {};
-  }
+  if (!AcceptHeader(v)) return std::unexpected(HeaderError(v));
+  return {};
+}
+
+// Runs for every header of every reply, so it only decides; HeaderError, off the hot
+// path, says why. Both apply the same rules in the same order.
+inline bool RespScanner::AcceptHeader(int64_t v) {
   // hiredis reads -1 as nil and would read any other negative length as nil too.
-  if (v < -1)
-    return std::unexpected(Error::Backend("protocol error: negative length " + std::to_string(v)));
-  if (v == -1) {
+  if (type_ == ':' || v == -1) {
     EndElement();
-    return {};
+    return true;
   }
+  if (v < -1) return false;
   const auto n = static_cast<uint64_t>(v);
-  // Built only on failure: this runs for every header of every reply.
-  auto limit = [this] { return " (limit " + std::to_string(limits_.max_bytes) + " bytes per reply)"; };
   if (type_ == '$') {
-    if (n > Room() || Room() - n < 2)
-      return std::unexpected(Error::Backend("reply over the size limit: a bulk string of " +
-                                            std::to_string(n) + " bytes announced with " +
-                                            std::to_string(Room()) + " left" + limit()));
+    if (n > Room() || Room() - n < 2) return false;
     payload_left_ = n;
     state_ = n > 0 ? State::kPayload : State::kPayloadCr;
-    return {};
+    return true;
   }
   // '*'
   if (n == 0) {
     EndElement();
-    return {};
+    return true;
   }
-  if (depth_ >= std::min(limits_.max_depth, kMaxDepth))
-    return std::unexpected(Error::Backend("reply nested too deep: more than " +
-                                          std::to_string(limits_.max_depth) + " arrays"));
-  if (n > limits_.max_elements - std::min(elements_, limits_.max_elements))
-    return std::unexpected(Error::Backend("reply over the element limit: an array of " +
-                                          std::to_string(n) + " elements announced (limit " +
-                                          std::to_string(limits_.max_elements) + " per reply)"));
-  if (n > Room() / 3)
-    return std::unexpected(Error::Backend("reply over the size limit: an array of " +
-                                          std::to_string(n) + " elements announced with " +
-                                          std::to_string(Room()) + " bytes left" + limit()));
+  if (depth_ >= std::min(limits_.max_depth, kMaxDepth) ||
+      n > limits_.max_elements - std::min(elements_, limits_.max_elements) || n > Room() / 3)
+    return false;
   elements_ += n;
   owed_ += 3 * n;
   open_[depth_++] = {static_cast<int64_t>(n)};
   state_ = State::kType;
-  return {};
+  return true;
+}
+
+Error RespScanner::HeaderError(int64_t v) const {
+  if (v < -1) return Error::Backend("protocol error: negative length " + std::to_string(v));
+  const auto n = static_cast<uint64_t>(v);
+  auto limit = " (limit " + std::to_string(limits_.max_bytes) + " bytes per reply)";
+  if (type_ == '$')
+    return Error::Backend("reply over the size limit: a bulk string of " + std::to_string(n) +
+                          " bytes announced with " + std::to_string(Room()) + " left" + limit);
+  if (depth_ >= std::min(limits_.max_depth, kMaxDepth))
+    return Error::Backend("reply nested too deep: more than " + std::to_string(limits_.max_depth) +
+                          " arrays");
+  if (n > limits_.max_elements - std::min(elements_, limits_.max_elements))
+    return Error::Backend("reply over the element limit: an array of " + std::to_string(n) +
+                          " elements announced (limit " + std::to_string(limits_.max_elements) +
+                          " per reply)");
+  return Error::Backend("reply over the size limit: an array of " + std::to_string(n) +
+                        " elements announced with " + std::to_string(Room()) + " bytes left" + limit);
 }
 
 Result<const char*> RespScanner::ScanWhole(const char* p, const char* const end) {
   auto fail = [this](std::string why) { return std::unexpected(Fail(std::move(why)).error()); };
-  char c = *p;
-  if (c != '$' && c != '*' && c != ':') return p;
-  const char* digits = p + 1;
-  const char* q = digits;
-  if (q < end && *q == '-') ++q;
-  while (q < end && *q >= '0' && *q <= '9') ++q;
-  auto len = static_cast<size_t>(q - digits);
-  // Anything unusual (a split line, a bad byte, an overlong number) goes the byte-wise
-  // way, which says precisely what is wrong.
-  if (len == 0 || len > kMaxHeaderChars || end - q < 2 || q[0] != '\r' || q[1] != '\n') return p;
-  if (depth_ > 0) owed_ -= 3;  // this element's reservation becomes real bytes
-  if (!Charge(static_cast<size_t>(q + 2 - p))) return fail("reply over the size limit: header line");
-  type_ = c;
-  std::memcpy(header_, digits, len);
-  header_len_ = len;
-  saw_cr_ = false;
-  if (auto s = EndHeader(); !s) return fail(std::move(s.error().message));
-  p = q + 2;
-  if (state_ == State::kPayload && static_cast<uint64_t>(end - p) >= payload_left_ + 2) {
-    const char* crlf = p + payload_left_;
-    if (crlf[0] != '\r' || crlf[1] != '\n') return fail("protocol error: bulk string not ended by CRLF");
-    Charge(payload_left_ + 2);  // within the room checked at the header
-    payload_left_ = 0;
-    p = crlf + 2;
-    EndElement();
+  // Element after element while they are whole: most replies are arrays of short bulks,
+  // so this loop, not the byte-wise states, sees nearly every byte.
+  while (p < end && state_ == State::kType) {
+    char c = *p;
+    if (c != '$' && c != '*' && c != ':') return p;
+    const char* q = p + 1;
+    bool negative = q < end && *q == '-';
+    if (negative) ++q;
+    const char* digits = q;
+    uint64_t v = 0;
+    while (q < end && *q >= '0' && *q <= '9') v = v * 10 + static_cast<uint64_t>(*q++ - '0');
+    // Anything unusual (a split line, a bad byte, no digits, a number of 19 digits or
+    // more, which could overflow here) goes the byte-wise way, which parses it exactly
+    // and says precisely what is wrong.
+    if (q == digits || q - digits > 18 || end - q < 2 || q[0] != '\r' || q[1] != '\n') return p;
+    if (depth_ > 0) owed_ -= 3;  // this element's reservation becomes real bytes
+    if (!Charge(static_cast<size_t>(q + 2 - p))) return fail("reply over the size limit: header line");
+    type_ = c;
+    saw_cr_ = false;
+    const int64_t value = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+    if (!AcceptHeader(value)) return fail(HeaderError(value).message);
+    p = q + 2;
+    if (state_ == State::kPayload && static_cast<uint64_t>(end - p) >= payload_left_ + 2) {
+      const char* crlf = p + payload_left_;
+      if (crlf[0] != '\r' || crlf[1] != '\n') return fail("protocol error: bulk string not ended by CRLF");
+      Charge(payload_left_ + 2);  // within the room checked at the header
+      payload_left_ = 0;
+      p = crlf + 2;
+      EndElement();
+    }
   }
   return p;
 }

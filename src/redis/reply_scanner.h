@@ -62,10 +62,14 @@ class RespScanner {
   Result<size_t> Fail(std::string why);
   bool Charge(size_t n);  // counts n bytes of the current reply; false when over budget
   size_t Room() const;    // bytes the current reply may still use
-  Status EndHeader();     // a complete $ * : line was read
-  // The common case in one step: a whole `$ * :` header line (and a bulk's payload and
-  // CRLF) inside `[p, end)` at a reply element's start. Returns where it stopped, p
-  // itself when the element is not whole here (the byte-wise states take over).
+  Status EndHeader();     // a complete $ * : line was read into header_
+  // The number `v` of a complete $ * : line: applies it, or returns false when it breaks
+  // a rule, which HeaderError(v) then names.
+  bool AcceptHeader(int64_t v);
+  [[gnu::cold]] Error HeaderError(int64_t v) const;
+  // The common case: whole `$ * :` header lines (each with a bulk's payload and CRLF)
+  // inside `[p, end)` from a reply element's start on. Returns where it stopped: at the
+  // first element that is not whole here, or not simple (the byte-wise states take over).
   Result<const char*> ScanWhole(const char* p, const char* end);
   void EndElement();      // an element ended: close finished arrays, maybe the reply
 
