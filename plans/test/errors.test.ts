@@ -31,6 +31,7 @@ const cases: [string, B, RegExp, ParamDecls?][] = [
   ["busy_cpu -1", (c) => c.fixedSource().busyCpu({ durationMs: -1 }), /busy_cpu\(\) .*durationMs -1 is out of bounds 0\.\.60000/],
   ["sleep fail_after_sleep not bool", (c) => c.sleep({ durationMs: 1, failAfterSleep: 1 }), /failAfterSleep must be a boolean/],
   ["timeoutMs 0", (c) => c.viewer({ timeoutMs: 0 }), /timeoutMs 0 is out of bounds/],
+  ["timeoutMs past the server's bound", (c) => c.viewer({ timeoutMs: 60_001 }), /timeoutMs 60001 is out of bounds 1\.\.60000/],
   ["unknown option", (c) => c.fixedSource().take({ count: 1, cnt: 2 }), /unknown option 'cnt'/],
   ["bad endpoint", (c) => c.viewer({ endpoint: "" }), /endpoint must be an endpoint name/],
   ["sort order", (c) => c.fixedSource().sort({ key: "score", order: "up" }), /order must be "desc" or "asc"/],
