@@ -54,7 +54,7 @@ Status CheckPortFree(std::string_view host, int port) {
 }
 
 Listener::Listener(EventLoop& loop, HttpOptions options, Handler handler)
-    : loop_(loop), ctx_(loop, std::move(options), std::move(handler), *this) {}
+    : ctx_(loop, std::move(options), std::move(handler), *this) {}
 
 Listener::~Listener() { assert(!listen_open_ && conns_.empty()); }
 
@@ -79,14 +79,14 @@ Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions o
 }
 
 const HttpCounters& Listener::counters() {
-  loop_.AssertInLoopThread();
+  ctx_.loop.AssertInLoopThread();
   ctx_.counters.buffered_input = ctx_.buffered_input;
   ctx_.counters.unsent = ctx_.unsent;
   return ctx_.counters;
 }
 
 size_t Listener::open_connections() const {
-  loop_.AssertInLoopThread();
+  ctx_.loop.AssertInLoopThread();
   return conns_.size();
 }
 
@@ -97,7 +97,7 @@ int Listener::Bind() {
   // libuv 1.44 has no UV_TCP_REUSEPORT: create the socket first (init_ex), set the
   // option on its fd, then bind. Every shard binds the same port this way. An IPv6
   // socket on "::" also takes IPv4 clients unless the host sets net.ipv6.bindv6only.
-  int rc = uv_tcp_init_ex(loop_.uv(), &listen_, addr.ss_family);
+  int rc = uv_tcp_init_ex(ctx_.loop.uv(), &listen_, addr.ss_family);
   if (rc < 0) return rc;
   listen_open_ = true;
   listen_.data = this;
@@ -126,7 +126,7 @@ void Listener::OnConnection(uv_stream_t* server, int status) {
   if (status < 0 || l->listen_closing_) return;
   if (l->conns_.size() >= l->ctx_.options.max_connections) {
     // Not calling uv_accept makes libuv keep this one socket and stop polling the
-    // listener; the next close takes it (OnConnectionClosed), which resumes polling.
+    // listener; the next close takes it (ConnectionClosed), which resumes polling.
     if (!l->accept_paused_) {
       l->accept_paused_ = true;
       ++l->ctx_.counters.accept_paused;
@@ -163,7 +163,7 @@ void Listener::ConnectionClosed(Connection* c) {
 
 void Listener::ParkUntilNextTurn(std::shared_ptr<Connection> c) {
   if (parked_.empty()) {
-    loop_.NextTurn([weak = weak_from_this()] {
+    ctx_.loop.NextTurn([weak = weak_from_this()] {
       if (auto l = weak.lock()) l->UnparkAll();
     });
   }
@@ -189,7 +189,7 @@ void Listener::InputReleased() {
   if (input_waiters_.empty() || ctx_.InputOverBudget() || input_resume_scheduled_) return;
   // Next turn, not now: we are inside some connection's callback.
   input_resume_scheduled_ = true;
-  loop_.NextTurn([weak = weak_from_this()] {
+  ctx_.loop.NextTurn([weak = weak_from_this()] {
     auto l = weak.lock();
     if (!l) return;
     l->input_resume_scheduled_ = false;
@@ -203,7 +203,7 @@ void Listener::InputReleased() {
 void Listener::UnsentOverBudget() {
   if (unsent_check_scheduled_) return;
   unsent_check_scheduled_ = true;
-  loop_.NextTurn([weak = weak_from_this()] {
+  ctx_.loop.NextTurn([weak = weak_from_this()] {
     if (auto l = weak.lock()) {
       l->unsent_check_scheduled_ = false;
       l->CloseSlowestReaders();
@@ -250,7 +250,7 @@ void Listener::MaybeFinished() {
 }
 
 void Listener::Drain(std::function<void()> on_drained) {
-  loop_.AssertInLoopThread();
+  ctx_.loop.AssertInLoopThread();
   on_drained_ = std::move(on_drained);
   ctx_.draining = true;
   if (!self_) {  // everything is already closed
@@ -267,7 +267,7 @@ void Listener::Drain(std::function<void()> on_drained) {
 }
 
 void Listener::CloseNow() {
-  loop_.AssertInLoopThread();
+  ctx_.loop.AssertInLoopThread();
   ctx_.draining = true;
   CloseListenSocket();
   auto snapshot = conns_;

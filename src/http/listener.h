@@ -7,8 +7,9 @@
 // stop past it) and unsent output (the slowest readers are closed past it).
 //
 // Thread: everything on the owning EventLoop's thread, Start included (Post it there);
-// each method asserts it (EventLoop::AssertInLoopThread). Only port() may be read from
-// any thread once Start has returned (it never changes).
+// every public method but port() asserts it (EventLoop::AssertInLoopThread). port() may
+// be read from any thread once Start has returned (it never changes), and the last
+// reference may be dropped on any thread once the listener has closed.
 // Lifetime: the Listener keeps itself alive while it has open handles, so the owner
 // may drop its shared_ptr at any time; a loop Stop() hard-closes whatever is left.
 #pragma once
@@ -86,8 +87,8 @@ class Listener : public std::enable_shared_from_this<Listener>, private Connecti
   void UnsentOverBudget() override;
   void ConnectionClosed(Connection* c) override;
 
-  EventLoop& loop_;
-  ConnectionContext ctx_;  // what every connection shares (options, counters, budgets)
+  // What every connection shares (the loop, options, counters, budgets).
+  ConnectionContext ctx_;
 
   uv_tcp_t listen_{};
   int port_ = 0;
