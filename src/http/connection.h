@@ -1,45 +1,44 @@
 // Connection: one accepted HTTP/1.1 connection of a Listener. Internal to src/http.
 // Feeds the socket's bytes to its RequestStream (the parser), hands one request at a
 // time to the handler, writes responses in request order, enforces the limits and
-// timeouts of HttpOptions (and, with the listener, the shard's input and output
-// budgets), and closes gracefully (our FIN, then read-and-discard for a bounded time so
-// the client sees the last response instead of a reset).
+// timeouts of HttpOptions (and, through its ConnectionContext, the shard's input and
+// output budgets), and closes gracefully (our FIN, then read-and-discard for a bounded
+// time so the client sees the last response instead of a reset).
 //
-// Thread: the listener's loop thread only. Owned by the Listener (shared_ptr, so that
-// Responders can hold weak references); freed after its handle's close callback.
+// Thread: the listener's loop thread only; every public method but the two getters
+// asserts it (EventLoop::AssertInLoopThread). Owned by the Listener (shared_ptr, so
+// that Responders can hold weak references); freed after its handle's close callback.
 #pragma once
 
 #include <uv.h>
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "core/error.h"
+#include "http/connection_context.h"
 #include "http/counters.h"
 #include "http/message.h"
 #include "http/request_stream.h"
 
 namespace rankd::http {
 
-class Listener;
-
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  explicit Connection(Listener* listener);
+  explicit Connection(ConnectionContext& ctx);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
   // Accepts the listener's pending socket. On failure the handle is closed and the
-  // listener is told through OnConnectionClosed like any other close.
+  // listener is told through ConnectionClosed like any other close.
   int Accept(uv_stream_t* server);
 
-  // From a Responder: answers request `seq` if it is the one waiting.
+  // From a Responder: answers request `seq` if it is the one the handler holds.
   void Respond(uint64_t seq, const Response& r);
 
-  // From the listener's NextTurn batch: parse the input that waited (see Park).
+  // From the listener's next-turn batch: parse the input that waited (see Park).
   // `first`: the batch's first connection, which parses one step whatever the budget.
   void Unpark(bool first);
 
@@ -55,31 +54,53 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t index = 0;  // position in the listener's list
 
  private:
+  // What the connection is doing. Every change goes through Enter, which asserts that
+  // it is one of those Allowed.
   enum class Phase : uint8_t {
-    kOpen,     // parsing and answering requests
-    kClosing,  // last response queued: flush it, then send FIN (reads are discarded)
-    kLinger,   // FIN sent: discard reads until the client's EOF or linger_ms
-    kClosed,   // uv_close called
+    kReceiving,       // parsing requests: between two, or inside one (stream_ knows)
+    kHandlerPending,  // the handler holds a request; its Responder answers it
+    kClosing,         // last response queued: flush it, then send FIN (reads are discarded)
+    kShuttingDown,    // uv_shutdown called: our FIN leaves after the queued output
+    kLinger,          // FIN sent: discard reads until the client's EOF or linger_ms
+    kClosed,          // uv_close called
   };
   enum class TimerMode : uint8_t { kNone, kIdle, kRead, kCloseWait, kLinger };
 
+  // The request the handler holds: what its response needs. Replaced as a whole by
+  // each dispatch, so that nothing of one request leaks into the next.
+  struct PendingRequest {
+    uint64_t seq = 0;  // its Responder's; an answer for another seq is ignored
+    bool keep_alive = true;
+    bool head = false;  // HEAD: no body bytes
+    std::string id;     // the response's X-Request-Id
+  };
+
+  static bool Allowed(Phase from, Phase to);
+  void Enter(Phase next);
+  bool Open() const { return phase_ == Phase::kReceiving || phase_ == Phase::kHandlerPending; }
   bool CanParse() const;
   // The loop turn has used its budget: input read now is parsed in the next turn, so
   // that a burst of ready connections cannot hold the loop's timers back.
-  bool TurnOverBudget() const;
+  bool TurnOverBudget() const { return ctx_.loop.TurnOverBudget(); }
   void Park();
+  void OnReadEnd(ssize_t status);  // EOF or a read error
+  void Receive(const char* data, size_t n);
   size_t Process(const char* data, size_t n);  // returns the bytes consumed
   void Dispatch();
-  void Reject(RejectKind kind, const Error& e);       // error response + graceful close
-  void BeginClose() { phase_ = Phase::kClosing; }
-  void Settle();  // after any event: parse what waits, flush, reads, timer, closing
-  void ParseWaiting();  // Settle's first half: buffered input, end of stream
-  bool Flush();         // true when output went out at once (parsing may go on)
+  void Reject(RejectKind kind, const Error& e);  // error response + graceful close
+  // After any event: parse what waits, flush, closing, reads, timer. `must_progress`:
+  // parse one step even when the loop turn is over budget (see Unpark).
+  void Settle(bool must_progress = false);
+  void ParseWaiting(bool& must_progress);  // Settle's first half: buffered input, end of stream
+  bool Flush();  // true when output went out at once (parsing may go on)
+  void Shutdown();  // our FIN (kClosing, all output sent)
   void OnClientReading();  // output left: the client reads, its timers restart
   void UpdateReading();
+  bool OpenWantsInput();  // UpdateReading for an open connection (records why not)
   void UpdateTimer();
-  // Tell the listener how much input and output this connection holds now (the shard's
-  // budgets are sums over its connections).
+  TimerMode WantedTimer() const;
+  void Expire(TimerMode mode);
+  // Move this connection's shares of the shard's budgets to what it holds now.
   void AccountInput();
   void AccountOutput();
 
@@ -90,7 +111,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   static void OnTimer(uv_timer_t* t);
   static void OnClose(uv_handle_t* h);
 
-  Listener* listener_;
+  ConnectionContext& ctx_;
   uv_tcp_t tcp_{};
   uv_write_t write_req_{};
   uv_shutdown_t shutdown_req_{};
@@ -98,38 +119,31 @@ class Connection : public std::enable_shared_from_this<Connection> {
   TimerMode timer_mode_ = TimerMode::kNone;
   uint64_t timer_due_ = 0;        // loop time (ms) the current mode expires; 0: none
   uint64_t timer_armed_due_ = 0;  // when the uv timer fires; 0: not armed
-  Phase phase_ = Phase::kOpen;
+  Phase phase_ = Phase::kReceiving;
   std::shared_ptr<Connection> self_;  // held from uv_tcp_init until the close callback
 
-  // --- parsing ---------------------------------------------------------------------
+  // --- input -------------------------------------------------------------------------
   RequestStream stream_;
-  bool in_process_ = false;    // inside Process: responses are flushed at its end
+  bool in_process_ = false;          // inside Process: responses are flushed at its end
   bool restart_read_timer_ = false;  // a new request began: its read time starts now
 
   // Unparsed input (pipelined requests waiting behind an unanswered one).
   std::string in_buf_;
   size_t in_off_ = 0;
-  bool reading_ = false;
-  bool parked_ = false;  // in the listener's list of input to parse next turn
-  bool must_progress_ = false;  // inside Unpark(first = true)
+  bool reading_ = false;  // uv_read_start is in effect
   bool peer_eof_ = false;
+  bool parked_ = false;                 // in the listener's list for the next turn
   bool input_waits_for_shard_ = false;  // in the listener's list of reads to resume
-  size_t input_accounted_ = 0;          // in_buf_ bytes the listener counts for us
+  size_t input_accounted_ = 0;          // our share of the shard's buffered input
 
-  // --- the request being handled -----------------------------------------------------
-  bool handler_pending_ = false;
-  uint64_t seq_ = 0;
-  bool pending_keep_alive_ = true;
-  bool pending_head_ = false;  // HEAD: no body bytes
-  std::string pending_id_;
+  PendingRequest pending_;
 
-  // --- output: responses append to out_back_; out_front_ is in flight ----------------
+  // --- output: responses append to out_back_; out_front_ is in flight (a uv_write
+  // is pending exactly while it is not empty) -------------------------------------------
   std::string out_front_;
   std::string out_back_;
-  bool writing_ = false;
-  bool shutdown_started_ = false;
-  size_t queued_responses_ = 0;   // answered, not yet all sent (max_pipeline_depth)
-  size_t output_accounted_ = 0;   // Unsent() as the listener counts it
+  size_t queued_responses_ = 0;  // answered, not yet all sent (max_pipeline_depth)
+  size_t output_accounted_ = 0;  // our share of the shard's unsent output
   uint64_t stalled_since_ = 0;
 };
 

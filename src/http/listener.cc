@@ -54,21 +54,19 @@ Status CheckPortFree(std::string_view host, int port) {
 }
 
 Listener::Listener(EventLoop& loop, HttpOptions options, Handler handler)
-    : loop_(loop),
-      options_(std::move(options)),
-      handler_(std::move(handler)),
-      ids_(options_.shard_id, NextListenerInstance()),
-      scratch_(new char[kScratchBytes]) {}
+    : ctx_(loop, std::move(options), std::move(handler), *this) {}
 
 Listener::~Listener() { assert(!listen_open_ && conns_.empty()); }
 
 Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions options,
                                                   Handler handler) {
+  loop.AssertInLoopThread();
   std::shared_ptr<Listener> l(new Listener(loop, std::move(options), std::move(handler)));
   l->self_ = l;
   if (int rc = l->Bind(); rc < 0) {
-    std::string msg = "http: cannot listen on " + l->options_.host + ":" +
-                      std::to_string(l->options_.port) + ": " + uv_strerror(rc);
+    const HttpOptions& opt = l->ctx_.options;
+    std::string msg = "http: cannot listen on " + opt.host + ":" + std::to_string(opt.port) +
+                      ": " + uv_strerror(rc);
     l->CloseListenSocket();
     l->MaybeFinished();  // when the handle never opened, nothing else releases self_
     return Fail(Error::Internal(std::move(msg)));
@@ -80,13 +78,26 @@ Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions o
   return l;
 }
 
+const HttpCounters& Listener::counters() {
+  ctx_.loop.AssertInLoopThread();
+  ctx_.counters.buffered_input = ctx_.buffered_input;
+  ctx_.counters.unsent = ctx_.unsent;
+  return ctx_.counters;
+}
+
+size_t Listener::open_connections() const {
+  ctx_.loop.AssertInLoopThread();
+  return conns_.size();
+}
+
 int Listener::Bind() {
+  const HttpOptions& opt = ctx_.options;
   sockaddr_storage addr;
-  if (!ParseListenAddress(options_.host, options_.port, &addr)) return UV_EINVAL;
+  if (!ParseListenAddress(opt.host, opt.port, &addr)) return UV_EINVAL;
   // libuv 1.44 has no UV_TCP_REUSEPORT: create the socket first (init_ex), set the
   // option on its fd, then bind. Every shard binds the same port this way. An IPv6
   // socket on "::" also takes IPv4 clients unless the host sets net.ipv6.bindv6only.
-  int rc = uv_tcp_init_ex(loop_.uv(), &listen_, addr.ss_family);
+  int rc = uv_tcp_init_ex(ctx_.loop.uv(), &listen_, addr.ss_family);
   if (rc < 0) return rc;
   listen_open_ = true;
   listen_.data = this;
@@ -98,7 +109,7 @@ int Listener::Bind() {
   rc = uv_tcp_bind(&listen_, reinterpret_cast<const sockaddr*>(&addr), 0);
   if (rc < 0) return rc;
   // uv_tcp_bind may defer EADDRINUSE to uv_listen.
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listen_), options_.backlog,
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listen_), opt.backlog,
                  &Listener::OnConnection);
   if (rc < 0) return rc;
   sockaddr_storage ss{};
@@ -113,12 +124,12 @@ int Listener::Bind() {
 void Listener::OnConnection(uv_stream_t* server, int status) {
   auto* l = static_cast<Listener*>(server->data);
   if (status < 0 || l->listen_closing_) return;
-  if (l->conns_.size() >= l->options_.max_connections) {
+  if (l->conns_.size() >= l->ctx_.options.max_connections) {
     // Not calling uv_accept makes libuv keep this one socket and stop polling the
-    // listener; the next close takes it (OnConnectionClosed), which resumes polling.
+    // listener; the next close takes it (ConnectionClosed), which resumes polling.
     if (!l->accept_paused_) {
       l->accept_paused_ = true;
-      ++l->counters_.accept_paused;
+      ++l->ctx_.counters.accept_paused;
     }
     return;
   }
@@ -126,15 +137,15 @@ void Listener::OnConnection(uv_stream_t* server, int status) {
 }
 
 void Listener::AcceptOne() {
-  auto c = std::make_shared<Connection>(this);
+  auto c = std::make_shared<Connection>(ctx_);
   c->index = conns_.size();
   conns_.push_back(c);
-  ++counters_.connections_accepted;
-  counters_.connections_open = conns_.size();
+  ++ctx_.counters.connections_accepted;
+  ctx_.counters.connections_open = conns_.size();
   c->Accept(reinterpret_cast<uv_stream_t*>(&listen_));  // a failure closes it again
 }
 
-void Listener::OnConnectionClosed(Connection* c) {
+void Listener::ConnectionClosed(Connection* c) {
   size_t i = c->index;
   assert(i < conns_.size() && conns_[i].get() == c);
   if (i + 1 != conns_.size()) {
@@ -142,7 +153,7 @@ void Listener::OnConnectionClosed(Connection* c) {
     conns_[i]->index = i;
   }
   conns_.pop_back();
-  counters_.connections_open = conns_.size();
+  ctx_.counters.connections_open = conns_.size();
   if (accept_paused_ && listen_open_ && !listen_closing_) {
     accept_paused_ = false;
     AcceptOne();
@@ -150,9 +161,9 @@ void Listener::OnConnectionClosed(Connection* c) {
   MaybeFinished();
 }
 
-void Listener::Park(std::shared_ptr<Connection> c) {
+void Listener::ParkUntilNextTurn(std::shared_ptr<Connection> c) {
   if (parked_.empty()) {
-    loop_.NextTurn([weak = weak_from_this()] {
+    ctx_.loop.NextTurn([weak = weak_from_this()] {
       if (auto l = weak.lock()) l->UnparkAll();
     });
   }
@@ -174,11 +185,11 @@ void Listener::WaitForInputRoom(std::shared_ptr<Connection> c) {
   input_waiters_.push_back(std::move(c));
 }
 
-void Listener::OnInputReleased() {
-  if (input_waiters_.empty() || InputOverBudget() || input_resume_scheduled_) return;
+void Listener::InputReleased() {
+  if (input_waiters_.empty() || ctx_.InputOverBudget() || input_resume_scheduled_) return;
   // Next turn, not now: we are inside some connection's callback.
   input_resume_scheduled_ = true;
-  loop_.NextTurn([weak = weak_from_this()] {
+  ctx_.loop.NextTurn([weak = weak_from_this()] {
     auto l = weak.lock();
     if (!l) return;
     l->input_resume_scheduled_ = false;
@@ -189,10 +200,10 @@ void Listener::OnInputReleased() {
   });
 }
 
-void Listener::CheckUnsentBudget() {
-  if (unsent_ <= options_.max_unsent_bytes || unsent_check_scheduled_) return;
+void Listener::UnsentOverBudget() {
+  if (unsent_check_scheduled_) return;
   unsent_check_scheduled_ = true;
-  loop_.NextTurn([weak = weak_from_this()] {
+  ctx_.loop.NextTurn([weak = weak_from_this()] {
     if (auto l = weak.lock()) {
       l->unsent_check_scheduled_ = false;
       l->CloseSlowestReaders();
@@ -203,7 +214,7 @@ void Listener::CheckUnsentBudget() {
 void Listener::CloseSlowestReaders() {
   // O(connections) per close, and only past the budget: a slow reader holds its
   // output for its whole stall, so closes are rare next to responses.
-  while (unsent_ > options_.max_unsent_bytes) {
+  while (ctx_.unsent > ctx_.options.max_unsent_bytes) {
     Connection* slowest = nullptr;
     for (const auto& c : conns_) {
       if (c->Unsent() == 0 || c->stalled_since() == 0) continue;
@@ -212,7 +223,7 @@ void Listener::CloseSlowestReaders() {
         slowest = c.get();
     }
     if (!slowest) return;  // output still going out at once: nobody is stalled yet
-    ++counters_.limit(LimitKind::kShardUnsent);
+    ++ctx_.counters.limit(LimitKind::kShardUnsent);
     slowest->CloseNow();  // stops counting its buffers
   }
 }
@@ -239,8 +250,9 @@ void Listener::MaybeFinished() {
 }
 
 void Listener::Drain(std::function<void()> on_drained) {
+  ctx_.loop.AssertInLoopThread();
   on_drained_ = std::move(on_drained);
-  draining_ = true;
+  ctx_.draining = true;
   if (!self_) {  // everything is already closed
     auto cb = std::move(on_drained_);
     on_drained_ = nullptr;
@@ -255,8 +267,8 @@ void Listener::Drain(std::function<void()> on_drained) {
 }
 
 void Listener::CloseNow() {
-  draining_ = true;
-  closed_all_ = true;
+  ctx_.loop.AssertInLoopThread();
+  ctx_.draining = true;
   CloseListenSocket();
   auto snapshot = conns_;
   for (auto& c : snapshot) c->CloseNow();

@@ -6,7 +6,10 @@
 // It also keeps the shard's budgets over all its connections: buffered input (reads
 // stop past it) and unsent output (the slowest readers are closed past it).
 //
-// Thread: everything on the owning EventLoop's thread, Start included (Post it there).
+// Thread: everything on the owning EventLoop's thread, Start included (Post it there);
+// every public method but port() asserts it (EventLoop::AssertInLoopThread). port() may
+// be read from any thread once Start has returned (it never changes), and the last
+// reference may be dropped on any thread once the listener has closed.
 // Lifetime: the Listener keeps itself alive while it has open handles, so the owner
 // may drop its shared_ptr at any time; a loop Stop() hard-closes whatever is left.
 #pragma once
@@ -21,20 +24,16 @@
 
 #include "core/error.h"
 #include "core/event_loop.h"
+#include "http/connection_context.h"
 #include "http/counters.h"
+#include "http/handler.h"
 #include "http/message.h"
 #include "http/options.h"
-#include "http/request_id.h"
 #include "http/responder.h"
 
 namespace rankd::http {
 
 class Connection;
-
-// Called once per request, on the loop thread. The handler owns the Request and must
-// answer through the Responder exactly once, now or later (from the loop thread).
-// Pipelined requests on one connection wait until the previous one is answered.
-using Handler = std::function<void(Request, Responder)>;
 
 // Checks that no socket is bound to host:port (another rankd, or anything else),
 // binding a probe socket without SO_REUSEPORT. Call before starting the shards: a
@@ -42,7 +41,7 @@ using Handler = std::function<void(Request, Responder)>;
 // Port 0 is always free. Any thread.
 Status CheckPortFree(std::string_view host, int port);
 
-class Listener : public std::enable_shared_from_this<Listener> {
+class Listener : public std::enable_shared_from_this<Listener>, private ConnectionEvents {
  public:
   // Binds, listens and starts accepting. REQUIRES: on loop's thread.
   static Result<std::shared_ptr<Listener>> Start(EventLoop& loop, HttpOptions options,
@@ -53,15 +52,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
   // The bound port (useful with options.port == 0).
   int port() const { return port_; }
-  const HttpOptions& options() const { return options_; }
   // The counters, with the budget gauges filled in.
-  const HttpCounters& counters() {
-    counters_.buffered_input = buffered_input_;
-    counters_.unsent = unsent_;
-    return counters_;
-  }
-  size_t open_connections() const { return conns_.size(); }
-  bool draining() const { return draining_; }
+  const HttpCounters& counters();
+  size_t open_connections() const;
 
   // Graceful shutdown: closes the listening socket, closes idle connections at once,
   // lets requests already read finish and answers them with "Connection: close".
@@ -75,40 +68,33 @@ class Listener : public std::enable_shared_from_this<Listener> {
   void CloseNow();
 
  private:
-  friend class Connection;
-
   Listener(EventLoop& loop, HttpOptions options, Handler handler);
   int Bind();
   void CloseListenSocket();
   void AcceptOne();
   void MaybeFinished();
-  void OnConnectionClosed(Connection* c);
-  void Park(std::shared_ptr<Connection> c);  // parse its input in the next loop turn
   void UnparkAll();
-  // The shard's input budget (buffered_input_, summed by the connections).
-  bool InputOverBudget() const { return buffered_input_ > options_.max_buffered_input_bytes; }
-  void WaitForInputRoom(std::shared_ptr<Connection> c);
-  void OnInputReleased();
-  // The shard's output budget: past it, closes the connections whose clients have not
+  // Past the shard's output budget: closes the connections whose clients have not
   // read for the longest (in the next loop turn, outside any connection's callback).
-  void CheckUnsentBudget();
   void CloseSlowestReaders();
   static void OnConnection(uv_stream_t* server, int status);
   static void OnListenClosed(uv_handle_t* h);
 
-  EventLoop& loop_;
-  HttpOptions options_;
-  Handler handler_;
-  HttpCounters counters_;
-  RequestIdGenerator ids_;
+  // ConnectionEvents: what the connections ask of us.
+  void ParkUntilNextTurn(std::shared_ptr<Connection> c) override;
+  void WaitForInputRoom(std::shared_ptr<Connection> c) override;
+  void InputReleased() override;
+  void UnsentOverBudget() override;
+  void ConnectionClosed(Connection* c) override;
+
+  // What every connection shares (the loop, options, counters, budgets).
+  ConnectionContext ctx_;
 
   uv_tcp_t listen_{};
   int port_ = 0;
   bool listen_open_ = false;     // uv handle initialised and not yet closed
   bool listen_closing_ = false;
   bool accept_paused_ = false;   // libuv holds one accepted fd we have not taken
-  bool draining_ = false;
-  bool closed_all_ = false;      // CloseNow ran
   std::function<void()> on_drained_;
 
   // Connections are owned here (Responders only hold weak references); each knows its
@@ -120,17 +106,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
   std::vector<std::shared_ptr<Connection>> parked_;
   std::vector<std::shared_ptr<Connection>> unparking_;
 
-  // Budgets: sums over the open connections (each connection adds and removes its share).
-  size_t buffered_input_ = 0;
-  size_t unsent_ = 0;
   std::vector<std::shared_ptr<Connection>> input_waiters_;  // stopped for the input budget
   bool input_resume_scheduled_ = false;
   bool unsent_check_scheduled_ = false;
-
-  // One read buffer for every connection of the loop: libuv calls alloc and read back
-  // to back on this thread, and a connection copies only what it cannot parse at once.
-  std::unique_ptr<char[]> scratch_;
-  static constexpr size_t kScratchBytes = 64 * 1024;
 
   // Keeps this object alive while libuv handles point at it.
   std::shared_ptr<Listener> self_;

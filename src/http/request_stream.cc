@@ -1,5 +1,6 @@
 #include "http/request_stream.h"
 
+#include <cassert>
 #include <cstring>
 #include <string>
 
@@ -40,151 +41,165 @@ RequestStream::RequestStream(const HttpOptions& options, RequestIdGenerator& ids
 }
 
 RequestStream::Step RequestStream::Feed(const char* seg, size_t len) {
-  Step step;
-  send_continue_ = false;
-  if (scan_ != Scan::kBody) {
-    // Head bytes are vetted line by line before llhttp sees them, so that llhttp never
-    // sees a byte that follows a bare CR or starts a folded line. The vetted lines go
-    // to llhttp together, up to the empty line that ends the head (or the end of what
-    // we have): one llhttp call per head, not one per line.
-    size_t take = 0;
-    while (take < len) {
-      const char* line = seg + take;
-      size_t rest = len - take;
-      const void* lf = std::memchr(line, '\n', rest);
-      size_t l = lf ? static_cast<size_t>(static_cast<const char*>(lf) - line) + 1 : rest;
-      if (head_bytes_ + l > opt_.max_head_bytes) {
-        Fail(RejectKind::kHeadTooLarge,
-             Error{ErrorCode::kHeadersTooLarge,
-                   (scan_ == Scan::kHead ? "request head over " : "request trailers over ") +
-                       std::to_string(opt_.max_head_bytes) + " bytes"});
-        break;
-      }
-      head_bytes_ += l;
-      HeadScanResult scan = scanner_.Scan({line, l});
-      if (scan == HeadScanResult::kBareCr) {
-        Fail(RejectKind::kBareCr, Error::BadRequest("bare CR (not followed by LF) in the request head"));
-        break;
-      }
-      if (scan == HeadScanResult::kFoldedLine) {
-        Fail(RejectKind::kFoldedHeader,
-             Error::BadRequest("obsolete folded header line in the request head"));
-        break;
-      }
-      take += l;
-      // An empty line ends the head: what follows is body (or the next request).
-      // Stopping early on a short line is always safe; it only costs another call.
-      bool short_line = l == 1 || (l == 2 && line[0] == '\r');
-      if (!lf || short_line) break;
-    }
-    if (reject_) {
+  assert(phase_ != Phase::kComplete && phase_ != Phase::kRejected);
+  step_ = Step{};
+  if (VetsLines()) {
+    std::optional<Refusal> refused;
+    len = VetLines(seg, len, refused);
+    if (refused) {
       // The lines before the bad one are clean: let llhttp read them, so that the
-      // error answer still knows what they said (X-Request-Id, keep-alive). A reject
-      // from its callbacks meanwhile would only repeat the verdict: keep ours.
-      auto bad = std::move(*reject_);
-      reject_.reset();
-      if (take > 0) (void)llhttp_execute(&parser_, seg, take);
-      reject_ = std::move(bad);
-      in_message_ = false;
-      step.send_continue = send_continue_;
-      step.outcome = Outcome::kReject;
-      return step;
+      // error answer still knows what they said (X-Request-Id, keep-alive). A verdict
+      // from its callbacks meanwhile would only repeat ours: ours stands.
+      if (len > 0) (void)llhttp_execute(&parser_, seg, len);
+      if (phase_ != Phase::kRejected) Enter(Phase::kRejected);
+      reject_ = std::move(refused);
+      step_.outcome = Outcome::kReject;
+      return step_;
     }
-    len = take;
   }
   llhttp_errno_t err = llhttp_execute(&parser_, seg, len);
-  step.used = len;
-  step.send_continue = send_continue_;
-  if (err == HPE_PAUSED) {
-    step.used = static_cast<size_t>(llhttp_get_error_pos(&parser_) - seg);
+  step_.used = len;
+  if (err == HPE_PAUSED) {  // a request is complete, or the trailers begin
+    step_.used = static_cast<size_t>(llhttp_get_error_pos(&parser_) - seg);
     llhttp_resume(&parser_);
   } else if (err != HPE_OK) {
-    if (!reject_)
+    if (phase_ != Phase::kRejected)  // a callback's verdict is the more precise one
       Fail(RejectKind::kMalformed,
            Error::BadRequest(std::string("malformed request: ") + llhttp_errno_name(err) + " (" +
                              llhttp_get_error_reason(&parser_) + ")"));
-    in_message_ = false;
-    step.outcome = Outcome::kReject;
-    return step;
+    step_.outcome = Outcome::kReject;
+    return step_;
   }
-  if (message_ready_) {
-    message_ready_ = false;
-    step.outcome = Outcome::kRequest;
-  } else if (last_chunk_) {
-    // After the 0-size chunk come trailer lines: vet them like the head.
-    last_chunk_ = false;
-    scan_ = Scan::kTrailer;
-    scanner_.Reset();
-    head_bytes_ = 0;
-  }
-  return step;
+  if (phase_ == Phase::kComplete) step_.outcome = Outcome::kRequest;
+  return step_;
 }
 
-bool RequestStream::FinishCutShort() { return llhttp_finish(&parser_) != HPE_OK && in_message_; }
+size_t RequestStream::VetLines(const char* seg, size_t len, std::optional<Refusal>& refused) {
+  // Head bytes are vetted line by line before llhttp sees them, so that llhttp never
+  // sees a byte that follows a bare CR or starts a folded line. The vetted lines go
+  // to llhttp together, up to the empty line that ends the head (or the end of what
+  // we have): one llhttp call per head, not one per line.
+  size_t take = 0;
+  while (take < len) {
+    const char* line = seg + take;
+    size_t rest = len - take;
+    const void* lf = std::memchr(line, '\n', rest);
+    size_t l = lf ? static_cast<size_t>(static_cast<const char*>(lf) - line) + 1 : rest;
+    if (head_bytes_ + l > opt_.max_head_bytes) {
+      refused.emplace(RejectKind::kHeadTooLarge,
+                      Error{ErrorCode::kHeadersTooLarge,
+                            (phase_ == Phase::kTrailer ? "request trailers over "
+                                                       : "request head over ") +
+                                std::to_string(opt_.max_head_bytes) + " bytes"});
+      break;
+    }
+    head_bytes_ += l;
+    HeadScanResult scan = scanner_.Scan({line, l});
+    if (scan == HeadScanResult::kBareCr) {
+      refused.emplace(RejectKind::kBareCr,
+                      Error::BadRequest("bare CR (not followed by LF) in the request head"));
+      break;
+    }
+    if (scan == HeadScanResult::kFoldedLine) {
+      refused.emplace(RejectKind::kFoldedHeader,
+                      Error::BadRequest("obsolete folded header line in the request head"));
+      break;
+    }
+    take += l;
+    // An empty line ends the head: what follows is body (or the next request).
+    // Stopping early on a short line is always safe; it only costs another call.
+    bool short_line = l == 1 || (l == 2 && line[0] == '\r');
+    if (!lf || short_line) break;
+  }
+  return take;
+}
+
+bool RequestStream::FinishCutShort() { return llhttp_finish(&parser_) != HPE_OK && in_message(); }
 
 Request RequestStream::TakeRequest() {
-  cur_.keep_alive = keep_alive_;
-  Request req = std::move(cur_);
-  cur_ = Request{};
+  Request req = std::move(msg_.req);
+  msg_ = Message{};
+  BeginSection(Phase::kIdle);  // the next request's head
   return req;
 }
 
-void RequestStream::ResetMessage() {
-  cur_.target.clear();
-  cur_.headers.clear();
-  cur_.body.clear();
-  cur_.request_id.clear();
-  field_open_ = false;
-  seen_content_length_ = false;
-  seen_transfer_encoding_ = false;
-  expect_continue_ = false;
+// The phase changes a well-formed stream makes; any phase but a complete request may
+// turn to a refusal.
+bool RequestStream::Allowed(Phase from, Phase to) {
+  using P = Phase;
+  switch (to) {
+    case P::kIdle: return from == P::kComplete;
+    case P::kHead: return from == P::kIdle;
+    case P::kBody: return from == P::kHead;
+    case P::kTrailer: return from == P::kBody;
+    case P::kComplete: return from == P::kBody || from == P::kTrailer;
+    case P::kRejected: return from != P::kComplete && from != P::kRejected;
+  }
+  return false;
+}
+
+void RequestStream::Enter(Phase next) {
+  assert(Allowed(phase_, next));
+  phase_ = next;
+}
+
+void RequestStream::BeginSection(Phase next) {
+  Enter(next);
+  scanner_.Reset();
+  head_bytes_ = 0;
+}
+
+void RequestStream::Fail(RejectKind kind, Error e) {
+  Enter(Phase::kRejected);
+  reject_.emplace(kind, std::move(e));
 }
 
 int RequestStream::OnMessageBegin(llhttp_t* p) {
   RequestStream* s = Self(p);
-  s->ResetMessage();
-  s->in_message_ = true;
-  s->message_begun_ = true;
+  s->Enter(Phase::kHead);
+  s->step_.message_begun = true;
   return 0;
 }
 
 int RequestStream::OnUrl(llhttp_t* p, const char* at, size_t len) {
-  Self(p)->cur_.target.append(at, len);
+  Self(p)->msg_.req.target.append(at, len);
   return 0;
 }
 
 int RequestStream::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
   RequestStream* s = Self(p);
-  if (s->scan_ != Scan::kHead) return 0;  // trailers: vetted and counted, not kept
-  if (!s->field_open_) {
-    s->cur_.headers.emplace_back();
-    s->field_open_ = true;
+  if (s->phase_ != Phase::kHead) return 0;  // trailers: vetted and counted, not kept
+  Message& m = s->msg_;
+  if (!m.field_open) {
+    m.req.headers.emplace_back();
+    m.field_open = true;
   }
-  s->cur_.headers.back().name.append(at, len);
+  m.req.headers.back().name.append(at, len);
   return 0;
 }
 
 int RequestStream::OnHeaderFieldComplete(llhttp_t* p) {
   RequestStream* s = Self(p);
-  if (s->scan_ != Scan::kHead) return 0;
-  s->field_open_ = false;
-  if (s->cur_.headers.empty()) return 0;
+  if (s->phase_ != Phase::kHead) return 0;
+  Message& m = s->msg_;
+  m.field_open = false;
+  if (m.req.headers.empty()) return 0;
   // Decide on framing headers by name, before llhttp parses their values: ours is the
   // error the client sees, with a precise message.
-  const std::string& name = s->cur_.headers.back().name;
+  const std::string& name = m.req.headers.back().name;
   if (EqualsIgnoreCase(name, "content-length")) {
-    if (s->seen_content_length_) {
+    if (m.seen_content_length) {
       s->Fail(RejectKind::kDuplicateContentLength, Error::BadRequest("duplicate Content-Length header"));
       return -1;
     }
-    if (s->seen_transfer_encoding_) {
+    if (m.seen_transfer_encoding) {
       s->Fail(RejectKind::kContentLengthAndTransferEncoding,
               Error::BadRequest("both Content-Length and Transfer-Encoding"));
       return -1;
     }
-    s->seen_content_length_ = true;
+    m.seen_content_length = true;
   } else if (EqualsIgnoreCase(name, "transfer-encoding")) {
-    if (s->seen_content_length_) {
+    if (m.seen_content_length) {
       s->Fail(RejectKind::kContentLengthAndTransferEncoding,
               Error::BadRequest("both Content-Length and Transfer-Encoding"));
       return -1;
@@ -197,27 +212,28 @@ int RequestStream::OnHeaderFieldComplete(llhttp_t* p) {
               Error::BadRequest("Transfer-Encoding in an HTTP/1.0 request"));
       return -1;
     }
-    s->seen_transfer_encoding_ = true;
+    m.seen_transfer_encoding = true;
   }
   return 0;
 }
 
 int RequestStream::OnHeaderValue(llhttp_t* p, const char* at, size_t len) {
   RequestStream* s = Self(p);
-  if (s->scan_ != Scan::kHead || s->cur_.headers.empty()) return 0;
-  s->cur_.headers.back().value.append(at, len);
+  if (s->phase_ != Phase::kHead || s->msg_.req.headers.empty()) return 0;
+  s->msg_.req.headers.back().value.append(at, len);
   return 0;
 }
 
 int RequestStream::OnHeaderValueComplete(llhttp_t* p) {
   RequestStream* s = Self(p);
-  if (s->scan_ != Scan::kHead || s->cur_.headers.empty()) return 0;
-  RequestHeader& h = s->cur_.headers.back();
+  Message& m = s->msg_;
+  if (s->phase_ != Phase::kHead || m.req.headers.empty()) return 0;
+  RequestHeader& h = m.req.headers.back();
   TrimTrailingSpace(h.value);
   if (EqualsIgnoreCase(h.name, "x-request-id")) {
-    if (s->cur_.request_id.empty() && IsValidRequestId(h.value)) s->cur_.request_id = h.value;
+    if (m.req.request_id.empty() && IsValidRequestId(h.value)) m.req.request_id = h.value;
   } else if (EqualsIgnoreCase(h.name, "expect")) {
-    if (EqualsIgnoreCase(h.value, "100-continue")) s->expect_continue_ = true;
+    if (EqualsIgnoreCase(h.value, "100-continue")) m.expect_continue = true;
   }
   return 0;
 }
@@ -225,11 +241,12 @@ int RequestStream::OnHeaderValueComplete(llhttp_t* p) {
 int RequestStream::OnHeadersComplete(llhttp_t* p) {
   RequestStream* s = Self(p);
   const HttpOptions& opt = s->opt_;
-  s->scan_ = Scan::kBody;
-  s->cur_.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
-  s->cur_.http_major = p->http_major;
-  s->cur_.http_minor = p->http_minor;
-  if (s->cur_.request_id.empty()) s->cur_.request_id = s->ids_.Next();
+  Message& m = s->msg_;
+  s->Enter(Phase::kBody);
+  m.req.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
+  m.req.http_major = p->http_major;
+  m.req.http_minor = p->http_minor;
+  if (m.req.request_id.empty()) m.req.request_id = s->ids_.Next();
   bool has_length = (p->flags & F_CONTENT_LENGTH) != 0;
   if (has_length && p->content_length > opt.max_body_bytes) {
     // Refuse before the body arrives (and instead of "100 Continue").
@@ -242,41 +259,40 @@ int RequestStream::OnHeadersComplete(llhttp_t* p) {
   bool body_expected = (p->flags & F_CHUNKED) != 0 || (has_length && p->content_length > 0);
   // Sent before this request's answer; the parser was paused until the previous
   // request was answered, so it also follows every earlier response.
-  if (s->expect_continue_ && body_expected && p->http_major == 1 && p->http_minor >= 1)
-    s->send_continue_ = true;
-  if (has_length) s->cur_.body.reserve(static_cast<size_t>(p->content_length));
+  if (m.expect_continue && body_expected && p->http_major == 1 && p->http_minor >= 1)
+    s->step_.send_continue = true;
+  if (has_length) m.req.body.reserve(static_cast<size_t>(p->content_length));
   return 0;
 }
 
 int RequestStream::OnBody(llhttp_t* p, const char* at, size_t len) {
   RequestStream* s = Self(p);
+  std::string& body = s->msg_.req.body;
   size_t limit = s->opt_.max_body_bytes;
-  if (s->cur_.body.size() + len > limit) {  // chunked bodies grow past any announcement
+  if (body.size() + len > limit) {  // chunked bodies grow past any announcement
     s->Fail(RejectKind::kBodyTooLarge,
             Error{ErrorCode::kPayloadTooLarge,
                   "chunked request body over the limit of " + std::to_string(limit) + " bytes"});
     return -1;
   }
-  s->cur_.body.append(at, len);
+  body.append(at, len);
   return 0;
 }
 
 int RequestStream::OnChunkHeader(llhttp_t* p) {
   if (p->content_length != 0) return 0;
-  Self(p)->last_chunk_ = true;
-  return HPE_PAUSED;  // Feed switches to vetting the trailer lines
+  // The 0-size chunk: trailer lines follow. Pause, so that Feed vets them like the head.
+  Self(p)->BeginSection(Phase::kTrailer);
+  return HPE_PAUSED;
 }
 
 int RequestStream::OnMessageComplete(llhttp_t* p) {
   RequestStream* s = Self(p);
-  s->message_ready_ = true;
-  s->in_message_ = false;
+  Request& req = s->msg_.req;
   // An upgrade (or CONNECT) would turn the stream into another protocol: answer, close.
-  s->keep_alive_ = llhttp_should_keep_alive(p) != 0 && p->upgrade == 0;
-  s->cur_.read_done = Clock::now();
-  s->scan_ = Scan::kHead;
-  s->scanner_.Reset();
-  s->head_bytes_ = 0;
+  req.keep_alive = llhttp_should_keep_alive(p) != 0 && p->upgrade == 0;
+  req.read_done = Clock::now();
+  s->Enter(Phase::kComplete);
   // Pause: the next pipelined request is parsed only once this one is taken, so
   // responses leave in request order and at most one request per connection is live.
   return HPE_PAUSED;

@@ -9,7 +9,8 @@
 // drives it from a byte buffer. No allocation per request beyond the Request's own
 // strings (the parser, scanner and buffers are reused).
 //
-// Thread: one thread at a time (the owning connection's loop thread).
+// Thread: any, one at a time. It touches no socket and no loop, so it does not check
+// which thread calls it; a Connection calls it from its loop thread only.
 #pragma once
 
 #include <llhttp.h>
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -46,11 +48,14 @@ class RequestStream {
     // The request's head asked for "100 Continue" (HTTP/1.1, a body expected): answer
     // it before anything this step produced.
     bool send_continue = false;
+    // A request began in this step (its read time starts now).
+    bool message_begun = false;
   };
 
   // Parses one step of `data`: at most one head (vetted line by line), or the body bytes
   // llhttp takes, up to the end of one request. Call again with data + used while
   // used < n and the outcome is kMore.
+  // REQUIRES: the last step's outcome was not kReject, and a kRequest was taken.
   Step Feed(const char* data, size_t n);
 
   // End of stream: true when the client stopped in the middle of a request.
@@ -59,22 +64,50 @@ class RequestStream {
   // REQUIRES: the last Feed returned kRequest.
   Request TakeRequest();
   // REQUIRES: the last Feed returned kReject.
-  const std::pair<RejectKind, Error>& reject() const { return *reject_; }
+  using Refusal = std::pair<RejectKind, Error>;
+  const Refusal& reject() const { return *reject_; }
 
   // A request has begun and is not complete.
-  bool in_message() const { return in_message_; }
-  // True once after a request began (its read timer starts then).
-  bool TakeMessageBegun() { return std::exchange(message_begun_, false); }
-  // Whether the client wants the connection kept after the request TakeRequest gave.
-  bool keep_alive() const { return keep_alive_; }
+  bool in_message() const {
+    return phase_ == Phase::kHead || phase_ == Phase::kBody || phase_ == Phase::kTrailer;
+  }
   // The id of the request being parsed ("" before its X-Request-Id or head end).
-  const std::string& current_request_id() const { return cur_.request_id; }
+  const std::string& current_request_id() const { return msg_.req.request_id; }
 
  private:
-  enum class Scan : uint8_t { kHead, kBody, kTrailer };
+  // Where the stream is. Head and trailer lines are vetted before llhttp sees them;
+  // body bytes go to llhttp as they are.
+  enum class Phase : uint8_t {
+    kIdle,      // between requests: head lines are vetted, none has begun
+    kHead,      // a request began (llhttp's on_message_begin); its head is arriving
+    kBody,      // the head is complete; body bytes (or chunks) are arriving
+    kTrailer,   // the last chunk arrived; trailer lines are vetted like the head
+    kComplete,  // a request is complete: llhttp is paused until TakeRequest
+    kRejected,  // the bytes were refused (reject()); nothing more is parsed
+  };
 
-  void Fail(RejectKind kind, Error e) { reject_.emplace(kind, std::move(e)); }
-  void ResetMessage();
+  // The request being parsed: replaced as a whole when it is taken, so that nothing of
+  // one request leaks into the next.
+  struct Message {
+    Request req;
+    bool field_open = false;  // an on_header_field span belongs to the last header
+    bool seen_content_length = false;
+    bool seen_transfer_encoding = false;
+    bool expect_continue = false;
+  };
+
+  // Every phase change goes through Enter, which asserts that it is one of these.
+  static bool Allowed(Phase from, Phase to);
+  void Enter(Phase next);
+  // Head or trailer section start: their lines are vetted and counted afresh.
+  void BeginSection(Phase next);
+  void Fail(RejectKind kind, Error e);
+  // The head or trailer lines at the start of `data` that pass the checks, up to the
+  // empty line that ends the section (or the end of the data): their length. A line
+  // refused leaves its verdict in `refused`.
+  size_t VetLines(const char* data, size_t n, std::optional<Refusal>& refused);
+  bool VetsLines() const { return phase_ == Phase::kIdle || phase_ == Phase::kHead ||
+                                  phase_ == Phase::kTrailer; }
 
   static RequestStream* Self(llhttp_t* p) { return static_cast<RequestStream*>(p->data); }
   static int OnMessageBegin(llhttp_t* p);
@@ -92,21 +125,12 @@ class RequestStream {
   const HttpOptions& opt_;
   RequestIdGenerator& ids_;
   llhttp_t parser_{};
-  Scan scan_ = Scan::kHead;
+  Phase phase_ = Phase::kIdle;
   HeadScanner scanner_;
-  size_t head_bytes_ = 0;      // of the current head (or trailer section)
-  bool in_message_ = false;
-  bool message_begun_ = false;
-  bool message_ready_ = false; // on_message_complete paused the parser
-  bool last_chunk_ = false;    // on_chunk_header paused at the 0-size chunk
-  bool field_open_ = false;    // an on_header_field span belongs to the last header
-  bool seen_content_length_ = false;
-  bool seen_transfer_encoding_ = false;
-  bool expect_continue_ = false;
-  bool send_continue_ = false;  // set by on_headers_complete for the current Feed
-  bool keep_alive_ = true;
-  std::optional<std::pair<RejectKind, Error>> reject_;
-  Request cur_;
+  size_t head_bytes_ = 0;  // of the current head (or trailer section)
+  Step step_;              // what the Feed in progress produced (callbacks add to it)
+  std::optional<Refusal> reject_;
+  Message msg_;
 };
 
 }  // namespace rankd::http

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/event_loop.h"
 #include "http/connection.h"
 #include "http/response_writer.h"
 
@@ -11,6 +12,7 @@ Responder& Responder::operator=(Responder&& o) noexcept {
   if (this != &o) {
     if (!done_) SendError(Error::Internal("handler replaced a request's responder unanswered"));
     conn_ = std::move(o.conn_);
+    loop_ = o.loop_;
     seq_ = o.seq_;
     done_ = o.done_;
     o.done_ = true;
@@ -24,6 +26,7 @@ Responder::~Responder() {
 
 void Responder::Send(const Response& r) {
   if (done_) return;
+  loop_->AssertInLoopThread();
   done_ = true;
   if (auto c = conn_.lock()) c->Respond(seq_, r);
   conn_.reset();

@@ -3,8 +3,10 @@
 // the meantime (client gone, hard close) completing it is a no-op, never a
 // use-after-free. Destroying it unanswered answers 500 "internal", so a forgotten
 // request never hangs its connection.
-// Thread: Send/SendError and destruction on the connection's loop thread only (it may
-// be moved across threads in between, e.g. inside a posted closure).
+// Thread: Send/SendError, and destruction or move-assignment while unanswered, on the
+// connection's loop thread only (answering asserts it: EventLoop::AssertInLoopThread).
+// It may be moved across threads in between, e.g. inside a posted closure, and an
+// answered (or moved-from) Responder may be destroyed anywhere.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,10 @@
 #include "core/error.h"
 #include "http/message.h"
 
+namespace rankd {
+class EventLoop;
+}
+
 namespace rankd::http {
 
 class Connection;
@@ -20,9 +26,11 @@ class Connection;
 class Responder {
  public:
   Responder() = default;  // empty: Send does nothing
-  Responder(std::weak_ptr<Connection> conn, uint64_t seq)
-      : conn_(std::move(conn)), seq_(seq), done_(false) {}
-  Responder(Responder&& o) noexcept : conn_(std::move(o.conn_)), seq_(o.seq_), done_(o.done_) {
+  // `loop`: the connection's, where the answer must be given.
+  Responder(std::weak_ptr<Connection> conn, uint64_t seq, const EventLoop& loop)
+      : conn_(std::move(conn)), loop_(&loop), seq_(seq), done_(false) {}
+  Responder(Responder&& o) noexcept
+      : conn_(std::move(o.conn_)), loop_(o.loop_), seq_(o.seq_), done_(o.done_) {
     o.done_ = true;
   }
   Responder& operator=(Responder&& o) noexcept;
@@ -35,12 +43,9 @@ class Responder {
   // Answers with the API's error body and the error's status.
   void SendError(const Error& e, std::span<const HeaderField> extra_headers = {});
 
-  bool done() const { return done_; }
-  // False once the connection is gone: a handler may stop work nobody will read.
-  bool connection_alive() const { return !conn_.expired(); }
-
  private:
   std::weak_ptr<Connection> conn_;
+  const EventLoop* loop_ = nullptr;
   uint64_t seq_ = 0;
   bool done_ = true;  // an empty Responder has nothing to answer
 };
