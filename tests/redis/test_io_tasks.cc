@@ -4,7 +4,6 @@
 // counted), one batch per task, and the transport errors.
 #include <doctest/doctest.h>
 
-#include <future>
 #include <map>
 
 #include "redis_server.h"
@@ -315,12 +314,15 @@ TEST_CASE("an unreachable or unknown endpoint is unavailable, naming it") {
 TEST_CASE("a slow Redis against the node's deadline: deadline_exceeded") {
   Fixture f;
   f.Cmd({"RPUSH", "follow:1", "10"});
-  // DEBUG SLEEP on another connection blocks the whole (single-threaded) server.
-  auto sleeper = std::async(std::launch::async, [&] { return f.server.Command({"DEBUG", "SLEEP", "0.3"}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // CLIENT PAUSE holds every client's commands from the moment it answers (no race with
+  // the LRANGE below), for at most 10 s should the test stop before unpausing.
+  f.Cmd({"CLIENT", "PAUSE", "10000", "ALL"});
   auto r = RunIo(*f.shard, "follow", {}, {Ids({1})}, 1, /*deadline_ms=*/50);
+  // The LRANGE reached Redis and is held there: the deadline, not an error, ended the run.
+  RedisReply clients = f.server.Command({"CLIENT", "LIST"});
+  f.Cmd({"CLIENT", "UNPAUSE"});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kDeadlineExceeded);
   CHECK(Contains(r.error().detail, "LRANGE follow:1"));
-  sleeper.get();
+  CHECK_MESSAGE(Contains(clients.str, "cmd=lrange"), clients.str);
 }
