@@ -7,16 +7,14 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (Rankd, metric_value, run_tests, simple_plan, sleep_plan,  # noqa: E402
+from harness import (Rankd, metric_value, run_tests, simple_plan, sleep_plan, temp_dir,  # noqa: E402
                      wait_until, write_plan)
 
 # Sanitizer builds run 2-5x slower: scale the amounts of work, not the assertions.
@@ -24,7 +22,7 @@ SLOW = 3 if "asan" in os.environ.get("RANKD_BUILD_ROOT", "") else 1
 
 
 def plans_folder(plans):
-    d = tempfile.mkdtemp(prefix="rankd-fault-plans-")
+    d = temp_dir("rankd-fault-plans-")
     for name, plan in plans.items():
         write_plan(d, name, plan)
     return d
@@ -133,7 +131,6 @@ def test_reload_storm_keeps_requests_and_metrics():
                what="the removed plan's series gone, the changed plan's new node there")
     assert metric_value(s.metrics(), "rankd_rank_requests_total", plan="stay") == answered["stay"]
     assert s.stop() == 0
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_cpu_flood_is_bounded_and_stops():
@@ -196,7 +193,6 @@ def test_cpu_flood_is_bounded_and_stops():
     status, _, body = s.rank({"plan": "burn_opt", "user_id": 1})
     assert status == 200, body
     assert s.stop() == 0
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def read_response(sock):
@@ -272,7 +268,6 @@ def test_sigterm_under_load_answers_or_drops_cleanly():
         assert rid in logged, f"answered request {rid} missing from the access log"
     for rid, _ in dropped:
         assert rid not in logged, f"request {rid} was logged but its connection got no bytes"
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_cancelled_timers_do_not_linger():
@@ -297,7 +292,6 @@ def test_cancelled_timers_do_not_linger():
     # cancelled when the sleep won, and must not linger for 60 s.
     assert timers is not None and timers < 20, f"{timers} timers after {n} requests"
     assert s.stop() == 0
-    shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":
