@@ -276,6 +276,7 @@ class Rankd:
         # and SO_REUSEPORT would let both share it, each answering the other's clients.
         self.port = port
         self.plans = plans
+        self.shards = shards
         args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(port or 0),
                 "--shards", str(shards), "--plans", plans, "--log-level", "warn"]
         if redis is not None:
@@ -343,6 +344,18 @@ class Rankd:
         status, _, data = self.request("GET", "/metrics")
         assert status == 200
         return data.decode()
+
+    def wait_for_tick(self):
+        """Returns once every shard has run a whole periodic tick (every 100 ms) that began
+        after this call: what the tick publishes (gauges, HTTP counters) then covers
+        everything that happened before the call. A tick counts itself in the loop lag
+        histogram before it publishes, so the second tick seen is the first whole one."""
+        def ticks():
+            text = self.metrics()
+            return [metric_value(text, "rankd_loop_lag_distribution_seconds_count", shard=i) or 0
+                    for i in range(self.shards)]
+        start = ticks()
+        wait_until(lambda: all(now >= t + 2 for now, t in zip(ticks(), start)), what="a metrics tick")
 
     def signal(self, sig):
         self.proc.send_signal(sig)
