@@ -113,7 +113,8 @@ for round in $(seq "$rounds"); do
   done
 done
 
-python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" <<'PY'
+base_cmd="${bin[base]:-} serve --host 127.0.0.1 --port ${port[base]:-} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error (BASE_REV ${BASE_SHA:-}), under the same wrk load"
+python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" <<'PY' |
 import functools, json, os, statistics, sys
 rounds_file, plans_dir, base_sha, threads, conns, secs, viewers = sys.argv[1:]
 by = {}
@@ -177,3 +178,4 @@ for plan in ("feed", "home_light"):
 if failed:
     sys.exit("feed: over 1% of the requests failed (see the *_errors lines)")
 PY
+  with_baseline_command "$base_cmd"

@@ -100,9 +100,12 @@ start_rankd 1
 round_line 1 rank1 "$(measured "http://127.0.0.1:$rport/rank" "$body" "$rpid")"
 stop_rankd
 
-python3 - "$MACHINE" "$wrk_desc" "$tmp/rounds.jsonl" <<'PY'
+nginx_cmd="nginx -c $tmp/nginx/nginx.conf -p $tmp/nginx -g 'daemon off;' (worker_processes 2, reuseport, access_log off, return 200 '{\"status\":\"ok\"}')"
+rankd1_cmd="rankd serve --host 127.0.0.1 --shards 1 --plans $root/plans --log-level error ${RANKD_BENCH_FLAGS:-}"
+python3 - "$MACHINE" "$wrk_desc" "$tmp/rounds.jsonl" "$nginx_cmd" "$rankd1_cmd" <<'PY'
 import json, statistics, sys
-machine, wrk, rounds_file = sys.argv[1:]
+machine, wrk, rounds_file, nginx_cmd, rankd1_cmd = sys.argv[1:]
+vs_nginx = f"{wrk} -s bench/wrk_report.lua http://127.0.0.1:PORT/ against {nginx_cmd}"
 by = {}
 for line in open(rounds_file):
     row = json.loads(line)
@@ -127,18 +130,20 @@ for what, runs in by.items():
 emit("healthz_rps", med("healthz", "rps"), "req/s", med("nginx", "rps"), target_ratio_min=1.0,
      shards=2, rounds=rounds("healthz", "rps"), baseline_rounds=rounds("nginx", "rps"),
      p50_us=med("healthz", "p50_us"), p99_us=med("healthz", "p99_us"),
-     baseline_server="nginx 2 workers return 200", measure="median of 3 alternating rounds")
+     baseline_server="nginx 2 workers return 200", measure="median of 3 alternating rounds",
+     baseline_command=vs_nginx)
 emit("healthz_cpu_us_per_req", med("healthz", "cpu_us_per_req"), "us", med("nginx", "cpu_us_per_req"),
      shards=2, rounds=rounds("healthz", "cpu_us_per_req"),
-     baseline_rounds=rounds("nginx", "cpu_us_per_req"),
+     baseline_rounds=rounds("nginx", "cpu_us_per_req"), baseline_command=vs_nginx,
      measure="server CPU (user + system, kernel TCP work included) per request; lower is better")
 emit("rank_fixed_rps", med("rank2", "rps"), "req/s", med("nginx", "rps"), target_ratio_min=0.7,
      shards=2, rounds=rounds("rank2", "rps"), p50_us=med("rank2", "p50_us"),
      p99_us=med("rank2", "p99_us"), plan="fixed_rank",
-     cpu_us_per_req=round(med("rank2", "cpu_us_per_req"), 2))
+     cpu_us_per_req=round(med("rank2", "cpu_us_per_req"), 2), baseline_command=vs_nginx)
 spread = [r["p99_us"] / max(r["p50_us"], 1) for r in by["rank2"]]
 emit("rank_fixed_p99_over_p50", statistics.median(spread), "ratio", target_max=5.0,
      rounds=[round(x, 2) for x in spread], measure="median of 3 rounds")
 emit("shards_2_over_1", med("rank2", "rps"), "req/s", med("rank1", "rps"),
-     note="2 cores shared with wrk: shows contention, not the ceiling")
+     note="2 cores shared with wrk: shows contention, not the ceiling",
+     baseline_command=f"{wrk} -s bench/wrk_report.lua http://127.0.0.1:PORT/rank (POST fixed_rank) against {rankd1_cmd}")
 PY

@@ -1,26 +1,31 @@
 #!/usr/bin/env bash
-# ops/bench http_keepalive — keep-alive GET throughput of one rankd HTTP listener
-# (tests/http/http_test_server, /info: parse, handler, JSON answer) against nginx with
-# one worker answering a fixed JSON body (`return 200`), both on loopback, same wrk
-# settings, in one run. Prints one JSON line per server plus the ratio.
-# Env: WRK_THREADS (1), WRK_CONNS (32), WRK_SECONDS (5).
+# ops/bench http_keepalive — keep-alive GET throughput of one rankd HTTP listener alone
+# (tests/http/http_test_server, /info: parse, handler, JSON answer; no routing, plans or
+# metrics, unlike `ops/bench http`, which measures the whole server) against nginx with
+# one worker answering a JSON body of the same size (`return 200`), both on loopback,
+# same wrk settings, in one run. ROUNDS rounds alternate between the two so that both
+# see the same machine; the medians are compared. Prints one JSON line.
+# Env: WRK_THREADS (1), WRK_CONNS (32), WRK_SECONDS (5), ROUNDS (3).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
-threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-32} secs=${WRK_SECONDS:-5}
+threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-32} secs=${WRK_SECONDS:-5} rounds=${ROUNDS:-3}
 source "${RANKD_ROOT:?run through ops/bench}/bench/lib.sh"
 tmp=$BENCH_TMP
+wrk_cmd=(wrk -t"$threads" -c"$conns" -d"${secs}s" --latency)
 
 rps() {  # rps URL -> requests/s reported by wrk
-  wrk -t"$threads" -c"$conns" -d"${secs}s" --latency "$1" | awk '/Requests\/sec/ {print $2}'
+  "${wrk_cmd[@]}" "$1" | awk '/Requests\/sec/ {print $2}'
 }
 
-# rankd listener
-rport=$(free_port)
-"$build/tests/http/http_test_server" --port "$rport" > "$tmp/rankd.out" &
+# The rankd listener, on a port it picks; ready once it prints it.
+"$build/tests/http/http_test_server" --port 0 > "$tmp/rankd.out" &
 bench_pids+=($!)
-for _ in $(seq 100); do grep -q listening "$tmp/rankd.out" && break; sleep 0.05; done
+for _ in $(seq 200); do grep -q '^listening ' "$tmp/rankd.out" && break; sleep 0.05; done  # bounded poll
+rport=$(awk '/^listening / {print $2}' "$tmp/rankd.out")
+[ -n "$rport" ] || { echo "http_test_server did not start" >&2; exit 1; }
+wait_http "http://127.0.0.1:$rport/info"
 
-# nginx baseline: one worker, no logging, the same size of answer
+# The nginx baseline: one worker, no logging, the same answer as /info.
 nport=$(free_port)
 mkdir -p "$tmp/nginx"
 cat > "$tmp/nginx/nginx.conf" <<CONF
@@ -42,12 +47,32 @@ http {
   }
 }
 CONF
-nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" &
+nginx_cmd=(nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx")
+"${nginx_cmd[@]}" &
 bench_pids+=($!)
-sleep 0.5
+wait_http "http://127.0.0.1:$nport/info"
 
-r=$(rps "http://127.0.0.1:$rport/info")
-n=$(rps "http://127.0.0.1:$nport/info")
-ratio=$(python3 -c "print(round($r/$n, 3))")
-settings="wrk -t$threads -c$conns -d${secs}s, loopback"
-echo "{\"name\": \"http_keepalive_rps\", \"value\": $r, \"unit\": \"req/s\", \"baseline\": $n, \"baseline_name\": \"nginx 1 worker return 200\", \"ratio\": $ratio, \"settings\": \"$settings\", \"machine\": \"$MACHINE\"}"
+: > "$tmp/rounds"
+for round in $(seq "$rounds"); do
+  echo "nginx $(rps "http://127.0.0.1:$nport/info")" >> "$tmp/rounds"
+  echo "rankd $(rps "http://127.0.0.1:$rport/info")" >> "$tmp/rounds"
+done
+
+python3 - "$tmp/rounds" "${wrk_cmd[*]} http://127.0.0.1:$nport/info" "${nginx_cmd[*]}" \
+  "${wrk_cmd[*]} http://127.0.0.1:$rport/info" "$MACHINE" <<'PY'
+import json, statistics, sys
+rounds_file, baseline_wrk, nginx, our_wrk, machine = sys.argv[1:]
+by = {}
+for line in open(rounds_file):
+    who, rps = line.split()
+    by.setdefault(who, []).append(float(rps))
+r, n = statistics.median(by["rankd"]), statistics.median(by["nginx"])
+print(json.dumps({
+    "name": "http_keepalive_rps", "value": r, "unit": "req/s", "baseline": n, "ratio": round(r / n, 3),
+    "rounds": by["rankd"], "baseline_rounds": by["nginx"],
+    "measure": f"median of {len(by['rankd'])} alternating rounds",
+    "command": our_wrk + " (tests/http/http_test_server)",
+    "baseline_command": baseline_wrk + f" (server: {nginx}; worker_processes 1, access_log off, "
+                        "return 200 with the /info answer's bytes)",
+    "machine": machine}))
+PY

@@ -41,3 +41,19 @@ start_redis() {  # start_redis -> REDIS_PORT: a throw-away redis-server on loopb
   echo "redis-server did not start" >&2
   return 1
 }
+
+# with_baseline_command CMD: copies the JSON lines of stdin to stdout, adding
+# "baseline_command": CMD to each that has a "baseline" and names no command for it.
+with_baseline_command() {
+  python3 -c '
+import json, sys
+for line in sys.stdin:
+    try:
+        d = json.loads(line)
+    except ValueError:
+        sys.stdout.write(line)
+        continue
+    if "baseline" in d and "baseline_command" not in d:
+        d["baseline_command"] = sys.argv[1]
+    print(json.dumps(d), flush=True)' "$1"
+}

@@ -113,9 +113,11 @@ for round in 1 2 3; do
   start_rankd 2 --no-metrics; off+=("$(wrk_rps | tr ' ' ':')"); stop_rankd
 done
 
-python3 - "$MACHINE" "$tmp" "${on[*]}" "${off[*]}" "wrk -t$threads -c$conns -d${secs}s" <<'PY'
+serve_cmd="$build/src/server/rankd serve --host 127.0.0.1 --plans $root/plans --redis redis_default=redis://127.0.0.1:$redis_port --log-level error"
+python3 - "$MACHINE" "$tmp" "${on[*]}" "${off[*]}" "wrk -t$threads -c$conns -d${secs}s" "$serve_cmd" <<'PY'
 import json, statistics, sys
-machine, tmp, on, off, wrk = sys.argv[1:]
+machine, tmp, on, off, wrk, serve = sys.argv[1:]
+load_cmd = f"{wrk} -s bench/wrk_report.lua http://127.0.0.1:PORT/rank (POST fixed_rank)"
 load = lambda name: json.load(open(f"{tmp}/{name}.json"))
 scrape, scraped, plain, two = load("scrape"), load("lag_scraped"), load("lag_plain"), load("lag_2shards")
 on_cpu = [float(x.split(":")[1]) for x in on.split()]
@@ -137,6 +139,7 @@ emit({"name": "loop_lag_worst_bucket_ms", "value": scraped["bucket_ms"], "unit":
       "baseline": plain["bucket_ms"],
       "ratio": round(scraped["bucket_ms"] / plain["bucket_ms"], 3) if plain["bucket_ms"] else None,
       "baseline_is": "same load, no scrapes", "load_rps": scraped["rps"],
+      "baseline_command": f"{load_cmd} against {serve} --shards 1, /metrics not scraped",
       "baseline_load_rps": plain["rps"], "wrk": wrk, "shards": 1,
       "measure": "upper bound of the highest non-empty rankd_loop_lag_distribution_seconds bucket"})
 emit({"name": "loop_lag_during_scrape_2_shards_ms", "value": round(two["worst_ms"], 3), "unit": "ms",
@@ -146,10 +149,12 @@ emit({"name": "loop_lag_during_scrape_2_shards_ms", "value": round(two["worst_ms
 v, b = statistics.median(on), statistics.median(off)
 emit({"name": "rank_fixed_rps", "value": round(v, 1), "unit": "req/s", "baseline": round(b, 1),
       "ratio": round(v / b, 3), "target_ratio_min": 0.97, "baseline_is": "--no-metrics",
+      "baseline_command": f"{load_cmd} against {serve} --shards 2 --no-metrics",
       "rounds_on": on, "rounds_off": off, "wrk": wrk, "shards": 2})
 c, cb = statistics.median(on_cpu), statistics.median(off_cpu)
 emit({"name": "rank_fixed_cpu_us_per_req", "value": round(c, 3), "unit": "us", "baseline": round(cb, 3),
       "ratio": round(c / cb, 3), "baseline_is": "--no-metrics", "rounds_on": on_cpu,
+      "baseline_command": f"{load_cmd} against {serve} --shards 2 --no-metrics",
       "rounds_off": off_cpu, "shards": 2,
       "measure": "rankd CPU (user + system) per request in the same rounds; what metrics cost, "
                  "less disturbed by the shared cores than throughput"})

@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
 # ops/bench redis — our Redis client (one shard, batches through RedisPool::Batch)
-# against redis-benchmark -P 16 -c 50 on the same redis-server, same command mix
-# (LRANGE list 0 9 and HMGET hash likes quality category, half and half), same run.
+# against redis-benchmark on the same redis-server, same command mix (LRANGE list 0 9 and
+# HMGET hash likes quality category, half and half), same number of connections and of
+# commands in flight, same run. Two load shapes, one JSON line each:
+#   redis_client_ops            CONC connections, each with one batch of BATCH commands in
+#                               flight: redis-benchmark -c CONC -P BATCH
+#   redis_client_ops_pipelined  CONC batches of BATCH commands over CONNS connections (how
+#                               a shard talks to Redis: batches of many requests share a
+#                               connection and a write): redis-benchmark -c CONNS -P
+#                               CONC*BATCH/CONNS, the same commands in flight per connection
 # Sides alternate for ROUNDS rounds and the medians are compared, so that a busy machine
-# hurts both alike. Prints redis_client_ops (ops/s) with the baseline's ops/s and the
-# ratio (target >= 0.8), plus the client CPU per command of each side.
+# hurts both alike. Each line has our ops/s, the baseline's, the ratio (target >= 0.8),
+# the client CPU per command of each side, and the baseline's exact commands.
 # Env: OPS (commands per side and round, default 400000), ROUNDS (3), BATCH (16),
 #      CONC (50), CONNS (2).
 set -euo pipefail
@@ -17,9 +24,11 @@ redis-cli -p "$port" HSET item:4242 author 42 likes 1234 age_s 3600 category mus
   quality 0.75 nsfw 0 >/dev/null
 export PORT=$port
 python3 - <<'PY'
-import json, os, re, resource, statistics, subprocess
+import json, os, re, resource, shlex, statistics, subprocess
 
 port, ops, rounds = os.environ["PORT"], int(os.environ["OPS"]), int(os.environ["ROUNDS"])
+batch, conc, conns = int(os.environ["BATCH"]), int(os.environ["CONC"]), int(os.environ["CONNS"])
+MIX = (["LRANGE", "media:42", "0", "9"], ["HMGET", "item:4242", "likes", "quality", "category"])
 
 def timed(cmd):
     """Runs cmd; returns (stdout, child CPU seconds)."""
@@ -28,39 +37,54 @@ def timed(cmd):
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return out, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-def baseline():
+def baseline_cmds(connections, pipeline):
     # One redis-benchmark invocation per command, equal counts: the mix's rate is the
     # total commands over the total time.
+    return [["redis-benchmark", "-p", port, "-c", str(connections), "-P", str(pipeline),
+             "-n", str(ops // 2), "-q"] + cmd for cmd in MIX]
+
+def baseline(cmds):
     secs, cpu = 0.0, 0.0
-    for cmd in (["LRANGE", "media:42", "0", "9"], ["HMGET", "item:4242", "likes", "quality", "category"]):
-        out, c = timed(["redis-benchmark", "-p", port, "-P", "16", "-c", "50", "-n", str(ops // 2), "-q"] + cmd)
+    for cmd in cmds:
+        out, c = timed(cmd)
         rps = float(re.findall(r"([0-9.]+) requests per second", out.replace("\r", "\n"))[-1])
         secs += (ops // 2) / rps
         cpu += c
-    return (ops // 2) * 2 / secs, cpu / ops
+    return (ops // 2) * len(cmds) / secs, cpu / ops
 
-def ours():
-    out, cpu = timed([os.environ["RANKD_BUILD"] + "/bench/redis_bench", "--redis", f"redis://127.0.0.1:{port}",
-                      "--ops", str(ops), "--batch", os.environ["BATCH"], "--concurrency", os.environ["CONC"],
-                      "--connections", os.environ["CONNS"]])
+def ours_cmd(connections):
+    return [os.environ["RANKD_BUILD"] + "/bench/redis_bench", "--redis", f"redis://127.0.0.1:{port}",
+            "--ops", str(ops), "--batch", str(batch), "--concurrency", str(conc),
+            "--connections", str(connections)]
+
+def ours(cmd):
+    out, cpu = timed(cmd)
     r = json.loads(out)
     if r["errors"]:
         raise SystemExit(f"redis_bench reported {r['errors']} errors")
     return r, cpu / r["commands"]
 
-base, mine = [], []
-for _ in range(rounds):
-    base.append(baseline())
-    mine.append(ours())
-b = statistics.median(x[0] for x in base)
-m = statistics.median(x[0]["value"] for x in mine)
-last = mine[-1][0]
-print(json.dumps({
-    "name": "redis_client_ops", "value": round(m), "unit": "ops/s",
-    "baseline": round(b), "ratio": round(m / b, 3),
-    "client_cpu_us_per_op": round(1e6 * statistics.median(x[1] for x in mine), 3),
-    "baseline_cpu_us_per_op": round(1e6 * statistics.median(x[1] for x in base), 3),
-    "rounds": rounds, "ops_per_round": ops, "batch": last["batch"], "concurrency": last["concurrency"],
-    "connections": last["connections"], "batches_per_write": round(last["batches"] / max(1, last["socket_writes"]), 1),
-    "baseline_tool": "redis-benchmark -P 16 -c 50", "machine": os.environ["MACHINE"]}))
+# (name, our connections, the baseline's connections and pipeline depth): the same
+# connections and the same commands in flight on each.
+shapes = [("redis_client_ops", conc, conc, batch),
+          ("redis_client_ops_pipelined", conns, conns, conc * batch // conns)]
+for name, our_conns, base_conns, depth in shapes:
+    base_cmds, mine_cmd = baseline_cmds(base_conns, depth), ours_cmd(our_conns)
+    base, mine = [], []
+    for _ in range(rounds):
+        base.append(baseline(base_cmds))
+        mine.append(ours(mine_cmd))
+    b = statistics.median(x[0] for x in base)
+    m = statistics.median(x[0]["value"] for x in mine)
+    last = mine[-1][0]
+    print(json.dumps({
+        "name": name, "value": round(m), "unit": "ops/s", "baseline": round(b), "ratio": round(m / b, 3),
+        "client_cpu_us_per_op": round(1e6 * statistics.median(x[1] for x in mine), 3),
+        "baseline_cpu_us_per_op": round(1e6 * statistics.median(x[1] for x in base), 3),
+        "rounds": rounds, "ops_per_round": ops, "batch": last["batch"], "concurrency": last["concurrency"],
+        "connections": last["connections"], "in_flight": conc * batch,
+        "batches_per_write": round(last["batches"] / max(1, last["socket_writes"]), 1),
+        "command": shlex.join(mine_cmd),
+        "baseline_command": " && ".join(shlex.join(c) for c in base_cmds),
+        "machine": os.environ["MACHINE"]}), flush=True)
 PY

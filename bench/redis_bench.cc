@@ -1,7 +1,8 @@
 // redis_bench: our Redis client's throughput on one shard (one loop thread): C
 // coroutines, each sending batches of B commands (half LRANGE, half HMGET, the command
 // mix of the feed plan's IO) through RedisPool::Batch until N commands are done.
-// Prints one JSON line; bench/redis.sh puts redis-benchmark beside it as the baseline.
+// Timing starts once all K connections are up. Prints one JSON line; bench/redis.sh puts
+// redis-benchmark beside it as the baseline.
 //
 //   redis_bench --redis redis://127.0.0.1:6379 [--ops N] [--batch B] [--concurrency C]
 //               [--connections K] [--list-key K] [--hash-key K]
@@ -102,11 +103,19 @@ int main(int argc, char** argv) {
     p.get_future().wait();
   };
   on_loop([&] { pools = std::make_unique<RedisPools>(loop, std::vector<RedisEndpoint>{*ep}, opts); });
-  for (int i = 0; i < 2000; ++i) {
-    bool ready = false;
-    on_loop([&] { ready = pools->Ready(); });
-    if (ready) break;
+  // Timing starts once every connection has completed its handshake (10 s at most): a
+  // run that began on fewer connections would not be the load shape it reports.
+  const RedisStats& stats = pools->Get("bench")->stats();
+  auto connect_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto all_up = [&] { return Read(stats.connects) >= static_cast<uint64_t>(opts.connections_per_endpoint); };
+  while (!all_up() && std::chrono::steady_clock::now() < connect_until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (!all_up()) {
+    std::fprintf(stderr, "redis_bench: %llu of %d connections up after 10 s\n",
+                 static_cast<unsigned long long>(Read(stats.connects)), opts.connections_per_endpoint);
+    on_loop([&] { pools.reset(); });
+    loop.Stop();
+    return 1;
   }
 
   auto run = std::make_shared<Run>();
@@ -125,14 +134,13 @@ int main(int argc, char** argv) {
   finished.wait();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  const RedisStats& st = pools->Get("bench")->stats();
-  double commands = static_cast<double>(Read(st.commands));
+  double commands = static_cast<double>(Read(stats.commands));
   std::printf(
       "{\"name\": \"redis_client_ops\", \"value\": %.0f, \"unit\": \"ops/s\", \"commands\": %.0f, "
       "\"batches\": %llu, \"socket_writes\": %llu, \"errors\": %lld, \"batch\": %d, "
       "\"concurrency\": %s, \"connections\": %s}\n",
-      commands / secs, commands, static_cast<unsigned long long>(Read(st.batches)),
-      static_cast<unsigned long long>(Read(st.socket_writes)), static_cast<long long>(run->errors),
+      commands / secs, commands, static_cast<unsigned long long>(Read(stats.batches)),
+      static_cast<unsigned long long>(Read(stats.socket_writes)), static_cast<long long>(run->errors),
       run->batch, conc.c_str(), conns.c_str());
   on_loop([&] { pools.reset(); });
   loop.Stop();

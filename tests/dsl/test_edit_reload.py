@@ -7,15 +7,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import SOURCE_ROOT, Rankd, run_tests, wait_until  # noqa: E402
+from harness import SOURCE_ROOT, Rankd, run_tests, temp_dir, wait_until  # noqa: E402
 
 
 def test_edit_build_sighup_changes_behaviour():
     src = os.path.join(SOURCE_ROOT, "plans")
-    work = tempfile.mkdtemp(prefix="rankd-dsl-")
+    work = temp_dir("rankd-dsl-")
     shutil.copytree(src, work, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("node_modules", "dist"))
     os.symlink(os.path.join(src, "node_modules"), os.path.join(work, "node_modules"))
@@ -36,7 +35,6 @@ def test_edit_build_sighup_changes_behaviour():
                    what="the rebuilt plan to be served")
     finally:
         assert s.stop() == 0
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

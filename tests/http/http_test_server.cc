@@ -6,7 +6,7 @@
 //   /info          what the layer parsed: method, path, keep_alive, request_id, ...
 //   /sleep?ms=N    answers after N ms, from a timer (out-of-order completion)
 //   /big?kb=N      N KiB body (backpressure)
-//   /stats         the listener's counters
+//   /stats         the listener's counters, and how many /sleep requests wait
 //   /drop          drops its Responder unanswered (the layer answers 500)
 //   /spin?us=N     busy for N µs on the loop thread, then 200 (a CPU-heavy handler)
 #include <signal.h>
@@ -107,7 +107,8 @@ struct TestServer {
                          ",\"parked_reads\":" + std::to_string(c.parked_reads) +
                          ",\"bytes_read\":" + std::to_string(c.bytes_read) +
                          ",\"bytes_written\":" + std::to_string(c.bytes_written) +
-                         ",\"big_served\":" + std::to_string(big_served) + ",\"rejects\":{";
+                         ",\"big_served\":" + std::to_string(big_served) +
+                         ",\"sleeping\":" + std::to_string(sleepers.size()) + ",\"rejects\":{";
       for (size_t k = 0; k < static_cast<size_t>(RejectKind::kCount); ++k) {
         if (k) body += ",";
         body += "\"" + std::string(RejectKindName(static_cast<RejectKind>(k))) +

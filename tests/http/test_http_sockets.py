@@ -17,6 +17,9 @@ import sys
 import time
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from harness import wait_until  # noqa: E402
+
 SERVER_BIN = None
 IO_TIMEOUT = 10.0
 
@@ -497,6 +500,7 @@ class TimeoutTest(unittest.TestCase):
         t0 = time.monotonic()
         s.sendall(request("GET", "/info"))
         self.assertEqual(r.response().status, 200)
+        # The stimulus is time itself: a client idle for 1.0 s, then for 1.0 s again.
         time.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
         s.sendall(request("GET", "/info"))
         self.assertEqual(r.response().status, 200)
@@ -564,7 +568,8 @@ class HandlerContractTest(unittest.TestCase):
             s = MAIN.connect()
             s.sendall(request("GET", "/sleep?ms=150"))
             s.close()
-        time.sleep(0.4)  # let the late answers happen (they must be no-ops)
+        # The late answers happen (they must be no-ops) once every /sleep has answered.
+        wait_until(lambda: MAIN.stats()["sleeping"] == 0, what="the three late answers")
         status, _, _ = MAIN.get_json("/info")
         self.assertEqual(status, 200)
 
@@ -576,7 +581,8 @@ class BackpressureTest(unittest.TestCase):
         s = MAIN.connect(rcvbuf=65536)
         s.sendall(b"".join(request("GET", "/big?kb=1024", [("X-Request-Id", "b%d" % i)])
                            for i in range(n)))
-        # Give the server time to run ahead if it would; it must stop after a few.
+        # It must stop after a few. No event marks "would have run ahead", so the stimulus
+        # is time: a second in which a server without backpressure makes all 32 MiB.
         served = 0
         for _ in range(10):
             time.sleep(0.1)
@@ -630,7 +636,8 @@ class DrainTest(unittest.TestCase):
         busy = srv.connect()
         rb = Reader(busy)
         busy.sendall(request("GET", "/sleep?ms=700"))
-        time.sleep(0.2)  # the request is read before the drain starts
+        # The request has been read (its handler waits) before the drain starts.
+        wait_until(lambda: srv.stats()["sleeping"] == 1, what="the /sleep request to be read")
         srv.proc.send_signal(signal.SIGTERM)
         self.assertTrue(ri.closed())  # idle: closed at once
         resp = rb.response()
@@ -647,7 +654,7 @@ class DrainTest(unittest.TestCase):
         srv = Server(drain_timeout_ms=300)
         busy = srv.connect()
         busy.sendall(request("GET", "/sleep?ms=5000"))
-        time.sleep(0.2)
+        wait_until(lambda: srv.stats()["sleeping"] == 1, what="the /sleep request to be read")
         srv.proc.send_signal(signal.SIGTERM)
         self.assertTrue(Reader(busy).closed())
         busy.close()

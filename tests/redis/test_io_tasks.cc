@@ -3,8 +3,9 @@
 // keys, wrong key types (backend_error naming the key), unparsable fields (null and
 // counted), one batch per task, and the transport errors.
 #include <doctest/doctest.h>
+#include <signal.h>
 
-#include <future>
+#include <fstream>
 #include <map>
 
 #include "redis_server.h"
@@ -17,6 +18,34 @@ using namespace rankd::testing;
 namespace {
 
 bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+
+// Polls `cond` until it holds, for at most 10 s.
+template <class F>
+bool Eventually(F cond) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < until) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+// The redis-server's process id, from INFO.
+pid_t ServerPid(const RedisServer& server) {
+  RedisReply info = server.Command({"INFO", "server"});
+  size_t at = info.str.find("process_id:");
+  REQUIRE(at != std::string::npos);
+  return static_cast<pid_t>(std::stol(info.str.substr(at + 11)));
+}
+
+// The state letter of /proc/PID/stat ('T' once stopped by SIGSTOP), or 0.
+char ProcessState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t paren = line.rfind(')');  // the command name may hold spaces and parentheses
+  return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : 0;
+}
 
 const TaskRegistry& IoRegistry() {
   static const TaskRegistry* r = [] {
@@ -299,8 +328,9 @@ TEST_CASE("an unreachable or unknown endpoint is unavailable, naming it") {
   TestShard shard({"redis_default=redis://127.0.0.1:" + std::to_string(FreeLoopbackPort())},
                   {.connections_per_endpoint = 1});
   // Let the first attempt fail so that the error says why.
-  for (int i = 0; i < 400 && shard.OnLoop([&] { return shard.pools().NotReadyReason().find("refused") == std::string::npos; }); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(Eventually([&] {
+    return shard.OnLoop([&] { return shard.pools().NotReadyReason().find("refused") != std::string::npos; });
+  }));
   auto r = RunIo(shard, "follow", {}, {Ids({1})});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kUnavailable);
@@ -315,12 +345,17 @@ TEST_CASE("an unreachable or unknown endpoint is unavailable, naming it") {
 TEST_CASE("a slow Redis against the node's deadline: deadline_exceeded") {
   Fixture f;
   f.Cmd({"RPUSH", "follow:1", "10"});
-  // DEBUG SLEEP on another connection blocks the whole (single-threaded) server.
-  auto sleeper = std::async(std::launch::async, [&] { return f.server.Command({"DEBUG", "SLEEP", "0.3"}); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  pid_t pid = ServerPid(f.server);
+  uint64_t late0 = Read(f.stats().late_replies);
+  // A stopped redis-server answers nothing until SIGCONT (the kernel still takes the
+  // request's bytes), however long the run takes: only the deadline can end it.
+  REQUIRE(kill(pid, SIGSTOP) == 0);
+  REQUIRE(Eventually([&] { return ProcessState(pid) == 'T'; }));
   auto r = RunIo(*f.shard, "follow", {}, {Ids({1})}, 1, /*deadline_ms=*/50);
+  REQUIRE(kill(pid, SIGCONT) == 0);
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kDeadlineExceeded);
   CHECK(Contains(r.error().detail, "LRANGE follow:1"));
-  sleeper.get();
+  // The LRANGE was sent and its answer comes once the server runs again.
+  CHECK(Eventually([&] { return Read(f.stats().late_replies) == late0 + 1; }));
 }

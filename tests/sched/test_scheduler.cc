@@ -1,11 +1,13 @@
-// The async DAG scheduler: seed 000's test table (with fixed_source, sleep and busy_cpu),
+// The async DAG scheduler: its test table (with fixed_source, sleep and busy_cpu),
 // fail-open optional nodes, fail-fast teardown, per-request params.
 #include <doctest/doctest.h>
 
 #include <thread>
 
+#include "core/awaitables.h"
 #include "core/timeout.h"
 #include "engine_fixture.h"
+#include "tasks/schemas.h"
 
 using namespace rankd;
 using rankd::test::Engine;
@@ -41,6 +43,49 @@ void CheckTimeout(const Result<RunResult>& r, const std::string& node) {
 
 const NodeStat& Stat(const RunResult& r, const std::string& id) {
   return r.nodes[static_cast<size_t>(r.plan->node_index(id))];
+}
+
+// An async op that ends only when its run is cancelled (it lost the race against its
+// deadline): a stage that is certainly still running when the deadline passes, whatever
+// the machine's load.
+Task<Result<RowSet>> RunHold(const TaskContext& ctx, std::vector<RowSet>) {
+  while (!ctx.cancelled()) co_await SleepMs(*ctx.loop, 1);
+  co_return Fail(CancelledError("hold"));
+}
+
+// The built-in CPU and test tasks plus `hold`.
+const TaskRegistry& RegistryWithHold() {
+  static const TaskRegistry* r = [] {
+    auto* reg = new TaskRegistry;
+    RegisterCpuTasks(*reg);
+    RegisterTestTasks(*reg);
+    TaskSpec hold;
+    hold.op = "hold";
+    hold.max_inputs = 1;
+    hold.output = &SchemaSameAsInput;
+    hold.kind = RunKind::kAsync;
+    hold.run_async = &RunHold;
+    reg->Add(std::move(hold));
+    return reg;
+  }();
+  return *r;
+}
+
+std::string Hold(const std::string& id, const std::string& inputs) {
+  return R"({"node_id": ")" + id + R"(", "op": "hold", "inputs": [)" + inputs + "]}";
+}
+
+// Runs `json` (loaded with `hold`) under a deadline `deadline_ms` from the moment the run
+// starts on the loop: no delay of the test thread counts against it.
+Result<RunResult> RunWithDeadlineFromStart(Engine& e, const std::string& json, int64_t deadline_ms) {
+  auto plan = LoadPlanText(json, "test.plan.json", RegistryWithHold());
+  if (!plan) FAIL("plan did not load: " << plan.error().message);
+  auto run = [](Engine& e, PlanPtr plan, int64_t deadline_ms) -> Task<Result<RunResult>> {
+    RunRequest req{.plan = std::move(plan), .user_id = 1, .params = {},
+                   .deadline = Clock::now() + std::chrono::milliseconds(deadline_ms)};
+    co_return co_await RunPlan(e.env, std::move(req));
+  };
+  return RunSync(e.loop, run(e, *plan, deadline_ms));
 }
 
 // Waits (bounded) until the loop has no runner left: abandoned work has finished.
@@ -138,7 +183,10 @@ TEST_CASE("both deadline and node_timeout set: the node timeout fires first") {
 
 TEST_CASE("multi-stage pipeline timeout") {
   Engine e;
-  CheckTimeout(e.Run(PlanDoc(Sleep("a", "", 30) + "," + Sleep("b", "\"a\"", 300), "b"), 60), "b");
+  // The first stage ends at once, the second only when the request deadline cancels it.
+  auto r = RunWithDeadlineFromStart(e, PlanDoc(Fixed("a", 3) + "," + Hold("b", "\"a\""), "b"), 60);
+  CheckTimeout(r, "b");
+  WaitRunnersDone(e);
 }
 
 TEST_CASE("multi-stage pipeline succeeds") {
@@ -217,7 +265,11 @@ TEST_CASE("mixed async+CPU pipeline timeout (async)") {
 
 TEST_CASE("mixed async+CPU pipeline timeout (CPU)") {
   Engine e;
-  CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 5) + "," + Busy("b", "\"s\"", 400), "b"), 60), "b");
+  // The async stage ends at once (a zero sleep does not suspend): only the CPU stage can
+  // be running when the deadline passes.
+  CheckTimeout(RunWithDeadlineFromStart(e, PlanDoc(Sleep("s", "", 0) + "," + Busy("b", "\"s\"", 400), "b"), 60),
+               "b");
+  WaitRunnersDone(e);
 }
 
 TEST_CASE("mixed async+CPU pipeline succeeds") {

@@ -96,6 +96,7 @@ def test_pipelined_metrics_flood_keeps_memory_bounded():
         result = []
         t = threading.Thread(target=lambda: result.append(flood(rankd.port, req, conns=8, seconds=15)))
         t.start()
+        # Sample points within the 15 s flood (the stimulus), not waits for an event.
         time.sleep(3)
         warm = proc_status_kib(rankd.proc.pid, "VmRSS")
         time.sleep(5)
@@ -171,7 +172,7 @@ def test_slow_readers_past_the_unsent_budget_are_closed_slowest_first():
             s = connect(rankd.port, rcvbuf=4096)
             s.sendall(rank_request("big") * 16)
             slow.append(s)
-            time.sleep(0.15)
+            time.sleep(0.15)  # the stimulus: clients that stall at different times
         # A fast client keeps being served meanwhile.
         fast = rankd.conn()
         for _ in range(20):
@@ -182,7 +183,7 @@ def test_slow_readers_past_the_unsent_budget_are_closed_slowest_first():
         fast.close()
         wait_until(lambda: limit_hits(rankd, "shard_unsent") > 0, timeout=10,
                    what="a slow reader closed for the unsent budget")
-        time.sleep(0.3)  # a metrics tick: every close so far is counted
+        rankd.wait_for_tick()  # every close so far is counted
         before = int(limit_hits(rankd, "shard_unsent"))
         # Reading them all (below) lets the survivors run ahead and stall anew, which may
         # close more of them, in any order: only the closes counted before say who went first.
@@ -236,13 +237,13 @@ def test_pipeline_depth_and_shard_input_bounds_keep_answers_in_order():
                         except BlockingIOError:
                             pass
             else:
-                time.sleep(0.01)
+                time.sleep(0.01)  # pacing of the writer, not a wait
 
         # Write without reading: rankd must stop parsing and reading, not buffer it all.
         end = time.monotonic() + 1.5
         while time.monotonic() < end:
             pump(read=False)
-        time.sleep(0.3)  # a metrics tick
+        rankd.wait_for_tick()
         text = rankd.metrics()
         held = metric_value(text, "rankd_http_buffered_input_bytes")
         # Each connection may overshoot the shard budget by one read while it can parse.
@@ -297,7 +298,7 @@ def test_http10_with_transfer_encoding_is_400_and_closed():
 
 def scrape_flood(rankd, scrapers, seconds, during=None):
     """`scrapers` clients scrape /metrics back to back; returns {status: count} and what
-    `during()` returned (called once, a second in)."""
+    `during()` returned (called once, when as many scrapes as scrapers were answered)."""
     stop = time.monotonic() + seconds
     answers = {}
     lock = threading.Lock()
@@ -321,7 +322,11 @@ def scrape_flood(rankd, scrapers, seconds, during=None):
     threads = [threading.Thread(target=scraper) for _ in range(scrapers)]
     for t in threads:
         t.start()
-    time.sleep(1)
+
+    def scraped():
+        with lock:
+            return sum(answers.values())
+    wait_until(lambda: scraped() >= scrapers, timeout=seconds, what="the flood under way")
     got = during() if during else None
     for t in threads:
         t.join(seconds + 20)

@@ -237,21 +237,28 @@ def test_redis_sigkill_and_restart_under_load():
                 if r.status == 200 and restarted_at[0] is not None and not first_ok_after:
                     first_ok_after.append(time.monotonic() - restarted_at[0])
             if r.status != 200:
-                time.sleep(0.005)  # do not spin on a dead Redis
+                time.sleep(0.005)  # pacing, not a wait: do not spin on a dead Redis
         conn.close()
+
+    def answered(*codes):
+        with lock:
+            return sum(statuses.get(c, 0) for c in codes)
 
     threads = [threading.Thread(target=load) for _ in range(4)]
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    wait_until(lambda: answered(200) >= 20, timeout=30, what="20 answers before the kill")
     real.proc.kill()  # SIGKILL
     real.proc.wait(timeout=5)
-    time.sleep(1.5)
+    failed0 = answered(503, 504)
+    wait_until(lambda: answered(503, 504) >= failed0 + 20, timeout=30,
+               what="20 failed answers while Redis is down")
     real.start()
     real.execute("HSET", "user:7", "country", "FR", "age", "33")
     restarted_at[0] = time.monotonic()
     wait_until(lambda: first_ok_after, timeout=10, what="a 200 after Redis came back")
-    time.sleep(0.5)
+    ok_back = answered(200)
+    wait_until(lambda: answered(200) >= ok_back + 20, timeout=30, what="20 answers after the restart")
     stop.set()
     for t in threads:
         t.join(timeout=15)

@@ -7,16 +7,14 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (Rankd, metric_value, run_tests, simple_plan, sleep_plan,  # noqa: E402
+from harness import (Rankd, metric_value, run_tests, simple_plan, sleep_plan, temp_dir,  # noqa: E402
                      wait_until, write_plan)
 
 # Sanitizer builds run 2-5x slower: scale the amounts of work, not the assertions.
@@ -24,7 +22,7 @@ SLOW = 3 if "asan" in os.environ.get("RANKD_BUILD_ROOT", "") else 1
 
 
 def plans_folder(plans):
-    d = tempfile.mkdtemp(prefix="rankd-fault-plans-")
+    d = temp_dir("rankd-fault-plans-")
     for name, plan in plans.items():
         write_plan(d, name, plan)
     return d
@@ -93,7 +91,7 @@ def test_reload_storm_keeps_requests_and_metrics():
     def scraper():
         while not stop.is_set():
             samples.append(metric_value(s.metrics(), "rankd_rank_requests_total", plan="stay") or 0)
-            time.sleep(0.1)
+            time.sleep(0.1)  # the sampling period, not a wait
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(64)]
     threads.append(threading.Thread(target=scraper))
@@ -111,7 +109,7 @@ def test_reload_storm_keeps_requests_and_metrics():
                     os.remove(path)
             s.signal(signal.SIGHUP)
             flip += 1
-            time.sleep(0.02)
+            time.sleep(0.02)  # the storm's pace (the stimulus), not a wait
     finally:
         stop.set()
         for t in threads:
@@ -133,7 +131,6 @@ def test_reload_storm_keeps_requests_and_metrics():
                what="the removed plan's series gone, the changed plan's new node there")
     assert metric_value(s.metrics(), "rankd_rank_requests_total", plan="stay") == answered["stay"]
     assert s.stop() == 0
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_cpu_flood_is_bounded_and_stops():
@@ -168,26 +165,35 @@ def test_cpu_flood_is_bounded_and_stops():
                     bad.append(f"{status} {body}")
         conn.close()
 
+    def rejected():
+        with lock:
+            return statuses.get(503, 0)
+
     threads = [threading.Thread(target=client, args=(i,)) for i in range(32)]
     for t in threads:
         t.start()
-    time.sleep(3)
-    stop.set()
+    try:
+        wait_until(lambda: rejected() >= 20, timeout=60, what="the CPU queue full (20 answers 503)")
+    finally:
+        stop.set()
     for t in threads:
         t.join(timeout=30)
     assert not bad, bad[:5]
     assert statuses.get(503), f"the CPU queue never filled: {statuses}"
     assert all(r == "1" for r in retry_after), set(retry_after)
 
-    # Once the clients stop, abandoned jobs are skipped or stop at their next check:
-    # late completions stop growing within a fraction of a second (20 ms jobs queued
-    # without bound used to keep completing for as long as the flood had lasted).
+    # Once the clients stop, abandoned jobs are skipped or stop at their next check: all
+    # work ends within a second (20 ms jobs queued without bound used to keep completing
+    # for as long as the flood had lasted). A request counts as in flight until its
+    # work, abandoned or not, has stopped.
     def late():
         return metric_value(s.metrics(), "rankd_late_completions_total") or 0
-    time.sleep(1.0)
+    wait_until(lambda: metric_value(s.metrics(), "rankd_inflight_requests") == 0, timeout=1.0 * SLOW,
+               what="the abandoned CPU work stopped")
+    s.wait_for_tick()  # every late completion so far is published
     before = late()
-    time.sleep(1.0)
-    assert late() == before, "CPU work is still completing a second after the flood"
+    s.wait_for_tick()
+    assert late() == before, "CPU work is still completing after every request's work stopped"
     text = s.metrics()
     assert metric_value(text, "rankd_cpu_queue_rejects_total") > 0
     assert metric_value(text, "rankd_cpu_jobs_cancelled_total") > 0
@@ -196,7 +202,6 @@ def test_cpu_flood_is_bounded_and_stops():
     status, _, body = s.rank({"plan": "burn_opt", "user_id": 1})
     assert status == 200, body
     assert s.stop() == 0
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def read_response(sock):
@@ -254,9 +259,13 @@ def test_sigterm_under_load_answers_or_drops_cleanly():
                         break
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(32)]
+    def answered():
+        with lock:
+            return len(complete)
+
     for t in threads:
         t.start()
-    time.sleep(1.0)
+    wait_until(lambda: answered() > 50, timeout=30, what="50 answers before SIGTERM")
     s.signal(signal.SIGTERM)
     code = s.proc.wait(timeout=30)
     stop.set()
@@ -272,7 +281,6 @@ def test_sigterm_under_load_answers_or_drops_cleanly():
         assert rid in logged, f"answered request {rid} missing from the access log"
     for rid, _ in dropped:
         assert rid not in logged, f"request {rid} was logged but its connection got no bytes"
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_cancelled_timers_do_not_linger():
@@ -291,13 +299,12 @@ def test_cancelled_timers_do_not_linger():
         t.start()
     for t in threads:
         t.join(timeout=60)
-    time.sleep(0.3)  # the 100 ms tick publishes the gauge
+    s.wait_for_tick()  # the gauge is published by the tick
     timers = metric_value(s.metrics(), "rankd_loop_timers")
     # The tick's own timer and a few of Redis's; each request's 60 s race timer was
     # cancelled when the sleep won, and must not linger for 60 s.
     assert timers is not None and timers < 20, f"{timers} timers after {n} requests"
     assert s.stop() == 0
-    shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

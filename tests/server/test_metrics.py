@@ -7,7 +7,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
@@ -16,7 +15,7 @@ import yaml  # Debian: python3-yaml (ops/lib/ensure-deps installs it)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from harness import (SOURCE_ROOT, Rankd, SharedServer, free_port, metric_value,  # noqa: E402
-                     plans_dir, run_tests, sleep_plan, wait_until, _procs)
+                     plans_dir, run_tests, sleep_plan, temp_dir, wait_until, _procs)
 
 TEST_PLANS = {"slow": sleep_plan("slow", 200)}
 
@@ -124,7 +123,7 @@ def test_http_layer_rejects_are_counted_by_reason():
 
 def test_real_prometheus_scrapes_rankd():
     s = server()
-    d = tempfile.mkdtemp(prefix="rankd-prom-")
+    d = temp_dir("rankd-prom-")
     port = free_port()
     # The shipped ops/prometheus.yml (with its alert rules), pointed at this rankd and
     # made to scrape every second: what an operator runs, not a config of the test's.

@@ -1,8 +1,11 @@
 """Test harness for integration tests: a real redis-server and a real rankd process on
 free loopback ports, spoken to over real sockets. Standard library only.
 
-Every process started here is stopped at exit (also when a test fails), and every wait
-is bounded, so a broken server fails the test instead of hanging it.
+Every process started here is stopped at exit (also when a test fails), every temporary
+file and folder made here is removed then, and every wait is bounded, so a broken server
+fails the test instead of hanging it. rankd is stopped with SIGTERM, as in production: it
+drains and exits 0, and in a sanitizer build LeakSanitizer checks it on the way out, so a
+rankd that exits otherwise fails the run.
 """
 import atexit
 import http.client
@@ -21,18 +24,54 @@ SOURCE_ROOT = os.environ.get("RANKD_SOURCE_ROOT", os.path.abspath(os.path.join(o
 BUILD_ROOT = os.environ.get("RANKD_BUILD_ROOT", os.path.join(SOURCE_ROOT, "build"))
 RANKD = os.path.join(BUILD_ROOT, "src", "server", "rankd")
 
-_procs = []
-_servers = []  # every Rankd started, to show the stderr of one that died
+_procs = []     # every child process, stopped at exit
+_servers = []   # every Rankd started, to show the stderr of one that died
+_temps = []     # temporary files and folders, removed at exit
+
+
+def temp_dir(prefix):
+    """A new temporary folder, removed at exit."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _temps.append(d)
+    return d
+
+
+def temp_path(prefix):
+    """A path in a new temporary folder (the file is not created), removed at exit."""
+    return os.path.join(temp_dir(prefix), "file")
+
+
+def _stop_rankds():
+    """SIGTERM to every rankd still running; returns a message per one that did not exit
+    0 (a failed drain, or a leak report in a sanitizer build)."""
+    bad = []
+    for srv in _servers:
+        if srv.proc.poll() is not None:
+            continue
+        try:
+            rc = srv.stop()
+        except AssertionError as e:
+            rc = str(e)
+        if rc != 0:
+            bad.append(f"rankd on port {srv.port} exited with {rc} at SIGTERM:\n{srv.stderr()[-4000:]}")
+    return bad
 
 
 def _cleanup():
+    """Stops every process and removes every temporary path; returns what went wrong."""
+    bad = _stop_rankds()
     for p in _procs:
         if p.poll() is None:
-            p.kill()
+            p.terminate()
             try:
-                p.wait(timeout=5)
+                p.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                pass
+                p.kill()
+                p.wait(timeout=5)
+    for path in _temps:
+        shutil.rmtree(path, ignore_errors=True)
+    _temps.clear()
+    return bad
 
 
 atexit.register(_cleanup)
@@ -71,6 +110,12 @@ def listening_ports(pid):
     return ports
 
 
+def process_state(pid):
+    """The state letter of /proc/PID/stat: "T" once stopped by SIGSTOP, "S" asleep, ..."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def wait_until(cond, timeout=10.0, what="condition"):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -97,7 +142,7 @@ class Redis:
     """A redis-server on a free loopback port, with a tiny RESP client."""
 
     def __init__(self, port=None):
-        self.dir = tempfile.mkdtemp(prefix="rankd-redis-")
+        self.dir = temp_dir("rankd-redis-")
         self.proc = None
         for attempt in range(5):
             self.port = port or free_port()
@@ -127,6 +172,15 @@ class Redis:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=5)
+
+    def suspend(self):
+        """SIGSTOP: from its return on, the server answers nothing (the kernel still takes
+        the bytes sent to it) until resume(), however long that takes."""
+        self.proc.send_signal(signal.SIGSTOP)
+        wait_until(lambda: process_state(self.proc.pid) == "T", what="redis-server stopped")
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
 
     def ping(self):
         try:
@@ -175,7 +229,7 @@ class Redis:
 def plans_dir(extra=None):
     """A temporary plans folder: the repository's compiled plans plus `extra`
     ({name: plan dict or raw text})."""
-    d = tempfile.mkdtemp(prefix="rankd-plans-")
+    d = temp_dir("rankd-plans-")
     src = os.path.join(SOURCE_ROOT, "plans")
     for name in os.listdir(src):
         if name.endswith(".plan.json"):
@@ -222,6 +276,7 @@ class Rankd:
         # and SO_REUSEPORT would let both share it, each answering the other's clients.
         self.port = port
         self.plans = plans
+        self.shards = shards
         args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(port or 0),
                 "--shards", str(shards), "--plans", plans, "--log-level", "warn"]
         if redis is not None:
@@ -230,10 +285,13 @@ class Rankd:
             # Nothing listens on this port: Redis-free plans still run.
             args += ["--redis", f"redis_default=redis://127.0.0.1:{free_port()}"]
         args += extra_args or []
-        self.log = tempfile.NamedTemporaryFile(prefix="rankd-log-", delete=False)
+        self.log_path = temp_path("rankd-log-")
         out = open(stdout_path, "w") if stdout_path else subprocess.DEVNULL
         self.args = args
-        self.proc = subprocess.Popen(args, stdout=out, stderr=self.log)
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=log)
+        if stdout_path:
+            out.close()
         _procs.append(self.proc)
         _servers.append(self)
         if self.port is None:
@@ -260,7 +318,7 @@ class Rankd:
         return status == 200
 
     def stderr(self):
-        with open(self.log.name) as f:
+        with open(self.log_path) as f:
             return f.read()
 
     def conn(self, timeout=10):
@@ -286,6 +344,18 @@ class Rankd:
         status, _, data = self.request("GET", "/metrics")
         assert status == 200
         return data.decode()
+
+    def wait_for_tick(self):
+        """Returns once every shard has run a whole periodic tick (every 100 ms) that began
+        after this call: what the tick publishes (gauges, HTTP counters) then covers
+        everything that happened before the call. A tick counts itself in the loop lag
+        histogram before it publishes, so the second tick seen is the first whole one."""
+        def ticks():
+            text = self.metrics()
+            return [metric_value(text, "rankd_loop_lag_distribution_seconds_count", shard=i) or 0
+                    for i in range(self.shards)]
+        start = ticks()
+        wait_until(lambda: all(now >= t + 2 for now, t in zip(ticks(), start)), what="a metrics tick")
 
     def signal(self, sig):
         self.proc.send_signal(sig)
@@ -391,6 +461,8 @@ def run_tests(tests):
                     print(f"rankd on port {srv.port} exited with {srv.proc.returncode}:\n"
                           f"{srv.stderr()[-4000:]}", flush=True)
                     _servers.remove(srv)
+    for problem in _cleanup():
+        failed += 1
+        print(f"FAIL at exit: {problem}", flush=True)
     print(f"{passed} passed, {failed} failed", flush=True)
-    _cleanup()
     sys.exit(1 if failed else 0)
