@@ -4,6 +4,7 @@
 #include <cstring>
 #include <optional>
 
+#include "http/api_errors.h"
 #include "http/listener.h"
 #include "http/request_id.h"
 #include "http/response_writer.h"
@@ -183,7 +184,7 @@ void Connection::Reject(RejectKind kind, const Error& e) {
   std::string body = ErrorBody(e);
   const std::string& cur_id = stream_.current_request_id();
   std::string id = cur_id.empty() ? listener_->ids_.Next() : cur_id;
-  Response r{e.http_status(), body, "application/json", {}};
+  Response r{ErrorStatus(e.code), body, "application/json", {}};
   AppendResponse(out_back_, r, ResponseMeta{id, /*close=*/true, /*omit_body=*/false});
   ++listener_->counters_.responses;
   ++queued_responses_;

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "core/run_sync.h"
+#include "http/api_errors.h"
 #include "plan/loader.h"
 #include "sched/request_json.h"
 #include "sched/response_json.h"
@@ -20,7 +21,7 @@ namespace rankd {
 namespace {
 
 int PrintError(const Error& e) {
-  std::printf("%s\n", ErrorJson(e).c_str());
+  std::printf("%s\n", http::ErrorBody(e).c_str());
   // The operator running the command may see what a client may not.
   if (!e.detail.empty()) std::fprintf(stderr, "detail: %s\n", e.detail.c_str());
   return 1;

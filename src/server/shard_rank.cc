@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/log.h"
+#include "http/api_errors.h"
 #include "sched/request_json.h"
 #include "sched/response_json.h"
 #include "server/shard.h"
@@ -47,12 +48,12 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
     std::string s = "request ";
     s.append(request_id).append(" plan '").append(plan.name).append("'");
     if (!node.empty()) s.append(" degraded node '").append(node).append("'");
-    s.append(": ").append(e.code_name()).append(": ").append(e.message);
+    s.append(": ").append(http::ErrorCodeName(e.code)).append(": ").append(e.message);
     if (!e.detail.empty()) s.append(" [").append(e.detail).append("]");
     LogWarn(s);
   };
   if (!r) {
-    if (r.error().http_status() >= 500) line({}, r.error());
+    if (http::ErrorStatus(r.error().code) >= 500) line({}, r.error());
     return;
   }
   for (size_t i = 0; i < r->degraded.size() && i < r->degraded_errors.size(); ++i)
@@ -113,8 +114,8 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
     body.reserve(256 + result->output.size() * 48);
     AppendRankResponse(*result, explain, body);
   } else {
-    status = result.error().http_status();
-    AppendErrorJson(result.error(), body);
+    status = http::ErrorStatus(result.error().code);
+    http::AppendErrorBody(result.error(), body);
     if (status == 503) headers = busy_headers;
   }
   http::Response r;
