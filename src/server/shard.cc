@@ -281,8 +281,10 @@ void Shard::Answer(const http::Request& req, http::Responder& res, Route route, 
   r.status = status;
   r.body = body;
   r.headers = extra;
-  res.Send(r);
+  // Counted before sending: a client that scrapes /metrics after reading its answer
+  // (from any shard) finds it counted.
   shard_metrics_->CountHttp(route, req.method, status, SecondsSince(t0));
+  res.Send(r);
   if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, 0);
 }
 
@@ -349,8 +351,8 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
     r.status = 200;
     r.body = *text;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    holder->Send(r);
     shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
+    holder->Send(r);
     if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, 0);
   };
   if (!server_.RequestScrape(loop_, metrics_address, std::move(done))) {

@@ -85,7 +85,7 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   run.plan = it->second;
   run.user_id = rr.user_id;
   run.params = std::move(rr.params);
-  // The deadline counts from the moment the request was fully read (API.md).
+  // The deadline counts from the moment the request was fully read (docs/api.md).
   run.deadline = t0 + std::chrono::milliseconds(rr.deadline_ms.value_or(opts_.deadline_ms));
   live_requests_.fetch_add(1, std::memory_order_relaxed);
   Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, std::move(pm), t0));
@@ -118,12 +118,8 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
     http::AppendErrorBody(result.error(), body);
     if (status == 503) headers = busy_headers;
   }
-  http::Response r;
-  r.status = status;
-  r.body = body;
-  r.headers = headers;
-  res.Send(r);
-
+  // Counted before sending: a client that scrapes /metrics after reading its answer
+  // (from any shard) finds it counted.
   if (pm) {
     pm->outcomes[OutcomeIndex(result)]->Increment();
     pm->duration->Observe(took_secs);
@@ -140,8 +136,13 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
         if (d < pm->node_degraded.size() && pm->node_degraded[d]) pm->node_degraded[d]->Increment();
     }
   }
-  LogFailures(request_id, *plan, result);
   shard_metrics_->CountHttp(Route::kRank, "POST", status, took_secs);
+  http::Response r;
+  r.status = status;
+  r.body = body;
+  r.headers = headers;
+  res.Send(r);
+  LogFailures(request_id, *plan, result);
   if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
 }
 
