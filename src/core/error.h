@@ -6,11 +6,12 @@
 #include <cstdint>
 #include <expected>
 #include <string>
-#include <string_view>
 
 namespace rankd {
 
-// One code per row of the API's error table (spec/API.md).
+// What went wrong, as a client is told it. Each code's name ("bad_request") and HTTP
+// status live in the HTTP API's error table (http/api_errors.h), which lists every code
+// in this order; this layer knows neither.
 enum class ErrorCode : uint8_t {
   kBadRequest,
   kNotFound,
@@ -24,12 +25,8 @@ enum class ErrorCode : uint8_t {
   kUnavailable,
   kDeadlineExceeded,
   kInternal,
+  kCount,  // not a code: how many there are
 };
-
-// The API's "code" string for an error code, e.g. "deadline_exceeded".
-std::string_view ErrorCodeName(ErrorCode code);
-// The HTTP status the API answers for an error code, e.g. 504.
-int ErrorHttpStatus(ErrorCode code);
 
 struct Error {
   ErrorCode code = ErrorCode::kInternal;
@@ -48,9 +45,6 @@ struct Error {
     return {ErrorCode::kDeadlineExceeded, std::move(m)};
   }
   static Error Internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
-
-  std::string_view code_name() const { return ErrorCodeName(code); }
-  int http_status() const { return ErrorHttpStatus(code); }
 };
 
 template <class T>

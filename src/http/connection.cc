@@ -3,6 +3,7 @@
 #include <cassert>
 #include <utility>
 
+#include "http/api_errors.h"
 #include "http/responder.h"
 #include "http/response_writer.h"
 
@@ -198,7 +199,7 @@ void Connection::Reject(RejectKind kind, const Error& e) {
   std::string body = ErrorBody(e);
   const std::string& cur_id = stream_.current_request_id();
   std::string id = cur_id.empty() ? ctx_.ids.Next() : cur_id;
-  Response r{e.http_status(), body, "application/json", {}};
+  Response r{ErrorStatus(e.code), body, "application/json", {}};
   AppendResponse(out_back_, r, ResponseMeta{id, /*close=*/true, /*omit_body=*/false});
   ++ctx_.counters.responses;
   ++queued_responses_;

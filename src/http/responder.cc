@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/event_loop.h"
+#include "http/api_errors.h"
 #include "http/connection.h"
 #include "http/response_writer.h"
 
@@ -35,7 +36,7 @@ void Responder::Send(const Response& r) {
 void Responder::SendError(const Error& e, std::span<const HeaderField> extra_headers) {
   if (done_) return;
   std::string body = ErrorBody(e);
-  Send(Response{e.http_status(), body, "application/json", extra_headers});
+  Send(Response{ErrorStatus(e.code), body, "application/json", extra_headers});
 }
 
 }  // namespace rankd::http

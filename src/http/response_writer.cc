@@ -82,37 +82,4 @@ void AppendResponse(std::string& out, const Response& r, const ResponseMeta& met
 
 void AppendContinue(std::string& out) { out.append("HTTP/1.1 100 Continue\r\n\r\n"); }
 
-void AppendJsonEscaped(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out.append("\\\""); break;
-      case '\\': out.append("\\\\"); break;
-      case '\n': out.append("\\n"); break;
-      case '\r': out.append("\\r"); break;
-      case '\t': out.append("\\t"); break;
-      default:
-        if (u < 0x20) {
-          out.append("\\u00");
-          out.push_back(kHex[u >> 4]);
-          out.push_back(kHex[u & 0xF]);
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-}
-
-std::string ErrorBody(const Error& e) {
-  std::string out;
-  out.reserve(40 + e.message.size());
-  out.append("{\"error\":{\"code\":\"");
-  out.append(e.code_name());
-  out.append("\",\"message\":\"");
-  AppendJsonEscaped(out, e.message);
-  out.append("\"}}");
-  return out;
-}
-
 }  // namespace rankd::http

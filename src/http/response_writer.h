@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 
-#include "core/error.h"
 #include "http/message.h"
 
 namespace rankd::http {
@@ -26,13 +25,5 @@ void AppendResponse(std::string& out, const Response& r, const ResponseMeta& met
 
 // Appends "HTTP/1.1 100 Continue\r\n\r\n".
 void AppendContinue(std::string& out);
-
-// The API's error body: {"error":{"code":"<code>","message":"<message>"}}, with the
-// message JSON-escaped.
-std::string ErrorBody(const Error& e);
-
-// Appends `s` to `out` as the inside of a JSON string (quotes, backslashes and control
-// characters escaped).
-void AppendJsonEscaped(std::string& out, std::string_view s);
 
 }  // namespace rankd::http

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cstring>
 
+#include "core/parse_int.h"
+
 namespace rankd {
 
 namespace {
@@ -73,8 +75,8 @@ std::string_view RedisCommand::Argument(int i) const {
   for (int k = 0; k < argc_ && pos < buf_.size(); ++k) {
     // "$<len>\r\n<bytes>\r\n"
     size_t crlf = buf_.find("\r\n", pos);
-    size_t len = 0;
-    std::from_chars(buf_.data() + pos + 1, buf_.data() + crlf, len);
+    // Our own header, written by Arg: always a valid length.
+    size_t len = ParseStrictInt<size_t>(std::string_view(buf_).substr(pos + 1, crlf - pos - 1)).value_or(0);
     size_t start = crlf + 2;
     if (k == i) return std::string_view(buf_).substr(start, len);
     pos = start + len + 2;

@@ -1,7 +1,9 @@
 #include "redis/endpoint.h"
 
 #include <cctype>
-#include <charconv>
+#include <optional>
+
+#include "core/parse_int.h"
 
 namespace rankd {
 
@@ -16,12 +18,6 @@ std::string MaskUrl(std::string_view url) {
   size_t colon = url.find(':', scheme + 3);
   if (colon == std::string_view::npos || colon > at) return std::string(url);
   return std::string(url.substr(0, colon + 1)) + "***" + std::string(url.substr(at));
-}
-
-bool ParseInt(std::string_view s, int& out) {
-  if (s.empty()) return false;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && p == s.data() + s.size();
 }
 
 bool ValidName(std::string_view n) {
@@ -71,8 +67,11 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
-    if (!db.empty() && (!ParseInt(db, ep.db) || ep.db < 0))
-      return bad("database '" + std::string(db) + "' is not a non-negative integer");
+    if (!db.empty()) {
+      std::optional<int> n = ParseStrictInt<int>(db);
+      if (!n || *n < 0) return bad("database '" + std::string(db) + "' is not a non-negative integer");
+      ep.db = *n;
+    }
   }
   // Userinfo: [user]:password@ (a bare "password@" is accepted too).
   if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
@@ -106,8 +105,11 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   }
   if (host.empty()) return bad("missing host");
   ep.host = std::string(host);
-  if (!port.empty() && (!ParseInt(port, ep.port) || ep.port < 1 || ep.port > 65535))
-    return bad("port '" + std::string(port) + "' is not in 1..65535");
+  if (!port.empty()) {
+    std::optional<int> n = ParseStrictInt<int>(port);
+    if (!n || *n < 1 || *n > 65535) return bad("port '" + std::string(port) + "' is not in 1..65535");
+    ep.port = *n;
+  }
   return ep;
 }
 

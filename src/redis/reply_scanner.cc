@@ -1,9 +1,11 @@
 #include "redis/reply_scanner.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
+#include <optional>
 #include <string>
+
+#include "core/parse_int.h"
 
 namespace rankd {
 
@@ -45,10 +47,10 @@ void RespScanner::EndElement() {
 }
 
 Status RespScanner::EndHeader() {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(header_, header_ + header_len_, v);
-  if (header_len_ == 0 || ec != std::errc() || p != header_ + header_len_)
+  std::optional<int64_t> parsed = ParseStrictInt<int64_t>(std::string_view(header_, header_len_));
+  if (!parsed)
     return std::unexpected(Error::Backend("protocol error: malformed number in a reply header"));
+  const int64_t v = *parsed;
   if (!AcceptHeader(v)) return std::unexpected(HeaderError(v));
   return {};
 }

@@ -1,4 +1,4 @@
-// The /rank request body of spec/API.md: {"plan", "user_id", "params", "deadline_ms",
+// The /rank request body of docs/api.md: {"plan", "user_id", "params", "deadline_ms",
 // "explain"}. Shared by the HTTP server and `rankd run`.
 //
 // Threads: any thread (the parser buffer is thread-local).

@@ -14,7 +14,7 @@
 
 namespace rankd {
 
-// Moves every `--redis VALUE` out of `args` (CliArgs reads one value per flag) and
+// Moves every `--redis VALUE` out of `args` (repeatable, so taken out before the other flags are read) and
 // parses them; redis_default=redis://127.0.0.1:6379 unless given.
 Result<std::vector<RedisEndpoint>> TakeRedisFlags(std::vector<std::string>& args, bool* given);
 

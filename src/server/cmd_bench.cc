@@ -77,18 +77,22 @@ int CmdBench(const std::vector<std::string>& all_args) {
     std::fprintf(stderr, "rankd bench: --redis: %s\n", endpoints.error().message.c_str());
     return 2;
   }
-  CliArgs args(argv);
-  auto plan_name = args.Value("--plan");
-  std::string dir = args.Value("--plans").value_or("plans");
+  std::string plan_name, dir = "plans";
   int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2,
           redis_conns = 2;
-  if (!args.Int("-n", n, "--requests") || !args.Int("-c", c, "--concurrency") ||
-      !args.Int("--redis-conns", redis_conns) ||
-      !args.Int("--user-id", user_id) || !args.Int("--deadline-ms", deadline_ms) ||
-      !args.Int("--node-timeout-ms", node_timeout_ms) || !args.Int("--cpu-threads", threads))
-    return 2;
-  if (!args.AllUsed("bench")) return 2;
-  if (!plan_name || n < 1 || c < 1 || threads < 1) {
+  const Flag flags[] = {
+      TextFlag("--plan", "NAME", {}, plan_name),
+      TextFlag("--plans", "DIR", {}, dir),
+      IntFlag("-n", "N", {}, n, -kAnyInt, kAnyInt, "--requests"),
+      IntFlag("-c", "C", {}, c, -kAnyInt, kAnyInt, "--concurrency"),
+      IntFlag("--redis-conns", "K", {}, redis_conns, -kAnyInt, kAnyInt),
+      IntFlag("--user-id", "U", {}, user_id, -kAnyInt, kAnyInt),
+      IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
+      IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
+      IntFlag("--cpu-threads", "N", {}, threads, -kAnyInt, kAnyInt),
+  };
+  if (!ParseCommandFlags("bench", argv, flags)) return 2;
+  if (plan_name.empty() || n < 1 || c < 1 || threads < 1) {
     std::fprintf(stderr, "rankd bench: need --plan NAME, -n >= 1, -c >= 1\n");
     return 2;
   }
@@ -97,9 +101,9 @@ int CmdBench(const std::vector<std::string>& all_args) {
     std::fprintf(stderr, "%s\n", plans.error().message.c_str());
     return 1;
   }
-  PlanPtr plan = plans->Find(*plan_name);
+  PlanPtr plan = plans->Find(plan_name);
   if (!plan) {
-    std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name->c_str(), dir.c_str());
+    std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name.c_str(), dir.c_str());
     return 1;
   }
   bool uses_redis = redis_given;

@@ -9,9 +9,9 @@
 namespace rankd {
 
 int CmdCheckPlans(const std::vector<std::string>& argv) {
-  CliArgs args(argv);
-  std::string dir = args.Value("--plans").value_or("plans");
-  if (!args.AllUsed("check-plans")) return 2;
+  std::string dir = "plans";
+  const Flag flags[] = {TextFlag("--plans", "DIR", {}, dir)};
+  if (!ParseCommandFlags("check-plans", argv, flags)) return 2;
   auto set = LoadPlanDir(dir, TaskRegistry::Default());
   if (!set) {
     std::fprintf(stderr, "%s\n", set.error().message.c_str());

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "core/run_sync.h"
+#include "http/api_errors.h"
 #include "plan/loader.h"
 #include "sched/request_json.h"
 #include "sched/response_json.h"
@@ -20,7 +21,7 @@ namespace rankd {
 namespace {
 
 int PrintError(const Error& e) {
-  std::printf("%s\n", ErrorJson(e).c_str());
+  std::printf("%s\n", http::ErrorBody(e).c_str());
   // The operator running the command may see what a client may not.
   if (!e.detail.empty()) std::fprintf(stderr, "detail: %s\n", e.detail.c_str());
   return 1;
@@ -33,20 +34,23 @@ int CmdRun(const std::vector<std::string>& all_args) {
   bool redis_given = false;
   auto endpoints = TakeRedisFlags(argv, &redis_given);
   if (!endpoints) return PrintError(Error::BadRequest("--redis: " + endpoints.error().message));
-  CliArgs args(argv);
-  auto plan_name = args.Value("--plan");
-  std::string dir = args.Value("--plans").value_or("plans");
+  std::string plan_name, dir = "plans";
   int64_t deadline_ms = 0, node_timeout_ms = 0, redis_conns = 1;
-  if (!args.Int("--deadline-ms", deadline_ms) || !args.Int("--node-timeout-ms", node_timeout_ms) ||
-      !args.Int("--redis-conns", redis_conns))
-    return 2;
-  bool explain = args.Switch("--explain");
-  if (!args.AllUsed("run")) return 2;
+  bool explain = false;
+  const Flag flags[] = {
+      TextFlag("--plan", "NAME", {}, plan_name),
+      TextFlag("--plans", "DIR", {}, dir),
+      IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
+      IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
+      IntFlag("--redis-conns", "N", {}, redis_conns, -kAnyInt, kAnyInt),
+      SwitchFlag("--explain", {}, explain),
+  };
+  if (!ParseCommandFlags("run", argv, flags)) return 2;
 
   std::string body(std::istreambuf_iterator<char>(std::cin), {});
   auto req = ParseRankRequest(body, /*require_plan=*/false);
   if (!req) return PrintError(req.error());
-  if (plan_name) req->plan = *plan_name;
+  if (!plan_name.empty()) req->plan = plan_name;
   if (req->plan.empty()) return PrintError(Error::BadRequest("plan: give --plan NAME"));
   if (req->deadline_ms) deadline_ms = *req->deadline_ms;
   explain = explain || req->explain;

@@ -22,32 +22,36 @@ constexpr const char* kSeedUsage =
 }  // namespace
 
 int CmdSeed(const std::vector<std::string>& args) {
-  CliArgs cli(args);
-  if (cli.Switch("--help") || cli.Switch("-h")) {
+  SeedOptions o;
+  std::string url(kDefaultRedisUrl);
+  int64_t seed = static_cast<int64_t>(o.seed);
+  bool help = false;
+  const Flag flags[] = {
+      SwitchFlag("--help", {}, help, "-h"),
+      TextFlag("--redis", "URL", {}, url),
+      IntFlag("--users", "N", {}, o.users, -kAnyInt, kAnyInt),
+      IntFlag("--follows", "F", {}, o.follows, -kAnyInt, kAnyInt),
+      IntFlag("--media", "M", {}, o.media, -kAnyInt, kAnyInt),
+      IntFlag("--recs", "R", {}, o.recs, -kAnyInt, kAnyInt),
+      IntFlag("--seen", "S", {}, o.seen, -kAnyInt, kAnyInt),
+      IntFlag("--seed", "X", {}, seed, -kAnyInt, kAnyInt),
+      SwitchFlag("--flush", {}, o.flush),
+  };
+  if (!ParseCommandFlags("seed", args, flags)) {
+    std::fputs(kSeedUsage, stderr);
+    return 2;
+  }
+  if (help) {
     std::fputs(kSeedUsage, stdout);
     return 0;
   }
-  SeedOptions o;
-  std::string url = cli.Value("--redis").value_or(std::string(kDefaultRedisUrl));
   auto ep = url.starts_with("redis://") ? ParseRedisUrl("seed", url) : ParseRedisFlag(url);
   if (!ep) {
     std::fprintf(stderr, "rankd seed: %s\n", ep.error().message.c_str());
     return 2;
   }
   o.endpoint = *ep;
-  int64_t seed = static_cast<int64_t>(o.seed);
-  if (!cli.Int("--users", o.users) || !cli.Int("--follows", o.follows) ||
-      !cli.Int("--media", o.media) || !cli.Int("--recs", o.recs) || !cli.Int("--seen", o.seen) ||
-      !cli.Int("--seed", seed)) {
-    std::fputs(kSeedUsage, stderr);
-    return 2;
-  }
   o.seed = static_cast<uint64_t>(seed);
-  o.flush = cli.Switch("--flush");
-  if (!cli.AllUsed("seed")) {
-    std::fputs(kSeedUsage, stderr);
-    return 2;
-  }
   auto summary = SeedDemoData(o);
   if (!summary) {
     std::fprintf(stderr, "rankd %s\n", summary.error().message.c_str());

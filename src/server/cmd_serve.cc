@@ -23,7 +23,7 @@ int CmdServe(const std::vector<std::string>& args) {
     return 2;
   }
   if (parsed->help) {
-    std::fputs(ServeUsage(), stdout);
+    std::fputs(ServeUsage().c_str(), stdout);
     return 0;
   }
   if (parsed->version) {

@@ -4,10 +4,14 @@
 // Threads: the main thread.
 #pragma once
 
-#include <optional>
+#include <cstdint>
+#include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "server/cli_flags.h"
 
 namespace rankd {
 
@@ -17,21 +21,11 @@ int CmdCheckPlans(const std::vector<std::string>& args);   // cmd_check_plans.cc
 int CmdSeed(const std::vector<std::string>& args);         // cmd_seed.cc (Redis demo data)
 int CmdServe(const std::vector<std::string>& args);        // cmd_serve.cc (the default)
 
-// Minimal flag reading for the subcommands: `--name value`, `-n value`, `--switch`.
-class CliArgs {
- public:
-  explicit CliArgs(const std::vector<std::string>& args) : args_(args), used_(args.size()) {}
-  // The value after `name` (or an alias), if present.
-  std::optional<std::string> Value(std::string_view name, std::string_view alias = {});
-  bool Switch(std::string_view name);
-  // Parses an integer flag into `out`; false (with a message on stderr) if malformed.
-  bool Int(std::string_view name, int64_t& out, std::string_view alias = {});
-  // Stderr-reports the first argument no Value/Switch call consumed; false if any.
-  bool AllUsed(std::string_view command);
-
- private:
-  const std::vector<std::string>& args_;
-  std::vector<bool> used_;
-};
+// Reads a subcommand's flags (cli_flags.h); on an error prints "rankd: <message>", or
+// "rankd <command>: unknown argument '<arg>'", on stderr and returns false (cli_args.cc).
+bool ParseCommandFlags(std::string_view command, const std::vector<std::string>& args,
+                       std::span<const Flag> flags);
+// The bounds of an integer flag a subcommand checks itself, or not at all.
+inline constexpr int64_t kAnyInt = std::numeric_limits<int64_t>::max();
 
 }  // namespace rankd

@@ -27,13 +27,10 @@ const prometheus::Histogram::BucketBoundaries kNodeBuckets = {
 const prometheus::Histogram::BucketBoundaries kLagBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1.0};
 
-constexpr std::array<int, 12> kKnownStatuses = {200, 400, 404, 405, 408, 413,
-                                           422, 431, 500, 502, 503, 504};
-
 size_t StatusIndex(int status) {
-  for (size_t i = 0; i < kKnownStatuses.size(); ++i)
-    if (kKnownStatuses[i] == status) return i;
-  return kKnownStatuses.size();  // "other"
+  for (size_t i = 0; i < kCountedStatuses.size; ++i)
+    if (kCountedStatuses.values[i] == status) return i;
+  return kCountedStatuses.size;  // "other"
 }
 
 size_t MethodIndex(std::string_view m) {
@@ -45,49 +42,7 @@ size_t MethodIndex(std::string_view m) {
 
 constexpr std::array<std::string_view, 4> kMethodNames = {"GET", "POST", "HEAD", "other"};
 
-// The (route, methods, statuses) each route answers, so that a shard creates their
-// rankd_http_requests_total children at start (they show as 0 until used) and the
-// request path never looks a label set up. Statuses of the HTTP layer's own refusals
-// are not here: they count in rankd_http_rejects_total.
-struct RouteAnswers {
-  Route route;
-  std::vector<std::string_view> methods;
-  std::vector<int> statuses;
-};
-const std::vector<RouteAnswers>& ReachableAnswers() {
-  static const std::vector<RouteAnswers> table = [] {
-    std::vector<RouteAnswers> t;
-    const std::vector<std::string_view> get{"GET", "HEAD"}, not_get{"POST", "other"};
-    t.push_back({Route::kRank, {"POST"}, {200, 400, 404, 422, 500, 502, 503, 504}});
-    t.push_back({Route::kRank, {"GET", "HEAD", "other"}, {405}});
-    t.push_back({Route::kHealthz, get, {200}});
-    t.push_back({Route::kReadyz, get, {200, 503}});
-    t.push_back({Route::kMetrics, get, {200, 404, 503}});
-    t.push_back({Route::kPlans, get, {200}});
-    t.push_back({Route::kPlan, get, {200, 404}});
-    for (Route r : {Route::kHealthz, Route::kReadyz, Route::kMetrics, Route::kPlans, Route::kPlan})
-      t.push_back({r, not_get, {405}});
-    t.push_back({Route::kOther, {"GET", "POST", "HEAD", "other"}, {404}});
-    return t;
-  }();
-  return table;
-}
-
 }  // namespace
-
-std::string_view RouteName(Route r) {
-  switch (r) {
-    case Route::kRank: return "/rank";
-    case Route::kHealthz: return "/healthz";
-    case Route::kReadyz: return "/readyz";
-    case Route::kMetrics: return "/metrics";
-    case Route::kPlans: return "/plans";
-    case Route::kPlan: return "/plans/{name}";
-    case Route::kOther: return "other";
-    case Route::kCount: break;
-  }
-  return "other";
-}
 
 Metrics::Metrics(bool enabled)
     : enabled_(enabled), registry_(std::make_shared<prometheus::Registry>()) {
@@ -232,9 +187,20 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard)
   cpu_queue_rejects = &m.cpu_queue_rejects->Add({{"shard", shard_}});
   cpu_cancelled = &m.cpu_cancelled->Add({{"shard", shard_}});
   access_log_dropped = &m.access_log_dropped->Add({{"shard", shard_}});
-  for (const auto& a : ReachableAnswers())
-    for (std::string_view method : a.methods)
-      for (int status : a.statuses) HttpChild(a.route, MethodIndex(method), status);
+  // Every answer a route can give, so that they show as 0 until used and the request
+  // path never looks a label set up. The HTTP layer's own refusals are not here: they
+  // count in rankd_http_rejects_total.
+  for (size_t m = 0; m < kMethods; ++m) {
+    for (const auto& route : kRoutes) {
+      if (!AcceptsMethod(route, kMethodNames[m])) {
+        HttpChild(route.route, m, http::ErrorStatus(ErrorCode::kMethodNotAllowed));
+        continue;
+      }
+      for (int status : route.statuses)
+        if (status != 0) HttpChild(route.route, m, status);
+    }
+    HttpChild(Route::kOther, m, http::ErrorStatus(ErrorCode::kNotFound));
+  }
   for (size_t i = 0; i < http_duration_.size(); ++i)
     http_duration_[i] = &m.http_duration->Add(
         {{"route", std::string(RouteName(static_cast<Route>(i)))}, {"shard", shard_}},
@@ -247,7 +213,7 @@ prometheus::Counter& ShardMetrics::HttpChild(Route route, size_t method, int sta
   if (!c) {
     c = &m_.http_requests->Add({{"route", std::string(RouteName(route))},
                                 {"method", std::string(kMethodNames[method])},
-                                {"code", s < kKnownStatuses.size() ? std::to_string(status) : std::string("other")},
+                                {"code", s < kCountedStatuses.size ? std::to_string(status) : std::string("other")},
                                 {"shard", shard_}});
   }
   return *c;
@@ -255,7 +221,7 @@ prometheus::Counter& ShardMetrics::HttpChild(Route route, size_t method, int sta
 
 void ShardMetrics::CountHttp(Route route, std::string_view method, int status, double seconds) {
   if (!enabled_) return;
-  // Created at start for every answer in ReachableAnswers; anything else (a bug's
+  // Created at start for every answer a route lists; anything else (a bug's
   // status) is created here once and cached, rather than lost.
   HttpChild(route, MethodIndex(method), status).Increment();
   http_duration_[static_cast<size_t>(route)]->Observe(seconds);
@@ -311,11 +277,9 @@ PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
   auto pm = std::make_shared<PlanMetrics>(*this);
   const std::string& name = plan.name;
   pm->outcomes[0] = Retain(*m_.rank_requests, {{"plan", name}, {"outcome", "ok"}, {"shard", shard_}});
-  for (size_t c = 0; c <= static_cast<size_t>(ErrorCode::kInternal); ++c)
-    pm->outcomes[1 + c] = Retain(*m_.rank_requests,
-                                 {{"plan", name},
-                                  {"outcome", std::string(ErrorCodeName(static_cast<ErrorCode>(c)))},
-                                  {"shard", shard_}});
+  for (const auto& e : http::kApiErrors)
+    pm->outcomes[1 + static_cast<size_t>(e.code)] = Retain(
+        *m_.rank_requests, {{"plan", name}, {"outcome", std::string(e.name)}, {"shard", shard_}});
   pm->duration = Retain(*m_.rank_duration, {{"plan", name}, {"shard", shard_}}, &kLatencyBuckets);
   pm->deadline_exceeded = Retain(*m_.deadline_exceeded, {{"plan", name}, {"shard", shard_}});
   for (const auto& n : plan.nodes) {

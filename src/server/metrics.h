@@ -27,12 +27,9 @@
 #include "core/error.h"
 #include "http/counters.h"
 #include "plan/plan.h"
+#include "server/routes.h"
 
 namespace rankd {
-
-// Route templates: bounded label values (never raw paths).
-enum class Route : uint8_t { kRank, kHealthz, kReadyz, kMetrics, kPlans, kPlan, kOther, kCount };
-std::string_view RouteName(Route r);
 
 class Metrics {
  public:
@@ -95,7 +92,7 @@ struct PlanMetrics {
 
   ShardMetrics& owner;
   // By outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
-  std::array<prometheus::Counter*, 1 + static_cast<size_t>(ErrorCode::kInternal) + 1> outcomes{};
+  std::array<prometheus::Counter*, 1 + http::kErrorCodeCount> outcomes{};
   prometheus::Histogram* duration = nullptr;
   prometheus::Counter* deadline_exceeded = nullptr;
   // By node index.
@@ -156,9 +153,9 @@ class ShardMetrics {
   prometheus::Counter& HttpChild(Route route, size_t method, int status);
 
   // http_requests children by (route, method, status), in a flat table: the answers a
-  // route can give are created at start (ReachableAnswers in metrics.cc).
+  // route can give are created at start (from kRoutes, server/routes.h).
   static constexpr size_t kMethods = 4;  // GET, POST, HEAD, other
-  static constexpr size_t kStatuses = 13;
+  static constexpr size_t kStatuses = kCountedStatuses.size + 1;  // + "other"
   std::array<prometheus::Counter*, static_cast<size_t>(Route::kCount) * kMethods * kStatuses>
       http_requests_{};
   std::array<prometheus::Histogram*, static_cast<size_t>(Route::kCount)> http_duration_{};

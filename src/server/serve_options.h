@@ -1,4 +1,6 @@
-// ServeOptions: the flags of `rankd serve`, parsed and checked.
+// ServeOptions: the flags of `rankd serve`, parsed and checked. The defaults are the
+// member initialisers below; the flags' names, bounds and help are one table in
+// serve_options.cc.
 // Plain value type: parsed on the main thread, then copied into each shard.
 #pragma once
 
@@ -53,6 +55,7 @@ struct ServeArgs {
 
 // Parses argv after the subcommand. Errors are bad_request naming the flag.
 Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args);
-const char* ServeUsage();
+// `rankd serve --help`: the routes and every flag with its default (serve_options.cc).
+const std::string& ServeUsage();
 
 }  // namespace rankd

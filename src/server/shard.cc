@@ -8,6 +8,7 @@
 #include <future>
 
 #include "core/log.h"
+#include "http/api_errors.h"
 #include "redis/pools.h"
 #include "sched/request_json.h"
 #include "sched/response_json.h"
@@ -25,8 +26,6 @@ double SecondsSince(TimePoint t0) {
 }
 
 const http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
-const http::HeaderField kAllowPost[] = {{"Allow", "POST"}};
-const http::HeaderField kAllowGet[] = {{"Allow", "GET, HEAD"}};
 
 }  // namespace
 
@@ -253,29 +252,16 @@ void Shard::AccessLog(std::string_view request_id, Route route, std::string_view
 void Shard::OnRequest(http::Request req, http::Responder res) {
   TimePoint t0 = req.read_done;
   std::string_view path = req.path();
-  std::string_view m = req.method;
-  bool get = m == "GET" || m == "HEAD";
-  if (path == "/rank") {
-    if (m != "POST")
-      return AnswerError(req, res, Route::kRank,
-                         {ErrorCode::kMethodNotAllowed, "/rank accepts POST, not " + std::string(m)},
-                         t0, kAllowPost);
-    return HandleRank(req, res, t0);
-  }
-  Route route = path == "/healthz"   ? Route::kHealthz
-                : path == "/readyz"  ? Route::kReadyz
-                : path == "/metrics" ? Route::kMetrics
-                : path == "/plans"   ? Route::kPlans
-                : path.starts_with("/plans/") ? Route::kPlan
-                                              : Route::kOther;
+  Route route = MatchRoute(path);
   if (route == Route::kOther)
     return AnswerError(req, res, route, Error::NotFound("no route for " + std::string(path)), t0);
-  if (!get)
-    return AnswerError(req, res, route,
-                       {ErrorCode::kMethodNotAllowed,
-                        std::string(path) + " accepts GET, not " + std::string(m)},
-                       t0, kAllowGet);
+  const RouteSpec& spec = SpecOf(route);
+  if (!AcceptsMethod(spec, req.method)) {
+    const http::HeaderField allow[] = {{"Allow", spec.allow}};
+    return AnswerError(req, res, route, MethodNotAllowed(spec, path, req.method), t0, allow);
+  }
   switch (route) {
+    case Route::kRank: return HandleRank(req, res, t0);
     case Route::kHealthz: return Answer(req, res, route, 200, R"({"status":"ok"})", t0);
     case Route::kReadyz: return HandleReadyz(req, res);
     case Route::kMetrics:
@@ -295,14 +281,16 @@ void Shard::Answer(const http::Request& req, http::Responder& res, Route route, 
   r.status = status;
   r.body = body;
   r.headers = extra;
-  res.Send(r);
+  // Counted before sending: a client that scrapes /metrics after reading its answer
+  // (from any shard) finds it counted.
   shard_metrics_->CountHttp(route, req.method, status, SecondsSince(t0));
+  res.Send(r);
   if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, 0);
 }
 
 void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route,
                         const Error& e, TimePoint t0, std::span<const http::HeaderField> extra) {
-  Answer(req, res, route, e.http_status(), ErrorJson(e), t0, extra);
+  Answer(req, res, route, http::ErrorStatus(e.code), http::ErrorBody(e), t0, extra);
 }
 
 void Shard::HandleReadyz(const http::Request& req, http::Responder& res) {
@@ -317,7 +305,7 @@ void Shard::HandleReadyz(const http::Request& req, http::Responder& res) {
 void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
   TimePoint t0 = req.read_done;
   if (route == Route::kPlan) {
-    std::string_view name = req.path().substr(std::string_view("/plans/").size());
+    std::string_view name = RouteParam(SpecOf(route), req.path());
     auto it = plans_->plans.find(std::string(name));
     if (it == plans_->plans.end())
       return AnswerError(req, res, route,
@@ -363,8 +351,8 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
     r.status = 200;
     r.body = *text;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    holder->Send(r);
     shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
+    holder->Send(r);
     if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, 0);
   };
   if (!server_.RequestScrape(loop_, metrics_address, std::move(done))) {
@@ -381,10 +369,12 @@ void Shard::OnMetricsAddressRequest(http::Request req, http::Responder res) {
   if (req.path() != "/metrics")
     return AnswerError(req, res, Route::kOther,
                        Error::NotFound("the metrics address serves only /metrics"), t0);
-  if (req.method != "GET" && req.method != "HEAD")
-    return AnswerError(req, res, Route::kMetrics,
-                       {ErrorCode::kMethodNotAllowed, "/metrics accepts GET, not " + std::string(req.method)},
-                       t0, kAllowGet);
+  const RouteSpec& spec = SpecOf(Route::kMetrics);
+  if (!AcceptsMethod(spec, req.method)) {
+    const http::HeaderField allow[] = {{"Allow", spec.allow}};
+    return AnswerError(req, res, Route::kMetrics, MethodNotAllowed(spec, req.path(), req.method), t0,
+                       allow);
+  }
   HandleMetrics(req, res, /*metrics_address=*/true);
 }
 

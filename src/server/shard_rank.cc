@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/log.h"
+#include "http/api_errors.h"
 #include "sched/request_json.h"
 #include "sched/response_json.h"
 #include "server/shard.h"
@@ -47,12 +48,12 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
     std::string s = "request ";
     s.append(request_id).append(" plan '").append(plan.name).append("'");
     if (!node.empty()) s.append(" degraded node '").append(node).append("'");
-    s.append(": ").append(e.code_name()).append(": ").append(e.message);
+    s.append(": ").append(http::ErrorCodeName(e.code)).append(": ").append(e.message);
     if (!e.detail.empty()) s.append(" [").append(e.detail).append("]");
     LogWarn(s);
   };
   if (!r) {
-    if (r.error().http_status() >= 500) line({}, r.error());
+    if (http::ErrorStatus(r.error().code) >= 500) line({}, r.error());
     return;
   }
   for (size_t i = 0; i < r->degraded.size() && i < r->degraded_errors.size(); ++i)
@@ -84,7 +85,7 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   run.plan = it->second;
   run.user_id = rr.user_id;
   run.params = std::move(rr.params);
-  // The deadline counts from the moment the request was fully read (API.md).
+  // The deadline counts from the moment the request was fully read (docs/api.md).
   run.deadline = t0 + std::chrono::milliseconds(rr.deadline_ms.value_or(opts_.deadline_ms));
   live_requests_.fetch_add(1, std::memory_order_relaxed);
   Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, std::move(pm), t0));
@@ -113,16 +114,12 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
     body.reserve(256 + result->output.size() * 48);
     AppendRankResponse(*result, explain, body);
   } else {
-    status = result.error().http_status();
-    AppendErrorJson(result.error(), body);
+    status = http::ErrorStatus(result.error().code);
+    http::AppendErrorBody(result.error(), body);
     if (status == 503) headers = busy_headers;
   }
-  http::Response r;
-  r.status = status;
-  r.body = body;
-  r.headers = headers;
-  res.Send(r);
-
+  // Counted before sending: a client that scrapes /metrics after reading its answer
+  // (from any shard) finds it counted.
   if (pm) {
     pm->outcomes[OutcomeIndex(result)]->Increment();
     pm->duration->Observe(took_secs);
@@ -139,8 +136,13 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
         if (d < pm->node_degraded.size() && pm->node_degraded[d]) pm->node_degraded[d]->Increment();
     }
   }
-  LogFailures(request_id, *plan, result);
   shard_metrics_->CountHttp(Route::kRank, "POST", status, took_secs);
+  http::Response r;
+  r.status = status;
+  r.body = body;
+  r.headers = headers;
+  res.Send(r);
+  LogFailures(request_id, *plan, result);
   if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/parse_int.h"
 #include "tasks/schemas.h"
 
 namespace rankd {
@@ -12,13 +13,6 @@ namespace rankd {
 namespace {
 
 // ---- strict parsing -----------------------------------------------------------------
-
-std::optional<int64_t> ParseI64(std::string_view s) {
-  int64_t v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
 
 std::optional<double> ParseF64(std::string_view s) {
   double v = 0;
@@ -64,7 +58,7 @@ class FieldColumn {
     bool ok = true;
     switch (type_) {
       case ColumnType::kI64:
-        if (auto v = ParseI64(r.str)) i64_[row] = *v; else ok = false;
+        if (auto v = ParseStrictInt<int64_t>(r.str)) i64_[row] = *v; else ok = false;
         break;
       case ColumnType::kF64:
         if (auto v = ParseF64(r.str)) f64_[row] = *v; else ok = false;
@@ -150,7 +144,7 @@ Result<Expanded> ExpandedLists(const ReplySource& src, std::string_view kind,
     const RedisReply& r = replies[i];
     if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, ids[i]), r));
     for (const auto& e : r.elements) {
-      auto v = e.is_string() ? ParseI64(e.str) : std::nullopt;
+      auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str) : std::nullopt;
       if (!v) {
         Bump(src.stats->bad_ids);
         continue;

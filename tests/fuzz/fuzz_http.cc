@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "http/api_errors.h"
 #include "http/request_id.h"
 #include "http/request_stream.h"
 #include "http/response_writer.h"
@@ -63,7 +64,7 @@ class FakeConnection {
       if (step.send_continue) AppendContinue(out_);
       if (step.outcome == RequestStream::Outcome::kReject) {
         const auto& [kind, err] = stream_.reject();
-        int status = err.http_status();
+        int status = rankd::http::ErrorStatus(err.code);
         Check(status == 400 || status == 413 || status == 431);
         (void)kind;
         std::string body = ErrorBody(err);

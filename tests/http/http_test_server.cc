@@ -22,6 +22,7 @@
 #include <string>
 
 #include "core/event_loop.h"
+#include "core/json_escape.h"
 #include "http/listener.h"
 #include "http/response_writer.h"
 
@@ -65,19 +66,19 @@ struct TestServer {
       std::string_view ct = req.content_type();
       res.Send(Response{200, req.body, ct.empty() ? "application/octet-stream" : ct, {}});
     } else if (path == "/info") {
-      std::string body = "{\"method\":\"";
-      AppendJsonEscaped(body, req.method);
-      body += "\",\"path\":\"";
-      AppendJsonEscaped(body, path);
-      body += "\",\"query\":\"";
-      AppendJsonEscaped(body, req.query());
-      body += "\",\"request_id\":\"";
-      AppendJsonEscaped(body, req.request_id);
-      body += "\",\"content_type\":\"";
-      AppendJsonEscaped(body, req.content_type());
-      body += "\",\"connection\":\"";
-      AppendJsonEscaped(body, req.header("connection"));
-      body += "\",\"keep_alive\":";
+      std::string body = "{\"method\":";
+      AppendJsonString(req.method, body);
+      body += ",\"path\":";
+      AppendJsonString(path, body);
+      body += ",\"query\":";
+      AppendJsonString(req.query(), body);
+      body += ",\"request_id\":";
+      AppendJsonString(req.request_id, body);
+      body += ",\"content_type\":";
+      AppendJsonString(req.content_type(), body);
+      body += ",\"connection\":";
+      AppendJsonString(req.header("connection"), body);
+      body += ",\"keep_alive\":";
       body += req.keep_alive ? "true" : "false";
       body += ",\"http\":\"" + std::to_string(req.http_major) + "." +
               std::to_string(req.http_minor) + "\",\"body_len\":" + std::to_string(req.body.size()) +

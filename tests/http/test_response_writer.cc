@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "http/api_errors.h"
 #include "http/response_writer.h"
 
 using namespace rankd::http;
@@ -39,4 +40,7 @@ TEST_CASE("error bodies follow the API and escape the message") {
         "{\"error\":{\"code\":\"bad_request\",\"message\":\"bad \\\"x\\\"\\n\\\\\"}}");
   CHECK(ErrorBody(Error{rankd::ErrorCode::kHeadersTooLarge, "a\x01"}) ==
         "{\"error\":{\"code\":\"headers_too_large\",\"message\":\"a\\u0001\"}}");
+  // Invalid UTF-8 in a message (it may quote client bytes) never reaches the body.
+  CHECK(ErrorBody(Error::NotFound("no route for /\xff")) ==
+        "{\"error\":{\"code\":\"not_found\",\"message\":\"no route for /\\ufffd\"}}");
 }

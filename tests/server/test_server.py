@@ -1,5 +1,5 @@
 """rankd serve end to end: a real rankd process (and redis-server) on loopback,
-spoken to with http.client and raw sockets. Covers API.md's routes, every error code,
+spoken to with http.client and raw sockets. Covers docs/api.md's routes, every error code,
 connection behaviour, overload, drain, reload and shards."""
 import http.client
 import json

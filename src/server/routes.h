@@ -1,0 +1,97 @@
+// The routes of rankd's HTTP API, in one table: each route's path pattern (also its
+// label in metrics and the access log), the methods it accepts (the Allow header of its
+// 405) and the statuses it answers them with. The router (Shard::OnRequest), the
+// metrics (which create a child per answer a route can give), `rankd serve --help` and
+// docs/api.md (checked by a test) all read it. The errors' statuses are in
+// http/api_errors.h.
+//
+// Adding a route: a value in Route and its row in kRoutes (same order; the
+// static_assert checks), then its handler in Shard::OnRequest.
+//
+// Threads: constants and pure functions, any thread.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "core/error.h"
+#include "http/api_errors.h"
+
+namespace rankd {
+
+enum class Route : uint8_t {
+  kRank,
+  kHealthz,
+  kReadyz,
+  kMetrics,
+  kPlans,
+  kPlan,
+  kOther,  // not a route: any path no row matches (404 not_found to every method)
+  kCount,
+};
+
+struct RouteSpec {
+  Route route;
+  // The path, or a prefix ending in a "{param}" that matches the rest of any path.
+  std::string_view pattern;
+  // The methods it accepts, as its 405's Allow header lists them; the first is the one
+  // a 405's message names.
+  std::string_view allow;
+  // What it answers an accepted method with (0 = unused slot). Any other method gets
+  // 405 method_not_allowed.
+  std::array<int, 8> statuses;
+};
+
+inline constexpr RouteSpec kRoutes[] = {
+    {Route::kRank, "/rank", "POST", {200, 400, 404, 422, 500, 502, 503, 504}},
+    {Route::kHealthz, "/healthz", "GET, HEAD", {200}},
+    {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}},
+    // 404 when --metrics-port moves it; 503 past --max-queued-scrapes.
+    {Route::kMetrics, "/metrics", "GET, HEAD", {200, 404, 503}},
+    {Route::kPlans, "/plans", "GET, HEAD", {200}},
+    {Route::kPlan, "/plans/{name}", "GET, HEAD", {200, 404}},
+};
+
+constexpr bool RoutesInEnumOrder() {
+  if (std::size(kRoutes) != static_cast<size_t>(Route::kOther)) return false;
+  for (size_t i = 0; i < std::size(kRoutes); ++i)
+    if (static_cast<size_t>(kRoutes[i].route) != i) return false;
+  return true;
+}
+static_assert(RoutesInEnumOrder(), "kRoutes needs one row per Route before kOther, in enum order");
+
+// REQUIRES: r is a route of kRoutes (not kOther or kCount).
+constexpr const RouteSpec& SpecOf(Route r) { return kRoutes[static_cast<size_t>(r)]; }
+
+// The route template: "/plans/{name}", or "other" for a path no route matches.
+std::string_view RouteName(Route r);
+// The route `path` is for; kOther if none.
+Route MatchRoute(std::string_view path);
+// What `path` holds in place of its route's "{param}" (the whole path for exact routes).
+std::string_view RouteParam(const RouteSpec& spec, std::string_view path);
+bool AcceptsMethod(const RouteSpec& spec, std::string_view method);
+// 405 method_not_allowed for `method` on `path`, e.g. "/rank accepts POST, not GET".
+Error MethodNotAllowed(const RouteSpec& spec, std::string_view path, std::string_view method);
+
+// The statuses metrics count by value: every status a route lists and every error's,
+// sorted, once each (values[0..size)). Any other status counts as "other".
+struct StatusList {
+  std::array<int, std::size(kRoutes) * 8 + http::kErrorCodeCount> values{};
+  size_t size = 0;
+};
+inline constexpr StatusList kCountedStatuses = [] {
+  StatusList l;
+  auto add = [&l](int s) {
+    if (s != 0 && std::find(l.values.begin(), l.values.begin() + l.size, s) == l.values.begin() + l.size)
+      l.values[l.size++] = s;
+  };
+  for (const auto& r : kRoutes)
+    for (int s : r.statuses) add(s);
+  for (const auto& e : http::kApiErrors) add(e.status);
+  std::sort(l.values.begin(), l.values.begin() + l.size);
+  return l;
+}();
+
+}  // namespace rankd
