@@ -200,8 +200,9 @@ TEST_CASE("killed mid-request: pending batches fail with unavailable, then recon
   };
   auto f1 = std::async(std::launch::async, slow);
   auto f2 = std::async(std::launch::async, slow);
+  // Sent is enough: read by Redis or still in its socket buffer, both batches are
+  // pending (DEBUG SLEEP holds their replies for 2 s) when the connection goes.
   REQUIRE(Eventually([&] { return Read(shard.pool().stats().commands) >= 4; }));
-  std::this_thread::sleep_for(50ms);
   server.Kill();
   for (auto* f : {&f1, &f2}) {
     auto r = f->get();
