@@ -11,12 +11,11 @@
 #include <future>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "core/event_loop.h"
 #include "core/task.h"
 #include "redis/pools.h"
+#include "sched/shard_runtime.h"
 
 using namespace rankd;
 
@@ -90,24 +89,11 @@ int main(int argc, char** argv) {
   RedisClientOptions opts;
   opts.connections_per_endpoint = static_cast<int>(ToInt(conns));
 
-  EventLoop loop("redis-bench");
-  loop.Start();
-  std::unique_ptr<RedisPools> pools;
-  auto on_loop = [&](auto fn) {
-    std::promise<void> p;
-    loop.Post([&] {
-      fn();
-      p.set_value();
-    });
-    p.get_future().wait();
-  };
-  on_loop([&] { pools = std::make_unique<RedisPools>(loop, std::vector<RedisEndpoint>{*ep}, opts); });
-  for (int i = 0; i < 2000; ++i) {
-    bool ready = false;
-    on_loop([&] { ready = pools->Ready(); });
-    if (ready) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  ShardRuntime runtime("redis-bench", /*cpu_threads=*/1);
+  runtime.Start();
+  RedisPools& pools = runtime.OnLoop(
+      [&]() -> RedisPools& { return runtime.OpenRedis(std::vector<RedisEndpoint>{*ep}, opts); });
+  runtime.WaitRedisReady(10000);
 
   auto run = std::make_shared<Run>();
   run->ops_left = ToInt(ops);
@@ -117,15 +103,15 @@ int main(int argc, char** argv) {
   run->workers = static_cast<int>(ToInt(conc));
   auto finished = run->done.get_future();
   auto t0 = std::chrono::steady_clock::now();
-  on_loop([&] {
-    run->pool = pools->Get("bench");
+  runtime.OnLoop([&] {
+    run->pool = pools.Get("bench");
     int workers = run->workers;
     for (int i = 0; i < workers; ++i) Spawn(Worker(run));
   });
   finished.wait();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  const RedisStats& st = pools->Get("bench")->stats();
+  const RedisStats& st = pools.Get("bench")->stats();
   double commands = static_cast<double>(Read(st.commands));
   std::printf(
       "{\"name\": \"redis_client_ops\", \"value\": %.0f, \"unit\": \"ops/s\", \"commands\": %.0f, "
@@ -134,7 +120,6 @@ int main(int argc, char** argv) {
       commands / secs, commands, static_cast<unsigned long long>(Read(st.batches)),
       static_cast<unsigned long long>(Read(st.socket_writes)), static_cast<long long>(run->errors),
       run->batch, conc.c_str(), conns.c_str());
-  on_loop([&] { pools.reset(); });
-  loop.Stop();
+  runtime.Stop();
   return run->errors == 0 ? 0 : 1;
 }
