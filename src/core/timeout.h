@@ -9,7 +9,8 @@
 // (EventLoop::HoldWork), and EventLoop::Stop lets holders finish before it closes
 // handles; CPU work is waited for by ThreadPool::wait_idle before loops stop.
 //
-// Threads: co_await on the loop thread of `loop` only. LateCompletions() from any thread.
+// Threads: co_await on the loop thread of `loop` only (checked in debug and sanitizer
+// builds). LateCompletions() from any thread.
 #pragma once
 
 #include <atomic>
