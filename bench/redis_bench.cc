@@ -12,12 +12,11 @@
 #include <future>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "core/event_loop.h"
 #include "core/task.h"
 #include "redis/pools.h"
+#include "sched/shard_runtime.h"
 
 using namespace rankd;
 
@@ -91,21 +90,13 @@ int main(int argc, char** argv) {
   RedisClientOptions opts;
   opts.connections_per_endpoint = static_cast<int>(ToInt(conns));
 
-  EventLoop loop("redis-bench");
-  loop.Start();
-  std::unique_ptr<RedisPools> pools;
-  auto on_loop = [&](auto fn) {
-    std::promise<void> p;
-    loop.Post([&] {
-      fn();
-      p.set_value();
-    });
-    p.get_future().wait();
-  };
-  on_loop([&] { pools = std::make_unique<RedisPools>(loop, std::vector<RedisEndpoint>{*ep}, opts); });
+  ShardRuntime runtime("redis-bench", /*cpu_threads=*/1);
+  runtime.Start();
+  RedisPools& pools = runtime.OnLoop(
+      [&]() -> RedisPools& { return runtime.OpenRedis(std::vector<RedisEndpoint>{*ep}, opts); });
   // Timing starts once every connection has completed its handshake (10 s at most): a
   // run that began on fewer connections would not be the load shape it reports.
-  const RedisStats& stats = pools->Get("bench")->stats();
+  const RedisStats& stats = pools.Get("bench")->stats();
   auto connect_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto all_up = [&] { return Read(stats.connects) >= static_cast<uint64_t>(opts.connections_per_endpoint); };
   while (!all_up() && std::chrono::steady_clock::now() < connect_until)
@@ -113,8 +104,7 @@ int main(int argc, char** argv) {
   if (!all_up()) {
     std::fprintf(stderr, "redis_bench: %llu of %d connections up after 10 s\n",
                  static_cast<unsigned long long>(Read(stats.connects)), opts.connections_per_endpoint);
-    on_loop([&] { pools.reset(); });
-    loop.Stop();
+    runtime.Stop();
     return 1;
   }
 
@@ -126,8 +116,8 @@ int main(int argc, char** argv) {
   run->workers = static_cast<int>(ToInt(conc));
   auto finished = run->done.get_future();
   auto t0 = std::chrono::steady_clock::now();
-  on_loop([&] {
-    run->pool = pools->Get("bench");
+  runtime.OnLoop([&] {
+    run->pool = pools.Get("bench");
     int workers = run->workers;
     for (int i = 0; i < workers; ++i) Spawn(Worker(run));
   });
@@ -142,7 +132,6 @@ int main(int argc, char** argv) {
       commands / secs, commands, static_cast<unsigned long long>(Read(stats.batches)),
       static_cast<unsigned long long>(Read(stats.socket_writes)), static_cast<long long>(run->errors),
       run->batch, conc.c_str(), conns.c_str());
-  on_loop([&] { pools.reset(); });
-  loop.Stop();
+  runtime.Stop();
   return run->errors == 0 ? 0 : 1;
 }

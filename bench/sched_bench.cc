@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <string>
 
-#include "core/run_sync.h"
 #include "plan/loader.h"
 #include "sched/scheduler.h"
+#include "sched/shard_runtime.h"
 
 using namespace rankd;
 
@@ -72,11 +72,9 @@ Task<double> Measure(ExecEnv env, PlanPtr plan, int requests) {
 int main(int argc, char** argv) {
   // Node-runs per measurement; `sched_bench quick` for a smoke run.
   double budget = (argc > 1 && std::string(argv[1]) == "quick") ? 2e4 : 4e5;
-  EventLoop loop("bench");
-  ThreadPool pool(1, "bench-cpu");
-  loop.Start();
-  ExecEnv env{.loop = &loop, .pool = &pool, .redis = nullptr, .node_timeout_ms = 0,
-              .inline_cpu_rows = kInlineCpuRows};
+  ShardRuntime runtime("bench", /*cpu_threads=*/1);
+  runtime.Start();
+  const ExecEnv& env = runtime.env();
   for (const std::string shape : {"chain", "fanout", "diamond"}) {
     double first = 0, last = 0;
     for (int n : {10, 50, 100, 500, 2000}) {
@@ -86,10 +84,10 @@ int main(int argc, char** argv) {
         return 1;
       }
       int requests = std::max(20, static_cast<int>(budget / n));
-      RunSync(loop, Measure(env, *plan, requests / 10));  // warm-up
+      runtime.Run(Measure(env, *plan, requests / 10));  // warm-up
       double best = 1e300;
       for (int rep = 0; rep < 3; ++rep)  // best of 3: the machine is shared
-        best = std::min(best, RunSync(loop, Measure(env, *plan, requests)) / (double(requests) * n));
+        best = std::min(best, runtime.Run(Measure(env, *plan, requests)) / (double(requests) * n));
       std::printf("{\"name\":\"sched_ns_per_node\",\"shape\":\"%s\",\"nodes\":%d,\"value\":%.0f,"
                   "\"unit\":\"ns\",\"requests\":%d}\n",
                   shape.c_str(), n, best, requests);
@@ -101,6 +99,6 @@ int main(int argc, char** argv) {
                 shape.c_str(), last, first, last / first);
     std::fflush(stdout);
   }
-  loop.Stop();
+  runtime.Stop();
   return 0;
 }

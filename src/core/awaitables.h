@@ -1,7 +1,7 @@
 // Awaitables that suspend a coroutine on the loop: SleepMs (a pooled uv timer) and
 // OffloadCpu (run a function on a ThreadPool, resume on the loop).
 //
-// Threads: co_await them on the loop thread of `loop` only.
+// Threads: co_await them on the loop thread of `loop` only (checked in debug builds).
 #pragma once
 
 #include <coroutine>
@@ -35,8 +35,8 @@ class SleepMs {
 // co_await OffloadCpu(loop, pool, fn): runs fn() on a pool worker and resumes on the loop
 // with its result (an exception thrown by fn is rethrown here). fn must own what it
 // touches. If the pool is shut down the awaiter resumes at once with std::runtime_error.
-// If the loop stops before the result is posted the coroutine is never resumed (drain the
-// pool before stopping the loop: seed 001).
+// If the loop stops before the result is posted the coroutine is never resumed (wait for
+// the pool to be idle before stopping the loop: LoopRuntime::Stop does).
 template <class F>
 class OffloadCpu {
  public:
@@ -48,6 +48,7 @@ class OffloadCpu {
 
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h) {
+    loop_.AssertInLoopThread();
     bool queued = pool_.Submit([this, h] {
       try {
         result_.emplace(fn_());

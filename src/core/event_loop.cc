@@ -140,18 +140,18 @@ void EventLoop::ThreadMain() {
 
 void EventLoop::Shutdown() {
   // 1. Every callback accepted before Stop runs (Post refuses new ones already).
-  DrainPosted();
-  DrainDeferred();
+  RunPosted();
+  RunDeferred();
   RunNextTurn();
-  // 2. Let tracked runners finish: their timers and IO still work at this point.
-  if (runners_ > 0) {
-    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(runner_grace_ms_);
+  // 2. Let detached work finish: its timers and IO still work at this point.
+  if (work_gate_.holders() > 0) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWorkGraceMs);
     // The guard timer only bounds the wait: uv_run(ONCE) returns when it fires.
     uv_timer_t* guard = AcquireTimer();
-    uv_timer_start(guard, [](uv_timer_t*) {}, runner_grace_ms_, 0);
-    while (runners_ > 0 && std::chrono::steady_clock::now() < until) {
+    uv_timer_start(guard, [](uv_timer_t*) {}, kWorkGraceMs, 0);
+    while (work_gate_.holders() > 0 && std::chrono::steady_clock::now() < until) {
       uv_run(&loop_, UV_RUN_ONCE);
-      DrainDeferred();
+      RunDeferred();
       RunNextTurn();
     }
     ReleaseTimer(guard);
@@ -175,7 +175,7 @@ void EventLoop::Shutdown() {
       },
       nullptr);
   uv_run(&loop_, UV_RUN_DEFAULT);
-  DrainDeferred();
+  RunDeferred();
   next_turn_.clear();  // their handles are closed: nothing is left for them to do
   uv_loop_close(&loop_);
   // Flip to Stopped under the queue lock: a callable refused before the flip is in
@@ -200,7 +200,7 @@ void EventLoop::DiscardRefused() {
   for (auto& cb : batch) cb.Discard();
 }
 
-void EventLoop::DrainPosted() {
+void EventLoop::RunPosted() {
   // Swap the whole queue out per wake-up: uv_async_send coalesces, so one wake-up may
   // stand for many posts.
   for (;;) {
@@ -215,11 +215,12 @@ void EventLoop::DrainPosted() {
 }
 
 void EventLoop::Defer(std::function<void()> fn) {
+  AssertInLoopThread();
   if (deferred_.empty()) uv_idle_start(&idle_, &EventLoop::OnIdle);  // poll must not block
   deferred_.push_back(std::move(fn));
 }
 
-void EventLoop::DrainDeferred() {
+void EventLoop::RunDeferred() {
   while (!deferred_.empty()) {
     deferred_spare_.swap(deferred_);
     for (auto& fn : deferred_spare_) fn();
@@ -229,6 +230,7 @@ void EventLoop::DrainDeferred() {
 }
 
 void EventLoop::NextTurn(std::function<void()> fn) {
+  AssertInLoopThread();
   if (next_turn_.empty()) uv_idle_start(&idle_, &EventLoop::OnIdle);
   next_turn_.push_back(std::move(fn));
 }
@@ -245,6 +247,7 @@ void EventLoop::RunNextTurn() {
 }
 
 uv_timer_t* EventLoop::AcquireTimer() {
+  AssertInLoopThread();
   if (!free_timers_.empty()) {
     auto* t = free_timers_.back();
     free_timers_.pop_back();
@@ -257,6 +260,7 @@ uv_timer_t* EventLoop::AcquireTimer() {
 }
 
 void EventLoop::ReleaseTimer(uv_timer_t* t) {
+  AssertInLoopThread();
   uv_timer_stop(t);
   t->data = nullptr;
   free_timers_.push_back(t);
@@ -264,17 +268,17 @@ void EventLoop::ReleaseTimer(uv_timer_t* t) {
 
 void EventLoop::OnAsync(uv_async_t* a) {
   auto* self = static_cast<EventLoop*>(a->data);
-  self->DrainPosted();
-  self->DrainDeferred();
+  self->RunPosted();
+  self->RunDeferred();
   if (self->stop_requested_.load(std::memory_order_acquire)) uv_stop(&self->loop_);
 }
 
-void EventLoop::OnCheck(uv_check_t* c) { static_cast<EventLoop*>(c->data)->DrainDeferred(); }
+void EventLoop::OnCheck(uv_check_t* c) { static_cast<EventLoop*>(c->data)->RunDeferred(); }
 
 void EventLoop::OnIdle(uv_idle_t* i) {
   auto* self = static_cast<EventLoop*>(i->data);
   self->RunNextTurn();
-  self->DrainDeferred();
+  self->RunDeferred();
 }
 
 void EventLoop::OnPrepare(uv_prepare_t* p) {

@@ -1,9 +1,11 @@
-// EventLoop: one libuv loop on its own thread (one per shard), with the lifecycle of
-// seed 001: Idle -> Starting -> Running -> Stopping -> Stopped.
+// EventLoop: one libuv loop on its own thread (one per shard), with the lifecycle
+// Idle -> Starting -> Running -> Stopping -> Stopped.
 //
-// Threads: Start/Stop/Post/state may be called from any thread. Everything else
-// (uv(), Defer, timers, runners) is for the loop thread only. Callbacks must not destroy
-// the EventLoop; the destructor must not run on the loop thread.
+// Threads: Start, Stop, Post, state, InLoopThread and name may be called from any
+// thread. Everything else (uv(), Defer, NextTurn, the turn budget, timers, HoldWork,
+// shutdown hooks) is for the loop thread only, and checks it (AssertInLoopThread) in
+// debug and sanitizer builds. Callbacks must not destroy the EventLoop; the destructor
+// must not run on the loop thread.
 #pragma once
 
 #include <uv.h>
@@ -22,6 +24,7 @@
 #include "core/loop_callback.h"
 #include "core/spin_lock.h"
 #include "core/timer_queue.h"
+#include "core/work_gate.h"
 
 namespace rankd {
 
@@ -51,7 +54,7 @@ class EventLoop {
   }
 
   // Flips to Stopping at once (Post refuses from then on), runs every callback accepted
-  // before, waits up to `runner_grace_ms` for tracked runners (see RunnerStarted), closes
+  // before, waits up to kWorkGraceMs for the holders of the work gate (HoldWork), closes
   // every handle and joins the thread. Idempotent. From the loop thread it only asks the
   // loop to finish; the destructor joins.
   void Stop();
@@ -72,7 +75,10 @@ class EventLoop {
   const std::string& name() const { return name_; }
 
   // --- loop thread only ---------------------------------------------------------------
-  uv_loop_t* uv() { return &loop_; }
+  uv_loop_t* uv() {
+    AssertInLoopThread();
+    return &loop_;
+  }
 
   // Runs fn later in this loop turn, after the current callback returns (used to resume
   // coroutines from inside foreign callbacks such as hiredis's).
@@ -86,40 +92,59 @@ class EventLoop {
   // work (the HTTP reader) asks TurnOverBudget() before taking more, and when the turn
   // has used its budget it queues the rest with NextTurn instead. A turn starts just
   // before libuv polls for IO, or when the NextTurn batch starts, whichever is first.
-  bool TurnOverBudget() const { return uv_hrtime() - turn_start_ns_ > turn_budget_ns_; }
+  bool TurnOverBudget() const {
+    AssertInLoopThread();
+    return uv_hrtime() - turn_start_ns_ > turn_budget_ns_;
+  }
   // Runs fn in the next loop turn, after that turn's timers and before its IO.
   void NextTurn(std::function<void()> fn);
-  void set_turn_budget_us(uint64_t us) { turn_budget_ns_ = us * 1000; }
+  void set_turn_budget_us(uint64_t us) {
+    AssertInLoopThread();
+    turn_budget_ns_ = us * 1000;
+  }
   static constexpr uint64_t kDefaultTurnBudgetUs = 250;
 
   // One-shot timers in a flat heap (coroutine sleeps, timeout races): see TimerQueue.
-  TimerQueue& timers() { return timers_; }
+  TimerQueue& timers() {
+    AssertInLoopThread();
+    return timers_;
+  }
 
   // Pooled uv timer handles, for code that needs a real uv_timer_t (repeating timers,
   // uv_timer_again): no uv_timer_init/uv_close per use.
   uv_timer_t* AcquireTimer();
   void ReleaseTimer(uv_timer_t* t);  // stops it and returns it to the pool
 
-  // Detached coroutines that outlive their awaiter (timeout races) register here, so
-  // that Stop can let them finish before it tears the loop down.
-  void RunnerStarted() { ++runners_; }
-  void RunnerFinished() { --runners_; }
-  int runners() const { return runners_; }
+  // Detached coroutines that outlive their awaiter (timeout races, plan nodes) hold the
+  // loop's work gate while they run, so that Stop lets them finish before it tears the
+  // loop down (see WorkGate).
+  WorkGate::Hold HoldWork() {
+    AssertInLoopThread();
+    return WorkGate::Hold(work_gate_);
+  }
+  // Detached runs holding the gate now.
+  int runners() const {
+    AssertInLoopThread();
+    return work_gate_.holders();
+  }
+  // How long Stop lets the gate's holders finish before it closes handles anyway.
+  static constexpr uint64_t kWorkGraceMs = 5000;
 
   // Components that own handles register a closer; Stop calls each on the loop thread
   // before the final walk, so they can close their handles with their own callbacks.
-  void AddShutdownHook(std::function<void()> fn) { shutdown_hooks_.push_back(std::move(fn)); }
-
-  // How long Stop lets tracked runners finish before it closes handles anyway.
-  void set_runner_grace_ms(uint64_t ms) { runner_grace_ms_ = ms; }
+  void AddShutdownHook(std::function<void()> fn) {
+    AssertInLoopThread();
+    shutdown_hooks_.push_back(std::move(fn));
+  }
 
  private:
   [[noreturn]] void DieOffLoopThread(std::source_location where) const;
   bool Enqueue(LoopCallback cb);
   void ThreadMain();
   void Join();
-  void DrainPosted();
-  void DrainDeferred();
+  // Run what is queued (posted, deferred, next-turn), including what it queues anew.
+  void RunPosted();
+  void RunDeferred();
   void RunNextTurn();
   void Shutdown();  // loop thread: final drain, hooks, close handles
   void DiscardRefused();  // loop thread: destroys callables Post refused while Stopping
@@ -162,8 +187,7 @@ class EventLoop {
   std::vector<uv_timer_t*> all_timers_;   // owned; closed at shutdown
   std::vector<uv_timer_t*> free_timers_;
   std::vector<std::function<void()>> shutdown_hooks_;
-  int runners_ = 0;
-  uint64_t runner_grace_ms_ = 5000;
+  WorkGate work_gate_;
 };
 
 }  // namespace rankd

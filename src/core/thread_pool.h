@@ -40,7 +40,8 @@ class ThreadPool {
   size_t max_queued() const { return max_queued_; }
 
   // Blocks until every submitted job has finished running. Jobs post their completions
-  // to event loops, so drain the pool before stopping the loops it posts to (seed 001).
+  // to event loops, so wait for it before stopping the loops it posts to (LoopRuntime::Stop
+  // does).
   void wait_idle();
 
   // Finishes queued jobs, then joins the workers. Idempotent.

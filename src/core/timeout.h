@@ -5,11 +5,12 @@
 // if it is the work, counted in LateCompletions(). The race itself never stops work: the
 // caller cancels it cooperatively (core/cancel.h) once the race is over, and the work
 // owns (via shared_ptr) everything it touches, so nothing dangles.
-// AsyncWithTimeout runs the inner coroutine in a runner tracked by the loop
-// (EventLoop::RunnerStarted/Finished), and EventLoop::Stop lets runners finish before it
-// closes handles; CPU work is drained by ThreadPool::wait_idle before loops stop.
+// AsyncWithTimeout runs the inner coroutine in a runner that holds the loop's work gate
+// (EventLoop::HoldWork), and EventLoop::Stop lets holders finish before it closes
+// handles; CPU work is waited for by ThreadPool::wait_idle before loops stop.
 //
-// Threads: co_await on the loop thread of `loop` only. LateCompletions() from any thread.
+// Threads: co_await on the loop thread of `loop` only (checked in debug and sanitizer
+// builds). LateCompletions() from any thread.
 #pragma once
 
 #include <atomic>
@@ -120,6 +121,7 @@ class OffloadCpuWithTimeout {
   bool await_ready() const noexcept { return false; }
   bool await_suspend(std::coroutine_handle<> h) {
     auto st = st_;
+    st->loop->AssertInLoopThread();
     if (st->timeout_ms == 0) {
       st->done = st->timed_out = true;
       return false;
@@ -187,7 +189,7 @@ class AsyncWithTimeout {
  private:
   static detail::Detached Runner(std::shared_ptr<detail::RaceState<T>> st, Task<T> task) {
     EventLoop& loop = *st->loop;
-    loop.RunnerStarted();
+    WorkGate::Hold hold = loop.HoldWork();
     std::optional<T> value;
     std::exception_ptr error;
     try {
@@ -207,7 +209,6 @@ class AsyncWithTimeout {
       // (its frame is still live) nor from inside a foreign callback.
       if (suspended) loop.Defer(st->waiter);
     }
-    loop.RunnerFinished();
   }
 
   Task<T> task_;

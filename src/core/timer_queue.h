@@ -5,7 +5,8 @@
 // position), so Cancel removes the entry at once: memory follows the timers alive, not
 // their due times (a 60 s deadline cancelled after 1 ms costs nothing for 60 s).
 //
-// Threads: loop thread only.
+// Threads: loop thread only; reached through EventLoop::timers(), which checks it in
+// debug and sanitizer builds.
 #pragma once
 
 #include <uv.h>

@@ -52,14 +52,20 @@ RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
                                  const RedisClientOptions& opts, RedisStats& stats,
                                  std::function<void()> on_change, uint64_t seed)
     : loop_(loop), endpoint_(endpoint), opts_(opts), stats_(stats),
-      on_change_(std::move(on_change)), rng_(seed) {}
+      on_change_(std::move(on_change)), rng_(seed) {
+  loop_.AssertInLoopThread();
+}
 
 RedisConnection::~RedisConnection() { assert(state_ == State::kClosed && ac_ == nullptr); }
 
-void RedisConnection::Start() { StartAttempt(); }
+void RedisConnection::Start() {
+  loop_.AssertInLoopThread();
+  StartAttempt();
+}
 
 void RedisConnection::Close() {
   if (state_ == State::kClosed) return;
+  loop_.AssertInLoopThread();
   if (state_ == State::kLive) stats_.connections_live.fetch_sub(1, std::memory_order_relaxed);
   state_ = State::kClosed;
   DisarmTimer();
@@ -210,6 +216,7 @@ void RedisConnection::ScheduleRetry() {
 }
 
 bool RedisConnection::Send(std::string_view wire, redisCallbackFn* fn, void* privdata) {
+  loop_.AssertInLoopThread();
   assert(live());
   if (redisAsyncFormattedCommand(ac_, fn, privdata, wire.data(), wire.size()) != REDIS_OK)
     return false;

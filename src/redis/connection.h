@@ -11,8 +11,9 @@
 // forgets a context is OnContextCleanup, which hiredis calls exactly once whether it
 // freed the context itself (failed connect, lost connection) or we did (timeout, Close).
 //
-// Threads: the loop thread of `loop` only. REQUIRES: Close() is never called from inside
-// a hiredis callback (it frees the context).
+// Threads: the loop thread of `loop` only (Start, Close and Send check it in debug and
+// sanitizer builds). REQUIRES: Close() is never called from inside a hiredis callback
+// (it frees the context).
 #pragma once
 
 #include <hiredis/async.h>

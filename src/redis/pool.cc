@@ -62,6 +62,7 @@ std::string Describe(const PendingBatch* b) {
 RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts)
     : loop_(loop), endpoint_(std::move(endpoint)), opts_(opts),
       stats_(std::make_shared<RedisStats>()) {
+  loop_.AssertInLoopThread();
   int n = std::max(1, opts_.connections_per_endpoint);
   uint64_t seed = reinterpret_cast<uintptr_t>(this) ^
                   static_cast<uint64_t>(Clock::now().time_since_epoch().count());
@@ -78,7 +79,8 @@ RedisPool::~RedisPool() {
 }
 
 void RedisPool::Close() {
-  if (closed_) return;
+  if (closed_) return;  // also when destroyed after the loop has stopped
+  loop_.AssertInLoopThread();
   closed_ = true;
   while (!queue_.empty())
     Finish(queue_.front(), UnavailableError(queue_.front(), "client closed", "client closed"));
@@ -86,10 +88,12 @@ void RedisPool::Close() {
 }
 
 bool RedisPool::live() const {
+  loop_.AssertInLoopThread();
   return std::any_of(conns_.begin(), conns_.end(), [](auto& c) { return c->live(); });
 }
 
 std::string RedisPool::NotLiveReason() const {
+  loop_.AssertInLoopThread();
   if (closed_) return "client closed";
   if (live()) return "";
   for (auto& c : conns_)
@@ -119,6 +123,7 @@ Error RedisPool::UnavailableError(const PendingBatch* b, std::string_view what,
 
 Task<Result<std::vector<RedisReply>>> RedisPool::Batch(std::vector<RedisCommand> commands,
                                                        Deadline deadline) {
+  loop_.AssertInLoopThread();
   if (commands.empty()) co_return std::vector<RedisReply>{};
   auto* b = new PendingBatch(this, std::move(commands), deadline);
   struct Release {

@@ -2,14 +2,15 @@
 // to Redis: Batch(), which sends a whole batch of commands on one connection before the
 // caller suspends, so they leave in one write and cost one round trip.
 //
-// Rules kept here (DESIGN.md, hiredis pitfalls): replies are copied into RedisReply
+// Rules kept here (hiredis pitfalls): replies are copied into RedisReply
 // inside the hiredis callback, and the waiting coroutine is resumed later through
 // EventLoop::Defer, never inside the callback. hiredis has no per-command timeout, so
 // the caller's deadline is a timer of ours: when it wins, the batch fails with
 // deadline_exceeded and replies that still arrive are dropped and counted.
 //
-// Threads: create, use, Close and destroy on the loop thread of `loop` only. stats()
-// may be read from any thread.
+// Threads: create, use, Close and destroy on the loop thread of `loop` only (the entry
+// points check it in debug and sanitizer builds; a pool already closed may be destroyed
+// after its loop has stopped). stats() and shared_stats() may be read from any thread.
 #pragma once
 
 #include <deque>

@@ -3,7 +3,9 @@
 namespace rankd {
 
 RedisPools::RedisPools(EventLoop& loop, const std::vector<RedisEndpoint>& endpoints,
-                       RedisClientOptions opts) {
+                       RedisClientOptions opts)
+    : loop_(loop) {
+  loop_.AssertInLoopThread();
   pools_.reserve(endpoints.size());
   for (const auto& ep : endpoints) pools_.push_back(std::make_unique<RedisPool>(loop, ep, opts));
   // If the loop stops first, close while its handles and timers still work.
@@ -24,6 +26,7 @@ RedisPool* RedisPools::Get(std::string_view name) const {
 }
 
 bool RedisPools::Ready() const {
+  loop_.AssertInLoopThread();
   if (closed_) return false;
   for (const auto& p : pools_)
     if (!p->live()) return false;
@@ -31,6 +34,7 @@ bool RedisPools::Ready() const {
 }
 
 std::string RedisPools::NotReadyReason() const {
+  loop_.AssertInLoopThread();
   if (closed_) return "redis: closed";
   std::string out;
   for (const auto& p : pools_) {
@@ -47,7 +51,8 @@ void RedisPools::ForEachStats(
 }
 
 void RedisPools::Close() {
-  if (closed_) return;
+  if (closed_) return;  // also when destroyed after the loop has stopped
+  loop_.AssertInLoopThread();
   closed_ = true;
   for (auto& p : pools_) p->Close();
 }

@@ -11,8 +11,11 @@
 // Close() (also run by an EventLoop shutdown hook if nobody called it) fails pending
 // commands with unavailable and closes the connections.
 //
-// Threads: construct, use, Close and destroy on the loop thread of `loop` (destroying
-// after the loop has stopped is fine too). ForEachStats' stats may be read anywhere.
+// Threads: construct, use, Close and destroy on the loop thread of `loop` (checked in
+// debug and sanitizer builds; destroying after the loop has stopped is fine too, once
+// closed). Get, pools() and ForEachStats may be called from any thread once constructed
+// (the list never changes); the stats may be read anywhere. A pool's own methods are for
+// the loop thread (redis/pool.h).
 #pragma once
 
 #include <functional>
@@ -51,6 +54,7 @@ class RedisPools {
   void Close();  // idempotent
 
  private:
+  const EventLoop& loop_;
   std::vector<std::unique_ptr<RedisPool>> pools_;
   bool closed_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards the shutdown hook

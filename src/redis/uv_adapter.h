@@ -12,7 +12,9 @@
 // A reply that breaks a ReplyLimits rule, or that no command is waiting for, fails the
 // connection before hiredis buffers it.
 //
-// Threads: the loop thread that owns `loop`, and only it.
+// Threads: the loop thread that owns `loop`, and only it. AttachUvAdapter is called with
+// EventLoop::uv(), which checks that in debug and sanitizer builds; the callbacks then
+// run on that loop.
 #pragma once
 
 #include <uv.h>

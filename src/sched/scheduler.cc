@@ -39,7 +39,7 @@ struct RequestState {
   std::vector<NodeStat> stats;
   std::vector<uint32_t> ready;      // FIFO from ready_head
   size_t ready_head = 0;
-  bool draining = false;
+  bool running_ready = false;
   bool done = false;
   std::optional<Error> error;
   std::vector<uint32_t> degraded;
@@ -124,12 +124,12 @@ Result<RowSet> RunCpuCaught(const TaskSpec& spec, const TaskContext& ctx, std::v
 // Keeps the request state alive for as long as an abandoned IO run goes on.
 Task<Result<RowSet>> Hold(StatePtr, Task<Result<RowSet>> t) { co_return co_await std::move(t); }
 
-void Drain(const StatePtr& st);
+void RunReady(const StatePtr& st);
 
 // A node that suspends (IO, timers) or goes to the CPU pool.
 Task<void> RunSuspending(StatePtr st, uint32_t idx, std::vector<RowSet> inputs) {
   EventLoop& loop = *st->env.loop;
-  loop.RunnerStarted();
+  WorkGate::Hold hold = loop.HoldWork();
   const TaskSpec& spec = SpecOf(st->plan->nodes[idx]);
   const TaskContext& ctx = st->ctxs[idx];
   Result<RowSet> r = Fail(Error::Internal("not run"));
@@ -172,8 +172,7 @@ Task<void> RunSuspending(StatePtr st, uint32_t idx, std::vector<RowSet> inputs) 
   // The race is over, whoever won: work that is still running has lost it.
   st->node_cancel[idx].Cancel();
   Complete(*st, idx, std::move(r));
-  Drain(st);
-  loop.RunnerFinished();
+  RunReady(st);
 }
 
 void StartNode(const StatePtr& st, uint32_t idx) {
@@ -207,13 +206,13 @@ void StartNode(const StatePtr& st, uint32_t idx) {
 
 // Starts every ready node. Re-entrant calls (a node finishing inside StartNode) only
 // queue, so a long chain of inline nodes runs in a loop, not in ever deeper recursion.
-void Drain(const StatePtr& st) {
+void RunReady(const StatePtr& st) {
   RequestState& s = *st;
-  if (s.draining) return;
-  s.draining = true;
+  if (s.running_ready) return;
+  s.running_ready = true;
   while (s.ready_head < s.ready.size() && !s.done) StartNode(st, s.ready[s.ready_head++]);
   if (s.ready_head == s.ready.size()) s.ready.clear(), s.ready_head = 0;
-  s.draining = false;
+  s.running_ready = false;
 }
 
 struct WaitDone {
@@ -226,6 +225,7 @@ struct WaitDone {
 }  // namespace
 
 Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> hold) {
+  env.loop->AssertInLoopThread();
   TimePoint start = Clock::now();
   const Plan& plan = *req.plan;
   auto values = BindParams(plan, req.params);
@@ -272,7 +272,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   }
   st->ready.reserve(n);
   st->ready.assign(plan.sources.begin(), plan.sources.end());
-  Drain(st);
+  RunReady(st);
   co_await WaitDone{st.get()};
 
   if (st->error) co_return Fail(std::move(*st->error));

@@ -1,4 +1,4 @@
-// The async DAG scheduler (seeds 000 and 002): runs one request's plan on the shard's
+// The async DAG scheduler: runs one request's plan on the shard's
 // loop. Push-based: a node's completion decrements its successors' pending-input
 // counters (by node index) and starts those that reach zero in the same loop turn, so
 // the cost per node does not grow with the plan. Deadlines and node timeouts race the
@@ -6,7 +6,8 @@
 // failure answers the request at once (fail-fast) while what is still in flight keeps
 // the request's state alive until it ends; an optional node fails open.
 //
-// Threads: RunPlan is awaited on the loop thread of env.loop only.
+// Threads: RunPlan is awaited on the loop thread of env.loop only (checked in debug and
+// sanitizer builds); the request's nodes run there too, CPU jobs on env.pool.
 #pragma once
 
 #include <atomic>

@@ -1,18 +1,6 @@
 #include "server/cli_redis.h"
 
-#include <chrono>
-#include <thread>
-
-#include "core/run_sync.h"
-
 namespace rankd {
-
-namespace {
-template <class F>
-auto OnLoop(EventLoop& loop, F fn) {
-  return RunSync(loop, [](F f) -> Task<decltype(f())> { co_return f(); }(std::move(fn)));
-}
-}  // namespace
 
 Result<std::vector<RedisEndpoint>> TakeRedisFlags(std::vector<std::string>& args, bool* given) {
   std::vector<std::string> rest, values;
@@ -26,24 +14,13 @@ Result<std::vector<RedisEndpoint>> TakeRedisFlags(std::vector<std::string>& args
   return ParseRedisFlags(values);
 }
 
-CliRedis::CliRedis(EventLoop& loop, const std::vector<RedisEndpoint>& endpoints, int conns)
-    : loop_(loop) {
+RedisPools& OpenCliRedis(ShardRuntime& runtime, const std::vector<RedisEndpoint>& endpoints,
+                         int conns) {
   RedisClientOptions opts;
   opts.connections_per_endpoint = conns < 1 ? 1 : conns;
-  OnLoop(loop_, [&] {
-    pools_ = std::make_unique<RedisPools>(loop_, endpoints, opts);
-    return 0;
-  });
-  for (int i = 0; i < 1000 && !OnLoop(loop_, [&] { return pools_->Ready(); }); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-}
-
-CliRedis::~CliRedis() {
-  if (loop_.state() == EventLoop::State::kRunning)
-    OnLoop(loop_, [&] {
-      pools_.reset();
-      return 0;
-    });
+  RedisPools& pools = runtime.OnLoop([&]() -> RedisPools& { return runtime.OpenRedis(endpoints, opts); });
+  runtime.WaitRedisReady(5000);
+  return pools;
 }
 
 }  // namespace rankd

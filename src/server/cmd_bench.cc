@@ -6,11 +6,10 @@
 #include <memory>
 #include <thread>
 
-#include "core/run_sync.h"
 #include "plan/loader.h"
 #include "redis/pools.h"
-#include "server/cli_redis.h"
 #include "sched/scheduler.h"
+#include "server/cli_redis.h"
 #include "server/commands.h"
 
 namespace rankd {
@@ -108,14 +107,10 @@ int CmdBench(const std::vector<std::string>& all_args) {
   }
   bool uses_redis = redis_given;
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
-  EventLoop loop("bench");
-  ThreadPool pool(static_cast<size_t>(threads), "bench-cpu");
-  loop.Start();
-  // Redis pools live on the loop; CliRedis waits (up to 5 s) for them to connect.
-  std::unique_ptr<CliRedis> redis_holder;
-  if (uses_redis)
-    redis_holder = std::make_unique<CliRedis>(loop, *endpoints, static_cast<int>(redis_conns));
-  RedisPools* redis = redis_holder ? redis_holder->get() : nullptr;
+  ShardRuntime runtime("bench", static_cast<size_t>(threads));
+  runtime.Start();
+  RedisPools* redis =
+      uses_redis ? &OpenCliRedis(runtime, *endpoints, static_cast<int>(redis_conns)) : nullptr;
   auto redis_totals = [&] {  // commands, batches, socket writes, over every endpoint
     std::array<uint64_t, 3> t{};
     if (redis)
@@ -126,22 +121,18 @@ int CmdBench(const std::vector<std::string>& all_args) {
   };
   auto redis0 = redis_totals();
   BenchState b;
-  b.env = ExecEnv{.loop = &loop, .pool = &pool, .redis = redis,
-                  .node_timeout_ms = static_cast<uint64_t>(std::max<int64_t>(node_timeout_ms, 0)),
-                  .inline_cpu_rows = kInlineCpuRows};
+  runtime.env().node_timeout_ms = static_cast<uint64_t>(std::max<int64_t>(node_timeout_ms, 0));
+  b.env = runtime.env();
   b.plan = plan;
   b.user_id = user_id;
   b.deadline_ms = deadline_ms;
   b.total = n;
   b.latency_us.reserve(static_cast<size_t>(n));
   TimePoint t0 = Clock::now();
-  RunSync(loop, BenchMain(b, static_cast<int>(std::min(c, n))));
+  runtime.Run(BenchMain(b, static_cast<int>(std::min(c, n))));
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   auto redis1 = redis_totals();
-  redis_holder.reset();  // closes the pools on the loop
-  pool.wait_idle();
-  loop.Stop();
-  pool.Shutdown();
+  runtime.Stop();
   std::sort(b.latency_us.begin(), b.latency_us.end());
   std::printf(
       "{\"plan\":\"%s\",\"requests\":%lld,\"concurrency\":%lld,\"errors\":%lld,"

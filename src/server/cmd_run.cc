@@ -7,7 +7,6 @@
 #include <iostream>
 #include <iterator>
 
-#include "core/run_sync.h"
 #include "http/api_errors.h"
 #include "plan/loader.h"
 #include "sched/request_json.h"
@@ -60,25 +59,17 @@ int CmdRun(const std::vector<std::string>& all_args) {
   PlanPtr plan = plans->Find(req->plan);
   if (!plan) return PrintError(Error::UnknownPlan("plan: '" + req->plan + "' is not loaded from " + dir));
 
-  EventLoop loop("run");
-  ThreadPool pool(2, "run-cpu");
-  loop.Start();
+  ShardRuntime runtime("run", /*cpu_threads=*/2);
+  runtime.Start();
   bool uses_redis = redis_given;
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
-  std::unique_ptr<CliRedis> redis;
-  if (uses_redis) redis = std::make_unique<CliRedis>(loop, *endpoints, static_cast<int>(redis_conns));
-  ExecEnv env{.loop = &loop, .pool = &pool, .redis = redis ? redis->get() : nullptr,
-              .node_timeout_ms = static_cast<uint64_t>(node_timeout_ms > 0 ? node_timeout_ms : 0),
-              .inline_cpu_rows = kInlineCpuRows};
+  if (uses_redis) OpenCliRedis(runtime, *endpoints, static_cast<int>(redis_conns));
+  runtime.env().node_timeout_ms = static_cast<uint64_t>(node_timeout_ms > 0 ? node_timeout_ms : 0);
   RunRequest run{.plan = plan, .user_id = req->user_id, .params = std::move(req->params),
                  .deadline = std::nullopt};
   if (deadline_ms > 0) run.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
-  auto result = RunSync(loop, RunPlan(env, std::move(run)));
-  redis.reset();  // pending commands fail, runners finish
-  // Work abandoned by a timeout still runs: let it end before the loop goes (seed 001).
-  pool.wait_idle();
-  loop.Stop();
-  pool.Shutdown();
+  auto result = runtime.Run(RunPlan(runtime.env(), std::move(run)));
+  runtime.Stop();  // work abandoned by a timeout ends first
   if (!result) return PrintError(result.error());
   std::string out;
   AppendRankResponse(*result, explain, out);

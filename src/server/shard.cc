@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <future>
 
 #include "core/log.h"
 #include "http/api_errors.h"
@@ -33,97 +32,93 @@ Shard::Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics)
     : id_(id),
       opts_(opts),
       server_(server),
-      loop_("shard-" + std::to_string(id)),
-      pool_(static_cast<size_t>(opts.cpu_threads), "cpu-" + std::to_string(id)),
-      metrics_(metrics) {
-  pool_.set_max_queued(opts.cpu_queue_max);
-}
+      runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
+               opts.cpu_queue_max),
+      metrics_(metrics) {}
 
 Shard::~Shard() { Stop(); }
 
 Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
-  loop_.Start();
-  std::promise<Status> started;
-  auto fut = started.get_future();
-  loop_.Post([this, plans = std::move(plans), port, &started]() mutable {
-    shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_);
-    SetPlans(std::move(plans));
+  runtime_.Start();
+  return runtime_.OnLoop([&] { return StartOnLoop(std::move(plans), port); });
+}
 
-    RedisClientOptions ropts;
-    ropts.connections_per_endpoint = opts_.redis_conns;
-    ropts.reply_limits = opts_.redis_reply_limits;
-    redis_ = std::make_unique<RedisPools>(loop_, opts_.redis, ropts);
-    redis_->ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
-      redis_stats_.emplace_back(ep, std::move(st));
-    });
-    env_.loop = &loop_;
-    env_.pool = &pool_;
-    env_.redis = redis_.get();
-    env_.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
-    env_.offloads = &offloads_;
-    env_.cpu_cancelled = &cpu_cancelled_;
-    access_log_ = server_.access_log_ring(id_);
+Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
+  loop().AssertInLoopThread();
+  shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_);
+  SetPlans(std::move(plans));
 
-    http::HttpOptions h;
-    h.host = opts_.host;
-    h.port = port;
-    h.shard_id = static_cast<uint32_t>(id_);
-    h.max_connections = opts_.max_connections;
-    h.max_body_bytes = opts_.max_body_bytes;
-    h.read_timeout_ms = opts_.read_timeout_ms;
-    h.idle_timeout_ms = opts_.idle_timeout_ms;
-    h.max_pipeline_depth = opts_.max_pipeline_depth;
-    // Unparsed input per connection: a full head for each request it may run ahead.
-    h.max_pending_input = opts_.max_pipeline_depth * h.max_head_bytes;
-    h.max_buffered_input_bytes = opts_.max_buffered_input_bytes;
-    h.max_unsent_bytes = opts_.max_unsent_bytes;
-    auto l = http::Listener::Start(loop_, h, [this](http::Request req, http::Responder res) {
-      OnRequest(std::move(req), std::move(res));
-    });
-    if (!l) {
-      started.set_value(Fail(l.error()));
-      return;
-    }
-    listener_ = *l;
-    if (opts_.metrics_port != 0 && id_ == 0) {
-      // One shard is enough for scrapes; its own listener, so that its connections and
-      // budgets are apart from the clients'.
-      http::HttpOptions mh = h;
-      mh.host = opts_.metrics_host;
-      mh.port = opts_.metrics_port;
-      mh.max_connections = 256;
-      auto ml = http::Listener::Start(loop_, mh, [this](http::Request req, http::Responder res) {
-        OnMetricsAddressRequest(std::move(req), std::move(res));
-      });
-      if (!ml) {
-        started.set_value(Fail(Error::Internal("--metrics-port: " + ml.error().message)));
-        return;
-      }
-      metrics_listener_ = *ml;
-    }
-    port_.store(listener_->port());
-    StartLagTimer();
-    redis_ready_.store(redis_->Ready(), std::memory_order_relaxed);
-    started.set_value({});
+  RedisClientOptions ropts;
+  ropts.connections_per_endpoint = opts_.redis_conns;
+  ropts.reply_limits = opts_.redis_reply_limits;
+  RedisPools& redis = runtime_.OpenRedis(opts_.redis, ropts);
+  redis.ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
+    redis_stats_.emplace_back(ep, std::move(st));
   });
-  return fut.get();
+  ExecEnv& env = runtime_.env();
+  env.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
+  env.offloads = &offloads_;
+  env.cpu_cancelled = &cpu_cancelled_;
+  access_log_ = server_.access_log_ring(id_);
+
+  http::HttpOptions h;
+  h.host = opts_.host;
+  h.port = port;
+  h.shard_id = static_cast<uint32_t>(id_);
+  h.max_connections = opts_.max_connections;
+  h.max_body_bytes = opts_.max_body_bytes;
+  h.read_timeout_ms = opts_.read_timeout_ms;
+  h.idle_timeout_ms = opts_.idle_timeout_ms;
+  h.max_pipeline_depth = opts_.max_pipeline_depth;
+  // Unparsed input per connection: a full head for each request it may run ahead.
+  h.max_pending_input = opts_.max_pipeline_depth * h.max_head_bytes;
+  h.max_buffered_input_bytes = opts_.max_buffered_input_bytes;
+  h.max_unsent_bytes = opts_.max_unsent_bytes;
+  auto l = http::Listener::Start(loop(), h, [this](http::Request req, http::Responder res) {
+    OnRequest(std::move(req), std::move(res));
+  });
+  if (!l) return Fail(l.error());
+  listener_ = *l;
+  if (opts_.metrics_port != 0 && id_ == 0) {
+    // One shard is enough for scrapes; its own listener, so that its connections and
+    // budgets are apart from the clients'.
+    http::HttpOptions mh = h;
+    mh.host = opts_.metrics_host;
+    mh.port = opts_.metrics_port;
+    mh.max_connections = 256;
+    auto ml = http::Listener::Start(loop(), mh, [this](http::Request req, http::Responder res) {
+      OnMetricsAddressRequest(std::move(req), std::move(res));
+    });
+    if (!ml) return Fail(Error::Internal("--metrics-port: " + ml.error().message));
+    metrics_listener_ = *ml;
+  }
+  port_.store(listener_->port());
+  StartLagTimer();
+  // Registered after the Redis pools: closers run newest first, so the tick stops first.
+  runtime_.AtStop([this] {
+    loop().timers().Cancel(lag_timer_);
+    lag_timer_ = 0;
+  });
+  redis_ready_.store(redis.Ready(), std::memory_order_relaxed);
+  return {};
 }
 
 void Shard::InstallPlans(std::shared_ptr<const PlanSet> plans) {
-  loop_.Post([this, plans = std::move(plans)]() mutable { SetPlans(std::move(plans)); });
+  loop().Post([this, plans = std::move(plans)]() mutable { SetPlans(std::move(plans)); });
 }
 
 void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
-  plans_ = std::move(plans);
+  loop().AssertInLoopThread();
+  runtime_.InstallPlans(std::move(plans));
   std::vector<PlanPtr> list;
-  for (const auto& [name, p] : plans_->plans) list.push_back(p);
+  for (const auto& [name, p] : runtime_.plans()->plans) list.push_back(p);
   // Metric children now, not on the request path. Requests still running hold the
   // previous snapshot's children (shared_ptr), so nothing they touch is freed here.
   shard_metrics_->PreparePlans(list);
 }
 
 void Shard::Drain() {
-  bool posted = loop_.Post([this] {
+  bool posted = loop().Post([this] {
     draining_ = true;
     if (!listener_) {
       drained_.store(true, std::memory_order_release);
@@ -141,30 +136,17 @@ void Shard::Drain() {
 }
 
 void Shard::CloseNow() {
-  loop_.Post([this] {
+  loop().Post([this] {
     if (listener_) listener_->CloseNow();
     if (metrics_listener_) metrics_listener_->CloseNow();
   });
 }
 
 void Shard::Stop() {
-  if (loop_.state() == EventLoop::State::kRunning) {
-    std::promise<void> closed;
-    auto fut = closed.get_future();
-    if (loop_.Post([this, &closed] {
-          loop_.timers().Cancel(lag_timer_);
-          lag_timer_ = 0;
-          if (redis_) redis_->Close();  // pending commands fail; runners finish
-          closed.set_value();
-        }))
-      fut.wait();
-  }
-  pool_.wait_idle();  // no CPU job may post to a stopped loop (seed 001)
-  loop_.Stop();
-  pool_.Shutdown();
+  runtime_.Stop();
+  // The loop has stopped and closed their handles.
   listener_.reset();
   metrics_listener_.reset();
-  redis_.reset();
 }
 
 // --- periodic tick: loop lag, gauges, readiness ------------------------------------
@@ -175,19 +157,20 @@ void Shard::StartLagTimer() {
   // truncated, so a timer never fires late because of rounding; it may fire early, which
   // counts as no lag.)
   lag_expected_ns_ = uv_hrtime() + kLagTickMs * 1'000'000;
-  lag_timer_ = loop_.timers().Start(kLagTickMs, [this] { OnTick(); });
+  lag_timer_ = loop().timers().Start(kLagTickMs, [this] { OnTick(); });
 }
 
 void Shard::OnTick() {
+  loop().AssertInLoopThread();
   uint64_t now = uv_hrtime();
   double lag = now > lag_expected_ns_ ? static_cast<double>(now - lag_expected_ns_) / 1e9 : 0.0;
   shard_metrics_->loop_lag->Set(lag);
   shard_metrics_->loop_lag_hist->Observe(lag);
   shard_metrics_->inflight->Set(static_cast<double>(live_requests_.load(std::memory_order_relaxed)));
-  shard_metrics_->loop_timers->Set(static_cast<double>(loop_.timers().entries()));
+  shard_metrics_->loop_timers->Set(static_cast<double>(loop().timers().entries()));
   if (listener_)
     shard_metrics_->open_connections->Set(static_cast<double>(listener_->open_connections()));
-  redis_ready_.store(redis_ && redis_->Ready(), std::memory_order_relaxed);
+  redis_ready_.store(runtime_.redis() && runtime_.redis()->Ready(), std::memory_order_relaxed);
   // The scheduler counts plain integers; publish the deltas here, off the request path.
   shard_metrics_->offload_inline->Increment(
       static_cast<double>(offloads_.inline_runs - offloads_published_.inline_runs));
@@ -211,6 +194,7 @@ void Shard::OnTick() {
 }
 
 void Shard::PublishHttpCounters(const http::HttpCounters& now, http::HttpCounters& published) {
+  loop().AssertInLoopThread();
   auto& sm = *shard_metrics_;
   for (size_t k = 0; k < now.rejects.size(); ++k)
     sm.http_rejects[k]->Increment(static_cast<double>(now.rejects[k] - published.rejects[k]));
@@ -228,6 +212,7 @@ void Shard::PublishHttpCounters(const http::HttpCounters& now, http::HttpCounter
 
 void Shard::AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
                       TimePoint t0, const Plan* plan, int64_t user_id) {
+  loop().AssertInLoopThread();
   std::string line = R"({"shard":)";
   AppendJsonInt(id_, line);
   line += R"(,"request_id":)";
@@ -277,6 +262,7 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
 void Shard::Answer(const http::Request& req, http::Responder& res, Route route, int status,
                    std::string_view body, TimePoint t0,
                    std::span<const http::HeaderField> extra) {
+  loop().AssertInLoopThread();
   http::Response r;
   r.status = status;
   r.body = body;
@@ -306,15 +292,15 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
   TimePoint t0 = req.read_done;
   if (route == Route::kPlan) {
     std::string_view name = RouteParam(SpecOf(route), req.path());
-    auto it = plans_->plans.find(std::string(name));
-    if (it == plans_->plans.end())
+    auto it = runtime_.plans()->plans.find(std::string(name));
+    if (it == runtime_.plans()->plans.end())
       return AnswerError(req, res, route,
                          Error::UnknownPlan("plan '" + std::string(name) + "' is not loaded"), t0);
     return Answer(req, res, route, 200, it->second->json, t0);
   }
   // {"plans":[{"name","description","params","nodes"}]}, sorted by name.
   std::vector<const Plan*> list;
-  for (const auto& [n, p] : plans_->plans) list.push_back(p.get());
+  for (const auto& [n, p] : runtime_.plans()->plans) list.push_back(p.get());
   std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->name < b->name; });
   std::string body = R"({"plans":[)";
   for (size_t i = 0; i < list.size(); ++i) {
@@ -342,6 +328,7 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
 }
 
 void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool metrics_address) {
+  loop().AssertInLoopThread();
   TimePoint t0 = req.read_done;
   // Serialising takes a few milliseconds with every plan loaded: the server does it off
   // the loops, once for every scrape waiting (the registry is thread-safe).
@@ -355,7 +342,7 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
     holder->Send(r);
     if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, 0);
   };
-  if (!server_.RequestScrape(loop_, metrics_address, std::move(done))) {
+  if (!server_.RequestScrape(loop(), metrics_address, std::move(done))) {
     ++scrapes_refused_;
     AnswerError(req, *holder, Route::kMetrics,
                 Error::Unavailable("too many /metrics scrapes waiting (--max-queued-scrapes " +

@@ -3,10 +3,13 @@
 // the plan snapshot and the metric children. A request lives on one shard from accept
 // to last byte and takes no lock another shard can hold.
 //
+// Its loop, CPU workers, Redis pools and plan snapshot are a ShardRuntime, which also
+// writes the stop order; the shard adds the listeners, the routes and the metrics.
+//
 // Threads: constructed and destroyed on the main thread; Start, InstallPlans, Drain,
 // CloseNow and Stop are called from the main thread and post their work to the loop.
-// Everything else runs on the shard's loop thread. ready() and drained() are atomics
-// for any thread.
+// Everything else runs on the shard's loop thread (the entry points check it in debug
+// and sanitizer builds). redis_ready(), drained() and port() are atomics for any thread.
 #pragma once
 
 #include <atomic>
@@ -16,16 +19,15 @@
 
 #include "core/event_loop.h"
 #include "core/spsc_ring.h"
-#include "core/thread_pool.h"
 #include "http/listener.h"
 #include "plan/plan.h"
 #include "sched/scheduler.h"
+#include "sched/shard_runtime.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 
 namespace rankd {
 
-class RedisPools;
 struct RedisStats;
 class Server;
 
@@ -43,7 +45,7 @@ class Shard {
   // then sets drained().
   void Drain();
   void CloseNow();  // the drain timeout passed
-  void Stop();      // after drain: Redis, CPU workers, loop
+  void Stop();      // after Drain: ShardRuntime::Stop, then the listeners are freed
 
   int id() const { return id_; }
   bool redis_ready() const { return redis_ready_.load(std::memory_order_relaxed); }
@@ -56,6 +58,8 @@ class Shard {
   }
 
  private:
+  Status StartOnLoop(std::shared_ptr<const PlanSet> plans, int port);
+  EventLoop& loop() { return runtime_.loop(); }
   Task<void> RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
                      PlanMetricsPtr pm, TimePoint t0);
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
@@ -84,16 +88,13 @@ class Shard {
   const int id_;
   ServeOptions opts_;
   Server& server_;
-  EventLoop loop_;
-  ThreadPool pool_;
+  ShardRuntime runtime_;
   Metrics& metrics_;
 
   // --- loop thread only ---
   std::unique_ptr<ShardMetrics> shard_metrics_;
   std::shared_ptr<http::Listener> listener_;
   std::shared_ptr<http::Listener> metrics_listener_;  // --metrics-port, shard 0 only
-  std::unique_ptr<RedisPools> redis_;
-  ExecEnv env_;
   CpuOffloadCounts offloads_;            // counted by the scheduler
   CpuOffloadCounts offloads_published_;  // what the metrics already have
   uint64_t cpu_cancelled_published_ = 0;
@@ -104,7 +105,6 @@ class Shard {
   http::HttpCounters metrics_http_published_;  // the same for metrics_listener_
   uint64_t scrapes_refused_ = 0;         // 503 for --max-queued-scrapes
   uint64_t scrapes_refused_published_ = 0;
-  std::shared_ptr<const PlanSet> plans_;
   // Requests admitted and not yet finished with, counted until their last piece of work
   // (a CPU job still queued or running after the answer) has let go (RunPlan's hold).
   // Atomic because that may happen on a CPU worker; only this shard's loop and workers

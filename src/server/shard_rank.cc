@@ -66,8 +66,8 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   auto parsed = ParseRankRequest(req.body);
   if (!parsed) return AnswerError(req, res, Route::kRank, parsed.error(), t0);
   RankRequest& rr = *parsed;
-  auto it = plans_->plans.find(rr.plan);
-  if (it == plans_->plans.end())
+  auto it = runtime_.plans()->plans.find(rr.plan);
+  if (it == runtime_.plans()->plans.end())
     return AnswerError(req, res, Route::kRank,
                        Error::UnknownPlan("plan: '" + rr.plan + "' is not loaded"), t0);
   // The request holds its plan's metric children until it has answered: a reload may
@@ -99,7 +99,7 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
   PlanPtr plan = run.plan;
   int64_t user_id = run.user_id;
   auto live = std::make_shared<LiveRequest>(live_requests_);
-  Result<RunResult> result = co_await RunPlan(env_, std::move(run), std::move(live));
+  Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));
 
   std::string body;
   // One clock read for the header and the metrics (the body is written after it).

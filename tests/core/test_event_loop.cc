@@ -1,4 +1,5 @@
-// The EventLoop lifecycle table of seed 001, plus Defer and the timer pool.
+// The EventLoop lifecycle (Idle -> Starting -> Running -> Stopping -> Stopped), plus Defer
+// and the timer pool.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -9,21 +10,20 @@
 #include <vector>
 
 #include "core/event_loop.h"
+#include "core/run_sync.h"
 
 using namespace rankd;
 using namespace std::chrono_literals;
 
 namespace {
-// Blocks until fn ran on the loop (or the loop refused it).
+// Blocks until fn ran on the loop; false if the loop refused it.
 bool PostAndWait(EventLoop& loop, std::function<void()> fn) {
-  std::atomic<bool> done{false};
-  if (!loop.Post([&] {
-        fn();
-        done = true;
-      }))
+  try {
+    RunOnLoop(loop, std::move(fn));
+    return true;
+  } catch (const LoopNotRunning&) {
     return false;
-  while (!done) std::this_thread::sleep_for(100us);
-  return true;
+  }
 }
 }  // namespace
 

@@ -9,7 +9,7 @@
 #include <future>
 #include <memory>
 
-#include "core/event_loop.h"
+#include "core/loop_runtime.h"
 #include "http/listener.h"
 
 using namespace rankd;
@@ -17,14 +17,10 @@ using namespace rankd::http;
 
 namespace {
 
-// Runs fn on the loop thread and waits for its result.
-template <class F>
-auto OnLoop(EventLoop& loop, F fn) {
-  std::promise<decltype(fn())> p;
-  auto f = p.get_future();
-  REQUIRE(loop.Post([&] { p.set_value(fn()); }));
-  return f.get();
-}
+// A shard's loop for these tests; listeners need no CPU workers, the runtime has one.
+struct TestLoop : LoopRuntime {
+  explicit TestLoop(std::string name) : LoopRuntime(std::move(name), /*cpu_threads=*/1) { Start(); }
+};
 
 HttpOptions Loopback(int port) {
   HttpOptions o;
@@ -35,23 +31,22 @@ HttpOptions Loopback(int port) {
 
 void Ignore(Request, Responder r) { r.Send(Response{}); }
 
-void DrainAndWait(EventLoop& loop, std::shared_ptr<Listener> l) {
+// Listener::Drain finishes later, in a callback: wait for that, not just for the call.
+void DrainAndWait(LoopRuntime& rt, std::shared_ptr<Listener> l) {
   std::promise<void> done;
-  REQUIRE(loop.Post([&] { l->Drain([&] { done.set_value(); }); }));
+  rt.OnLoop([&] { l->Drain([&] { done.set_value(); }); });
   done.get_future().wait();
 }
 
 }  // namespace
 
 TEST_CASE("two shards listen on one port; the port check then reports it taken") {
-  EventLoop a("shard0"), b("shard1");
-  a.Start();
-  b.Start();
-  auto la = OnLoop(a, [&] { return Listener::Start(a, Loopback(0), Ignore); });
+  TestLoop a("shard0"), b("shard1");
+  auto la = a.OnLoop([&] { return Listener::Start(a.loop(), Loopback(0), Ignore); });
   REQUIRE(la.has_value());
   int port = (*la)->port();
   CHECK(port > 0);
-  auto lb = OnLoop(b, [&] { return Listener::Start(b, Loopback(port), Ignore); });
+  auto lb = b.OnLoop([&] { return Listener::Start(b.loop(), Loopback(port), Ignore); });
   REQUIRE(lb.has_value());
   CHECK((*lb)->port() == port);
 
@@ -76,9 +71,8 @@ TEST_CASE("a port held by a socket without SO_REUSEPORT is refused with a clear 
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   int port = ntohs(addr.sin_port);
 
-  EventLoop loop("shard0");
-  loop.Start();
-  auto l = OnLoop(loop, [&] { return Listener::Start(loop, Loopback(port), Ignore); });
+  TestLoop loop("shard0");
+  auto l = loop.OnLoop([&] { return Listener::Start(loop.loop(), Loopback(port), Ignore); });
   REQUIRE_FALSE(l.has_value());
   CHECK(l.error().message.find(std::to_string(port)) != std::string::npos);
   CHECK_FALSE(CheckPortFree("127.0.0.1", port).has_value());
@@ -87,9 +81,8 @@ TEST_CASE("a port held by a socket without SO_REUSEPORT is refused with a clear 
 }
 
 TEST_CASE("a loop stopped with a listener still open closes it cleanly") {
-  EventLoop loop("shard0");
-  loop.Start();
-  auto l = OnLoop(loop, [&] { return Listener::Start(loop, Loopback(0), Ignore); });
+  TestLoop loop("shard0");
+  auto l = loop.OnLoop([&] { return Listener::Start(loop.loop(), Loopback(0), Ignore); });
   REQUIRE(l.has_value());
   l->reset();  // the owner lets go; the listener keeps itself alive until closed
   loop.Stop();

@@ -1,18 +1,17 @@
-// TestShard: an EventLoop on its own thread with RedisPools built on it, driven from the
-// test thread (OnLoop, Batch) the way a shard is driven by its requests.
+// TestShard: a LoopRuntime with RedisPools built on its loop, driven from the test thread
+// (OnLoop, Batch) the way a shard is driven by its requests. The pools are closed on the
+// loop when it stops and freed after (as ShardRuntime does: this layer cannot see it).
 //
 // Threads: the test's own thread.
 #pragma once
 
 #include <chrono>
-#include <future>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "core/event_loop.h"
-#include "core/run_sync.h"
+#include "core/loop_runtime.h"
 #include "redis/endpoint.h"
 #include "redis/pools.h"
 
@@ -20,29 +19,28 @@ namespace rankd::testing {
 
 class TestShard {
  public:
-  explicit TestShard(const std::vector<std::string>& redis_flags, RedisClientOptions opts = {})
-      : loop_("test-shard") {
+  explicit TestShard(const std::vector<std::string>& redis_flags, RedisClientOptions opts = {}) {
     auto eps = ParseRedisFlags(redis_flags);
     if (!eps) throw std::runtime_error(eps.error().message);
-    loop_.Start();
-    OnLoop([&] { pools_ = std::make_unique<RedisPools>(loop_, *eps, opts); });
+    runtime_.Start();
+    runtime_.OnLoop([&] {
+      pools_ = std::make_unique<RedisPools>(runtime_.loop(), *eps, opts);
+      runtime_.AtStop([this] { pools_->Close(); });
+    });
   }
   ~TestShard() {
-    OnLoop([&] { pools_.reset(); });
-    loop_.Stop();
+    runtime_.Stop();
+    pools_.reset();
   }
 
-  EventLoop& loop() { return loop_; }
+  EventLoop& loop() { return runtime_.loop(); }
   RedisPools& pools() { return *pools_; }
   RedisPool& pool(const std::string& name = "redis_default") { return *pools_->Get(name); }
 
   // Runs f on the loop thread and waits for its result.
   template <class F>
-  auto OnLoop(F f) -> decltype(f()) {
-    auto task = std::make_shared<std::packaged_task<decltype(f())()>>(std::move(f));
-    auto fut = task->get_future();
-    if (!loop_.Post([task] { (*task)(); })) throw std::runtime_error("loop not running");
-    return fut.get();
+  decltype(auto) OnLoop(F f) {
+    return runtime_.OnLoop(std::move(f));
   }
 
   // One Batch() on the loop; deadline_ms < 0 means none.
@@ -50,7 +48,7 @@ class TestShard {
                                         const std::string& name = "redis_default") {
     Deadline d;
     if (deadline_ms >= 0) d = Clock::now() + std::chrono::milliseconds(deadline_ms);
-    return RunSync(loop_, pool(name).Batch(std::move(cmds), d));
+    return runtime_.Run(pool(name).Batch(std::move(cmds), d));
   }
 
   // Polls until every endpoint is live (true) or `ms` passed (false).
@@ -64,7 +62,7 @@ class TestShard {
   }
 
  private:
-  EventLoop loop_;
+  LoopRuntime runtime_{"test-shard", /*cpu_threads=*/1};
   std::unique_ptr<RedisPools> pools_;
 };
 

@@ -1,14 +1,16 @@
-// Test helpers for the engine: plans from inline JSON, and a started loop + CPU pool on
-// which to run them synchronously.
+// Test helpers for the engine: plans from inline JSON, and a started ShardRuntime (loop +
+// CPU pool) on which to run them synchronously.
+//
+// Threads: the test's own thread.
 #pragma once
 
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "core/run_sync.h"
 #include "plan/loader.h"
 #include "sched/scheduler.h"
+#include "sched/shard_runtime.h"
 #include "tasks/task.h"
 
 namespace rankd::test {
@@ -27,23 +29,16 @@ inline PlanPtr MustLoad(const std::string& json) {
 }
 
 struct Engine {
-  EventLoop loop{"test"};
-  ThreadPool pool{2, "test-cpu"};
-  ExecEnv env;
-  Engine() {
-    loop.Start();
-    env.loop = &loop;
-    env.pool = &pool;
-  }
-  ~Engine() {
-    pool.wait_idle();
-    loop.Stop();
-  }
+  ShardRuntime runtime{"test", /*cpu_threads=*/2};
+  EventLoop& loop = runtime.loop();
+  ThreadPool& pool = runtime.cpu();
+  ExecEnv& env = runtime.env();
+  Engine() { runtime.Start(); }
   Result<RunResult> Run(const PlanPtr& plan, int64_t deadline_ms = 0, GivenParams params = {}) {
     RunRequest req{.plan = plan, .user_id = 1, .params = std::move(params), .deadline = std::nullopt};
     if (deadline_ms > 0) req.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
     if (deadline_ms < 0) req.deadline = Clock::now() - std::chrono::milliseconds(-deadline_ms);
-    return RunSync(loop, RunPlan(env, std::move(req)));
+    return runtime.Run(RunPlan(env, std::move(req)));
   }
   Result<RunResult> Run(const std::string& json, int64_t deadline_ms = 0) {
     return Run(MustLoad(json), deadline_ms);
