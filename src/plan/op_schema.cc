@@ -58,11 +58,4 @@ size_t TaskArgs::Index(std::string_view name) const {
   std::abort();
 }
 
-bool TaskArgs::Has(std::string_view name) const {
-  if (!specs_) return false;
-  for (size_t i = 0; i < specs_->size(); ++i)
-    if ((*specs_)[i].name == name) return values_[i].index() != 0;
-  return false;
-}
-
 }  // namespace rankd

@@ -65,7 +65,6 @@ class TaskArgs {
   const std::vector<std::string>& StrList(std::string_view name) const {
     return std::get<std::vector<std::string>>(values_[Index(name)]);
   }
-  bool Has(std::string_view name) const;
 
   size_t size() const { return values_.size(); }
   const TaskArg& at(size_t i) const { return values_[i]; }
