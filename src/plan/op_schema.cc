@@ -19,6 +19,16 @@ std::string_view ParamKindName(ParamKind k) {
   return "?";
 }
 
+ParamKind ParamKindOf(ColumnType t) {
+  switch (t) {
+    case ColumnType::kI64: return ParamKind::kI64;
+    case ColumnType::kF64: return ParamKind::kF64;
+    case ColumnType::kStr: return ParamKind::kStr;
+    case ColumnType::kBool: return ParamKind::kBool;
+  }
+  return ParamKind::kI64;
+}
+
 TaskParamSpec TaskParamSpec::Required(std::string name, ParamKind kind) {
   TaskParamSpec s;
   s.name = std::move(name);
@@ -27,7 +37,7 @@ TaskParamSpec TaskParamSpec::Required(std::string name, ParamKind kind) {
   return s;
 }
 
-TaskParamSpec TaskParamSpec::Optional(std::string name, ParamKind kind, TaskArg def) {
+TaskParamSpec TaskParamSpec::Optional(std::string name, ParamKind kind, Value def) {
   TaskParamSpec s;
   s.name = std::move(name);
   s.kind = kind;

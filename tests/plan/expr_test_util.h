@@ -123,7 +123,8 @@ inline std::string ValueString(const rankd::Value& v) {
       s.append(std::get<3>(v)).append("\"");
       return s;
     }
-    default: return std::get<4>(v) ? "true" : "false";
+    case 4: return std::get<4>(v) ? "true" : "false";
+    default: return "(a list)";  // task parameters only
   }
 }
 

@@ -22,7 +22,7 @@ struct Call {
   TaskContext ctx;
   ParamValues params;
 
-  explicit Call(std::string_view op, std::initializer_list<std::pair<std::string, TaskArg>> given = {})
+  explicit Call(std::string_view op, std::initializer_list<std::pair<std::string, Value>> given = {})
       : spec(TaskRegistry::Default().Find(op)), args(&spec->params) {
     REQUIRE(spec);
     for (size_t i = 0; i < spec->params.size(); ++i) args.at(i) = spec->params[i].default_value;
