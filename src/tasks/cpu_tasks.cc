@@ -9,9 +9,8 @@
 
 namespace rankd {
 
-Result<ColumnTypes> SortSchema(const SchemaArgs& a);  // sort.cc
-Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);
-Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in);
+Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);  // concat.cc
+Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in);  // sort.cc
 Result<RowSet> RunConcat(const TaskContext& ctx, std::vector<RowSet> in);
 
 namespace {
@@ -45,6 +44,7 @@ Result<RowSet> RunTake(const TaskContext& ctx, std::vector<RowSet> in) {
   return in[0].Take(static_cast<size_t>(ctx.args->I64("count")));
 }
 
+// sort, dedupe: the input's columns, of which `key` must be one.
 Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
   const std::string& key = a.args.Str("key");
   if (!a.inputs[0].find(key))
@@ -122,7 +122,7 @@ void RegisterCpuTasks(TaskRegistry& r) {
   r.Add(Cpu("sort", 1, 1,
             {P::Required("key", ParamKind::kColumn),
              P::Optional("order", ParamKind::kStr, std::string("desc")).Allowed({"desc", "asc"}).Ref()},
-            &SortSchema, &RunSort));
+            &KeyedSchema, &RunSort));
   r.Add(Cpu("take", 1, 1, {P::Required("count", ParamKind::kI64).Bounds(1, 10000).Ref()},
             &SchemaSameAsInput, &RunTake));
   r.Add(Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat));

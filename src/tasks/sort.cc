@@ -6,18 +6,9 @@
 
 #include "tasks/sort.h"
 
-#include "tasks/schemas.h"
 #include "tasks/task.h"
 
 namespace rankd {
-
-Result<ColumnTypes> SortSchema(const SchemaArgs& a) {
-  const std::string& key = a.args.Str("key");
-  if (!a.inputs[0].find(key))
-    return Fail(Error::BadRequest("params.key: the input has no column '" + key + "' (it has " +
-                                  ColumnList(a.inputs[0]) + ")"));
-  return a.inputs[0];
-}
 
 namespace {
 
