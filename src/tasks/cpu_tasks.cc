@@ -71,10 +71,9 @@ std::vector<uint32_t> FirstOfEach(const RowSet& rs, const Column& col, KeyOf key
 
 Result<RowSet> RunDedupe(const TaskContext& ctx, std::vector<RowSet> in) {
   const RowSet& rs = in[0];
-  const std::string& key = ctx.args->Str("key");
-  const Column* col = rs.column(key);
-  if (!col)
-    return Fail(Error::Internal("dedupe: no column '" + key + "'"));
+  auto key = KeyColumn(ctx, rs, "dedupe");
+  if (!key) return Fail(key.error());
+  const Column* col = *key;
   std::vector<uint32_t> keep;
   switch (col->type) {
     case ColumnType::kI64:

@@ -62,6 +62,16 @@ inline CancelCheck CancelCheckOf(const TaskContext& ctx) {
   return [&ctx] { return ctx.cancelled(); };
 }
 
+// The column of `rs` named by the node's `key` parameter (sort, dedupe). Its absence is
+// a bug (the plan was typed at load): an internal error naming `op`.
+inline Result<const Column*> KeyColumn(const TaskContext& ctx, const RowSet& rs,
+                                       std::string_view op) {
+  const std::string& key = ctx.args->Str("key");
+  const Column* col = rs.column(key);
+  if (!col) return Fail(Error::Internal(std::string(op) + ": no column '" + key + "'"));
+  return col;
+}
+
 // A CPU run: a plain function, inline on the loop or on a CPU worker.
 using CpuRunFn = std::function<Result<RowSet>(const TaskContext&, std::vector<RowSet>)>;
 
