@@ -90,6 +90,13 @@ struct TaskSpec : OpSchema {
   RunKind kind = RunKind::kCpu;
   AsyncRunFn run_async;  // kAsync
   CpuRunFn run_cpu;      // kCpu, kCpuPool
+
+  // The spec of an op taking min_inputs..max_inputs inputs (UINT32_MAX: unbounded).
+  static TaskSpec Cpu(std::string op, uint32_t min_inputs, uint32_t max_inputs,
+                      std::vector<TaskParamSpec> params, SchemaFn output, CpuRunFn run,
+                      RunKind kind = RunKind::kCpu);
+  static TaskSpec Async(std::string op, uint32_t min_inputs, uint32_t max_inputs,
+                        std::vector<TaskParamSpec> params, SchemaFn output, AsyncRunFn run);
 };
 
 class TaskRegistry : public OpCatalog {
