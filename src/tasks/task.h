@@ -130,7 +130,7 @@ inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const Tas
 void RegisterCpuTasks(TaskRegistry& r);    // vm, filter, sort, take, concat, dedupe
 void RegisterTestTasks(TaskRegistry& r);   // fixed_source, sleep, busy_cpu
 void RegisterIoTaskSpecs(TaskRegistry& r); // viewer, follow, ... : specs, runs stubbed
-// src/tasks/io_tasks.cc (Redis engineer): installs the IO runs with SetAsyncRun.
+// src/tasks/io_tasks.cc: installs the IO runs with SetAsyncRun.
 void RegisterIoTaskRuns(TaskRegistry& r);
 
 }  // namespace rankd
