@@ -48,10 +48,6 @@ void ColumnBuilder::Append(const Column& col, std::span<const uint32_t> rows) {
   for (uint32_t r : rows) AppendOne(col, r);
 }
 
-void ColumnBuilder::AppendPrefix(const Column& col, size_t n) {
-  for (size_t r = 0; r < n; ++r) AppendOne(col, static_cast<uint32_t>(r));
-}
-
 void ColumnBuilder::AppendNulls(size_t n) {
   for (size_t i = 0; i < n; ++i) null_rows_.push_back(size_ + i);
   switch (col_.type) {

@@ -1,5 +1,7 @@
-// ColumnBuilder: builds a new Column by appending cells gathered from other columns
-// (concat, materialising views) or nulls. Strings are re-dictionary-encoded.
+// ColumnBuilder: the one way to build a Column cell by cell, in row order: typed values
+// (parsed Redis fields, test literals), nulls, or cells gathered from other columns
+// (concat). Strings are dictionary-encoded as they come: one code per distinct string,
+// in order of first appearance.
 //
 // Threads: one builder per thread; the result is an ordinary immutable Column.
 #pragma once
@@ -16,12 +18,16 @@ class ColumnBuilder {
  public:
   ColumnBuilder(ColumnType type, size_t reserve);
 
-  // Appends col's physical rows `rows`, in that order. REQUIRES: col.type == type.
-  void Append(const Column& col, std::span<const uint32_t> rows);
-  // Appends col's rows [0, n). REQUIRES: col.type == type, n <= col.size().
-  void AppendPrefix(const Column& col, size_t n);
+  ColumnType type() const { return col_.type; }
+
+  // One cell. REQUIRES: the value is of the builder's type (AppendI64 on kI64, ...).
+  void AppendI64(int64_t v) { col_.i64.push_back(v), ++size_; }
+  void AppendF64(double v) { col_.f64.push_back(v), ++size_; }
+  void AppendBool(bool v) { col_.b.push_back(v ? 1 : 0), ++size_; }
+  void AppendStr(std::string_view v) { col_.str_code.push_back(Code(v)), ++size_; }
   void AppendNulls(size_t n);
-  size_t size() const { return size_; }
+  // col's physical rows `rows`, in that order. REQUIRES: col.type == type().
+  void Append(const Column& col, std::span<const uint32_t> rows);
 
   Column Finish() &&;
 
@@ -31,7 +37,6 @@ class ColumnBuilder {
 
   Column col_;
   size_t size_ = 0;
-  bool has_nulls_ = false;
   std::vector<size_t> null_rows_;
   std::shared_ptr<StringDict> dict_;
   std::unordered_map<std::string, uint32_t> codes_;

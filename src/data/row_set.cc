@@ -2,7 +2,8 @@
 
 #include <cassert>
 #include <numeric>
-#include <unordered_map>
+
+#include "data/column_builder.h"
 
 namespace rankd {
 
@@ -21,15 +22,6 @@ void Validity::SetNull(size_t i, size_t n) {
     bits_.assign((n + 63) / 64, ~uint64_t{0});
   }
   bits_[i >> 6] &= ~(uint64_t{1} << (i & 63));
-}
-
-void Validity::SetValid(size_t i) { bits_[i >> 6] |= uint64_t{1} << (i & 63); }
-
-void Validity::Resize(size_t n) {
-  if (bits_.empty()) return;
-  size_t old_words = bits_.size();
-  bits_.resize((n + 63) / 64, ~uint64_t{0});
-  (void)old_words;
 }
 
 size_t Column::size() const {
@@ -75,43 +67,20 @@ Column Column::Bool(std::vector<uint8_t> v) {
 }
 
 Column Column::Str(const std::vector<std::optional<std::string>>& v) {
-  Column c;
-  c.type = ColumnType::kStr;
-  auto dict = std::make_shared<StringDict>();
-  std::unordered_map<std::string_view, uint32_t> codes;
-  dict->values.reserve(16);
-  c.str_code.resize(v.size());
-  // Codes are assigned first; string_views into dict->values stay valid only until it
-  // reallocates, so we key the map on the input strings instead.
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (!v[i]) {
-      c.str_code[i] = 0;
-      c.validity.SetNull(i, v.size());
-      continue;
-    }
-    auto [it, inserted] = codes.try_emplace(*v[i], static_cast<uint32_t>(dict->values.size()));
-    if (inserted) dict->values.push_back(*v[i]);
-    c.str_code[i] = it->second;
+  ColumnBuilder b(ColumnType::kStr, v.size());
+  for (const auto& s : v) {
+    if (s)
+      b.AppendStr(*s);
+    else
+      b.AppendNulls(1);
   }
-  if (dict->values.empty()) dict->values.emplace_back();  // code 0 of null rows
-  c.dict = std::move(dict);
-  return c;
+  return std::move(b).Finish();
 }
 
 Column Column::Nulls(ColumnType t, size_t n) {
-  Column c;
-  c.type = t;
-  switch (t) {
-    case ColumnType::kI64: c.i64.assign(n, 0); break;
-    case ColumnType::kF64: c.f64.assign(n, 0.0); break;
-    case ColumnType::kBool: c.b.assign(n, 0); break;
-    case ColumnType::kStr:
-      c.str_code.assign(n, 0);
-      c.dict = std::make_shared<StringDict>(StringDict{{std::string()}});
-      break;
-  }
-  for (size_t i = 0; i < n; ++i) c.validity.SetNull(i, n);
-  return c;
+  ColumnBuilder b(t, n);
+  b.AppendNulls(n);
+  return std::move(b).Finish();
 }
 
 RowSet RowSet::Empty() {
@@ -123,12 +92,6 @@ RowSet RowSet::Empty() {
 const Column* RowSet::column(std::string_view name) const {
   for (const auto& [n, c] : columns_)
     if (n == name) return c.get();
-  return nullptr;
-}
-
-ColumnPtr RowSet::column_ptr(std::string_view name) const {
-  for (const auto& [n, c] : columns_)
-    if (n == name) return c;
   return nullptr;
 }
 

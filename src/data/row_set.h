@@ -31,8 +31,6 @@ class Validity {
   bool valid(size_t i) const { return bits_.empty() || (bits_[i >> 6] >> (i & 63)) & 1; }
   // Makes the bitmap explicit (all rows valid) for `n` rows, then clears row i.
   void SetNull(size_t i, size_t n);
-  void SetValid(size_t i);  // REQUIRES: !all_valid()
-  void Resize(size_t n);    // new rows are valid
   const std::vector<uint64_t>& words() const { return bits_; }
   std::vector<uint64_t>& mutable_words() { return bits_; }
 
@@ -80,7 +78,6 @@ class RowSet {
   size_t size() const { return sel_ ? sel_->size() : physical_rows_; }
   // Physical index of logical row i.
   uint32_t row(size_t i) const { return sel_ ? (*sel_)[i] : static_cast<uint32_t>(i); }
-  bool has_selection() const { return sel_.has_value(); }
   // The selection vector, if any (nullptr = identity).
   const std::vector<uint32_t>* selection() const { return sel_ ? &*sel_ : nullptr; }
 
@@ -89,7 +86,6 @@ class RowSet {
   const ColumnPtr& column_at(size_t i) const { return columns_[i].second; }
   // nullptr when absent. Linear scan: row sets have a handful of columns.
   const Column* column(std::string_view name) const;
-  ColumnPtr column_ptr(std::string_view name) const;
 
   // Adds a column or replaces the one of that name.
   // REQUIRES: col->size() == physical_rows() (or this is the first column).

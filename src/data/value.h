@@ -1,4 +1,5 @@
-// Value: one scalar of a row set or a parameter (null, i64, f64, str, bool), and the
+// Value: one value of a row set cell, a plan or request parameter, or a task parameter
+// (null, i64, f64, str, bool, and for task parameters only a list of strings), and the
 // column types of PLAN.md. Plain value types: any thread.
 #pragma once
 
@@ -6,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace rankd {
 
@@ -13,8 +15,9 @@ enum class ColumnType : uint8_t { kI64, kF64, kStr, kBool };
 
 std::string_view ColumnTypeName(ColumnType t);  // "i64", "f64", "str", "bool"
 
-// index order matters: monostate = null.
-using Value = std::variant<std::monostate, int64_t, double, std::string, bool>;
+// index order matters: monostate = null. A cell or a request parameter is never a list.
+using Value =
+    std::variant<std::monostate, int64_t, double, std::string, bool, std::vector<std::string>>;
 
 inline bool IsNull(const Value& v) { return v.index() == 0; }
 

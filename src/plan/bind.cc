@@ -20,40 +20,9 @@ std::string BoundsText(const std::optional<double>& lo, const std::optional<doub
   return s;
 }
 
-// The declared type check of one request value; converts i64 to f64 where declared.
-std::optional<Value> Coerce(const Value& v, ColumnType t) {
-  switch (t) {
-    case ColumnType::kI64:
-      if (std::holds_alternative<int64_t>(v)) return v;
-      return std::nullopt;
-    case ColumnType::kF64:
-      if (std::holds_alternative<double>(v)) return v;
-      if (auto* i = std::get_if<int64_t>(&v)) return Value(static_cast<double>(*i));
-      return std::nullopt;
-    case ColumnType::kStr:
-      if (std::holds_alternative<std::string>(v)) return v;
-      return std::nullopt;
-    case ColumnType::kBool:
-      if (std::holds_alternative<bool>(v)) return v;
-      return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::string ValueToString(const Value& v) {
-  switch (v.index()) {
-    case 0: return "null";
-    case 1: return std::to_string(std::get<int64_t>(v));
-    case 2: return DoubleToString(std::get<double>(v));
-    case 3: return "\"" + std::get<std::string>(v) + "\"";
-    case 4: return std::get<bool>(v) ? "true" : "false";
-  }
-  return "?";
-}
-
-std::string ArgToString(const TaskArg& v) {
   if (auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
   if (auto* d = std::get_if<double>(&v)) return DoubleToString(*d);
   if (auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
@@ -66,10 +35,10 @@ std::string ArgToString(const TaskArg& v) {
   return "null";
 }
 
-std::optional<TaskArg> ValueToArg(const Value& v, ParamKind kind) {
-  // Built in place: moving a TaskArg into an optional trips GCC 12's
+std::optional<Value> Coerce(const Value& v, ParamKind kind) {
+  // Built in place: moving a Value into an optional trips GCC 12's
   // -Wmaybe-uninitialized under the sanitizers.
-  std::optional<TaskArg> out;
+  std::optional<Value> out;
   const auto* i = std::get_if<int64_t>(&v);
   switch (kind) {
     case ParamKind::kI64:
@@ -91,7 +60,7 @@ std::optional<TaskArg> ValueToArg(const Value& v, ParamKind kind) {
   return out;
 }
 
-std::string CheckArg(const TaskParamSpec& spec, const TaskArg& v) {
+std::string CheckArg(const TaskParamSpec& spec, const Value& v) {
   auto range = [&] {
     return (spec.min ? std::to_string(*spec.min) : "") + ".." +
            (spec.max ? std::to_string(*spec.max) : "");
@@ -105,7 +74,7 @@ std::string CheckArg(const TaskParamSpec& spec, const TaskArg& v) {
     if (!spec.allowed.empty()) {
       bool ok = false;
       for (const auto& a : spec.allowed) ok = ok || a == *s;
-      if (!ok) return "\"" + *s + "\" is not one of " + ArgToString(spec.allowed);
+      if (!ok) return "\"" + *s + "\" is not one of " + ValueToString(spec.allowed);
     }
   }
   if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
@@ -114,7 +83,7 @@ std::string CheckArg(const TaskParamSpec& spec, const TaskArg& v) {
     for (size_t i = 0; i < l->size(); ++i) {
       bool ok = spec.allowed.empty();
       for (const auto& a : spec.allowed) ok = ok || a == (*l)[i];
-      if (!ok) return "\"" + (*l)[i] + "\" is not one of " + ArgToString(spec.allowed);
+      if (!ok) return "\"" + (*l)[i] + "\" is not one of " + ValueToString(spec.allowed);
       for (size_t j = 0; j < i; ++j)
         if ((*l)[j] == (*l)[i]) return "\"" + (*l)[i] + "\" is listed twice";
     }
@@ -132,7 +101,7 @@ Result<ParamValues> BindParams(const Plan& plan, const GivenParams& given) {
       return Fail(Error::InvalidParam("params." + name + ": plan '" + plan.name +
                                       "' declares no such param"));
     const ParamDecl& d = plan.params.decls[static_cast<size_t>(idx)];
-    auto coerced = Coerce(v, d.type);
+    auto coerced = Coerce(v, ParamKindOf(d.type));
     if (!coerced)
       return Fail(Error::InvalidParam("params." + name + ": expected " +
                                       std::string(ColumnTypeName(d.type)) + ", got " +
@@ -159,7 +128,7 @@ Result<TaskArgs> ResolveArgs(const Plan& plan, const PlanNode& node, const Param
     const TaskParamSpec& spec = args.spec(r.arg);
     const ParamDecl& d = plan.params.decls[r.decl];
     // The loader checked the declared type against the parameter's kind.
-    auto arg = ValueToArg(values[r.decl], spec.kind);
+    auto arg = Coerce(values[r.decl], spec.kind);
     if (!arg)
       return Fail(Error::Internal("node '" + node.id + "': params." + spec.name +
                                   ": param '" + d.name + "' has the wrong type"));

@@ -28,14 +28,14 @@ Result<TaskArgs> ResolveArgs(const Plan& plan, const PlanNode& node, const Param
 
 // Empty when `v` satisfies the spec's bounds and allowed values; else what is wrong,
 // e.g. "0 is out of bounds 1..10000".
-std::string CheckArg(const TaskParamSpec& spec, const TaskArg& v);
+std::string CheckArg(const TaskParamSpec& spec, const Value& v);
 
-// Converts a request/declared param value to a task argument of `kind`, or nullopt when
-// the types do not match.
-std::optional<TaskArg> ValueToArg(const Value& v, ParamKind kind);
+// `v` as a value of `kind`: itself, or an integer widened for kF64; nullopt when the
+// types do not match. Lists, column names and table ids are literals only: never
+// converted.
+std::optional<Value> Coerce(const Value& v, ParamKind kind);
 
-// For messages: 12, 0.5, "US", true.
+// For messages: null, 12, 0.5, "US", true, ["a", "b"].
 std::string ValueToString(const Value& v);
-std::string ArgToString(const TaskArg& v);
 
 }  // namespace rankd

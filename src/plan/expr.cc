@@ -172,24 +172,27 @@ class ProgramPred final : public CompiledPred {
   Program p_;
 };
 
+// A compiled program wrapped as an expression (P = ProgramExpr) or a predicate.
+template <class P, class Compiled>
+Result<std::shared_ptr<const Compiled>> Wrap(Result<Program> p) {
+  if (!p) return Fail(std::move(p.error()));
+  return std::make_shared<const P>(std::move(*p));
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const CompiledExpr>> CompileExpr(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
                                                         std::string_view where) {
-  Result<Program> p = expr::CompileProgram(json, false, cols, params, where);
-  if (!p) return Fail(std::move(p.error()));
-  return std::make_shared<const ProgramExpr>(std::move(*p));
+  return Wrap<ProgramExpr, CompiledExpr>(expr::CompileProgram(json, false, cols, params, where));
 }
 
 Result<std::shared_ptr<const CompiledPred>> CompilePred(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
                                                         std::string_view where) {
-  Result<Program> p = expr::CompileProgram(json, true, cols, params, where);
-  if (!p) return Fail(std::move(p.error()));
-  return std::make_shared<const ProgramPred>(std::move(*p));
+  return Wrap<ProgramPred, CompiledPred>(expr::CompileProgram(json, true, cols, params, where));
 }
 
 }  // namespace rankd

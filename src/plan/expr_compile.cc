@@ -187,6 +187,15 @@ class Compiler {
     casts_.emplace(r, out);
     return out;
   }
+  // ((r0 op r1) op r2) ..., each operand cast to t; r0 alone when there is one.
+  Reg Fold(Op op, VType t, const std::vector<Reg>& regs) {
+    Reg acc = Cast(regs[0], t);
+    for (size_t k = 1; k < regs.size(); ++k) {
+      Reg rhs = Cast(regs[k], t);
+      acc = Emit(op, t, Scalar(acc) && Scalar(rhs), acc, rhs);
+    }
+    return acc;
+  }
   Result<Reg> Leaf(dom::object obj, const std::string& path);
   Result<Reg> Operation(dom::object obj, std::string_view op, const std::string& path);
   Result<Reg> Compare(dom::object obj, const std::string& path);
@@ -339,13 +348,11 @@ Result<Reg> Compiler::Operation(dom::object obj, std::string_view name,
                     ? VType::kI64
                     : VType::kF64;
       if (any_null) return Null(t);
-      Reg acc = Cast(regs[0], t);
-      if (regs.size() == 1) return Emit(info->op, t, Scalar(acc), acc);
-      for (size_t k = 1; k < regs.size(); ++k) {
-        Reg rhs = Cast(regs[k], t);
-        acc = Emit(info->op, t, Scalar(acc) && Scalar(rhs), acc, rhs);
+      if (regs.size() == 1) {
+        Reg a = Cast(regs[0], t);
+        return Emit(info->op, t, Scalar(a), a);
       }
-      return acc;
+      return Fold(info->op, t, regs);
     }
     case ExprOp::kMinMax:
     case ExprOp::kCoalesce:
@@ -365,12 +372,7 @@ Result<Reg> Compiler::Operation(dom::object obj, std::string_view name,
                            : VType::kI64;
       if (info->kind == ExprOp::kMinMax) {
         if (any_null) return Null(t);
-        Reg acc = Cast(regs[0], t);
-        for (size_t k = 1; k < regs.size(); ++k) {
-          Reg rhs = Cast(regs[k], t);
-          acc = Emit(info->op, t, Scalar(acc) && Scalar(rhs), acc, rhs);
-        }
-        return acc;
+        return Fold(info->op, t, regs);
       }
       if (t == VType::kNull) return Null(VType::kNull);
       if (info->kind == ExprOp::kCoalesce) {

@@ -73,16 +73,6 @@ std::optional<ColumnType> ParseType(std::string_view s) {
   return std::nullopt;
 }
 
-ParamKind KindOf(ColumnType t) {
-  switch (t) {
-    case ColumnType::kI64: return ParamKind::kI64;
-    case ColumnType::kF64: return ParamKind::kF64;
-    case ColumnType::kStr: return ParamKind::kStr;
-    case ColumnType::kBool: return ParamKind::kBool;
-  }
-  return ParamKind::kI64;
-}
-
 class Loader {
  public:
   Loader(std::string_view file, const OpCatalog& ops) : w_{std::string(file)}, ops_(ops) {}
@@ -145,14 +135,9 @@ class Loader {
         if (k != "type" && k != "default" && k != "min" && k != "max")
           return Fail(w_.Err(where + ": unknown field '" + std::string(k) + "'"));
       if (decl["default"].get(def)) return Fail(w_.Err(where + ".default: missing"));
-      auto dv = JsonScalar(def);
-      if (d.type == ColumnType::kF64 && dv && std::holds_alternative<int64_t>(*dv))
-        dv = Value(static_cast<double>(std::get<int64_t>(*dv)));
-      if (!dv || dv->index() != Value(d.type == ColumnType::kI64   ? Value(int64_t{0})
-                                      : d.type == ColumnType::kF64 ? Value(0.0)
-                                      : d.type == ColumnType::kStr ? Value(std::string())
-                                                                   : Value(false))
-                                      .index())
+      std::optional<Value> dv = JsonScalar(def);
+      if (dv) dv = Coerce(*dv, ParamKindOf(d.type));
+      if (!dv)
         return Fail(w_.Err(where + ".default: expected " + std::string(tname) + ", got " +
                            simdjson::to_string(def)));
       d.default_value = *dv;
@@ -434,12 +419,12 @@ class Loader {
       if (d < 0)
         return Fail(w_.Node(node.id, field, "param '" + std::string(pname) + "' is not declared"));
       const ParamDecl& decl = plan.params.decls[static_cast<size_t>(d)];
-      if (KindOf(decl.type) != spec.kind)
+      if (ParamKindOf(decl.type) != spec.kind)
         return Fail(w_.Node(node.id, field, "param '" + decl.name + "' is " +
                                                 std::string(ColumnTypeName(decl.type)) +
                                                 " but the parameter takes " +
                                                 std::string(ParamKindName(spec.kind))));
-      auto def = ValueToArg(decl.default_value, spec.kind);
+      auto def = Coerce(decl.default_value, spec.kind);
       std::string bad = CheckArg(spec, *def);
       if (!bad.empty())
         return Fail(w_.Node(node.id, field, "param '" + decl.name + "' default: " + bad));
@@ -447,7 +432,7 @@ class Loader {
       node.refs.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(d)});
       return {};
     }
-    TaskArg arg;
+    Value arg;
     std::string_view s;
     auto wrong = [&] {
       return Fail(w_.Node(node.id, field, "expected " + std::string(ParamKindName(spec.kind)) +

@@ -19,6 +19,16 @@ std::string_view ParamKindName(ParamKind k) {
   return "?";
 }
 
+ParamKind ParamKindOf(ColumnType t) {
+  switch (t) {
+    case ColumnType::kI64: return ParamKind::kI64;
+    case ColumnType::kF64: return ParamKind::kF64;
+    case ColumnType::kStr: return ParamKind::kStr;
+    case ColumnType::kBool: return ParamKind::kBool;
+  }
+  return ParamKind::kI64;
+}
+
 TaskParamSpec TaskParamSpec::Required(std::string name, ParamKind kind) {
   TaskParamSpec s;
   s.name = std::move(name);
@@ -27,7 +37,7 @@ TaskParamSpec TaskParamSpec::Required(std::string name, ParamKind kind) {
   return s;
 }
 
-TaskParamSpec TaskParamSpec::Optional(std::string name, ParamKind kind, TaskArg def) {
+TaskParamSpec TaskParamSpec::Optional(std::string name, ParamKind kind, Value def) {
   TaskParamSpec s;
   s.name = std::move(name);
   s.kind = kind;
@@ -56,13 +66,6 @@ size_t TaskArgs::Index(std::string_view name) const {
     if ((*specs_)[i].name == name) return i;
   assert(false && "TaskArgs: op does not declare this parameter");
   std::abort();
-}
-
-bool TaskArgs::Has(std::string_view name) const {
-  if (!specs_) return false;
-  for (size_t i = 0; i < specs_->size(); ++i)
-    if ((*specs_)[i].name == name) return values_[i].index() != 0;
-  return false;
 }
 
 }  // namespace rankd

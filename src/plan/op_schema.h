@@ -22,16 +22,14 @@ namespace rankd {
 enum class ParamKind : uint8_t { kI64, kF64, kBool, kStr, kStrList, kColumn, kExprId, kPredId };
 
 std::string_view ParamKindName(ParamKind k);
-
-// One resolved task parameter value. monostate = absent (an optional param left out).
-using TaskArg = std::variant<std::monostate, int64_t, double, bool, std::string,
-                             std::vector<std::string>>;
+// The kind of a parameter that takes values of column type `t`.
+ParamKind ParamKindOf(ColumnType t);
 
 struct TaskParamSpec {
   std::string name;
   ParamKind kind = ParamKind::kI64;
   bool required = false;       // else default_value applies
-  TaskArg default_value;       // of `kind`
+  Value default_value;         // of `kind`
   std::optional<int64_t> min, max;   // kI64: bounds, inclusive; kStrList: min length
   std::vector<std::string> allowed;  // kStr: the only values; kStrList: allowed members
   // Whether `{"param": name}` may stand for the value. Parameters that decide the output
@@ -41,13 +39,14 @@ struct TaskParamSpec {
 
   // Builders: TaskParamSpec::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100).Ref()
   static TaskParamSpec Required(std::string name, ParamKind kind);
-  static TaskParamSpec Optional(std::string name, ParamKind kind, TaskArg def);
+  static TaskParamSpec Optional(std::string name, ParamKind kind, Value def);
   TaskParamSpec Bounds(std::optional<int64_t> lo, std::optional<int64_t> hi) &&;
   TaskParamSpec Allowed(std::vector<std::string> values) &&;
   TaskParamSpec Ref() &&;
 };
 
-// A node's task parameters, in the order of its op's TaskParamSpec list.
+// A node's task parameters, in the order of its op's TaskParamSpec list. A value is
+// monostate when absent (an optional param left out).
 class TaskArgs {
  public:
   TaskArgs() = default;
@@ -65,18 +64,17 @@ class TaskArgs {
   const std::vector<std::string>& StrList(std::string_view name) const {
     return std::get<std::vector<std::string>>(values_[Index(name)]);
   }
-  bool Has(std::string_view name) const;
 
   size_t size() const { return values_.size(); }
-  const TaskArg& at(size_t i) const { return values_[i]; }
-  TaskArg& at(size_t i) { return values_[i]; }
+  const Value& at(size_t i) const { return values_[i]; }
+  Value& at(size_t i) { return values_[i]; }
   const TaskParamSpec& spec(size_t i) const { return (*specs_)[i]; }
   // Position of `name` in the op's parameter list. REQUIRES: the op declares it.
   size_t Index(std::string_view name) const;
 
  private:
   const std::vector<TaskParamSpec>* specs_ = nullptr;
-  std::vector<TaskArg> values_;
+  std::vector<Value> values_;
 };
 
 // What an op's output-schema function sees at load.

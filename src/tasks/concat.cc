@@ -1,58 +1,80 @@
 // concat: the rows of each input in input order; the columns are the union (in order of
 // first appearance), cells an input lacks are null. New columns are built: this is the
 // one CPU task that copies cells.
+#include <expected>
+#include <span>
+
 #include "data/column_builder.h"
 #include "tasks/schemas.h"
 #include "tasks/task.h"
 
 namespace rankd {
 
-Result<ColumnTypes> ConcatSchema(const SchemaArgs& a) {
+namespace {
+
+// A column that two inputs give different types.
+struct TypeClash {
+  std::string name;
+  size_t first_input, input;  // the input that introduced it, and the one that differs
+  ColumnType first_type, type;
+};
+
+// The union of the inputs' columns, in order of first appearance, or the first clash.
+std::expected<ColumnTypes, TypeClash> UnionOfColumns(std::span<const ColumnTypes> inputs) {
   ColumnTypes out;
   std::vector<size_t> first_input;  // per output column, which input introduced it
-  for (size_t i = 0; i < a.inputs.size(); ++i) {
-    for (const auto& [name, type] : a.inputs[i].cols) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    for (const auto& [name, type] : inputs[i].cols) {
       size_t k = 0;
       while (k < out.cols.size() && out.cols[k].first != name) ++k;
       if (k == out.cols.size()) {
         out.cols.emplace_back(name, type);
         first_input.push_back(i);
       } else if (out.cols[k].second != type) {
-        return Fail(Error::BadRequest(
-            "inputs: column '" + name + "' is " + std::string(ColumnTypeName(out.cols[k].second)) +
-            " in input '" + std::string(a.input_ids[first_input[k]]) + "' but " +
-            std::string(ColumnTypeName(type)) + " in input '" + std::string(a.input_ids[i]) + "'"));
+        return std::unexpected(TypeClash{name, first_input[k], i, out.cols[k].second, type});
       }
     }
   }
   return out;
 }
 
+std::string TypeName(ColumnType t) { return std::string(ColumnTypeName(t)); }
+
+}  // namespace
+
+Result<ColumnTypes> ConcatSchema(const SchemaArgs& a) {
+  auto cols = UnionOfColumns(a.inputs);
+  if (!cols) {
+    const TypeClash& c = cols.error();
+    return Fail(Error::BadRequest("inputs: column '" + c.name + "' is " + TypeName(c.first_type) +
+                                  " in input '" + std::string(a.input_ids[c.first_input]) +
+                                  "' but " + TypeName(c.type) + " in input '" +
+                                  std::string(a.input_ids[c.input]) + "'"));
+  }
+  return *cols;
+}
+
 Result<RowSet> RunConcat(const TaskContext&, std::vector<RowSet> in) {
   // Union of the columns, checked again at run time: inputs are typed at load, but a
   // column may still surprise us (an IO task's optional field).
-  std::vector<std::pair<std::string, ColumnType>> cols;
+  std::vector<ColumnTypes> types(in.size());
   size_t rows = 0;
-  for (const RowSet& rs : in) {
-    rows += rs.size();
-    for (size_t c = 0; c < rs.num_columns(); ++c) {
-      const std::string& name = rs.column_name(c);
-      ColumnType type = rs.column_at(c)->type;
-      size_t k = 0;
-      while (k < cols.size() && cols[k].first != name) ++k;
-      if (k == cols.size())
-        cols.emplace_back(name, type);
-      else if (cols[k].second != type)
-        return Fail(Error::Internal("concat: column '" + name +
-                                    "' has types " + std::string(ColumnTypeName(cols[k].second)) +
-                                    " and " + std::string(ColumnTypeName(type))));
-    }
+  for (size_t i = 0; i < in.size(); ++i) {
+    rows += in[i].size();
+    for (size_t c = 0; c < in[i].num_columns(); ++c)
+      types[i].cols.emplace_back(in[i].column_name(c), in[i].column_at(c)->type);
+  }
+  auto cols = UnionOfColumns(types);
+  if (!cols) {
+    const TypeClash& c = cols.error();
+    return Fail(Error::Internal("concat: column '" + c.name + "' has types " +
+                                TypeName(c.first_type) + " and " + TypeName(c.type)));
   }
   RowSet out;
   std::vector<std::vector<uint32_t>> logical;
   logical.reserve(in.size());
   for (const RowSet& rs : in) logical.push_back(rs.LogicalRows());
-  for (const auto& [name, type] : cols) {
+  for (const auto& [name, type] : cols->cols) {
     ColumnBuilder b(type, rows);
     for (size_t i = 0; i < in.size(); ++i) {
       const Column* c = in[i].column(name);
@@ -63,7 +85,7 @@ Result<RowSet> RunConcat(const TaskContext&, std::vector<RowSet> in) {
     }
     out.SetColumn(name, std::make_shared<Column>(std::move(b).Finish()));
   }
-  if (cols.empty()) return RowSet::Empty();
+  if (cols->cols.empty()) return RowSet::Empty();
   return out;
 }
 

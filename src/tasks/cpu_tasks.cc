@@ -9,9 +9,8 @@
 
 namespace rankd {
 
-Result<ColumnTypes> SortSchema(const SchemaArgs& a);  // sort.cc
-Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);
-Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in);
+Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);  // concat.cc
+Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in);  // sort.cc
 Result<RowSet> RunConcat(const TaskContext& ctx, std::vector<RowSet> in);
 
 namespace {
@@ -45,6 +44,7 @@ Result<RowSet> RunTake(const TaskContext& ctx, std::vector<RowSet> in) {
   return in[0].Take(static_cast<size_t>(ctx.args->I64("count")));
 }
 
+// sort, dedupe: the input's columns, of which `key` must be one.
 Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
   const std::string& key = a.args.Str("key");
   if (!a.inputs[0].find(key))
@@ -71,10 +71,9 @@ std::vector<uint32_t> FirstOfEach(const RowSet& rs, const Column& col, KeyOf key
 
 Result<RowSet> RunDedupe(const TaskContext& ctx, std::vector<RowSet> in) {
   const RowSet& rs = in[0];
-  const std::string& key = ctx.args->Str("key");
-  const Column* col = rs.column(key);
-  if (!col)
-    return Fail(Error::Internal("dedupe: no column '" + key + "'"));
+  auto key = KeyColumn(ctx, rs, "dedupe");
+  if (!key) return Fail(key.error());
+  const Column* col = *key;
   std::vector<uint32_t> keep;
   switch (col->type) {
     case ColumnType::kI64:
@@ -97,37 +96,25 @@ Result<RowSet> RunDedupe(const TaskContext& ctx, std::vector<RowSet> in) {
   return rs.WithSelection(std::move(keep));
 }
 
-TaskSpec Cpu(std::string op, uint32_t min_in, uint32_t max_in, std::vector<TaskParamSpec> params,
-             SchemaFn out, CpuRunFn run) {
-  TaskSpec s;
-  s.op = std::move(op);
-  s.min_inputs = min_in;
-  s.max_inputs = max_in;
-  s.params = std::move(params);
-  s.output = out;
-  s.kind = RunKind::kCpu;
-  s.run_cpu = std::move(run);
-  return s;
-}
-
 }  // namespace
 
 void RegisterCpuTasks(TaskRegistry& r) {
   using P = TaskParamSpec;
-  r.Add(Cpu("vm", 1, 1,
-            {P::Required("out_key", ParamKind::kColumn), P::Required("expr", ParamKind::kExprId)},
-            &VmSchema, &RunVm));
-  r.Add(Cpu("filter", 1, 1, {P::Required("pred", ParamKind::kPredId)}, &SchemaSameAsInput,
-            &RunFilter));
-  r.Add(Cpu("sort", 1, 1,
-            {P::Required("key", ParamKind::kColumn),
-             P::Optional("order", ParamKind::kStr, std::string("desc")).Allowed({"desc", "asc"}).Ref()},
-            &SortSchema, &RunSort));
-  r.Add(Cpu("take", 1, 1, {P::Required("count", ParamKind::kI64).Bounds(1, 10000).Ref()},
-            &SchemaSameAsInput, &RunTake));
-  r.Add(Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat));
-  r.Add(Cpu("dedupe", 1, 1, {P::Optional("key", ParamKind::kColumn, std::string("id"))},
-            &KeyedSchema, &RunDedupe));
+  using S = TaskSpec;
+  r.Add(S::Cpu("vm", 1, 1,
+               {P::Required("out_key", ParamKind::kColumn), P::Required("expr", ParamKind::kExprId)},
+               &VmSchema, &RunVm));
+  r.Add(S::Cpu("filter", 1, 1, {P::Required("pred", ParamKind::kPredId)}, &SchemaSameAsInput,
+               &RunFilter));
+  r.Add(S::Cpu("sort", 1, 1,
+               {P::Required("key", ParamKind::kColumn),
+                P::Optional("order", ParamKind::kStr, std::string("desc")).Allowed({"desc", "asc"}).Ref()},
+               &KeyedSchema, &RunSort));
+  r.Add(S::Cpu("take", 1, 1, {P::Required("count", ParamKind::kI64).Bounds(1, 10000).Ref()},
+               &SchemaSameAsInput, &RunTake));
+  r.Add(S::Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat));
+  r.Add(S::Cpu("dedupe", 1, 1, {P::Optional("key", ParamKind::kColumn, std::string("id"))},
+               &KeyedSchema, &RunDedupe));
 }
 
 }  // namespace rankd

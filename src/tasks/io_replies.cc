@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/parse_int.h"
+#include "data/column_builder.h"
 #include "tasks/schemas.h"
 
 namespace rankd {
@@ -39,64 +40,41 @@ Error BadReply(const ReplySource& src, std::string_view command, const std::stri
   return e;
 }
 
-// One typed column filled row by row from Redis text; rows never set stay null.
-class FieldColumn {
- public:
-  FieldColumn(ColumnType type, size_t rows) : type_(type), rows_(rows), valid_(rows, 0) {
-    if (type_ == ColumnType::kI64) i64_.assign(rows, 0);
-    if (type_ == ColumnType::kF64) f64_.assign(rows, 0);
-    if (type_ == ColumnType::kStr) str_.assign(rows, std::nullopt);
-    if (type_ == ColumnType::kBool) b_.assign(rows, 0);
+// Appends one hash field's value as Redis sent it (`r`: a bulk string, or nil when the
+// field is missing) to `col`, typed by the column; a missing or unparsable value
+// becomes a null and is counted.
+void AppendField(ColumnBuilder& col, const RedisReply& r, RedisStats& stats) {
+  if (!r.is_string()) {
+    Bump(stats.fields_missing);
+    col.AppendNulls(1);
+    return;
   }
-
-  // `r` is a bulk string (the value) or nil (missing).
-  void Set(size_t row, const RedisReply& r, RedisStats& stats) {
-    if (!r.is_string()) {
-      Bump(stats.fields_missing);
-      return;
-    }
-    bool ok = true;
-    switch (type_) {
-      case ColumnType::kI64:
-        if (auto v = ParseStrictInt<int64_t>(r.str)) i64_[row] = *v; else ok = false;
-        break;
-      case ColumnType::kF64:
-        if (auto v = ParseF64(r.str)) f64_[row] = *v; else ok = false;
-        break;
-      case ColumnType::kStr:
-        str_[row] = r.str;
-        break;
-      case ColumnType::kBool:
-        if (r.str == "1" || r.str == "true") b_[row] = 1;
-        else if (r.str == "0" || r.str == "false") b_[row] = 0;
-        else ok = false;
-        break;
-    }
-    if (ok) valid_[row] = 1; else Bump(stats.fields_unparsable);
+  bool ok = true;
+  switch (col.type()) {
+    case ColumnType::kI64:
+      if (auto v = ParseStrictInt<int64_t>(r.str)) col.AppendI64(*v); else ok = false;
+      break;
+    case ColumnType::kF64:
+      if (auto v = ParseF64(r.str)) col.AppendF64(*v); else ok = false;
+      break;
+    case ColumnType::kStr:
+      col.AppendStr(r.str);
+      break;
+    case ColumnType::kBool:
+      if (r.str == "1" || r.str == "true") col.AppendBool(true);
+      else if (r.str == "0" || r.str == "false") col.AppendBool(false);
+      else ok = false;
+      break;
   }
-
-  ColumnPtr Finish() {
-    Column c;
-    switch (type_) {
-      case ColumnType::kI64: c = Column::I64(std::move(i64_)); break;
-      case ColumnType::kF64: c = Column::F64(std::move(f64_)); break;
-      case ColumnType::kStr: c = Column::Str(str_); break;
-      case ColumnType::kBool: c = Column::Bool(std::move(b_)); break;
-    }
-    for (size_t i = 0; i < rows_; ++i)
-      if (!valid_[i]) c.validity.SetNull(i, rows_);
-    return std::make_shared<const Column>(std::move(c));
+  if (!ok) {
+    Bump(stats.fields_unparsable);
+    col.AppendNulls(1);
   }
+}
 
- private:
-  ColumnType type_;
-  size_t rows_;
-  std::vector<uint8_t> valid_;
-  std::vector<int64_t> i64_;
-  std::vector<double> f64_;
-  std::vector<std::optional<std::string>> str_;
-  std::vector<uint8_t> b_;
-};
+ColumnPtr Finished(ColumnBuilder& col) {
+  return std::make_shared<const Column>(std::move(col).Finish());
+}
 
 }  // namespace
 
@@ -125,14 +103,14 @@ Result<RowSet> ViewerRows(const ReplySource& src, int64_t user_id, const RedisRe
   out.SetColumn("id", std::make_shared<const Column>(
                           Column::I64(found ? std::vector<int64_t>{user_id} : std::vector<int64_t>{})));
   for (const auto& field : UserFields()) {
-    FieldColumn col(*UserFieldType(field), rows);
+    ColumnBuilder col(*UserFieldType(field), rows);
     if (found) {
       const RedisReply* value = nullptr;
       for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
         if (r.elements[i].str == field) value = &r.elements[i + 1];
-      col.Set(0, value ? *value : RedisReply{}, *src.stats);
+      AppendField(col, value ? *value : RedisReply{}, *src.stats);
     }
-    out.SetColumn(field, col.Finish());
+    out.SetColumn(field, Finished(col));
   }
   return out;
 }
@@ -169,15 +147,20 @@ Result<RowSet> FeatureRows(const ReplySource& src, const RowSet& input, const In
   // rows outside the selection, or with a null id, stay null. Missing and unparsable
   // values are counted per row, as they reach the response.
   const size_t rows = input.physical_rows();
-  std::vector<FieldColumn> cols;
-  cols.reserve(fields.size());
-  for (const auto& f : fields) cols.emplace_back(*ItemFieldType(f), rows);
-  for (size_t i = 0; i < ids.ids.size(); ++i) {
-    const RedisReply& r = replies[reply_of[i]];
-    for (size_t f = 0; f < fields.size(); ++f) cols[f].Set(ids.rows[i], r.elements[f], *src.stats);
-  }
+  constexpr uint32_t kNotAsked = UINT32_MAX;
+  std::vector<uint32_t> reply_of_row(rows, kNotAsked);
+  for (size_t i = 0; i < ids.ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
   RowSet out = input;
-  for (size_t f = 0; f < fields.size(); ++f) out.SetColumn(fields[f], cols[f].Finish());
+  for (size_t f = 0; f < fields.size(); ++f) {
+    ColumnBuilder col(*ItemFieldType(fields[f]), rows);
+    for (uint32_t reply : reply_of_row) {
+      if (reply == kNotAsked)
+        col.AppendNulls(1);
+      else
+        AppendField(col, replies[reply].elements[f], *src.stats);
+    }
+    out.SetColumn(fields[f], Finished(col));
+  }
   return out;
 }
 

@@ -32,19 +32,16 @@ Result<ColumnTypes> FeaturesSchema(const SchemaArgs& a) {
   return t;
 }
 
-TaskSpec Io(std::string op, uint32_t inputs, std::vector<TaskParamSpec> params, SchemaFn out) {
-  TaskSpec s;
-  s.op = std::move(op);
-  s.min_inputs = s.max_inputs = inputs;
-  s.params = std::move(params);
-  s.output = out;
-  s.is_io = true;
-  s.kind = RunKind::kAsync;
-  return s;
-}
-
 Task<Result<RowSet>> NotBuilt(std::string op) {
   co_return Fail(Error::Unavailable(op + ": the Redis-backed task is not built yet"));
+}
+
+// Until io_tasks.cc installs the real run, the op answers `unavailable`.
+TaskSpec Io(std::string op, uint32_t inputs, std::vector<TaskParamSpec> params, SchemaFn out) {
+  TaskSpec s = TaskSpec::Async(op, inputs, inputs, std::move(params), out,
+                               [op](const TaskContext&, std::vector<RowSet>) { return NotBuilt(op); });
+  s.is_io = true;
+  return s;
 }
 
 }  // namespace
@@ -60,9 +57,6 @@ void RegisterIoTaskSpecs(TaskRegistry& r) {
                            .Allowed(ItemFields())},
            &FeaturesSchema));
   r.Add(Io("seen_filter", 1, {Endpoint()}, &SchemaSameAsInput));
-  // Until io_tasks.cc installs the real runs, each IO op answers `unavailable`.
-  for (const char* op : {"viewer", "follow", "recommendation", "media", "features", "seen_filter"})
-    r.SetAsyncRun(op, [op](const TaskContext&, std::vector<RowSet>) { return NotBuilt(op); });
 }
 
 }  // namespace rankd

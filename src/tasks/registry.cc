@@ -4,6 +4,39 @@
 
 namespace rankd {
 
+namespace {
+
+TaskSpec WithSchema(std::string op, uint32_t min_inputs, uint32_t max_inputs,
+                    std::vector<TaskParamSpec> params, SchemaFn output, RunKind kind) {
+  TaskSpec s;
+  s.op = std::move(op);
+  s.min_inputs = min_inputs;
+  s.max_inputs = max_inputs;
+  s.params = std::move(params);
+  s.output = output;
+  s.kind = kind;
+  return s;
+}
+
+}  // namespace
+
+TaskSpec TaskSpec::Cpu(std::string op, uint32_t min_inputs, uint32_t max_inputs,
+                       std::vector<TaskParamSpec> params, SchemaFn output, CpuRunFn run,
+                       RunKind kind) {
+  assert(kind != RunKind::kAsync);
+  TaskSpec s = WithSchema(std::move(op), min_inputs, max_inputs, std::move(params), output, kind);
+  s.run_cpu = std::move(run);
+  return s;
+}
+
+TaskSpec TaskSpec::Async(std::string op, uint32_t min_inputs, uint32_t max_inputs,
+                         std::vector<TaskParamSpec> params, SchemaFn output, AsyncRunFn run) {
+  TaskSpec s = WithSchema(std::move(op), min_inputs, max_inputs, std::move(params), output,
+                          RunKind::kAsync);
+  s.run_async = std::move(run);
+  return s;
+}
+
 void TaskRegistry::Add(TaskSpec spec) {
   assert(!by_op_.contains(spec.op));
   specs_.push_back(std::move(spec));

@@ -6,18 +6,9 @@
 
 #include "tasks/sort.h"
 
-#include "tasks/schemas.h"
 #include "tasks/task.h"
 
 namespace rankd {
-
-Result<ColumnTypes> SortSchema(const SchemaArgs& a) {
-  const std::string& key = a.args.Str("key");
-  if (!a.inputs[0].find(key))
-    return Fail(Error::BadRequest("params.key: the input has no column '" + key + "' (it has " +
-                                  ColumnList(a.inputs[0]) + ")"));
-  return a.inputs[0];
-}
 
 namespace {
 
@@ -168,13 +159,12 @@ std::optional<std::vector<uint32_t>> SortRows(const RowSet& rs, const Column& co
 
 Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in) {
   const RowSet& rs = in[0];
-  const std::string& key = ctx.args->Str("key");
-  const Column* col = rs.column(key);
-  if (!col) return Fail(Error::Internal("sort: no column '" + key + "'"));
+  auto col = KeyColumn(ctx, rs, "sort");
+  if (!col) return Fail(col.error());
   // Only the rows a following take reads must be in order (PlanNode::rows_read).
   size_t first = ctx.node ? ctx.node->rows_read : 0;
   std::optional<std::vector<uint32_t>> rows =
-      SortRows(rs, *col, ctx.args->Str("order") == "desc", first, CancelCheckOf(ctx));
+      SortRows(rs, **col, ctx.args->Str("order") == "desc", first, CancelCheckOf(ctx));
   if (!rows) return Fail(CancelledError("sort"));
   return rs.WithSelection(std::move(*rows));
 }

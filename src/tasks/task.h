@@ -62,6 +62,16 @@ inline CancelCheck CancelCheckOf(const TaskContext& ctx) {
   return [&ctx] { return ctx.cancelled(); };
 }
 
+// The column of `rs` named by the node's `key` parameter (sort, dedupe). Its absence is
+// a bug (the plan was typed at load): an internal error naming `op`.
+inline Result<const Column*> KeyColumn(const TaskContext& ctx, const RowSet& rs,
+                                       std::string_view op) {
+  const std::string& key = ctx.args->Str("key");
+  const Column* col = rs.column(key);
+  if (!col) return Fail(Error::Internal(std::string(op) + ": no column '" + key + "'"));
+  return col;
+}
+
 // A CPU run: a plain function, inline on the loop or on a CPU worker.
 using CpuRunFn = std::function<Result<RowSet>(const TaskContext&, std::vector<RowSet>)>;
 
@@ -80,6 +90,13 @@ struct TaskSpec : OpSchema {
   RunKind kind = RunKind::kCpu;
   AsyncRunFn run_async;  // kAsync
   CpuRunFn run_cpu;      // kCpu, kCpuPool
+
+  // The spec of an op taking min_inputs..max_inputs inputs (UINT32_MAX: unbounded).
+  static TaskSpec Cpu(std::string op, uint32_t min_inputs, uint32_t max_inputs,
+                      std::vector<TaskParamSpec> params, SchemaFn output, CpuRunFn run,
+                      RunKind kind = RunKind::kCpu);
+  static TaskSpec Async(std::string op, uint32_t min_inputs, uint32_t max_inputs,
+                        std::vector<TaskParamSpec> params, SchemaFn output, AsyncRunFn run);
 };
 
 class TaskRegistry : public OpCatalog {
@@ -113,7 +130,7 @@ inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const Tas
 void RegisterCpuTasks(TaskRegistry& r);    // vm, filter, sort, take, concat, dedupe
 void RegisterTestTasks(TaskRegistry& r);   // fixed_source, sleep, busy_cpu
 void RegisterIoTaskSpecs(TaskRegistry& r); // viewer, follow, ... : specs, runs stubbed
-// src/tasks/io_tasks.cc (Redis engineer): installs the IO runs with SetAsyncRun.
+// src/tasks/io_tasks.cc: installs the IO runs with SetAsyncRun.
 void RegisterIoTaskRuns(TaskRegistry& r);
 
 }  // namespace rankd

@@ -60,34 +60,15 @@ TaskParamSpec Duration() {
 }  // namespace
 
 void RegisterTestTasks(TaskRegistry& r) {
-  TaskSpec fixed;
-  fixed.op = "fixed_source";
-  fixed.params = {TaskParamSpec::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()};
-  fixed.output = &FixedSchema;
-  fixed.kind = RunKind::kCpu;
-  fixed.run_cpu = &RunFixed;
-  r.Add(std::move(fixed));
-
-  TaskSpec sleep;
-  sleep.op = "sleep";
-  sleep.max_inputs = 1;
-  sleep.params = {Duration(),
-                  TaskParamSpec::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()};
-  sleep.output = &SchemaSameAsInput;
-  sleep.kind = RunKind::kAsync;
-  sleep.run_async = [](const TaskContext& ctx, std::vector<RowSet> in) {
-    return RunSleep(ctx, std::move(in));
-  };
-  r.Add(std::move(sleep));
-
-  TaskSpec busy;
-  busy.op = "busy_cpu";
-  busy.max_inputs = 1;
-  busy.params = {Duration()};
-  busy.output = &SchemaSameAsInput;
-  busy.kind = RunKind::kCpuPool;
-  busy.run_cpu = &RunBusy;
-  r.Add(std::move(busy));
+  using P = TaskParamSpec;
+  r.Add(TaskSpec::Cpu("fixed_source", 0, 0,
+                      {P::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()},
+                      &FixedSchema, &RunFixed));
+  r.Add(TaskSpec::Async("sleep", 0, 1,
+                        {Duration(), P::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()},
+                        &SchemaSameAsInput, &RunSleep));
+  r.Add(TaskSpec::Cpu("busy_cpu", 0, 1, {Duration()}, &SchemaSameAsInput, &RunBusy,
+                      RunKind::kCpuPool));
 }
 
 }  // namespace rankd

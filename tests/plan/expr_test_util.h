@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "data/column_builder.h"
 #include "plan/expr.h"
 
 namespace rankd::test {
@@ -17,35 +18,31 @@ namespace rankd::test {
 template <class T>
 using Cells = std::vector<std::optional<T>>;
 
+// A column of `type` from cells (nullopt = null), appended with `append`.
+template <class T, class AppendFn>
+ColumnPtr ColumnOf(ColumnType type, const Cells<T>& v, AppendFn append) {
+  ColumnBuilder b(type, v.size());
+  for (const auto& cell : v) {
+    if (cell)
+      append(b, *cell);
+    else
+      b.AppendNulls(1);
+  }
+  return std::make_shared<Column>(std::move(b).Finish());
+}
+
 inline ColumnPtr I64Col(const Cells<int64_t>& v) {
-  std::vector<int64_t> vals(v.size());
-  for (size_t i = 0; i < v.size(); ++i) vals[i] = v[i].value_or(0);
-  auto c = std::make_shared<Column>(Column::I64(std::move(vals)));
-  for (size_t i = 0; i < v.size(); ++i)
-    if (!v[i]) c->validity.SetNull(i, v.size());
-  return c;
+  return ColumnOf(ColumnType::kI64, v, [](ColumnBuilder& b, int64_t x) { b.AppendI64(x); });
 }
-
 inline ColumnPtr F64Col(const Cells<double>& v) {
-  std::vector<double> vals(v.size());
-  for (size_t i = 0; i < v.size(); ++i) vals[i] = v[i].value_or(0);
-  auto c = std::make_shared<Column>(Column::F64(std::move(vals)));
-  for (size_t i = 0; i < v.size(); ++i)
-    if (!v[i]) c->validity.SetNull(i, v.size());
-  return c;
+  return ColumnOf(ColumnType::kF64, v, [](ColumnBuilder& b, double x) { b.AppendF64(x); });
 }
-
 inline ColumnPtr BoolCol(const Cells<bool>& v) {
-  std::vector<uint8_t> vals(v.size());
-  for (size_t i = 0; i < v.size(); ++i) vals[i] = v[i].value_or(false);
-  auto c = std::make_shared<Column>(Column::Bool(std::move(vals)));
-  for (size_t i = 0; i < v.size(); ++i)
-    if (!v[i]) c->validity.SetNull(i, v.size());
-  return c;
+  return ColumnOf(ColumnType::kBool, v, [](ColumnBuilder& b, bool x) { b.AppendBool(x); });
 }
-
 inline ColumnPtr StrCol(const Cells<std::string>& v) {
-  return std::make_shared<Column>(Column::Str(v));
+  return ColumnOf(ColumnType::kStr, v,
+                  [](ColumnBuilder& b, const std::string& x) { b.AppendStr(x); });
 }
 
 // Compiles JSON text against the columns of `rows` (their load-time types) and `params`.
@@ -126,7 +123,8 @@ inline std::string ValueString(const rankd::Value& v) {
       s.append(std::get<3>(v)).append("\"");
       return s;
     }
-    default: return std::get<4>(v) ? "true" : "false";
+    case 4: return std::get<4>(v) ? "true" : "false";
+    default: return "(a list)";  // task parameters only
   }
 }
 

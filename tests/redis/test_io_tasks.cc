@@ -79,7 +79,7 @@ Value At(const RowSet& r, std::string_view col, size_t i) {
 
 // Runs one IO task as the scheduler would: on the loop, with a context that outlives
 // the run.
-Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::string, TaskArg> given,
+Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::string, Value> given,
                      std::vector<RowSet> inputs, int64_t user_id = 1, int deadline_ms = 5000) {
   const TaskSpec* spec = IoRegistry().Find(op);
   REQUIRE(spec != nullptr);

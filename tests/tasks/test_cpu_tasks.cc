@@ -22,7 +22,7 @@ struct Call {
   TaskContext ctx;
   ParamValues params;
 
-  explicit Call(std::string_view op, std::initializer_list<std::pair<std::string, TaskArg>> given = {})
+  explicit Call(std::string_view op, std::initializer_list<std::pair<std::string, Value>> given = {})
       : spec(TaskRegistry::Default().Find(op)), args(&spec->params) {
     REQUIRE(spec);
     for (size_t i = 0; i < spec->params.size(); ++i) args.at(i) = spec->params[i].default_value;
@@ -42,10 +42,15 @@ struct Call {
   }
 };
 
-ColumnPtr F64WithNulls(std::vector<double> v, std::vector<size_t> nulls) {
-  Column c = Column::F64(std::move(v));
-  for (size_t r : nulls) c.validity.SetNull(r, c.size());
-  return std::make_shared<Column>(std::move(c));
+ColumnPtr F64WithNulls(const std::vector<double>& v, const std::vector<size_t>& nulls) {
+  ColumnBuilder b(ColumnType::kF64, v.size());
+  for (size_t r = 0; r < v.size(); ++r) {
+    if (std::find(nulls.begin(), nulls.end(), r) != nulls.end())
+      b.AppendNulls(1);
+    else
+      b.AppendF64(v[r]);
+  }
+  return std::make_shared<Column>(std::move(b).Finish());
 }
 
 // id = 1..n, score as given (with nulls).
@@ -54,7 +59,7 @@ RowSet Scored(std::vector<double> scores, std::vector<size_t> nulls = {}) {
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i + 1);
   RowSet rs;
   rs.SetColumn("id", std::make_shared<Column>(Column::I64(std::move(ids))));
-  rs.SetColumn("score", F64WithNulls(std::move(scores), std::move(nulls)));
+  rs.SetColumn("score", F64WithNulls(scores, nulls));
   return rs;
 }
 
