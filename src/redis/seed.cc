@@ -204,14 +204,15 @@ std::string SeedSummary::OneLine() const {
          " commands, " + std::to_string(round_trips) + " round trips)";
 }
 
-Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
-  if (auto ok = CheckOptions(o); !ok) return Fail(ok.error());
-  auto t0 = std::chrono::steady_clock::now();
-  const RedisEndpoint& ep = o.endpoint;
-  const std::string where = ep.host + ":" + std::to_string(ep.port) + "/" + std::to_string(ep.db);
+namespace {
+
+using RedisPtr = std::unique_ptr<redisContext, void (*)(redisContext*)>;
+
+// Connects, authenticates and selects the database; an empty database, or one that
+// --flush allows emptying, is ready to seed.
+Result<RedisPtr> OpenEmptyDb(const RedisEndpoint& ep, bool flush, const std::string& where) {
   timeval tv{5, 0};
-  std::unique_ptr<redisContext, void (*)(redisContext*)> ctx(
-      redisConnectWithTimeout(ep.host.c_str(), ep.port, tv), redisFree);
+  RedisPtr ctx(redisConnectWithTimeout(ep.host.c_str(), ep.port, tv), redisFree);
   if (!ctx || ctx->err)
     return Fail(Error::Unavailable("seed: cannot connect to " + where + ": " +
                                    (ctx ? ctx->errstr : "out of memory")));
@@ -226,64 +227,92 @@ Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
   auto size = Call(c, where, {"DBSIZE"});
   if (!size) return Fail(size.error());
   if ((*size)->integer > 0) {
-    if (!o.flush)
+    if (!flush)
       return Fail(Error::InvalidParam("seed: database " + where + " holds " +
                                       std::to_string((*size)->integer) +
                                       " keys; refusing to write into it without --flush"));
     if (auto r = Call(c, where, {"FLUSHDB"}); !r) return Fail(r.error());
   }
+  return ctx;
+}
 
-  const int64_t n = o.users, m = o.media;
-  const int64_t follows = std::min(o.follows, n - 1);
-  const int64_t total_items = n * m;
-  const std::string& p = ep.prefix;
-  Popularity pop(o.seed, n);
-  Writer w(c, o.pipeline);
-  SeedSummary sum;
-  std::vector<std::string> args;
+// Writes one user's keys at a time. Each kind of data draws from its own stream
+// (Rng(seed, user, kind)), so the data set depends only on the options, never on the
+// order or the split of this code.
+class UserSeeder {
+ public:
+  UserSeeder(const SeedOptions& o, Writer& w)
+      : o_(o), w_(w), pop_(o.seed, o.users), n_(o.users), m_(o.media),
+        follows_(std::min(o.follows, o.users - 1)), total_items_(o.users * o.media),
+        p_(o.endpoint.prefix) {}
 
-  for (int64_t u = 1; u <= n; ++u) {
-    // Profile.
-    Rng prof(o.seed, static_cast<uint64_t>(u), kProfile);
+  Status Seed(int64_t u) {
+    auto home = Profile(u);
+    if (!home) return Fail(home.error());
+    auto followees = Follows(u);
+    if (!followees) return Fail(followees.error());
+    if (auto s = Media(u, **home); !s) return s;
+    auto recs = Recs(u);
+    if (!recs) return Fail(recs.error());
+    if (auto s = Seen(u, *followees, *recs); !s) return s;
+    sum_.users += 1;
+    return {};
+  }
+
+  SeedSummary& summary() { return sum_; }
+
+ private:
+  // `CMD key ids...` (RPUSH or SADD); nothing for no ids.
+  Status PushIds(const char* cmd, const std::string& key, const std::vector<int64_t>& ids) {
+    if (ids.empty()) return {};
+    args_ = {cmd, key};
+    for (int64_t v : ids) args_.push_back(Dec(v));
+    return w_.Send(args_);
+  }
+
+  Result<const Country*> Profile(int64_t u) {
+    Rng prof(o_.seed, static_cast<uint64_t>(u), kProfile);
     const Country& home = kCountries[prof.Weighted(kCountryWeights)];
     const char* lang = prof.Below(100) < 80 ? home.lang : "en";
     int64_t age = 13 + prof.Below(23) + prof.Below(23) + prof.Below(23);  // a bell over 13..79
     int64_t premium = prof.Below(100) < 15 ? 1 : 0;
-    if (auto s = w.Send({"HSET", p + "user:" + Dec(u), "country", home.code, "lang", lang, "age",
-                         Dec(age), "premium", Dec(premium)});
+    if (auto s = w_.Send({"HSET", p_ + "user:" + Dec(u), "country", home.code, "lang", lang,
+                          "age", Dec(age), "premium", Dec(premium)});
         !s)
       return Fail(s.error());
+    return &home;
+  }
 
-    // Follows: Zipf-popular authors, never oneself.
-    Rng fol(o.seed, static_cast<uint64_t>(u), kFollow);
-    std::vector<int64_t> followees = Distinct(follows, [&] {
-      int64_t v = pop.Draw(fol);
+  // Zipf-popular authors, never oneself.
+  Result<std::vector<int64_t>> Follows(int64_t u) {
+    Rng fol(o_.seed, static_cast<uint64_t>(u), kFollow);
+    std::vector<int64_t> followees = Distinct(follows_, [&] {
+      int64_t v = pop_.Draw(fol);
       return v == u ? 0 : v;
     });
-    for (int64_t r = 0; static_cast<int64_t>(followees.size()) < follows && r < n; ++r) {
-      int64_t v = pop.ByRank(r);  // top up (only when follows is close to users)
+    for (int64_t r = 0; static_cast<int64_t>(followees.size()) < follows_ && r < n_; ++r) {
+      int64_t v = pop_.ByRank(r);  // top up (only when follows is close to users)
       if (v != u && std::find(followees.begin(), followees.end(), v) == followees.end())
         followees.push_back(v);
     }
-    if (!followees.empty()) {
-      args = {"RPUSH", p + "follow:" + Dec(u)};
-      for (int64_t v : followees) args.push_back(Dec(v));
-      if (auto s = w.Send(args); !s) return Fail(s.error());
-    }
-    sum.follow_edges += static_cast<int64_t>(followees.size());
+    if (auto s = PushIds("RPUSH", p_ + "follow:" + Dec(u), followees); !s) return Fail(s.error());
+    sum_.follow_edges += static_cast<int64_t>(followees.size());
+    return followees;
+  }
 
-    // Media (newest first) and their item hashes.
-    Rng items(o.seed, static_cast<uint64_t>(u), kItems);
-    std::vector<int64_t> ages(static_cast<size_t>(m));
+  // The user's media list (newest first) and one hash per item.
+  Status Media(int64_t u, const Country& home) {
+    Rng items(o_.seed, static_cast<uint64_t>(u), kItems);
+    std::vector<int64_t> ages(static_cast<size_t>(m_));
     for (auto& a : ages) {
       size_t b = items.Weighted(kAgeBucketWeights);
       a = kAgeBucketLo[b] + items.Below(kAgeBucketHi[b] - kAgeBucketLo[b]);
     }
     std::sort(ages.begin(), ages.end());
-    args = {"RPUSH", p + "media:" + Dec(u)};
-    for (int64_t k = 0; k < m; ++k) args.push_back(Dec(DemoItemId(u, k, m)));
-    if (auto s = w.Send(args); !s) return Fail(s.error());
-    for (int64_t k = 0; k < m; ++k) {
+    std::vector<int64_t> ids;
+    for (int64_t k = 0; k < m_; ++k) ids.push_back(DemoItemId(u, k, m_));
+    if (auto s = PushIds("RPUSH", p_ + "media:" + Dec(u), ids); !s) return s;
+    for (int64_t k = 0; k < m_; ++k) {
       // Likes: Pareto tail (alpha = 1) from one uniform draw: P(likes > x) = 20/(x+20).
       int64_t likes = std::min<int64_t>(kMaxLikes, static_cast<int64_t>(20.0 / items.Unit()) - 20);
       const char* category = kCategories[items.Weighted(kCategoryWeights)];
@@ -294,51 +323,73 @@ Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
       std::snprintf(quality, sizeof quality, "%d.%03d", static_cast<int>(milli / 1000),
                     static_cast<int>(milli % 1000));
       int64_t nsfw = items.Below(1000) < 20 ? 1 : 0;
-      if (auto s = w.Send({"HSET", p + "item:" + Dec(DemoItemId(u, k, m)), "author", Dec(u),
-                           "likes", Dec(likes), "age_s", Dec(ages[static_cast<size_t>(k)]),
-                           "category", category, "country", country, "quality", quality,
-                           "nsfw", Dec(nsfw)});
+      if (auto s = w_.Send({"HSET", p_ + "item:" + Dec(DemoItemId(u, k, m_)), "author", Dec(u),
+                            "likes", Dec(likes), "age_s", Dec(ages[static_cast<size_t>(k)]),
+                            "category", category, "country", country, "quality", quality,
+                            "nsfw", Dec(nsfw)});
           !s)
-        return Fail(s.error());
+        return s;
     }
-    sum.items += m;
+    sum_.items += m_;
+    return {};
+  }
 
-    // Recs: items of popular authors, newer ones more likely; best first.
-    Rng rec(o.seed, static_cast<uint64_t>(u), kRecs);
-    std::vector<int64_t> recs = Distinct(std::min(o.recs, total_items), [&] {
-      int64_t author = pop.Draw(rec);
-      int64_t k = std::min(rec.Below(m), rec.Below(m));
-      return DemoItemId(author, k, m);
+  // Items of popular authors, newer ones more likely; best first.
+  Result<std::vector<int64_t>> Recs(int64_t u) {
+    Rng rec(o_.seed, static_cast<uint64_t>(u), kRecs);
+    std::vector<int64_t> recs = Distinct(std::min(o_.recs, total_items_), [&] {
+      int64_t author = pop_.Draw(rec);
+      int64_t k = std::min(rec.Below(m_), rec.Below(m_));
+      return DemoItemId(author, k, m_);
     });
-    if (!recs.empty()) {
-      args = {"RPUSH", p + "recs:" + Dec(u)};
-      for (int64_t v : recs) args.push_back(Dec(v));
-      if (auto s = w.Send(args); !s) return Fail(s.error());
-    }
-    sum.recs += static_cast<int64_t>(recs.size());
+    if (auto s = PushIds("RPUSH", p_ + "recs:" + Dec(u), recs); !s) return Fail(s.error());
+    sum_.recs += static_cast<int64_t>(recs.size());
+    return recs;
+  }
 
-    // Seen: a third from the follow feed (newest items of the first followees), a third
-    // from the top recs, the rest anywhere, so that seen-filtering has work to do.
-    Rng see(o.seed, static_cast<uint64_t>(u), kSeen);
-    std::vector<int64_t> seen = Distinct(std::min(o.seen, total_items), [&]() -> int64_t {
+  // A third from the follow feed (newest items of the first followees), a third from the
+  // top recs, the rest anywhere, so that seen-filtering has work to do.
+  Status Seen(int64_t u, const std::vector<int64_t>& followees, const std::vector<int64_t>& recs) {
+    Rng see(o_.seed, static_cast<uint64_t>(u), kSeen);
+    auto below = [&see](size_t n) { return static_cast<size_t>(see.Below(static_cast<int64_t>(n))); };
+    std::vector<int64_t> seen = Distinct(std::min(o_.seen, total_items_), [&]() -> int64_t {
       int64_t kind = see.Below(3);
       if (kind == 0 && !followees.empty()) {
-        int64_t f = followees[static_cast<size_t>(see.Below(std::min<int64_t>(20, static_cast<int64_t>(followees.size()))))];
-        return DemoItemId(f, see.Below(std::min<int64_t>(5, m)), m);
+        int64_t f = followees[below(std::min<size_t>(20, followees.size()))];
+        return DemoItemId(f, see.Below(std::min<int64_t>(5, m_)), m_);
       }
-      if (kind == 1 && !recs.empty())
-        return recs[static_cast<size_t>(see.Below(std::max<int64_t>(1, static_cast<int64_t>(recs.size()) / 2)))];
-      return 1 + see.Below(total_items);
+      if (kind == 1 && !recs.empty()) return recs[below(std::max<size_t>(1, recs.size() / 2))];
+      return 1 + see.Below(total_items_);
     });
-    if (!seen.empty()) {
-      args = {"SADD", p + "seen:" + Dec(u)};
-      for (int64_t v : seen) args.push_back(Dec(v));
-      if (auto s = w.Send(args); !s) return Fail(s.error());
-    }
-    sum.seen += static_cast<int64_t>(seen.size());
-    sum.users += 1;
+    if (auto s = PushIds("SADD", p_ + "seen:" + Dec(u), seen); !s) return s;
+    sum_.seen += static_cast<int64_t>(seen.size());
+    return {};
   }
+
+  const SeedOptions& o_;
+  Writer& w_;
+  Popularity pop_;
+  const int64_t n_, m_, follows_, total_items_;
+  const std::string& p_;
+  SeedSummary sum_;
+  std::vector<std::string> args_;  // reused: one allocation for every list command
+};
+
+}  // namespace
+
+Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
+  if (auto ok = CheckOptions(o); !ok) return Fail(ok.error());
+  auto t0 = std::chrono::steady_clock::now();
+  const RedisEndpoint& ep = o.endpoint;
+  const std::string where = ep.host + ":" + std::to_string(ep.port) + "/" + std::to_string(ep.db);
+  auto ctx = OpenEmptyDb(ep, o.flush, where);
+  if (!ctx) return Fail(ctx.error());
+  Writer w(ctx->get(), o.pipeline);
+  UserSeeder seeder(o, w);
+  for (int64_t u = 1; u <= o.users; ++u)
+    if (auto s = seeder.Seed(u); !s) return Fail(s.error());
   if (auto s = w.Flush(); !s) return Fail(s.error());
+  SeedSummary sum = seeder.summary();
   sum.commands = w.commands();
   sum.round_trips = w.round_trips();
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
