@@ -2,7 +2,7 @@
 # ops/bench feed — two home-feed plans end to end over HTTP: rankd serve (2 shards) on
 # the seeded demo data (`rankd seed`, 10,000 users, seed 1) in a fresh redis-server,
 # under wrk with a viewer drawn per request from users 0..1999:
-#   feed        spec/PLAN.md's feed (follow 100 x media 5 + recs 100, ~690 commands)
+#   feed        plans/feed (follow 100 x media 5 + recs 100, ~690 commands)
 #   home_light  plans/home_light (follow 40 x media 4 + recs 60, seen filter, ~250)
 # Per plan: <plan>_rps, <plan>_p50_latency, <plan>_p99_latency, <plan>_cpu_us_per_req
 # (rankd's user + system CPU, every thread, per request served), and

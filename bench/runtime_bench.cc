@@ -1,5 +1,6 @@
-// ops/bench runtime: seed 004's tests A, B2 and C, each against a raw-libuv (or thread
-// pool) baseline run in the same process. Prints one JSON object per line.
+// ops/bench runtime: cross-thread post throughput, 10k coroutine timers and 1000
+// concurrent sleeps, each against a raw-libuv (or thread pool) baseline run in the same
+// process. Prints one JSON object per line.
 #include <uv.h>
 
 #include <algorithm>
@@ -41,7 +42,7 @@ void Emit(const char* name, double value, const char* unit, double baseline, con
       name, value, unit, baseline, value / baseline, extra);
 }
 
-// --- Test A: cross-thread post throughput -------------------------------------------
+// --- cross-thread post throughput ---------------------------------------------------
 
 double RankdPostsPerSec() {
   EventLoop loop("bench");
@@ -104,7 +105,7 @@ double RawPostsPerSec() {
   return kPosts / s;
 }
 
-// --- Test B2: 10k x 1 ms timers, coroutine SleepMs vs raw uv timers ----------------
+// --- 10k x 1 ms timers, coroutine SleepMs vs raw uv timers -------------------------
 
 // Resumes the awaiting coroutine when `count` reaches `target` (no polling).
 struct Countdown {
@@ -153,7 +154,7 @@ double RawTimersWallMs() {
   return ms;
 }
 
-// --- Test C: 1000 concurrent 1 ms sleeps vs an 8-thread pool of blocking sleeps ------
+// --- 1000 concurrent 1 ms sleeps vs an 8-thread pool of blocking sleeps --------------
 
 double RankdFanoutWallMs(EventLoop& loop) { return CoroSleepsWallMs(loop, kFanout); }
 

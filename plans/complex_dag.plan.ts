@@ -1,4 +1,4 @@
-// Seed 003, example 6: a 10-node DAG; two scored branches merged, sorted and cut.
+// A 10-node DAG: two scored branches merged, sorted and cut.
 import { definePlan, E, EP, Key } from "./lib/index.js";
 
 export default definePlan({

@@ -1,4 +1,4 @@
-// Seed 003, example 5: a diamond; the join waits for both branches.
+// A diamond: the join waits for both branches.
 import { definePlan, EP } from "./lib/index.js";
 
 export default definePlan({

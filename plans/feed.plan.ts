@@ -1,4 +1,4 @@
-// The home feed of PLAN.md: follow graph + recs, hydrated, scored, filtered.
+// The home feed: follow graph + recs, hydrated, scored, filtered.
 import { definePlan } from "./lib/index.js";
 
 export default definePlan({

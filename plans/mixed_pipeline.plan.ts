@@ -1,4 +1,4 @@
-// Seed 003, example 4: IO then a chain of CPU tasks. Shows the expression-string syntax.
+// IO then a chain of CPU tasks. Shows the expression-string syntax.
 import { definePlan, EP, Key } from "./lib/index.js";
 
 export default definePlan({

@@ -1,4 +1,4 @@
-// Seed 003, example 3: two IO branches run in parallel. A plan has one output node, so the
+// Two IO branches run in parallel. A plan has one output node, so the
 // branches are joined by concat (follow rows first, then recs).
 import { definePlan, EP } from "./lib/index.js";
 

@@ -1,4 +1,4 @@
-// Seed 003, example 1: a single source node.
+// A single source node: the smallest plan.
 import { definePlan, EP } from "./lib/index.js";
 
 export default definePlan({

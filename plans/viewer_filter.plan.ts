@@ -1,4 +1,4 @@
-// Seed 003, example 2: source → CPU (filter).
+// Source → CPU (filter): one IO node, then a predicate.
 import { definePlan, E, EP, Key, Pred } from "./lib/index.js";
 
 export default definePlan({

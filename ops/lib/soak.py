@@ -36,7 +36,7 @@ import time
 
 RESPONSE_TIMEOUT = 15.0  # > --read-timeout-ms (10 s): every legit answer comes sooner
 MAX_BODY = 65536         # rankd's --max-body-bytes here: a cheap oversized body
-USERS = 10000            # seeded users (DATA.md's demo set)
+USERS = 10000            # seeded users (`rankd seed` default, docs/data.md)
 RELOAD_EVERY = 3.0       # seconds between SIGHUPs
 # The wanted total is ~300 req/s: enough to churn every code path for hours, well under
 # what 2 shared cores serve, so latency never drifts into deadlines from load alone.

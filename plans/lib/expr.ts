@@ -1,5 +1,6 @@
-// Expressions and predicates of PLAN.md (expr_table / pred_table): a typed fluent API over a
-// small tree, the load-time typing rules of PLAN.md run at compile time, and the JSON form.
+// Expressions and predicates of a plan (expr_table / pred_table, docs/plan.md): a typed
+// fluent API over a small tree, the server's load-time typing rules run at compile time, and
+// the JSON form.
 // Type parameters are phantom: Expr<"f64"> is an expression whose value type is f64.
 
 import { F64, type Json } from "./json.js";
@@ -222,7 +223,7 @@ export class ParamRef<T extends ColType = ColType> extends Expr<T> {
   }
 }
 
-/** A predicate (PLAN.md pred_table form). */
+/** A predicate (the pred_table form of docs/plan.md). */
 export class Pred {
   constructor(readonly node: PNode) {}
 
@@ -338,7 +339,7 @@ export const E = {
   },
 };
 
-// ---- load-time typing (PLAN.md "Types are fixed at load") ----------------------------
+// ---- load-time typing (the server fixes every type at load) ---------------------------
 
 export interface TypeEnv {
   cols: ReadonlyMap<string, ColType>;

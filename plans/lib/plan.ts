@@ -1,4 +1,4 @@
-// The plan builder: definePlan({name, params, build}) and the chainable tasks of PLAN.md.
+// The plan builder: definePlan({name, params, build}) and the chainable tasks (docs/plan.md).
 // A node can only take already-built nodes as inputs, so a plan is acyclic by construction.
 // Column sets are tracked twice: in the types (Node<C>, so unknown columns are tsc errors)
 // and at run time (so the compiler can type expressions exactly as the C++ loader will).
@@ -12,9 +12,9 @@ import {
 } from "./expr.js";
 import { parseExpr, parsePred } from "./parse.js";
 
-// ---- data model (DATA.md) ------------------------------------------------------------
+// ---- data model (docs/data.md) -------------------------------------------------------
 
-/** Item hash fields (DATA.md `item:{iid}`) and their column types. */
+/** Item hash fields (`item:{iid}`, docs/data.md) and their column types. */
 export const ITEM_FIELDS = {
   author: "i64", likes: "i64", age_s: "i64", category: "str", country: "str", quality: "f64", nsfw: "i64",
 } as const;
@@ -471,7 +471,7 @@ export interface PlanSpec<Ps extends ParamDecls> {
 export interface PlanDef {
   readonly name: string;
   readonly kind: "rankd-plan";
-  /** The plan JSON object (PLAN.md); throws PlanError on misuse. */
+  /** The plan JSON object (docs/plan.md); throws PlanError on misuse. */
   compile(): Json;
 }
 

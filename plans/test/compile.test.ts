@@ -1,4 +1,4 @@
-// The JSON each construct of the DSL compiles to (PLAN.md forms).
+// The JSON each construct of the DSL compiles to (the forms of docs/plan.md).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { definePlan, planText, E, Pred, EP, parseExpr, parsePred, type Ctx, type Node, type Output, type ParamDecls, type ParamRefs } from "../lib/index.js";

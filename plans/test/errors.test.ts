@@ -18,7 +18,7 @@ function compileErr(build: B, params?: ParamDecls): string {
 const AT = /at test\/errors\.test\.ts:\d+:\d+: /; // the call site, mapped to the .ts source
 
 const cases: [string, B, RegExp, ParamDecls?][] = [
-  // literal bounds of PLAN.md's task table
+  // literal bounds of the task table (docs/plan.md)
   ["take count 0", (c) => c.fixedSource().take({ count: 0 }), /take\(\) .*count 0 is out of bounds 1\.\.10000/],
   ["take count 10001", (c) => c.fixedSource().take({ count: 10001 }), /count 10001 is out of bounds 1\.\.10000/],
   ["take count 2.5", (c) => c.fixedSource().take({ count: 2.5 }), /count must be an integer/],
@@ -62,7 +62,7 @@ const cases: [string, B, RegExp, ParamDecls?][] = [
   ["vm replaces id", (c) => c.fixedSource().vm({ outKey: "id", expr: "id + 1" }), /vm may not replace the id column/],
   ["vm bad outKey", (c) => c.fixedSource().vm({ outKey: "a b", expr: "id" }), /outKey "a b" is not a valid column name/],
   ["concat type conflict", (c) => c.fixedSource().concat(c.fixedSource().vm({ outKey: "score", expr: "'x'" })), /concat\(\) .*column 'score' is f64 in an earlier input but str in input 2/],
-  // expression typing (PLAN.md load-time rules)
+  // expression typing (the server's load-time rules, docs/plan.md)
   ["arithmetic on str", (c) => c.viewer().vm({ outKey: "s", expr: "country + 1" }), /\+: operand country is str; arithmetic needs numbers/],
   ["log of str", (c) => c.viewer().vm({ outKey: "s", expr: E.log(E.key("lang")) }), /log: operand lang is str/],
   ["coalesce mixes types", (c) => c.viewer().vm({ outKey: "s", expr: "coalesce(country, 0)" }), /coalesce: operands mix types str and i64/],

@@ -1,4 +1,4 @@
-// The plans of this folder: committed JSON matches the sources, the feed is PLAN.md's example,
+// The plans of this folder: committed JSON matches the sources, the feed matches its pinned JSON,
 // and `check` fails, naming the file, when a JSON differs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -27,7 +27,7 @@ for (const name of planNames()) {
   });
 }
 
-test("feed is exactly the example plan of PLAN.md", () => {
+test("feed compiles to exactly its pinned JSON", () => {
   const want = {
     schema_version: 1,
     name: "feed",

@@ -1,4 +1,4 @@
-// Row sets: the columnar tables that tasks exchange (spec/PLAN.md "Row sets").
+// Row sets: the columnar tables that tasks exchange (docs/plan.md, "Row sets and column types").
 //
 // A Column is immutable once built and shared (shared_ptr<const Column>) between row
 // sets, so tasks that add or replace one column copy no other. A RowSet is a list of

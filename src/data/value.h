@@ -1,6 +1,6 @@
 // Value: one value of a row set cell, a plan or request parameter, or a task parameter
 // (null, i64, f64, str, bool, and for task parameters only a list of strings), and the
-// column types of PLAN.md. Plain value types: any thread.
+// column types of a plan (docs/plan.md). Plain value types: any thread.
 #pragma once
 
 #include <cstdint>

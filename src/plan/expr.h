@@ -1,4 +1,4 @@
-// Expressions and predicates of spec/PLAN.md (expr_table, pred_table), type-checked and
+// Expressions and predicates of a plan (expr_table, pred_table: docs/plan.md), type-checked and
 // compiled once at plan load into programs that evaluate a whole column at a time: no
 // per-row tree walk, allocation or virtual call.
 //
@@ -45,7 +45,7 @@ using CancelCheck = std::function<bool()>;
 class CompiledExpr {
  public:
   virtual ~CompiledExpr() = default;
-  // The result type, fixed at load (PLAN.md "Types are fixed at load").
+  // The result type, fixed at load: a column's type never depends on the request.
   virtual ColumnType type() const = 0;
   // Evaluates every logical row of `in`, block by block, polling `cancelled` in between;
   // nullopt once it said true. The result has in.physical_rows() rows; rows outside the

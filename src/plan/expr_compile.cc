@@ -1,4 +1,4 @@
-// Parser and type checker of expr_table / pred_table entries (spec/PLAN.md), emitting the
+// Parser and type checker of expr_table / pred_table entries (docs/plan.md), emitting the
 // register program of expr_program.h. Runs at plan load only; per-row work is elsewhere.
 #include <algorithm>
 #include <cmath>
@@ -266,7 +266,7 @@ Result<Reg> Compiler::Leaf(dom::object obj, const std::string& path) {
     auto known = column_regs_.find(name);
     if (known != column_regs_.end()) return known->second;
     std::optional<ColumnType> ct = cols_.find(name);
-    // Unknown column: null of unknown type (PLAN.md), folded away by the ops above.
+    // A column the input lacks reads as null (of no type yet), folded away by the ops above.
     if (!ct) return Null(VType::kNull);
     VType t = FromColumnType(*ct);
     p_.columns.push_back({std::string(name), t});
@@ -474,7 +474,7 @@ Result<Reg> Compiler::Compare(dom::object obj, const std::string& path) {
   Result<Reg> b = Expr(rhs, Sub(path, "rhs"));
   if (!b) return b;
   VType ta = Type(*a), tb = Type(*b);
-  // A null operand, or a string against a number, is false (PLAN.md).
+  // A null operand, or a string against a number, is false: predicates are two-valued.
   if (ta == VType::kNull || tb == VType::kNull) return Mask(false);
   if ((ta == VType::kStr) != (tb == VType::kStr)) return Mask(false);
   Reg ra = *a, rb = *b;

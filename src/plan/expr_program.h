@@ -82,7 +82,7 @@ void ForEachOperand(const Instr& in, F&& f) {
   }
 }
 
-// Bounds on what the compiler accepts (spec/PLAN.md expressions), so that whatever loads
+// Bounds on what the compiler accepts (docs/plan.md, "Expressions"), so that whatever loads
 // also runs: nodes are the JSON objects of the tree (leaves, ops and predicates), depth
 // the longest root-to-leaf chain of them (a lone leaf has depth 1). The compiler recurses
 // once per level, and simdjson's default depth (1024) holds 2 levels per node plus the

@@ -1,4 +1,4 @@
-// Plan loader: plans/<name>.plan.json (spec/PLAN.md) -> validated, typed, immutable Plan.
+// Plan loader: plans/<name>.plan.json (docs/plan.md) -> validated, typed, immutable Plan.
 // Every rejection is an Error (code bad_request) whose message names the plan file, the
 // node and the field, e.g. "plans/feed.plan.json: node 't': params.count: 0 is out of
 // bounds 1..10000". A folder loads all or nothing.

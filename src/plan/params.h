@@ -1,4 +1,4 @@
-// Request parameters a plan declares ("params" of spec/PLAN.md) and their per-request
+// Request parameters a plan declares ("params", docs/plan.md) and their per-request
 // values. Plain values: any thread.
 #pragma once
 

@@ -1,5 +1,5 @@
 // Plan: a validated, typed, immutable DAG loaded from plans/<name>.plan.json
-// (spec/PLAN.md). Nodes are indexed by integer; successors and in-degrees are
+// (docs/plan.md). Nodes are indexed by integer; successors and in-degrees are
 // precomputed so the scheduler never looks a node up by name. Shared as
 // shared_ptr<const Plan>: a request keeps the snapshot it started with.
 //

@@ -1,4 +1,4 @@
-// The demo data set of spec/DATA.md, written into a Redis server: users with profiles,
+// The demo data set (docs/data.md), written into a Redis server: users with profiles,
 // Zipf-like follows, media, item features, recs and seen sets. Deterministic for a seed:
 // every value comes from our own splitmix64 streams (never std:: distributions, whose
 // output differs between standard libraries), one stream per user and purpose, and the

@@ -1,4 +1,4 @@
-// `rankd seed`: writes the demo data set of spec/DATA.md into a Redis server
+// `rankd seed`: writes the demo data set (docs/data.md) into a Redis server
 // (src/redis/seed.h), deterministic for --seed, refusing a non-empty database unless
 // --flush. Prints one summary line.
 //

@@ -1,4 +1,4 @@
-// The IO tasks' specs (spec/PLAN.md task table, spec/DATA.md types). Their runs live in
+// The IO tasks' specs (docs/plan.md task table, docs/data.md types). Their runs live in
 // io_tasks.cc; until installed they fail with `unavailable`.
 #include "tasks/schemas.h"
 #include "tasks/task.h"

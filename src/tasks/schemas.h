@@ -1,4 +1,4 @@
-// Column types that tasks produce (spec/PLAN.md task table, spec/DATA.md field types)
+// Column types that tasks produce (docs/plan.md task table, docs/data.md field types)
 // and the output-schema helpers the task specs share. Pure functions: any thread.
 #pragma once
 
@@ -9,13 +9,13 @@
 
 namespace rankd {
 
-// Type of an item:{id} hash field as a column (DATA.md), or nullopt if not a field.
+// Type of an item:{id} hash field as a column (docs/data.md), or nullopt if not a field.
 std::optional<ColumnType> ItemFieldType(std::string_view field);
-// Type of a user:{uid} hash field as a column (DATA.md), or nullopt.
+// Type of a user:{uid} hash field as a column (docs/data.md), or nullopt.
 std::optional<ColumnType> UserFieldType(std::string_view field);
-// The item fields, in DATA.md order (the allowed values of features.fields).
+// The item fields, in docs/data.md's table order (the allowed values of features.fields).
 const std::vector<std::string>& ItemFields();
-// The user fields, in DATA.md order (viewer's columns after id).
+// The user fields, in docs/data.md's table order (viewer's columns after id).
 const std::vector<std::string>& UserFields();
 
 // Output = the first input's columns, or just `id` when the op has no input.

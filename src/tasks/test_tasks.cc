@@ -1,4 +1,4 @@
-// Tasks without IO for tests and benchmarks (spec/PLAN.md): fixed_source, sleep, busy_cpu.
+// Tasks without IO for tests and benchmarks (docs/plan.md): fixed_source, sleep, busy_cpu.
 #include <chrono>
 
 #include "core/awaitables.h"

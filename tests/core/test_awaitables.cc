@@ -19,7 +19,7 @@ struct Fixture {
   ThreadPool pool{2};
   Fixture() { loop.Start(); }
   ~Fixture() {
-    pool.wait_idle();  // seed 001: drain what posts back before the loop stops
+    pool.wait_idle();  // drain what posts back before the loop stops
     loop.Stop();
   }
 };

@@ -1,9 +1,9 @@
-// libFuzzer's coverage feedback for code built by GCC (DESIGN.md, "Coverage-guided
-// fuzzing"). GCC's -fsanitize-coverage=trace-pc calls __sanitizer_cov_trace_pc() at
-// every basic block, which libFuzzer 14's own definition refuses at run time (it
-// expects clang's trace-pc-guard or inline counters). This one hashes the caller's
-// address into an array of 8-bit counters that it registers as an "inline 8-bit
-// counters" module, which libFuzzer reads after each input: each counter stands for
+// libFuzzer's coverage feedback for code built by GCC (clang cannot compile this code
+// base: docs/fuzzing.md). GCC's -fsanitize-coverage=trace-pc calls
+// __sanitizer_cov_trace_pc() at every basic block, which libFuzzer 14's own definition
+// refuses at run time (it expects clang's trace-pc-guard or inline counters). This one
+// hashes the caller's address into an array of 8-bit counters that it registers as an
+// "inline 8-bit counters" module, which libFuzzer reads after each input: each counter stands for
 // roughly one basic block (collisions merge a few), so libFuzzer's cov/ft numbers count
 // blocks reached. Linked before the engine archive with -Wl,--allow-multiple-definition
 // so that this definition wins. trace-cmp callbacks are libFuzzer's own.

@@ -566,6 +566,52 @@ def _():
     return bad
 
 
+
+# --- the repository stands alone -------------------------------------------------------
+
+# Pointers to material that is not in the repository: the design notes (the numbered
+# seed notes and their folder, the design document) and the contracts' upper-case files,
+# whose in-repo versions are docs/api.md, docs/plan.md and docs/data.md. Written so that
+# no pattern matches this file's own text.
+OUTSIDE_REFS = [
+    (re.compile(r"\.\./shared"), "a path into the folder next to the repository"),
+    (re.compile(r"DESIGN\.md"), "the design document"),
+    (re.compile(r"(?i)\bseeds?/"), "the design notes' folder"),
+    (re.compile(r"(?i)(?<![-\w])seeds? ?0\d\d\b"), "a numbered design note"),
+    (re.compile(r"\b(?:PLAN|DATA|API)\.md"), "an upper-case contract file (use docs/plan.md, docs/data.md, docs/api.md)"),
+]
+
+
+def tracked_files():
+    """Paths of the tracked files (every file but build trees when ROOT is no git checkout)."""
+    r = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], capture_output=True)
+    if r.returncode == 0:
+        return [p for p in r.stdout.decode().split("\0") if p]
+    paths = []
+    for d, dirs, files in os.walk(ROOT):
+        dirs[:] = [x for x in dirs if not x.startswith((".git", "build"))]
+        paths += [os.path.relpath(os.path.join(d, f), ROOT) for f in files]
+    return paths
+
+
+@check("repo: no file refers to design notes or contract files outside it")
+def _():
+    bad = []
+    for rel in tracked_files():
+        if "node_modules" in rel.split("/"):
+            continue
+        try:
+            text = read(rel)
+        except (UnicodeDecodeError, IsADirectoryError, FileNotFoundError):
+            continue  # binary, a submodule, or deleted but not yet committed
+        for n, line in enumerate(text.splitlines(), 1):
+            for pattern, what in OUTSIDE_REFS:
+                m = pattern.search(line)
+                if m:
+                    bad.append(f"{rel}:{n}: {what} ({m.group(0)!r}): state the rule itself or point into docs/")
+    return bad
+
+
 def main():
     if len(sys.argv) > 2 and sys.argv[2] == "--write-plans-configmap":
         with open(os.path.join(ROOT, CONFIGMAP), "w", encoding="utf-8") as f:

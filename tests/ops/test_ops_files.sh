@@ -3,8 +3,8 @@
 # with the rules' unit tests), the Grafana dashboard (JSON, PromQL validity, only
 # metrics rankd exports), every YAML file (python3-yaml), the Kubernetes objects
 # (structure and cross-references), the systemd unit (systemd-analyze verify when
-# present) and the Dockerfile (by reading), and docs/operations.md (every flag and
-# metric). Prints one line per check and `N passed, N failed`; exits 1 on any failure.
+# present) and the Dockerfile (by reading), docs/operations.md (every flag and
+# metric), and that no tracked file refers to material outside the repository. Prints one line per check and `N passed, N failed`; exits 1 on any failure.
 #
 #   tests/ops/test_ops_files.sh [SOURCE_ROOT]
 #   tests/ops/test_ops_files.sh --write-plans-configmap   # regenerate ops/k8s/configmap-plans.yaml

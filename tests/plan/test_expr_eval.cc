@@ -1,4 +1,4 @@
-// Expressions (spec/PLAN.md "Expressions"): types fixed at load, null propagation,
+// Expressions (docs/plan.md, "Expressions"): types fixed at load, null propagation,
 // i64 overflow and f64 domain errors as null, strings, coalesce, if, selections.
 #include <cmath>
 #include <limits>

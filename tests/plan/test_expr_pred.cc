@@ -1,4 +1,4 @@
-// Predicates (spec/PLAN.md "Predicates"): cmp over numbers and strings, and/or/not, in,
+// Predicates (docs/plan.md, "Predicates"): cmp over numbers and strings, and/or/not, in,
 // is_null, regex; Select returns physical rows in logical order.
 #include <limits>
 

@@ -1,4 +1,4 @@
-// The plan loader: every rejection of spec/PLAN.md names the file, the node and the
+// The plan loader: every rejection (docs/plan.md) names the file, the node and the
 // field; a good plan is typed, indexed and wired (successors, in-degrees).
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // The demo-data seeder: deterministic for a seed (compared with DEBUG DIGEST), refuses
-// a non-empty database without --flush, and writes the shape of spec/DATA.md.
+// a non-empty database without --flush, and writes the shape of docs/data.md.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -76,7 +76,7 @@ TEST_CASE("an unreachable Redis is unavailable, naming it") {
   CHECK(r.error().message.find("127.0.0.1:" + std::to_string(server.port())) != std::string::npos);
 }
 
-TEST_CASE("the data has the shape of DATA.md") {
+TEST_CASE("the data has the shape of docs/data.md") {
   RedisServer server;
   REQUIRE(server.Start());
   REQUIRE(SeedDemoData(Small(server, 3)).has_value());
