@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (Flag(argc, argv, i, "--redis", url) || Flag(argc, argv, i, "--ops", ops) ||
         Flag(argc, argv, i, "--batch", batch) || Flag(argc, argv, i, "--concurrency", conc) ||
-        Flag(argc, argv, i, "--connections", conns) || Flag(argc, argv, i, "--list-key", list_key) ||
-        Flag(argc, argv, i, "--hash-key", hash_key))
+        Flag(argc, argv, i, "--connections", conns) ||
+        Flag(argc, argv, i, "--list-key", list_key) || Flag(argc, argv, i, "--hash-key", hash_key))
       continue;
     std::fprintf(stderr, "redis_bench: unknown argument '%s'\n", argv[i]);
     return 2;
@@ -98,12 +98,15 @@ int main(int argc, char** argv) {
   // run that began on fewer connections would not be the load shape it reports.
   const RedisStats& stats = pools.Get("bench")->stats();
   auto connect_until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto all_up = [&] { return Read(stats.connects) >= static_cast<uint64_t>(opts.connections_per_endpoint); };
+  auto all_up = [&] {
+    return Read(stats.connects) >= static_cast<uint64_t>(opts.connections_per_endpoint);
+  };
   while (!all_up() && std::chrono::steady_clock::now() < connect_until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   if (!all_up()) {
     std::fprintf(stderr, "redis_bench: %llu of %d connections up after 10 s\n",
-                 static_cast<unsigned long long>(Read(stats.connects)), opts.connections_per_endpoint);
+                 static_cast<unsigned long long>(Read(stats.connects)),
+                 opts.connections_per_endpoint);
     runtime.Stop();
     return 1;
   }
@@ -130,8 +133,8 @@ int main(int argc, char** argv) {
       "\"batches\": %llu, \"socket_writes\": %llu, \"errors\": %lld, \"batch\": %d, "
       "\"concurrency\": %s, \"connections\": %s}\n",
       commands / secs, commands, static_cast<unsigned long long>(Read(stats.batches)),
-      static_cast<unsigned long long>(Read(stats.socket_writes)), static_cast<long long>(run->errors),
-      run->batch, conc.c_str(), conns.c_str());
+      static_cast<unsigned long long>(Read(stats.socket_writes)),
+      static_cast<long long>(run->errors), run->batch, conc.c_str(), conns.c_str());
   runtime.Stop();
   return run->errors == 0 ? 0 : 1;
 }

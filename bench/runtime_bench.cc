@@ -49,7 +49,8 @@ double RankdPostsPerSec() {
   loop.Start();
   std::atomic<int> ran{0};
   auto t0 = Clock::now();
-  for (int i = 0; i < kPosts; ++i) loop.Post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+  for (int i = 0; i < kPosts; ++i)
+    loop.Post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
   while (ran.load(std::memory_order_acquire) < kPosts) std::this_thread::yield();
   double s = std::chrono::duration<double>(Clock::now() - t0).count();
   loop.Stop();
@@ -88,7 +89,9 @@ double RawPostsPerSec() {
     uv_loop_close(&q.loop);
   });
   while (!ready) std::this_thread::yield();
-  auto bump = [](void* p) { static_cast<RawQueue*>(p)->ran.fetch_add(1, std::memory_order_relaxed); };
+  auto bump = [](void* p) {
+    static_cast<RawQueue*>(p)->ran.fetch_add(1, std::memory_order_relaxed);
+  };
   auto t0 = Clock::now();
   for (int i = 0; i < kPosts; ++i) {
     {
@@ -144,7 +147,8 @@ double RawTimersWallMs() {
   for (auto& t : timers) {
     uv_timer_init(&loop, &t);
     t.data = &done;
-    uv_timer_start(&t, [](uv_timer_t* h) { ++*static_cast<int*>(h->data); }, 1, 0);
+    uv_timer_start(
+        &t, [](uv_timer_t* h) { ++*static_cast<int*>(h->data); }, 1, 0);
   }
   while (done < kTimers) uv_run(&loop, UV_RUN_ONCE);
   double ms = Ms(Clock::now() - t0).count();
@@ -217,8 +221,10 @@ int main() {
   OffloadRoundTripUs(loop, runtime.cpu(), 1000);
   ours.clear();
   for (int r = 0; r < kRounds; ++r) ours.push_back(OffloadRoundTripUs(loop, runtime.cpu(), 10000));
-  std::printf("{\"name\": \"offload_roundtrip\", \"value\": %.3g, \"unit\": \"us\", "
-              "\"note\": \"loop -> CPU worker -> loop, empty job\"}\n", Median(ours));
+  std::printf(
+      "{\"name\": \"offload_roundtrip\", \"value\": %.3g, \"unit\": \"us\", "
+      "\"note\": \"loop -> CPU worker -> loop, empty job\"}\n",
+      Median(ours));
   runtime.Stop();
   return 0;
 }

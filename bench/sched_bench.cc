@@ -88,15 +88,17 @@ int main(int argc, char** argv) {
       double best = 1e300;
       for (int rep = 0; rep < 3; ++rep)  // best of 3: the machine is shared
         best = std::min(best, runtime.Run(Measure(env, *plan, requests)) / (double(requests) * n));
-      std::printf("{\"name\":\"sched_ns_per_node\",\"shape\":\"%s\",\"nodes\":%d,\"value\":%.0f,"
-                  "\"unit\":\"ns\",\"requests\":%d}\n",
-                  shape.c_str(), n, best, requests);
+      std::printf(
+          "{\"name\":\"sched_ns_per_node\",\"shape\":\"%s\",\"nodes\":%d,\"value\":%.0f,"
+          "\"unit\":\"ns\",\"requests\":%d}\n",
+          shape.c_str(), n, best, requests);
       if (n == 10) first = best;
       last = best;
     }
-    std::printf("{\"name\":\"sched_ns_per_node_2000_vs_10\",\"shape\":\"%s\",\"value\":%.0f,"
-                "\"unit\":\"ns\",\"baseline\":%.0f,\"ratio\":%.3f}\n",
-                shape.c_str(), last, first, last / first);
+    std::printf(
+        "{\"name\":\"sched_ns_per_node_2000_vs_10\",\"shape\":\"%s\",\"value\":%.0f,"
+        "\"unit\":\"ns\",\"baseline\":%.0f,\"ratio\":%.3f}\n",
+        shape.c_str(), last, first, last / first);
     std::fflush(stdout);
   }
   runtime.Stop();

@@ -41,8 +41,9 @@ std::pair<double, double> TimePair(const std::function<void()>& ours,
       const auto& f = which == 0 ? ours : base;
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < kItersPerRound; ++i) f();
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-                      .count() / kItersPerRound;
+      double us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+          kItersPerRound;
       (which == 0 ? a : b).push_back(us);
     }
   }
@@ -92,7 +93,8 @@ RowSet MakeRows() {
 
 ColumnTypes TypesOf(const RowSet& rs) {
   ColumnTypes t;
-  for (size_t i = 0; i < rs.num_columns(); ++i) t.cols.emplace_back(rs.column_name(i), rs.column_at(i)->type);
+  for (size_t i = 0; i < rs.num_columns(); ++i)
+    t.cols.emplace_back(rs.column_name(i), rs.column_at(i)->type);
   return t;
 }
 
@@ -123,8 +125,10 @@ Column HandVm(const RowSet& rs, double w) {
     }
     double q = quality.valid(r) ? quality.f64[r] : 0.0;
     double v = std::log1p(double(likes.i64[r])) * w + q * 2 - double(age.i64[r]) / 3600.0;
-    if (Finite(v)) out.f64[r] = v;
-    else out.validity.SetNull(r, rs.physical_rows());
+    if (Finite(v))
+      out.f64[r] = v;
+    else
+      out.validity.SetNull(r, rs.physical_rows());
   }
   return out;
 }
@@ -168,8 +172,10 @@ std::vector<uint32_t> HandSort(const RowSet& rs, const Column& key) {
   keyed.reserve(rs.size());
   for (size_t i = 0; i < rs.size(); ++i) {
     uint32_t r = rs.row(i);
-    if (key.valid(r) && !std::isnan(key.f64[r])) keyed.emplace_back(key.f64[r], uint32_t(i));
-    else nulls.push_back(r);
+    if (key.valid(r) && !std::isnan(key.f64[r]))
+      keyed.emplace_back(key.f64[r], uint32_t(i));
+    else
+      nulls.push_back(r);
   }
   std::sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) {
     return a.first > b.first || (a.first == b.first && a.second < b.second);
@@ -187,7 +193,8 @@ std::vector<uint32_t> FallbackSort(const RowSet& rs, const Column& key) {
   auto mid = std::stable_partition(rows.begin(), rows.end(), [&](uint32_t r) {
     return key.valid(r) && !std::isnan(key.f64[r]);
   });
-  std::stable_sort(rows.begin(), mid, [&](uint32_t a, uint32_t b) { return key.f64[a] > key.f64[b]; });
+  std::stable_sort(rows.begin(), mid,
+                   [&](uint32_t a, uint32_t b) { return key.f64[a] > key.f64[b]; });
   return rows;
 }
 
@@ -251,9 +258,12 @@ int main() {
   if (sort && sort->run_cpu) {
     args = TaskArgs(&sort->params);
     for (size_t i = 0; i < args.size(); ++i) {
-      if (args.spec(i).name == "key") args.at(i) = std::string("score");
-      else if (args.spec(i).name == "order") args.at(i) = std::string("desc");
-      else args.at(i) = args.spec(i).default_value;
+      if (args.spec(i).name == "key")
+        args.at(i) = std::string("score");
+      else if (args.spec(i).name == "order")
+        args.at(i) = std::string("desc");
+      else
+        args.at(i) = args.spec(i).default_value;
     }
     ctx.args = &args;
     ctx.params = &params;

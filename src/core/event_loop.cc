@@ -31,9 +31,9 @@ EventLoop::~EventLoop() {
 }
 
 void EventLoop::DieOffLoopThread(std::source_location where) const {
-  std::fprintf(stderr, "rankd: %s (%s:%u) is for the thread of loop '%s' only, and ran on another\n",
-               where.function_name(), where.file_name(), static_cast<unsigned>(where.line()),
-               name_.c_str());
+  std::fprintf(
+      stderr, "rankd: %s (%s:%u) is for the thread of loop '%s' only, and ran on another\n",
+      where.function_name(), where.file_name(), static_cast<unsigned>(where.line()), name_.c_str());
   std::abort();
 }
 
@@ -148,7 +148,8 @@ void EventLoop::Shutdown() {
     auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWorkGraceMs);
     // The guard timer only bounds the wait: uv_run(ONCE) returns when it fires.
     uv_timer_t* guard = AcquireTimer();
-    uv_timer_start(guard, [](uv_timer_t*) {}, kWorkGraceMs, 0);
+    uv_timer_start(
+        guard, [](uv_timer_t*) {}, kWorkGraceMs, 0);
     while (work_gate_.holders() > 0 && std::chrono::steady_clock::now() < until) {
       uv_run(&loop_, UV_RUN_ONCE);
       RunDeferred();

@@ -146,7 +146,7 @@ class EventLoop {
   void RunPosted();
   void RunDeferred();
   void RunNextTurn();
-  void Shutdown();  // loop thread: final drain, hooks, close handles
+  void Shutdown();        // loop thread: final drain, hooks, close handles
   void DiscardRefused();  // loop thread: destroys callables Post refused while Stopping
   static void OnAsync(uv_async_t* a);
   static void OnCheck(uv_check_t* c);
@@ -165,16 +165,16 @@ class EventLoop {
   std::condition_variable life_cv_;
   std::atomic<bool> async_ready_{false};
 
-  alignas(64) SpinLock queue_mu_;  // held for a push or a swap only
-  std::vector<LoopCallback> queue_;  // guarded by queue_mu_
-  std::vector<LoopCallback> refused_;  // guarded by queue_mu_: refused while Stopping
+  alignas(64) SpinLock queue_mu_;                // held for a push or a swap only
+  std::vector<LoopCallback> queue_;              // guarded by queue_mu_
+  std::vector<LoopCallback> refused_;            // guarded by queue_mu_: refused while Stopping
   alignas(64) std::vector<LoopCallback> batch_;  // loop thread: the queue being run
   std::atomic<bool> stop_requested_{false};
 
   uv_loop_t loop_{};
   uv_async_t async_{};
   uv_check_t check_{};
-  uv_idle_t idle_{};  // active while Defer or NextTurn work waits: poll must not block
+  uv_idle_t idle_{};        // active while Defer or NextTurn work waits: poll must not block
   uv_prepare_t prepare_{};  // starts the turn's budget
   std::vector<std::function<void()>> deferred_;
   std::vector<std::function<void()>> deferred_spare_;
@@ -184,7 +184,7 @@ class EventLoop {
   uint64_t turn_budget_ns_ = kDefaultTurnBudgetUs * 1000;
   bool turn_started_by_next_turn_ = false;
   TimerQueue timers_;
-  std::vector<uv_timer_t*> all_timers_;   // owned; closed at shutdown
+  std::vector<uv_timer_t*> all_timers_;  // owned; closed at shutdown
   std::vector<uv_timer_t*> free_timers_;
   std::vector<std::function<void()>> shutdown_hooks_;
   WorkGate work_gate_;

@@ -27,21 +27,29 @@ const char* LevelName(LogLevel l) {
 void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
 
 bool ParseLogLevel(std::string_view name, LogLevel* out) {
-  if (name == "error") *out = LogLevel::kError;
-  else if (name == "warn") *out = LogLevel::kWarn;
-  else if (name == "info") *out = LogLevel::kInfo;
-  else if (name == "debug") *out = LogLevel::kDebug;
-  else return false;
+  if (name == "error")
+    *out = LogLevel::kError;
+  else if (name == "warn")
+    *out = LogLevel::kWarn;
+  else if (name == "info")
+    *out = LogLevel::kInfo;
+  else if (name == "debug")
+    *out = LogLevel::kDebug;
+  else
+    return false;
   return true;
 }
 
-bool LogEnabled(LogLevel level) { return static_cast<int>(level) <= g_level.load(std::memory_order_relaxed); }
+bool LogEnabled(LogLevel level) {
+  return static_cast<int>(level) <= g_level.load(std::memory_order_relaxed);
+}
 
 void Log(LogLevel level, std::string_view msg) {
   if (!LogEnabled(level)) return;
   auto now = std::chrono::system_clock::now();
   auto secs = std::chrono::system_clock::to_time_t(now);
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char head[64];

@@ -112,7 +112,8 @@ class OffloadCpuWithTimeout {
   using Out = typename detail::Flatten<R>::type;
 
   OffloadCpuWithTimeout(EventLoop& loop, ThreadPool& pool, uint64_t timeout_ms, F fn)
-      : pool_(pool), fn_(std::make_shared<F>(std::move(fn))),
+      : pool_(pool),
+        fn_(std::make_shared<F>(std::move(fn))),
         st_(std::make_shared<detail::RaceState<R>>()) {
     st_->loop = &loop;
     st_->timeout_ms = timeout_ms;

@@ -16,7 +16,8 @@ ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
 }
 
 uint32_t ColumnBuilder::Code(std::string_view s) {
-  auto [it, inserted] = codes_.try_emplace(std::string(s), static_cast<uint32_t>(dict_->values.size()));
+  auto [it, inserted] =
+      codes_.try_emplace(std::string(s), static_cast<uint32_t>(dict_->values.size()));
   if (inserted) dict_->values.emplace_back(s);
   return it->second;
 }

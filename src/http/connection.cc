@@ -331,8 +331,8 @@ void Connection::Shutdown() {
   // Our FIN first, then read-and-discard until the client's: closing with unread
   // input would send a reset that can destroy the response before it is read.
   Enter(Phase::kShuttingDown);
-  if (uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&tcp_),
-                  &Connection::OnShutdown) < 0)
+  if (uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&tcp_), &Connection::OnShutdown) <
+      0)
     CloseNow();
 }
 
@@ -353,16 +353,13 @@ void Connection::UpdateReading() {
   bool want = false;
   switch (phase_) {
     case Phase::kReceiving:
-    case Phase::kHandlerPending:
-      want = OpenWantsInput();
-      break;
+    case Phase::kHandlerPending: want = OpenWantsInput(); break;
     case Phase::kClosing:
     case Phase::kShuttingDown:
     case Phase::kLinger:
       want = !peer_eof_;  // discard what the client still sends
       break;
-    case Phase::kClosed:
-      break;
+    case Phase::kClosed: break;
   }
   if (want == reading_) return;
   auto* s = reinterpret_cast<uv_stream_t*>(&tcp_);
@@ -462,11 +459,8 @@ void Connection::Expire(TimerMode mode) {
       CloseNow();
       break;
     case TimerMode::kCloseWait:
-    case TimerMode::kLinger:
-      CloseNow();
-      break;
-    case TimerMode::kNone:
-      break;
+    case TimerMode::kLinger: CloseNow(); break;
+    case TimerMode::kNone: break;
   }
 }
 

@@ -92,9 +92,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // parse one step even when the loop turn is over budget (see Unpark).
   void Settle(bool must_progress = false);
   void ParseWaiting(bool& must_progress);  // Settle's first half: buffered input, end of stream
-  bool Flush();  // true when output went out at once (parsing may go on)
-  void Shutdown();  // our FIN (kClosing, all output sent)
-  void OnClientReading();  // output left: the client reads, its timers restart
+  bool Flush();                            // true when output went out at once (parsing may go on)
+  void Shutdown();                         // our FIN (kClosing, all output sent)
+  void OnClientReading();                  // output left: the client reads, its timers restart
   void UpdateReading();
   bool OpenWantsInput();  // UpdateReading for an open connection (records why not)
   void UpdateTimer();

@@ -41,8 +41,7 @@ class ConnectionEvents {
 };
 
 struct ConnectionContext {
-  ConnectionContext(EventLoop& loop, HttpOptions options, Handler handler,
-                    ConnectionEvents& events)
+  ConnectionContext(EventLoop& loop, HttpOptions options, Handler handler, ConnectionEvents& events)
       : loop(loop),
         options(std::move(options)),
         handler(std::move(handler)),

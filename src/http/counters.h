@@ -11,14 +11,14 @@ namespace rankd::http {
 
 // Why the layer itself rejected a request (each answers an error and closes).
 enum class RejectKind : uint8_t {
-  kMalformed,         // llhttp flagged the bytes (400)
-  kBareCr,            // CR not followed by LF in the head (400)
-  kFoldedHeader,      // obsolete line folding (400)
+  kMalformed,                         // llhttp flagged the bytes (400)
+  kBareCr,                            // CR not followed by LF in the head (400)
+  kFoldedHeader,                      // obsolete line folding (400)
   kContentLengthAndTransferEncoding,  // both framing headers (400)
   kDuplicateContentLength,            // (400)
-  kHeadTooLarge,      // head over max_head_bytes (431)
-  kBodyTooLarge,      // body over max_body_bytes (413)
-  kReadTimeout,       // head + body slower than read_timeout_ms (408)
+  kHeadTooLarge,                      // head over max_head_bytes (431)
+  kBodyTooLarge,                      // body over max_body_bytes (413)
+  kReadTimeout,                       // head + body slower than read_timeout_ms (408)
   kTransferEncodingHttp10,  // Transfer-Encoding in an HTTP/1.0 request (400, RFC 9112 §6.1)
   kCount,
 };
@@ -60,17 +60,17 @@ constexpr std::string_view LimitKindName(LimitKind k) {
 }
 
 struct HttpCounters {
-  uint64_t connections_open = 0;      // gauge
+  uint64_t connections_open = 0;  // gauge
   uint64_t connections_accepted = 0;
-  uint64_t accept_paused = 0;         // times the listener hit max_connections
-  uint64_t idle_timeouts = 0;         // keep-alive connections closed for idleness
-  uint64_t requests = 0;              // handed to the handler
-  uint64_t responses = 0;             // queued, including the layer's own errors
-  uint64_t parked_reads = 0;          // input left for the next loop turn (turn budget)
+  uint64_t accept_paused = 0;  // times the listener hit max_connections
+  uint64_t idle_timeouts = 0;  // keep-alive connections closed for idleness
+  uint64_t requests = 0;       // handed to the handler
+  uint64_t responses = 0;      // queued, including the layer's own errors
+  uint64_t parked_reads = 0;   // input left for the next loop turn (turn budget)
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
-  uint64_t buffered_input = 0;        // gauge: unparsed input bytes held (shard budget)
-  uint64_t unsent = 0;                // gauge: response bytes not yet taken by clients
+  uint64_t buffered_input = 0;  // gauge: unparsed input bytes held (shard budget)
+  uint64_t unsent = 0;          // gauge: response bytes not yet taken by clients
   std::array<uint64_t, static_cast<size_t>(RejectKind::kCount)> rejects{};
   std::array<uint64_t, static_cast<size_t>(LimitKind::kCount)> limits{};
 

@@ -46,9 +46,9 @@ Status CheckPortFree(std::string_view host, int port) {
   int err = errno;
   ::close(fd);
   if (rc != 0) {
-    return Fail(Error::Internal("port " + std::to_string(port) + " on " + h +
-                                " is already in use by another socket (bind: " +
-                                std::strerror(err) + ")"));
+    return Fail(
+        Error::Internal("port " + std::to_string(port) + " on " + h +
+                        " is already in use by another socket (bind: " + std::strerror(err) + ")"));
   }
   return {};
 }
@@ -65,8 +65,8 @@ Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions o
   l->self_ = l;
   if (int rc = l->Bind(); rc < 0) {
     const HttpOptions& opt = l->ctx_.options;
-    std::string msg = "http: cannot listen on " + opt.host + ":" + std::to_string(opt.port) +
-                      ": " + uv_strerror(rc);
+    std::string msg = "http: cannot listen on " + opt.host + ":" + std::to_string(opt.port) + ": " +
+                      uv_strerror(rc);
     l->CloseListenSocket();
     l->MaybeFinished();  // when the handle never opened, nothing else releases self_
     return Fail(Error::Internal(std::move(msg)));
@@ -109,15 +109,14 @@ int Listener::Bind() {
   rc = uv_tcp_bind(&listen_, reinterpret_cast<const sockaddr*>(&addr), 0);
   if (rc < 0) return rc;
   // uv_tcp_bind may defer EADDRINUSE to uv_listen.
-  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listen_), opt.backlog,
-                 &Listener::OnConnection);
+  rc = uv_listen(reinterpret_cast<uv_stream_t*>(&listen_), opt.backlog, &Listener::OnConnection);
   if (rc < 0) return rc;
   sockaddr_storage ss{};
   int len = sizeof(ss);
   rc = uv_tcp_getsockname(&listen_, reinterpret_cast<sockaddr*>(&ss), &len);
   if (rc < 0) return rc;
   port_ = ntohs(ss.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port
-                                          : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+                                         : reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
   return 0;
 }
 

@@ -92,9 +92,9 @@ class Listener : public std::enable_shared_from_this<Listener>, private Connecti
 
   uv_tcp_t listen_{};
   int port_ = 0;
-  bool listen_open_ = false;     // uv handle initialised and not yet closed
+  bool listen_open_ = false;  // uv handle initialised and not yet closed
   bool listen_closing_ = false;
-  bool accept_paused_ = false;   // libuv holds one accepted fd we have not taken
+  bool accept_paused_ = false;  // libuv holds one accepted fd we have not taken
   std::function<void()> on_drained_;
 
   // Connections are owned here (Responders only hold weak references); each knows its

@@ -24,12 +24,12 @@ struct Request {
   std::string_view method;  // "GET", "POST", ...: static strings from llhttp
   std::string target;       // the raw request-target, e.g. "/rank?x=1"
   std::vector<RequestHeader> headers;
-  std::string body;         // de-chunked
-  std::string request_id;   // echoed from X-Request-Id when valid, else generated
-  bool keep_alive = true;   // the client's wish; the response may still close (drain)
+  std::string body;        // de-chunked
+  std::string request_id;  // echoed from X-Request-Id when valid, else generated
+  bool keep_alive = true;  // the client's wish; the response may still close (drain)
   uint8_t http_major = 1;
   uint8_t http_minor = 1;
-  TimePoint read_done{};    // when the last byte of the request was parsed
+  TimePoint read_done{};  // when the last byte of the request was parsed
 
   // The target up to '?', and what follows it (without the '?').
   std::string_view path() const;

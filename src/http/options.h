@@ -9,12 +9,12 @@ namespace rankd::http {
 
 struct HttpOptions {
   std::string host = "0.0.0.0";
-  int port = 8080;                   // 0: an ephemeral port (see Listener::port)
+  int port = 8080;  // 0: an ephemeral port (see Listener::port)
   int backlog = 511;
-  uint32_t shard_id = 0;             // only for generated request ids
+  uint32_t shard_id = 0;  // only for generated request ids
 
-  size_t max_connections = 10000;    // per listener; accepting pauses at the cap
-  size_t max_head_bytes = 16 * 1024; // request line + headers (and, separately, trailers)
+  size_t max_connections = 10000;     // per listener; accepting pauses at the cap
+  size_t max_head_bytes = 16 * 1024;  // request line + headers (and, separately, trailers)
   size_t max_body_bytes = 1 << 20;
   uint64_t read_timeout_ms = 10000;  // from a request's first byte to its last
   uint64_t idle_timeout_ms = 60000;  // keep-alive connection with nothing to do

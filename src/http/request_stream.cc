@@ -86,11 +86,11 @@ size_t RequestStream::VetLines(const char* seg, size_t len, std::optional<Refusa
     const void* lf = std::memchr(line, '\n', rest);
     size_t l = lf ? static_cast<size_t>(static_cast<const char*>(lf) - line) + 1 : rest;
     if (head_bytes_ + l > opt_.max_head_bytes) {
-      refused.emplace(RejectKind::kHeadTooLarge,
-                      Error{ErrorCode::kHeadersTooLarge,
-                            (phase_ == Phase::kTrailer ? "request trailers over "
-                                                       : "request head over ") +
-                                std::to_string(opt_.max_head_bytes) + " bytes"});
+      refused.emplace(
+          RejectKind::kHeadTooLarge,
+          Error{ErrorCode::kHeadersTooLarge,
+                (phase_ == Phase::kTrailer ? "request trailers over " : "request head over ") +
+                    std::to_string(opt_.max_head_bytes) + " bytes"});
       break;
     }
     head_bytes_ += l;
@@ -189,7 +189,8 @@ int RequestStream::OnHeaderFieldComplete(llhttp_t* p) {
   const std::string& name = m.req.headers.back().name;
   if (EqualsIgnoreCase(name, "content-length")) {
     if (m.seen_content_length) {
-      s->Fail(RejectKind::kDuplicateContentLength, Error::BadRequest("duplicate Content-Length header"));
+      s->Fail(RejectKind::kDuplicateContentLength,
+              Error::BadRequest("duplicate Content-Length header"));
       return -1;
     }
     if (m.seen_transfer_encoding) {

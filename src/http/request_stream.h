@@ -106,8 +106,9 @@ class RequestStream {
   // empty line that ends the section (or the end of the data): their length. A line
   // refused leaves its verdict in `refused`.
   size_t VetLines(const char* data, size_t n, std::optional<Refusal>& refused);
-  bool VetsLines() const { return phase_ == Phase::kIdle || phase_ == Phase::kHead ||
-                                  phase_ == Phase::kTrailer; }
+  bool VetsLines() const {
+    return phase_ == Phase::kIdle || phase_ == Phase::kHead || phase_ == Phase::kTrailer;
+  }
 
   static RequestStream* Self(llhttp_t* p) { return static_cast<RequestStream*>(p->data); }
   static int OnMessageBegin(llhttp_t* p);

@@ -38,9 +38,7 @@ std::string_view ReasonPhrase(int status) {
 
 namespace {
 
-bool HasCrOrLf(std::string_view s) {
-  return s.find_first_of("\r\n") != std::string_view::npos;
-}
+bool HasCrOrLf(std::string_view s) { return s.find_first_of("\r\n") != std::string_view::npos; }
 
 void AppendHeader(std::string& out, std::string_view name, std::string_view value) {
   out.append(name);

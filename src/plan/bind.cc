@@ -54,8 +54,7 @@ std::optional<Value> Coerce(const Value& v, ParamKind kind) {
     case ParamKind::kStr:
       if (auto* s = std::get_if<std::string>(&v)) out.emplace(std::in_place_type<std::string>, *s);
       break;
-    default:
-      break;  // lists, column names and table ids are literals only
+    default: break;  // lists, column names and table ids are literals only
   }
   return out;
 }
@@ -130,8 +129,8 @@ Result<TaskArgs> ResolveArgs(const Plan& plan, const PlanNode& node, const Param
     // The loader checked the declared type against the parameter's kind.
     auto arg = Coerce(values[r.decl], spec.kind);
     if (!arg)
-      return Fail(Error::Internal("node '" + node.id + "': params." + spec.name +
-                                  ": param '" + d.name + "' has the wrong type"));
+      return Fail(Error::Internal("node '" + node.id + "': params." + spec.name + ": param '" +
+                                  d.name + "' has the wrong type"));
     std::string bad = CheckArg(spec, *arg);
     if (!bad.empty())
       return Fail(Error::InvalidParam("params." + d.name + ": " + bad + " for node '" + node.id +

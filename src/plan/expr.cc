@@ -140,29 +140,32 @@ class ProgramPred final : public CompiledPred {
     const bool scalar = p_.regs[p_.result].scalar;
     std::vector<uint32_t> out(in.size());
     size_t kept = 0;
-    bool done = expr::RunProgram(
-        p_, in, params, lease.frame(), cancelled, [&](size_t begin, size_t n, const Slot& s) {
-          // Locals, not the captured vector and count: the loops then keep them in
-          // registers (measured: 8% of the filter bench).
-          const uint8_t* m = s.m;
-          uint32_t* o = out.data();
-          size_t w = kept;
-          // Branch-free compaction: write every row, advance only past kept ones.
-          if (sel) {
-            const uint32_t* rows = sel->data() + begin;
-            if (scalar)
-              for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[0];
-            else
-              for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[k];
-          } else {
-            uint32_t row = static_cast<uint32_t>(begin);
-            if (scalar)
-              for (size_t k = 0; k < n; ++k) o[w] = row + static_cast<uint32_t>(k), w += m[0];
-            else
-              for (size_t k = 0; k < n; ++k) o[w] = row + static_cast<uint32_t>(k), w += m[k];
-          }
-          kept = w;
-        });
+    bool done = expr::RunProgram(p_, in, params, lease.frame(), cancelled,
+                                 [&](size_t begin, size_t n, const Slot& s) {
+                                   // Locals, not the captured vector and count: the loops then keep
+                                   // them in registers (measured: 8% of the filter bench).
+                                   const uint8_t* m = s.m;
+                                   uint32_t* o = out.data();
+                                   size_t w = kept;
+                                   // Branch-free compaction: write every row, advance only past
+                                   // kept ones.
+                                   if (sel) {
+                                     const uint32_t* rows = sel->data() + begin;
+                                     if (scalar)
+                                       for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[0];
+                                     else
+                                       for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[k];
+                                   } else {
+                                     uint32_t row = static_cast<uint32_t>(begin);
+                                     if (scalar)
+                                       for (size_t k = 0; k < n; ++k)
+                                         o[w] = row + static_cast<uint32_t>(k), w += m[0];
+                                     else
+                                       for (size_t k = 0; k < n; ++k)
+                                         o[w] = row + static_cast<uint32_t>(k), w += m[k];
+                                   }
+                                   kept = w;
+                                 });
     if (!done) return std::nullopt;
     out.resize(kept);
     return out;

@@ -60,8 +60,7 @@ class CompiledPred {
   // The physical indices of the logical rows of `in` where the predicate is true, in
   // logical order (ready to be the selection vector of the filtered row set). Polls
   // `cancelled` like Evaluate; nullopt once it said true.
-  virtual std::optional<std::vector<uint32_t>> Select(const RowSet& in,
-                                                      const ParamValues& params,
+  virtual std::optional<std::vector<uint32_t>> Select(const RowSet& in, const ParamValues& params,
                                                       const CancelCheck& cancelled = {}) const = 0;
 };
 

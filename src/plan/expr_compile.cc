@@ -1,5 +1,7 @@
 // Parser and type checker of expr_table / pred_table entries (docs/plan.md), emitting the
 // register program of expr_program.h. Runs at plan load only; per-row work is elsewhere.
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,8 +11,6 @@
 #include <unordered_map>
 
 #include "plan/expr_program.h"
-
-#include <simdjson.h>
 
 namespace rankd::expr {
 
@@ -169,8 +169,7 @@ class Compiler {
   }
   VType Type(Reg r) const { return p_.regs[r].type; }
   bool Scalar(Reg r) const { return p_.regs[r].scalar; }
-  Reg Emit(Op op, VType t, bool scalar, Reg a = 0, Reg b = 0, Reg c = 0,
-                uint32_t aux = 0) {
+  Reg Emit(Op op, VType t, bool scalar, Reg a = 0, Reg b = 0, Reg c = 0, uint32_t aux = 0) {
     auto out = static_cast<Reg>(p_.regs.size());  // < 4 * kMaxExprNodes + a few
     p_.regs.push_back({t, scalar});
     p_.code.push_back({op, out, a, b, c, aux});
@@ -240,7 +239,8 @@ Result<Reg> Compiler::Expr(dom::element e, const std::string& path) {
   if (auto err = node.Check(path)) return Fail(std::move(*err));
   dom::object obj;
   if (e.get_object().get(obj))
-    return Fail(Err(path, "expected an expression object ({\"const\"|\"key\"|\"param\"|\"op\": ...})"));
+    return Fail(
+        Err(path, "expected an expression object ({\"const\"|\"key\"|\"param\"|\"op\": ...})"));
   dom::element op;
   if (!obj.at_key("op").get(op)) {
     std::string_view name;
@@ -270,8 +270,7 @@ Result<Reg> Compiler::Leaf(dom::object obj, const std::string& path) {
     if (!ct) return Null(VType::kNull);
     VType t = FromColumnType(*ct);
     p_.columns.push_back({std::string(name), t});
-    Reg r = Emit(Op::kLoadColumn, t, false, 0, 0, 0,
-                      static_cast<uint32_t>(p_.columns.size() - 1));
+    Reg r = Emit(Op::kLoadColumn, t, false, 0, 0, 0, static_cast<uint32_t>(p_.columns.size() - 1));
     column_regs_.emplace(std::string(name), r);
     return r;
   }
@@ -285,8 +284,7 @@ Result<Reg> Compiler::Leaf(dom::object obj, const std::string& path) {
   return Fail(Err(path, "expected one of \"const\", \"key\", \"param\", \"op\""));
 }
 
-Result<Reg> Compiler::Operation(dom::object obj, std::string_view name,
-                                     const std::string& path) {
+Result<Reg> Compiler::Operation(dom::object obj, std::string_view name, const std::string& path) {
   const OpInfo* info = nullptr;
   for (const auto& o : kExprOps)
     if (o.name == name) info = &o;
@@ -342,8 +340,8 @@ Result<Reg> Compiler::Operation(dom::object obj, std::string_view name,
     case ExprOp::kPow: {
       for (size_t k = 0; k < regs.size(); ++k)
         if (!IsNumeric(Type(regs[k])) && Type(regs[k]) != VType::kNull)
-          return Fail(Err(path, opname + " needs numbers but " + Index("args", k + first) +
-                                    " is " + std::string(VTypeName(Type(regs[k])))));
+          return Fail(Err(path, opname + " needs numbers but " + Index("args", k + first) + " is " +
+                                    std::string(VTypeName(Type(regs[k])))));
       VType t = (info->kind == ExprOp::kArith || info->kind == ExprOp::kUnary) && !any_f64
                     ? VType::kI64
                     : VType::kF64;
@@ -459,13 +457,20 @@ Result<Reg> Compiler::Compare(dom::object obj, const std::string& path) {
   if (obj.at_key("cmp").get_string().get(cmp))
     return Fail(Err(path, "op 'cmp' needs a string \"cmp\""));
   CmpOp c;
-  if (cmp == "==") c = CmpOp::kEq;
-  else if (cmp == "!=") c = CmpOp::kNe;
-  else if (cmp == "<") c = CmpOp::kLt;
-  else if (cmp == "<=") c = CmpOp::kLe;
-  else if (cmp == ">") c = CmpOp::kGt;
-  else if (cmp == ">=") c = CmpOp::kGe;
-  else return Fail(Err(path, "unknown cmp '" + std::string(cmp) + "' (== != < <= > >=)"));
+  if (cmp == "==")
+    c = CmpOp::kEq;
+  else if (cmp == "!=")
+    c = CmpOp::kNe;
+  else if (cmp == "<")
+    c = CmpOp::kLt;
+  else if (cmp == "<=")
+    c = CmpOp::kLe;
+  else if (cmp == ">")
+    c = CmpOp::kGt;
+  else if (cmp == ">=")
+    c = CmpOp::kGe;
+  else
+    return Fail(Err(path, "unknown cmp '" + std::string(cmp) + "' (== != < <= > >=)"));
   dom::element lhs, rhs;
   if (obj.at_key("lhs").get(lhs) || obj.at_key("rhs").get(rhs))
     return Fail(Err(path, "op 'cmp' needs \"lhs\" and \"rhs\""));

@@ -170,16 +170,26 @@ void Runner::Exec(const Instr& ins) {
       out.v = a.v;  // same rows valid; validity buffers are never written after creation
       return;
     }
-    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kPow:
-      return Arith(ins);
-    case Op::kMin: case Op::kMax:
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kPow: return Arith(ins);
+    case Op::kMin:
+    case Op::kMax:
       if (StorageOf(T(ins.out)) == Storage::kStr) return MinMaxStr(ins);
       return Arith(ins);
-    case Op::kNeg: case Op::kAbs: case Op::kLog: case Op::kLog1p: case Op::kExp: case Op::kSqrt:
-      return Unary(ins);
-    case Op::kCoalesce: case Op::kIf: return CoalesceOrIf(ins);
+    case Op::kNeg:
+    case Op::kAbs:
+    case Op::kLog:
+    case Op::kLog1p:
+    case Op::kExp:
+    case Op::kSqrt: return Unary(ins);
+    case Op::kCoalesce:
+    case Op::kIf: return CoalesceOrIf(ins);
     case Op::kCmp: return Cmp(ins);
-    case Op::kAnd: case Op::kOr: {
+    case Op::kAnd:
+    case Op::kOr: {
       size_t n = Len(ins.out);
       uint8_t* m = Alloc(out.own_m, n);
       const uint8_t* a = S(ins.a).m;
@@ -231,7 +241,10 @@ void Runner::LoadColumn(const Instr& ins) {
     std::memset(v, 0, n);
     out.v = v;
     switch (StorageOf(t)) {
-      case Storage::kF64: out.f = Alloc(out.own_f, n); std::fill_n(out.own_f.get(), n, 0.0); break;
+      case Storage::kF64:
+        out.f = Alloc(out.own_f, n);
+        std::fill_n(out.own_f.get(), n, 0.0);
+        break;
       case Storage::kStr: {
         out.c = Alloc(out.own_c, n);
         std::fill_n(out.own_c.get(), n, 0u);
@@ -240,7 +253,10 @@ void Runner::LoadColumn(const Instr& ins) {
         out.dict = empty;
         break;
       }
-      default: out.i = Alloc(out.own_i, n); std::fill_n(out.own_i.get(), n, int64_t{0}); break;
+      default:
+        out.i = Alloc(out.own_i, n);
+        std::fill_n(out.own_i.get(), n, int64_t{0});
+        break;
     }
     return;
   }
@@ -293,9 +309,12 @@ void Runner::LoadScalar(Slot& out, VType t, const Value& v) {
     case Storage::kF64: {
       double* f = Alloc(out.own_f, 1);
       out.f = f;
-      if (auto* d = std::get_if<double>(&v)) f[0] = *d;
-      else if (auto* i = std::get_if<int64_t>(&v)) f[0] = static_cast<double>(*i);
-      else f[0] = 0, valid[0] = 0;
+      if (auto* d = std::get_if<double>(&v))
+        f[0] = *d;
+      else if (auto* i = std::get_if<int64_t>(&v))
+        f[0] = static_cast<double>(*i);
+      else
+        f[0] = 0, valid[0] = 0;
       return;
     }
     case Storage::kStr: {
@@ -314,8 +333,10 @@ void Runner::LoadScalar(Slot& out, VType t, const Value& v) {
       int64_t* i = Alloc(out.own_i, 1);
       out.i = i;
       if (t == VType::kBool) {
-        if (auto* b = std::get_if<bool>(&v)) i[0] = *b ? 1 : 0;
-        else i[0] = 0, valid[0] = 0;
+        if (auto* b = std::get_if<bool>(&v))
+          i[0] = *b ? 1 : 0;
+        else
+          i[0] = 0, valid[0] = 0;
       } else if (auto* x = std::get_if<int64_t>(&v)) {
         i[0] = *x;
       } else {
@@ -421,20 +442,28 @@ void Runner::Broadcast(Reg r, Slot& tmp, const Slot*& view) {
   std::fill_n(v, n, s.v ? s.v[0] : uint8_t{1});
   tmp.v = v;
   switch (StorageOf(T(r))) {
-    case Storage::kI64: tmp.i = Alloc(tmp.own_i, n); std::fill_n(tmp.own_i.get(), n, s.i[0]); break;
-    case Storage::kF64: tmp.f = Alloc(tmp.own_f, n); std::fill_n(tmp.own_f.get(), n, s.f[0]); break;
+    case Storage::kI64:
+      tmp.i = Alloc(tmp.own_i, n);
+      std::fill_n(tmp.own_i.get(), n, s.i[0]);
+      break;
+    case Storage::kF64:
+      tmp.f = Alloc(tmp.own_f, n);
+      std::fill_n(tmp.own_f.get(), n, s.f[0]);
+      break;
     case Storage::kStr:
       tmp.c = Alloc(tmp.own_c, n);
       std::fill_n(tmp.own_c.get(), n, s.c[0]);
       tmp.dict = s.dict;
       break;
-    case Storage::kMask: tmp.m = Alloc(tmp.own_m, n); std::fill_n(tmp.own_m.get(), n, s.m[0]); break;
+    case Storage::kMask:
+      tmp.m = Alloc(tmp.own_m, n);
+      std::fill_n(tmp.own_m.get(), n, s.m[0]);
+      break;
   }
   view = &tmp;
 }
 
-const uint32_t* Runner::UnifyDicts(Reg ra, Reg rb, Slot& out,
-                                   Scratch<uint32_t>& tmp) {
+const uint32_t* Runner::UnifyDicts(Reg ra, Reg rb, Slot& out, Scratch<uint32_t>& tmp) {
   const Slot& a = S(ra);
   const Slot& b = S(rb);
   if (a.dict == b.dict) {
@@ -611,8 +640,11 @@ void Runner::CmpStr(const Instr& ins) {
   Reg ra = ins.a, rb = ins.b;
   if (Sc(ra) && !Sc(rb)) {
     std::swap(ra, rb);
-    op = op == CmpOp::kLt ? CmpOp::kGt : op == CmpOp::kGt ? CmpOp::kLt
-       : op == CmpOp::kLe ? CmpOp::kGe : op == CmpOp::kGe ? CmpOp::kLe : op;
+    op = op == CmpOp::kLt   ? CmpOp::kGt
+         : op == CmpOp::kGt ? CmpOp::kLt
+         : op == CmpOp::kLe ? CmpOp::kGe
+         : op == CmpOp::kGe ? CmpOp::kLe
+                            : op;
   }
   const Slot& a = S(ra);
   const Slot& b = S(rb);
@@ -651,8 +683,7 @@ void Runner::CmpStr(const Instr& ins) {
       }
       for (size_t k = 0; k < len; ++k) m[k] = a.v[k] & bv & static_cast<uint8_t>(table[a.c[k]]);
     } else {
-      for (size_t k = 0; k < len; ++k)
-        m[k] = a.v[k] & bv & ApplyOrder(op, order(dict[a.c[k]], s));
+      for (size_t k = 0; k < len; ++k) m[k] = a.v[k] & bv & ApplyOrder(op, order(dict[a.c[k]], s));
     }
     return;
   }
@@ -709,8 +740,10 @@ void Runner::In(const Instr& ins) {
                    static_cast<uint8_t>(std::binary_search(values.begin(), values.end(), x[k]));
         }
       };
-      if (StorageOf(T(ins.a)) == Storage::kF64) run(a.f, set.doubles);
-      else run(a.i, set.ints);
+      if (StorageOf(T(ins.a)) == Storage::kF64)
+        run(a.f, set.doubles);
+      else
+        run(a.i, set.ints);
       return;
     }
     case Storage::kMask: return;

@@ -21,8 +21,10 @@ namespace rankd::expr {
 template <class F>
 inline void Dispatch2(bool sa, bool sb, F&& f) {
   if (sa) {
-    if (sb) f.template operator()<true, true>();
-    else f.template operator()<true, false>();
+    if (sb)
+      f.template operator()<true, true>();
+    else
+      f.template operator()<true, false>();
   } else if (sb) {
     f.template operator()<false, true>();
   } else {
@@ -73,7 +75,7 @@ inline int OrderMixed(int64_t a, double b) {
   if (da < b) return -1;
   if (da > b) return 1;
   if (b >= 9223372036854775808.0) return -1;  // a rounded up to 2^63
-  int64_t ib = static_cast<int64_t>(b);      // b is integral here (it equals a double of a)
+  int64_t ib = static_cast<int64_t>(b);       // b is integral here (it equals a double of a)
   return a < ib ? -1 : (a > ib ? 1 : 0);
 }
 
@@ -106,7 +108,8 @@ inline void I64Binary(size_t n, const int64_t* __restrict a, const uint8_t* __re
       uint64_t u = static_cast<uint64_t>(a[ia]) - static_cast<uint64_t>(b[ib]);
       r = static_cast<long long>(u);
       overflow = ((static_cast<uint64_t>(a[ia]) ^ static_cast<uint64_t>(b[ib])) &
-                  (static_cast<uint64_t>(a[ia]) ^ u)) >> 63;
+                  (static_cast<uint64_t>(a[ia]) ^ u)) >>
+                 63;
     }
     if constexpr (O == Op::kMul) overflow = __builtin_mul_overflow(a[ia], b[ib], &r) ? 1 : 0;
     if constexpr (O == Op::kMin) r = a[ia] < b[ib] ? a[ia] : b[ib];

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <re2/re2.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,19 +36,28 @@ enum class Op : uint8_t {
   kLoadNull,    // out <- null of type out (scalar)
   kConstMask,   // out <- aux (0 or 1) (scalar mask)
   kCastF64,     // out <- f64(a), a i64 or bool
-  kAdd, kSub, kMul,  // i64 (overflow -> null) or f64, by out type
-  kDiv,              // f64
-  kMin, kMax,        // i64/bool, f64 or str
-  kNeg, kAbs,        // i64 (overflow -> null) or f64
-  kLog, kLog1p, kExp, kSqrt,  // f64
-  kPow,                       // f64
+  kAdd,
+  kSub,
+  kMul,  // i64 (overflow -> null) or f64, by out type
+  kDiv,  // f64
+  kMin,
+  kMax,  // i64/bool, f64 or str
+  kNeg,
+  kAbs,  // i64 (overflow -> null) or f64
+  kLog,
+  kLog1p,
+  kExp,
+  kSqrt,      // f64
+  kPow,       // f64
   kCoalesce,  // out <- a if valid else b
   kIf,        // out <- mask a ? b : c
   kCmp,       // mask <- a cmp b (aux = CmpOp); a and b of the same storage, or a i64 and b f64
-  kAnd, kOr, kNot,  // masks
-  kIn,        // mask <- a in sets[aux]
-  kIsNull,    // mask <- !valid(a)
-  kRegex,     // mask <- regexes[aux] partially matches a
+  kAnd,
+  kOr,
+  kNot,     // masks
+  kIn,      // mask <- a in sets[aux]
+  kIsNull,  // mask <- !valid(a)
+  kRegex,   // mask <- regexes[aux] partially matches a
 };
 
 enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
@@ -67,18 +77,24 @@ struct Instr {
 template <class F>
 void ForEachOperand(const Instr& in, F&& f) {
   switch (in.op) {
-    case Op::kLoadColumn: case Op::kLoadConst: case Op::kLoadParam: case Op::kLoadNull:
-    case Op::kConstMask:
-      return;
-    case Op::kIf:
-      f(in.a), f(in.b), f(in.c);
-      return;
-    case Op::kAdd: case Op::kSub: case Op::kMul: case Op::kDiv: case Op::kMin: case Op::kMax:
-    case Op::kPow: case Op::kCoalesce: case Op::kCmp: case Op::kAnd: case Op::kOr:
-      f(in.a), f(in.b);
-      return;
-    default:
-      f(in.a);
+    case Op::kLoadColumn:
+    case Op::kLoadConst:
+    case Op::kLoadParam:
+    case Op::kLoadNull:
+    case Op::kConstMask: return;
+    case Op::kIf: f(in.a), f(in.b), f(in.c); return;
+    case Op::kAdd:
+    case Op::kSub:
+    case Op::kMul:
+    case Op::kDiv:
+    case Op::kMin:
+    case Op::kMax:
+    case Op::kPow:
+    case Op::kCoalesce:
+    case Op::kCmp:
+    case Op::kAnd:
+    case Op::kOr: f(in.a), f(in.b); return;
+    default: f(in.a);
   }
 }
 
@@ -97,9 +113,9 @@ struct RegInfo {
 
 // The constant list of an `in` predicate, split by the storage it is compared in.
 struct InSet {
-  std::vector<int64_t> ints;        // for an i64/bool lhs: sorted, exact matches only
-  std::vector<double> doubles;      // for an f64 lhs: sorted
-  std::vector<std::string> strings; // for a str lhs: sorted
+  std::vector<int64_t> ints;         // for an i64/bool lhs: sorted, exact matches only
+  std::vector<double> doubles;       // for an f64 lhs: sorted
+  std::vector<std::string> strings;  // for a str lhs: sorted
 };
 
 struct ColumnRef {
@@ -173,7 +189,7 @@ struct DictMemo {
 struct Frame {
   size_t n = 0;
   std::vector<Slot> slots;
-  Scratch<uint8_t> ones;  // n bytes of 1: the validity of null-free inputs
+  Scratch<uint8_t> ones;                        // n bytes of 1: the validity of null-free inputs
   std::unordered_map<uint32_t, DictMemo> memo;  // by instruction index, for one run
 
   static constexpr size_t kKeepElements = 1 << 16;
@@ -182,8 +198,9 @@ struct Frame {
 
 // Parses and type-checks an expr_table entry (is_pred false) or a pred_table entry
 // (is_pred true) into a program whose result register is an expression value or a mask.
-Result<Program> CompileProgram(const simdjson::dom::element& json, bool is_pred, const ColumnTypes& cols,
-                               const ParamDecls& params, std::string_view where);
+Result<Program> CompileProgram(const simdjson::dom::element& json, bool is_pred,
+                               const ColumnTypes& cols, const ParamDecls& params,
+                               std::string_view where);
 
 // A run goes over the logical rows of its input in blocks of at most kBlockRows: the
 // registers then stay small (cache-resident) and no instruction works more than one

@@ -1,8 +1,7 @@
 #include "plan/loader.h"
 
-#include <sys/stat.h>
-
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -150,7 +149,7 @@ class Loader {
         double x = IsInt(b) ? double(int64_t(b.get_int64())) : double(b.get_double());
         (std::string_view(bound) == "min" ? d.min : d.max) = x;
       }
-      double num = d.type == ColumnType::kI64 ? double(std::get<int64_t>(d.default_value))
+      double num = d.type == ColumnType::kI64   ? double(std::get<int64_t>(d.default_value))
                    : d.type == ColumnType::kF64 ? std::get<double>(d.default_value)
                                                 : 0;
       if ((d.min && num < *d.min) || (d.max && num > *d.max) || (d.min && d.max && *d.min > *d.max))
@@ -178,8 +177,9 @@ class Loader {
         return Fail(w_.Err(pos + ".node_id: missing or not a non-empty string"));
       node.id = std::string(s);
       if (index_.contains(node.id))
-        return Fail(w_.Node(node.id, "node_id", "duplicate node id (also " + 
-                            std::string("nodes[") + std::to_string(index_[node.id]) + "])"));
+        return Fail(w_.Node(node.id, "node_id",
+                            "duplicate node id (also " + std::string("nodes[") +
+                                std::to_string(index_[node.id]) + "])"));
       index_[node.id] = static_cast<uint32_t>(plan.nodes.size());
       for (auto [k, _] : n)
         if (k != "node_id" && k != "op" && k != "inputs" && k != "params" && k != "optional" &&
@@ -200,7 +200,8 @@ class Loader {
         if (!IsInt(f)) return Fail(w_.Node(node.id, "timeout_ms", "must be an integer"));
         t = f.get_int64();
         if (t < 1 || t > 60000)
-          return Fail(w_.Node(node.id, "timeout_ms", std::to_string(t) + " is out of bounds 1..60000"));
+          return Fail(
+              w_.Node(node.id, "timeout_ms", std::to_string(t) + " is out of bounds 1..60000"));
         node.timeout_ms = static_cast<uint64_t>(t);
       }
       plan.nodes.push_back(std::move(node));
@@ -221,7 +222,8 @@ class Loader {
       for (element in : listed) {
         std::string field = "inputs[" + std::to_string(j++) + "]";
         std::string_view s;
-        if (in.get_string().get(s)) return Fail(w_.Node(node.id, field, "must be a node id string"));
+        if (in.get_string().get(s))
+          return Fail(w_.Node(node.id, field, "must be a node id string"));
         auto it = index_.find(std::string(s));
         if (it == index_.end())
           return Fail(w_.Node(node.id, field, "unknown node '" + std::string(s) + "'"));
@@ -230,11 +232,14 @@ class Loader {
       const OpSchema& op = *node.schema;
       size_t have = node.inputs.size();
       if (have < op.min_inputs || have > op.max_inputs) {
-        std::string want = op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
-                           : op.max_inputs == UINT32_MAX ? "at least " + std::to_string(op.min_inputs)
-                           : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
-        return Fail(w_.Node(node.id, "inputs", "op '" + node.op + "' takes " + want +
-                                                   " input(s), got " + std::to_string(have)));
+        std::string want =
+            op.min_inputs == op.max_inputs ? std::to_string(op.min_inputs)
+            : op.max_inputs == UINT32_MAX
+                ? "at least " + std::to_string(op.min_inputs)
+                : std::to_string(op.min_inputs) + " to " + std::to_string(op.max_inputs);
+        return Fail(w_.Node(
+            node.id, "inputs",
+            "op '" + node.op + "' takes " + want + " input(s), got " + std::to_string(have)));
       }
       node.in_degree = static_cast<uint32_t>(have);
       for (uint32_t in : node.inputs) plan.nodes[in].successors.push_back(static_cast<uint32_t>(k));
@@ -245,17 +250,22 @@ class Loader {
   Status Output(object obj, Plan& plan) {
     element v;
     object out;
-    if (obj["output"].get(v) || v.get_object().get(out)) return Fail(w_.Err("output: missing or not an object"));
+    if (obj["output"].get(v) || v.get_object().get(out))
+      return Fail(w_.Err("output: missing or not an object"));
     std::string_view s;
-    if (out["node"].get(v) || v.get_string().get(s)) return Fail(w_.Err("output.node: missing or not a string"));
+    if (out["node"].get(v) || v.get_string().get(s))
+      return Fail(w_.Err("output.node: missing or not a string"));
     auto it = index_.find(std::string(s));
-    if (it == index_.end()) return Fail(w_.Err("output.node: unknown node '" + std::string(s) + "'"));
+    if (it == index_.end())
+      return Fail(w_.Err("output.node: unknown node '" + std::string(s) + "'"));
     plan.output = it->second;
     if (!out["columns"].get(v)) {
       array cols;
-      if (v.get_array().get(cols)) return Fail(w_.Err("output.columns: must be an array of strings"));
+      if (v.get_array().get(cols))
+        return Fail(w_.Err("output.columns: must be an array of strings"));
       for (element c : cols) {
-        if (c.get_string().get(s)) return Fail(w_.Err("output.columns: must be an array of strings"));
+        if (c.get_string().get(s))
+          return Fail(w_.Err("output.columns: must be an array of strings"));
         plan.output_columns.emplace_back(s);
       }
     }
@@ -325,8 +335,9 @@ class Loader {
     }
     for (size_t i = 0; i < n; ++i)
       if (!live[i])
-        return Fail(w_.Node(plan.nodes[i].id, "", "dead node: it does not reach the output node '" +
-                                                      plan.nodes[plan.output].id + "'"));
+        return Fail(w_.Node(
+            plan.nodes[i].id, "",
+            "dead node: it does not reach the output node '" + plan.nodes[plan.output].id + "'"));
     for (size_t i = 0; i < n; ++i)
       if (plan.nodes[i].in_degree == 0) plan.sources.push_back(static_cast<uint32_t>(i));
     return {};
@@ -337,7 +348,8 @@ class Loader {
     element v;
     object exprs, preds;
     bool has_exprs = !obj["expr_table"].get(v), has_preds = false;
-    if (has_exprs && v.get_object().get(exprs)) return Fail(w_.Err("expr_table: must be an object"));
+    if (has_exprs && v.get_object().get(exprs))
+      return Fail(w_.Err("expr_table: must be an object"));
     if (!obj["pred_table"].get(v)) {
       has_preds = true;
       if (v.get_object().get(preds)) return Fail(w_.Err("pred_table: must be an object"));
@@ -387,8 +399,9 @@ class Loader {
         if (k == specs.size()) {
           std::string known;
           for (const auto& s : specs) known += (known.empty() ? "" : ", ") + s.name;
-          return Fail(w_.Node(node.id, field, "unknown parameter of op '" + node.op + "' (known: " +
-                                                  (known.empty() ? "none" : known) + ")"));
+          return Fail(w_.Node(node.id, field,
+                              "unknown parameter of op '" + node.op +
+                                  "' (known: " + (known.empty() ? "none" : known) + ")"));
         }
         set[k] = true;
         if (auto s = Arg(node, k, field, val, plan, input_cols, exprs, preds); !s) return s;
@@ -420,10 +433,10 @@ class Loader {
         return Fail(w_.Node(node.id, field, "param '" + std::string(pname) + "' is not declared"));
       const ParamDecl& decl = plan.params.decls[static_cast<size_t>(d)];
       if (ParamKindOf(decl.type) != spec.kind)
-        return Fail(w_.Node(node.id, field, "param '" + decl.name + "' is " +
-                                                std::string(ColumnTypeName(decl.type)) +
-                                                " but the parameter takes " +
-                                                std::string(ParamKindName(spec.kind))));
+        return Fail(
+            w_.Node(node.id, field,
+                    "param '" + decl.name + "' is " + std::string(ColumnTypeName(decl.type)) +
+                        " but the parameter takes " + std::string(ParamKindName(spec.kind))));
       auto def = Coerce(decl.default_value, spec.kind);
       std::string bad = CheckArg(spec, *def);
       if (!bad.empty())
@@ -435,8 +448,9 @@ class Loader {
     Value arg;
     std::string_view s;
     auto wrong = [&] {
-      return Fail(w_.Node(node.id, field, "expected " + std::string(ParamKindName(spec.kind)) +
-                                              ", got " + JsonKind(val)));
+      return Fail(
+          w_.Node(node.id, field,
+                  "expected " + std::string(ParamKindName(spec.kind)) + ", got " + JsonKind(val)));
     };
     switch (spec.kind) {
       case ParamKind::kI64:
@@ -480,8 +494,9 @@ class Loader {
       element def;
       const char* tname = is_expr ? "expr" : "pred";
       if (!table || (*table)[s].get(def))
-        return Fail(w_.Node(node.id, field, std::string("unknown ") + tname + " id '" +
-                                                std::string(s) + "' (not in " + tname + "_table)"));
+        return Fail(w_.Node(node.id, field,
+                            std::string("unknown ") + tname + " id '" + std::string(s) +
+                                "' (not in " + tname + "_table)"));
       std::string where = w_.file + ": node '" + node.id + "': " + field + " (" + tname + " '" +
                           std::string(s) + "')";
       if (is_expr) {

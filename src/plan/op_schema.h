@@ -28,8 +28,8 @@ ParamKind ParamKindOf(ColumnType t);
 struct TaskParamSpec {
   std::string name;
   ParamKind kind = ParamKind::kI64;
-  bool required = false;       // else default_value applies
-  Value default_value;         // of `kind`
+  bool required = false;             // else default_value applies
+  Value default_value;               // of `kind`
   std::optional<int64_t> min, max;   // kI64: bounds, inclusive; kStrList: min length
   std::vector<std::string> allowed;  // kStr: the only values; kStrList: allowed members
   // Whether `{"param": name}` may stand for the value. Parameters that decide the output
@@ -79,10 +79,10 @@ class TaskArgs {
 
 // What an op's output-schema function sees at load.
 struct SchemaArgs {
-  std::span<const ColumnTypes> inputs;  // in listed order
+  std::span<const ColumnTypes> inputs;          // in listed order
   std::span<const std::string_view> input_ids;  // node ids of the inputs, same order
-  const TaskArgs& args;                 // literals; a `{"param"}` slot holds its default
-  const CompiledExpr* expr = nullptr;   // the compiled kExprId param, if the op has one
+  const TaskArgs& args;                         // literals; a `{"param"}` slot holds its default
+  const CompiledExpr* expr = nullptr;           // the compiled kExprId param, if the op has one
 };
 
 // The node's output columns, or an error whose message names the field (the loader

@@ -35,11 +35,11 @@ struct PlanNode {
   uint32_t in_degree = 0;            // == inputs.size()
   bool optional = false;
   std::optional<uint64_t> timeout_ms;
-  TaskArgs args;                     // literals, with `refs` slots holding defaults
-  std::vector<ParamRef> refs;        // resolved per request
+  TaskArgs args;                             // literals, with `refs` slots holding defaults
+  std::vector<ParamRef> refs;                // resolved per request
   std::shared_ptr<const CompiledExpr> expr;  // ops with a kExprId param
   std::shared_ptr<const CompiledPred> pred;  // ops with a kPredId param
-  ColumnTypes out_types;             // typed at load
+  ColumnTypes out_types;                     // typed at load
   // > 0: whoever reads this node's output reads only its first `rows_read` rows (its one
   // reader is a take of at most that many, and it is not the plan's output), so a sort
   // need only order that many. 0: every row may be read. Set at load.

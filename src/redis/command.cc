@@ -76,7 +76,8 @@ std::string_view RedisCommand::Argument(int i) const {
     // "$<len>\r\n<bytes>\r\n"
     size_t crlf = buf_.find("\r\n", pos);
     // Our own header, written by Arg: always a valid length.
-    size_t len = ParseStrictInt<size_t>(std::string_view(buf_).substr(pos + 1, crlf - pos - 1)).value_or(0);
+    size_t len =
+        ParseStrictInt<size_t>(std::string_view(buf_).substr(pos + 1, crlf - pos - 1)).value_or(0);
     size_t start = crlf + 2;
     if (k == i) return std::string_view(buf_).substr(start, len);
     pos = start + len + 2;

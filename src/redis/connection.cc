@@ -1,15 +1,14 @@
 #include "redis/connection.h"
 
-#include "core/log.h"
-#include "redis/reader.h"
-
-#include <hiredis/hiredis.h>
-
 #include <arpa/inet.h>
+#include <hiredis/hiredis.h>
 #include <netdb.h>
 
 #include <algorithm>
 #include <cassert>
+
+#include "core/log.h"
+#include "redis/reader.h"
 
 namespace rankd {
 
@@ -51,8 +50,12 @@ uint64_t SplitMix(uint64_t& s) {
 RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
                                  const RedisClientOptions& opts, RedisStats& stats,
                                  std::function<void()> on_change, uint64_t seed)
-    : loop_(loop), endpoint_(endpoint), opts_(opts), stats_(stats),
-      on_change_(std::move(on_change)), rng_(seed) {
+    : loop_(loop),
+      endpoint_(endpoint),
+      opts_(opts),
+      stats_(stats),
+      on_change_(std::move(on_change)),
+      rng_(seed) {
   loop_.AssertInLoopThread();
 }
 
@@ -140,7 +143,7 @@ void RedisConnection::StartAttempt() {
 
 void RedisConnection::AbandonResolve() {
   if (resolving_ == nullptr) return;
-  resolving_->owner = nullptr;  // its callback only frees it
+  resolving_->owner = nullptr;                               // its callback only frees it
   uv_cancel(reinterpret_cast<uv_req_t*>(&resolving_->req));  // fails once it runs: fine
   resolving_ = nullptr;
 }

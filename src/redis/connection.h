@@ -114,12 +114,12 @@ class RedisConnection final : private UvRedisListener {
     RedisConnection* owner;
   };
   Resolve* resolving_ = nullptr;
-  uv_timer_t* timer_ = nullptr;      // connect timeout or backoff delay
+  uv_timer_t* timer_ = nullptr;  // connect timeout or backoff delay
   int inflight_ = 0;
-  int failures_in_a_row_ = 0;        // drives the backoff
+  int failures_in_a_row_ = 0;  // drives the backoff
   std::string last_error_;
-  std::string bad_reply_;            // set when we dropped the context over a reply
-  uint64_t rng_;                     // jitter
+  std::string bad_reply_;  // set when we dropped the context over a reply
+  uint64_t rng_;           // jitter
 };
 
 }  // namespace rankd

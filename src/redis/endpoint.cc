@@ -69,7 +69,8 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
     rest = rest.substr(0, slash);
     if (!db.empty()) {
       std::optional<int> n = ParseStrictInt<int>(db);
-      if (!n || *n < 0) return bad("database '" + std::string(db) + "' is not a non-negative integer");
+      if (!n || *n < 0)
+        return bad("database '" + std::string(db) + "' is not a non-negative integer");
       ep.db = *n;
     }
   }
@@ -107,7 +108,8 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   ep.host = std::string(host);
   if (!port.empty()) {
     std::optional<int> n = ParseStrictInt<int>(port);
-    if (!n || *n < 1 || *n > 65535) return bad("port '" + std::string(port) + "' is not in 1..65535");
+    if (!n || *n < 1 || *n > 65535)
+      return bad("port '" + std::string(port) + "' is not in 1..65535");
     ep.port = *n;
   }
   return ep;

@@ -18,7 +18,7 @@ inline constexpr std::string_view kDefaultRedisEndpointName = "redis_default";
 inline constexpr std::string_view kDefaultRedisUrl = "redis://127.0.0.1:6379";
 
 struct RedisEndpoint {
-  std::string name;      // how plans refer to it ("endpoint": "redis_default")
+  std::string name;  // how plans refer to it ("endpoint": "redis_default")
   std::string host;
   int port = 6379;
   std::string user;      // AUTH user password when set (Redis 6 ACL), else AUTH password

@@ -1,11 +1,11 @@
 #include "redis/pool.h"
 
-#include "redis/reader.h"
-
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <coroutine>
+
+#include "redis/reader.h"
 
 namespace rankd {
 
@@ -19,7 +19,10 @@ struct PendingBatch {
   };
 
   PendingBatch(RedisPool* p, std::vector<RedisCommand> cmds, Deadline d)
-      : pool(p), commands(std::move(cmds)), replies(commands.size()), deadline(d),
+      : pool(p),
+        commands(std::move(cmds)),
+        replies(commands.size()),
+        deadline(d),
         started(Clock::now()) {
     slots.reserve(commands.size());
     for (uint32_t i = 0; i < commands.size(); ++i) slots.push_back({this, i});
@@ -37,8 +40,8 @@ struct PendingBatch {
   TimePoint started;
   size_t outstanding = 0;  // callbacks hiredis still owes
   int refs = 1;
-  bool done = false;       // the result is decided; the waiter is (being) resumed
-  bool gave_up = false;    // decided before every reply came: later ones are late
+  bool done = false;     // the result is decided; the waiter is (being) resumed
+  bool gave_up = false;  // decided before every reply came: later ones are late
   bool queued = false;
   std::optional<Error> error;
   std::coroutine_handle<> waiter;
@@ -60,7 +63,9 @@ std::string Describe(const PendingBatch* b) {
 }  // namespace
 
 RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts)
-    : loop_(loop), endpoint_(std::move(endpoint)), opts_(opts),
+    : loop_(loop),
+      endpoint_(std::move(endpoint)),
+      opts_(opts),
       stats_(std::make_shared<RedisStats>()) {
   loop_.AssertInLoopThread();
   int n = std::max(1, opts_.connections_per_endpoint);
@@ -68,7 +73,8 @@ RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions
                   static_cast<uint64_t>(Clock::now().time_since_epoch().count());
   for (int i = 0; i < n; ++i) {
     conns_.push_back(std::make_unique<RedisConnection>(
-        loop_, endpoint_, opts_, *stats_, [this] { SchedulePump(); }, seed + static_cast<uint64_t>(i)));
+        loop_, endpoint_, opts_, *stats_, [this] { SchedulePump(); },
+        seed + static_cast<uint64_t>(i)));
   }
   for (auto& c : conns_) c->Start();
 }
@@ -111,8 +117,8 @@ bool RedisPool::AnyConnectingOrLive() const {
 Error RedisPool::BatchError(const PendingBatch* b, ErrorCode code, std::string_view what,
                             std::string_view detail) const {
   Error e{code, "redis endpoint " + endpoint_.name + ": " + std::string(what)};
-  e.detail = "redis endpoint " + endpoint_.Label() + ": " + std::string(detail) + " (" +
-             Describe(b) + ")";
+  e.detail =
+      "redis endpoint " + endpoint_.Label() + ": " + std::string(detail) + " (" + Describe(b) + ")";
   return e;
 }
 
@@ -154,15 +160,18 @@ void RedisPool::Dispatch(PendingBatch* b) {
   if (b->deadline) {
     b->timer = loop_.AcquireTimer();
     b->timer->data = b;
-    uv_timer_start(b->timer, [](uv_timer_t* t) {
-      auto* pb = static_cast<PendingBatch*>(t->data);
-      RedisPool* pool = pb->pool;
-      pool->loop_.ReleaseTimer(t);
-      pb->timer = nullptr;
-      std::string what = std::string(pb->queued ? "no connection became free" : "no reply") +
-                         " within the deadline";
-      pool->Finish(pb, pool->BatchError(pb, ErrorCode::kDeadlineExceeded, what, what));
-    }, ms_until(*b->deadline), 0);
+    uv_timer_start(
+        b->timer,
+        [](uv_timer_t* t) {
+          auto* pb = static_cast<PendingBatch*>(t->data);
+          RedisPool* pool = pb->pool;
+          pool->loop_.ReleaseTimer(t);
+          pb->timer = nullptr;
+          std::string what = std::string(pb->queued ? "no connection became free" : "no reply") +
+                             " within the deadline";
+          pool->Finish(pb, pool->BatchError(pb, ErrorCode::kDeadlineExceeded, what, what));
+        },
+        ms_until(*b->deadline), 0);
   }
 }
 
@@ -174,9 +183,8 @@ RedisConnection* RedisPool::PickConnection(size_t n) {
   for (size_t k = 0; k < count; ++k) {
     RedisConnection* c = conns_[(next_ + k) % count].get();
     if (!c->live()) continue;
-    bool fits = c->inflight() == 0 ||
-                c->inflight() + static_cast<int64_t>(n) <=
-                    static_cast<int64_t>(opts_.max_inflight_per_connection);
+    bool fits = c->inflight() == 0 || c->inflight() + static_cast<int64_t>(n) <=
+                                          static_cast<int64_t>(opts_.max_inflight_per_connection);
     if (fits && (best == nullptr || c->inflight() < best->inflight())) best = c;
   }
   next_ = (next_ + 1) % count;

@@ -97,7 +97,7 @@ class RedisPool {
   std::deque<PendingBatch*> queue_;  // waiting for a connection; each holds a ref
   bool pump_scheduled_ = false;
   bool closed_ = false;
-  size_t next_ = 0;                        // round-robin start among equals
+  size_t next_ = 0;                                             // round-robin start among equals
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards Defer'd pumps
 };
 

@@ -29,9 +29,7 @@ RedisReply RedisReply::FromHiredis(const redisReply* r) {
       for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(FromHiredis(r->element[i]));
       break;
     case REDIS_REPLY_NIL:
-    default:
-      out.kind = Kind::kNil;
-      break;
+    default: out.kind = Kind::kNil; break;
   }
   return out;
 }

@@ -18,8 +18,8 @@ struct RedisReply {
   enum class Kind : uint8_t { kNil, kInteger, kString, kArray, kError, kStatus };
 
   Kind kind = Kind::kNil;
-  int64_t integer = 0;              // kInteger
-  std::string str;                  // kString, kError, kStatus
+  int64_t integer = 0;               // kInteger
+  std::string str;                   // kString, kError, kStatus
   std::vector<RedisReply> elements;  // kArray
 
   bool is_nil() const { return kind == Kind::kNil; }

@@ -101,7 +101,8 @@ Error RespScanner::HeaderError(int64_t v) const {
                           " elements announced (limit " + std::to_string(limits_.max_elements) +
                           " per reply)");
   return Error::Backend("reply over the size limit: an array of " + std::to_string(n) +
-                        " elements announced with " + std::to_string(Room()) + " bytes left" + limit);
+                        " elements announced with " + std::to_string(Room()) + " bytes left" +
+                        limit);
 }
 
 Result<const char*> RespScanner::ScanWhole(const char* p, const char* const end) {
@@ -122,7 +123,8 @@ Result<const char*> RespScanner::ScanWhole(const char* p, const char* const end)
     // and says precisely what is wrong.
     if (q == digits || q - digits > 18 || end - q < 2 || q[0] != '\r' || q[1] != '\n') return p;
     if (depth_ > 0) owed_ -= 3;  // this element's reservation becomes real bytes
-    if (!Charge(static_cast<size_t>(q + 2 - p))) return fail("reply over the size limit: header line");
+    if (!Charge(static_cast<size_t>(q + 2 - p)))
+      return fail("reply over the size limit: header line");
     type_ = c;
     saw_cr_ = false;
     const int64_t value = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
@@ -130,7 +132,8 @@ Result<const char*> RespScanner::ScanWhole(const char* p, const char* const end)
     p = q + 2;
     if (state_ == State::kPayload && static_cast<uint64_t>(end - p) >= payload_left_ + 2) {
       const char* crlf = p + payload_left_;
-      if (crlf[0] != '\r' || crlf[1] != '\n') return fail("protocol error: bulk string not ended by CRLF");
+      if (crlf[0] != '\r' || crlf[1] != '\n')
+        return fail("protocol error: bulk string not ended by CRLF");
       Charge(payload_left_ + 2);  // within the room checked at the header
       payload_left_ = 0;
       p = crlf + 2;
@@ -196,7 +199,8 @@ Result<size_t> RespScanner::Scan(std::string_view bytes) {
         break;
       }
       case State::kPayload: {
-        auto n = static_cast<size_t>(std::min<uint64_t>(payload_left_, static_cast<uint64_t>(end - p)));
+        auto n =
+            static_cast<size_t>(std::min<uint64_t>(payload_left_, static_cast<uint64_t>(end - p)));
         Charge(n);  // within the room checked at the header
         p += n;
         payload_left_ -= n;
@@ -215,8 +219,7 @@ Result<size_t> RespScanner::Scan(std::string_view bytes) {
           EndElement();
         break;
       }
-      case State::kFailed:
-        return Fail("the reply stream failed earlier");
+      case State::kFailed: return Fail("the reply stream failed earlier");
     }
   }
   return completed_;

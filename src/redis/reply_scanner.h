@@ -44,19 +44,19 @@ class RespScanner {
 
  private:
   enum class State : uint8_t {
-    kType,      // the next byte is a type byte
-    kHeader,    // digits of a $ * : line
-    kSimple,    // text of a + - line (skipped, only counted)
-    kPayload,   // bulk payload bytes still to skip
-    kPayloadCr, // the CR after a bulk payload
-    kPayloadLf, // the LF after it
+    kType,       // the next byte is a type byte
+    kHeader,     // digits of a $ * : line
+    kSimple,     // text of a + - line (skipped, only counted)
+    kPayload,    // bulk payload bytes still to skip
+    kPayloadCr,  // the CR after a bulk payload
+    kPayloadLf,  // the LF after it
     kFailed,
   };
   // An array being scanned: elements still to come.
   struct Open {
     int64_t remaining;
   };
-  static constexpr int kMaxDepth = 7;          // hiredis's own cap on nesting
+  static constexpr int kMaxDepth = 7;            // hiredis's own cap on nesting
   static constexpr size_t kMaxHeaderChars = 20;  // "-9223372036854775808"
 
   Result<size_t> Fail(std::string why);
@@ -71,21 +71,21 @@ class RespScanner {
   // inside `[p, end)` from a reply element's start on. Returns where it stopped: at the
   // first element that is not whole here, or not simple (the byte-wise states take over).
   Result<const char*> ScanWhole(const char* p, const char* end);
-  void EndElement();      // an element ended: close finished arrays, maybe the reply
+  void EndElement();  // an element ended: close finished arrays, maybe the reply
 
   ReplyLimits limits_;
   State state_ = State::kType;
-  char type_ = 0;           // type byte of the line being read
-  bool saw_cr_ = false;     // the line's last byte was CR (CRLF may straddle reads)
+  char type_ = 0;        // type byte of the line being read
+  bool saw_cr_ = false;  // the line's last byte was CR (CRLF may straddle reads)
   char header_[kMaxHeaderChars];
   size_t header_len_ = 0;
   uint64_t payload_left_ = 0;
   Open open_[kMaxDepth];
-  int depth_ = 0;           // arrays open
-  uint64_t used_ = 0;       // bytes of the current reply so far
-  uint64_t owed_ = 0;       // 3 bytes per element announced and not yet begun
-  uint64_t elements_ = 0;   // elements announced by the current reply's arrays
-  size_t completed_ = 0;    // replies ended in the current Scan call
+  int depth_ = 0;          // arrays open
+  uint64_t used_ = 0;      // bytes of the current reply so far
+  uint64_t owed_ = 0;      // 3 bytes per element announced and not yet begun
+  uint64_t elements_ = 0;  // elements announced by the current reply's arrays
+  size_t completed_ = 0;   // replies ended in the current Scan call
 };
 
 }  // namespace rankd

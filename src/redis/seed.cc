@@ -3,8 +3,8 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
-#include <chrono>
 #include <charconv>
+#include <chrono>
 #include <memory>
 #include <numeric>
 #include <string_view>
@@ -75,9 +75,11 @@ constexpr int64_t kMaxLikes = 10'000'000;
 // so that the popular authors are not simply the low uids.
 class Popularity {
  public:
-  Popularity(uint64_t seed, int64_t users) : cdf_(static_cast<size_t>(users)), by_rank_(static_cast<size_t>(users)) {
+  Popularity(uint64_t seed, int64_t users)
+      : cdf_(static_cast<size_t>(users)), by_rank_(static_cast<size_t>(users)) {
     double sum = 0;
-    for (int64_t r = 0; r < users; ++r) cdf_[static_cast<size_t>(r)] = sum += 1.0 / static_cast<double>(r + 1);
+    for (int64_t r = 0; r < users; ++r)
+      cdf_[static_cast<size_t>(r)] = sum += 1.0 / static_cast<double>(r + 1);
     std::iota(by_rank_.begin(), by_rank_.end(), int64_t{1});
     Rng rng(seed, 0, kPermutation);
     for (int64_t i = users - 1; i > 0; --i)
@@ -107,7 +109,8 @@ std::vector<int64_t> Distinct(int64_t want, F draw) {
   std::vector<int64_t> out;
   std::unordered_set<int64_t> seen;
   out.reserve(static_cast<size_t>(want));
-  for (int64_t tries = 0; static_cast<int64_t>(out.size()) < want && tries < 20 * want + 1000; ++tries) {
+  for (int64_t tries = 0; static_cast<int64_t>(out.size()) < want && tries < 20 * want + 1000;
+       ++tries) {
     int64_t v = draw();
     if (v > 0 && seen.insert(v).second) out.push_back(v);
   }
@@ -129,8 +132,10 @@ class Writer {
       argv_.push_back(a.data());
       lens_.push_back(a.size());
     }
-    if (redisAppendCommandArgv(c_, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) != REDIS_OK)
-      return Fail(Error::Unavailable(std::string("seed: cannot queue ") + args[0] + ": " + c_->errstr));
+    if (redisAppendCommandArgv(c_, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) !=
+        REDIS_OK)
+      return Fail(
+          Error::Unavailable(std::string("seed: cannot queue ") + args[0] + ": " + c_->errstr));
     ++pending_;
     ++commands_;
     if (pending_ >= batch_) return Flush();
@@ -143,7 +148,8 @@ class Writer {
       void* raw = nullptr;
       if (redisGetReply(c_, &raw) != REDIS_OK)
         return Fail(Error::Unavailable(std::string("seed: connection lost: ") + c_->errstr));
-      std::unique_ptr<redisReply, void (*)(void*)> r(static_cast<redisReply*>(raw), freeReplyObject);
+      std::unique_ptr<redisReply, void (*)(void*)> r(static_cast<redisReply*>(raw),
+                                                     freeReplyObject);
       if (r->type == REDIS_REPLY_ERROR)
         return Fail(Error::Backend("seed: Redis refused a write: " + std::string(r->str, r->len)));
     }
@@ -189,7 +195,8 @@ Result<std::unique_ptr<redisReply, void (*)(void*)>> Call(redisContext* c, const
     return Fail(Error::Unavailable("seed: " + where + ": " + args[0] + " failed: " + c->errstr));
   std::unique_ptr<redisReply, void (*)(void*)> r(raw, freeReplyObject);
   if (r->type == REDIS_REPLY_ERROR)
-    return Fail(Error::Backend("seed: " + where + ": " + args[0] + " failed: " + std::string(r->str, r->len)));
+    return Fail(Error::Backend("seed: " + where + ": " + args[0] +
+                               " failed: " + std::string(r->str, r->len)));
   return r;
 }
 
@@ -242,8 +249,13 @@ Result<RedisPtr> OpenEmptyDb(const RedisEndpoint& ep, bool flush, const std::str
 class UserSeeder {
  public:
   UserSeeder(const SeedOptions& o, Writer& w)
-      : o_(o), w_(w), pop_(o.seed, o.users), n_(o.users), m_(o.media),
-        follows_(std::min(o.follows, o.users - 1)), total_items_(o.users * o.media),
+      : o_(o),
+        w_(w),
+        pop_(o.seed, o.users),
+        n_(o.users),
+        m_(o.media),
+        follows_(std::min(o.follows, o.users - 1)),
+        total_items_(o.users * o.media),
         p_(o.endpoint.prefix) {}
 
   Status Seed(int64_t u) {
@@ -276,8 +288,8 @@ class UserSeeder {
     const char* lang = prof.Below(100) < 80 ? home.lang : "en";
     int64_t age = 13 + prof.Below(23) + prof.Below(23) + prof.Below(23);  // a bell over 13..79
     int64_t premium = prof.Below(100) < 15 ? 1 : 0;
-    if (auto s = w_.Send({"HSET", p_ + "user:" + Dec(u), "country", home.code, "lang", lang,
-                          "age", Dec(age), "premium", Dec(premium)});
+    if (auto s = w_.Send({"HSET", p_ + "user:" + Dec(u), "country", home.code, "lang", lang, "age",
+                          Dec(age), "premium", Dec(premium)});
         !s)
       return Fail(s.error());
     return &home;
@@ -323,10 +335,10 @@ class UserSeeder {
       std::snprintf(quality, sizeof quality, "%d.%03d", static_cast<int>(milli / 1000),
                     static_cast<int>(milli % 1000));
       int64_t nsfw = items.Below(1000) < 20 ? 1 : 0;
-      if (auto s = w_.Send({"HSET", p_ + "item:" + Dec(DemoItemId(u, k, m_)), "author", Dec(u),
-                            "likes", Dec(likes), "age_s", Dec(ages[static_cast<size_t>(k)]),
-                            "category", category, "country", country, "quality", quality,
-                            "nsfw", Dec(nsfw)});
+      if (auto s =
+              w_.Send({"HSET", p_ + "item:" + Dec(DemoItemId(u, k, m_)), "author", Dec(u), "likes",
+                       Dec(likes), "age_s", Dec(ages[static_cast<size_t>(k)]), "category", category,
+                       "country", country, "quality", quality, "nsfw", Dec(nsfw)});
           !s)
         return s;
     }
@@ -351,7 +363,9 @@ class UserSeeder {
   // top recs, the rest anywhere, so that seen-filtering has work to do.
   Status Seen(int64_t u, const std::vector<int64_t>& followees, const std::vector<int64_t>& recs) {
     Rng see(o_.seed, static_cast<uint64_t>(u), kSeen);
-    auto below = [&see](size_t n) { return static_cast<size_t>(see.Below(static_cast<int64_t>(n))); };
+    auto below = [&see](size_t n) {
+      return static_cast<size_t>(see.Below(static_cast<int64_t>(n)));
+    };
     std::vector<int64_t> seen = Distinct(std::min(o_.seen, total_items_), [&]() -> int64_t {
       int64_t kind = see.Below(3);
       if (kind == 0 && !followees.empty()) {

@@ -19,13 +19,13 @@ namespace rankd {
 struct SeedOptions {
   RedisEndpoint endpoint;  // host, port, AUTH, db and key prefix
   int64_t users = 10000;
-  int64_t follows = 100;   // per user
-  int64_t media = 20;      // items authored per user
-  int64_t recs = 200;      // per user
-  int64_t seen = 50;       // per user
+  int64_t follows = 100;  // per user
+  int64_t media = 20;     // items authored per user
+  int64_t recs = 200;     // per user
+  int64_t seen = 50;      // per user
   uint64_t seed = 1;
-  bool flush = false;      // FLUSHDB first; without it a non-empty database is refused
-  int pipeline = 2000;     // commands per pipelined round trip
+  bool flush = false;   // FLUSHDB first; without it a non-empty database is refused
+  int pipeline = 2000;  // commands per pipelined round trip
 };
 
 struct SeedSummary {
@@ -46,6 +46,8 @@ Result<SeedSummary> SeedDemoData(const SeedOptions& opts);
 
 // Item ids of the demo set: user u (1-based) authors items (u-1)*media+1 .. u*media,
 // the first one newest. Exposed for tests.
-inline int64_t DemoItemId(int64_t user, int64_t k, int64_t media) { return (user - 1) * media + k + 1; }
+inline int64_t DemoItemId(int64_t user, int64_t k, int64_t media) {
+  return (user - 1) * media + k + 1;
+}
 
 }  // namespace rankd

@@ -14,11 +14,11 @@ struct RedisStats {
   using Counter = std::atomic<uint64_t>;
 
   // Work.
-  Counter batches{0};          // Batch() calls that reached a connection
-  Counter commands{0};         // commands handed to hiredis
-  Counter socket_writes{0};    // write(2) rounds: one per flush of hiredis's buffer
-  Counter replies{0};          // replies received (including error replies)
-  Counter late_replies{0};     // replies that arrived after their batch gave up
+  Counter batches{0};        // Batch() calls that reached a connection
+  Counter commands{0};       // commands handed to hiredis
+  Counter socket_writes{0};  // write(2) rounds: one per flush of hiredis's buffer
+  Counter replies{0};        // replies received (including error replies)
+  Counter late_replies{0};   // replies that arrived after their batch gave up
   // Failures, by the error code the caller sees.
   Counter error_replies{0};       // Redis answered with an error (-> backend_error)
   Counter failed_unavailable{0};  // batches failed: no connection / connection lost
@@ -30,11 +30,11 @@ struct RedisStats {
   Counter fields_unparsable{0};  // text that does not parse as the field's type
   Counter bad_ids{0};            // list/set members that are not decimal ids (dropped)
   // Connections.
-  Counter connects{0};          // connections that completed the handshake
-  Counter connect_failures{0};  // attempts that failed (refused, timeout, AUTH, ...)
-  Counter disconnects{0};       // live connections lost
-  Counter bad_replies{0};       // connections dropped over a reply: over a ReplyLimits
-                                // bound, a protocol error, or one nobody asked for
+  Counter connects{0};                       // connections that completed the handshake
+  Counter connect_failures{0};               // attempts that failed (refused, timeout, AUTH, ...)
+  Counter disconnects{0};                    // live connections lost
+  Counter bad_replies{0};                    // connections dropped over a reply: over a ReplyLimits
+                                             // bound, a protocol error, or one nobody asked for
   std::atomic<int64_t> connections_live{0};  // gauge: handshake done, not yet lost
 
   // Batch latency, from Batch() to the last reply: cumulative-style buckets in

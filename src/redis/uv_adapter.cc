@@ -2,7 +2,6 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
-
 #include <unistd.h>
 
 #include <cerrno>

@@ -12,7 +12,8 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
   element root;
   // An empty view may have a null data(), which simdjson would hand to memcpy.
   if (body.empty())
-    return Fail(Error::BadRequest(std::string("invalid JSON: ") + simdjson::error_message(simdjson::EMPTY)));
+    return Fail(Error::BadRequest(std::string("invalid JSON: ") +
+                                  simdjson::error_message(simdjson::EMPTY)));
   if (auto err = parser.parse(body.data(), body.size()).get(root))
     return Fail(Error::BadRequest(std::string("invalid JSON: ") + simdjson::error_message(err)));
   simdjson::dom::object obj;
@@ -30,7 +31,8 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
   if (v.type() == element_type::UINT64)
     return Fail(Error::BadRequest("user_id: " + simdjson::to_string(v) + " does not fit in i64"));
   if (v.type() != element_type::INT64 || int64_t(v.get_int64()) < 0)
-    return Fail(Error::BadRequest("user_id: must be an integer >= 0, got " + simdjson::to_string(v)));
+    return Fail(
+        Error::BadRequest("user_id: must be an integer >= 0, got " + simdjson::to_string(v)));
   req.user_id = v.get_int64();
   if (!obj["params"].get(v)) {
     simdjson::dom::object params;
@@ -38,8 +40,12 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
     for (auto [key, val] : params) {
       std::string name(key);
       switch (val.type()) {
-        case element_type::INT64: req.params.emplace_back(name, Value(int64_t(val.get_int64()))); break;
-        case element_type::DOUBLE: req.params.emplace_back(name, Value(double(val.get_double()))); break;
+        case element_type::INT64:
+          req.params.emplace_back(name, Value(int64_t(val.get_int64())));
+          break;
+        case element_type::DOUBLE:
+          req.params.emplace_back(name, Value(double(val.get_double())));
+          break;
         case element_type::STRING:
           req.params.emplace_back(name, Value(std::string(std::string_view(val.get_string()))));
           break;

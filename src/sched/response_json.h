@@ -16,7 +16,7 @@ namespace rankd {
 
 // {"plan","user_id","items","count","took_us","degraded"[,"nodes"]}
 void AppendRankResponse(const RunResult& r, bool explain, std::string& out);
-void AppendJsonDouble(double d, std::string& out);           // null when not finite
+void AppendJsonDouble(double d, std::string& out);  // null when not finite
 void AppendJsonInt(int64_t v, std::string& out);
 
 }  // namespace rankd

@@ -27,8 +27,8 @@ namespace {
 struct RequestState {
   ExecEnv env;
   PlanPtr plan;
-  std::shared_ptr<void> hold;       // RunPlan's hold: released with the state
-  CancelToken cancel;               // the request's: set when it answers
+  std::shared_ptr<void> hold;                  // RunPlan's hold: released with the state
+  CancelToken cancel;                          // the request's: set when it answers
   std::unique_ptr<CancelToken[]> node_cancel;  // by node index; parent: cancel
   ParamValues values;
   std::vector<TaskArgs> resolved;   // args of nodes with {"param"} refs; reserved, stable
@@ -37,7 +37,7 @@ struct RequestState {
   std::vector<uint32_t> consumers;  // successor edges that have not read the output yet
   std::vector<RowSet> outputs;
   std::vector<NodeStat> stats;
-  std::vector<uint32_t> ready;      // FIFO from ready_head
+  std::vector<uint32_t> ready;  // FIFO from ready_head
   size_t ready_head = 0;
   bool running_ready = false;
   bool done = false;
@@ -138,7 +138,8 @@ Task<void> RunSuspending(StatePtr st, uint32_t idx, std::vector<RowSet> inputs) 
       // Named tasks, not temporaries inside co_await: GCC 12 mishandles those.
       if (ctx.deadline) {
         Task<Result<RowSet>> held = Hold(st, spec.run_async(ctx, std::move(inputs)));
-        r = co_await AsyncWithTimeout<Result<RowSet>>(loop, std::move(held), ms_until(*ctx.deadline));
+        r = co_await AsyncWithTimeout<Result<RowSet>>(loop, std::move(held),
+                                                      ms_until(*ctx.deadline));
       } else {
         Task<Result<RowSet>> run = spec.run_async(ctx, std::move(inputs));
         r = co_await std::move(run);
@@ -181,14 +182,14 @@ void StartNode(const StatePtr& st, uint32_t idx) {
   TimePoint now = Clock::now();
   s.stats[idx].start_us = Micros(s.start, now);
   if (deadline_exceeded(s.deadline, now)) {
-    Complete(s, idx, Fail(Error::DeadlineExceeded("the request deadline passed before it started")));
+    Complete(s, idx,
+             Fail(Error::DeadlineExceeded("the request deadline passed before it started")));
     return;
   }
   TaskContext& ctx = s.ctxs[idx];
   uint64_t timeout = node.timeout_ms.value_or(s.env.node_timeout_ms);
   ctx.deadline = compute_effective_deadline(
-      now, s.deadline,
-      timeout ? std::optional(std::chrono::milliseconds(timeout)) : std::nullopt);
+      now, s.deadline, timeout ? std::optional(std::chrono::milliseconds(timeout)) : std::nullopt);
   std::vector<RowSet> inputs = GatherInputs(s, node);
   const TaskSpec& spec = SpecOf(node);
   if (spec.kind == RunKind::kCpu) {

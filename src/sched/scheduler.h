@@ -31,8 +31,8 @@ class RedisPools;
 
 // Where CPU tasks ran, for metrics. Loop thread only.
 struct CpuOffloadCounts {
-  uint64_t inline_runs = 0;  // small inputs: on the loop
-  uint64_t pool_runs = 0;    // large inputs and kCpuPool tasks: on a CPU worker
+  uint64_t inline_runs = 0;    // small inputs: on the loop
+  uint64_t pool_runs = 0;      // large inputs and kCpuPool tasks: on a CPU worker
   uint64_t queue_rejects = 0;  // refused: the CPU queue was full (ThreadPool::TrySubmit)
 };
 
@@ -42,8 +42,9 @@ struct ExecEnv {
   ThreadPool* pool = nullptr;
   RedisPools* redis = nullptr;
   uint64_t node_timeout_ms = 0;  // default per-node timeout (--node-timeout-ms); 0 = none
-  size_t inline_cpu_rows = kInlineCpuRows;  // kCpu tasks with at most this many input rows run inline
-  CpuOffloadCounts* offloads = nullptr;      // optional
+  size_t inline_cpu_rows =
+      kInlineCpuRows;                    // kCpu tasks with at most this many input rows run inline
+  CpuOffloadCounts* offloads = nullptr;  // optional
   // Optional: CPU jobs that did not start, or stopped early, because they were cancelled.
   // Incremented by CPU workers (hence atomic); owned by the shard.
   std::atomic<uint64_t>* cpu_cancelled = nullptr;
@@ -69,10 +70,10 @@ struct NodeStat {
 struct RunResult {
   PlanPtr plan;
   int64_t user_id = 0;
-  RowSet output;                  // the output node's rows
-  std::vector<uint32_t> degraded; // optional nodes that failed or timed out, by index
+  RowSet output;                       // the output node's rows
+  std::vector<uint32_t> degraded;      // optional nodes that failed or timed out, by index
   std::vector<Error> degraded_errors;  // why, in the same order (for the log)
-  std::vector<NodeStat> nodes;    // by node index
+  std::vector<NodeStat> nodes;         // by node index
   int64_t took_us = 0;
 };
 
@@ -82,6 +83,7 @@ struct RunResult {
 // `hold` is kept alive until every piece of the request's work has ended, including CPU
 // jobs still queued or running after the answer (so its destructor may run on a CPU
 // worker): the shard counts requests for admission with it.
-Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> hold = {});
+Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req,
+                                std::shared_ptr<void> hold = {});
 
 }  // namespace rankd

@@ -43,7 +43,8 @@ class ShardRuntime : public LoopRuntime {
   void Stop();
 
   // Opens one pool per endpoint (they connect in the background) and points env() at them.
-  RedisPools& OpenRedis(const std::vector<RedisEndpoint>& endpoints, const RedisClientOptions& opts);
+  RedisPools& OpenRedis(const std::vector<RedisEndpoint>& endpoints,
+                        const RedisClientOptions& opts);
   RedisPools* redis() const;  // null before OpenRedis
   // Polls until every endpoint has a live connection (true) or `ms` passed (false).
   bool WaitRedisReady(int ms);

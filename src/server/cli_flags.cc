@@ -10,7 +10,10 @@ constexpr size_t kHelpColumn = 27;
 
 Flag TextFlag(std::string_view name, std::string_view arg, std::string_view help,
               std::string& field) {
-  return Flag{name, {}, arg, help,
+  return Flag{name,
+              {},
+              arg,
+              help,
               [&field](std::string_view v) -> Status {
                 field = std::string(v);
                 return {};
@@ -19,7 +22,10 @@ Flag TextFlag(std::string_view name, std::string_view arg, std::string_view help
 }
 
 Flag SwitchFlag(std::string_view name, std::string_view help, bool& field, std::string_view alias) {
-  return Flag{name, alias, {}, help,
+  return Flag{name,
+              alias,
+              {},
+              help,
               [&field](std::string_view) -> Status {
                 field = true;
                 return {};
@@ -27,11 +33,12 @@ Flag SwitchFlag(std::string_view name, std::string_view help, bool& field, std::
               [&field] { return std::string(field ? "on" : "off"); }};
 }
 
-Result<int64_t> ParseFlagInt(std::string_view flag, std::string_view value, int64_t lo, int64_t hi) {
+Result<int64_t> ParseFlagInt(std::string_view flag, std::string_view value, int64_t lo,
+                             int64_t hi) {
   std::optional<int64_t> n = ParseStrictInt<int64_t>(value);
   if (!n)
-    return Fail(Error::BadRequest(std::string(flag) + ": '" + std::string(value) +
-                                  "' is not an integer"));
+    return Fail(
+        Error::BadRequest(std::string(flag) + ": '" + std::string(value) + "' is not an integer"));
   if (*n < lo || *n > hi)
     return Fail(Error::BadRequest(std::string(flag) + ": " + std::to_string(*n) +
                                   " is out of bounds " + std::to_string(lo) + ".." +
@@ -55,7 +62,8 @@ Status ParseFlags(const std::vector<std::string>& args, std::span<const Flag> fl
     if (!flag) return Fail(Error::NotFound(args[i]));
     std::string_view value = inline_value;
     if (!flag->arg.empty() && !has_inline) {
-      if (i + 1 >= args.size()) return Fail(Error::BadRequest(std::string(name) + ": needs a value"));
+      if (i + 1 >= args.size())
+        return Fail(Error::BadRequest(std::string(name) + ": needs a value"));
       value = args[++i];
     }
     if (auto st = flag->set(flag->arg.empty() ? std::string_view() : value); !st) return st;
@@ -74,11 +82,14 @@ std::string FlagUsage(std::span<const Flag> flags) {
     std::string head = "  " + std::string(f.name);
     if (!f.arg.empty()) head += " " + std::string(f.arg);
     out += head;
-    if (head.size() + 2 > kHelpColumn) out += "\n" + std::string(kHelpColumn, ' ');
-    else out += std::string(kHelpColumn - head.size(), ' ');
+    if (head.size() + 2 > kHelpColumn)
+      out += "\n" + std::string(kHelpColumn, ' ');
+    else
+      out += std::string(kHelpColumn - head.size(), ' ');
     std::string help(f.help);
     if (size_t at = help.find("{}"); at != std::string::npos) help.replace(at, 2, f.show());
-    for (size_t pos = 0, nl; (nl = help.find('\n', pos)) != std::string::npos; pos = nl + 1 + kHelpColumn)
+    for (size_t pos = 0, nl; (nl = help.find('\n', pos)) != std::string::npos;
+         pos = nl + 1 + kHelpColumn)
       help.insert(nl + 1, kHelpColumn, ' ');
     out += help + "\n";
   }

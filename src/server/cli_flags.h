@@ -55,7 +55,10 @@ std::string FlagUsage(std::span<const Flag> flags);
 template <class T>
 Flag IntFlag(std::string_view name, std::string_view arg, std::string_view help, T& field,
              int64_t lo, int64_t hi, std::string_view alias) {
-  return Flag{name, alias, arg, help,
+  return Flag{name,
+              alias,
+              arg,
+              help,
               [name, &field, lo, hi](std::string_view v) -> Status {
                 auto n = ParseFlagInt(name, v, lo, hi);
                 if (!n) return Fail(n.error());

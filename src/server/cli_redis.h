@@ -13,8 +13,8 @@
 
 namespace rankd {
 
-// Moves every `--redis VALUE` out of `args` (repeatable, so taken out before the other flags are read) and
-// parses them; redis_default=redis://127.0.0.1:6379 unless given.
+// Moves every `--redis VALUE` out of `args` (repeatable, so taken out before the other flags are
+// read) and parses them; redis_default=redis://127.0.0.1:6379 unless given.
 Result<std::vector<RedisEndpoint>> TakeRedisFlags(std::vector<std::string>& args, bool* given);
 
 // Opens the pools on `runtime` (`conns` connections per endpoint, at least 1) and waits

@@ -141,14 +141,16 @@ int CmdBench(const std::vector<std::string>& all_args) {
       "\"redis_writes_per_request\":%.2f}\n",
       plan->name.c_str(), static_cast<long long>(n), static_cast<long long>(c),
       static_cast<long long>(b.errors), static_cast<double>(n) / secs,
-      static_cast<long long>(Pct(b.latency_us, 0.50)), static_cast<long long>(Pct(b.latency_us, 0.90)),
+      static_cast<long long>(Pct(b.latency_us, 0.50)),
+      static_cast<long long>(Pct(b.latency_us, 0.90)),
       static_cast<long long>(Pct(b.latency_us, 0.99)),
       static_cast<long long>(b.latency_us.empty() ? 0 : b.latency_us.back()),
       static_cast<double>(redis1[0] - redis0[0]) / static_cast<double>(n),
       static_cast<double>(redis1[1] - redis0[1]) / static_cast<double>(n),
       static_cast<double>(redis1[2] - redis0[2]) / static_cast<double>(n));
-  if (b.errors) std::fprintf(stderr, "rankd bench: %lld error(s), first: %s\n",
-                             static_cast<long long>(b.errors), b.first_error.c_str());
+  if (b.errors)
+    std::fprintf(stderr, "rankd bench: %lld error(s), first: %s\n",
+                 static_cast<long long>(b.errors), b.first_error.c_str());
   return b.errors ? 1 : 0;
 }
 

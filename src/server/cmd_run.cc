@@ -57,7 +57,8 @@ int CmdRun(const std::vector<std::string>& all_args) {
   auto plans = LoadPlanDir(dir, TaskRegistry::Default());
   if (!plans) return PrintError(Error::Internal("loading plans: " + plans.error().message));
   PlanPtr plan = plans->Find(req->plan);
-  if (!plan) return PrintError(Error::UnknownPlan("plan: '" + req->plan + "' is not loaded from " + dir));
+  if (!plan)
+    return PrintError(Error::UnknownPlan("plan: '" + req->plan + "' is not loaded from " + dir));
 
   ShardRuntime runtime("run", /*cpu_threads=*/2);
   runtime.Start();
@@ -65,7 +66,9 @@ int CmdRun(const std::vector<std::string>& all_args) {
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
   if (uses_redis) OpenCliRedis(runtime, *endpoints, static_cast<int>(redis_conns));
   runtime.env().node_timeout_ms = static_cast<uint64_t>(node_timeout_ms > 0 ? node_timeout_ms : 0);
-  RunRequest run{.plan = plan, .user_id = req->user_id, .params = std::move(req->params),
+  RunRequest run{.plan = plan,
+                 .user_id = req->user_id,
+                 .params = std::move(req->params),
                  .deadline = std::nullopt};
   if (deadline_ms > 0) run.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
   auto result = runtime.Run(RunPlan(runtime.env(), std::move(run)));

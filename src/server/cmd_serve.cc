@@ -49,7 +49,8 @@ int CmdServe(const std::vector<std::string>& args) {
     LogError("start-up failed: " + st.error().message);
     return 1;
   }
-  timespec every{static_cast<time_t>(watch_ms / 1000), static_cast<long>(watch_ms % 1000) * 1000000};
+  timespec every{static_cast<time_t>(watch_ms / 1000),
+                 static_cast<long>(watch_ms % 1000) * 1000000};
   for (;;) {
     int sig = watch_ms ? sigtimedwait(&set, nullptr, &every) : sigwaitinfo(&set, nullptr);
     if (sig < 0) {

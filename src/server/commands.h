@@ -15,11 +15,11 @@
 
 namespace rankd {
 
-int CmdRun(const std::vector<std::string>& args);          // cmd_run.cc
-int CmdBench(const std::vector<std::string>& args);        // cmd_bench.cc
-int CmdCheckPlans(const std::vector<std::string>& args);   // cmd_check_plans.cc
-int CmdSeed(const std::vector<std::string>& args);         // cmd_seed.cc (Redis demo data)
-int CmdServe(const std::vector<std::string>& args);        // cmd_serve.cc (the default)
+int CmdRun(const std::vector<std::string>& args);         // cmd_run.cc
+int CmdBench(const std::vector<std::string>& args);       // cmd_bench.cc
+int CmdCheckPlans(const std::vector<std::string>& args);  // cmd_check_plans.cc
+int CmdSeed(const std::vector<std::string>& args);        // cmd_seed.cc (Redis demo data)
+int CmdServe(const std::vector<std::string>& args);       // cmd_serve.cc (the default)
 
 // Reads a subcommand's flags (cli_flags.h); on an error prints "rankd: <message>", or
 // "rankd <command>: unknown argument '<arg>'", on stderr and returns false (cli_args.cc).

@@ -28,10 +28,14 @@ void AppendUint(uint64_t v, std::string& out) {
 // HELP text escapes backslash and newline; label values also escape the double quote.
 void AppendEscaped(std::string_view s, bool quote, std::string& out) {
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else if (quote && c == '"') out += "\\\"";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else if (quote && c == '"')
+      out += "\\\"";
+    else
+      out += c;
   }
 }
 
@@ -129,7 +133,8 @@ void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std:
           for (const auto& q : m.summary.quantile) {
             char qb[32];
             auto [p, ec] = std::to_chars(qb, qb + sizeof qb, q.quantile);
-            AppendSeries(f.name, "", m.label, "quantile", std::string_view(qb, static_cast<size_t>(p - qb)), out);
+            AppendSeries(f.name, "", m.label, "quantile",
+                         std::string_view(qb, static_cast<size_t>(p - qb)), out);
             out += ' ';
             AppendDouble(q.value, out);
             out += '\n';

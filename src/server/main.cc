@@ -24,7 +24,8 @@ constexpr Command kCommands[] = {
      " [--redis NAME=URL]... [--redis-conns K]"},
     {"check-plans", &rankd::CmdCheckPlans, "[--plans DIR]"},
     {"seed", &rankd::CmdSeed,
-     "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] [--flush]"},
+     "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
+     "[--flush]"},
 };
 
 int Usage() {

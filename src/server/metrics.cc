@@ -1,6 +1,5 @@
 #include "server/metrics.h"
 
-
 #include <algorithm>
 #include <type_traits>
 
@@ -71,10 +70,11 @@ Metrics::Metrics(bool enabled)
                        .Name("rankd_node_outcomes_total")
                        .Help("Plan node runs by status (ok, failed, timeout, skipped)")
                        .Register(r);
-  deadline_exceeded = &BuildCounter()
-                           .Name("rankd_deadline_exceeded_total")
-                           .Help("Requests that ran past their deadline or a required node's timeout")
-                           .Register(r);
+  deadline_exceeded =
+      &BuildCounter()
+           .Name("rankd_deadline_exceeded_total")
+           .Help("Requests that ran past their deadline or a required node's timeout")
+           .Register(r);
   degraded = &BuildCounter()
                   .Name("rankd_degraded_total")
                   .Help("Optional nodes that failed or timed out (the request went on)")
@@ -109,39 +109,46 @@ Metrics::Metrics(bool enabled)
                       .Register(r);
   http_deferred_reads = &BuildCounter()
                              .Name("rankd_http_deferred_reads_total")
-                             .Help("Requests read after the loop turn used its budget, "
-                                   "parsed in the next turn (the shard is saturated)")
+                             .Help(
+                                 "Requests read after the loop turn used its budget, "
+                                 "parsed in the next turn (the shard is saturated)")
                              .Register(r);
   http_limit_hits = &BuildCounter()
                          .Name("rankd_http_limit_hits_total")
-                         .Help("Times the HTTP layer enforced a resource bound, by limit "
-                               "(docs/operations.md, HTTP limits)")
+                         .Help(
+                             "Times the HTTP layer enforced a resource bound, by limit "
+                             "(docs/operations.md, HTTP limits)")
                          .Register(r);
-  http_buffered_input = &BuildGauge()
-                             .Name("rankd_http_buffered_input_bytes")
-                             .Help("Request bytes a shard holds unparsed (--max-buffered-input-bytes)")
-                             .Register(r);
+  http_buffered_input =
+      &BuildGauge()
+           .Name("rankd_http_buffered_input_bytes")
+           .Help("Request bytes a shard holds unparsed (--max-buffered-input-bytes)")
+           .Register(r);
   http_unsent = &BuildGauge()
                      .Name("rankd_http_unsent_bytes")
-                     .Help("Response bytes a shard holds for clients that have not read them "
-                           "(--max-unsent-bytes)")
+                     .Help(
+                         "Response bytes a shard holds for clients that have not read them "
+                         "(--max-unsent-bytes)")
                      .Register(r);
   build_info = &BuildGauge()
                     .Name("rankd_build_info")
                     .Help("Build of this rankd process (value 1)")
                     .Register(r);
-  loop_timers = &BuildGauge()
-                     .Name("rankd_loop_timers")
-                     .Help("Live one-shot timers in the shard loop's timer queue, sampled every 100 ms")
-                     .Register(r);
-  cpu_queue_rejects = &BuildCounter()
-                           .Name("rankd_cpu_queue_rejects_total")
-                           .Help("CPU jobs refused because the shard's CPU queue held --cpu-queue-max jobs")
-                           .Register(r);
+  loop_timers =
+      &BuildGauge()
+           .Name("rankd_loop_timers")
+           .Help("Live one-shot timers in the shard loop's timer queue, sampled every 100 ms")
+           .Register(r);
+  cpu_queue_rejects =
+      &BuildCounter()
+           .Name("rankd_cpu_queue_rejects_total")
+           .Help("CPU jobs refused because the shard's CPU queue held --cpu-queue-max jobs")
+           .Register(r);
   cpu_cancelled = &BuildCounter()
                        .Name("rankd_cpu_jobs_cancelled_total")
-                       .Help("CPU jobs skipped or stopped early because their request no longer "
-                             "needed them (answered, or the node timed out)")
+                       .Help(
+                           "CPU jobs skipped or stopped early because their request no longer "
+                           "needed them (answered, or the node timed out)")
                        .Register(r);
   access_log_dropped = &BuildCounter()
                             .Name("rankd_access_log_dropped_total")
@@ -211,10 +218,11 @@ prometheus::Counter& ShardMetrics::HttpChild(Route route, size_t method, int sta
   size_t s = StatusIndex(status);
   auto*& c = http_requests_[(static_cast<size_t>(route) * kMethods + method) * kStatuses + s];
   if (!c) {
-    c = &m_.http_requests->Add({{"route", std::string(RouteName(route))},
-                                {"method", std::string(kMethodNames[method])},
-                                {"code", s < kCountedStatuses.size ? std::to_string(status) : std::string("other")},
-                                {"shard", shard_}});
+    c = &m_.http_requests->Add(
+        {{"route", std::string(RouteName(route))},
+         {"method", std::string(kMethodNames[method])},
+         {"code", s < kCountedStatuses.size ? std::to_string(status) : std::string("other")},
+         {"shard", shard_}});
   }
   return *c;
 }
@@ -276,16 +284,17 @@ PlanMetrics::~PlanMetrics() {
 PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
   auto pm = std::make_shared<PlanMetrics>(*this);
   const std::string& name = plan.name;
-  pm->outcomes[0] = Retain(*m_.rank_requests, {{"plan", name}, {"outcome", "ok"}, {"shard", shard_}});
+  pm->outcomes[0] =
+      Retain(*m_.rank_requests, {{"plan", name}, {"outcome", "ok"}, {"shard", shard_}});
   for (const auto& e : http::kApiErrors)
     pm->outcomes[1 + static_cast<size_t>(e.code)] = Retain(
         *m_.rank_requests, {{"plan", name}, {"outcome", std::string(e.name)}, {"shard", shard_}});
   pm->duration = Retain(*m_.rank_duration, {{"plan", name}, {"shard", shard_}}, &kLatencyBuckets);
   pm->deadline_exceeded = Retain(*m_.deadline_exceeded, {{"plan", name}, {"shard", shard_}});
   for (const auto& n : plan.nodes) {
-    pm->node_duration.push_back(Retain(
-        *m_.node_duration, {{"plan", name}, {"node", n.id}, {"op", n.op}, {"shard", shard_}},
-        &kNodeBuckets));
+    pm->node_duration.push_back(
+        Retain(*m_.node_duration, {{"plan", name}, {"node", n.id}, {"op", n.op}, {"shard", shard_}},
+               &kNodeBuckets));
     std::array<prometheus::Counter*, 4> st{};
     for (int s = 0; s < 4; ++s)
       st[s] = Retain(*m_.node_outcomes,

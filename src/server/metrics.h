@@ -154,7 +154,7 @@ class ShardMetrics {
 
   // http_requests children by (route, method, status), in a flat table: the answers a
   // route can give are created at start (from kRoutes, server/routes.h).
-  static constexpr size_t kMethods = 4;  // GET, POST, HEAD, other
+  static constexpr size_t kMethods = 4;                           // GET, POST, HEAD, other
   static constexpr size_t kStatuses = kCountedStatuses.size + 1;  // + "other"
   std::array<prometheus::Counter*, static_cast<size_t>(Route::kCount) * kMethods * kStatuses>
       http_requests_{};

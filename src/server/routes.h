@@ -84,7 +84,8 @@ struct StatusList {
 inline constexpr StatusList kCountedStatuses = [] {
   StatusList l;
   auto add = [&l](int s) {
-    if (s != 0 && std::find(l.values.begin(), l.values.begin() + l.size, s) == l.values.begin() + l.size)
+    if (s != 0 &&
+        std::find(l.values.begin(), l.values.begin() + l.size, s) == l.values.begin() + l.size)
       l.values[l.size++] = s;
   };
   for (const auto& r : kRoutes)

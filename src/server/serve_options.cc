@@ -29,7 +29,9 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
               "also reload when the folder's files change, checked every\n"
               "N ms; 0 = only on SIGHUP ({})",
               o.watch_plans_ms, 0, 3600000),
-      Flag{"--redis", {}, "NAME=URL",
+      Flag{"--redis",
+           {},
+           "NAME=URL",
            "a Redis endpoint, repeatable; URL is\n"
            "redis://[:password@]host:port[/db][?prefix=P]\n"
            "({})",
@@ -37,8 +39,11 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
              redis_flags.emplace_back(v);
              return {};
            },
-           [] { return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl); }},
-      IntFlag("--redis-conns", "N", "connections per endpoint per shard ({})", o.redis_conns, 1, 64),
+           [] {
+             return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl);
+           }},
+      IntFlag("--redis-conns", "N", "connections per endpoint per shard ({})", o.redis_conns, 1,
+              64),
       IntFlag("--redis-max-reply-bytes", "N",
               "bytes one Redis reply may take; a reply that announces\n"
               "more fails its connection at once and its requests get\n"
@@ -63,7 +68,8 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
               int64_t{1} << 30),
       IntFlag("--read-timeout-ms", "N", "time to read a request head and body, 408 past it ({})",
               o.read_timeout_ms, 1, 3600000),
-      IntFlag("--idle-timeout-ms", "N", "keep-alive idle limit ({})", o.idle_timeout_ms, 1, 86400000),
+      IntFlag("--idle-timeout-ms", "N", "keep-alive idle limit ({})", o.idle_timeout_ms, 1,
+              86400000),
       IntFlag("--drain-timeout-ms", "N",
               "SIGTERM/SIGINT: time to finish requests already read ({})", o.drain_timeout_ms, 0,
               3600000),
@@ -84,12 +90,16 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
               "/metrics requests waiting for a serialisation, per address;\n"
               "more get 503 ({})",
               o.max_queued_scrapes, 1, 100000),
-      TextFlag("--metrics-host", "ADDR", "address of the metrics listener (--host)", o.metrics_host),
+      TextFlag("--metrics-host", "ADDR", "address of the metrics listener (--host)",
+               o.metrics_host),
       IntFlag("--metrics-port", "N",
               "serve /metrics only on this port (on shard 0); the main\n"
               "port then answers 404 for it ({} = main port serves it)",
               o.metrics_port, 1, 65535),
-      Flag{"--log-level", {}, "LEVEL", "error | warn | info | debug ({})",
+      Flag{"--log-level",
+           {},
+           "LEVEL",
+           "error | warn | info | debug ({})",
            [&o](std::string_view v) -> Status {
              if (!ParseLogLevel(v, &o.log_level))
                return Fail(Error::BadRequest("--log-level: '" + std::string(v) +
@@ -98,7 +108,10 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
            },
            [&o] { return std::string(kLogLevelNames[static_cast<size_t>(o.log_level)]); }},
       SwitchFlag("--access-log", "one JSON line per request on stdout", o.access_log),
-      Flag{"--no-metrics", {}, {}, "skip request-path metrics (benchmarking their cost)",
+      Flag{"--no-metrics",
+           {},
+           {},
+           "skip request-path metrics (benchmarking their cost)",
            [&o](std::string_view) -> Status {
              o.metrics = false;
              return {};
@@ -142,7 +155,8 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   std::vector<std::string> redis_flags;
   if (auto st = ParseFlags(args, ServeFlags(out, redis_flags)); !st) {
     if (st.error().code == ErrorCode::kNotFound)
-      return Fail(Error::BadRequest("unknown flag '" + st.error().message + "' (see rankd serve --help)"));
+      return Fail(
+          Error::BadRequest("unknown flag '" + st.error().message + "' (see rankd serve --help)"));
     return Fail(st.error());
   }
   if (o.metrics_port != 0 && o.metrics_port == o.port &&

@@ -18,15 +18,15 @@ namespace rankd {
 struct ServeOptions {
   std::string host = "0.0.0.0";
   int port = 8080;
-  int shards = 0;          // 0: number of CPUs
-  int cpu_threads = 1;     // CPU workers per shard
+  int shards = 0;       // 0: number of CPUs
+  int cpu_threads = 1;  // CPU workers per shard
   std::string plans = "plans";
-  uint64_t watch_plans_ms = 0;  // poll the plans folder and reload on change; 0: SIGHUP only
+  uint64_t watch_plans_ms = 0;       // poll the plans folder and reload on change; 0: SIGHUP only
   std::vector<RedisEndpoint> redis;  // --redis NAME=URL (default redis_default)
-  int redis_conns = 2;     // connections per endpoint per shard
-  ReplyLimits redis_reply_limits;  // --redis-max-reply-bytes, --redis-max-reply-depth
+  int redis_conns = 2;               // connections per endpoint per shard
+  ReplyLimits redis_reply_limits;    // --redis-max-reply-bytes, --redis-max-reply-depth
   int64_t deadline_ms = 200;
-  int64_t node_timeout_ms = 0;  // 0: none
+  int64_t node_timeout_ms = 0;     // 0: none
   size_t max_connections = 10000;  // per shard
   size_t max_inflight = 1024;      // per shard, counted until a request's work stopped
   size_t cpu_queue_max = 1024;     // CPU jobs waiting for a worker, per shard
@@ -35,15 +35,15 @@ struct ServeOptions {
   uint64_t idle_timeout_ms = 60000;
   uint64_t drain_timeout_ms = 10000;
   // HTTP limits (docs/operations.md, "HTTP limits").
-  size_t max_pipeline_depth = 16;                // answers a client has not taken, per connection
-  size_t max_buffered_input_bytes = 64u << 20;   // per shard
-  size_t max_unsent_bytes = 256u << 20;          // per shard
-  size_t max_queued_scrapes = 64;                // /metrics waiting, per address, per process
-  std::string metrics_host;  // "" = --host
-  int metrics_port = 0;      // 0: /metrics on the main port; else only on this one
+  size_t max_pipeline_depth = 16;               // answers a client has not taken, per connection
+  size_t max_buffered_input_bytes = 64u << 20;  // per shard
+  size_t max_unsent_bytes = 256u << 20;         // per shard
+  size_t max_queued_scrapes = 64;               // /metrics waiting, per address, per process
+  std::string metrics_host;                     // "" = --host
+  int metrics_port = 0;  // 0: /metrics on the main port; else only on this one
   LogLevel log_level = LogLevel::kInfo;
   bool access_log = false;
-  bool metrics = true;     // --no-metrics: request-path metrics off (for benchmarks)
+  bool metrics = true;  // --no-metrics: request-path metrics off (for benchmarks)
 };
 
 // What the command line asked for.

@@ -27,8 +27,10 @@ using prometheus::MetricType;
 ClientMetric Sample(std::vector<ClientMetric::Label> labels, double v, MetricType t) {
   ClientMetric m;
   m.label = std::move(labels);
-  if (t == MetricType::Counter) m.counter.value = v;
-  else m.gauge.value = v;
+  if (t == MetricType::Counter)
+    m.counter.value = v;
+  else
+    m.gauge.value = v;
   return m;
 }
 
@@ -47,7 +49,8 @@ void CollectProcess(std::vector<MetricFamily>& out) {
   std::ifstream statm("/proc/self/statm");
   long size = 0, resident = 0;
   statm >> size >> resident;
-  auto rss = Family("process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::Gauge);
+  auto rss =
+      Family("process_resident_memory_bytes", "Resident memory size in bytes.", MetricType::Gauge);
   rss.metric.push_back(Sample({}, static_cast<double>(resident) * page, MetricType::Gauge));
   out.push_back(std::move(rss));
 
@@ -64,9 +67,10 @@ void CollectProcess(std::vector<MetricFamily>& out) {
       if (i == 12) utime = std::stod(f);
       if (i == 13) stime = std::stod(f);
     }
-    auto cpu = Family("process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
-                      MetricType::Counter);
-    cpu.metric.push_back(Sample({}, (utime + stime) / static_cast<double>(ticks), MetricType::Counter));
+    auto cpu = Family("process_cpu_seconds_total",
+                      "Total user and system CPU time spent in seconds.", MetricType::Counter);
+    cpu.metric.push_back(
+        Sample({}, (utime + stime) / static_cast<double>(ticks), MetricType::Counter));
     out.push_back(std::move(cpu));
   }
 
@@ -125,9 +129,9 @@ Status Server::Start() {
     // With --port 0 the first shard picks the port and the others join it.
     if (opts_.port == 0) opts_.port = shard->port();
   }
-  LogInfo("rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) + " with " +
-          std::to_string(opts_.shards) + " shard(s), " + std::to_string(plans_->plans.size()) +
-          " plan(s) from " + opts_.plans);
+  LogInfo("rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) +
+          " with " + std::to_string(opts_.shards) + " shard(s), " +
+          std::to_string(plans_->plans.size()) + " plan(s) from " + opts_.plans);
   return {};
 }
 
@@ -160,10 +164,12 @@ void Server::Shutdown() {
   while (!all_drained() && Clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   if (!all_drained()) {
-    LogWarn("drain timeout (" + std::to_string(opts_.drain_timeout_ms) + " ms) passed: closing what is left");
+    LogWarn("drain timeout (" + std::to_string(opts_.drain_timeout_ms) +
+            " ms) passed: closing what is left");
     for (auto& s : shards_) s->CloseNow();
     auto hard = Clock::now() + std::chrono::seconds(2);
-    while (!all_drained() && Clock::now() < hard) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    while (!all_drained() && Clock::now() < hard)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   scrape_pool_.wait_idle();  // a scrape posts back to its shard's loop: finish it first
   for (auto& s : shards_) s->Stop();
@@ -223,7 +229,8 @@ void Server::AddCollectors() {
     auto f = Family("rankd_late_completions_total",
                     "Work that finished after its timeout race was lost (result discarded)",
                     MetricType::Counter);
-    f.metric.push_back(Sample({}, static_cast<double>(LateCompletions().load()), MetricType::Counter));
+    f.metric.push_back(
+        Sample({}, static_cast<double>(LateCompletions().load()), MetricType::Counter));
     out.push_back(std::move(f));
   });
   // Redis: the pools' atomics, summed over shards per endpoint. The list grows while
@@ -236,10 +243,12 @@ void Server::AddCollectors() {
     }
     std::vector<std::string> endpoints;
     for (const auto& [ep, st] : stats)
-      if (std::find(endpoints.begin(), endpoints.end(), ep) == endpoints.end()) endpoints.push_back(ep);
-    auto commands = Family("rankd_redis_commands_total", "Redis commands sent", MetricType::Counter);
-    auto batches = Family("rankd_redis_batches_total", "Pipelined Redis batches (one round trip each)",
-                          MetricType::Counter);
+      if (std::find(endpoints.begin(), endpoints.end(), ep) == endpoints.end())
+        endpoints.push_back(ep);
+    auto commands =
+        Family("rankd_redis_commands_total", "Redis commands sent", MetricType::Counter);
+    auto batches = Family("rankd_redis_batches_total",
+                          "Pipelined Redis batches (one round trip each)", MetricType::Counter);
     auto errors = Family("rankd_redis_errors_total", "Redis failures by kind", MetricType::Counter);
     auto late = Family("rankd_redis_late_replies_total", "Replies that came after their deadline",
                        MetricType::Counter);
@@ -247,8 +256,8 @@ void Server::AddCollectors() {
     auto values = Family("rankd_redis_bad_values_total",
                          "Values read from Redis that became null or were dropped, by kind",
                          MetricType::Counter);
-    auto lat = Family("rankd_redis_batch_duration_seconds", "Time from sending a batch to its last reply",
-                      MetricType::Histogram);
+    auto lat = Family("rankd_redis_batch_duration_seconds",
+                      "Time from sending a batch to its last reply", MetricType::Histogram);
     for (const auto& ep : endpoints) {
       double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
              disconnects = 0, live = 0, lte = 0, sum_us = 0, missing = 0, unparsable = 0,
@@ -277,18 +286,29 @@ void Server::AddCollectors() {
       }
       commands.metric.push_back(Sample({{"endpoint", ep}}, cmd, MetricType::Counter));
       batches.metric.push_back(Sample({{"endpoint", ep}}, bat, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "error_reply"}}, err_reply, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "unavailable"}}, unavailable, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "deadline"}}, deadline, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "backend"}}, backend, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "bad_reply"}}, bad_replies, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "connect_failed"}}, connect_fail, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "disconnect"}}, disconnects, MetricType::Counter));
+      errors.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "error_reply"}}, err_reply, MetricType::Counter));
+      errors.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "unavailable"}}, unavailable, MetricType::Counter));
+      errors.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "deadline"}}, deadline, MetricType::Counter));
+      errors.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "backend"}}, backend, MetricType::Counter));
+      errors.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "bad_reply"}}, bad_replies, MetricType::Counter));
+      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "connect_failed"}}, connect_fail,
+                                     MetricType::Counter));
+      errors.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "disconnect"}}, disconnects, MetricType::Counter));
       late.metric.push_back(Sample({{"endpoint", ep}}, lte, MetricType::Counter));
-      conns.metric.push_back(Sample({{"endpoint", ep}, {"state", "live"}}, live, MetricType::Gauge));
-      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "missing_field"}}, missing, MetricType::Counter));
-      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "unparsable_field"}}, unparsable, MetricType::Counter));
-      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "bad_id"}}, bad_ids, MetricType::Counter));
+      conns.metric.push_back(
+          Sample({{"endpoint", ep}, {"state", "live"}}, live, MetricType::Gauge));
+      values.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "missing_field"}}, missing, MetricType::Counter));
+      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "unparsable_field"}}, unparsable,
+                                     MetricType::Counter));
+      values.metric.push_back(
+          Sample({{"endpoint", ep}, {"kind", "bad_id"}}, bad_ids, MetricType::Counter));
       ClientMetric h;
       h.label = {{"endpoint", ep}};
       h.histogram.sample_count = count;
@@ -305,7 +325,8 @@ void Server::AddCollectors() {
       }
       lat.metric.push_back(std::move(h));
     }
-    for (auto* f : {&commands, &batches, &errors, &late, &conns, &values, &lat}) out.push_back(std::move(*f));
+    for (auto* f : {&commands, &batches, &errors, &late, &conns, &values, &lat})
+      out.push_back(std::move(*f));
   });
 }
 

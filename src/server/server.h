@@ -3,8 +3,8 @@
 // posted snapshots).
 //
 // Threads: Start, Reload, Shutdown on the main thread. draining, ReadinessReasons,
-// MetricsText and RequestScrape from any thread (shard loops call them); shards_ is filled before any
-// shard starts and cleared only after every loop stopped.
+// MetricsText and RequestScrape from any thread (shard loops call them); shards_ is filled before
+// any shard starts and cleared only after every loop stopped.
 #pragma once
 
 #include <atomic>

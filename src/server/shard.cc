@@ -166,7 +166,8 @@ void Shard::OnTick() {
   double lag = now > lag_expected_ns_ ? static_cast<double>(now - lag_expected_ns_) / 1e9 : 0.0;
   shard_metrics_->loop_lag->Set(lag);
   shard_metrics_->loop_lag_hist->Observe(lag);
-  shard_metrics_->inflight->Set(static_cast<double>(live_requests_.load(std::memory_order_relaxed)));
+  shard_metrics_->inflight->Set(
+      static_cast<double>(live_requests_.load(std::memory_order_relaxed)));
   shard_metrics_->loop_timers->Set(static_cast<double>(loop().timers().entries()));
   if (listener_)
     shard_metrics_->open_connections->Set(static_cast<double>(listener_->open_connections()));
@@ -180,13 +181,15 @@ void Shard::OnTick() {
       static_cast<double>(offloads_.queue_rejects - offloads_published_.queue_rejects));
   offloads_published_ = offloads_;
   uint64_t cancelled = cpu_cancelled_.load(std::memory_order_relaxed);
-  shard_metrics_->cpu_cancelled->Increment(static_cast<double>(cancelled - cpu_cancelled_published_));
+  shard_metrics_->cpu_cancelled->Increment(
+      static_cast<double>(cancelled - cpu_cancelled_published_));
   cpu_cancelled_published_ = cancelled;
   shard_metrics_->access_log_dropped->Increment(
       static_cast<double>(access_log_dropped_ - access_log_dropped_published_));
   access_log_dropped_published_ = access_log_dropped_;
   if (listener_) PublishHttpCounters(listener_->counters(), http_published_);
-  if (metrics_listener_) PublishHttpCounters(metrics_listener_->counters(), metrics_http_published_);
+  if (metrics_listener_)
+    PublishHttpCounters(metrics_listener_->counters(), metrics_http_published_);
   shard_metrics_->http_limits[static_cast<size_t>(http::LimitKind::kCount)]->Increment(
       static_cast<double>(scrapes_refused_ - scrapes_refused_published_));
   scrapes_refused_published_ = scrapes_refused_;
@@ -230,7 +233,8 @@ void Shard::AccessLog(std::string_view request_id, Route route, std::string_view
   line += R"(,"status":)";
   AppendJsonInt(status, line);
   line += R"(,"took_us":)";
-  AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(), line);
+  AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
+                line);
   if (!access_log_ || !access_log_->TryPush(line, "}\n")) ++access_log_dropped_;
 }
 
@@ -260,8 +264,7 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
 }
 
 void Shard::Answer(const http::Request& req, http::Responder& res, Route route, int status,
-                   std::string_view body, TimePoint t0,
-                   std::span<const http::HeaderField> extra) {
+                   std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra) {
   loop().AssertInLoopThread();
   http::Response r;
   r.status = status;
@@ -274,14 +277,15 @@ void Shard::Answer(const http::Request& req, http::Responder& res, Route route, 
   if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, 0);
 }
 
-void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route,
-                        const Error& e, TimePoint t0, std::span<const http::HeaderField> extra) {
+void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
+                        TimePoint t0, std::span<const http::HeaderField> extra) {
   Answer(req, res, route, http::ErrorStatus(e.code), http::ErrorBody(e), t0, extra);
 }
 
 void Shard::HandleReadyz(const http::Request& req, http::Responder& res) {
   std::string why = server_.ReadinessReasons();
-  if (why.empty()) return Answer(req, res, Route::kReadyz, 200, R"({"status":"ready"})", req.read_done);
+  if (why.empty())
+    return Answer(req, res, Route::kReadyz, 200, R"({"status":"ready"})", req.read_done);
   std::string body = R"({"status":"not_ready","reasons":)";
   AppendJsonString(why, body);
   body += "}";
@@ -333,7 +337,8 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
   // Serialising takes a few milliseconds with every plan loaded: the server does it off
   // the loops, once for every scrape waiting (the registry is thread-safe).
   auto holder = std::make_shared<http::Responder>(std::move(res));
-  auto done = [this, holder, t0, request_id = req.request_id](std::shared_ptr<const std::string> text) {
+  auto done = [this, holder, t0,
+               request_id = req.request_id](std::shared_ptr<const std::string> text) {
     http::Response r;
     r.status = 200;
     r.body = *text;
@@ -359,8 +364,8 @@ void Shard::OnMetricsAddressRequest(http::Request req, http::Responder res) {
   const RouteSpec& spec = SpecOf(Route::kMetrics);
   if (!AcceptsMethod(spec, req.method)) {
     const http::HeaderField allow[] = {{"Allow", spec.allow}};
-    return AnswerError(req, res, Route::kMetrics, MethodNotAllowed(spec, req.path(), req.method), t0,
-                       allow);
+    return AnswerError(req, res, Route::kMetrics, MethodNotAllowed(spec, req.path(), req.method),
+                       t0, allow);
   }
   HandleMetrics(req, res, /*metrics_address=*/true);
 }

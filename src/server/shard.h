@@ -53,7 +53,8 @@ class Shard {
   int port() const { return port_.load(); }
   // (endpoint, stats) of this shard's Redis pools: set before Start returns, then
   // immutable; the stats are atomics readable from any thread.
-  const std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>>& redis_stats() const {
+  const std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>>& redis_stats()
+      const {
     return redis_stats_;
   }
 
@@ -95,15 +96,15 @@ class Shard {
   std::unique_ptr<ShardMetrics> shard_metrics_;
   std::shared_ptr<http::Listener> listener_;
   std::shared_ptr<http::Listener> metrics_listener_;  // --metrics-port, shard 0 only
-  CpuOffloadCounts offloads_;            // counted by the scheduler
-  CpuOffloadCounts offloads_published_;  // what the metrics already have
+  CpuOffloadCounts offloads_;                         // counted by the scheduler
+  CpuOffloadCounts offloads_published_;               // what the metrics already have
   uint64_t cpu_cancelled_published_ = 0;
-  SpscRing* access_log_ = nullptr;       // producer side; null without --access-log
+  SpscRing* access_log_ = nullptr;  // producer side; null without --access-log
   uint64_t access_log_dropped_ = 0;
   uint64_t access_log_dropped_published_ = 0;
-  http::HttpCounters http_published_;    // the listener's counters the metrics have
+  http::HttpCounters http_published_;          // the listener's counters the metrics have
   http::HttpCounters metrics_http_published_;  // the same for metrics_listener_
-  uint64_t scrapes_refused_ = 0;         // 503 for --max-queued-scrapes
+  uint64_t scrapes_refused_ = 0;               // 503 for --max-queued-scrapes
   uint64_t scrapes_refused_published_ = 0;
   // Requests admitted and not yet finished with, counted until their last piece of work
   // (a CPU job still queued or running after the answer) has let go (RunPlan's hold).

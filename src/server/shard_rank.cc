@@ -57,7 +57,8 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
     return;
   }
   for (size_t i = 0; i < r->degraded.size() && i < r->degraded_errors.size(); ++i)
-    if (!r->degraded_errors[i].detail.empty()) line(plan.nodes[r->degraded[i]].id, r->degraded_errors[i]);
+    if (!r->degraded_errors[i].detail.empty())
+      line(plan.nodes[r->degraded[i]].id, r->degraded_errors[i]);
 }
 
 }  // namespace
@@ -94,8 +95,8 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
 // The frame owns everything the request touches until it has answered: the plan (run
 // and `plan`), its metric children (pm) and its admission count (`live`, which RunPlan
 // keeps until the request's last CPU job has let go).
-Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
-                          std::string request_id, PlanMetricsPtr pm, TimePoint t0) {
+Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
+                          PlanMetricsPtr pm, TimePoint t0) {
   PlanPtr plan = run.plan;
   int64_t user_id = run.user_id;
   auto live = std::make_shared<LiveRequest>(live_requests_);
@@ -143,7 +144,8 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain,
   r.headers = headers;
   res.Send(r);
   LogFailures(request_id, *plan, result);
-  if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
+  if (opts_.access_log)
+    AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
 }
 
 }  // namespace rankd

@@ -9,7 +9,7 @@
 
 namespace rankd {
 
-Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);  // concat.cc
+Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);                   // concat.cc
 Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in);  // sort.cc
 Result<RowSet> RunConcat(const TaskContext& ctx, std::vector<RowSet> in);
 
@@ -101,15 +101,17 @@ Result<RowSet> RunDedupe(const TaskContext& ctx, std::vector<RowSet> in) {
 void RegisterCpuTasks(TaskRegistry& r) {
   using P = TaskParamSpec;
   using S = TaskSpec;
-  r.Add(S::Cpu("vm", 1, 1,
-               {P::Required("out_key", ParamKind::kColumn), P::Required("expr", ParamKind::kExprId)},
-               &VmSchema, &RunVm));
+  r.Add(
+      S::Cpu("vm", 1, 1,
+             {P::Required("out_key", ParamKind::kColumn), P::Required("expr", ParamKind::kExprId)},
+             &VmSchema, &RunVm));
   r.Add(S::Cpu("filter", 1, 1, {P::Required("pred", ParamKind::kPredId)}, &SchemaSameAsInput,
                &RunFilter));
-  r.Add(S::Cpu("sort", 1, 1,
-               {P::Required("key", ParamKind::kColumn),
-                P::Optional("order", ParamKind::kStr, std::string("desc")).Allowed({"desc", "asc"}).Ref()},
-               &KeyedSchema, &RunSort));
+  r.Add(S::Cpu(
+      "sort", 1, 1,
+      {P::Required("key", ParamKind::kColumn),
+       P::Optional("order", ParamKind::kStr, std::string("desc")).Allowed({"desc", "asc"}).Ref()},
+      &KeyedSchema, &RunSort));
   r.Add(S::Cpu("take", 1, 1, {P::Required("count", ParamKind::kI64).Bounds(1, 10000).Ref()},
                &SchemaSameAsInput, &RunTake));
   r.Add(S::Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat));

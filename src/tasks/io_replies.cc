@@ -32,9 +32,11 @@ std::string KeyOf(const ReplySource& src, std::string_view kind, int64_t id) {
 // raw Redis error text go to the detail (the log).
 Error BadReply(const ReplySource& src, std::string_view command, const std::string& key,
                const RedisReply& r) {
-  std::string what = r.is_error() ? "error reply"
-                                  : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
-  Error e = Error::Backend(std::string(command) + " at redis endpoint " + src.endpoint + ": " + what);
+  std::string what = r.is_error()
+                         ? "error reply"
+                         : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
+  Error e =
+      Error::Backend(std::string(command) + " at redis endpoint " + src.endpoint + ": " + what);
   e.detail = std::string(command) + " " + key + " at redis endpoint " + src.label + ": " +
              (r.is_error() ? r.str : what);
   return e;
@@ -52,18 +54,25 @@ void AppendField(ColumnBuilder& col, const RedisReply& r, RedisStats& stats) {
   bool ok = true;
   switch (col.type()) {
     case ColumnType::kI64:
-      if (auto v = ParseStrictInt<int64_t>(r.str)) col.AppendI64(*v); else ok = false;
+      if (auto v = ParseStrictInt<int64_t>(r.str))
+        col.AppendI64(*v);
+      else
+        ok = false;
       break;
     case ColumnType::kF64:
-      if (auto v = ParseF64(r.str)) col.AppendF64(*v); else ok = false;
+      if (auto v = ParseF64(r.str))
+        col.AppendF64(*v);
+      else
+        ok = false;
       break;
-    case ColumnType::kStr:
-      col.AppendStr(r.str);
-      break;
+    case ColumnType::kStr: col.AppendStr(r.str); break;
     case ColumnType::kBool:
-      if (r.str == "1" || r.str == "true") col.AppendBool(true);
-      else if (r.str == "0" || r.str == "false") col.AppendBool(false);
-      else ok = false;
+      if (r.str == "1" || r.str == "true")
+        col.AppendBool(true);
+      else if (r.str == "0" || r.str == "false")
+        col.AppendBool(false);
+      else
+        ok = false;
       break;
   }
   if (!ok) {
@@ -100,8 +109,8 @@ Result<RowSet> ViewerRows(const ReplySource& src, int64_t user_id, const RedisRe
   const bool found = !r.elements.empty();
   const size_t rows = found ? 1 : 0;
   RowSet out;
-  out.SetColumn("id", std::make_shared<const Column>(
-                          Column::I64(found ? std::vector<int64_t>{user_id} : std::vector<int64_t>{})));
+  out.SetColumn("id", std::make_shared<const Column>(Column::I64(
+                          found ? std::vector<int64_t>{user_id} : std::vector<int64_t>{})));
   for (const auto& field : UserFields()) {
     ColumnBuilder col(*UserFieldType(field), rows);
     if (found) {

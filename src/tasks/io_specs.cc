@@ -38,8 +38,9 @@ Task<Result<RowSet>> NotBuilt(std::string op) {
 
 // Until io_tasks.cc installs the real run, the op answers `unavailable`.
 TaskSpec Io(std::string op, uint32_t inputs, std::vector<TaskParamSpec> params, SchemaFn out) {
-  TaskSpec s = TaskSpec::Async(op, inputs, inputs, std::move(params), out,
-                               [op](const TaskContext&, std::vector<RowSet>) { return NotBuilt(op); });
+  TaskSpec s =
+      TaskSpec::Async(op, inputs, inputs, std::move(params), out,
+                      [op](const TaskContext&, std::vector<RowSet>) { return NotBuilt(op); });
   s.is_io = true;
   return s;
 }
@@ -53,8 +54,8 @@ void RegisterIoTaskSpecs(TaskRegistry& r) {
   r.Add(Io("media", 1, {Endpoint(), Count("per_author", 10, 1, 100)}, &MediaSchema));
   r.Add(Io("features", 1,
            {Endpoint(), TaskParamSpec::Required("fields", ParamKind::kStrList)
-                           .Bounds(1, std::nullopt)
-                           .Allowed(ItemFields())},
+                            .Bounds(1, std::nullopt)
+                            .Allowed(ItemFields())},
            &FeaturesSchema));
   r.Add(Io("seen_filter", 1, {Endpoint()}, &SchemaSameAsInput));
 }

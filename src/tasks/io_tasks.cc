@@ -64,7 +64,8 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
   std::vector<RedisCommand> cmds;
   cmds.push_back(std::move(cmd));
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+  if (!replies)
+    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
   co_return ViewerRows(SourceOf(p), ctx.user_id, replies->at(0));
 }
 
@@ -85,7 +86,8 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std
     cmds.push_back(std::move(c));
   }
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+  if (!replies)
+    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
   co_return ExpandedLists(SourceOf(p), kind, ids->ids, *replies);
 }
 
@@ -139,7 +141,8 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
     cmds.push_back(std::move(c));
   }
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+  if (!replies)
+    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
   co_return FeatureRows(SourceOf(p), input, *ids, reply_of, asked, fields, *replies);
 }
 
@@ -158,7 +161,8 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
   std::vector<RedisCommand> cmds;
   cmds.push_back(std::move(c));
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies) co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+  if (!replies)
+    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
   co_return SeenFilterRows(SourceOf(p), ctx.user_id, input, *ids, replies->at(0));
 }
 

@@ -31,8 +31,8 @@ TaskSpec TaskSpec::Cpu(std::string op, uint32_t min_inputs, uint32_t max_inputs,
 
 TaskSpec TaskSpec::Async(std::string op, uint32_t min_inputs, uint32_t max_inputs,
                          std::vector<TaskParamSpec> params, SchemaFn output, AsyncRunFn run) {
-  TaskSpec s = WithSchema(std::move(op), min_inputs, max_inputs, std::move(params), output,
-                          RunKind::kAsync);
+  TaskSpec s =
+      WithSchema(std::move(op), min_inputs, max_inputs, std::move(params), output, RunKind::kAsync);
   s.run_async = std::move(run);
   return s;
 }

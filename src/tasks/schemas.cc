@@ -8,13 +8,15 @@ struct Field {
   ColumnType type;
 };
 constexpr Field kItemFields[] = {
-    {"author", ColumnType::kI64}, {"likes", ColumnType::kI64},  {"age_s", ColumnType::kI64},
+    {"author", ColumnType::kI64},   {"likes", ColumnType::kI64},   {"age_s", ColumnType::kI64},
     {"category", ColumnType::kStr}, {"country", ColumnType::kStr}, {"quality", ColumnType::kF64},
     {"nsfw", ColumnType::kI64},
 };
 constexpr Field kUserFields[] = {
-    {"country", ColumnType::kStr}, {"lang", ColumnType::kStr},
-    {"age", ColumnType::kI64},     {"premium", ColumnType::kI64},
+    {"country", ColumnType::kStr},
+    {"lang", ColumnType::kStr},
+    {"age", ColumnType::kI64},
+    {"premium", ColumnType::kI64},
 };
 
 template <size_t N>

@@ -1,10 +1,10 @@
 // sort: a stable sort of the selection vector by one column, nulls last in either order.
 // Only the index vector moves; no column is copied. When a take of N is the node's only
 // reader (PlanNode::rows_read), only the first N rows are put in order.
+#include "tasks/sort.h"
+
 #include <algorithm>
 #include <cmath>
-
-#include "tasks/sort.h"
 
 #include "tasks/task.h"
 
@@ -38,7 +38,9 @@ constexpr size_t kSortBlock = 4096;
 template <class Entry, class Before>
 bool SelectFirst(std::vector<Entry>& e, size_t cut, Before before, const CancelCheck& cancelled) {
   const size_t block = std::max(cut, kSortBlock);
-  const auto at = [&](std::vector<Entry>& v, size_t i) { return v.begin() + static_cast<ptrdiff_t>(i); };
+  const auto at = [&](std::vector<Entry>& v, size_t i) {
+    return v.begin() + static_cast<ptrdiff_t>(i);
+  };
   size_t taken = std::min(e.size(), cut + block);
   std::vector<Entry> best(e.begin(), at(e, taken));
   size_t rejected = 0;  // e[0, rejected) holds the entries dropped so far; always < taken
@@ -137,13 +139,16 @@ std::optional<std::vector<uint32_t>> SortRows(const RowSet& rs, const Column& co
   bool sorted = false;
   switch (col.type) {
     case ColumnType::kI64:
-      sorted = SortByKey<int64_t>(rows, desc, first, cancelled, [&](uint32_t r) { return col.i64[r]; });
+      sorted =
+          SortByKey<int64_t>(rows, desc, first, cancelled, [&](uint32_t r) { return col.i64[r]; });
       break;
     case ColumnType::kF64:
-      sorted = SortByKey<double>(rows, desc, first, cancelled, [&](uint32_t r) { return col.f64[r]; });
+      sorted =
+          SortByKey<double>(rows, desc, first, cancelled, [&](uint32_t r) { return col.f64[r]; });
       break;
     case ColumnType::kBool:
-      sorted = SortByKey<uint8_t>(rows, desc, first, cancelled, [&](uint32_t r) { return col.b[r]; });
+      sorted =
+          SortByKey<uint8_t>(rows, desc, first, cancelled, [&](uint32_t r) { return col.b[r]; });
       break;
     case ColumnType::kStr: {
       std::vector<uint32_t> rank = DictRanks(*col.dict);

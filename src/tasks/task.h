@@ -34,13 +34,13 @@ class RedisPools;  // src/redis/pools.h
 struct TaskContext {
   EventLoop* loop = nullptr;
   ThreadPool* pool = nullptr;
-  RedisPools* redis = nullptr;     // nullptr when the process has no Redis (tests, `run`)
+  RedisPools* redis = nullptr;  // nullptr when the process has no Redis (tests, `run`)
   int64_t user_id = 0;
-  const PlanNode* node = nullptr;  // id, op, compiled expr/pred, output types
-  const TaskArgs* args = nullptr;  // this request's task parameters, resolved and checked
+  const PlanNode* node = nullptr;       // id, op, compiled expr/pred, output types
+  const TaskArgs* args = nullptr;       // this request's task parameters, resolved and checked
   const ParamValues* params = nullptr;  // this request's plan parameters, by decl index
-  Deadline request_deadline;       // the whole request's
-  Deadline deadline;               // this node's: min(request, start + node timeout)
+  Deadline request_deadline;            // the whole request's
+  Deadline deadline;                    // this node's: min(request, start + node timeout)
   // Set once nobody needs this run's result (the request answered, the node's timeout
   // race was lost). Long CPU runs poll cancelled() at least every millisecond of work
   // and return early; their result is discarded anyway.
@@ -127,9 +127,9 @@ class TaskRegistry : public OpCatalog {
 inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const TaskSpec*>(n.schema); }
 
 // --- registration, one function per group of tasks ------------------------------------
-void RegisterCpuTasks(TaskRegistry& r);    // vm, filter, sort, take, concat, dedupe
-void RegisterTestTasks(TaskRegistry& r);   // fixed_source, sleep, busy_cpu
-void RegisterIoTaskSpecs(TaskRegistry& r); // viewer, follow, ... : specs, runs stubbed
+void RegisterCpuTasks(TaskRegistry& r);     // vm, filter, sort, take, concat, dedupe
+void RegisterTestTasks(TaskRegistry& r);    // fixed_source, sleep, busy_cpu
+void RegisterIoTaskSpecs(TaskRegistry& r);  // viewer, follow, ... : specs, runs stubbed
 // src/tasks/io_tasks.cc: installs the IO runs with SetAsyncRun.
 void RegisterIoTaskRuns(TaskRegistry& r);
 

@@ -29,15 +29,17 @@ Result<RowSet> RunFixed(const TaskContext& ctx, std::vector<RowSet>) {
   return out;
 }
 
-RowSet PassThrough(std::vector<RowSet>& in) { return in.empty() ? RowSet::Empty() : std::move(in[0]); }
+RowSet PassThrough(std::vector<RowSet>& in) {
+  return in.empty() ? RowSet::Empty() : std::move(in[0]);
+}
 
 // A loop timer, no thread blocked. `ctx` outlives this coroutine (TaskContext contract).
 Task<Result<RowSet>> RunSleep(const TaskContext& ctx, std::vector<RowSet> in) {
   int64_t ms = ctx.args->I64("duration_ms");
   co_await SleepMs(*ctx.loop, static_cast<uint64_t>(ms));
   if (ctx.args->Bool("fail_after_sleep"))
-    co_return Fail(Error::Internal("sleep failed after " +
-                                   std::to_string(ms) + " ms (fail_after_sleep)"));
+    co_return Fail(
+        Error::Internal("sleep failed after " + std::to_string(ms) + " ms (fail_after_sleep)"));
   co_return PassThrough(in);
 }
 
@@ -45,8 +47,8 @@ Task<Result<RowSet>> RunSleep(const TaskContext& ctx, std::vector<RowSet> in) {
 // its cancel token on every clock read (well under a millisecond apart), as any long
 // CPU run must.
 Result<RowSet> RunBusy(const TaskContext& ctx, std::vector<RowSet> in) {
-  auto until = std::chrono::steady_clock::now() +
-               std::chrono::milliseconds(ctx.args->I64("duration_ms"));
+  auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.args->I64("duration_ms"));
   while (std::chrono::steady_clock::now() < until) {
     if (ctx.cancelled()) return Fail(CancelledError("busy_cpu"));
   }
@@ -64,9 +66,9 @@ void RegisterTestTasks(TaskRegistry& r) {
   r.Add(TaskSpec::Cpu("fixed_source", 0, 0,
                       {P::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()},
                       &FixedSchema, &RunFixed));
-  r.Add(TaskSpec::Async("sleep", 0, 1,
-                        {Duration(), P::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()},
-                        &SchemaSameAsInput, &RunSleep));
+  r.Add(TaskSpec::Async(
+      "sleep", 0, 1, {Duration(), P::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()},
+      &SchemaSameAsInput, &RunSleep));
   r.Add(TaskSpec::Cpu("busy_cpu", 0, 1, {Duration()}, &SchemaSameAsInput, &RunBusy,
                       RunKind::kCpuPool));
 }

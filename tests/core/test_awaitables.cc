@@ -78,7 +78,7 @@ TEST_CASE("OffloadCpu runs on a worker and resumes on the loop") {
   auto body = [&]() -> Task<bool> {
     auto loop_thread = std::this_thread::get_id();
     auto worker = co_await OffloadCpu(f.loop, f.pool, [] { return std::this_thread::get_id(); });
-    co_return worker != loop_thread && std::this_thread::get_id() == loop_thread;
+    co_return worker != loop_thread&& std::this_thread::get_id() == loop_thread;
   };
   CHECK(RunSync(f.loop, body()));
 }
@@ -122,8 +122,8 @@ TEST_CASE("OffloadCpuWithTimeout: timer wins, late completion counted") {
 TEST_CASE("OffloadCpuWithTimeout: a Result-returning fn is flattened; throw → internal") {
   Fixture f;
   auto r = RunSync(f.loop, [&]() -> Task<Result<int>> {
-    co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, 1000,
-                                             []() -> Result<int> { return Fail(Error::Backend("x")); });
+    co_return co_await OffloadCpuWithTimeout(
+        f.loop, f.pool, 1000, []() -> Result<int> { return Fail(Error::Backend("x")); });
   }());
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().code == ErrorCode::kBackendError);

@@ -53,7 +53,10 @@ TEST_CASE("ThreadPool::TrySubmit: a full queue refuses with unavailable") {
   auto gate = release.get_future().share();
   std::atomic<int> ran{0};
   // One running (blocked on the gate), two queued: the queue is full.
-  REQUIRE(pool.TrySubmit([gate, &ran] { gate.wait(); ++ran; }));
+  REQUIRE(pool.TrySubmit([gate, &ran] {
+    gate.wait();
+    ++ran;
+  }));
   std::this_thread::sleep_for(20ms);  // let the worker take the first job
   REQUIRE(pool.TrySubmit([&] { ++ran; }));
   REQUIRE(pool.TrySubmit([&] { ++ran; }));
@@ -96,7 +99,8 @@ namespace {
 struct Witness {
   std::shared_ptr<std::atomic<std::thread::id>> where;
   std::shared_ptr<std::atomic<int>> ran;
-  explicit Witness(std::shared_ptr<std::atomic<std::thread::id>> w, std::shared_ptr<std::atomic<int>> r)
+  explicit Witness(std::shared_ptr<std::atomic<std::thread::id>> w,
+                   std::shared_ptr<std::atomic<int>> r)
       : where(std::move(w)), ran(std::move(r)) {}
   Witness(Witness&& o) noexcept = default;
   ~Witness() {

@@ -1,7 +1,6 @@
 // LoopRuntime: run-on-the-loop-and-wait, the work gate, the stop order, and the
 // loop-thread checks that guard loop-only entry points.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +20,8 @@ using namespace rankd;
 
 namespace {
 
-Task<void> HoldWhileSleeping(EventLoop& loop, uint64_t ms, std::shared_ptr<std::atomic<bool>> done) {
+Task<void> HoldWhileSleeping(EventLoop& loop, uint64_t ms,
+                             std::shared_ptr<std::atomic<bool>> done) {
   WorkGate::Hold hold = loop.HoldWork();
   co_await SleepMs(loop, ms);
   *done = true;
@@ -110,7 +110,8 @@ TEST_CASE("a loop-only entry point called from another thread aborts, naming its
   ::close(fds[1]);
   std::string err;
   char buf[512];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;) err.append(buf, static_cast<size_t>(n));
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof(buf))) > 0;)
+    err.append(buf, static_cast<size_t>(n));
   ::close(fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);

@@ -65,8 +65,7 @@ TEST_CASE("TimerQueue: random cancels keep the rest firing in due order") {
       }
     }
     CHECK(q.entries() == kept.size());
-    std::stable_sort(kept.begin(), kept.end(),
-                     [](auto a, auto b) { return a.first < b.first; });
+    std::stable_sort(kept.begin(), kept.end(), [](auto a, auto b) { return a.first < b.first; });
     for (auto [ms, i] : kept) want.push_back(i);
     q.Start(100, [&] { all.set_value(); });
   });

@@ -79,8 +79,10 @@ class FakeConnection {
       }
       // A step that neither consumed bytes nor finished anything would spin a
       // connection's parse loop for ever.
-      if (step.used == 0) Check(++idle_steps < 2);
-      else idle_steps = 0;
+      if (step.used == 0)
+        Check(++idle_steps < 2);
+      else
+        idle_steps = 0;
     }
     return true;
   }
@@ -88,7 +90,8 @@ class FakeConnection {
   void End() {
     if (stream_.FinishCutShort()) {
       std::string body = ErrorBody(rankd::Error::BadRequest("request cut short by end of stream"));
-      AppendResponse(out_, Response{400, body, "application/json", {}}, ResponseMeta{"fuzz", true, false});
+      AppendResponse(out_, Response{400, body, "application/json", {}},
+                     ResponseMeta{"fuzz", true, false});
     }
   }
 

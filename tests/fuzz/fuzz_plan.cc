@@ -26,8 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!defaults) return 0;  // a declared default outside its own bounds is a load error
   for (const PlanNode& node : p.nodes) {
     if (!node.expr && !node.pred) continue;
-    const ColumnTypes& in =
-        node.inputs.empty() ? ColumnTypes{} : p.nodes[node.inputs[0]].out_types;
+    const ColumnTypes& in = node.inputs.empty() ? ColumnTypes{} : p.nodes[node.inputs[0]].out_types;
     RowSet rows = fuzz::GeneratedRows(in);
     if (node.expr) {
       Column c = *node.expr->Evaluate(rows, *defaults);

@@ -22,7 +22,8 @@ using namespace rankd;
 namespace {
 
 const PlanSet& ShippedPlans() {
-  static const Result<PlanSet> plans = LoadPlanDir(RANKD_SOURCE_ROOT "/plans", TaskRegistry::Default());
+  static const Result<PlanSet> plans =
+      LoadPlanDir(RANKD_SOURCE_ROOT "/plans", TaskRegistry::Default());
   if (!plans) {
     std::fprintf(stderr, "fuzz_rank_json: %s\n", plans.error().message.c_str());
     std::abort();

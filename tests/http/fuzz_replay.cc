@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     // Every input again with each cut point a connection could see (up to 512 bytes in).
     for (size_t cut = 1; cut < bytes.size() && cut < 512; ++cut) {
       std::string split;
-      split.push_back(1);                              // one piece length...
+      split.push_back(1);                                    // one piece length...
       split.push_back(static_cast<char>((cut - 1) & 0xff));  // ...of cut bytes, in turn
       size_t skip = 1 + (static_cast<uint8_t>(bytes[0]) & 7);
       if (skip > bytes.size()) break;

@@ -81,7 +81,8 @@ struct TestServer {
       body += ",\"keep_alive\":";
       body += req.keep_alive ? "true" : "false";
       body += ",\"http\":\"" + std::to_string(req.http_major) + "." +
-              std::to_string(req.http_minor) + "\",\"body_len\":" + std::to_string(req.body.size()) +
+              std::to_string(req.http_minor) +
+              "\",\"body_len\":" + std::to_string(req.body.size()) +
               ",\"headers\":" + std::to_string(req.headers.size()) + "}";
       res.Send(Response{200, body, "application/json", {}});
     } else if (path == "/sleep") {
@@ -167,10 +168,12 @@ int main(int argc, char** argv) {
   opt.host = "127.0.0.1";
   uint64_t v = 0;
   if (!ArgValue(argc, argv, "--port", &v)) {
-    std::fprintf(stderr, "usage: %s --port N [--max-connections N] [--read-timeout-ms N] "
-                         "[--idle-timeout-ms N] [--max-body-bytes N] [--linger-ms N] "
-                         "[--max-pending-output N] [--drain-timeout-ms N] "
-                         "[--turn-budget-us N]\n", argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s --port N [--max-connections N] [--read-timeout-ms N] "
+                 "[--idle-timeout-ms N] [--max-body-bytes N] [--linger-ms N] "
+                 "[--max-pending-output N] [--drain-timeout-ms N] "
+                 "[--turn-budget-us N]\n",
+                 argv[0]);
     return 2;
   }
   opt.port = static_cast<int>(v);
@@ -242,9 +245,9 @@ int main(int argc, char** argv) {
       cv.notify_all();
     });
     // The drain timeout: whatever is still open is closed hard (drained fires then).
-    uv_timer_start(hard, [](uv_timer_t* t) {
-      static_cast<TestServer*>(t->data)->listener->CloseNow();
-    }, drain_timeout_ms, 0);
+    uv_timer_start(
+        hard, [](uv_timer_t* t) { static_cast<TestServer*>(t->data)->listener->CloseNow(); },
+        drain_timeout_ms, 0);
   });
   {
     std::unique_lock lk(mu);

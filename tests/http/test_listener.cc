@@ -1,7 +1,6 @@
 // Listener start-up over real sockets: shards share a port through SO_REUSEPORT, the
 // port check sees them, and a port held by a plain socket is refused with a message.
 #include <doctest/doctest.h>
-
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>

@@ -34,8 +34,10 @@ Fed FeedAll(const std::string& bytes, size_t piece) {
         out.reject = s.reject().first;
         break;
       }
-      if (step.outcome == RequestStream::Outcome::kRequest) out.requests.push_back(s.TakeRequest());
-      else if (step.used == 0) break;
+      if (step.outcome == RequestStream::Outcome::kRequest)
+        out.requests.push_back(s.TakeRequest());
+      else if (step.used == 0)
+        break;
     }
   }
   return out;
@@ -70,14 +72,15 @@ TEST_CASE("HTTP/1.0 with Transfer-Encoding is refused (RFC 9112 6.1)") {
   REQUIRE(f.reject);
   CHECK(*f.reject == RejectKind::kTransferEncodingHttp10);
   // HTTP/1.1 with the same head is fine.
-  CHECK(FeedAll("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 5).requests.size() == 1);
+  CHECK(FeedAll("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 5)
+            .requests.size() == 1);
 }
 
 TEST_CASE("framing and head refusals keep their reasons") {
   CHECK(*FeedAll("GET / HTTP/1.1\r\nX: a\rb\r\n\r\n", 3).reject == RejectKind::kBareCr);
   CHECK(*FeedAll("GET / HTTP/1.1\r\nX: a\r\n b\r\n\r\n", 3).reject == RejectKind::kFoldedHeader);
-  CHECK(*FeedAll("POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 9).reject ==
-        RejectKind::kContentLengthAndTransferEncoding);
+  CHECK(*FeedAll("POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 9)
+             .reject == RejectKind::kContentLengthAndTransferEncoding);
   CHECK(*FeedAll("GET / HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n", 4096).reject ==
         RejectKind::kHeadTooLarge);
 }

@@ -29,7 +29,8 @@ TEST_CASE("HEAD keeps the length but not the body; close is announced") {
 TEST_CASE("headers that would split the response are dropped") {
   std::string out;
   HeaderField extra[] = {{"X-Bad", "a\r\nSet-Cookie: x"}, {"X-Good", "b"}};
-  AppendResponse(out, Response{200, "", "application/json", extra}, ResponseMeta{"i", false, false});
+  AppendResponse(out, Response{200, "", "application/json", extra},
+                 ResponseMeta{"i", false, false});
   CHECK(out.find("Set-Cookie") == std::string::npos);
   CHECK(out.find("X-Good: b\r\n") != std::string::npos);
 }

@@ -2,7 +2,6 @@
 // another thread aborts, naming itself. Each case runs in a forked child. The checks
 // are compiled out with NDEBUG, so there the cases only show that nothing aborts.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 

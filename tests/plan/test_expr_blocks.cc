@@ -22,17 +22,20 @@ struct Gen {
   size_t Pick(size_t n) { return rng() % n; }
 
   std::string Num(int depth) {
-    static const char* leaves[] = {R"({"key": "a"})", R"({"key": "x"})", R"({"const": 3})",
+    static const char* leaves[] = {R"({"key": "a"})",    R"({"key": "x"})",   R"({"const": 3})",
                                    R"({"const": -1.5})", R"({"param": "w"})", R"({"key": "gone"})"};
     if (depth == 0 || Pick(4) == 0) return leaves[Pick(6)];
     static const char* bin[] = {"+", "-", "*", "/", "min", "max", "pow", "coalesce"};
     static const char* un[] = {"neg", "abs", "log1p", "sqrt", "exp"};
     switch (Pick(3)) {
-      case 0: return std::string(R"({"op": ")") + bin[Pick(8)] + R"(", "args": [)" + Num(depth - 1) +
-                     ", " + Num(depth - 1) + "]}";
-      case 1: return std::string(R"({"op": ")") + un[Pick(5)] + R"(", "args": [)" + Num(depth - 1) + "]}";
-      default: return R"({"op": "if", "args": [)" + Pred(depth - 1) + ", " + Num(depth - 1) + ", " +
-                      Num(depth - 1) + "]}";
+      case 0:
+        return std::string(R"({"op": ")") + bin[Pick(8)] + R"(", "args": [)" + Num(depth - 1) +
+               ", " + Num(depth - 1) + "]}";
+      case 1:
+        return std::string(R"({"op": ")") + un[Pick(5)] + R"(", "args": [)" + Num(depth - 1) + "]}";
+      default:
+        return R"({"op": "if", "args": [)" + Pred(depth - 1) + ", " + Num(depth - 1) + ", " +
+               Num(depth - 1) + "]}";
     }
   }
   std::string Str(int depth) {
@@ -50,17 +53,20 @@ struct Gen {
     static const char* cmps[] = {"==", "!=", "<", "<=", ">", ">="};
     std::string cmp = cmps[Pick(6)];
     switch (depth == 0 ? Pick(2) : Pick(8)) {
-      case 0: return R"({"op": "cmp", "cmp": ")" + cmp + R"(", "lhs": )" + Num(depth) +
-                     R"(, "rhs": )" + Num(depth) + "}";
-      case 1: return R"({"op": "cmp", "cmp": ")" + cmp + R"(", "lhs": )" + Str(depth) +
-                     R"(, "rhs": )" + Str(depth) + "}";
+      case 0:
+        return R"({"op": "cmp", "cmp": ")" + cmp + R"(", "lhs": )" + Num(depth) + R"(, "rhs": )" +
+               Num(depth) + "}";
+      case 1:
+        return R"({"op": "cmp", "cmp": ")" + cmp + R"(", "lhs": )" + Str(depth) + R"(, "rhs": )" +
+               Str(depth) + "}";
       case 2: return R"({"op": "in", "lhs": {"key": "s"}, "values": ["m1", "m2", "u5"]})";
       case 3: return R"({"op": "in", "lhs": )" + Num(depth - 1) + R"(, "values": [1, 2, 3.5, 7]})";
       case 4: return R"({"op": "regex", "lhs": )" + Str(depth - 1) + R"(, "pattern": "[13]$"})";
       case 5: return R"({"op": "is_null", "arg": )" + Num(depth - 1) + "}";
       case 6: return R"({"op": "not", "arg": )" + Pred(depth - 1) + "}";
-      default: return std::string(R"({"op": ")") + (Pick(2) ? "and" : "or") + R"(", "args": [)" +
-                      Pred(depth - 1) + ", " + Pred(depth - 1) + "]}";
+      default:
+        return std::string(R"({"op": ")") + (Pick(2) ? "and" : "or") + R"(", "args": [)" +
+               Pred(depth - 1) + ", " + Pred(depth - 1) + "]}";
     }
   }
 };

@@ -17,8 +17,10 @@ TEST_CASE("errors: unknown ops and arity") {
   ExprFixture fx = Typed();
   CHECK(fx.ExprError(R"({"op": "+", "args": [{"const": 1}, {"op": "foo", "args": []}]})") ==
         "test: args[1]: unknown op 'foo'");
-  CHECK(fx.ExprError(R"({"op": "*", "args": [{"const": 1}, {"op": "+", "args": [{"op": "bar", "args": []}, {"const": 1}]}]})") ==
-        "test: args[1].args[0]: unknown op 'bar'");
+  CHECK(
+      fx.ExprError(
+          R"({"op": "*", "args": [{"const": 1}, {"op": "+", "args": [{"op": "bar", "args": []}, {"const": 1}]}]})") ==
+      "test: args[1].args[0]: unknown op 'bar'");
   CHECK(fx.ExprError(R"({"op": "+", "args": [{"const": 1}]})") ==
         "test: op '+' takes at least 2 args, got 1");
   CHECK(fx.ExprError(R"({"op": "pow", "args": [{"const": 1}]})") ==
@@ -27,7 +29,8 @@ TEST_CASE("errors: unknown ops and arity") {
         "test: op 'log' takes 1 args, got 2");
   CHECK(fx.ExprError(R"({"op": "coalesce", "args": []})") ==
         "test: op 'coalesce' takes at least 1 args, got 0");
-  CHECK(fx.ExprError(R"({"op": "if", "args": [{"op": "is_null", "arg": {"const": 1}}, {"const": 1}]})") ==
+  CHECK(fx.ExprError(
+            R"({"op": "if", "args": [{"op": "is_null", "arg": {"const": 1}}, {"const": 1}]})") ==
         "test: op 'if' takes 3 args, got 2");
   CHECK(fx.ExprError(R"({"op": "neg"})") == "test: op 'neg' needs an \"args\" array");
   CHECK(fx.PredError(R"({"op": "xor", "args": []})") == "test: unknown predicate op 'xor'");
@@ -53,19 +56,22 @@ TEST_CASE("errors: malformed nodes") {
   CHECK(fx.ExprError(R"({"const": [1]})") == "test: const must be a number, string, bool or null");
   CHECK(fx.ExprError(R"({"key": 3})") == "test: key must be a string");
   CHECK(fx.ExprError(R"({"op": 3, "args": []})") == "test: \"op\" must be a string");
-  CHECK(fx.PredError(R"({"cmp": "=="})") == "test: expected a predicate object with a string \"op\"");
+  CHECK(fx.PredError(R"({"cmp": "=="})") ==
+        "test: expected a predicate object with a string \"op\"");
   // An expression where a predicate belongs, and the reverse.
   CHECK(fx.ExprError(R"({"op": "if", "args": [{"const": true}, {"const": 1}, {"const": 2}]})") ==
         "test: args[0]: expected a predicate object with a string \"op\"");
-  CHECK(fx.PredError(R"({"op": "not", "arg": {"op": "+", "args": [{"const": 1}, {"const": 1}]}})") ==
-        "test: arg: unknown predicate op '+'");
+  CHECK(
+      fx.PredError(R"({"op": "not", "arg": {"op": "+", "args": [{"const": 1}, {"const": 1}]}})") ==
+      "test: arg: unknown predicate op '+'");
 }
 
 TEST_CASE("errors: undeclared param") {
   ExprFixture fx = Typed();
   CHECK(fx.ExprError(R"({"op": "*", "args": [{"key": "likes"}, {"param": "weight"}]})") ==
         "test: args[1]: undeclared param 'weight'");
-  CHECK(fx.PredError(R"({"op": "cmp", "cmp": "<", "lhs": {"key": "likes"}, "rhs": {"param": "cap"}})") ==
+  CHECK(fx.PredError(
+            R"({"op": "cmp", "cmp": "<", "lhs": {"key": "likes"}, "rhs": {"param": "cap"}})") ==
         "test: rhs: undeclared param 'cap'");
 }
 
@@ -79,8 +85,10 @@ TEST_CASE("errors: arithmetic on a known string") {
         "test: op 'neg' needs numbers but args[0] is str");
   CHECK(fx.ExprError(R"({"op": "coalesce", "args": [{"key": "country"}, {"const": 0}]})") ==
         "test: op 'coalesce' cannot mix str and i64 (args[1])");
-  CHECK(fx.ExprError(R"({"op": "if", "args": [{"op": "is_null", "arg": {"key": "likes"}}, {"key": "country"}, {"param": "w"}]})") ==
-        "test: op 'if' cannot mix str and f64 (args[2])");
+  CHECK(
+      fx.ExprError(
+          R"({"op": "if", "args": [{"op": "is_null", "arg": {"key": "likes"}}, {"key": "country"}, {"param": "w"}]})") ==
+      "test: op 'if' cannot mix str and f64 (args[2])");
   CHECK(fx.ExprError(R"({"op": "max", "args": [{"const": true}, {"const": "a"}]})") ==
         "test: op 'max' cannot mix str and bool (args[0])");
   // Unknown at load: null, not an error.
@@ -95,8 +103,10 @@ TEST_CASE("errors: regex") {
         "test: op 'regex' needs a str lhs, got i64");
   CHECK(fx.PredError(R"({"op": "regex", "lhs": {"key": "country"}})") ==
         "test: op 'regex' needs a string \"pattern\"");
-  CHECK(fx.PredError(R"({"op": "or", "args": [{"op": "is_null", "arg": {"key": "likes"}}, {"op": "regex", "lhs": {"key": "country"}, "pattern": "[z-a]"}]})")
-            .rfind("test: args[1]: bad regex pattern '[z-a]': ", 0) == 0);
+  CHECK(
+      fx.PredError(
+            R"({"op": "or", "args": [{"op": "is_null", "arg": {"key": "likes"}}, {"op": "regex", "lhs": {"key": "country"}, "pattern": "[z-a]"}]})")
+          .rfind("test: args[1]: bad regex pattern '[z-a]': ", 0) == 0);
 }
 
 TEST_CASE("errors: the location names where") {

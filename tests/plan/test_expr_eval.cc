@@ -147,8 +147,9 @@ TEST_CASE("expr: division and math functions give null outside their domain") {
         std::vector{F(std::log1p(4.0)), F(0.0), kNull, F(std::log1p(1.0))});
   CHECK(fx.Eval(R"({"op": "sqrt", "args": [{"key": "x"}]})") ==
         std::vector{F(2.0), F(0.0), kNull, F(1.0)});
-  CHECK(fx.Eval(R"({"op": "exp", "args": [{"op": "*", "args": [{"key": "x"}, {"const": 1000}]}]})") ==
-        std::vector{kNull, F(1.0), F(0.0), kNull});
+  CHECK(
+      fx.Eval(R"({"op": "exp", "args": [{"op": "*", "args": [{"key": "x"}, {"const": 1000}]}]})") ==
+      std::vector{kNull, F(1.0), F(0.0), kNull});
   CHECK(fx.Eval(R"({"op": "pow", "args": [{"key": "x"}, {"const": 0.5}]})") ==
         std::vector{F(2.0), F(0.0), kNull, F(1.0)});
   CHECK(fx.Eval(R"({"op": "pow", "args": [{"key": "x"}, {"const": -1}]})") ==
@@ -170,8 +171,10 @@ TEST_CASE("expr: coalesce takes the first non-null argument") {
   ExprFixture fx = Numbers();
   CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "quality"}, {"const": 0}]})") ==
         std::vector{F(0.5), F(0.25), F(0.0), F(2.0)});
-  CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "likes"}, {"key": "quality"}, {"const": 7}]})") ==
-        std::vector{F(10.0), F(0.25), F(0.0), F(-5.0)});
+  CHECK(
+      fx.Eval(
+          R"({"op": "coalesce", "args": [{"key": "likes"}, {"key": "quality"}, {"const": 7}]})") ==
+      std::vector{F(10.0), F(0.25), F(0.0), F(-5.0)});
   CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "likes"}, {"const": null}]})") ==
         std::vector{I(10), kNull, I(0), I(-5)});
   CHECK(fx.Eval(R"({"op": "coalesce", "args": [{"key": "country"}, {"const": "ZZ"}]})") ==

@@ -45,9 +45,9 @@ TEST_CASE("limits: 65,535 nodes compile and run in a few slots") {
   // registers than 16 bits hold, in a handful of slots.
   std::string mixed = Wide("+", R"({"param": "n"})", args - 1);
   mixed.insert(mixed.size() - 2, R"(,{"const": 0.5})");
-  CHECK(fx.Eval(mixed) ==
-        std::vector<Value>{F(3.0 * double(args - 1) + 0.5), F(3.0 * double(args - 1) + 0.5),
-                           F(3.0 * double(args - 1) + 0.5)});
+  CHECK(fx.Eval(mixed) == std::vector<Value>{F(3.0 * double(args - 1) + 0.5),
+                                             F(3.0 * double(args - 1) + 0.5),
+                                             F(3.0 * double(args - 1) + 0.5)});
   auto p = expr::CompileProgram(fx.Parse(mixed), false, fx.Types(), fx.params, "test");
   REQUIRE(p.has_value());
   CHECK(p->regs.size() > 65536);

@@ -21,8 +21,8 @@ ExprFixture Items() {
 }
 
 std::string Cmp(const char* op, const char* lhs, const char* rhs) {
-  return std::string(R"({"op": "cmp", "cmp": ")") + op + R"(", "lhs": )" + lhs +
-         R"(, "rhs": )" + rhs + "}";
+  return std::string(R"({"op": "cmp", "cmp": ")") + op + R"(", "lhs": )" + lhs + R"(, "rhs": )" +
+         rhs + "}";
 }
 
 TEST_CASE("pred: numbers compare numerically, nulls are false") {
@@ -76,7 +76,7 @@ TEST_CASE("pred: strings compare bytewise; a string against a number is false") 
 
 TEST_CASE("pred: and, or, not") {
   ExprFixture fx = Items();
-  std::string a = Cmp(">=", R"({"key": "likes"})", R"({"const": 0})");  // 0, 2, 4
+  std::string a = Cmp(">=", R"({"key": "likes"})", R"({"const": 0})");       // 0, 2, 4
   std::string b = Cmp("==", R"({"key": "country"})", R"({"const": "US"})");  // 0, 4
   CHECK(fx.Select(R"({"op": "and", "args": [)" + a + "," + b + "]}") == Rows{0, 4});
   CHECK(fx.Select(R"({"op": "or", "args": [)" + a + "," + b + "]}") == Rows{0, 2, 4});
@@ -107,7 +107,8 @@ TEST_CASE("pred: is_null") {
   CHECK(fx.Select(R"({"op": "is_null", "arg": {"key": "likes"}})") == Rows{1});
   CHECK(fx.Select(R"({"op": "is_null", "arg": {"key": "country"}})") == Rows{2});
   CHECK(fx.Select(R"({"op": "is_null", "arg": {"key": "nope"}})") == Rows{0, 1, 2, 3, 4});
-  CHECK(fx.Select(R"({"op": "is_null", "arg": {"op": "/", "args": [{"const": 1}, {"key": "likes"}]}})") ==
+  CHECK(fx.Select(
+            R"({"op": "is_null", "arg": {"op": "/", "args": [{"const": 1}, {"key": "likes"}]}})") ==
         Rows{1, 2});
 }
 
@@ -129,8 +130,8 @@ TEST_CASE("pred: Select returns physical rows in logical order") {
         Rows{4, 0});
   CHECK(fx.SelectOn(Cmp("==", R"({"const": 1})", R"({"const": 1})"), sel) == Rows{4, 2, 0, 3});
   CHECK(fx.SelectOn(Cmp("==", R"({"const": 1})", R"({"const": 2})"), sel).empty());
-  CHECK(fx.SelectOn(Cmp("==", R"({"key": "likes"})", R"({"const": 10})"),
-                    fx.rows.WithSelection({})).empty());
+  CHECK(fx.SelectOn(Cmp("==", R"({"key": "likes"})", R"({"const": 10})"), fx.rows.WithSelection({}))
+            .empty());
 }
 
 TEST_CASE("pred: params compare per request") {

@@ -49,14 +49,22 @@ RedisServer::~RedisServer() {
 bool RedisServer::Start() {
   if (pid_ > 0) return true;
   std::vector<std::string> args = {"redis-server",
-                                   "--port", std::to_string(port_),
-                                   "--bind", "127.0.0.1",
-                                   "--save", "",
-                                   "--appendonly", "no",
-                                   "--enable-debug-command", "yes",
-                                   "--daemonize", "no",
-                                   "--dir", dir_.empty() ? "/tmp" : dir_,
-                                   "--logfile", ""};
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   "127.0.0.1",
+                                   "--save",
+                                   "",
+                                   "--appendonly",
+                                   "no",
+                                   "--enable-debug-command",
+                                   "yes",
+                                   "--daemonize",
+                                   "no",
+                                   "--dir",
+                                   dir_.empty() ? "/tmp" : dir_,
+                                   "--logfile",
+                                   ""};
   args.insert(args.end(), extra_.begin(), extra_.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -137,7 +145,8 @@ RedisReply RedisServer::Command(const std::vector<std::string>& args,
   }
   auto* r = static_cast<redisReply*>(
       redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  RedisReply out = r ? RedisReply::FromHiredis(r) : RedisReply::Error(std::string("io: ") + c->errstr);
+  RedisReply out =
+      r ? RedisReply::FromHiredis(r) : RedisReply::Error(std::string("io: ") + c->errstr);
   if (r) freeReplyObject(r);
   redisFree(c);
   return out;

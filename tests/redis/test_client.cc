@@ -117,11 +117,12 @@ TEST_CASE("AUTH and SELECT run on connect; a wrong password is a clear error") {
   REQUIRE(server.Start());
   server.Command({"SELECT", "2"}, "s3cret");
   // Command() runs each call on a fresh connection: write db 2 through MULTI-free SETs.
-  auto set = server.Command({"EVAL", "redis.call('SELECT', 2); return redis.call('SET', 'k', 'in-db-2')", "0"},
-                            "s3cret");
+  auto set = server.Command(
+      {"EVAL", "redis.call('SELECT', 2); return redis.call('SET', 'k', 'in-db-2')", "0"}, "s3cret");
   REQUIRE_FALSE(set.is_error());
   {
-    TestShard shard({"redis_default=redis://:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/2"});
+    TestShard shard(
+        {"redis_default=redis://:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/2"});
     REQUIRE(shard.WaitReady());
     auto r = shard.Batch({RedisCommand{"GET", "k"}});
     REQUIRE(r);
@@ -152,7 +153,8 @@ TEST_CASE("refused at start: a clear unavailable error, then recovery in the bac
   auto r = shard.Batch({RedisCommand{"PING"}});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kUnavailable);
-  CHECK(Contains(r.error().detail, "redis endpoint redis_default (127.0.0.1:" + std::to_string(port)));
+  CHECK(Contains(r.error().detail,
+                 "redis endpoint redis_default (127.0.0.1:" + std::to_string(port)));
   CHECK(Contains(r.error().detail, "Connection refused"));
   CHECK(r.error().message == "redis endpoint redis_default: no live connection");
   CHECK(Read(shard.pool().stats().connect_failures) >= 1);
@@ -174,13 +176,15 @@ TEST_CASE("a host name is looked up off the loop: localhost connects") {
   CHECK(ok->at(0).str == "PONG");
 }
 
-TEST_CASE("a host name that does not resolve: a clear error naming it, retries, the loop serves on") {
+TEST_CASE(
+    "a host name that does not resolve: a clear error naming it, retries, the loop serves on") {
   TestShard shard({"redis_default=redis://no-such-host.invalid:6379"},
                   {.connect_timeout_ms = 2000, .backoff_min_ms = 20, .backoff_max_ms = 100});
   // The lookup fails (or, with a slow resolver, the connect timeout ends it): either way
   // the reason names the host, and the loop kept answering meanwhile.
   REQUIRE(Eventually([&] {
-    return shard.OnLoop([&] { return Contains(shard.pools().NotReadyReason(), "no-such-host.invalid"); });
+    return shard.OnLoop(
+        [&] { return Contains(shard.pools().NotReadyReason(), "no-such-host.invalid"); });
   }));
   CHECK(Eventually([&] { return Read(shard.pool().stats().connect_failures) >= 2; }));
   auto r = shard.Batch({RedisCommand{"PING"}});
@@ -252,8 +256,9 @@ TEST_CASE("Close fails pending batches with unavailable") {
   REQUIRE(server.Start());
   TestShard shard({server.flag()});
   REQUIRE(shard.WaitReady());
-  auto f = std::async(std::launch::async,
-                      [&] { return shard.Batch({RedisCommand{"DEBUG", "SLEEP", "1"}}); });
+  auto f = std::async(std::launch::async, [&] {
+    return shard.Batch({RedisCommand{"DEBUG", "SLEEP", "1"}});
+  });
   REQUIRE(Eventually([&] { return Read(shard.pool().stats().commands) >= 1; }));
   shard.OnLoop([&] { shard.pools().Close(); });
   auto r = f.get();
@@ -318,7 +323,8 @@ TEST_CASE("nested arrays, integers, nils and statuses inside arrays are parsed i
   REQUIRE(server.Start());
   TestShard shard({server.flag()});
   REQUIRE(shard.WaitReady());
-  auto r = shard.Batch({RedisCommand{"EVAL", "return {1, {2, 'x', {}}, false, {ok='fine'}, {err='bad'}}", "0"}});
+  auto r = shard.Batch(
+      {RedisCommand{"EVAL", "return {1, {2, 'x', {}}, false, {ok='fine'}, {err='bad'}}", "0"}});
   REQUIRE(r);
   const RedisReply& v = r->at(0);
   REQUIRE(v.is_array());

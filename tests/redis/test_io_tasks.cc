@@ -17,7 +17,9 @@ using namespace rankd::testing;
 
 namespace {
 
-bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+bool Contains(const std::string& s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Polls `cond` until it holds, for at most 10 s.
 template <class F>
@@ -119,7 +121,8 @@ struct Fixture {
 
 TEST_CASE("viewer: HGETALL user:{uid} gives one typed row; a missing user zero rows") {
   Fixture f;
-  f.Cmd({"HSET", "user:7", "country", "FR", "lang", "fr", "age", "31", "premium", "1", "extra", "x"});
+  f.Cmd(
+      {"HSET", "user:7", "country", "FR", "lang", "fr", "age", "31", "premium", "1", "extra", "x"});
   auto r = RunIo(*f.shard, "viewer", {}, {}, 7);
   REQUIRE(r.has_value());
   REQUIRE(r->size() == 1);
@@ -151,7 +154,9 @@ TEST_CASE("viewer: missing and unparsable fields are null and counted") {
   CHECK(Read(f.stats().fields_unparsable) == 2);
 }
 
-TEST_CASE("viewer: a user key of the wrong type is a backend_error; key and Redis text only in the detail") {
+TEST_CASE(
+    "viewer: a user key of the wrong type is a backend_error; key and Redis text only in the "
+    "detail") {
   Fixture f;
   f.Cmd({"SET", "user:5", "not a hash"});
   auto r = RunIo(*f.shard, "viewer", {}, {}, 5);
@@ -229,9 +234,9 @@ TEST_CASE("features: HMGET per row, typed columns added or replaced, null where 
   RowSet in = Ids({1, 2, 3});
   in.SetColumn("likes", std::make_shared<const Column>(Column::F64({9.0, 9.0, 9.0})));  // replaced
   in.SetColumn("score", std::make_shared<const Column>(Column::F64({0.1, 0.2, 0.3})));  // kept
-  auto r = RunIo(*f.shard, "features",
-                 {{"fields", std::vector<std::string>{"likes", "quality", "category", "nsfw"}}},
-                 {in});
+  auto r =
+      RunIo(*f.shard, "features",
+            {{"fields", std::vector<std::string>{"likes", "quality", "category", "nsfw"}}}, {in});
   REQUIRE(r.has_value());
   REQUIRE(r->size() == 3);
   CHECK(r->column("likes")->type == ColumnType::kI64);
@@ -244,7 +249,7 @@ TEST_CASE("features: HMGET per row, typed columns added or replaced, null where 
   CHECK(IsNull(At(*r, "likes", 1)));    // "many"
   CHECK(IsNull(At(*r, "quality", 1)));  // out of range
   CHECK(std::get<std::string>(At(*r, "category", 1)) == "news");
-  CHECK(IsNull(At(*r, "nsfw", 1)));     // missing field
+  CHECK(IsNull(At(*r, "nsfw", 1)));  // missing field
   for (auto col : {"likes", "quality", "category", "nsfw"}) CHECK(IsNull(At(*r, col, 2)));
   CHECK(std::get<double>(At(*r, "score", 2)) == 0.3);
   CHECK(Read(f.stats().fields_unparsable) == 2);
@@ -329,7 +334,8 @@ TEST_CASE("an unreachable or unknown endpoint is unavailable, naming it") {
                   {.connections_per_endpoint = 1});
   // Let the first attempt fail so that the error says why.
   REQUIRE(Eventually([&] {
-    return shard.OnLoop([&] { return shard.pools().NotReadyReason().find("refused") != std::string::npos; });
+    return shard.OnLoop(
+        [&] { return shard.pools().NotReadyReason().find("refused") != std::string::npos; });
   }));
   auto r = RunIo(shard, "follow", {}, {Ids({1})});
   REQUIRE_FALSE(r);

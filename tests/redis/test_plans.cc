@@ -19,9 +19,14 @@ namespace {
 
 Result<RunResult> Run(TestShard& shard, ThreadPool& pool, PlanPtr plan, int64_t user_id,
                       int deadline_ms = 5000) {
-  ExecEnv env{.loop = &shard.loop(), .pool = &pool, .redis = &shard.pools(),
-              .node_timeout_ms = 0, .inline_cpu_rows = kInlineCpuRows};
-  RunRequest req{.plan = plan, .user_id = user_id, .params = {},
+  ExecEnv env{.loop = &shard.loop(),
+              .pool = &pool,
+              .redis = &shard.pools(),
+              .node_timeout_ms = 0,
+              .inline_cpu_rows = kInlineCpuRows};
+  RunRequest req{.plan = plan,
+                 .user_id = user_id,
+                 .params = {},
                  .deadline = Clock::now() + std::chrono::milliseconds(deadline_ms)};
   auto r = RunSync(shard.loop(), RunPlan(env, std::move(req)));
   pool.wait_idle();

@@ -42,7 +42,9 @@ Result<size_t> ScanBytewise(const ReplyLimits& l, const std::string& wire) {
   return ended;
 }
 
-bool Contains(const std::string& s, std::string_view part) { return s.find(part) != std::string::npos; }
+bool Contains(const std::string& s, std::string_view part) {
+  return s.find(part) != std::string::npos;
+}
 
 }  // namespace
 
@@ -123,8 +125,8 @@ TEST_CASE("scanner: nesting depth and element count") {
 }
 
 TEST_CASE("scanner: protocol errors, quoting no stream bytes") {
-  for (std::string bad : {"?x\r\n", "$abc\r\n", "$+5\r\n", "$-2\r\n", "*-5\r\n", ":1x\r\n",
-                          "$\r\n", ":\r\n", "$3\r\nabcXY", "$1\r\nab\r\n", "*1\r\n&\r\n", ":1\rX"}) {
+  for (std::string bad : {"?x\r\n", "$abc\r\n", "$+5\r\n", "$-2\r\n", "*-5\r\n", ":1x\r\n", "$\r\n",
+                          ":\r\n", "$3\r\nabcXY", "$1\r\nab\r\n", "*1\r\n&\r\n", ":1\rX"}) {
     auto r = ScanBytewise(Limits(1 << 20), bad);
     REQUIRE_MESSAGE(!r.has_value(), bad);
     CHECK(r.error().code == ErrorCode::kBackendError);

@@ -28,7 +28,8 @@ SeedOptions Small(const RedisServer& s, uint64_t seed) {
 std::string Digest(const RedisServer& s) { return s.Command({"DEBUG", "DIGEST"}).str; }
 std::vector<int64_t> List(const RedisServer& s, const std::string& key) {
   std::vector<int64_t> out;
-  for (const auto& e : s.Command({"LRANGE", key, "0", "-1"}).elements) out.push_back(std::stoll(e.str));
+  for (const auto& e : s.Command({"LRANGE", key, "0", "-1"}).elements)
+    out.push_back(std::stoll(e.str));
   return out;
 }
 }  // namespace
@@ -100,8 +101,10 @@ TEST_CASE("the data has the shape of docs/data.md") {
     REQUIRE(media.size() == 5);
     CHECK(media[0] == DemoItemId(u, 0, 5));
     // Newest first: age_s grows along the list.
-    auto age0 = std::stoll(server.Command({"HGET", "item:" + std::to_string(media[0]), "age_s"}).str);
-    auto age4 = std::stoll(server.Command({"HGET", "item:" + std::to_string(media[4]), "age_s"}).str);
+    auto age0 =
+        std::stoll(server.Command({"HGET", "item:" + std::to_string(media[0]), "age_s"}).str);
+    auto age4 =
+        std::stoll(server.Command({"HGET", "item:" + std::to_string(media[4]), "age_s"}).str);
     CHECK(age0 <= age4);
     auto recs = List(server, "recs:" + std::to_string(u));
     CHECK(recs.size() == 20);

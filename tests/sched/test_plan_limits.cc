@@ -25,26 +25,26 @@ std::string WidePlan(size_t args) {
 }  // namespace
 
 TEST_SUITE("plan_limits") {
-
-TEST_CASE("an expression of 65,535 nodes loads and runs") {
-  Engine e;
-  auto r = e.Run(WidePlan(65534));
-  REQUIRE_MESSAGE(r.has_value(), r.error().message);
-  const Column* sum = r->output.column("sum");
-  REQUIRE(sum != nullptr);
-  REQUIRE(sum->type == ColumnType::kF64);
-  CHECK(sum->f64[2] == 3.0 * 65534);
-}
-
-TEST_CASE("an expression of 65,536 or 70,000 nodes is a load error naming plan, node, expr, limit") {
-  for (size_t args : {size_t{65535}, size_t{70000}}) {
-    auto p = LoadPlanText(WidePlan(args), "wide.plan.json", TaskRegistry::Default());
-    REQUIRE_FALSE(p.has_value());
-    const std::string& m = p.error().message;
-    CHECK_MESSAGE(m.find("wide.plan.json: node 's': ") == 0, m);
-    CHECK_MESSAGE(m.find("(expr 'e0')") != std::string::npos, m);
-    CHECK_MESSAGE(m.find("65535 nodes (the limit)") != std::string::npos, m);
+  TEST_CASE("an expression of 65,535 nodes loads and runs") {
+    Engine e;
+    auto r = e.Run(WidePlan(65534));
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    const Column* sum = r->output.column("sum");
+    REQUIRE(sum != nullptr);
+    REQUIRE(sum->type == ColumnType::kF64);
+    CHECK(sum->f64[2] == 3.0 * 65534);
   }
-}
+
+  TEST_CASE(
+      "an expression of 65,536 or 70,000 nodes is a load error naming plan, node, expr, limit") {
+    for (size_t args : {size_t{65535}, size_t{70000}}) {
+      auto p = LoadPlanText(WidePlan(args), "wide.plan.json", TaskRegistry::Default());
+      REQUIRE_FALSE(p.has_value());
+      const std::string& m = p.error().message;
+      CHECK_MESSAGE(m.find("wide.plan.json: node 's': ") == 0, m);
+      CHECK_MESSAGE(m.find("(expr 'e0')") != std::string::npos, m);
+      CHECK_MESSAGE(m.find("65535 nodes (the limit)") != std::string::npos, m);
+    }
+  }
 
 }  // TEST_SUITE

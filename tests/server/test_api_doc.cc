@@ -57,34 +57,34 @@ std::vector<std::vector<std::string>> TableRows(const std::string& doc, const st
 template <class T>
 void CheckSame(const std::set<T>& doc, const std::set<T>& code, const char* what) {
   for (const auto& x : code)
-    CHECK_MESSAGE(doc.count(x), what << " missing from docs/api.md: " << x.first << " " << x.second);
+    CHECK_MESSAGE(doc.count(x),
+                  what << " missing from docs/api.md: " << x.first << " " << x.second);
   for (const auto& x : doc)
-    CHECK_MESSAGE(code.count(x), what << " in docs/api.md but not in the code: " << x.first << " "
-                                      << x.second);
+    CHECK_MESSAGE(code.count(x),
+                  what << " in docs/api.md but not in the code: " << x.first << " " << x.second);
 }
 
 }  // namespace
 
 TEST_SUITE("api_doc") {
-
-TEST_CASE("the route table lists every route with its methods") {
-  std::set<std::pair<std::string, std::string>> doc, code;
-  for (const auto& cells : TableRows(ReadApiDoc(), "| path | methods | answer |")) {
-    REQUIRE(cells.size() >= 2);
-    doc.emplace(WithoutBackticks(cells[0]), WithoutBackticks(cells[1]));
+  TEST_CASE("the route table lists every route with its methods") {
+    std::set<std::pair<std::string, std::string>> doc, code;
+    for (const auto& cells : TableRows(ReadApiDoc(), "| path | methods | answer |")) {
+      REQUIRE(cells.size() >= 2);
+      doc.emplace(WithoutBackticks(cells[0]), WithoutBackticks(cells[1]));
+    }
+    for (const auto& r : rankd::kRoutes) code.emplace(std::string(r.pattern), std::string(r.allow));
+    CheckSame(doc, code, "route");
   }
-  for (const auto& r : rankd::kRoutes) code.emplace(std::string(r.pattern), std::string(r.allow));
-  CheckSame(doc, code, "route");
-}
 
-TEST_CASE("the error table lists every error code with its status") {
-  std::set<std::pair<std::string, int>> doc, code;
-  for (const auto& cells : TableRows(ReadApiDoc(), "| code | status | when |")) {
-    REQUIRE(cells.size() >= 2);
-    doc.emplace(WithoutBackticks(cells[0]), std::stoi(cells[1]));
+  TEST_CASE("the error table lists every error code with its status") {
+    std::set<std::pair<std::string, int>> doc, code;
+    for (const auto& cells : TableRows(ReadApiDoc(), "| code | status | when |")) {
+      REQUIRE(cells.size() >= 2);
+      doc.emplace(WithoutBackticks(cells[0]), std::stoi(cells[1]));
+    }
+    for (const auto& e : rankd::http::kApiErrors) code.emplace(std::string(e.name), e.status);
+    CheckSame(doc, code, "error");
   }
-  for (const auto& e : rankd::http::kApiErrors) code.emplace(std::string(e.name), e.status);
-  CheckSame(doc, code, "error");
-}
 
 }  // TEST_SUITE

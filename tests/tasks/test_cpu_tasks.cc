@@ -22,7 +22,8 @@ struct Call {
   TaskContext ctx;
   ParamValues params;
 
-  explicit Call(std::string_view op, std::initializer_list<std::pair<std::string, Value>> given = {})
+  explicit Call(std::string_view op,
+                std::initializer_list<std::pair<std::string, Value>> given = {})
       : spec(TaskRegistry::Default().Find(op)), args(&spec->params) {
     REQUIRE(spec);
     for (size_t i = 0; i < spec->params.size(); ++i) args.at(i) = spec->params[i].default_value;
@@ -73,133 +74,136 @@ std::vector<int64_t> Ids(const RowSet& rs) {
 }  // namespace
 
 TEST_SUITE("cpu_tasks") {
+  TEST_CASE("sort desc: stable, nulls last") {
+    RowSet in = Scored({1, 3, 0, 3, 2, 0, 1}, {2, 5});
+    const Column* score = in.column("score");
+    RowSet out =
+        Call("sort", {{"key", std::string("score")}, {"order", std::string("desc")}}).Run({in});
+    CHECK(Ids(out) == std::vector<int64_t>{2, 4, 5, 1, 7, 3, 6});
+    CHECK(out.column("score") == score);  // the column is shared, not copied
+  }
 
-TEST_CASE("sort desc: stable, nulls last") {
-  RowSet in = Scored({1, 3, 0, 3, 2, 0, 1}, {2, 5});
-  const Column* score = in.column("score");
-  RowSet out = Call("sort", {{"key", std::string("score")}, {"order", std::string("desc")}}).Run({in});
-  CHECK(Ids(out) == std::vector<int64_t>{2, 4, 5, 1, 7, 3, 6});
-  CHECK(out.column("score") == score);  // the column is shared, not copied
-}
+  TEST_CASE("sort asc: stable, nulls last") {
+    RowSet in = Scored({1, 3, 0, 3, 2, 0, 1}, {2, 5});
+    RowSet out =
+        Call("sort", {{"key", std::string("score")}, {"order", std::string("asc")}}).Run({in});
+    CHECK(Ids(out) == std::vector<int64_t>{1, 7, 5, 2, 4, 3, 6});
+  }
 
-TEST_CASE("sort asc: stable, nulls last") {
-  RowSet in = Scored({1, 3, 0, 3, 2, 0, 1}, {2, 5});
-  RowSet out = Call("sort", {{"key", std::string("score")}, {"order", std::string("asc")}}).Run({in});
-  CHECK(Ids(out) == std::vector<int64_t>{1, 7, 5, 2, 4, 3, 6});
-}
+  TEST_CASE("sort sorts the current selection, not the physical rows") {
+    RowSet in = Scored({5, 4, 3, 2, 1}).WithSelection({4, 0, 2});
+    RowSet out =
+        Call("sort", {{"key", std::string("score")}, {"order", std::string("asc")}}).Run({in});
+    CHECK(Ids(out) == std::vector<int64_t>{5, 3, 1});
+  }
 
-TEST_CASE("sort sorts the current selection, not the physical rows") {
-  RowSet in = Scored({5, 4, 3, 2, 1}).WithSelection({4, 0, 2});
-  RowSet out = Call("sort", {{"key", std::string("score")}, {"order", std::string("asc")}}).Run({in});
-  CHECK(Ids(out) == std::vector<int64_t>{5, 3, 1});
-}
+  TEST_CASE("sort by strings, bytewise") {
+    RowSet rs = Scored({0, 0, 0});
+    rs.SetColumn("name", std::make_shared<Column>(Column::Str({"b", std::nullopt, "B"})));
+    RowSet out =
+        Call("sort", {{"key", std::string("name")}, {"order", std::string("asc")}}).Run({rs});
+    CHECK(Ids(out) == std::vector<int64_t>{3, 1, 2});
+  }
 
-TEST_CASE("sort by strings, bytewise") {
-  RowSet rs = Scored({0, 0, 0});
-  rs.SetColumn("name", std::make_shared<Column>(Column::Str({"b", std::nullopt, "B"})));
-  RowSet out = Call("sort", {{"key", std::string("name")}, {"order", std::string("asc")}}).Run({rs});
-  CHECK(Ids(out) == std::vector<int64_t>{3, 1, 2});
-}
-
-TEST_CASE("sort with rows_read orders the first rows exactly as a full sort, keeps every row") {
-  // Ties, nulls and a NaN; every cut-off from 1 past the row count, both orders.
-  std::vector<double> v;
-  for (int i = 0; i < 60; ++i) v.push_back(static_cast<double>((i * 37) % 11));
-  v[7] = std::nan("");
-  RowSet in = Scored(v, {3, 20, 41});
-  for (std::string order : {"desc", "asc"}) {
-    Call full("sort", {{"key", std::string("score")}, {"order", order}});
-    std::vector<int64_t> want = Ids(full.Run({in}));
-    for (uint32_t k = 1; k <= 62; ++k) {
-      Call part("sort", {{"key", std::string("score")}, {"order", order}});
-      part.node.rows_read = k;
-      std::vector<int64_t> got = Ids(part.Run({in}));
-      REQUIRE(got.size() == want.size());
-      size_t n = std::min<size_t>(k, got.size());
-      CHECK(std::vector<int64_t>(got.begin(), got.begin() + static_cast<ptrdiff_t>(n)) ==
-            std::vector<int64_t>(want.begin(), want.begin() + static_cast<ptrdiff_t>(n)));
-      std::sort(got.begin(), got.end());
-      std::vector<int64_t> all = want;
-      std::sort(all.begin(), all.end());
-      CHECK(got == all);
+  TEST_CASE("sort with rows_read orders the first rows exactly as a full sort, keeps every row") {
+    // Ties, nulls and a NaN; every cut-off from 1 past the row count, both orders.
+    std::vector<double> v;
+    for (int i = 0; i < 60; ++i) v.push_back(static_cast<double>((i * 37) % 11));
+    v[7] = std::nan("");
+    RowSet in = Scored(v, {3, 20, 41});
+    for (std::string order : {"desc", "asc"}) {
+      Call full("sort", {{"key", std::string("score")}, {"order", order}});
+      std::vector<int64_t> want = Ids(full.Run({in}));
+      for (uint32_t k = 1; k <= 62; ++k) {
+        Call part("sort", {{"key", std::string("score")}, {"order", order}});
+        part.node.rows_read = k;
+        std::vector<int64_t> got = Ids(part.Run({in}));
+        REQUIRE(got.size() == want.size());
+        size_t n = std::min<size_t>(k, got.size());
+        CHECK(std::vector<int64_t>(got.begin(), got.begin() + static_cast<ptrdiff_t>(n)) ==
+              std::vector<int64_t>(want.begin(), want.begin() + static_cast<ptrdiff_t>(n)));
+        std::sort(got.begin(), got.end());
+        std::vector<int64_t> all = want;
+        std::sort(all.begin(), all.end());
+        CHECK(got == all);
+      }
     }
   }
-}
 
-TEST_CASE("take: the first rows; beyond the row count, all of them") {
-  RowSet in = Scored({1, 2, 3});
-  CHECK(Ids(Call("take", {{"count", int64_t{2}}}).Run({in})) == std::vector<int64_t>{1, 2});
-  RowSet all = Call("take", {{"count", int64_t{10000}}}).Run({in});
-  CHECK(Ids(all) == std::vector<int64_t>{1, 2, 3});
-  CHECK(all.column("score") == in.column("score"));
-}
+  TEST_CASE("take: the first rows; beyond the row count, all of them") {
+    RowSet in = Scored({1, 2, 3});
+    CHECK(Ids(Call("take", {{"count", int64_t{2}}}).Run({in})) == std::vector<int64_t>{1, 2});
+    RowSet all = Call("take", {{"count", int64_t{10000}}}).Run({in});
+    CHECK(Ids(all) == std::vector<int64_t>{1, 2, 3});
+    CHECK(all.column("score") == in.column("score"));
+  }
 
-TEST_CASE("concat: rows in input order, column union, missing cells null") {
-  RowSet a = Scored({1.5, 2.5}).WithSelection({1});
-  RowSet b;
-  b.SetColumn("id", std::make_shared<Column>(Column::I64({7, 8})));
-  b.SetColumn("author", std::make_shared<Column>(Column::I64({70, 80})));
-  RowSet out = Call("concat").Run({a, b});
-  REQUIRE(out.size() == 3);
-  CHECK(Ids(out) == std::vector<int64_t>{2, 7, 8});
-  REQUIRE(out.num_columns() == 3);
-  CHECK(out.column_name(0) == "id");
-  CHECK(out.column_name(1) == "score");
-  CHECK(out.column_name(2) == "author");
-  const Column* score = out.column("score");
-  CHECK(score->valid(0));
-  CHECK(score->f64[0] == 2.5);
-  CHECK_FALSE(score->valid(1));
-  CHECK_FALSE(score->valid(2));
-  const Column* author = out.column("author");
-  CHECK_FALSE(author->valid(0));
-  CHECK(author->i64[2] == 80);
-}
+  TEST_CASE("concat: rows in input order, column union, missing cells null") {
+    RowSet a = Scored({1.5, 2.5}).WithSelection({1});
+    RowSet b;
+    b.SetColumn("id", std::make_shared<Column>(Column::I64({7, 8})));
+    b.SetColumn("author", std::make_shared<Column>(Column::I64({70, 80})));
+    RowSet out = Call("concat").Run({a, b});
+    REQUIRE(out.size() == 3);
+    CHECK(Ids(out) == std::vector<int64_t>{2, 7, 8});
+    REQUIRE(out.num_columns() == 3);
+    CHECK(out.column_name(0) == "id");
+    CHECK(out.column_name(1) == "score");
+    CHECK(out.column_name(2) == "author");
+    const Column* score = out.column("score");
+    CHECK(score->valid(0));
+    CHECK(score->f64[0] == 2.5);
+    CHECK_FALSE(score->valid(1));
+    CHECK_FALSE(score->valid(2));
+    const Column* author = out.column("author");
+    CHECK_FALSE(author->valid(0));
+    CHECK(author->i64[2] == 80);
+  }
 
-TEST_CASE("concat: a type conflict at run time is an error") {
-  RowSet a = Scored({1});
-  RowSet b;
-  b.SetColumn("id", std::make_shared<Column>(Column::I64({2})));
-  b.SetColumn("score", std::make_shared<Column>(Column::Str({"x"})));
-  Call c("concat");
-  auto r = c.spec->run_cpu(c.ctx, {a, b});
-  REQUIRE_FALSE(r.has_value());
-  CHECK(r.error().message.find("'score'") != std::string::npos);
-}
+  TEST_CASE("concat: a type conflict at run time is an error") {
+    RowSet a = Scored({1});
+    RowSet b;
+    b.SetColumn("id", std::make_shared<Column>(Column::I64({2})));
+    b.SetColumn("score", std::make_shared<Column>(Column::Str({"x"})));
+    Call c("concat");
+    auto r = c.spec->run_cpu(c.ctx, {a, b});
+    REQUIRE_FALSE(r.has_value());
+    CHECK(r.error().message.find("'score'") != std::string::npos);
+  }
 
-TEST_CASE("dedupe: the first row of each key, nulls as one key") {
-  RowSet rs;
-  rs.SetColumn("id", std::make_shared<Column>(Column::I64({1, 2, 3, 4, 5, 6})));
-  rs.SetColumn("k", std::make_shared<Column>(Column::Str({"a", "b", "a", std::nullopt, "b", std::nullopt})));
-  RowSet by_k = Call("dedupe", {{"key", std::string("k")}}).Run({rs});
-  CHECK(Ids(by_k) == std::vector<int64_t>{1, 2, 4});
-  RowSet dup_ids;
-  dup_ids.SetColumn("id", std::make_shared<Column>(Column::I64({9, 3, 9, 3, 1})));
-  CHECK(Ids(Call("dedupe").Run({dup_ids})) == std::vector<int64_t>{9, 3, 1});
-}
+  TEST_CASE("dedupe: the first row of each key, nulls as one key") {
+    RowSet rs;
+    rs.SetColumn("id", std::make_shared<Column>(Column::I64({1, 2, 3, 4, 5, 6})));
+    rs.SetColumn("k", std::make_shared<Column>(
+                          Column::Str({"a", "b", "a", std::nullopt, "b", std::nullopt})));
+    RowSet by_k = Call("dedupe", {{"key", std::string("k")}}).Run({rs});
+    CHECK(Ids(by_k) == std::vector<int64_t>{1, 2, 4});
+    RowSet dup_ids;
+    dup_ids.SetColumn("id", std::make_shared<Column>(Column::I64({9, 3, 9, 3, 1})));
+    CHECK(Ids(Call("dedupe").Run({dup_ids})) == std::vector<int64_t>{9, 3, 1});
+  }
 
-TEST_CASE("fixed_source: ids 1..count and score = id") {
-  RowSet out = Call("fixed_source", {{"count", int64_t{4}}}).Run({});
-  CHECK(Ids(out) == std::vector<int64_t>{1, 2, 3, 4});
-  CHECK(out.column("score")->f64[3] == 4.0);
-}
+  TEST_CASE("fixed_source: ids 1..count and score = id") {
+    RowSet out = Call("fixed_source", {{"count", int64_t{4}}}).Run({});
+    CHECK(Ids(out) == std::vector<int64_t>{1, 2, 3, 4});
+    CHECK(out.column("score")->f64[3] == 4.0);
+  }
 
 }  // TEST_SUITE
 
 TEST_SUITE("column_builder") {
-
-TEST_CASE("gathers rows, nulls and strings into a new column") {
-  Column s = Column::Str({"x", std::nullopt, "y"});
-  ColumnBuilder b(ColumnType::kStr, 4);
-  b.Append(s, std::vector<uint32_t>{2, 1, 0});
-  b.AppendNulls(1);
-  Column out = std::move(b).Finish();
-  REQUIRE(out.size() == 4);
-  CHECK(out.str(0) == "y");
-  CHECK_FALSE(out.valid(1));
-  CHECK(out.str(2) == "x");
-  CHECK_FALSE(out.valid(3));
-}
+  TEST_CASE("gathers rows, nulls and strings into a new column") {
+    Column s = Column::Str({"x", std::nullopt, "y"});
+    ColumnBuilder b(ColumnType::kStr, 4);
+    b.Append(s, std::vector<uint32_t>{2, 1, 0});
+    b.AppendNulls(1);
+    Column out = std::move(b).Finish();
+    REQUIRE(out.size() == 4);
+    CHECK(out.str(0) == "y");
+    CHECK_FALSE(out.valid(1));
+    CHECK(out.str(2) == "x");
+    CHECK_FALSE(out.valid(3));
+  }
 
 }  // TEST_SUITE
 
@@ -263,8 +267,9 @@ TEST_CASE("vm and filter: cancelled runs return the cancelled error") {
   cancel.Cancel();
 
   Call vm("vm", {{"out_key", std::string("s2")}});
-  auto e = CompileExpr(parser.parse(std::string(R"({"op": "*", "args": [{"key": "score"}, {"const": 2}]})")).value(),
-                       types, {}, "test");
+  auto e = CompileExpr(
+      parser.parse(std::string(R"({"op": "*", "args": [{"key": "score"}, {"const": 2}]})")).value(),
+      types, {}, "test");
   REQUIRE(e);
   vm.node.expr = *e;
   CHECK(vm.Run({Scored(scores)}).column("s2")->f64[7] == 2.0);
@@ -274,8 +279,12 @@ TEST_CASE("vm and filter: cancelled runs return the cancelled error") {
   CHECK(r.error().code == ErrorCode::kUnavailable);
 
   Call filter("filter");
-  auto p = CompilePred(parser.parse(std::string(R"({"op": "cmp", "cmp": ">", "lhs": {"key": "score"}, "rhs": {"const": 0}})")).value(),
-                       types, {}, "test");
+  auto p = CompilePred(
+      parser
+          .parse(std::string(
+              R"({"op": "cmp", "cmp": ">", "lhs": {"key": "score"}, "rhs": {"const": 0}})"))
+          .value(),
+      types, {}, "test");
   REQUIRE(p);
   filter.node.pred = *p;
   CHECK(filter.Run({Scored(scores)}).size() == scores.size());
