@@ -167,7 +167,7 @@ double PoolFanoutWallMs() {
   auto t0 = Clock::now();
   for (int i = 0; i < kFanout; ++i)
     pool.Submit([] { std::this_thread::sleep_for(std::chrono::milliseconds(1)); });
-  pool.wait_idle();
+  pool.WaitIdle();
   return Ms(Clock::now() - t0).count();
 }
 

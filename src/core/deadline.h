@@ -13,8 +13,8 @@ using TimePoint = Clock::time_point;
 using Deadline = std::optional<TimePoint>;
 
 // The earlier of the request deadline and start + node_timeout.
-inline Deadline compute_effective_deadline(TimePoint start, Deadline request_deadline,
-                                           std::optional<std::chrono::milliseconds> node_timeout) {
+inline Deadline ComputeEffectiveDeadline(TimePoint start, Deadline request_deadline,
+                                         std::optional<std::chrono::milliseconds> node_timeout) {
   Deadline effective = request_deadline;
   if (node_timeout) {
     TimePoint node_deadline = start + *node_timeout;

@@ -32,9 +32,9 @@ void LoopRuntime::Stop() {
     } catch (const LoopNotRunning&) {
     }
   }
-  cpu_.wait_idle();  // 2.
-  loop_.Stop();      // 3.
-  cpu_.Shutdown();   // 4.
+  cpu_.WaitIdle();  // 2.
+  loop_.Stop();     // 3.
+  cpu_.Shutdown();  // 4.
 }
 
 }  // namespace rankd

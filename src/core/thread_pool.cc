@@ -24,7 +24,7 @@ bool ThreadPool::Submit(std::function<void()> job) {
     std::lock_guard lk(mu_);
     if (stopping_) return false;
     jobs_.push_back(std::move(job));
-    ++in_flight_;
+    ++inflight_;
   }
   work_cv_.notify_one();
   return true;
@@ -38,20 +38,20 @@ Status ThreadPool::TrySubmit(std::function<void()> job) {
       return Fail(Error::Unavailable("CPU queue '" + name_ + "' is full (" +
                                      std::to_string(max_queued_) + " jobs wait); retry later"));
     jobs_.push_back(std::move(job));
-    ++in_flight_;
+    ++inflight_;
   }
   work_cv_.notify_one();
   return {};
 }
 
-void ThreadPool::wait_idle() {
+void ThreadPool::WaitIdle() {
   std::unique_lock lk(mu_);
-  idle_cv_.wait(lk, [this] { return in_flight_ == 0; });
+  idle_cv_.wait(lk, [this] { return inflight_ == 0; });
 }
 
-size_t ThreadPool::in_flight() const {
+size_t ThreadPool::inflight() const {
   std::lock_guard lk(mu_);
-  return in_flight_;
+  return inflight_;
 }
 
 void ThreadPool::Shutdown() {
@@ -83,7 +83,7 @@ void ThreadPool::WorkerMain() {
     job = nullptr;  // destroy captures before we report idle
     {
       std::lock_guard lk(mu_);
-      if (--in_flight_ == 0) idle_cv_.notify_all();
+      if (--inflight_ == 0) idle_cv_.notify_all();
     }
   }
 }

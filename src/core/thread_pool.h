@@ -1,7 +1,7 @@
 // ThreadPool: fixed CPU worker threads fed from one queue. Each shard owns its own pool
 // (its slice of the CPU workers), so shards never contend on a queue.
 //
-// Threads: Submit, TrySubmit, wait_idle and in_flight may be called from any thread;
+// Threads: Submit, TrySubmit, WaitIdle and inflight may be called from any thread;
 // set_max_queued before jobs are submitted; the destructor and Shutdown from any thread
 // but a worker.
 #pragma once
@@ -42,13 +42,13 @@ class ThreadPool {
   // Blocks until every submitted job has finished running. Jobs post their completions
   // to event loops, so wait for it before stopping the loops it posts to (LoopRuntime::Stop
   // does).
-  void wait_idle();
+  void WaitIdle();
 
   // Finishes queued jobs, then joins the workers. Idempotent.
   void Shutdown();
 
   size_t size() const { return workers_.size(); }
-  size_t in_flight() const;
+  size_t inflight() const;
 
  private:
   void WorkerMain();
@@ -57,7 +57,7 @@ class ThreadPool {
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
   std::deque<std::function<void()>> jobs_;  // guarded by mu_
-  size_t in_flight_ = 0;                    // queued + running, guarded by mu_
+  size_t inflight_ = 0;                     // queued + running, guarded by mu_
   bool stopping_ = false;                   // guarded by mu_
   size_t max_queued_ = 0;
   std::vector<std::thread> workers_;

@@ -7,7 +7,7 @@
 // owns (via shared_ptr) everything it touches, so nothing dangles.
 // AsyncWithTimeout runs the inner coroutine in a runner that holds the loop's work gate
 // (EventLoop::HoldWork), and EventLoop::Stop lets holders finish before it closes
-// handles; CPU work is waited for by ThreadPool::wait_idle before loops stop.
+// handles; CPU work is waited for by ThreadPool::WaitIdle before loops stop.
 //
 // Threads: co_await on the loop thread of `loop` only (checked in debug and sanitizer
 // builds). LateCompletions() from any thread.

@@ -188,7 +188,7 @@ void StartNode(const StatePtr& st, uint32_t idx) {
   }
   TaskContext& ctx = s.ctxs[idx];
   uint64_t timeout = node.timeout_ms.value_or(s.env.node_timeout_ms);
-  ctx.deadline = compute_effective_deadline(
+  ctx.deadline = ComputeEffectiveDeadline(
       now, s.deadline, timeout ? std::optional(std::chrono::milliseconds(timeout)) : std::nullopt);
   std::vector<RowSet> inputs = GatherInputs(s, node);
   const TaskSpec& spec = SpecOf(node);

@@ -171,7 +171,7 @@ void Server::Shutdown() {
     while (!all_drained() && Clock::now() < hard)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  scrape_pool_.wait_idle();  // a scrape posts back to its shard's loop: finish it first
+  scrape_pool_.WaitIdle();  // a scrape posts back to its shard's loop: finish it first
   for (auto& s : shards_) s->Stop();
   shards_.clear();
   access_log_.reset();  // writes the last lines

@@ -19,7 +19,7 @@ struct Fixture {
   ThreadPool pool{2};
   Fixture() { loop.Start(); }
   ~Fixture() {
-    pool.wait_idle();  // drain what posts back before the loop stops
+    pool.WaitIdle();  // drain what posts back before the loop stops
     loop.Stop();
   }
 };
@@ -241,14 +241,14 @@ TEST_CASE("Stop waits for a runner that lost its race before closing the loop") 
   CHECK(*finished);
 }
 
-TEST_CASE("compute_effective_deadline takes the earlier limit") {
+TEST_CASE("ComputeEffectiveDeadline takes the earlier limit") {
   auto now = Clock::now();
-  CHECK_FALSE(compute_effective_deadline(now, std::nullopt, std::nullopt).has_value());
+  CHECK_FALSE(ComputeEffectiveDeadline(now, std::nullopt, std::nullopt).has_value());
   auto req = now + 100ms;
-  CHECK(*compute_effective_deadline(now, req, std::nullopt) == req);
-  CHECK(*compute_effective_deadline(now, req, 50ms) == now + 50ms);
-  CHECK(*compute_effective_deadline(now, req, 500ms) == req);
-  CHECK(*compute_effective_deadline(now, std::nullopt, 5ms) == now + 5ms);
+  CHECK(*ComputeEffectiveDeadline(now, req, std::nullopt) == req);
+  CHECK(*ComputeEffectiveDeadline(now, req, 50ms) == now + 50ms);
+  CHECK(*ComputeEffectiveDeadline(now, req, 500ms) == req);
+  CHECK(*ComputeEffectiveDeadline(now, std::nullopt, 5ms) == now + 5ms);
   CHECK(deadline_exceeded(now - 1ms, now));
   CHECK_FALSE(deadline_exceeded(std::nullopt, now));
   CHECK(ms_until(now + 1500us, now) == 2);

@@ -34,13 +34,15 @@ TEST_CASE("CancelToken: a child reads its parent's cancellation") {
 TEST_CASE("CancelToken: a worker polling it stops soon after the loop cancels") {
   CancelToken t;
   std::atomic<bool> stopped{false};
+  std::promise<void> polling;
   std::thread worker([&] {
     auto until = std::chrono::steady_clock::now() + 30s;
+    polling.set_value();
     while (std::chrono::steady_clock::now() < until && !t.cancelled()) {
     }
     stopped = true;
   });
-  std::this_thread::sleep_for(5ms);
+  polling.get_future().wait();  // cancel a worker that is polling, not one yet to start
   t.Cancel();
   worker.join();  // far less than the 30 s it would spin otherwise
   CHECK(stopped);
@@ -53,11 +55,13 @@ TEST_CASE("ThreadPool::TrySubmit: a full queue refuses with unavailable") {
   auto gate = release.get_future().share();
   std::atomic<int> ran{0};
   // One running (blocked on the gate), two queued: the queue is full.
-  REQUIRE(pool.TrySubmit([gate, &ran] {
+  std::promise<void> taken;
+  REQUIRE(pool.TrySubmit([gate, &ran, &taken] {
+    taken.set_value();
     gate.wait();
     ++ran;
   }));
-  std::this_thread::sleep_for(20ms);  // let the worker take the first job
+  taken.get_future().wait();  // the worker holds the first job: it no longer counts as queued
   REQUIRE(pool.TrySubmit([&] { ++ran; }));
   REQUIRE(pool.TrySubmit([&] { ++ran; }));
   Status full = pool.TrySubmit([&] { ++ran; });
@@ -65,7 +69,7 @@ TEST_CASE("ThreadPool::TrySubmit: a full queue refuses with unavailable") {
   CHECK(full.error().code == ErrorCode::kUnavailable);
   CHECK(pool.Submit([&] { ++ran; }));  // control work is not bounded
   release.set_value();
-  pool.wait_idle();
+  pool.WaitIdle();
   CHECK(ran == 4);
   pool.Shutdown();
   Status down = pool.TrySubmit([] {});
@@ -80,8 +84,12 @@ TEST_CASE("OffloadCpuWithTimeout: a refused job comes back as the pool's error")
   loop.Start();
   std::promise<void> release;
   auto gate = release.get_future().share();
-  REQUIRE(pool.TrySubmit([gate] { gate.wait(); }));
-  std::this_thread::sleep_for(20ms);
+  std::promise<void> taken;
+  REQUIRE(pool.TrySubmit([gate, &taken] {
+    taken.set_value();
+    gate.wait();
+  }));
+  taken.get_future().wait();       // the worker holds it: the queue is empty again
   REQUIRE(pool.TrySubmit([] {}));  // the queue now holds its one job
   auto run = [&]() -> Task<Result<int>> {
     co_return co_await OffloadCpuWithTimeout(loop, pool, 5000, [] { return 1; });
@@ -90,7 +98,7 @@ TEST_CASE("OffloadCpuWithTimeout: a refused job comes back as the pool's error")
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kUnavailable);
   release.set_value();
-  pool.wait_idle();
+  pool.WaitIdle();
   loop.Stop();
 }
 

@@ -1,4 +1,4 @@
-// ThreadPool: every job runs, wait_idle drains, Submit after Shutdown is refused.
+// ThreadPool: every job runs, WaitIdle drains, Submit after Shutdown is refused.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -10,7 +10,7 @@
 using namespace rankd;
 using namespace std::chrono_literals;
 
-TEST_CASE("wait_idle returns only after every submitted job finished") {
+TEST_CASE("WaitIdle returns only after every submitted job finished") {
   ThreadPool pool(3);
   std::atomic<int> done{0};
   for (int i = 0; i < 200; ++i)
@@ -18,15 +18,15 @@ TEST_CASE("wait_idle returns only after every submitted job finished") {
       std::this_thread::sleep_for(100us);
       ++done;
     }));
-  pool.wait_idle();
+  pool.WaitIdle();
   CHECK(done == 200);
-  CHECK(pool.in_flight() == 0);
+  CHECK(pool.inflight() == 0);
 }
 
-TEST_CASE("wait_idle on an idle pool returns at once") {
+TEST_CASE("WaitIdle on an idle pool returns at once") {
   ThreadPool pool(1);
-  pool.wait_idle();
-  CHECK(pool.in_flight() == 0);
+  pool.WaitIdle();
+  CHECK(pool.inflight() == 0);
 }
 
 TEST_CASE("Shutdown finishes queued jobs and then refuses new ones") {
@@ -50,6 +50,6 @@ TEST_CASE("Jobs submitted from many threads all run") {
       for (int i = 0; i < 500; ++i) pool.Submit([&] { ++done; });
     });
   for (auto& p : producers) p.join();
-  pool.wait_idle();
+  pool.WaitIdle();
   CHECK(done == 2000);
 }

@@ -29,7 +29,7 @@ Result<RunResult> Run(TestShard& shard, ThreadPool& pool, PlanPtr plan, int64_t 
                  .params = {},
                  .deadline = Clock::now() + std::chrono::milliseconds(deadline_ms)};
   auto r = RunSync(shard.loop(), RunPlan(env, std::move(req)));
-  pool.wait_idle();
+  pool.WaitIdle();
   return r;
 }
 

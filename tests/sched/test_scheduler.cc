@@ -258,7 +258,7 @@ TEST_SUITE("async_scheduler") {
     uint64_t before = LateCompletions().load();
     CheckTimeout(e.Run(PlanDoc(Busy("b", "", 60, R"(, "timeout_ms": 5)"), "b")), "b");
     CheckTimeout(e.Run(PlanDoc(Sleep("s", "", 60, false, R"(, "timeout_ms": 5)"), "s")), "s");
-    e.pool.wait_idle();
+    e.pool.WaitIdle();
     WaitRunnersDone(e);
     for (int i = 0; i < 200 && LateCompletions().load() < before + 2; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
