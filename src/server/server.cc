@@ -286,29 +286,20 @@ void Server::AddCollectors() {
       }
       commands.metric.push_back(Sample({{"endpoint", ep}}, cmd, MetricType::Counter));
       batches.metric.push_back(Sample({{"endpoint", ep}}, bat, MetricType::Counter));
-      errors.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "error_reply"}}, err_reply, MetricType::Counter));
-      errors.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "unavailable"}}, unavailable, MetricType::Counter));
-      errors.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "deadline"}}, deadline, MetricType::Counter));
-      errors.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "backend"}}, backend, MetricType::Counter));
-      errors.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "bad_reply"}}, bad_replies, MetricType::Counter));
-      errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", "connect_failed"}}, connect_fail,
-                                     MetricType::Counter));
-      errors.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "disconnect"}}, disconnects, MetricType::Counter));
+      const std::pair<const char*, double> error_kinds[] = {
+          {"error_reply", err_reply}, {"unavailable", unavailable},
+          {"deadline", deadline},     {"backend", backend},
+          {"bad_reply", bad_replies}, {"connect_failed", connect_fail},
+          {"disconnect", disconnects}};
+      for (const auto& [kind, v] : error_kinds)
+        errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", kind}}, v, MetricType::Counter));
       late.metric.push_back(Sample({{"endpoint", ep}}, lte, MetricType::Counter));
       conns.metric.push_back(
           Sample({{"endpoint", ep}, {"state", "live"}}, live, MetricType::Gauge));
-      values.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "missing_field"}}, missing, MetricType::Counter));
-      values.metric.push_back(Sample({{"endpoint", ep}, {"kind", "unparsable_field"}}, unparsable,
-                                     MetricType::Counter));
-      values.metric.push_back(
-          Sample({{"endpoint", ep}, {"kind", "bad_id"}}, bad_ids, MetricType::Counter));
+      const std::pair<const char*, double> value_kinds[] = {
+          {"missing_field", missing}, {"unparsable_field", unparsable}, {"bad_id", bad_ids}};
+      for (const auto& [kind, v] : value_kinds)
+        values.metric.push_back(Sample({{"endpoint", ep}, {"kind", kind}}, v, MetricType::Counter));
       ClientMetric h;
       h.label = {{"endpoint", ep}};
       h.histogram.sample_count = count;
