@@ -1,0 +1,71 @@
+// Model: a gradient-boosted tree ensemble saved by XGBoost 1.x as JSON
+// (`Booster.save_model("NAME.model.json")`), checked and compiled at load into a layout
+// built for scoring blocks of rows, then immutable. docs/models.md has the contract:
+// supported boosters and objectives, base_score, missing values, what is rejected.
+//
+// Threads: loading runs on any thread (no shared state); a loaded Model is immutable and
+// shared as ModelPtr: Score may run on any number of threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+
+namespace rankd {
+
+struct ModelLimits {
+  // A file larger than this is a load error (`--max-model-bytes`).
+  size_t max_bytes = size_t{256} << 20;
+  // A tree deeper than this (root = depth 0) is a load error: it bounds the work per
+  // row and the evaluator's path length.
+  uint32_t max_depth = 64;
+};
+
+// What Score returns per row: the objective's prediction (the logistic of the margin for
+// binary:logistic and reg:logistic, else the margin), or always the raw margin.
+enum class ModelOutput : uint8_t { kDefault, kMargin };
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  const std::string& name() const { return name_; }      // "ctr" for ctr.model.json
+  const std::string& file() const { return file_; }      // as given to the loader
+  const std::string& sha256() const { return sha256_; }  // lower-case hex, of the file's bytes
+  // The model's feature_names, or f0..f{n-1} when it has none; Score takes them in
+  // this order.
+  const std::vector<std::string>& features() const { return features_; }
+  const std::string& objective() const { return objective_; }
+  size_t num_trees() const { return num_trees_; }
+
+  // Scores rows [0, n): features[f][r] is feature f of row r, already float32 (NaN:
+  // missing; callers turn null and +-inf into NaN). out[r] gets the prediction, equal to
+  // XGBoost 1.7.4's for the same float32 inputs.
+  // REQUIRES: features.size() == features().size(), each pointing at n floats.
+  virtual void Score(std::span<const float* const> features, size_t n, ModelOutput output,
+                     double* out) const = 0;
+
+ protected:
+  std::string name_, file_, sha256_, objective_;
+  std::vector<std::string> features_;
+  size_t num_trees_ = 0;
+};
+
+using ModelPtr = std::shared_ptr<const Model>;
+
+// Parses, checks and compiles the bytes of a model file. `file` names it in messages:
+// every rejection is Error::BadRequest naming the file and the field, tree or node, e.g.
+// "plans/ctr.model.json: learner.objective.name: 'multi:softprob' is not supported".
+Result<ModelPtr> ParseModel(std::string_view bytes, std::string name, std::string file,
+                            const ModelLimits& limits);
+// Reads `path` (at most limits.max_bytes) and parses it; the name is the file name
+// without ".model.json".
+Result<ModelPtr> LoadModelFile(const std::string& path, const ModelLimits& limits);
+
+}  // namespace rankd
