@@ -76,7 +76,7 @@ std::string CheckArg(const TaskParamSpec& spec, const Value& v) {
       if (!ok) return "\"" + *s + "\" is not one of " + ValueToString(spec.allowed);
     }
   }
-  if (auto* l = std::get_if<std::vector<std::string>>(&v)) {
+  if (auto* l = std::get_if<std::vector<std::string>>(&v); l && spec.kind == ParamKind::kStrList) {
     if (spec.min && static_cast<int64_t>(l->size()) < *spec.min)
       return "needs at least " + std::to_string(*spec.min) + " element(s)";
     for (size_t i = 0; i < l->size(); ++i) {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "core/json_escape.h"
 #include "plan/bind.h"
 
 namespace rankd {
@@ -74,7 +75,8 @@ std::optional<ColumnType> ParseType(std::string_view s) {
 
 class Loader {
  public:
-  Loader(std::string_view file, const OpCatalog& ops) : w_{std::string(file)}, ops_(ops) {}
+  Loader(std::string_view file, const OpCatalog& ops, const ModelSet* models)
+      : w_{std::string(file)}, ops_(ops), models_(models) {}
 
   Result<PlanPtr> Load(std::string_view text) {
     auto plan = std::make_shared<Plan>();
@@ -93,6 +95,7 @@ class Loader {
     if (auto s = Graph(*plan); !s) return Fail(s.error());
     if (auto s = Type(obj, *plan); !s) return Fail(s.error());
     MarkRowsRead(*plan);
+    if (!plan->models.empty()) ListModelsInJson(*plan);
     return PlanPtr(std::move(plan));
   }
 
@@ -106,6 +109,8 @@ class Loader {
     if (obj["name"].get(v) || v.get_string().get(name) || name.empty())
       return Fail(w_.Err("name: missing or not a non-empty string"));
     plan.name = std::string(name);
+    if (!obj["models"].get(v))
+      return Fail(w_.Err("models: not a plan field (GET /plans/{name} lists the models there)"));
     if (!obj["description"].get(v)) {
       std::string_view d;
       if (v.get_string().get(d)) return Fail(w_.Err("description: must be a string"));
@@ -272,6 +277,20 @@ class Loader {
     return {};
   }
 
+  // GET /plans/{name} serves the plan's text with the models it uses added:
+  // "models": [{"name": ..., "sha256": ...}] as the object's last field.
+  static void ListModelsInJson(Plan& plan) {
+    std::string& json = plan.json;
+    size_t close = json.find_last_of('}');  // the root object's (the text parsed as one)
+    std::string list = ",\"models\":[";
+    for (size_t i = 0; i < plan.models.size(); ++i) {
+      list += i ? ",{\"name\":" : "{\"name\":";
+      AppendJsonString(plan.models[i]->name(), list);
+      list += ",\"sha256\":\"" + plan.models[i]->sha256() + "\"}";
+    }
+    json.insert(close, list + "]");
+  }
+
   // PlanNode::rows_read: a node whose only reader is `take` needs to get only the first
   // `count` rows right (count is a literal, or a request param with a declared max;
   // without one, nothing is marked).
@@ -368,6 +387,7 @@ class Loader {
                         has_preds ? &preds : nullptr);
           !s)
         return s;
+      if (auto s = BindModel(node, input_cols, plan); !s) return s;
       SchemaArgs sa{in_types, in_ids, node.args, node.expr.get()};
       auto out = node.schema->output(sa);
       if (!out) return Fail(w_.Node(node.id, "", out.error().message));
@@ -420,6 +440,7 @@ class Loader {
   Status Arg(PlanNode& node, size_t k, const std::string& field, element val, const Plan& plan,
              const ColumnTypes& input_cols, object* exprs, object* preds) {
     const TaskParamSpec& spec = node.schema->params[k];
+    if (spec.kind == ParamKind::kColumnMap) return ColumnMapArg(node, k, field, val);
     object ref;
     if (!val.get_object().get(ref)) {  // {"param": "name"}
       element p;
@@ -471,9 +492,11 @@ class Loader {
       case ParamKind::kColumn:
       case ParamKind::kExprId:
       case ParamKind::kPredId:
+      case ParamKind::kModel:
         if (val.get_string().get(s)) return wrong();
         arg = std::string(s);
         break;
+      case ParamKind::kColumnMap: return wrong();  // ColumnMapArg
       case ParamKind::kStrList: {
         array a;
         if (val.get_array().get(a)) return wrong();
@@ -488,6 +511,10 @@ class Loader {
     }
     std::string bad = CheckArg(spec, arg);
     if (!bad.empty()) return Fail(w_.Node(node.id, field, bad));
+    if (spec.kind == ParamKind::kModel && !FindModel(s))
+      return Fail(w_.Node(node.id, field,
+                          "unknown model '" + std::string(s) + "' (the plan folder has no " +
+                              std::string(s) + ".model.json)"));
     if (spec.kind == ParamKind::kExprId || spec.kind == ParamKind::kPredId) {
       bool is_expr = spec.kind == ParamKind::kExprId;
       object* table = is_expr ? exprs : preds;
@@ -513,8 +540,88 @@ class Loader {
     return {};
   }
 
+  // {"feature": "column", ...}, kept as [feature, column, ...] (ParamKind::kColumnMap).
+  Status ColumnMapArg(PlanNode& node, size_t k, const std::string& field, element val) {
+    object map;
+    if (val.get_object().get(map))
+      return Fail(w_.Node(node.id, field, "expected an object of column names, got " + JsonKind(val)));
+    std::vector<std::string> pairs;
+    for (auto [key, col] : map) {
+      std::string where = field + "." + std::string(key);
+      std::string_view c;
+      if (col.get_string().get(c) || c.empty())
+        return Fail(w_.Node(node.id, where, "expected a column name, got " + JsonKind(col)));
+      for (size_t i = 0; i < pairs.size(); i += 2)
+        if (pairs[i] == key) return Fail(w_.Node(node.id, where, "listed twice"));
+      pairs.emplace_back(key);
+      pairs.emplace_back(c);
+    }
+    node.args.at(k) = std::move(pairs);
+    return {};
+  }
+
+  const ModelPtr* FindModel(std::string_view name) const {
+    if (!models_) return nullptr;
+    auto it = models_->find(std::string(name));
+    return it == models_->end() ? nullptr : &it->second;
+  }
+
+  // An op with a kModel param reads its model's features from columns of its input:
+  // each must be there and numeric (PlanNode::model).
+  Status BindModel(PlanNode& node, const ColumnTypes& input_cols, Plan& plan) {
+    const auto& specs = node.schema->params;
+    auto is_model = [](const TaskParamSpec& p) { return p.kind == ParamKind::kModel; };
+    if (std::none_of(specs.begin(), specs.end(), is_model)) return {};
+    const std::string& name = node.args.Str("model");
+    const ModelPtr& model = *FindModel(name);  // Arg checked it
+    const std::vector<std::string>& pairs = node.args.StrList("features");
+    const std::vector<std::string>& features = model->features();
+    std::string what = "model '" + name + "'";
+    for (size_t i = 0; i < pairs.size(); i += 2)
+      if (std::find(features.begin(), features.end(), pairs[i]) == features.end())
+        return Fail(w_.Node(node.id, "params.features." + pairs[i],
+                            what + " has no feature '" + pairs[i] + "' (it has " +
+                                JoinNames(features) + ")"));
+    NodeModel bound;
+    bound.model = model;
+    for (const std::string& f : features) {
+      std::string col = f;
+      for (size_t i = 0; i < pairs.size(); i += 2)
+        if (pairs[i] == f) col = pairs[i + 1];
+      std::string reads = what + " feature '" + f + "' reads column '" + col + "'";
+      std::optional<ColumnType> t = input_cols.find(col);
+      if (!t)
+        return Fail(w_.Node(node.id, "params.features",
+                            reads + ", which the input does not have (it has " +
+                                ColumnList(input_cols) + ")"));
+      if (*t == ColumnType::kStr)
+        return Fail(w_.Node(node.id, "params.features",
+                            reads + ", which is str: a model feature needs i64, f64 or bool"));
+      bound.columns.push_back(std::move(col));
+    }
+    bound.output = node.args.Str("output") == "margin" ? ModelOutput::kMargin : ModelOutput::kDefault;
+    node.model = std::move(bound);
+    // About 16 tree walks cost what one row of vm does (docs/engine.md).
+    node.row_cost = static_cast<uint32_t>(std::clamp<size_t>(model->num_trees() / 16, 1, 1u << 20));
+    if (std::find(plan.models.begin(), plan.models.end(), model) == plan.models.end())
+      plan.models.push_back(model);
+    return {};
+  }
+
+  static std::string JoinNames(const std::vector<std::string>& names) {
+    std::string out;
+    for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+    return out;
+  }
+  static std::string ColumnList(const ColumnTypes& t) {
+    std::vector<std::string> names;
+    for (const auto& [n, _] : t.cols) names.push_back(n);
+    return names.empty() ? "no columns" : JoinNames(names);
+  }
+
   Where w_;
   const OpCatalog& ops_;
+  const ModelSet* models_;
   std::unordered_map<std::string, uint32_t> index_;
   std::vector<object> node_json_;
   std::vector<uint32_t> topo_;
@@ -522,29 +629,34 @@ class Loader {
 
 }  // namespace
 
-Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const OpCatalog& ops) {
-  return Loader(file, ops).Load(text);
+Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const OpCatalog& ops,
+                             const ModelSet* models) {
+  return Loader(file, ops, models).Load(text);
 }
 
-Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops) {
+Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops,
+                             const ModelSet* models) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Fail(Error::BadRequest(path + ": cannot read the file"));
   std::stringstream ss;
   ss << in.rdbuf();
-  return LoadPlanText(ss.str(), path, ops);
+  return LoadPlanText(ss.str(), path, ops, models);
 }
 
 namespace {
 
 constexpr std::string_view kPlanSuffix = ".plan.json";
+constexpr std::string_view kModelSuffix = ".model.json";
 
-// The *.plan.json files of `dir`, sorted (the order plans load in).
-std::vector<std::string> PlanFiles(const std::string& dir, std::error_code& ec) {
+// The files of `dir` named *<suffix> (with a non-empty stem), sorted: the order they
+// load in.
+std::vector<std::string> FolderFiles(const std::string& dir, std::string_view suffix,
+                                     std::error_code& ec) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string name = e.path().filename().string();
-    if (e.is_regular_file() && name.size() > kPlanSuffix.size() && name.ends_with(kPlanSuffix))
+    if (e.is_regular_file() && name.size() > suffix.size() && name.ends_with(suffix))
       files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
@@ -555,8 +667,11 @@ std::vector<std::string> PlanFiles(const std::string& dir, std::error_code& ec) 
 
 std::string PlanDirFingerprint(const std::string& dir) {
   std::error_code ec;
-  std::vector<std::string> files = PlanFiles(dir, ec);
+  std::vector<std::string> files = FolderFiles(dir, kPlanSuffix, ec);
   if (ec) return "unlistable: " + ec.message();
+  std::vector<std::string> models = FolderFiles(dir, kModelSuffix, ec);
+  if (ec) return "unlistable: " + ec.message();
+  files.insert(files.end(), models.begin(), models.end());
   std::string out;
   for (const auto& f : files) {
     struct stat st {};
@@ -571,14 +686,22 @@ std::string PlanDirFingerprint(const std::string& dir) {
   return out;
 }
 
-Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops) {
+Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
+                            const ModelLimits& model_limits) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  std::vector<std::string> files = PlanFiles(dir, ec);
+  std::vector<std::string> files = FolderFiles(dir, kPlanSuffix, ec);
+  std::vector<std::string> model_files = FolderFiles(dir, kModelSuffix, ec);
   if (ec) return Fail(Error::BadRequest(dir + ": cannot list the plans folder: " + ec.message()));
   PlanSet set;
+  // Models first: plans bind to them. Every model of the folder is checked, used or not.
+  for (const auto& f : model_files) {
+    auto model = LoadModelFile(f, model_limits);
+    if (!model) return Fail(model.error());
+    set.models.emplace((*model)->name(), std::move(*model));
+  }
   for (const auto& f : files) {
-    auto plan = LoadPlanFile(f, ops);
+    auto plan = LoadPlanFile(f, ops, &set.models);
     if (!plan) return Fail(plan.error());
     std::string stem = fs::path(f).filename().string();
     stem.resize(stem.size() - kPlanSuffix.size());

@@ -16,17 +16,22 @@
 
 namespace rankd {
 
-// `file` is used in messages and kept in Plan::file.
-Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const OpCatalog& ops);
-Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops);
-// Every *.plan.json of `dir` (a plan's name must match its file name). One bad plan
+// `file` is used in messages and kept in Plan::file. `models`: what `model` nodes may
+// name (none when null).
+Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const OpCatalog& ops,
+                             const ModelSet* models = nullptr);
+Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops,
+                             const ModelSet* models = nullptr);
+// Every *.model.json of `dir` (the model's name is the file name without the suffix),
+// then every *.plan.json (a plan's name must match its file name). One bad plan or model
 // rejects the whole set; an empty folder is an empty set.
-Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops);
+Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
+                            const ModelLimits& model_limits = {});
 
 // What LoadPlanDir would read, summarised: the name, size, modification time and inode
-// of every *.plan.json of `dir` (symlinks followed, so a Kubernetes ConfigMap update,
-// which swaps a symlink, changes it). Equal fingerprints: nothing to reload. Cheap (one
-// stat per file), for polling.
+// of every *.plan.json and *.model.json of `dir` (symlinks followed, so a Kubernetes
+// ConfigMap update, which swaps a symlink, changes it). Equal fingerprints: nothing to
+// reload. Cheap (one stat per file), for polling.
 std::string PlanDirFingerprint(const std::string& dir);
 
 }  // namespace rankd

@@ -15,6 +15,8 @@ std::string_view ParamKindName(ParamKind k) {
     case ParamKind::kColumn: return "column name";
     case ParamKind::kExprId: return "expr id";
     case ParamKind::kPredId: return "pred id";
+    case ParamKind::kModel: return "model name";
+    case ParamKind::kColumnMap: return "object of column names";
   }
   return "?";
 }

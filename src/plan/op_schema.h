@@ -18,8 +18,21 @@
 namespace rankd {
 
 // What a task parameter holds. kColumn is a column name, kExprId/kPredId name entries of
-// the plan's expr_table/pred_table (compiled at load).
-enum class ParamKind : uint8_t { kI64, kF64, kBool, kStr, kStrList, kColumn, kExprId, kPredId };
+// the plan's expr_table/pred_table (compiled at load), kModel names a model of the plan
+// folder (bound at load: PlanNode::model). kColumnMap is a JSON object of strings (model
+// feature -> column), held in TaskArgs as a list of key, value, key, value, ...
+enum class ParamKind : uint8_t {
+  kI64,
+  kF64,
+  kBool,
+  kStr,
+  kStrList,
+  kColumn,
+  kExprId,
+  kPredId,
+  kModel,
+  kColumnMap,
+};
 
 std::string_view ParamKindName(ParamKind k);
 // The kind of a parameter that takes values of column type `t`.

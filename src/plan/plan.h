@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/model.h"
 #include "plan/expr.h"
 #include "plan/op_schema.h"
 #include "plan/params.h"
@@ -24,6 +25,14 @@ namespace rankd {
 struct ParamRef {
   uint32_t arg = 0;
   uint32_t decl = 0;
+};
+
+// A `model` node's model, bound at load: columns[f] is the column model feature f reads
+// (every one numeric at that node).
+struct NodeModel {
+  ModelPtr model;
+  std::vector<std::string> columns;
+  ModelOutput output = ModelOutput::kDefault;
 };
 
 struct PlanNode {
@@ -39,11 +48,16 @@ struct PlanNode {
   std::vector<ParamRef> refs;                // resolved per request
   std::shared_ptr<const CompiledExpr> expr;  // ops with a kExprId param
   std::shared_ptr<const CompiledPred> pred;  // ops with a kPredId param
+  NodeModel model;                           // ops with a kModel param
   ColumnTypes out_types;                     // typed at load
   // > 0: whoever reads this node's output reads only its first `rows_read` rows (its one
   // reader is a take of at most that many, and it is not the plan's output), so a sort
   // need only order that many. 0: every row may be read. Set at load.
   uint32_t rows_read = 0;
+  // The work of one input row, in rows of a cheap CPU task (vm, filter): the scheduler
+  // runs a CPU node inline on the loop only while rows x row_cost stays small. Set at
+  // load: a model's row costs a tree walk per tree.
+  uint32_t row_cost = 1;
 };
 
 struct Plan {
@@ -56,6 +70,7 @@ struct Plan {
   std::vector<uint32_t> sources;  // nodes with in_degree 0
   uint32_t output = 0;
   std::vector<std::string> output_columns;  // empty: all columns of the output node
+  std::vector<ModelPtr> models;              // the models its nodes use, in node order, once each
 
   // Index of the node named `id`, or -1. Load time and tests only (linear).
   int node_index(std::string_view id) const;
@@ -63,9 +78,13 @@ struct Plan {
 
 using PlanPtr = std::shared_ptr<const Plan>;
 
-// A loaded plan folder, by plan name.
+// The models of a plan folder (NAME.model.json), by name.
+using ModelSet = std::unordered_map<std::string, ModelPtr>;
+
+// A loaded plan folder, by plan name, with every model of the folder.
 struct PlanSet {
   std::unordered_map<std::string, PlanPtr> plans;
+  ModelSet models;
   PlanPtr Find(std::string_view name) const {
     auto it = plans.find(std::string(name));
     return it == plans.end() ? nullptr : it->second;

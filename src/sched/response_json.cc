@@ -100,6 +100,13 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out) {
       AppendJsonInt(s.start_us, out);
       out += ",\"took_us\":";
       AppendJsonInt(s.took_us, out);
+      if (const ModelPtr& m = plan.nodes[i].model.model) {
+        out += ",\"model\":";
+        AppendJsonString(m->name(), out);
+        out += ",\"model_sha256\":\"";
+        out += m->sha256();
+        out += '"';
+      }
       out += '}';
     }
     out += ']';

@@ -195,7 +195,7 @@ void StartNode(const StatePtr& st, uint32_t idx) {
   if (spec.kind == RunKind::kCpu) {
     size_t rows = 0;
     for (const RowSet& in : inputs) rows += in.size();
-    if (rows <= s.env.inline_cpu_rows) {
+    if (rows * node.row_cost <= s.env.inline_cpu_rows) {
       if (s.env.offloads) ++s.env.offloads->inline_runs;
       Complete(s, idx, RunCpuCaught(spec, ctx, std::move(inputs)));
       return;

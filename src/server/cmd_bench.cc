@@ -79,9 +79,11 @@ int CmdBench(const std::vector<std::string>& all_args) {
   std::string plan_name, dir = "plans";
   int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2,
           redis_conns = 2;
+  ModelLimits model_limits;
   const Flag flags[] = {
       TextFlag("--plan", "NAME", {}, plan_name),
       TextFlag("--plans", "DIR", {}, dir),
+      IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
       IntFlag("-n", "N", {}, n, -kAnyInt, kAnyInt, "--requests"),
       IntFlag("-c", "C", {}, c, -kAnyInt, kAnyInt, "--concurrency"),
       IntFlag("--redis-conns", "K", {}, redis_conns, -kAnyInt, kAnyInt),
@@ -95,7 +97,7 @@ int CmdBench(const std::vector<std::string>& all_args) {
     std::fprintf(stderr, "rankd bench: need --plan NAME, -n >= 1, -c >= 1\n");
     return 2;
   }
-  auto plans = LoadPlanDir(dir, TaskRegistry::Default());
+  auto plans = LoadPlanDir(dir, TaskRegistry::Default(), model_limits);
   if (!plans) {
     std::fprintf(stderr, "%s\n", plans.error().message.c_str());
     return 1;

@@ -1,5 +1,6 @@
-// rankd check-plans [--plans DIR]: loads every plan of DIR as the server would; exits 1
-// with the loader's message (file, node, field) if one is bad.
+// rankd check-plans [--plans DIR] [--max-model-bytes N]: loads every plan and model of
+// DIR as the server would; exits 1 with the loader's message (file, node, field) if one
+// is bad.
 #include <cstdio>
 
 #include "plan/loader.h"
@@ -10,14 +11,19 @@ namespace rankd {
 
 int CmdCheckPlans(const std::vector<std::string>& argv) {
   std::string dir = "plans";
-  const Flag flags[] = {TextFlag("--plans", "DIR", {}, dir)};
+  ModelLimits limits;
+  const Flag flags[] = {
+      TextFlag("--plans", "DIR", {}, dir),
+      IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
+  };
   if (!ParseCommandFlags("check-plans", argv, flags)) return 2;
-  auto set = LoadPlanDir(dir, TaskRegistry::Default());
+  auto set = LoadPlanDir(dir, TaskRegistry::Default(), limits);
   if (!set) {
     std::fprintf(stderr, "%s\n", set.error().message.c_str());
     return 1;
   }
-  std::printf("ok: %zu plan(s) in %s\n", set->plans.size(), dir.c_str());
+  std::printf("ok: %zu plan(s), %zu model(s) in %s\n", set->plans.size(), set->models.size(),
+              dir.c_str());
   return 0;
 }
 

@@ -36,9 +36,11 @@ int CmdRun(const std::vector<std::string>& all_args) {
   std::string plan_name, dir = "plans";
   int64_t deadline_ms = 0, node_timeout_ms = 0, redis_conns = 1;
   bool explain = false;
+  ModelLimits model_limits;
   const Flag flags[] = {
       TextFlag("--plan", "NAME", {}, plan_name),
       TextFlag("--plans", "DIR", {}, dir),
+      IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
       IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
       IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
       IntFlag("--redis-conns", "N", {}, redis_conns, -kAnyInt, kAnyInt),
@@ -54,7 +56,7 @@ int CmdRun(const std::vector<std::string>& all_args) {
   if (req->deadline_ms) deadline_ms = *req->deadline_ms;
   explain = explain || req->explain;
 
-  auto plans = LoadPlanDir(dir, TaskRegistry::Default());
+  auto plans = LoadPlanDir(dir, TaskRegistry::Default(), model_limits);
   if (!plans) return PrintError(Error::Internal("loading plans: " + plans.error().message));
   PlanPtr plan = plans->Find(req->plan);
   if (!plan)

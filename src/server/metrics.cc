@@ -70,6 +70,14 @@ Metrics::Metrics(bool enabled)
                        .Name("rankd_node_outcomes_total")
                        .Help("Plan node runs by status (ok, failed, timeout, skipped)")
                        .Register(r);
+  model_rows = &BuildCounter()
+                    .Name("rankd_model_rows_total")
+                    .Help("Rows scored by `model` nodes, by model")
+                    .Register(r);
+  model_eval = &BuildHistogram()
+                    .Name("rankd_model_eval_seconds")
+                    .Help("Time a `model` node took to score its rows, by model")
+                    .Register(r);
   deadline_exceeded =
       &BuildCounter()
            .Name("rankd_deadline_exceeded_total")
@@ -279,6 +287,10 @@ PlanMetrics::~PlanMetrics() {
     for (auto* c : st) owner.Release(c);
   for (auto* c : node_degraded)
     if (c) owner.Release(c);
+  for (auto* c : model_rows)
+    if (c) owner.Release(c);
+  for (auto* h : model_eval)
+    if (h) owner.Release(h);
 }
 
 PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
@@ -306,6 +318,13 @@ PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
     pm->node_degraded.push_back(
         n.optional ? Retain(*m_.degraded, {{"plan", name}, {"node", n.id}, {"shard", shard_}})
                    : nullptr);
+    const ModelPtr& model = n.model.model;
+    pm->model_rows.push_back(
+        model ? Retain(*m_.model_rows, {{"model", model->name()}, {"shard", shard_}}) : nullptr);
+    pm->model_eval.push_back(model ? Retain(*m_.model_eval,
+                                            {{"model", model->name()}, {"shard", shard_}},
+                                            &kNodeBuckets)
+                                   : nullptr);
   }
   return pm;
 }

@@ -50,6 +50,8 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>* rank_duration;
   prometheus::Family<prometheus::Histogram>* node_duration;
   prometheus::Family<prometheus::Counter>* node_outcomes;
+  prometheus::Family<prometheus::Counter>* model_rows;
+  prometheus::Family<prometheus::Histogram>* model_eval;
   prometheus::Family<prometheus::Counter>* deadline_exceeded;
   prometheus::Family<prometheus::Counter>* degraded;
   prometheus::Family<prometheus::Counter>* plan_reloads;
@@ -99,6 +101,10 @@ struct PlanMetrics {
   std::vector<prometheus::Histogram*> node_duration;
   std::vector<std::array<prometheus::Counter*, 4>> node_outcomes;  // by NodeStatus
   std::vector<prometheus::Counter*> node_degraded;
+  // `model` nodes: rows scored and the node's run time, by model (null for other nodes).
+  // Shared with every plan node of any snapshot that uses a model of that name.
+  std::vector<prometheus::Counter*> model_rows;
+  std::vector<prometheus::Histogram*> model_eval;
 };
 using PlanMetricsPtr = std::shared_ptr<PlanMetrics>;
 

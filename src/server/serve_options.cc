@@ -42,6 +42,10 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
            [] {
              return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl);
            }},
+      IntFlag("--max-model-bytes", "N",
+              "size limit of a model file (NAME.model.json); a larger\n"
+              "one fails the plans folder's load ({})",
+              o.model_limits.max_bytes, 1, kMax),
       IntFlag("--redis-conns", "N", "connections per endpoint per shard ({})", o.redis_conns, 1,
               64),
       IntFlag("--redis-max-reply-bytes", "N",

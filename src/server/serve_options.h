@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/model.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
 
@@ -22,6 +23,7 @@ struct ServeOptions {
   int cpu_threads = 1;  // CPU workers per shard
   std::string plans = "plans";
   uint64_t watch_plans_ms = 0;       // poll the plans folder and reload on change; 0: SIGHUP only
+  ModelLimits model_limits;          // --max-model-bytes
   std::vector<RedisEndpoint> redis;  // --redis NAME=URL (default redis_default)
   int redis_conns = 2;               // connections per endpoint per shard
   ReplyLimits redis_reply_limits;    // --redis-max-reply-bytes, --redis-max-reply-depth

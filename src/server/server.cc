@@ -95,7 +95,7 @@ Server::~Server() { Shutdown(); }
 int Server::port() const { return shards_.empty() ? 0 : shards_.front()->port(); }
 
 Status Server::Start() {
-  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default());
+  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default(), opts_.model_limits);
   if (!loaded) {
     metrics_.plan_reloads->Add({{"result", "error"}}).Increment();
     return Fail(Error::BadRequest("plans: " + loaded.error().message));
@@ -136,7 +136,7 @@ Status Server::Start() {
 }
 
 Status Server::Reload() {
-  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default());
+  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default(), opts_.model_limits);
   if (!loaded) {
     metrics_.plan_reloads->Add({{"result", "error"}}).Increment();
     LogError("reload rejected, keeping the previous plans: " + loaded.error().message);

@@ -132,6 +132,10 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
         pm->node_outcomes[i][static_cast<size_t>(nodes[i].status)]->Increment();
         if (nodes[i].status != NodeStatus::kSkipped)
           pm->node_duration[i]->Observe(static_cast<double>(nodes[i].took_us) / 1e6);
+        if (nodes[i].status == NodeStatus::kOk && pm->model_rows[i]) {
+          pm->model_rows[i]->Increment(static_cast<double>(nodes[i].rows));
+          pm->model_eval[i]->Observe(static_cast<double>(nodes[i].took_us) / 1e6);
+        }
       }
       for (uint32_t d : result->degraded)
         if (d < pm->node_degraded.size() && pm->node_degraded[d]) pm->node_degraded[d]->Increment();

@@ -67,6 +67,7 @@ const TaskRegistry& TaskRegistry::Default() {
     TaskRegistry r;
     Holder() {
       RegisterCpuTasks(r);
+      RegisterModelTask(r);
       RegisterTestTasks(r);
       RegisterIoTaskSpecs(r);
       RegisterIoTaskRuns(r);

@@ -81,9 +81,9 @@ enum class RunKind : uint8_t {
   kCpuPool,  // run_cpu always on the pool (busy_cpu)
 };
 
-// Inputs of at most this many rows (summed over inputs) run kCpu tasks inline on the
-// loop: below it the hop to a worker and back costs more than the work. See
-// docs/engine.md for how it was measured.
+// Inputs of at most this many rows (summed over inputs, times PlanNode::row_cost) run
+// kCpu tasks inline on the loop: below it the hop to a worker and back costs more than
+// the work. See docs/engine.md for how it was measured.
 inline constexpr size_t kInlineCpuRows = 2048;
 
 struct TaskSpec : OpSchema {
@@ -128,6 +128,7 @@ inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const Tas
 
 // --- registration, one function per group of tasks ------------------------------------
 void RegisterCpuTasks(TaskRegistry& r);     // vm, filter, sort, take, concat, dedupe
+void RegisterModelTask(TaskRegistry& r);    // model
 void RegisterTestTasks(TaskRegistry& r);    // fixed_source, sleep, busy_cpu
 void RegisterIoTaskSpecs(TaskRegistry& r);  // viewer, follow, ... : specs, runs stubbed
 // src/tasks/io_tasks.cc: installs the IO runs with SetAsyncRun.

@@ -227,12 +227,12 @@ class Redis:
 # --- rankd -------------------------------------------------------------------------
 
 def plans_dir(extra=None):
-    """A temporary plans folder: the repository's compiled plans plus `extra`
-    ({name: plan dict or raw text})."""
+    """A temporary plans folder: the repository's compiled plans and their models plus
+    `extra` ({name: plan dict or raw text})."""
     d = temp_dir("rankd-plans-")
     src = os.path.join(SOURCE_ROOT, "plans")
     for name in os.listdir(src):
-        if name.endswith(".plan.json"):
+        if name.endswith(".plan.json") or name.endswith(".model.json"):
             shutil.copy(os.path.join(src, name), d)
     for name, plan in (extra or {}).items():
         write_plan(d, name, plan)

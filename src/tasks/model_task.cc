@@ -1,0 +1,108 @@
+// The `model` task: scores every selected row with the node's model (PlanNode::model)
+// into an f64 column. Rows go to the model a block at a time, converted to float32
+// feature columns (null, NaN and what is +-inf as float32 are missing); cancellation is
+// polled between blocks, each about a millisecond of work or less.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tasks/schemas.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+namespace {
+
+Result<ColumnTypes> ModelSchema(const SchemaArgs& a) {
+  ColumnTypes t = a.inputs[0];
+  SetColumnType(t, a.args.Str("out_key"), ColumnType::kF64);
+  return t;
+}
+
+// Rows per block: about 2^16 tree walks, so a block of a 1,000-tree model stays near a
+// millisecond, and a small model still gets blocks long enough to run at full speed.
+size_t BlockRows(const Model& m) {
+  size_t trees = std::max<size_t>(m.num_trees(), 1);
+  return std::clamp<size_t>((size_t{1} << 16) / trees, 64, 1024);
+}
+
+float Missing() { return std::numeric_limits<float>::quiet_NaN(); }
+
+// Feature values of logical rows [begin, begin + n) of `rs` as float32 into `dst`.
+void ToFloats(const RowSet& rs, const Column* col, size_t begin, size_t n, float* dst) {
+  if (!col) {
+    std::fill(dst, dst + n, Missing());
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t r = rs.row(begin + i);
+    float x;
+    if (!col->valid(r)) {
+      x = Missing();
+    } else if (col->type == ColumnType::kI64) {
+      x = static_cast<float>(col->i64[r]);
+    } else if (col->type == ColumnType::kF64) {
+      x = static_cast<float>(col->f64[r]);
+    } else {
+      x = col->b[r] ? 1.0f : 0.0f;
+    }
+    dst[i] = std::isfinite(x) ? x : Missing();
+  }
+}
+
+Result<RowSet> RunModel(const TaskContext& ctx, std::vector<RowSet> in) {
+  if (ctx.cancelled()) return Fail(CancelledError("model"));
+  RowSet out = std::move(in[0]);
+  const NodeModel& bound = ctx.node->model;
+  const Model& model = *bound.model;
+  size_t nf = bound.columns.size();
+  std::vector<const Column*> cols(nf);
+  for (size_t f = 0; f < nf; ++f) {
+    cols[f] = out.column(bound.columns[f]);  // absent: every row misses it
+    if (cols[f] && cols[f]->type == ColumnType::kStr)
+      return Fail(Error::BadRequest("model: column '" + bound.columns[f] +
+                                    "' is str: a model feature needs i64, f64 or bool"));
+  }
+  size_t rows = out.size();
+  size_t block = BlockRows(model);
+  std::vector<float> features(nf * std::min(block, rows));
+  std::vector<const float*> feature_ptrs(nf);
+  std::vector<double> scores(std::min(block, rows));
+  Column col = Column::F64(std::vector<double>(out.physical_rows(), 0.0));
+  // With a selection, the rows it leaves out stay null: the bitmap starts all null and
+  // each scored row is marked valid.
+  bool selected = out.selection() != nullptr;
+  std::vector<uint64_t>& valid = col.validity.mutable_words();
+  if (selected) valid.assign((out.physical_rows() + 63) / 64, 0);
+  for (size_t begin = 0; begin < rows; begin += block) {
+    if (begin > 0 && ctx.cancelled()) return Fail(CancelledError("model"));
+    size_t n = std::min(block, rows - begin);
+    for (size_t f = 0; f < nf; ++f) {
+      ToFloats(out, cols[f], begin, n, features.data() + f * n);
+      feature_ptrs[f] = features.data() + f * n;
+    }
+    model.Score(feature_ptrs, n, bound.output, scores.data());
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t r = out.row(begin + i);
+      col.f64[r] = scores[i];
+      if (selected) valid[r >> 6] |= uint64_t{1} << (r & 63);
+    }
+  }
+  out.SetColumn(ctx.args->Str("out_key"), std::make_shared<Column>(std::move(col)));
+  return out;
+}
+
+}  // namespace
+
+void RegisterModelTask(TaskRegistry& r) {
+  using P = TaskParamSpec;
+  r.Add(TaskSpec::Cpu("model", 1, 1,
+                      {P::Required("model", ParamKind::kModel),
+                       P::Required("out_key", ParamKind::kColumn),
+                       P::Optional("features", ParamKind::kColumnMap, std::vector<std::string>{}),
+                       P::Optional("output", ParamKind::kStr, std::string("default"))
+                           .Allowed({"default", "margin"})},
+                      &ModelSchema, &RunModel));
+}
+
+}  // namespace rankd
