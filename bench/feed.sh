@@ -14,13 +14,14 @@
 # and the same plan files, so that both see the same machine; each figure then carries
 # "baseline" (the base build's median) and "ratio" (value / baseline).
 # Env: ROUNDS (3), BASE_REV (none), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10),
-# VIEWERS (2000).
+# VIEWERS (2000), PLANS ("feed home_light": any plans of plans/, e.g. "feed rerank" as
+# `ops/bench model` runs it; their models are copied with them).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 root=${RANKD_ROOT:?run through ops/bench}
 rounds=${ROUNDS:-3} threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-16} secs=${WRK_SECONDS:-10}
 viewers=${VIEWERS:-2000}
-plans=(feed home_light)
+read -r -a plans <<< "${PLANS:-feed home_light}"
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 
@@ -55,6 +56,7 @@ fi
 # have home_light yet).
 mkdir -p "$tmp/plans"
 for p in "${plans[@]}"; do cp "$root/plans/$p.plan.json" "$tmp/plans/"; done
+cp "$root"/plans/*.model.json "$tmp/plans/" 2>/dev/null || true
 
 start_redis
 "${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
