@@ -34,6 +34,12 @@ struct ColumnTypes {
       if (n == name) return t;
     return std::nullopt;
   }
+  // "id, score, author" (or "no columns"): for messages.
+  std::string names() const {
+    std::string out;
+    for (const auto& [n, t] : cols) out += (out.empty() ? "" : ", ") + n;
+    return out.empty() ? "no columns" : out;
+  }
 };
 
 // Polled by a long evaluation at least every ~0.3 ms of work (expr_eval.cc

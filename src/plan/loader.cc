@@ -593,7 +593,7 @@ class Loader {
       if (!t)
         return Fail(w_.Node(node.id, "params.features",
                             reads + ", which the input does not have (it has " +
-                                ColumnList(input_cols) + ")"));
+                                input_cols.names() + ")"));
       if (*t == ColumnType::kStr)
         return Fail(w_.Node(node.id, "params.features",
                             reads + ", which is str: a model feature needs i64, f64 or bool"));
@@ -612,11 +612,6 @@ class Loader {
     std::string out;
     for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
     return out;
-  }
-  static std::string ColumnList(const ColumnTypes& t) {
-    std::vector<std::string> names;
-    for (const auto& [n, _] : t.cols) names.push_back(n);
-    return names.empty() ? "no columns" : JoinNames(names);
   }
 
   Where w_;

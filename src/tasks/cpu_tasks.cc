@@ -49,7 +49,7 @@ Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
   const std::string& key = a.args.Str("key");
   if (!a.inputs[0].find(key))
     return Fail(Error::BadRequest("params.key: the input has no column '" + key + "' (it has " +
-                                  ColumnList(a.inputs[0]) + ")"));
+                                  a.inputs[0].names() + ")"));
   return a.inputs[0];
 }
 

@@ -66,13 +66,4 @@ void SetColumnType(ColumnTypes& t, std::string_view name, ColumnType type) {
   t.cols.emplace_back(std::string(name), type);
 }
 
-std::string ColumnList(const ColumnTypes& t) {
-  std::string out;
-  for (const auto& [n, ty] : t.cols) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
 }  // namespace rankd

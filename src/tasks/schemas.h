@@ -25,7 +25,5 @@ Result<ColumnTypes> SchemaIdOnly(const SchemaArgs& a);
 
 // Adds or replaces column `name` of `t`.
 void SetColumnType(ColumnTypes& t, std::string_view name, ColumnType type);
-// "id, score, author": for messages.
-std::string ColumnList(const ColumnTypes& t);
 
 }  // namespace rankd
