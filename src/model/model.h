@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/forest.h"
 
 namespace rankd {
 
@@ -25,6 +26,9 @@ struct ModelLimits {
   // A tree deeper than this (root = depth 0) is a load error: it bounds the work per
   // row and the evaluator's path length.
   uint32_t max_depth = 64;
+  // A model with more features (num_feature) than this is a load error: it bounds the
+  // feature names made up for a model without names, and the columns a caller passes.
+  uint32_t max_features = 65536;
 };
 
 // What Score returns per row: the objective's prediction (the logistic of the margin for
@@ -33,7 +37,10 @@ enum class ModelOutput : uint8_t { kDefault, kMargin };
 
 class Model {
  public:
-  virtual ~Model() = default;
+  // `base_margin`: base_score in margin space; `logistic`: the default output is the
+  // logistic of the margin.
+  Model(std::string name, std::string file, std::string sha256, std::string objective,
+        std::vector<std::string> features, Forest forest, float base_margin, bool logistic);
 
   const std::string& name() const { return name_; }      // "ctr" for ctr.model.json
   const std::string& file() const { return file_; }      // as given to the loader
@@ -42,19 +49,21 @@ class Model {
   // this order.
   const std::vector<std::string>& features() const { return features_; }
   const std::string& objective() const { return objective_; }
-  size_t num_trees() const { return num_trees_; }
+  size_t num_trees() const { return forest_.num_trees(); }
 
-  // Scores rows [0, n): features[f][r] is feature f of row r, already float32 (NaN:
-  // missing; callers turn null and +-inf into NaN). out[r] gets the prediction, equal to
+  // Scores rows [0, n): features[f][r] is feature f of row r, already float32 (NaN and
+  // +-inf are missing; callers turn null into NaN). out[r] gets the prediction, equal to
   // XGBoost 1.7.4's for the same float32 inputs.
   // REQUIRES: features.size() == features().size(), each pointing at n floats.
-  virtual void Score(std::span<const float* const> features, size_t n, ModelOutput output,
-                     double* out) const = 0;
+  void Score(std::span<const float* const> features, size_t n, ModelOutput output,
+             double* out) const;
 
- protected:
+ private:
   std::string name_, file_, sha256_, objective_;
   std::vector<std::string> features_;
-  size_t num_trees_ = 0;
+  Forest forest_;
+  float base_margin_;
+  bool logistic_;
 };
 
 using ModelPtr = std::shared_ptr<const Model>;
