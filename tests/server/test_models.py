@@ -82,20 +82,19 @@ def scoring_plan(name, model, output="default", features=None, rows=ROWS, before
     if features is not None:
         params["features"] = features
     nodes.append({"node_id": "m", "op": "model", "inputs": [last], "params": params})
+    seventh = {"op": "in", "lhs": {"key": "id"},
+               "values": [i for i in SEVENTHS if i <= min(rows, ROWS)]}
+    over150 = {"op": "cmp", "cmp": ">", "lhs": {"key": "id"}, "rhs": {"const": 150}}
     expr_table = {
         "ea": {"key": "id"},
         "eb": {"op": "-", "args": [{"op": "*", "args": [{"key": "id"}, {"const": 0.37}]},
                                    {"const": 40.0}]},
-        "ec": {"op": "if", "args": ["seventh", {"const": None},
+        "ec": {"op": "if", "args": [seventh, {"const": None},
                                     {"op": "*", "args": [{"op": "sqrt", "args": [{"key": "id"}]},
                                                          {"const": 3.0}]}]},
-        "ed": {"op": "if", "args": ["over150", {"const": True}, {"const": False}]},
+        "ed": {"op": "if", "args": [over150, {"const": True}, {"const": False}]},
     }
-    pred_table = {
-        "seventh": {"op": "in", "lhs": {"key": "id"}, "values": [i for i in SEVENTHS if i <= min(rows, ROWS)]},
-        "over150": {"op": "cmp", "cmp": ">", "lhs": {"key": "id"}, "rhs": {"const": 150}},
-    }
-    return simple_plan(name, nodes, "m", expr_table=expr_table, pred_table=pred_table)
+    return simple_plan(name, nodes, "m", expr_table=expr_table)
 
 
 def folder(models, plans):
@@ -119,8 +118,8 @@ def sha256(path):
 
 
 def rank(s, plan, **extra):
-    status, body = s.rank(json.dumps(dict({"plan": plan, "user_id": 1}, **extra)))
-    return status, json.loads(body)
+    status, _, body = s.rank(dict({"plan": plan, "user_id": 1}, **extra))
+    return status, body
 
 
 def scores_by_id(body, col="s"):
@@ -162,7 +161,7 @@ def test_plans_list_their_models_and_explain_names_the_model_version():
     path, _ = model_file()
     d = folder({"ctr": path}, {"p": scoring_plan("p", "ctr")})
     s = Rankd(d)
-    status, body = s.request("GET", "/plans/p")
+    status, _, body = s.request("GET", "/plans/p")
     assert status == 200
     plan = json.loads(body)
     assert plan["models"] == [{"name": "ctr", "sha256": sha256(path)}], plan.get("models")
@@ -310,12 +309,12 @@ def test_a_big_scoring_job_stops_when_its_request_gives_up():
     s = Rankd(d, extra_args=["--deadline-ms", "100"])
     status, body = rank(s, "p")
     assert status == 504, body
-    wait_until(lambda: (metric_value(s.metrics(), "rankd_cpu_cancelled_total") or 0) >= 1,
+    wait_until(lambda: (metric_value(s.metrics(), "rankd_cpu_jobs_cancelled_total") or 0) >= 1,
                what="the scoring job cancelled")
     wait_until(lambda: metric_value(s.metrics(), "rankd_inflight_requests") == 0,
                what="the job to stop")
     # The server serves on.
-    status, body = s.request("GET", "/healthz")
+    status, _, body = s.request("GET", "/healthz")
     assert status == 200
 
 
