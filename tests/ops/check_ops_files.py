@@ -540,9 +540,10 @@ def _():
     for s in (build, runtime):
         if not s.startswith("debian:bookworm"):
             bad.append(f"stage not on debian:bookworm: FROM {s.splitlines()[0]}")
-    # libclang-rt-14-dev is libFuzzer's engine, for ops/fuzz only: no part of the image.
+    # libclang-rt-14-dev is libFuzzer's engine, for ops/fuzz only, and libxgboost-dev the
+    # reference predictor of the model tests and benchmarks: no part of the image.
     for p in ensure_deps_packages():
-        if p == "libclang-rt-14-dev":
+        if p in ("libclang-rt-14-dev", "libxgboost-dev"):
             continue
         if (p.endswith("-dev") or p in ("node-llhttp", "meson", "ninja-build")) and not re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", build):
             bad.append(f"build stage does not install {p} (ops/lib/ensure-deps)")
