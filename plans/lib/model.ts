@@ -7,9 +7,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { PlanError, type ColType } from "./expr.js";
 
-/** A model name: the file NAME.model.json, so no path separators. */
-export const MODEL_NAME_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
-
 export const modelFileName = (name: string): string => `${name}.model.json`;
 
 function fail(msg: string): never {

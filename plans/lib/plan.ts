@@ -11,7 +11,7 @@ import {
   type ColType, type ENode, type PNode, type TypeEnv,
 } from "./expr.js";
 import { parseExpr, parsePred } from "./parse.js";
-import { MODEL_NAME_RE, checkModelInputs, checkNumericColumn, readModelFeatures } from "./model.js";
+import { checkModelInputs, checkNumericColumn, readModelFeatures } from "./model.js";
 
 // ---- data model (docs/data.md) -------------------------------------------------------
 
@@ -124,6 +124,8 @@ function callSite(): string {
 }
 
 const ID_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Plan and model names: the stems of <name>.plan.json and <name>.model.json, so no path separators. */
+const FILE_STEM_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
 
 function fail(msg: string): never {
   throw new PlanError(msg);
@@ -339,7 +341,7 @@ export class Node<C extends Cols = Cols> {
   ): Node<Simplify<Omit<C, K> & { [k in K]: "f64" }>> {
     return this.plan.task("model", [this], o, (r) => {
       checkKeys("model", o, ["model", "outKey", "features", "output"]);
-      if (typeof o.model !== "string" || !MODEL_NAME_RE.test(o.model)) fail(`model ${JSON.stringify(o.model)} is not a model name (letters, digits, _ or -)`);
+      if (typeof o.model !== "string" || !FILE_STEM_RE.test(o.model)) fail(`model ${JSON.stringify(o.model)} is not a model name (letters, digits, _ or -)`);
       if (typeof o.outKey !== "string" || !ID_RE.test(o.outKey)) fail(`outKey ${JSON.stringify(o.outKey)} is not a valid column name`);
       if (o.outKey === "id") fail(`outKey: model may not replace the id column`);
       const output = o.output ?? "default";
@@ -583,7 +585,7 @@ function paramJson(name: string, d: ParamDecl): Json {
 
 function compile(spec: PlanSpec<ParamDecls>, site: string, planDir: string): Json {
   if (typeof spec !== "object" || spec === null) fail(`definePlan at ${site}: expects {name, params, build}`);
-  if (typeof spec.name !== "string" || !/^[A-Za-z0-9_][A-Za-z0-9_-]*$/.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
+  if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
   if (typeof spec.build !== "function") fail(`definePlan at ${site}: build must be a function`);
   for (const k of Object.keys(spec)) if (!["name", "description", "params", "build"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
