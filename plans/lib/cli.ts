@@ -1,7 +1,8 @@
 // The plan compiler's command line.
 //   node dist/lib/cli.js build   writes <name>.plan.json for every <name>.plan.ts
 //   node dist/lib/cli.js check   fails when a committed <name>.plan.json differs from its source
-//   options: --json-dir DIR (where the .plan.json files are; default: the plans folder), names…
+//   options: --json-dir DIR (where the .plan.json files are, and the model files their
+//   `model` nodes read; default: the plans folder), names…
 // (npm run build / npm run check run tsc first; the plans are loaded from dist/.)
 
 import fs from "node:fs";
@@ -23,13 +24,14 @@ export function planNames(root = ROOT): string[] {
     .sort();
 }
 
-/** Loads dist/<name>.plan.js and returns the JSON text its plan compiles to. */
-export async function compileFile(name: string): Promise<string> {
+/** Loads dist/<name>.plan.js and returns the JSON text its plan compiles to; `planDir` is
+ *  the folder the JSON is served from, where the plan's model files must be. */
+export async function compileFile(name: string, planDir = ROOT): Promise<string> {
   const mod = await import(pathToFileURL(path.join(DIST, `${name}.plan.js`)).href);
   const def = mod.default as PlanDef | undefined;
   if (!def || def.kind !== "rankd-plan") throw new Error(`the default export is not definePlan({...})`);
   if (def.name !== name) throw new Error(`plan name '${def.name}' differs from the file name '${name}.plan.ts'`);
-  return planText(def);
+  return planText(def, { planDir });
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -53,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
     const out = path.join(jsonDir, `${name}.plan.json`);
     let text: string;
     try {
-      text = await compileFile(name);
+      text = await compileFile(name, jsonDir);
     } catch (e) {
       console.error(`${src}: error: ${(e as Error).message}`);
       bad++;

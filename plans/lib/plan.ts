@@ -11,6 +11,7 @@ import {
   type ColType, type ENode, type PNode, type TypeEnv,
 } from "./expr.js";
 import { parseExpr, parsePred } from "./parse.js";
+import { checkModelInputs, checkNumericColumn, readModelFeatures } from "./model.js";
 
 // ---- data model (docs/data.md) -------------------------------------------------------
 
@@ -42,6 +43,8 @@ type IdCol = { id: "i64" };
 /** Typed references to the columns of a node's input: `(c) => c.likes.log1p()`. */
 export type ColRefs<C extends Cols> = { readonly [K in keyof C & string]: Expr<C[K]> };
 type ColName<C extends Cols> = keyof C & string;
+/** The columns a model feature may read: i64, f64 and bool. */
+type NumColName<C extends Cols> = { [K in keyof C & string]: C[K] extends "i64" | "f64" | "bool" ? K : never }[keyof C & string];
 
 type Union2<A extends Cols, B extends Cols> = Simplify<{
   [K in keyof A | keyof B]: K extends keyof A ? A[K] : K extends keyof B ? B[K] : never;
@@ -87,7 +90,9 @@ export type PredArg<C extends Cols> = Pred | ((c: ColRefs<C>) => Pred) | string;
 
 // ---- internals ----------------------------------------------------------------------
 
-type TaskParam = number | string | boolean | readonly string[] | { param: string } | { expr: ENode } | { pred: PNode };
+type TaskParam =
+  | number | string | boolean | readonly string[] | { param: string } | { expr: ENode } | { pred: PNode }
+  | { columnMap: ReadonlyMap<string, string> };
 interface NodeRec {
   op: string;
   inputs: NodeRec[];
@@ -97,6 +102,8 @@ interface NodeRec {
   optional?: boolean;
   timeoutMs?: number;
   call: string; // "take() at feed.plan.ts:12:5"
+  /** A `model` node's model and feature map: checked against the model file at compile time. */
+  model?: { name: string; features: ReadonlyMap<string, string> };
 }
 
 const DIST_LIB = path.dirname(fileURLToPath(import.meta.url));
@@ -117,6 +124,8 @@ function callSite(): string {
 }
 
 const ID_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** Plan and model names: the stems of <name>.plan.json and <name>.model.json, so no path separators. */
+const FILE_STEM_RE = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
 
 function fail(msg: string): never {
   throw new PlanError(msg);
@@ -320,6 +329,41 @@ export class Node<C extends Cols = Cols> {
       r.cols.set(o.outKey, type);
     });
   }
+  /**
+   * Scores each row with the tree model `model` (the file `<model>.model.json` in the plan
+   * folder, docs/models.md) into the f64 column `outKey`. `features` maps model feature
+   * names to columns (default: each feature reads the column of its own name); every model
+   * feature must read an i64, f64 or bool column. `output`: "default" is the objective's
+   * prediction (a probability for the logistic ones), "margin" the raw sum of the trees.
+   */
+  model<const K extends string>(
+    o: { model: string; outKey: K; features?: { readonly [feature: string]: NumColName<C> }; output?: "default" | "margin" } & NodeOpts,
+  ): Node<Simplify<Omit<C, K> & { [k in K]: "f64" }>> {
+    return this.plan.task("model", [this], o, (r) => {
+      checkKeys("model", o, ["model", "outKey", "features", "output"]);
+      if (typeof o.model !== "string" || !FILE_STEM_RE.test(o.model)) fail(`model ${JSON.stringify(o.model)} is not a model name (letters, digits, _ or -)`);
+      if (typeof o.outKey !== "string" || !ID_RE.test(o.outKey)) fail(`outKey ${JSON.stringify(o.outKey)} is not a valid column name`);
+      if (o.outKey === "id") fail(`outKey: model may not replace the id column`);
+      const output = o.output ?? "default";
+      if (output !== "default" && output !== "margin") fail(`output must be "default" or "margin", got ${JSON.stringify(o.output)}`);
+      const features = new Map<string, string>();
+      if (o.features !== undefined) {
+        if (typeof o.features !== "object" || o.features === null || Array.isArray(o.features))
+          fail(`features must be an object: model feature name → column`);
+        for (const [f, col] of Object.entries(o.features as Record<string, unknown>)) {
+          if (f === "") fail(`features: a model feature name is empty`);
+          if (typeof col !== "string") fail(`features: '${f}' must name a column, got ${JSON.stringify(col)}`);
+          checkNumericColumn(r.inputs[0].cols, col, `features: '${f}'`);
+          features.set(f, col);
+        }
+      }
+      r.params.push(["model", o.model], ["out_key", o.outKey]);
+      if (features.size > 0) r.params.push(["features", { columnMap: features }]);
+      r.params.push(["output", output]);
+      r.model = { name: o.model, features };
+      r.cols.set(o.outKey, "f64");
+    });
+  }
   /** Keeps the rows where the predicate is true. */
   filter(o: { pred: PredArg<C> } & NodeOpts): Node<C> {
     return this.plan.task("filter", [this], o, (r) => {
@@ -468,11 +512,16 @@ export interface PlanSpec<Ps extends ParamDecls> {
   build: (ctx: Ctx, P: ParamRefs<Ps>) => Node<any> | Output<any>;
 }
 
+export interface CompileOptions {
+  /** The plan folder the server loads: where `model` nodes' model files must be. Default: plans/. */
+  planDir?: string;
+}
+
 export interface PlanDef {
   readonly name: string;
   readonly kind: "rankd-plan";
   /** The plan JSON object (docs/plan.md); throws PlanError on misuse. */
-  compile(): Json;
+  compile(opts?: CompileOptions): Json;
 }
 
 export function definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps>): PlanDef {
@@ -480,9 +529,9 @@ export function definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps>)
   return {
     name: spec?.name,
     kind: "rankd-plan",
-    compile: () => {
+    compile: (opts?: CompileOptions) => {
       try {
-        return compile(spec as PlanSpec<ParamDecls>, site);
+        return compile(spec as PlanSpec<ParamDecls>, site, opts?.planDir ?? ROOT);
       } catch (e) {
         if (e instanceof PlanError) throw new PlanError(`plan '${spec?.name}': ${e.message}`);
         throw e;
@@ -492,8 +541,8 @@ export function definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps>)
 }
 
 /** The plan file text: deterministic 2-space JSON with a trailing newline. */
-export function planText(def: PlanDef): string {
-  return stringify(def.compile());
+export function planText(def: PlanDef, opts?: CompileOptions): string {
+  return stringify(def.compile(opts));
 }
 
 function paramJson(name: string, d: ParamDecl): Json {
@@ -534,9 +583,9 @@ function paramJson(name: string, d: ParamDecl): Json {
   }
 }
 
-function compile(spec: PlanSpec<ParamDecls>, site: string): Json {
+function compile(spec: PlanSpec<ParamDecls>, site: string, planDir: string): Json {
   if (typeof spec !== "object" || spec === null) fail(`definePlan at ${site}: expects {name, params, build}`);
-  if (typeof spec.name !== "string" || !/^[A-Za-z0-9_][A-Za-z0-9_-]*$/.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
+  if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
   if (typeof spec.build !== "function") fail(`definePlan at ${site}: build must be a function`);
   for (const k of Object.keys(spec)) if (!["name", "description", "params", "build"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
@@ -594,6 +643,17 @@ function compile(spec: PlanSpec<ParamDecls>, site: string): Json {
     ids.set(n, id);
   }
 
+  // Model nodes: the model file must be in the plan folder and its features must read numeric columns.
+  for (const n of b.nodes) {
+    if (!n.model) continue;
+    try {
+      checkModelInputs(n.model.name, readModelFeatures(planDir, n.model.name), n.model.features, n.inputs[0].cols);
+    } catch (e) {
+      if (e instanceof PlanError) throw new PlanError(`${n.call}: node '${ids.get(n)}': ${e.message}`);
+      throw e;
+    }
+  }
+
   // Expression and predicate tables, deduplicated, ids in order of first use.
   const exprTable: Record<string, Json> = {};
   const predTable: Record<string, Json> = {};
@@ -615,6 +675,7 @@ function compile(spec: PlanSpec<ParamDecls>, site: string): Json {
     for (const [k, v] of n.params) {
       if (typeof v === "object" && v !== null && "expr" in v) p[k] = intern(exprJson(v.expr), exprTable, exprIds, "e");
       else if (typeof v === "object" && v !== null && "pred" in v) p[k] = intern(predJson(v.pred), predTable, predIds, "p");
+      else if (typeof v === "object" && v !== null && "columnMap" in v) p[k] = Object.fromEntries(v.columnMap);
       else p[k] = v as Json;
     }
     const j: Record<string, Json> = { node_id: ids.get(n)!, op: n.op, inputs: n.inputs.map((i) => ids.get(i)!), params: p };

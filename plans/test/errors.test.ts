@@ -62,6 +62,14 @@ const cases: [string, B, RegExp, ParamDecls?][] = [
   ["vm replaces id", (c) => c.fixedSource().vm({ outKey: "id", expr: "id + 1" }), /vm may not replace the id column/],
   ["vm bad outKey", (c) => c.fixedSource().vm({ outKey: "a b", expr: "id" }), /outKey "a b" is not a valid column name/],
   ["concat type conflict", (c) => c.fixedSource().concat(c.fixedSource().vm({ outKey: "score", expr: "'x'" })), /concat\(\) .*column 'score' is f64 in an earlier input but str in input 2/],
+  // model (the file must be in the plan folder, plans/ here; test/model.test.ts has more)
+  ["model name with a path", (c) => c.fixedSource().model({ model: "../x", outKey: "s" }), /model\(\) .*model "\.\.\/x" is not a model name/],
+  ["model replaces id", (c) => c.fixedSource().model({ model: "rerank", outKey: "id" }), /model may not replace the id column/],
+  ["model output", (c) => c.fixedSource().model({ model: "rerank", outKey: "s", output: "prob" }), /output must be "default" or "margin", got "prob"/],
+  ["model feature on a str column", (c) => c.viewer().model({ model: "rerank", outKey: "s", features: { likes: "country" } }), /model\(\) .*features: 'likes' reads column 'country', which is str; model features need an i64, f64 or bool column/],
+  ["model feature on an unknown column", (c) => c.viewer().model({ model: "rerank", outKey: "s", features: { likes: "views" } }), /features: 'likes' reads column 'views', which is not known here \(columns here: id, country, lang, age, premium\)/],
+  ["model file missing", (c) => c.fixedSource().model({ model: "no_such_model", outKey: "s" }), /model\(\) at test\/errors\.test\.ts:\d+:\d+: node 'model': model file no_such_model\.model\.json is missing from the plan folder \S*plans;/],
+  ["model feature column not fetched", (c) => c.viewer().follow().features({ fields: ["likes"] }).model({ model: "rerank", outKey: "s" }), /node 'model': model 'rerank' feature 'age_s' reads column 'age_s', which is not known here/],
   // expression typing (the server's load-time rules, docs/plan.md)
   ["arithmetic on str", (c) => c.viewer().vm({ outKey: "s", expr: "country + 1" }), /\+: operand country is str; arithmetic needs numbers/],
   ["log of str", (c) => c.viewer().vm({ outKey: "s", expr: E.log(E.key("lang")) }), /log: operand lang is str/],

@@ -14,7 +14,7 @@ const CLI = path.join(ROOT, "dist", "lib", "cli.js");
 const read = (name: string) => fs.readFileSync(path.join(ROOT, `${name}.plan.json`), "utf8");
 
 test("the expected plans exist", () => {
-  for (const n of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "feed", "fixed_rank", "fixed_simple"])
+  for (const n of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "feed", "fixed_rank", "fixed_simple", "rerank"])
     assert.ok(planNames().includes(n), n);
 });
 
@@ -76,6 +76,25 @@ test("fixed_rank and fixed_simple have the agreed shape", () => {
   assert.deepEqual(r.output.columns, ["id", "score"]);
   const s = JSON.parse(read("fixed_simple"));
   assert.deepEqual(s.nodes.map((n: any) => [n.op, n.params]), [["fixed_source", { count: 10 }], ["take", { count: 5 }]]);
+});
+
+test("rerank is two-phase: cheap score, take k, model features, model, take limit", () => {
+  const r = JSON.parse(read("rerank"));
+  assert.deepEqual(r.params, {
+    k: { type: "i64", default: 200, min: 1, max: 1000 },
+    limit: { type: "i64", default: 50, min: 1, max: 500 },
+  });
+  const tail = r.nodes.slice(-7).map((n: any) => [n.op, n.params]);
+  assert.deepEqual(tail, [
+    ["vm", { out_key: "prescore", expr: "e0" }],
+    ["sort", { key: "prescore", order: "desc" }],
+    ["take", { count: { param: "k" } }],
+    ["features", { endpoint: "redis_default", fields: ["age_s", "nsfw"] }],
+    ["model", { model: "rerank", out_key: "score", output: "default" }],
+    ["sort", { key: "score", order: "desc" }],
+    ["take", { count: { param: "limit" } }],
+  ]);
+  assert.ok(fs.existsSync(path.join(ROOT, "rerank.model.json")), "the demo model is committed next to the plan");
 });
 
 test("check fails, naming the file, when a JSON differs or is missing or has no source", () => {

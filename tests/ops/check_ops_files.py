@@ -419,10 +419,21 @@ def _():
         bad.append("pod does not require runAsNonRoot")
     vols = {v["name"]: v for v in pod["spec"].get("volumes", [])}
     mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+    # The plan folder: an emptyDir, read-only for rankd, that init containers fill with
+    # the plans of a ConfigMap of ops/k8s and the models of an image.
     plans_dir = flags.get("plans")
-    vol = vols.get(mounts.get(plans_dir, ""), {})
-    if vol.get("configMap", {}).get("name") not in cms:
-        bad.append(f"--plans {plans_dir} is not a mounted ConfigMap of ops/k8s")
+    plans_vol = mounts.get(plans_dir, "")
+    if "emptyDir" not in vols.get(plans_vol, {}):
+        bad.append(f"--plans {plans_dir} is not a mounted emptyDir")
+    if not any(m["name"] == plans_vol and m.get("readOnly") for m in c.get("volumeMounts", [])):
+        bad.append(f"rankd mounts the plan folder {plans_dir} writable")
+    fillers = [i for i in pod["spec"].get("initContainers", [])
+               if any(m["name"] == plans_vol and not m.get("readOnly") for m in i.get("volumeMounts", []))]
+    if not any(vols.get(m["name"], {}).get("configMap", {}).get("name") in cms
+               for i in fillers for m in i.get("volumeMounts", [])):
+        bad.append(f"no init container copies a ConfigMap of ops/k8s into the plan folder {plans_dir}")
+    if not any("model.json" in " ".join(i.get("command", []) + i.get("args", [])) for i in fillers):
+        bad.append(f"no init container copies model files into the plan folder {plans_dir}")
     return bad
 
 
@@ -433,11 +444,11 @@ def plans_configmap_text():
     plans_dir = os.path.join(ROOT, "plans")
     names = sorted(f for f in os.listdir(plans_dir) if f.endswith(".plan.json"))
     out = [
-        "# The compiled plans (plans/*.plan.json), mounted at /etc/rankd/plans by the Deployment.",
-        "# Generated: do not edit. After changing plans/, regenerate with",
+        "# The compiled plans (plans/*.plan.json), which the Deployment's init container copies",
+        "# into the plan folder /etc/rankd/plans next to the models. Generated: do not edit.",
+        "# After changing plans/, regenerate with",
         "#   tests/ops/test_ops_files.sh --write-plans-configmap",
-        "# then `kubectl apply -k ops/k8s` and `kubectl -n rankd rollout restart deployment/rankd`",
-        "# (or send SIGHUP to each pod once the kubelet has updated the files).",
+        "# then `kubectl apply -k ops/k8s` and `kubectl -n rankd rollout restart deployment/rankd`.",
         "apiVersion: v1",
         "kind: ConfigMap",
         "metadata:",
@@ -529,9 +540,10 @@ def _():
     for s in (build, runtime):
         if not s.startswith("debian:bookworm"):
             bad.append(f"stage not on debian:bookworm: FROM {s.splitlines()[0]}")
-    # libclang-rt-14-dev is libFuzzer's engine, for ops/fuzz only: no part of the image.
+    # libclang-rt-14-dev is libFuzzer's engine, for ops/fuzz only, and libxgboost-dev the
+    # reference predictor of the model tests and benchmarks: no part of the image.
     for p in ensure_deps_packages():
-        if p == "libclang-rt-14-dev":
+        if p in ("libclang-rt-14-dev", "libxgboost-dev"):
             continue
         if (p.endswith("-dev") or p in ("node-llhttp", "meson", "ninja-build")) and not re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", build):
             bad.append(f"build stage does not install {p} (ops/lib/ensure-deps)")

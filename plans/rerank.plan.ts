@@ -1,0 +1,33 @@
+// Two-phase ranking: a cheap score over every candidate keeps the top k, and only those
+// pay for the rest of their features and the learned model (rerank.model.json, trained by
+// ops/lib/train-demo-model), which orders the final page.
+import { definePlan } from "./lib/index.js";
+
+export default definePlan({
+  name: "rerank",
+  description: "follow graph + recs, cheap score keeps the top k, the rerank model orders the top limit",
+  params: {
+    k: { type: "i64", default: 200, min: 1, max: 1000 },
+    limit: { type: "i64", default: 50, min: 1, max: 500 },
+  },
+  build: (ctx, P) => {
+    const v = ctx.viewer({ id: "v" });
+    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5 });
+    const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
+    return m
+      .concat(r, { id: "c" })
+      .dedupe({ id: "d", key: "id" })
+      .seenFilter({ id: "seen" })
+      // Phase 1, every candidate: two fields and a linear score.
+      .features({ id: "h", fields: ["likes", "quality"] })
+      .vm({ id: "pre", outKey: "prescore", expr: (c) => c.likes.log1p().mul(0.5).add(c.quality.coalesce(0)) })
+      .sort({ id: "pre_sort", key: "prescore", order: "desc" })
+      .take({ id: "top_k", count: P.k })
+      // Phase 2, the top k: the model's other features, then the model.
+      .features({ id: "mf", fields: ["age_s", "nsfw"] })
+      .model({ id: "model", model: "rerank", outKey: "score" })
+      .sort({ id: "o", key: "score", order: "desc" })
+      .take({ id: "t", count: P.limit })
+      .output(["id", "score", "author"]);
+  },
+});
