@@ -282,6 +282,24 @@ def test_reload_swaps_the_model_and_requests_in_flight_keep_the_old_one():
         assert node["model_sha256"] == sha256(old_path)
 
 
+def test_the_plans_watcher_reloads_when_only_a_model_file_changes():
+    old_path, _ = model_file(seed=1)
+    new_path, new = model_file(seed=3, trees=12)
+    d = folder({"ctr": old_path}, {"p": scoring_plan("p", "ctr")})
+    s = Rankd(d, extra_args=["--watch-plans-ms", "50"])
+    shutil.copy(new_path, os.path.join(d, ".ctr.tmp"))
+    os.replace(os.path.join(d, ".ctr.tmp"), os.path.join(d, "ctr.model.json"))
+
+    def serves_new():
+        status, _, body = s.request("GET", "/plans/p")
+        return status == 200 and json.loads(body)["models"][0]["sha256"] == sha256(new_path)
+    wait_until(serves_new, what="the changed model loaded")
+    ids = list(range(1, ROWS + 1))
+    status, body = rank(s, "p")
+    assert status == 200
+    check_scores(scores_by_id(body), predict(new, ids), ids)
+
+
 def test_model_metrics_count_rows_and_go_with_the_model():
     path, _ = model_file()
     d = folder({"ctr": path}, {"p": scoring_plan("p", "ctr"), "q": scoring_plan("q", "ctr")})
