@@ -544,7 +544,8 @@ class Loader {
   Status ColumnMapArg(PlanNode& node, size_t k, const std::string& field, element val) {
     object map;
     if (val.get_object().get(map))
-      return Fail(w_.Node(node.id, field, "expected an object of column names, got " + JsonKind(val)));
+      return Fail(
+          w_.Node(node.id, field, "expected an object of column names, got " + JsonKind(val)));
     std::vector<std::string> pairs;
     for (auto [key, col] : map) {
       std::string where = field + "." + std::string(key);
@@ -579,9 +580,9 @@ class Loader {
     std::string what = "model '" + name + "'";
     for (size_t i = 0; i < pairs.size(); i += 2)
       if (std::find(features.begin(), features.end(), pairs[i]) == features.end())
-        return Fail(w_.Node(node.id, "params.features." + pairs[i],
-                            what + " has no feature '" + pairs[i] + "' (it has " +
-                                JoinNames(features) + ")"));
+        return Fail(w_.Node(
+            node.id, "params.features." + pairs[i],
+            what + " has no feature '" + pairs[i] + "' (it has " + JoinNames(features) + ")"));
     NodeModel bound;
     bound.model = model;
     for (const std::string& f : features) {
@@ -591,15 +592,16 @@ class Loader {
       std::string reads = what + " feature '" + f + "' reads column '" + col + "'";
       std::optional<ColumnType> t = input_cols.find(col);
       if (!t)
-        return Fail(w_.Node(node.id, "params.features",
-                            reads + ", which the input does not have (it has " +
-                                input_cols.names() + ")"));
+        return Fail(
+            w_.Node(node.id, "params.features",
+                    reads + ", which the input does not have (it has " + input_cols.names() + ")"));
       if (*t == ColumnType::kStr)
         return Fail(w_.Node(node.id, "params.features",
                             reads + ", which is str: a model feature needs i64, f64 or bool"));
       bound.columns.push_back(std::move(col));
     }
-    bound.output = node.args.Str("output") == "margin" ? ModelOutput::kMargin : ModelOutput::kDefault;
+    bound.output =
+        node.args.Str("output") == "margin" ? ModelOutput::kMargin : ModelOutput::kDefault;
     node.model = std::move(bound);
     // About 16 tree walks cost what one row of vm does (docs/engine.md).
     node.row_cost = static_cast<uint32_t>(std::clamp<size_t>(model->num_trees() / 16, 1, 1u << 20));

@@ -70,7 +70,7 @@ struct Plan {
   std::vector<uint32_t> sources;  // nodes with in_degree 0
   uint32_t output = 0;
   std::vector<std::string> output_columns;  // empty: all columns of the output node
-  std::vector<ModelPtr> models;              // the models its nodes use, in node order, once each
+  std::vector<ModelPtr> models;             // the models its nodes use, in node order, once each
 
   // Index of the node named `id`, or -1. Load time and tests only (linear).
   int node_index(std::string_view id) const;

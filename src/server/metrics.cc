@@ -321,10 +321,9 @@ PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
     const ModelPtr& model = n.model.model;
     pm->model_rows.push_back(
         model ? Retain(*m_.model_rows, {{"model", model->name()}, {"shard", shard_}}) : nullptr);
-    pm->model_eval.push_back(model ? Retain(*m_.model_eval,
-                                            {{"model", model->name()}, {"shard", shard_}},
-                                            &kNodeBuckets)
-                                   : nullptr);
+    pm->model_eval.push_back(
+        model ? Retain(*m_.model_eval, {{"model", model->name()}, {"shard", shard_}}, &kNodeBuckets)
+              : nullptr);
   }
   return pm;
 }

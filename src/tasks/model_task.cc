@@ -96,13 +96,13 @@ Result<RowSet> RunModel(const TaskContext& ctx, std::vector<RowSet> in) {
 
 void RegisterModelTask(TaskRegistry& r) {
   using P = TaskParamSpec;
-  r.Add(TaskSpec::Cpu("model", 1, 1,
-                      {P::Required("model", ParamKind::kModel),
-                       P::Required("out_key", ParamKind::kColumn),
-                       P::Optional("features", ParamKind::kColumnMap, std::vector<std::string>{}),
-                       P::Optional("output", ParamKind::kStr, std::string("default"))
-                           .Allowed({"default", "margin"})},
-                      &ModelSchema, &RunModel));
+  r.Add(TaskSpec::Cpu(
+      "model", 1, 1,
+      {P::Required("model", ParamKind::kModel), P::Required("out_key", ParamKind::kColumn),
+       P::Optional("features", ParamKind::kColumnMap, std::vector<std::string>{}),
+       P::Optional("output", ParamKind::kStr, std::string("default"))
+           .Allowed({"default", "margin"})},
+      &ModelSchema, &RunModel));
 }
 
 }  // namespace rankd
