@@ -125,17 +125,17 @@ void Forest::Margins(std::span<const float* const> features, size_t n, float bas
             std::isinf(column[r]) ? std::numeric_limits<float>::quiet_NaN() : column[r];
     }
     sums.fill(base_margin);
-    ScoreBlock(rows.data(), sums.data());
+    ScoreBlock(rows.data(), (count + kLanes - 1) / kLanes * kLanes, sums.data());
     std::copy_n(sums.begin(), count, margin + start);
   }
 }
 
-void Forest::ScoreBlock(const float* rows, float* sums) const {
+void Forest::ScoreBlock(const float* rows, size_t n, float* sums) const {
   const size_t width = used_.size();
   const Node* nodes = nodes_.data();
   for (size_t t = 0; t < roots_.size(); ++t) {
     const uint32_t root = roots_[t], steps = depths_[t];
-    for (size_t r0 = 0; r0 < kBlockRows; r0 += kLanes) {
+    for (size_t r0 = 0; r0 < n; r0 += kLanes) {
       const float* lane_rows = rows + r0 * width;
       std::array<uint32_t, kLanes> at;
       at.fill(root);
