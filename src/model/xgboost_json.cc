@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 namespace rankd {
 namespace {
@@ -83,6 +84,18 @@ class Reader {
     if (auto e = v.get_double().get(checked)) return Expected(path, e, "a number");
     return FloatText(text, path);
   }
+  // Appends the elements of an array of numbers (float32 or integers) to `out`.
+  template <class T>
+  Status Numbers(od::value v, std::string_view path, std::vector<T>& out) const {
+    return Elements(v, path, [&](size_t, od::value e) -> Status {
+      Result<T> x;
+      if constexpr (std::is_same_v<T, float>) x = Float(e, path);
+      else x = Int(e, path);
+      if (!x) return Fail(x.error());
+      out.push_back(*x);
+      return {};
+    });
+  }
   // XGBoost writes its parameters as strings: "3E-1".
   Result<float> FloatString(od::value v, std::string_view path) const {
     Result<std::string> s = String(v, path);
@@ -131,7 +144,6 @@ struct Raw {
   std::optional<uint64_t> num_trees;
   std::vector<int64_t> tree_info;
   std::vector<float> weight_drop;
-  bool has_weight_drop = false;
   std::vector<std::string> feature_names, feature_types;
   std::vector<TreeArrays> trees;
 };
@@ -167,13 +179,7 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
         tree.split_index.push_back(static_cast<uint32_t>(*s));
         return {};
       });
-    if (key == "split_conditions")
-      return in.Elements(f, field, [&](size_t, od::value e) -> Status {
-        Result<float> c = in.Float(e, field);
-        if (!c) return Fail(c.error());
-        tree.split_condition.push_back(*c);
-        return {};
-      });
+    if (key == "split_conditions") return in.Numbers(f, field, tree.split_condition);
     if (key == "default_left")
       return in.Elements(f, field, [&](size_t, od::value e) -> Status {
         bool b;
@@ -239,13 +245,7 @@ Status ReadGbtreeModel(const Reader& in, od::value v, const std::string& path, R
         raw.trees.emplace_back();
         return ReadTree(in, e, t, raw.trees.back());
       });
-    if (key == "tree_info")
-      return in.Elements(f, field, [&](size_t, od::value e) -> Status {
-        Result<int64_t> g = in.Int(e, field);
-        if (!g) return Fail(g.error());
-        raw.tree_info.push_back(*g);
-        return {};
-      });
+    if (key == "tree_info") return in.Numbers(f, field, raw.tree_info);
     if (key == "gbtree_model_param")
       return in.Fields(f, field, [&](std::string_view k, od::value p) -> Status {
         if (k != "num_trees") return {};
@@ -273,15 +273,7 @@ Status ReadBooster(const Reader& in, od::value v, Raw& raw) {
         if (k != "model") return {};
         return ReadGbtreeModel(in, m, path + ".gbtree.model", raw);
       });
-    if (key == "weight_drop") {
-      raw.has_weight_drop = true;
-      return in.Elements(f, path + ".weight_drop", [&](size_t, od::value e) -> Status {
-        Result<float> w = in.Float(e, path + ".weight_drop");
-        if (!w) return Fail(w.error());
-        raw.weight_drop.push_back(*w);
-        return {};
-      });
-    }
+    if (key == "weight_drop") return in.Numbers(f, path + ".weight_drop", raw.weight_drop);
     return {};
   });
 }
@@ -340,13 +332,7 @@ Status CheckVersion(const Reader& in, od::document& doc) {
     return in.Json("(document)", e);  // the search for it crossed the whole document
   }
   std::vector<int64_t> parts;
-  Status read = in.Elements(version, "version", [&](size_t, od::value e) -> Status {
-    Result<int64_t> i = in.Int(e, "version");
-    if (!i) return Fail(i.error());
-    parts.push_back(*i);
-    return {};
-  });
-  if (!read) return read;
+  if (Status read = in.Numbers(version, "version", parts); !read) return read;
   if (parts.empty()) return in.Bad("version", "empty");
   if (parts[0] >= 2)
     return in.Bad("version", std::to_string(parts[0]) +
