@@ -76,14 +76,14 @@ Result<Forest> Forest::Compile(std::span<const TreeArrays> trees, uint32_t num_f
         reached[child] = 1;
       }
       if (d + 1 > max_depth)
-        return Fail(TreeError(file, t, at,
-                              "the tree is deeper than the limit of " +
-                                  std::to_string(max_depth) + " levels"));
+        return Fail(TreeError(
+            file, t, at,
+            "the tree is deeper than the limit of " + std::to_string(max_depth) + " levels"));
       if (tree.split_index[at] >= num_feature)
         return Fail(TreeError(file, t, at,
                               "split_indices: feature " + std::to_string(tree.split_index[at]) +
-                                  " is out of range (the model has " +
-                                  std::to_string(num_feature) + " features)"));
+                                  " is out of range (the model has " + std::to_string(num_feature) +
+                                  " features)"));
       const uint32_t left = base + static_cast<uint32_t>(queue.size());
       queue.push_back({static_cast<uint32_t>(tree.left[at]), d + 1});
       queue.push_back({static_cast<uint32_t>(tree.right[at]), d + 1});

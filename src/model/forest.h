@@ -55,10 +55,10 @@ class Forest {
 
  private:
   struct Node {
-    float threshold;  // NaN for leaves
-    uint32_t left;    // the left child's index; the right child is left + 1
+    float threshold;               // NaN for leaves
+    uint32_t left;                 // the left child's index; the right child is left + 1
     uint32_t feature_and_default;  // index into used_; kDefaultLeft set: missing goes left
-    float leaf;       // the leaf's value (weight applied); 0 for splits
+    float leaf;                    // the leaf's value (weight applied); 0 for splits
   };
   static constexpr uint32_t kDefaultLeft = 1u << 31;
 

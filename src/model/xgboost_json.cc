@@ -89,8 +89,10 @@ class Reader {
   Status Numbers(od::value v, std::string_view path, std::vector<T>& out) const {
     return Elements(v, path, [&](size_t, od::value e) -> Status {
       Result<T> x;
-      if constexpr (std::is_same_v<T, float>) x = Float(e, path);
-      else x = Int(e, path);
+      if constexpr (std::is_same_v<T, float>)
+        x = Float(e, path);
+      else
+        x = Int(e, path);
       if (!x) return Fail(x.error());
       out.push_back(*x);
       return {};
@@ -153,18 +155,19 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
   const std::string path = TreePath(t);
   std::optional<uint64_t> num_nodes;
   auto node_error = [&](size_t node, std::string_view field, std::string_view what) {
-    return in.Bad(path + ": node " + std::to_string(node), std::string(field) + ": " +
-                                                               std::string(what));
+    return in.Bad(path + ": node " + std::to_string(node),
+                  std::string(field) + ": " + std::string(what));
   };
   auto children = [&](od::value array, std::string_view field, std::vector<int32_t>& out) {
-    return in.Elements(array, path + ": " + std::string(field), [&](size_t i, od::value e) -> Status {
-      Result<int64_t> c = in.Int(e, path + ": " + std::string(field));
-      if (!c) return Fail(c.error());
-      if (*c < -1 || *c > std::numeric_limits<int32_t>::max())
-        return node_error(i, field, std::to_string(*c) + " is out of range");
-      out.push_back(static_cast<int32_t>(*c));
-      return {};
-    });
+    return in.Elements(array, path + ": " + std::string(field),
+                       [&](size_t i, od::value e) -> Status {
+                         Result<int64_t> c = in.Int(e, path + ": " + std::string(field));
+                         if (!c) return Fail(c.error());
+                         if (*c < -1 || *c > std::numeric_limits<int32_t>::max())
+                           return node_error(i, field, std::to_string(*c) + " is out of range");
+                         out.push_back(static_cast<int32_t>(*c));
+                         return {};
+                       });
   };
   Status read = in.Fields(v, path, [&](std::string_view key, od::value f) -> Status {
     const std::string field = path + ": " + std::string(key);
@@ -196,7 +199,8 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
       return in.Elements(f, field, [&](size_t i, od::value e) -> Status {
         Result<int64_t> s = in.Int(e, field);
         if (!s) return Fail(s.error());
-        if (*s != 0) return node_error(i, key, std::to_string(*s) + " (categorical) is not supported");
+        if (*s != 0)
+          return node_error(i, key, std::to_string(*s) + " (categorical) is not supported");
         return {};
       });
     if (key == "categories" || key == "categories_nodes")
@@ -213,7 +217,8 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
         } else if (k == "size_leaf_vector") {
           Result<uint64_t> n = in.UintString(p, param);
           if (!n) return Fail(n.error());
-          if (*n > 1) return in.Bad(param, std::to_string(*n) + " (vector leaves) is not supported");
+          if (*n > 1)
+            return in.Bad(param, std::to_string(*n) + " (vector leaves) is not supported");
         }
         return {};
       });
@@ -222,17 +227,15 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
   if (!read) return read;
   if (!num_nodes) return in.Bad(path + ": tree_param.num_nodes", "missing");
   const std::pair<std::string_view, size_t> lengths[] = {
-      {"left_children", tree.left.size()},
-      {"right_children", tree.right.size()},
-      {"split_indices", tree.split_index.size()},
-      {"split_conditions", tree.split_condition.size()},
+      {"left_children", tree.left.size()},        {"right_children", tree.right.size()},
+      {"split_indices", tree.split_index.size()}, {"split_conditions", tree.split_condition.size()},
       {"default_left", tree.default_left.size()},
   };
   for (auto [name, size] : lengths)
     if (size != *num_nodes)
-      return in.Bad(path + ": " + std::string(name),
-                    std::to_string(size) + " entries, but tree_param.num_nodes is " +
-                        std::to_string(*num_nodes));
+      return in.Bad(path + ": " + std::string(name), std::to_string(size) +
+                                                         " entries, but tree_param.num_nodes is " +
+                                                         std::to_string(*num_nodes));
   return {};
 }
 
@@ -291,8 +294,10 @@ Status ReadStrings(const Reader& in, od::value v, const std::string& path,
 Status ReadLearner(const Reader& in, od::value v, Raw& raw) {
   return in.Fields(v, "learner", [&](std::string_view key, od::value f) -> Status {
     if (key == "gradient_booster") return ReadBooster(in, f, raw);
-    if (key == "feature_names") return ReadStrings(in, f, "learner.feature_names", raw.feature_names);
-    if (key == "feature_types") return ReadStrings(in, f, "learner.feature_types", raw.feature_types);
+    if (key == "feature_names")
+      return ReadStrings(in, f, "learner.feature_names", raw.feature_names);
+    if (key == "feature_types")
+      return ReadStrings(in, f, "learner.feature_types", raw.feature_types);
     if (key == "objective")
       return in.Fields(f, "learner.objective", [&](std::string_view k, od::value o) -> Status {
         if (k != "name") return {};
@@ -304,22 +309,22 @@ Status ReadLearner(const Reader& in, od::value v, Raw& raw) {
     if (key == "learner_model_param")
       return in.Fields(f, "learner.learner_model_param",
                        [&](std::string_view k, od::value p) -> Status {
-        const std::string param = "learner.learner_model_param." + std::string(k);
-        std::optional<uint64_t>* count = k == "num_feature" ? &raw.num_feature
-                                         : k == "num_class" ? &raw.num_class
-                                         : k == "num_target" ? &raw.num_target
-                                                             : nullptr;
-        if (count) {
-          Result<uint64_t> n = in.UintString(p, param);
-          if (!n) return Fail(n.error());
-          *count = *n;
-        } else if (k == "base_score") {
-          Result<float> b = in.FloatString(p, param);
-          if (!b) return Fail(b.error());
-          raw.base_score = *b;
-        }
-        return {};
-      });
+                         const std::string param = "learner.learner_model_param." + std::string(k);
+                         std::optional<uint64_t>* count = k == "num_feature"  ? &raw.num_feature
+                                                          : k == "num_class"  ? &raw.num_class
+                                                          : k == "num_target" ? &raw.num_target
+                                                                              : nullptr;
+                         if (count) {
+                           Result<uint64_t> n = in.UintString(p, param);
+                           if (!n) return Fail(n.error());
+                           *count = *n;
+                         } else if (k == "base_score") {
+                           Result<float> b = in.FloatString(p, param);
+                           if (!b) return Fail(b.error());
+                           raw.base_score = *b;
+                         }
+                         return {};
+                       });
     return {};
   });
 }
@@ -365,12 +370,13 @@ Result<XgboostModel> Check(const Reader& in, Raw& raw) {
   if (!raw.base_score) return in.Bad("learner.learner_model_param.base_score", "missing");
   if (!raw.feature_names.empty()) {
     if (raw.feature_names.size() != *raw.num_feature)
-      return in.Bad("learner.feature_names",
-                    std::to_string(raw.feature_names.size()) + " names for " +
-                        std::to_string(*raw.num_feature) + " features (num_feature)");
+      return in.Bad("learner.feature_names", std::to_string(raw.feature_names.size()) +
+                                                 " names for " + std::to_string(*raw.num_feature) +
+                                                 " features (num_feature)");
     std::set<std::string_view> seen;
     for (const std::string& name : raw.feature_names)
-      if (!seen.insert(name).second) return in.Bad("learner.feature_names", "'" + name + "' appears twice");
+      if (!seen.insert(name).second)
+        return in.Bad("learner.feature_names", "'" + name + "' appears twice");
   }
   const std::string trees = raw.booster == "dart" ? "learner.gradient_booster.gbtree.model"
                                                   : "learner.gradient_booster.model";
@@ -423,7 +429,8 @@ Result<XgboostModel> ParseXgboostJson(std::string_view bytes, const std::string&
   });
   if (!read) return Fail(read.error());
   // Past the last token the document has no current location.
-  if (doc.current_location().error() == simdjson::SUCCESS) return in.Bad("(document)", "trailing content after the model");
+  if (doc.current_location().error() == simdjson::SUCCESS)
+    return in.Bad("(document)", "trailing content after the model");
   if (!has_learner) return in.Bad("learner", "missing");
   return Check(in, raw);
 }

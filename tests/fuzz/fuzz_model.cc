@@ -23,10 +23,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Model& m = **model;
   if (m.features().size() > limits.max_features) __builtin_trap();
   constexpr size_t kRows = 11;
-  constexpr float kValues[] = {0.0f, -1.5f, 1.5f, 1e30f, -1e-30f,
+  constexpr float kValues[] = {0.0f,
+                               -1.5f,
+                               1.5f,
+                               1e30f,
+                               -1e-30f,
                                std::numeric_limits<float>::quiet_NaN(),
                                std::numeric_limits<float>::infinity(),
-                               -std::numeric_limits<float>::infinity(), 0.5f, 3.0f, -0.0f};
+                               -std::numeric_limits<float>::infinity(),
+                               0.5f,
+                               3.0f,
+                               -0.0f};
   std::vector<std::vector<float>> columns(m.features().size(), std::vector<float>(kRows));
   std::vector<const float*> pointers;
   for (size_t f = 0; f < columns.size(); ++f) {
@@ -36,8 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   double out[kRows];
   for (ModelOutput output : {ModelOutput::kDefault, ModelOutput::kMargin}) {
     m.Score(pointers, kRows, output, out);
-    if (output == ModelOutput::kDefault && (m.objective() == "binary:logistic" ||
-                                            m.objective() == "reg:logistic"))
+    if (output == ModelOutput::kDefault &&
+        (m.objective() == "binary:logistic" || m.objective() == "reg:logistic"))
       for (double p : out)
         if (p < 0 || p > 1) __builtin_trap();  // NaN is possible: inf - inf leaves
   }
