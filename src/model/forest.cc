@@ -76,14 +76,14 @@ Result<Forest> Forest::Compile(std::span<const TreeArrays> trees, uint32_t num_f
         reached[child] = 1;
       }
       if (d + 1 > max_depth)
-        return Fail(TreeError(file, t, at,
-                              "the tree is deeper than the limit of " +
-                                  std::to_string(max_depth) + " levels"));
+        return Fail(TreeError(
+            file, t, at,
+            "the tree is deeper than the limit of " + std::to_string(max_depth) + " levels"));
       if (tree.split_index[at] >= num_feature)
         return Fail(TreeError(file, t, at,
                               "split_indices: feature " + std::to_string(tree.split_index[at]) +
-                                  " is out of range (the model has " +
-                                  std::to_string(num_feature) + " features)"));
+                                  " is out of range (the model has " + std::to_string(num_feature) +
+                                  " features)"));
       const uint32_t left = base + static_cast<uint32_t>(queue.size());
       queue.push_back({static_cast<uint32_t>(tree.left[at]), d + 1});
       queue.push_back({static_cast<uint32_t>(tree.right[at]), d + 1});
@@ -125,17 +125,17 @@ void Forest::Margins(std::span<const float* const> features, size_t n, float bas
             std::isinf(column[r]) ? std::numeric_limits<float>::quiet_NaN() : column[r];
     }
     sums.fill(base_margin);
-    ScoreBlock(rows.data(), sums.data());
+    ScoreBlock(rows.data(), (count + kLanes - 1) / kLanes * kLanes, sums.data());
     std::copy_n(sums.begin(), count, margin + start);
   }
 }
 
-void Forest::ScoreBlock(const float* rows, float* sums) const {
+void Forest::ScoreBlock(const float* rows, size_t n, float* sums) const {
   const size_t width = used_.size();
   const Node* nodes = nodes_.data();
   for (size_t t = 0; t < roots_.size(); ++t) {
     const uint32_t root = roots_[t], steps = depths_[t];
-    for (size_t r0 = 0; r0 < kBlockRows; r0 += kLanes) {
+    for (size_t r0 = 0; r0 < n; r0 += kLanes) {
       const float* lane_rows = rows + r0 * width;
       std::array<uint32_t, kLanes> at;
       at.fill(root);

@@ -55,16 +55,16 @@ class Forest {
 
  private:
   struct Node {
-    float threshold;  // NaN for leaves
-    uint32_t left;    // the left child's index; the right child is left + 1
+    float threshold;               // NaN for leaves
+    uint32_t left;                 // the left child's index; the right child is left + 1
     uint32_t feature_and_default;  // index into used_; kDefaultLeft set: missing goes left
-    float leaf;       // the leaf's value (weight applied); 0 for splits
+    float leaf;                    // the leaf's value (weight applied); 0 for splits
   };
   static constexpr uint32_t kDefaultLeft = 1u << 31;
 
-  // Adds each tree's leaf to sums[r] for the block's rows (kBlockRows rows of
-  // used_.size() floats each, row-major).
-  void ScoreBlock(const float* rows, float* sums) const;
+  // Adds each tree's leaf to sums[r] for rows [0, n) of a block (used_.size() floats
+  // per row, row-major). REQUIRES: n is a multiple of the lane count.
+  void ScoreBlock(const float* rows, size_t n, float* sums) const;
 
   std::vector<Node> nodes_;
   std::vector<uint32_t> roots_;   // each tree's root index in nodes_

@@ -50,17 +50,17 @@ Result<ModelPtr> ParseModel(std::string_view bytes, std::string name, std::strin
   Result<XgboostModel> xgb = ParseXgboostJson(bytes, file);
   if (!xgb) return Fail(xgb.error());
   if (xgb->num_feature > limits.max_features)
-    return Fail(Error::BadRequest(file + ": learner.learner_model_param.num_feature: " +
-                                  std::to_string(xgb->num_feature) + " features, over the limit of " +
-                                  std::to_string(limits.max_features)));
+    return Fail(Error::BadRequest(
+        file + ": learner.learner_model_param.num_feature: " + std::to_string(xgb->num_feature) +
+        " features, over the limit of " + std::to_string(limits.max_features)));
   // base_score is saved as the objective's prediction; the sum starts from its margin.
   float base_margin = xgb->base_score;
   const bool logistic = IsLogistic(xgb->objective);
   if (logistic) {
     if (!(base_margin > 0.0f && base_margin < 1.0f))
-      return Fail(Error::BadRequest(file + ": learner.learner_model_param.base_score: " +
-                                    std::to_string(base_margin) +
-                                    " is outside (0, 1), as a logistic objective needs"));
+      return Fail(Error::BadRequest(
+          file + ": learner.learner_model_param.base_score: " + std::to_string(base_margin) +
+          " is outside (0, 1), as a logistic objective needs"));
     base_margin = -std::log(1.0f / base_margin - 1.0f);
   }
   Result<Forest> forest = Forest::Compile(xgb->trees, xgb->num_feature, limits.max_depth, file);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 namespace rankd {
 namespace {
@@ -83,6 +84,20 @@ class Reader {
     if (auto e = v.get_double().get(checked)) return Expected(path, e, "a number");
     return FloatText(text, path);
   }
+  // Appends the elements of an array of numbers (float32 or integers) to `out`.
+  template <class T>
+  Status Numbers(od::value v, std::string_view path, std::vector<T>& out) const {
+    return Elements(v, path, [&](size_t, od::value e) -> Status {
+      Result<T> x;
+      if constexpr (std::is_same_v<T, float>)
+        x = Float(e, path);
+      else
+        x = Int(e, path);
+      if (!x) return Fail(x.error());
+      out.push_back(*x);
+      return {};
+    });
+  }
   // XGBoost writes its parameters as strings: "3E-1".
   Result<float> FloatString(od::value v, std::string_view path) const {
     Result<std::string> s = String(v, path);
@@ -131,7 +146,6 @@ struct Raw {
   std::optional<uint64_t> num_trees;
   std::vector<int64_t> tree_info;
   std::vector<float> weight_drop;
-  bool has_weight_drop = false;
   std::vector<std::string> feature_names, feature_types;
   std::vector<TreeArrays> trees;
 };
@@ -141,18 +155,19 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
   const std::string path = TreePath(t);
   std::optional<uint64_t> num_nodes;
   auto node_error = [&](size_t node, std::string_view field, std::string_view what) {
-    return in.Bad(path + ": node " + std::to_string(node), std::string(field) + ": " +
-                                                               std::string(what));
+    return in.Bad(path + ": node " + std::to_string(node),
+                  std::string(field) + ": " + std::string(what));
   };
   auto children = [&](od::value array, std::string_view field, std::vector<int32_t>& out) {
-    return in.Elements(array, path + ": " + std::string(field), [&](size_t i, od::value e) -> Status {
-      Result<int64_t> c = in.Int(e, path + ": " + std::string(field));
-      if (!c) return Fail(c.error());
-      if (*c < -1 || *c > std::numeric_limits<int32_t>::max())
-        return node_error(i, field, std::to_string(*c) + " is out of range");
-      out.push_back(static_cast<int32_t>(*c));
-      return {};
-    });
+    return in.Elements(array, path + ": " + std::string(field),
+                       [&](size_t i, od::value e) -> Status {
+                         Result<int64_t> c = in.Int(e, path + ": " + std::string(field));
+                         if (!c) return Fail(c.error());
+                         if (*c < -1 || *c > std::numeric_limits<int32_t>::max())
+                           return node_error(i, field, std::to_string(*c) + " is out of range");
+                         out.push_back(static_cast<int32_t>(*c));
+                         return {};
+                       });
   };
   Status read = in.Fields(v, path, [&](std::string_view key, od::value f) -> Status {
     const std::string field = path + ": " + std::string(key);
@@ -167,13 +182,7 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
         tree.split_index.push_back(static_cast<uint32_t>(*s));
         return {};
       });
-    if (key == "split_conditions")
-      return in.Elements(f, field, [&](size_t, od::value e) -> Status {
-        Result<float> c = in.Float(e, field);
-        if (!c) return Fail(c.error());
-        tree.split_condition.push_back(*c);
-        return {};
-      });
+    if (key == "split_conditions") return in.Numbers(f, field, tree.split_condition);
     if (key == "default_left")
       return in.Elements(f, field, [&](size_t, od::value e) -> Status {
         bool b;
@@ -190,7 +199,8 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
       return in.Elements(f, field, [&](size_t i, od::value e) -> Status {
         Result<int64_t> s = in.Int(e, field);
         if (!s) return Fail(s.error());
-        if (*s != 0) return node_error(i, key, std::to_string(*s) + " (categorical) is not supported");
+        if (*s != 0)
+          return node_error(i, key, std::to_string(*s) + " (categorical) is not supported");
         return {};
       });
     if (key == "categories" || key == "categories_nodes")
@@ -207,7 +217,8 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
         } else if (k == "size_leaf_vector") {
           Result<uint64_t> n = in.UintString(p, param);
           if (!n) return Fail(n.error());
-          if (*n > 1) return in.Bad(param, std::to_string(*n) + " (vector leaves) is not supported");
+          if (*n > 1)
+            return in.Bad(param, std::to_string(*n) + " (vector leaves) is not supported");
         }
         return {};
       });
@@ -216,17 +227,15 @@ Status ReadTree(const Reader& in, od::value v, size_t t, TreeArrays& tree) {
   if (!read) return read;
   if (!num_nodes) return in.Bad(path + ": tree_param.num_nodes", "missing");
   const std::pair<std::string_view, size_t> lengths[] = {
-      {"left_children", tree.left.size()},
-      {"right_children", tree.right.size()},
-      {"split_indices", tree.split_index.size()},
-      {"split_conditions", tree.split_condition.size()},
+      {"left_children", tree.left.size()},        {"right_children", tree.right.size()},
+      {"split_indices", tree.split_index.size()}, {"split_conditions", tree.split_condition.size()},
       {"default_left", tree.default_left.size()},
   };
   for (auto [name, size] : lengths)
     if (size != *num_nodes)
-      return in.Bad(path + ": " + std::string(name),
-                    std::to_string(size) + " entries, but tree_param.num_nodes is " +
-                        std::to_string(*num_nodes));
+      return in.Bad(path + ": " + std::string(name), std::to_string(size) +
+                                                         " entries, but tree_param.num_nodes is " +
+                                                         std::to_string(*num_nodes));
   return {};
 }
 
@@ -239,13 +248,7 @@ Status ReadGbtreeModel(const Reader& in, od::value v, const std::string& path, R
         raw.trees.emplace_back();
         return ReadTree(in, e, t, raw.trees.back());
       });
-    if (key == "tree_info")
-      return in.Elements(f, field, [&](size_t, od::value e) -> Status {
-        Result<int64_t> g = in.Int(e, field);
-        if (!g) return Fail(g.error());
-        raw.tree_info.push_back(*g);
-        return {};
-      });
+    if (key == "tree_info") return in.Numbers(f, field, raw.tree_info);
     if (key == "gbtree_model_param")
       return in.Fields(f, field, [&](std::string_view k, od::value p) -> Status {
         if (k != "num_trees") return {};
@@ -273,15 +276,7 @@ Status ReadBooster(const Reader& in, od::value v, Raw& raw) {
         if (k != "model") return {};
         return ReadGbtreeModel(in, m, path + ".gbtree.model", raw);
       });
-    if (key == "weight_drop") {
-      raw.has_weight_drop = true;
-      return in.Elements(f, path + ".weight_drop", [&](size_t, od::value e) -> Status {
-        Result<float> w = in.Float(e, path + ".weight_drop");
-        if (!w) return Fail(w.error());
-        raw.weight_drop.push_back(*w);
-        return {};
-      });
-    }
+    if (key == "weight_drop") return in.Numbers(f, path + ".weight_drop", raw.weight_drop);
     return {};
   });
 }
@@ -299,8 +294,10 @@ Status ReadStrings(const Reader& in, od::value v, const std::string& path,
 Status ReadLearner(const Reader& in, od::value v, Raw& raw) {
   return in.Fields(v, "learner", [&](std::string_view key, od::value f) -> Status {
     if (key == "gradient_booster") return ReadBooster(in, f, raw);
-    if (key == "feature_names") return ReadStrings(in, f, "learner.feature_names", raw.feature_names);
-    if (key == "feature_types") return ReadStrings(in, f, "learner.feature_types", raw.feature_types);
+    if (key == "feature_names")
+      return ReadStrings(in, f, "learner.feature_names", raw.feature_names);
+    if (key == "feature_types")
+      return ReadStrings(in, f, "learner.feature_types", raw.feature_types);
     if (key == "objective")
       return in.Fields(f, "learner.objective", [&](std::string_view k, od::value o) -> Status {
         if (k != "name") return {};
@@ -312,22 +309,22 @@ Status ReadLearner(const Reader& in, od::value v, Raw& raw) {
     if (key == "learner_model_param")
       return in.Fields(f, "learner.learner_model_param",
                        [&](std::string_view k, od::value p) -> Status {
-        const std::string param = "learner.learner_model_param." + std::string(k);
-        std::optional<uint64_t>* count = k == "num_feature" ? &raw.num_feature
-                                         : k == "num_class" ? &raw.num_class
-                                         : k == "num_target" ? &raw.num_target
-                                                             : nullptr;
-        if (count) {
-          Result<uint64_t> n = in.UintString(p, param);
-          if (!n) return Fail(n.error());
-          *count = *n;
-        } else if (k == "base_score") {
-          Result<float> b = in.FloatString(p, param);
-          if (!b) return Fail(b.error());
-          raw.base_score = *b;
-        }
-        return {};
-      });
+                         const std::string param = "learner.learner_model_param." + std::string(k);
+                         std::optional<uint64_t>* count = k == "num_feature"  ? &raw.num_feature
+                                                          : k == "num_class"  ? &raw.num_class
+                                                          : k == "num_target" ? &raw.num_target
+                                                                              : nullptr;
+                         if (count) {
+                           Result<uint64_t> n = in.UintString(p, param);
+                           if (!n) return Fail(n.error());
+                           *count = *n;
+                         } else if (k == "base_score") {
+                           Result<float> b = in.FloatString(p, param);
+                           if (!b) return Fail(b.error());
+                           raw.base_score = *b;
+                         }
+                         return {};
+                       });
     return {};
   });
 }
@@ -340,13 +337,7 @@ Status CheckVersion(const Reader& in, od::document& doc) {
     return in.Json("(document)", e);  // the search for it crossed the whole document
   }
   std::vector<int64_t> parts;
-  Status read = in.Elements(version, "version", [&](size_t, od::value e) -> Status {
-    Result<int64_t> i = in.Int(e, "version");
-    if (!i) return Fail(i.error());
-    parts.push_back(*i);
-    return {};
-  });
-  if (!read) return read;
+  if (Status read = in.Numbers(version, "version", parts); !read) return read;
   if (parts.empty()) return in.Bad("version", "empty");
   if (parts[0] >= 2)
     return in.Bad("version", std::to_string(parts[0]) +
@@ -379,12 +370,13 @@ Result<XgboostModel> Check(const Reader& in, Raw& raw) {
   if (!raw.base_score) return in.Bad("learner.learner_model_param.base_score", "missing");
   if (!raw.feature_names.empty()) {
     if (raw.feature_names.size() != *raw.num_feature)
-      return in.Bad("learner.feature_names",
-                    std::to_string(raw.feature_names.size()) + " names for " +
-                        std::to_string(*raw.num_feature) + " features (num_feature)");
+      return in.Bad("learner.feature_names", std::to_string(raw.feature_names.size()) +
+                                                 " names for " + std::to_string(*raw.num_feature) +
+                                                 " features (num_feature)");
     std::set<std::string_view> seen;
     for (const std::string& name : raw.feature_names)
-      if (!seen.insert(name).second) return in.Bad("learner.feature_names", "'" + name + "' appears twice");
+      if (!seen.insert(name).second)
+        return in.Bad("learner.feature_names", "'" + name + "' appears twice");
   }
   const std::string trees = raw.booster == "dart" ? "learner.gradient_booster.gbtree.model"
                                                   : "learner.gradient_booster.model";
@@ -437,7 +429,8 @@ Result<XgboostModel> ParseXgboostJson(std::string_view bytes, const std::string&
   });
   if (!read) return Fail(read.error());
   // Past the last token the document has no current location.
-  if (doc.current_location().error() == simdjson::SUCCESS) return in.Bad("(document)", "trailing content after the model");
+  if (doc.current_location().error() == simdjson::SUCCESS)
+    return in.Bad("(document)", "trailing content after the model");
   if (!has_learner) return in.Bad("learner", "missing");
   return Check(in, raw);
 }

@@ -17,11 +17,11 @@
 namespace rankd {
 
 struct XgboostModel {
-  std::string objective;           // learner.objective.name, one of the supported ones
-  float base_score = 0.5f;         // learner.learner_model_param.base_score, as saved
-  uint32_t num_feature = 0;        // learner.learner_model_param.num_feature
+  std::string objective;                   // learner.objective.name, one of the supported ones
+  float base_score = 0.5f;                 // learner.learner_model_param.base_score, as saved
+  uint32_t num_feature = 0;                // learner.learner_model_param.num_feature
   std::vector<std::string> feature_names;  // empty when the model has none
-  std::vector<TreeArrays> trees;   // in boosting order, dart's weights applied
+  std::vector<TreeArrays> trees;           // in boosting order, dart's weights applied
 };
 
 // Parses `bytes` as an XGBoost JSON model. Every rejection is Error::BadRequest

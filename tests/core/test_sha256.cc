@@ -36,7 +36,8 @@ TEST_SUITE("sha256") {
     for (int i = 0; i < 1000; ++i) text += static_cast<char>(i * 7);
     for (size_t piece : {1, 3, 63, 64, 65, 200}) {
       rankd::Sha256 h;
-      for (size_t at = 0; at < text.size(); at += piece) h.Update(std::string_view(text).substr(at, piece));
+      for (size_t at = 0; at < text.size(); at += piece)
+        h.Update(std::string_view(text).substr(at, piece));
       rankd::Sha256 whole;
       whole.Update(text);
       CHECK(h.Final() == whole.Final());

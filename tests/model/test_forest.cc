@@ -18,7 +18,10 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // A split on `feature` at `threshold` with two leaves.
 TreeArrays Stump(uint32_t feature, float threshold, float left, float right, bool default_left) {
-  return {{1, -1, -1}, {2, -1, -1}, {feature, 0, 0}, {threshold, left, right},
+  return {{1, -1, -1},
+          {2, -1, -1},
+          {feature, 0, 0},
+          {threshold, left, right},
           {static_cast<uint8_t>(default_left), 0, 0}};
 }
 
@@ -47,9 +50,9 @@ TEST_SUITE("forest") {
     CHECK(forest->num_trees() == 2);
     std::vector<float> f0 = {-1, -1, 1, kNaN, kInf, -kInf};
     std::vector<float> f1 = {0.25f, 0.5f, kNaN, 1, -kInf, kInf};
-    CHECK(Margins(*forest, {f0, f1}, 0.5f) ==
-          std::vector<float>{0.5f - 1 + 10, 0.5f + 2 + 10, 0.5f - 1 + 20, 0.5f + 2 + 20,
-                             0.5f - 1 + 20, 0.5f - 1 + 20});
+    CHECK(Margins(*forest, {f0, f1}, 0.5f) == std::vector<float>{0.5f - 1 + 10, 0.5f + 2 + 10,
+                                                                 0.5f - 1 + 20, 0.5f + 2 + 20,
+                                                                 0.5f - 1 + 20, 0.5f - 1 + 20});
   }
 
   TEST_CASE("many rows cross block and lane boundaries; a single-leaf tree adds its value") {
@@ -74,8 +77,11 @@ TEST_SUITE("forest") {
 
   TEST_CASE("a deeper tree with an unbalanced shape") {
     // 0: f0 < 0 ? 1 : 2;  1: leaf 1;  2: f1 < 0 ? 3 : 4;  3: leaf 3;  4: f0 < 5 ? 5 : 6.
-    TreeArrays t = {{1, -1, 3, -1, 5, -1, -1}, {2, -1, 4, -1, 6, -1, -1}, {0, 0, 1, 0, 0, 0, 0},
-                    {0, 1, 0, 3, 5, 5, 6},     {0, 0, 0, 0, 0, 0, 0}};
+    TreeArrays t = {{1, -1, 3, -1, 5, -1, -1},
+                    {2, -1, 4, -1, 6, -1, -1},
+                    {0, 0, 1, 0, 0, 0, 0},
+                    {0, 1, 0, 3, 5, 5, 6},
+                    {0, 0, 0, 0, 0, 0, 0}};
     Result<Forest> forest = Forest::Compile(std::vector{t}, 2, 64, "m.model.json");
     REQUIRE(forest);
     CHECK(Margins(*forest, {{-1, 1, 1, 7}, {0, -1, 1, 1}}) == std::vector<float>{1, 3, 5, 6});
@@ -93,8 +99,9 @@ TEST_SUITE("forest") {
           "shared child)");
     TreeArrays shared = Stump(0, 0, 1, 2, false);
     shared.right[0] = 1;
-    CHECK(CompileError({shared}, 1).find("tree 0: node 0: right_children: node 1 is reached twice") !=
-          std::string::npos);
+    CHECK(
+        CompileError({shared}, 1).find("tree 0: node 0: right_children: node 1 is reached twice") !=
+        std::string::npos);
     CHECK(CompileError({Stump(3, 0, 1, 2, false)}, 2) ==
           "m.model.json: tree 0: node 0: split_indices: feature 3 is out of range (the model has 2 "
           "features)");
@@ -103,6 +110,7 @@ TEST_SUITE("forest") {
     CHECK(CompileError({TreeArrays{}}, 1) == "m.model.json: tree 0: node 0: the tree has no nodes");
     TreeArrays ragged = Stump(0, 0, 1, 2, false);
     ragged.default_left.pop_back();
-    CHECK(CompileError({ragged}, 1) == "m.model.json: tree 0: node 0: the node arrays differ in length");
+    CHECK(CompileError({ragged}, 1) ==
+          "m.model.json: tree 0: node 0: the node arrays differ in length");
   }
 }

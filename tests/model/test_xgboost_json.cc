@@ -27,15 +27,18 @@ std::string ModelJson(std::string objective = "binary:logistic", std::string bas
     "split_type":[0,0,0],"sum_hessian":[1,1,1],
     "tree_param":{"num_deleted":"0","num_feature":"2","num_nodes":"3","size_leaf_vector":"0"}})";
   const std::string model = R"({"gbtree_model_param":{"num_parallel_tree":"1","num_trees":"1",
-    "size_leaf_vector":"0"},"tree_info":[0],"trees":[)" + tree + "]}";
+    "size_leaf_vector":"0"},"tree_info":[0],"trees":[)" +
+                            tree + "]}";
   if (booster.empty()) booster = R"({"model":)" + model + R"(,"name":"gbtree"})";
   if (booster == "dart")
-    booster = R"({"gbtree":{"model":)" + model + R"(,"name":"gbtree"},"name":"dart","weight_drop":[5E-1]})";
+    booster = R"({"gbtree":{"model":)" + model +
+              R"(,"name":"gbtree"},"name":"dart","weight_drop":[5E-1]})";
   return R"({"learner":{"attributes":{},)" + learner_extra +
          R"("feature_types":[],"gradient_booster":)" + booster +
          R"(,"learner_model_param":{"base_score":")" + base_score +
          R"(","boost_from_average":"1","num_class":"0","num_feature":"2","num_target":"1"},
-    "objective":{"name":")" + objective + R"(","reg_loss_param":{"scale_pos_weight":"1"}}},
+    "objective":{"name":")" +
+         objective + R"(","reg_loss_param":{"scale_pos_weight":"1"}}},
     "version":[1,7,4]})";
 }
 
@@ -85,7 +88,8 @@ TEST_SUITE("model") {
   }
 
   TEST_CASE("margin objectives take base_score as the margin; feature names are kept") {
-    Result<ModelPtr> m = Parse(ModelJson("binary:logitraw", "3E-1", R"("feature_names":["a","b"],)"));
+    Result<ModelPtr> m =
+        Parse(ModelJson("binary:logitraw", "3E-1", R"("feature_names":["a","b"],)"));
     REQUIRE(m);
     CHECK((*m)->features() == std::vector<std::string>{"a", "b"});
     CHECK(Score(**m, {0}, {1}, ModelOutput::kDefault) == std::vector<double>{0.3f + 2.0f});
@@ -116,21 +120,25 @@ TEST_SUITE("model") {
           "plans/m.model.json: tree 0: node 0: split_type: 1 (categorical) is not supported");
     CHECK(ParseError(Replace(ModelJson(), R"("categories":[])", R"("categories":[3])")) ==
           "plans/m.model.json: tree 0: categories: categorical splits are not supported");
-    CHECK(ParseError(Replace(ModelJson(), R"("feature_types":[])", R"("feature_types":["q","c"])")) ==
-          "plans/m.model.json: learner.feature_types[1]: 'c' (categorical) is not supported");
-    CHECK(ParseError(Replace(ModelJson(), R"("left_children":[1,-1,-1])",
-                             R"("left_children":[1,-1])")) ==
+    CHECK(
+        ParseError(Replace(ModelJson(), R"("feature_types":[])", R"("feature_types":["q","c"])")) ==
+        "plans/m.model.json: learner.feature_types[1]: 'c' (categorical) is not supported");
+    CHECK(ParseError(
+              Replace(ModelJson(), R"("left_children":[1,-1,-1])", R"("left_children":[1,-1])")) ==
           "plans/m.model.json: tree 0: left_children: 2 entries, but tree_param.num_nodes is 3");
     CHECK(ParseError(Replace(ModelJson(), R"("left_children":[1,-1,-1])",
                              R"("left_children":[-7,-1,-1])")) ==
           "plans/m.model.json: tree 0: node 0: left_children: -7 is out of range");
-    CHECK(ParseError(Replace(ModelJson(), R"("split_indices":[1,0,0])", R"("split_indices":[2,0,0])")) ==
+    CHECK(ParseError(
+              Replace(ModelJson(), R"("split_indices":[1,0,0])", R"("split_indices":[2,0,0])")) ==
           "plans/m.model.json: tree 0: node 0: split_indices: feature 2 is out of range (the model "
           "has 2 features)");
-    CHECK(ParseError(Replace(ModelJson(), R"("split_conditions":[5E-1,)", R"("split_conditions":[1e39,)")) ==
+    CHECK(ParseError(Replace(ModelJson(), R"("split_conditions":[5E-1,)",
+                             R"("split_conditions":[1e39,)")) ==
           "plans/m.model.json: tree 0: split_conditions: '1e39' is not a finite float32");
-    CHECK(ParseError(Replace(ModelJson(), R"("base_score":"3E-1")", R"("base_score":"1E0")")).starts_with(
-          "plans/m.model.json: learner.learner_model_param.base_score: 1.000000 is outside (0, 1)"));
+    CHECK(ParseError(Replace(ModelJson(), R"("base_score":"3E-1")", R"("base_score":"1E0")"))
+              .starts_with("plans/m.model.json: learner.learner_model_param.base_score: 1.000000 "
+                           "is outside (0, 1)"));
     CHECK(ParseError(Replace(ModelJson(), R"("num_trees":"1")", R"("num_trees":"2")")) ==
           "plans/m.model.json: learner.gradient_booster.model.gbtree_model_param.num_trees: 2, but "
           "there are 1 trees");
@@ -181,7 +189,8 @@ TEST_SUITE("model") {
     small.max_bytes = 10;
     Result<ModelPtr> big = LoadModelFile(path, small);
     REQUIRE(!big);
-    CHECK(big.error().message.find("over the limit of 10 (--max-model-bytes)") != std::string::npos);
+    CHECK(big.error().message.find("over the limit of 10 (--max-model-bytes)") !=
+          std::string::npos);
     std::remove(path.c_str());
     Result<ModelPtr> missing = LoadModelFile(path, {});
     REQUIRE(!missing);

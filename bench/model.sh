@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# ops/bench model — the tree evaluator of the `model` op against libxgboost's own
+# predictor (XGBoosterPredictFromDense, nthread 1) on the same binary:logistic models
+# and rows, in one process (bench/model_bench.cc), and the largest difference between the
+# two (must be within the models' tolerance, else the run fails).
+set -euo pipefail
+source "$RANKD_ROOT/bench/lib.sh"
+models="$BENCH_TMP/models"
+mkdir -p "$models"
+/usr/bin/python3 "$RANKD_ROOT/bench/model_train.py" "$models" 500:6 100:6 1000:6 500:4 500:8
+"$RANKD_BUILD/bench/model_bench" "$models" |
+  sed "s|}\$|, \"machine\": \"$MACHINE\", \"build\": \"release+lto\"}|" |
+  with_baseline_command "$RANKD_BUILD/bench/model_bench (the baseline, XGBoosterPredictFromDense with nthread 1 over a prebuilt float32 matrix, runs in the same process; see bench/model_bench.cc)"
+
+# --- rerank_rps: the `rerank` plan on the demo data under wrk (added with the model op) ---
