@@ -116,9 +116,9 @@ for round in $(seq "$rounds"); do
 done
 
 base_cmd="${bin[base]:-} serve --host 127.0.0.1 --port ${port[base]:-} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error (BASE_REV ${BASE_SHA:-}), under the same wrk load"
-python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" <<'PY' |
+python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" "${plans[*]}" <<'PY' |
 import functools, json, os, statistics, sys
-rounds_file, plans_dir, base_sha, threads, conns, secs, viewers = sys.argv[1:]
+rounds_file, plans_dir, base_sha, threads, conns, secs, viewers, plan_names = sys.argv[1:]
 by = {}
 for line in open(rounds_file):
     row = json.loads(line)
@@ -145,7 +145,7 @@ def summary(rows, key, scale):
     return statistics.median(vals), [round(v, 2) for v in vals]
 
 failed = False
-for plan in ("feed", "home_light"):
+for plan in plan_names.split():
     cur, base = by[("current", plan)], by.get(("base", plan))
     for variant, rows in (("current", cur), ("base", base or [])):
         bad = sum(r["non2xx"] + r["socket_errors"] for r in rows)

@@ -2,7 +2,8 @@
 # ops/bench model — the tree evaluator of the `model` op against libxgboost's own
 # predictor (XGBoosterPredictFromDense, nthread 1) on the same binary:logistic models
 # and rows, in one process (bench/model_bench.cc), and the largest difference between the
-# two (must be within the models' tolerance, else the run fails).
+# two (must be within the models' tolerance, else the run fails); then the `rerank` plan
+# served under wrk beside `feed` (rerank_rps, rerank_cpu_us_per_req, ...).
 set -euo pipefail
 source "$RANKD_ROOT/bench/lib.sh"
 models="$BENCH_TMP/models"
@@ -12,4 +13,6 @@ mkdir -p "$models"
   sed "s|}\$|, \"machine\": \"$MACHINE\", \"build\": \"release+lto\"}|" |
   with_baseline_command "$RANKD_BUILD/bench/model_bench (the baseline, XGBoosterPredictFromDense with nthread 1 over a prebuilt float32 matrix, runs in the same process; see bench/model_bench.cc)"
 
-# --- rerank_rps: the `rerank` plan on the demo data under wrk (added with the model op) ---
+# rerank_rps and the rest of the `rerank` plan's figures beside feed's: the two-phase
+# plan on the demo data under wrk, with rankd's CPU per request (bench/feed.sh).
+PLANS="feed rerank" bash "$RANKD_ROOT/bench/feed.sh"

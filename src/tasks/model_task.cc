@@ -1,9 +1,8 @@
 // The `model` task: scores every selected row with the node's model (PlanNode::model)
 // into an f64 column. Rows go to the model a block at a time, converted to float32
-// feature columns (null, NaN and what is +-inf as float32 are missing); cancellation is
-// polled between blocks, each about a millisecond of work or less.
+// feature columns (null becomes NaN; Model::Score takes NaN and +-inf as missing);
+// cancellation is polled between blocks, each about a millisecond of work or less.
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "tasks/schemas.h"
@@ -46,7 +45,7 @@ void ToFloats(const RowSet& rs, const Column* col, size_t begin, size_t n, float
     } else {
       x = col->b[r] ? 1.0f : 0.0f;
     }
-    dst[i] = std::isfinite(x) ? x : Missing();
+    dst[i] = x;  // +-inf (an i64 or f64 beyond float32's range): Score takes it as missing
   }
 }
 
