@@ -164,6 +164,9 @@ def test_rolling_restart_behind_haproxy_loses_no_request():
     assert not load.failures, f"{len(load.failures)} failed of {load.total() + len(load.failures)}: " \
         f"{load.failures[:20]}"
     assert load.total() > 1000, load.total()
+    # Taken out by the failing /readyz during the delay, not by a refused connection.
+    for name in ("r1", "r2"):
+        assert f"Server rankd/{name} is DOWN, reason: Layer7 wrong status, code: 503" in log, name
 
 
 if __name__ == "__main__":
