@@ -1,20 +1,53 @@
 // `rankd serve`: the server. The main thread blocks the signals it handles before any
 // thread starts (so every thread inherits the mask) and then waits for them: SIGHUP
-// reloads the plans, SIGTERM/SIGINT drain and exit 0. With --watch-plans-ms the wait
-// times out every N ms to compare the plans folder's fingerprint with the one of the
-// last load, and reloads when it differs.
+// reloads the plans, SIGTERM/SIGINT fail readiness, serve on for --drain-delay-ms, then
+// drain and exit 0. With --watch-plans-ms the wait times out every N ms to compare the
+// plans folder's fingerprint with the one of the last load, and reloads when it differs.
 #include <signal.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
+#include "core/deadline.h"
 #include "core/log.h"
 #include "plan/loader.h"
 #include "server/commands.h"
 #include "server/server.h"
 
 namespace rankd {
+
+namespace {
+
+// The drain delay: /readyz already fails, so balancers take this replica out while it
+// still serves. A second SIGTERM/SIGINT ends the wait early (an operator who wants the
+// process gone now). SIGHUP and plan file changes are no longer acted on: the process is
+// on its way out.
+void WaitDrainDelay(uint64_t ms) {
+  if (ms == 0) return;
+  LogInfo("drain delay: /readyz fails; serving " + std::to_string(ms) +
+          " ms more before closing (a second SIGTERM/SIGINT skips the rest)");
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  const TimePoint until = Clock::now() + std::chrono::milliseconds(ms);
+  for (TimePoint now = Clock::now(); now < until; now = Clock::now()) {
+    auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(until - now).count();
+    timespec wait{static_cast<time_t>(left / 1'000'000'000),
+                  static_cast<long>(left % 1'000'000'000)};
+    int sig = sigtimedwait(&stop, nullptr, &wait);
+    if (sig == SIGTERM || sig == SIGINT) {
+      LogInfo(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
+              " again: skipping the rest of the drain delay");
+      return;
+    }
+    // Otherwise the time is up (EAGAIN) or the wait was interrupted (EINTR): the loop checks.
+  }
+}
+
+}  // namespace
 
 int CmdServe(const std::vector<std::string>& args) {
   auto parsed = ParseServeArgs(args);
@@ -69,6 +102,8 @@ int CmdServe(const std::vector<std::string>& args) {
       continue;
     }
     LogInfo(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ": shutting down");
+    server.StopBeingReady();
+    WaitDrainDelay(server.options().drain_delay_ms);
     server.Shutdown();
     return 0;
   }

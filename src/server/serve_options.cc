@@ -74,6 +74,12 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
               o.read_timeout_ms, 1, 3600000),
       IntFlag("--idle-timeout-ms", "N", "keep-alive idle limit ({})", o.idle_timeout_ms, 1,
               86400000),
+      IntFlag("--drain-delay-ms", "N",
+              "SIGTERM/SIGINT: /readyz fails at once, but rankd serves on\n"
+              "(new connections too) for N ms before it stops accepting,\n"
+              "so balancers stop sending first; a second signal cuts the\n"
+              "delay short ({})",
+              o.drain_delay_ms, 0, 3600000),
       IntFlag("--drain-timeout-ms", "N",
               "SIGTERM/SIGINT: time to finish requests already read ({})", o.drain_timeout_ms, 0,
               3600000),

@@ -35,6 +35,10 @@ struct ServeOptions {
   size_t max_body_bytes = 1 << 20;
   uint64_t read_timeout_ms = 10000;
   uint64_t idle_timeout_ms = 60000;
+  // SIGTERM/SIGINT: time between failing /readyz and closing the listeners. 0 keeps a
+  // bare process quick to stop; behind a balancer set it above the balancer's time to
+  // notice (docs/operations.md, "Behind a load balancer").
+  uint64_t drain_delay_ms = 0;
   uint64_t drain_timeout_ms = 10000;
   // HTTP limits (docs/operations.md, "HTTP limits").
   size_t max_pipeline_depth = 16;               // answers a client has not taken, per connection

@@ -150,9 +150,14 @@ Status Server::Reload() {
   return {};
 }
 
+void Server::StopBeingReady() {
+  if (phase_.load(std::memory_order_acquire) == Phase::kServing)
+    phase_.store(Phase::kDrainDelay, std::memory_order_release);
+}
+
 void Server::Shutdown() {
   if (shards_.empty()) return;
-  draining_.store(true, std::memory_order_release);
+  phase_.store(Phase::kDraining, std::memory_order_release);
   LogInfo("draining: no new connections; finishing requests already read");
   for (auto& s : shards_) s->Drain();
   auto until = Clock::now() + std::chrono::milliseconds(opts_.drain_timeout_ms);
@@ -212,7 +217,12 @@ void Server::RunScrapes() {
 }
 
 std::string Server::ReadinessReasons() const {
-  if (draining()) return "shutting down";
+  switch (phase_.load(std::memory_order_acquire)) {
+    case Phase::kServing: break;
+    case Phase::kDrainDelay:
+      return "draining: still serving until --drain-delay-ms ends, then closing";
+    case Phase::kDraining: return "draining: closed to new connections, finishing requests";
+  }
   if (plan_count_.load(std::memory_order_acquire) == 0) return "no plans loaded";
   std::string why;
   for (const auto& s : shards_)

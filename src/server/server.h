@@ -2,7 +2,7 @@
 // and drain. The main thread owns it; shards only read what it publishes (atomics and
 // posted snapshots).
 //
-// Threads: Start, Reload, Shutdown on the main thread. draining, ReadinessReasons,
+// Threads: Start, Reload, StopBeingReady, Shutdown on the main thread. ReadinessReasons,
 // MetricsText and RequestScrape from any thread (shard loops call them); shards_ is filled before
 // any shard starts and cleared only after every loop stopped.
 #pragma once
@@ -36,11 +36,15 @@ class Server {
   // SIGHUP: loads the whole plans folder; on success every shard gets the new set, on
   // failure the old set stays and the error says why.
   Status Reload();
-  // SIGTERM/SIGINT: fail readiness, drain every shard (bounded by the drain timeout),
-  // then stop Redis, CPU workers and loops.
+  // SIGTERM/SIGINT, first step: /readyz answers 503 from now on while everything else
+  // serves as before (new connections too), so that balancers checking /readyz take
+  // this replica out before it stops accepting. The caller waits --drain-delay-ms, then
+  // calls Shutdown.
+  void StopBeingReady();
+  // SIGTERM/SIGINT, last step: fail readiness, drain every shard (bounded by the drain
+  // timeout), then stop Redis, CPU workers and loops.
   void Shutdown();
 
-  bool draining() const { return draining_.load(std::memory_order_acquire); }
   // "" when ready; else why not (for /readyz).
   std::string ReadinessReasons() const;
   std::string MetricsText() const { return metrics_.Serialize(); }
@@ -80,7 +84,9 @@ class Server {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
   std::atomic<size_t> plan_count_{0};     // for readiness, from any thread
-  std::atomic<bool> draining_{false};
+  // Where a SIGTERM/SIGINT has got to; only moves forward.
+  enum class Phase { kServing, kDrainDelay, kDraining };
+  std::atomic<Phase> phase_{Phase::kServing};
   std::mutex redis_stats_mu_;  // guards redis_stats_ (main thread appends, scrapes read)
   std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
 };

@@ -17,6 +17,8 @@ import sys
 import tempfile
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.getcwd()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import haproxy_cfg  # noqa: E402  (tests/support: also what the rolling-restart test reads)
 NAMESPACE = "rankd"
 APP_LABEL = ("app.kubernetes.io/name", "rankd")
 
@@ -402,19 +404,21 @@ def _():
         for r in ("cpu", "memory"):
             if r not in c.get("resources", {}).get(k, {}):
                 bad.append(f"no resources.{k}.{r}")
+    # One drain mechanism: rankd's --drain-delay-ms (readiness fails, it serves on), long
+    # enough for the readiness probe to see it, and no preStop delay besides.
     drain_s = int(flags.get("drain-timeout-ms", "10000")) / 1000
-    pre = c.get("lifecycle", {}).get("preStop", {})
-    pre_s = 0
-    if "exec" in pre:
-        cmd = pre["exec"]["command"]
-        pre_s = int(cmd[-1]) if cmd and cmd[0].endswith("sleep") else 0
-    elif "sleep" in pre:
-        pre_s = int(pre["sleep"]["seconds"])
-    if pre_s <= 0:
-        bad.append("no preStop delay for the balancer to notice the pod leaving")
+    delay_s = int(flags.get("drain-delay-ms", "0")) / 1000
+    rp = c.get("readinessProbe", {})
+    notice_s = rp.get("periodSeconds", 10) * rp.get("failureThreshold", 3)
+    if delay_s < notice_s + 1:
+        bad.append(f"--drain-delay-ms {delay_s * 1000:.0f} is under the readiness probe's periodSeconds x "
+                   f"failureThreshold + 1 s = {notice_s + 1} s")
+    if c.get("lifecycle", {}).get("preStop"):
+        bad.append("a preStop hook: rankd's --drain-delay-ms is the one drain delay")
     grace = pod["spec"].get("terminationGracePeriodSeconds", 30)
-    if grace <= pre_s + drain_s + 2:
-        bad.append(f"terminationGracePeriodSeconds {grace} is not over preStop {pre_s} s + drain {drain_s} s + 2 s")
+    if grace < delay_s + drain_s + 5:
+        bad.append(f"terminationGracePeriodSeconds {grace} is under --drain-delay-ms {delay_s} s + "
+                   f"--drain-timeout-ms {drain_s} s + 5 s")
     if not pod["spec"].get("securityContext", {}).get("runAsNonRoot"):
         bad.append("pod does not require runAsNonRoot")
     vols = {v["name"]: v for v in pod["spec"].get("volumes", [])}
@@ -491,6 +495,60 @@ def _():
     return bad
 
 
+# --- HAProxy -------------------------------------------------------------------------
+
+HAPROXY = "ops/haproxy.cfg"
+
+
+def directives(text, section_kind):
+    """The lines of every section of a kind (defaults, backend, ...) of an HAProxy config."""
+    return [line for head, lines in haproxy_cfg.sections(text) if head.split()[0] == section_kind
+            for line in lines]
+
+
+@check("haproxy: /readyz checks on every server, retries, redispatch, ports from the environment")
+def _():
+    text = read(HAPROXY)
+    bad = []
+    lines = directives(text, "defaults") + directives(text, "backend")
+    have = lambda rx: any(re.fullmatch(rx, line) for line in lines)  # noqa: E731
+    if not have(r"option httpchk"):
+        bad.append("no option httpchk")
+    if not have(r"http-check send meth GET uri /readyz"):
+        bad.append("the health check is not GET /readyz")
+    if not have(r"http-check expect status 200"):
+        bad.append("the health check does not expect 200")
+    retry_on = [line.split()[1:] for line in lines if line.startswith("retry-on ")]
+    if not retry_on or not {"conn-failure", "empty-response"} <= set(retry_on[-1]):
+        bad.append("retry-on lacks conn-failure or empty-response")
+    if not any(re.fullmatch(r"retries [1-9]\d*", line) for line in lines):
+        bad.append("no retries N (N >= 1)")
+    if not have(r"option redispatch( \d+)?"):
+        bad.append("no option redispatch")
+    servers = haproxy_cfg.server_checks(text)
+    if len(servers) < 2:
+        bad.append(f"{len(servers)} server(s): want 2 or more replicas")
+    bad += [f"server {n} is not health-checked" for n, c in servers.items() if not c["check"]]
+    for line in lines:
+        if line.startswith("server ") and "${" not in line:
+            bad.append(f"'{line}': its address is not taken from the environment")
+    return bad
+
+
+def ops_run_drain_delay_ms():
+    m = re.search(r"--drain-delay-ms \"\$\{RANKD_DRAIN_DELAY_MS:-(\d+)\}\"", read("ops/run"))
+    return int(m.group(1)) if m else 0
+
+
+@check("haproxy: --drain-delay-ms >= check inter x fall + 1 s where rankd runs behind it")
+def _():
+    need = haproxy_cfg.min_drain_delay_ms(read(HAPROXY))
+    given = {"ops/run (RANKD_DRAIN_DELAY_MS default)": ops_run_drain_delay_ms()}
+    for n in re.findall(r"--drain-delay-ms[ =](\d+)", read(HAPROXY)):
+        given[f"{HAPROXY} (its comments)"] = int(n)
+    return [f"{where}: --drain-delay-ms {ms} is under {need}" for where, ms in given.items() if ms < need]
+
+
 # --- systemd, Dockerfile -------------------------------------------------------------
 
 @check("systemd: reload, stop signal and timeout, restart, limits, unprivileged")
@@ -515,9 +573,11 @@ def _():
         bad.append("runs as root: set DynamicUser=yes or User=")
     m = re.search(r"--drain-timeout-ms[ =](\d+)", one.get("ExecStart", ""))
     drain = int(m.group(1)) / 1000 if m else 10
+    m = re.search(r"--drain-delay-ms[ =](\d+)", one.get("ExecStart", ""))
+    drain += int(m.group(1)) / 1000 if m else 0
     t = re.match(r"^(\d+)s?$", one.get("TimeoutStopSec", ""))
     if not t or int(t.group(1)) <= drain + 2:
-        bad.append(f"TimeoutStopSec {one.get('TimeoutStopSec')} is not over the drain timeout ({drain} s) + 2 s")
+        bad.append(f"TimeoutStopSec {one.get('TimeoutStopSec')} is not over the drain delay and timeout ({drain} s) + 2 s")
     for k in ("NoNewPrivileges", "ProtectSystem", "PrivateTmp", "CapabilityBoundingSet", "SystemCallFilter"):
         if k not in keys:
             bad.append(f"no {k}")

@@ -2,7 +2,8 @@
 # Checks the deployment files of ops/: Prometheus config and alert rules (promtool,
 # with the rules' unit tests), the Grafana dashboard (JSON, PromQL validity, only
 # metrics rankd exports), every YAML file (python3-yaml), the Kubernetes objects
-# (structure and cross-references), the systemd unit (systemd-analyze verify when
+# (structure and cross-references), ops/haproxy.cfg (haproxy -c, its checks and the
+# drain rule), the systemd unit (systemd-analyze verify when
 # present) and the Dockerfile (by reading), docs/operations.md (every flag and
 # metric), and that no tracked file refers to material outside the repository. Prints one line per check and `N passed, N failed`; exits 1 on any failure.
 #
@@ -39,6 +40,13 @@ if command -v promtool >/dev/null; then
   run "promtool test rules ops/alerts_test.yml" promtool test rules ops/alerts_test.yml
 else
   run "promtool is installed (Debian: prometheus)" false
+fi
+
+# Ports from the environment have defaults in the file, so it checks as shipped.
+if command -v haproxy >/dev/null; then
+  run "haproxy -c -f ops/haproxy.cfg" haproxy -c -q -f ops/haproxy.cfg
+else
+  run "haproxy is installed (Debian: haproxy)" false
 fi
 
 # systemd-analyze verify needs the ExecStart binary to exist: point it at /bin/true.

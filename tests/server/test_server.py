@@ -404,6 +404,73 @@ def test_drain_finishes_requests_in_flight():
     assert all(r[1].get("connection") == "close" for r in results), [r[1] for r in results]
 
 
+def test_drain_delay_fails_readiness_and_serves_on_then_drains():
+    """--drain-delay-ms: from SIGTERM, /readyz is 503 naming the drain while /rank answers
+    200 on kept-alive and new connections; when the delay ends the listener closes, a
+    request in flight then still finishes (with Connection: close), and rankd exits 0."""
+    delay_s = 1.5
+    redis = Redis()
+    s = Rankd(plans_dir({"slow_1s": sleep_plan("slow_1s", 1000)}), redis=redis, shards=2,
+              extra_args=["--drain-delay-ms", str(int(delay_s * 1000)), "--drain-timeout-ms", "5000",
+                          "--deadline-ms", "5000"])
+    wait_until(lambda: s.request("GET", "/readyz")[0] == 200, what="/readyz 200")
+    kept = s.conn()
+    kept.request("POST", "/rank", json.dumps({"plan": "fixed_rank", "user_id": 1}))
+    r = kept.getresponse()
+    assert r.status == 200 and r.read()
+    t0 = time.monotonic()
+    s.signal(signal.SIGTERM)
+    wait_until(lambda: s.request("GET", "/readyz")[0] == 503, timeout=1, what="/readyz 503 after SIGTERM")
+    status, headers, data = s.request("GET", "/readyz")
+    body = json.loads(data)
+    assert status == 503 and body["status"] == "not_ready", body
+    assert "draining" in body["reasons"] and "--drain-delay-ms" in body["reasons"], body
+    assert headers.get("retry-after") == "1", headers
+    assert s.request("GET", "/healthz")[0] == 200
+    # Serving as before: new connections, and the one kept alive (not closed by the drain).
+    answered = 0
+    while time.monotonic() - t0 < delay_s - 0.6:
+        status, headers, body = s.rank({"plan": "fixed_rank", "user_id": 1})
+        assert status == 200 and body["count"] == 20, (status, body)
+        assert headers.get("connection") != "close", headers
+        answered += 1
+    kept.request("POST", "/rank", json.dumps({"plan": "fixed_rank", "user_id": 2}))
+    r = kept.getresponse()
+    assert r.status == 200 and r.getheader("Connection") != "close" and r.read()
+    kept.close()
+    assert answered >= 5, answered
+    assert s.proc.poll() is None and s.port in listening_ports(s.proc.pid)
+    # A request that is still running when the delay ends.
+    slow = []
+    t = threading.Thread(target=lambda: slow.append(s.rank({"plan": "slow_1s", "user_id": 1})))
+    t.start()
+    wait_until(lambda: not listening_ports(s.proc.pid), timeout=delay_s + 2, what="the listener closed")
+    closed_after = time.monotonic() - t0
+    assert closed_after >= delay_s - 0.05, closed_after
+    assert t.is_alive(), "the slow request ended before the listener closed: the test proves nothing"
+    try:
+        socket.create_connection(("127.0.0.1", s.port), timeout=2).close()
+        raise AssertionError("a new connection was accepted after the drain delay")
+    except ConnectionRefusedError:
+        pass
+    t.join(10)
+    assert slow and slow[0][0] == 200 and slow[0][1].get("connection") == "close", slow
+    assert s.proc.wait(timeout=10) == 0
+
+
+def test_drain_delay_second_signal_skips_the_rest():
+    redis = Redis()
+    s = Rankd(plans_dir(), redis=redis, extra_args=["--drain-delay-ms", "60000"])
+    wait_until(lambda: s.request("GET", "/readyz")[0] == 200, what="/readyz 200")
+    s.signal(signal.SIGTERM)
+    wait_until(lambda: s.request("GET", "/readyz")[0] == 503, timeout=1, what="/readyz 503 after SIGTERM")
+    assert s.rank({"plan": "fixed_rank", "user_id": 1})[0] == 200
+    t0 = time.monotonic()
+    s.signal(signal.SIGINT)
+    assert s.proc.wait(timeout=10) == 0
+    assert time.monotonic() - t0 < 5
+
+
 def test_two_shards_both_serve():
     s = Rankd(plans_dir(), shards=2)
     try:

@@ -77,6 +77,18 @@ def _cleanup():
 atexit.register(_cleanup)
 
 
+def spawn(args, log_path=None, env=None):
+    """A child process (stdout and stderr into log_path, or discarded), stopped at exit."""
+    out = open(log_path, "w") if log_path else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
+    finally:
+        if log_path:
+            out.close()
+    _procs.append(proc)
+    return proc
+
+
 def free_port():
     """A port free right now. Another process may be handed the same one before it is
     bound, so servers that can take port 0 do (Rankd); the others retry (Redis)."""

@@ -1,0 +1,177 @@
+"""Rolling restart behind HAProxy under load: no request fails.
+
+ops/haproxy.cfg (as shipped, ports from the environment) in front of two rankd
+replicas on loopback, each with the least --drain-delay-ms the config's health checks
+allow (inter x fall + 1 s). Eight client threads send /rank through HAProxy without a
+pause, four on connections kept alive and four on a new connection per request. Replica
+1 is stopped with SIGTERM (it must exit 0), started again on its port and waited for
+until HAProxy sends it traffic; then replica 2. Every request must be answered 200 with
+the plan's items. Skipped (exit 77) only when haproxy is not installed."""
+import http.client
+import json
+import os
+import shutil
+import signal
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from harness import (SOURCE_ROOT, Rankd, Redis, free_port, listening_ports, metric_value,  # noqa: E402
+                     plans_dir, run_tests, spawn, temp_path, wait_until)
+from haproxy_cfg import min_drain_delay_ms  # noqa: E402
+
+CONFIG = os.path.join(SOURCE_ROOT, "ops", "haproxy.cfg")
+PLAN = "fixed_rank"  # Redis-free: the test is about the fleet, not the data
+PLAN_ITEMS = 20
+THREADS = 8
+
+
+class Load:
+    """Client threads posting /rank through the balancer until stop()."""
+
+    def __init__(self, port):
+        self.port = port
+        self.done = threading.Event()
+        self.answered = [0] * THREADS
+        self.failures = []  # (seconds since start, thread, what)
+        self.lock = threading.Lock()
+        self.t0 = time.monotonic()
+        self.threads = [threading.Thread(target=self._run, args=(i, i % 2 == 0)) for i in range(THREADS)]
+        for t in self.threads:
+            t.start()
+
+    def total(self):
+        return sum(self.answered)
+
+    def _fail(self, i, what):
+        with self.lock:
+            self.failures.append((round(time.monotonic() - self.t0, 3), i, what))
+
+    def _run(self, i, keep_alive):
+        conn = None
+        n = 0
+        while not self.done.is_set():
+            n += 1
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+                conn.request("POST", "/rank", json.dumps({"plan": PLAN, "user_id": n}),
+                             {"Content-Type": "application/json"})
+                r = conn.getresponse()
+                data = r.read()
+                if r.status != 200:
+                    self._fail(i, f"status {r.status}: {data[:200]!r}")
+                elif json.loads(data).get("count") != PLAN_ITEMS:
+                    self._fail(i, f"bad body {data[:200]!r}")
+                else:
+                    self.answered[i] += 1
+                if not keep_alive or r.will_close:
+                    conn.close()
+                    conn = None
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                self._fail(i, f"{type(e).__name__}: {e}")
+                if conn is not None:
+                    conn.close()
+                conn = None
+        if conn is not None:
+            conn.close()
+
+    def stop(self):
+        self.done.set()
+        for t in self.threads:
+            t.join(20)
+
+
+def rank_requests(srv):
+    return metric_value(srv.metrics(), "rankd_http_requests_total", route="/rank") or 0
+
+
+def start_replica(plans, redis, args, port=None):
+    """A replica on `port`, or on a free port (tried again if another process takes it)."""
+    for attempt in range(5):
+        try:
+            srv = Rankd(plans, redis=redis, port=port or free_port(), extra_args=args)
+            wait_until(lambda: srv.request("GET", "/readyz")[0] == 200, what=f"replica on {srv.port} ready")
+            return srv
+        except AssertionError:
+            if port or attempt == 4:
+                raise
+
+
+def start_haproxy(ports):
+    for attempt in range(5):
+        lb_port = free_port()
+        env = dict(os.environ, RANKD_LB_ADDR="127.0.0.1", RANKD_LB_PORT=str(lb_port),
+                   RANKD_PORT_1=str(ports[0]), RANKD_PORT_2=str(ports[1]))
+        log = temp_path("haproxy-log-")
+        proc = spawn(["haproxy", "-db", "-f", CONFIG], log_path=log, env=env)
+        try:
+            wait_until(lambda: proc.poll() is not None or lb_port in listening_ports(proc.pid),
+                       what="haproxy to listen")
+        except AssertionError:
+            proc.kill()
+            raise
+        if proc.poll() is None:
+            return proc, lb_port, log
+        if attempt == 4:
+            raise AssertionError("haproxy did not start:\n" + open(log).read())
+
+
+def test_rolling_restart_behind_haproxy_loses_no_request():
+    with open(CONFIG) as f:
+        delay_ms = min_drain_delay_ms(f.read())
+    args = ["--drain-delay-ms", str(delay_ms), "--drain-timeout-ms", "5000"]
+    redis = Redis()
+    plans = plans_dir()
+    replicas = [start_replica(plans, redis, args), start_replica(plans, redis, args)]
+    haproxy, lb_port, haproxy_log = start_haproxy([r.port for r in replicas])
+    load = Load(lb_port)
+    try:
+        # Both replicas UP in HAProxy: both get traffic.
+        wait_until(lambda: all(rank_requests(r) > 0 for r in replicas), timeout=15,
+                   what="traffic on both replicas")
+        time.sleep(1)
+        for i in range(len(replicas)):
+            old = replicas[i]
+            before = load.total()
+            t0 = time.monotonic()
+            rc = old.stop(timeout=delay_ms / 1000 + 15)
+            stopped_s = time.monotonic() - t0
+            assert rc == 0, f"replica {i + 1} exited {rc}:\n{old.stderr()[-2000:]}"
+            assert stopped_s >= delay_ms / 1000 - 0.1, stopped_s
+            new = start_replica(plans, redis, args, port=old.port)
+            replicas[i] = new
+            wait_until(lambda: rank_requests(new) > 0, timeout=15,
+                       what=f"HAProxy sending to the restarted replica {i + 1}")
+            print(f"replica {i + 1}: SIGTERM to exit 0 in {stopped_s:.2f} s, back with traffic "
+                  f"{time.monotonic() - t0:.2f} s after the SIGTERM; {load.total() - before} "
+                  f"requests answered meanwhile", flush=True)
+            assert load.total() > before
+        time.sleep(1)
+    finally:
+        load.stop()
+    elapsed = time.monotonic() - load.t0
+    print(f"{load.total()} requests in {elapsed:.1f} s through HAProxy, {len(load.failures)} failed "
+          f"(drain delay {delay_ms} ms, {THREADS} client threads)", flush=True)
+    for r in replicas:
+        assert r.stop(timeout=delay_ms / 1000 + 15) == 0
+    haproxy.send_signal(signal.SIGTERM)
+    haproxy.wait(timeout=10)
+    with open(haproxy_log) as f:
+        log = f.read()
+    print("haproxy log:\n" + "\n".join(log.splitlines()[-20:]), flush=True)
+    assert not load.failures, f"{len(load.failures)} failed of {load.total() + len(load.failures)}: " \
+        f"{load.failures[:20]}"
+    assert load.total() > 1000, load.total()
+    # Taken out by the failing /readyz during the delay, not by a refused connection.
+    for name in ("r1", "r2"):
+        assert f"Server rankd/{name} is DOWN, reason: Layer7 wrong status, code: 503" in log, name
+
+
+if __name__ == "__main__":
+    if shutil.which("haproxy") is None:
+        print("SKIP: haproxy is not installed (Debian package haproxy; ops/lib/ensure-deps installs it)")
+        sys.exit(77)
+    run_tests([("test_rolling_restart_behind_haproxy_loses_no_request",
+                test_rolling_restart_behind_haproxy_loses_no_request)])
