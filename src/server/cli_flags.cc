@@ -1,6 +1,7 @@
 #include "server/cli_flags.h"
 
 #include "core/parse_int.h"
+#include "redis/endpoint.h"
 
 namespace rankd {
 
@@ -31,6 +32,21 @@ Flag SwitchFlag(std::string_view name, std::string_view help, bool& field, std::
                 return {};
               },
               [&field] { return std::string(field ? "on" : "off"); }};
+}
+
+Flag RedisFlag(std::vector<std::string>& values) {
+  return Flag{
+      "--redis",
+      {},
+      "NAME=URL",
+      "a Redis endpoint, repeatable; URL is\n"
+      "redis://[:password@]host:port[/db][?prefix=P]\n"
+      "({})",
+      [&values](std::string_view v) -> Status {
+        values.emplace_back(v);
+        return {};
+      },
+      [] { return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl); }};
 }
 
 Result<int64_t> ParseFlagInt(std::string_view flag, std::string_view value, int64_t lo,

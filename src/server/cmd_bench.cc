@@ -68,14 +68,8 @@ int64_t Pct(const std::vector<int64_t>& sorted, double p) {
 
 }  // namespace
 
-int CmdBench(const std::vector<std::string>& all_args) {
-  std::vector<std::string> argv = all_args;
-  bool redis_given = false;
-  auto endpoints = TakeRedisFlags(argv, &redis_given);
-  if (!endpoints) {
-    std::fprintf(stderr, "rankd bench: --redis: %s\n", endpoints.error().message.c_str());
-    return 2;
-  }
+int CmdBench(const std::vector<std::string>& argv) {
+  std::vector<std::string> redis_flags;
   std::string plan_name, dir = "plans";
   int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2,
           redis_conns = 2;
@@ -91,8 +85,14 @@ int CmdBench(const std::vector<std::string>& all_args) {
       IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
       IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
       IntFlag("--cpu-threads", "N", {}, threads, -kAnyInt, kAnyInt),
+      RedisFlag(redis_flags),
   };
   if (!ParseCommandFlags("bench", argv, flags)) return 2;
+  auto endpoints = ParseRedisFlags(redis_flags);
+  if (!endpoints) {
+    std::fprintf(stderr, "rankd bench: --redis: %s\n", endpoints.error().message.c_str());
+    return 2;
+  }
   if (plan_name.empty() || n < 1 || c < 1 || threads < 1) {
     std::fprintf(stderr, "rankd bench: need --plan NAME, -n >= 1, -c >= 1\n");
     return 2;
@@ -107,7 +107,7 @@ int CmdBench(const std::vector<std::string>& all_args) {
     std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name.c_str(), dir.c_str());
     return 1;
   }
-  bool uses_redis = redis_given;
+  bool uses_redis = !redis_flags.empty();
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
   ShardRuntime runtime("bench", static_cast<size_t>(threads));
   runtime.Start();

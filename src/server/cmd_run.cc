@@ -28,11 +28,8 @@ int PrintError(const Error& e) {
 
 }  // namespace
 
-int CmdRun(const std::vector<std::string>& all_args) {
-  std::vector<std::string> argv = all_args;
-  bool redis_given = false;
-  auto endpoints = TakeRedisFlags(argv, &redis_given);
-  if (!endpoints) return PrintError(Error::BadRequest("--redis: " + endpoints.error().message));
+int CmdRun(const std::vector<std::string>& argv) {
+  std::vector<std::string> redis_flags;
   std::string plan_name, dir = "plans";
   int64_t deadline_ms = 0, node_timeout_ms = 0, redis_conns = 1;
   bool explain = false;
@@ -45,8 +42,11 @@ int CmdRun(const std::vector<std::string>& all_args) {
       IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
       IntFlag("--redis-conns", "N", {}, redis_conns, -kAnyInt, kAnyInt),
       SwitchFlag("--explain", {}, explain),
+      RedisFlag(redis_flags),
   };
   if (!ParseCommandFlags("run", argv, flags)) return 2;
+  auto endpoints = ParseRedisFlags(redis_flags);
+  if (!endpoints) return PrintError(Error::BadRequest("--redis: " + endpoints.error().message));
 
   std::string body(std::istreambuf_iterator<char>(std::cin), {});
   auto req = ParseRankRequest(body, /*require_plan=*/false);
@@ -64,7 +64,7 @@ int CmdRun(const std::vector<std::string>& all_args) {
 
   ShardRuntime runtime("run", /*cpu_threads=*/2);
   runtime.Start();
-  bool uses_redis = redis_given;
+  bool uses_redis = !redis_flags.empty();
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
   if (uses_redis) OpenCliRedis(runtime, *endpoints, static_cast<int>(redis_conns));
   runtime.env().node_timeout_ms = static_cast<uint64_t>(node_timeout_ms > 0 ? node_timeout_ms : 0);

@@ -29,19 +29,7 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
               "also reload when the folder's files change, checked every\n"
               "N ms; 0 = only on SIGHUP ({})",
               o.watch_plans_ms, 0, 3600000),
-      Flag{"--redis",
-           {},
-           "NAME=URL",
-           "a Redis endpoint, repeatable; URL is\n"
-           "redis://[:password@]host:port[/db][?prefix=P]\n"
-           "({})",
-           [&redis_flags](std::string_view v) -> Status {
-             redis_flags.emplace_back(v);
-             return {};
-           },
-           [] {
-             return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl);
-           }},
+      RedisFlag(redis_flags),
       IntFlag("--max-model-bytes", "N",
               "size limit of a model file (NAME.model.json); a larger\n"
               "one fails the plans folder's load ({})",

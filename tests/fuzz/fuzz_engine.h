@@ -1,7 +1,7 @@
-// What the plan and rank_json harnesses share: one started loop and CPU pool for the
-// whole fuzzing process (a run per input, no Redis), and row sets generated from a
-// node's load-time column types, to run compiled expressions on values a plan's IO
-// would have fetched. Harness thread only (the loop and pool have their own threads).
+// What the plan and rank_json harnesses share: one started LoopRuntime (a loop and a
+// CPU worker) for the whole fuzzing process (a run per input, no Redis), and row sets
+// generated from a node's load-time column types, to run compiled expressions on values
+// a plan's IO would have fetched. Harness thread only (the runtime has its own threads).
 #pragma once
 
 #include <chrono>
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/run_sync.h"
+#include "core/loop_runtime.h"
 #include "plan/plan.h"
 #include "sched/scheduler.h"
 
@@ -25,22 +25,19 @@ inline std::optional<Result<RunResult>> RunWithoutRedis(const PlanPtr& plan, Giv
                                                         int64_t user_id) {
   for (const PlanNode& n : plan->nodes)
     if (n.op == "sleep" || n.op == "busy_cpu") return std::nullopt;
-  struct Engine {
-    EventLoop loop{"fuzz"};
-    ThreadPool pool{1, "fuzz-cpu"};
-    ExecEnv env;
-    Engine() {
-      loop.Start();
-      env.loop = &loop;
-      env.pool = &pool;
-    }
-  };
-  static Engine* engine = new Engine;  // never stopped: it serves every input till exit
+  // Never stopped: it serves every input till the process exits. Work a run left behind
+  // (a CPU job past the deadline) may still use the runtime and env after Run returns.
+  static LoopRuntime* runtime = [] {
+    auto* rt = new LoopRuntime("fuzz", /*cpu_threads=*/1);
+    rt->Start();
+    return rt;
+  }();
+  static const ExecEnv env{.loop = &runtime->loop(), .pool = &runtime->cpu()};
   RunRequest req{.plan = plan,
                  .user_id = user_id,
                  .params = std::move(params),
                  .deadline = Clock::now() + std::chrono::milliseconds(500)};
-  return RunSync(engine->loop, RunPlan(engine->env, std::move(req)));
+  return runtime->Run(RunPlan(env, std::move(req)));
 }
 
 // Six physical rows of every column in `types`, with nulls and extreme values, under a
