@@ -42,17 +42,24 @@ def features_of(ids):
 
 
 def train(path, objective="binary:logistic", trees=20, depth=4, names=True, seed=1,
-          base_score=0.3, booster="gbtree"):
+          base_score=0.3, booster="gbtree", noise=False):
+    """noise: labels at random, so that every tree grows to its full depth (a model that
+    costs what its size says)."""
     rng = np.random.default_rng(seed)
-    x = rng.uniform(-50, 120, size=(400, 4)).astype(np.float32)
+    n = 3000 if noise else 400
+    x = rng.uniform(-50, 120, size=(n, 4)).astype(np.float32)
     x[rng.uniform(size=x.shape) < 0.1] = np.nan
-    x[:, 3] = rng.integers(0, 2, size=400)
+    x[:, 3] = rng.integers(0, 2, size=n)
     y = (x[:, 1] > 0).astype(np.float32) if objective.startswith(("binary", "reg:logistic")) \
         else np.nan_to_num(x[:, 1]) * 0.1 + x[:, 3]
+    if noise:
+        y = rng.integers(0, 2, size=n).astype(np.float32)
     d = xgb.DMatrix(x, label=y, missing=np.nan,
                     feature_names=["a", "b", "c", "d"] if names else None)
     params = {"objective": objective, "max_depth": depth, "eta": 0.3, "nthread": 1,
               "seed": seed, "base_score": base_score, "booster": booster}
+    if noise:
+        params.update({"min_child_weight": 0, "gamma": 0, "lambda": 0})
     if booster == "dart":
         params.update({"rate_drop": 0.2, "skip_drop": 0.0})
     bst = xgb.train(params, d, num_boost_round=trees)
@@ -320,13 +327,14 @@ def test_model_metrics_count_rows_and_go_with_the_model():
 
 
 def test_a_big_scoring_job_stops_when_its_request_gives_up():
-    # 100,000 rows x 1,000 trees is seconds of work; the 100 ms deadline answers 504
-    # and the job, on a CPU worker, stops at its next block.
-    path, _ = model_file(trees=1000, depth=6)
+    # 100,000 rows x 1,000 full trees of depth 8 is 10^8 walks of 8 steps, a second or
+    # more of work; the 50 ms deadline answers 504 and the job, on a CPU worker, stops at
+    # its next block.
+    path, _ = model_file(trees=1000, depth=8, noise=True)
     d = folder({"big": path}, {"p": scoring_plan("p", "big", rows=100000)})
-    s = Rankd(d, extra_args=["--deadline-ms", "100"])
+    s = Rankd(d, extra_args=["--deadline-ms", "50"])
     status, body = rank(s, "p")
-    assert status == 504, body
+    assert status == 504, (status, body if status != 200 else body["took_us"])
     wait_until(lambda: (metric_value(s.metrics(), "rankd_cpu_jobs_cancelled_total") or 0) >= 1,
                what="the scoring job cancelled")
     wait_until(lambda: metric_value(s.metrics(), "rankd_inflight_requests") == 0,
