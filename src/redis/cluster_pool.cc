@@ -82,7 +82,11 @@ struct RoundAwaiter {
 
 RedisClusterPool::RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint,
                                    RedisClientOptions opts)
-    : RedisClient(std::move(endpoint), std::make_shared<RedisStats>()),
+    : RedisClient(std::move(endpoint), [] {
+        auto stats = std::make_shared<RedisStats>();
+        stats->cluster = true;
+        return stats;
+      }()),
       loop_(loop),
       opts_(opts),
       rng_(reinterpret_cast<uintptr_t>(this) ^
@@ -192,7 +196,7 @@ void RedisClusterPool::Install(const SlotMap& map) {
       masters_.push_back(owner);
   }
   map_ = map;
-  Bump(cluster_stats_.refreshes);
+  Bump(stats_->slot_map_refreshes);
 }
 
 Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisCommand> commands,
@@ -235,7 +239,7 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       asking[i] = 0;
       if (redirect.kind == Redirect::kRetry) {
         pause_for = &r;
-        Bump(cluster_stats_.retries);
+        Bump(stats_->cluster_retries);
         RefreshSlotMap();
       } else {
         if (redirect.to.host.empty()) redirect.to.host = target[i]->endpoint().host;
@@ -243,11 +247,11 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
         target[i] = &to;
         if (redirect.kind == Redirect::kMoved) {
           slot_owner_[static_cast<size_t>(redirect.slot)] = &to;
-          Bump(cluster_stats_.moved);
+          Bump(stats_->moved);
           RefreshSlotMap();
         } else {
           asking[i] = 1;
-          Bump(cluster_stats_.ask);
+          Bump(stats_->asked);
         }
       }
       again.push_back(i);
@@ -299,7 +303,6 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
     g->reply_to.push_back(i);
   }
   if (groups.empty()) co_return Result<void>{};
-  Bump(cluster_stats_.node_batches, groups.size());
   auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
   for (auto& g : groups)
     Spawn(RunNodeBatch(g.pool, std::move(g.cmds), std::move(g.reply_to), deadline, round));

@@ -18,8 +18,12 @@
 // fail as a single server's would (unavailable, backend_error, deadline_exceeded) and
 // starts a map refresh from another node, which finds the promoted replica.
 //
+// Counters: the endpoint's RedisStats, shared by its node pools (batches counts node
+// batches: rounds x nodes touched), plus moved, asked, cluster_retries and
+// slot_map_refreshes.
+//
 // Threads: create, use, Close and destroy on the loop thread of `loop` only; the stats
-// and cluster_stats() from any thread.
+// from any thread.
 #pragma once
 
 #include <atomic>
@@ -37,15 +41,6 @@
 
 namespace rankd {
 
-// What the routing did, for tests and benchmarks.
-struct ClusterStats {
-  std::atomic<uint64_t> moved{0};          // MOVED replies followed
-  std::atomic<uint64_t> ask{0};            // ASK replies followed
-  std::atomic<uint64_t> retries{0};        // TRYAGAIN / CLUSTERDOWN / unserved slot resends
-  std::atomic<uint64_t> refreshes{0};      // slot maps installed
-  std::atomic<uint64_t> node_batches{0};   // batches sent to nodes (rounds x nodes touched)
-};
-
 class RedisClusterPool final : public RedisClient {
  public:
   // Starts connecting to the seeds and fetching the slot map at once.
@@ -57,8 +52,6 @@ class RedisClusterPool final : public RedisClient {
   bool live() const override;
   std::string NotLiveReason() const override;
   void Close() override;
-
-  const ClusterStats& cluster_stats() const { return cluster_stats_; }
 
  private:
   struct Round;
@@ -94,7 +87,6 @@ class RedisClusterPool final : public RedisClient {
   bool closed_ = false;
   size_t next_seed_ = 0;  // where the next refresh starts asking
   uint64_t rng_;          // backoff jitter
-  ClusterStats cluster_stats_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
