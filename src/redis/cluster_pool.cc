@@ -80,13 +80,13 @@ struct RoundAwaiter {
 };
 }  // namespace
 
-RedisClusterPool::RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint,
-                                   RedisClientOptions opts)
-    : RedisClient(std::move(endpoint), [] {
-        auto stats = std::make_shared<RedisStats>();
-        stats->cluster = true;
-        return stats;
-      }()),
+RedisClusterPool::RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts)
+    : RedisClient(std::move(endpoint),
+                  [] {
+                    auto stats = std::make_shared<RedisStats>();
+                    stats->cluster = true;
+                    return stats;
+                  }()),
       loop_(loop),
       opts_(opts),
       rng_(reinterpret_cast<uintptr_t>(this) ^
@@ -234,8 +234,12 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       const RedisReply& r = replies[i];
       if (!r.is_error()) continue;
       Redirect redirect = ParseRedirect(r.str);
-      if (redirect.kind == Redirect::kNone || redirects[i] >= opts_.max_redirects) continue;
-      ++redirects[i];
+      if (redirect.kind == Redirect::kNone) continue;
+      // Redirects are bounded per command; retries by the deadline (without one, like
+      // redirects).
+      bool bounded = redirect.kind != Redirect::kRetry || !deadline;
+      if (bounded && redirects[i] >= opts_.max_redirects) continue;
+      if (bounded) ++redirects[i];
       asking[i] = 0;
       if (redirect.kind == Redirect::kRetry) {
         pause_for = &r;
@@ -321,7 +325,8 @@ Task<void> RedisClusterPool::RunNodeBatch(RedisPool* pool, std::vector<RedisComm
     if (!round->error) round->error = std::move(r.error());
   } else {
     for (size_t k = 0; k < reply_to.size(); ++k)
-      if (reply_to[k] >= 0) (*round->replies)[static_cast<size_t>(reply_to[k])] = std::move((*r)[k]);
+      if (reply_to[k] >= 0)
+        (*round->replies)[static_cast<size_t>(reply_to[k])] = std::move((*r)[k]);
   }
   // Node batches resume through the loop's deferred queue, never in a hiredis callback,
   // so the round may go on from here; Defer keeps the stack flat all the same.

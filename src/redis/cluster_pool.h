@@ -10,13 +10,14 @@
 //   MOVED slot host:port    the slot's owner is remembered at once, the whole map is
 //                           fetched again in the background, the command resent there;
 //   ASK slot host:port      ASKING + the command, to that node, this once;
-//   TRYAGAIN, CLUSTERDOWN   resent after a jittered 10-100 ms pause, if the deadline
-//                           leaves room; else the batch fails with unavailable;
-// at most `max_redirects` times per command, after which the error reply stands (a
-// backend_error for the task). Resent commands of one round again leave together. A
-// node that fails a batch (connection refused or lost: a dead master) makes the batch
-// fail as a single server's would (unavailable, backend_error, deadline_exceeded) and
-// starts a map refresh from another node, which finds the promoted replica.
+//   TRYAGAIN, CLUSTERDOWN   resent after a jittered 10-100 ms pause, again and again
+//                           while the deadline leaves room; then the batch fails with
+//                           unavailable (a cluster failing over answers CLUSTERDOWN);
+// MOVED and ASK at most `max_redirects` times per command (retries too when there is no
+// deadline), after which the error reply stands (a backend_error for the task). Resent commands of
+// one round again leave together. A node that fails a batch (connection refused or lost: a dead
+// master) makes the batch fail as a single server's would (unavailable, backend_error,
+// deadline_exceeded) and starts a map refresh from another node, which finds the promoted replica.
 //
 // Counters: the endpoint's RedisStats, shared by its node pools (batches counts node
 // batches: rounds x nodes touched), plus moved, asked, cluster_retries and
@@ -68,8 +69,8 @@ class RedisClusterPool final : public RedisClient {
   Task<Result<void>> SendRound(const std::vector<RedisCommand>& commands,
                                const std::vector<uint32_t>& todo,
                                const std::vector<RedisPool*>& target,
-                               const std::vector<uint8_t>& asking,
-                               std::vector<RedisReply>& replies, Deadline deadline);
+                               const std::vector<uint8_t>& asking, std::vector<RedisReply>& replies,
+                               Deadline deadline);
   static Task<void> RunNodeBatch(RedisPool* pool, std::vector<RedisCommand> cmds,
                                  std::vector<int64_t> reply_to, Deadline deadline,
                                  std::shared_ptr<Round> round);
@@ -82,7 +83,7 @@ class RedisClusterPool final : public RedisClient {
   std::vector<RedisPool*> slot_owner_;  // per slot, once a map is known; nullptr: unserved
   std::vector<RedisPool*> masters_;     // of the current map, each once
   bool refreshing_ = false;
-  TimePoint last_refresh_{};  // when the last fetch ended
+  TimePoint last_refresh_{};   // when the last fetch ended
   std::string refresh_error_;  // why the last fetch failed, for NotLiveReason
   bool closed_ = false;
   size_t next_seed_ = 0;  // where the next refresh starts asking

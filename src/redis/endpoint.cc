@@ -88,8 +88,7 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
-    if (cluster)
-      return bad("a Redis Cluster has no databases: remove '/" + std::string(db) + "'");
+    if (cluster) return bad("a Redis Cluster has no databases: remove '/" + std::string(db) + "'");
     if (!db.empty()) {
       std::optional<int> n = ParseStrictInt<int>(db);
       if (!n || *n < 0)

@@ -1,8 +1,8 @@
 // Redis endpoints as configured by flags: `--redis NAME=URL`, repeatable, where URL is
 // redis://[[user]:password@]host[:port][/db][?prefix=P] (one server) or
 // redis-cluster://[[user]:password@]host[:port][,host[:port]...][?prefix=P] (a Redis
-// Cluster, found through any of those seed nodes; a cluster has no databases). The parsers are shared by every
-// CLI subcommand (run, bench, seed) so that they all accept the same syntax.
+// Cluster, found through any of those seed nodes; a cluster has no databases). The parsers are
+// shared by every CLI subcommand (run, bench, seed) so that they all accept the same syntax.
 //
 // Threads: pure functions and plain values; any thread.
 #pragma once

@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "core/event_loop.h"
+#include "redis/client.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
-#include "redis/client.h"
 #include "redis/stats.h"
 
 namespace rankd {

@@ -142,8 +142,9 @@ class Writer {
       argv_.push_back(a.data());
       lens_.push_back(a.size());
     }
-    size_t server =
-        slot_server_.empty() ? 0 : static_cast<size_t>(slot_server_[static_cast<size_t>(KeySlot(args[1]))]);
+    size_t server = slot_server_.empty()
+                        ? 0
+                        : static_cast<size_t>(slot_server_[static_cast<size_t>(KeySlot(args[1]))]);
     redisContext* c = servers_[server];
     if (redisAppendCommandArgv(c, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) !=
         REDIS_OK)
@@ -453,8 +454,9 @@ Result<Servers> OpenServers(const RedisEndpoint& ep, bool flush) {
       continue;
     }
     if (!node.password.empty()) {
-      auto r = node.user.empty() ? Call(ctx.get(), WhereOf(node), {"AUTH", node.password})
-                                 : Call(ctx.get(), WhereOf(node), {"AUTH", node.user, node.password});
+      auto r = node.user.empty()
+                   ? Call(ctx.get(), WhereOf(node), {"AUTH", node.password})
+                   : Call(ctx.get(), WhereOf(node), {"AUTH", node.user, node.password});
       if (!r) return Fail(r.error());
     }
     auto slots = Call(ctx.get(), WhereOf(node), {"CLUSTER", "SLOTS"});
