@@ -53,6 +53,15 @@ uint64_t NextRandom(uint64_t& s) {
   return z ^ (z >> 31);
 }
 
+constexpr uint32_t kNoGroup = UINT32_MAX;  // a command no node serves
+
+// Puts a node's replies where their commands were in the batch (-1: ASKING's, dropped).
+void Scatter(const std::vector<int64_t>& reply_to, std::vector<RedisReply>& from,
+             std::vector<RedisReply>& to) {
+  for (size_t k = 0; k < reply_to.size(); ++k)
+    if (reply_to[k] >= 0) to[static_cast<size_t>(reply_to[k])] = std::move(from[k]);
+}
+
 constexpr uint64_t kRetryPauseMinMs = 10;
 constexpr uint64_t kRetryPauseMaxMs = 100;
 // A burst of failures costs one CLUSTER SLOTS: triggers within this long of the last
@@ -288,25 +297,49 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
     std::vector<RedisCommand> cmds;
     std::vector<int64_t> reply_to;  // the batch index of each command's reply; -1: ASKING's
   };
+  // Two passes: find each command's group and count, then fill vectors of exact size.
   std::vector<Group> groups;
-  for (uint32_t i : todo) {
+  std::vector<size_t> sizes;
+  std::vector<uint32_t> group_of(todo.size());
+  for (size_t k = 0; k < todo.size(); ++k) {
+    uint32_t i = todo[k];
     RedisPool* pool = target[i];
     if (pool == nullptr) {
       replies[i] = RedisReply::Error("CLUSTERDOWN Hash slot not served");
+      group_of[k] = kNoGroup;
       continue;
     }
-    Group* g = nullptr;
-    for (auto& candidate : groups)
-      if (candidate.pool == pool) g = &candidate;
-    if (g == nullptr) g = &groups.emplace_back(Group{pool, {}, {}});
-    if (asking[i]) {
-      g->cmds.push_back(RedisCommand{"ASKING"});
-      g->reply_to.push_back(-1);
+    size_t g = 0;
+    while (g < groups.size() && groups[g].pool != pool) ++g;
+    if (g == groups.size()) {
+      groups.push_back(Group{pool, {}, {}});
+      sizes.push_back(0);
     }
-    g->cmds.push_back(commands[i]);  // a copy: a redirect sends it again
-    g->reply_to.push_back(i);
+    sizes[g] += asking[i] ? 2 : 1;
+    group_of[k] = static_cast<uint32_t>(g);
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    groups[g].cmds.reserve(sizes[g]);
+    groups[g].reply_to.reserve(sizes[g]);
+  }
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (group_of[k] == kNoGroup) continue;
+    uint32_t i = todo[k];
+    Group& g = groups[group_of[k]];
+    if (asking[i]) {
+      g.cmds.push_back(RedisCommand{"ASKING"});
+      g.reply_to.push_back(-1);
+    }
+    g.cmds.push_back(commands[i]);  // a copy: a redirect sends it again
+    g.reply_to.push_back(i);
   }
   if (groups.empty()) co_return Result<void>{};
+  if (groups.size() == 1) {  // one node (a one-key batch, say): no round to share
+    auto r = co_await groups[0].pool->Batch(std::move(groups[0].cmds), deadline);
+    if (!r) co_return Fail(std::move(r.error()));
+    Scatter(groups[0].reply_to, *r, replies);
+    co_return Result<void>{};
+  }
   auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
   for (auto& g : groups)
     Spawn(RunNodeBatch(g.pool, std::move(g.cmds), std::move(g.reply_to), deadline, round));
@@ -324,9 +357,7 @@ Task<void> RedisClusterPool::RunNodeBatch(RedisPool* pool, std::vector<RedisComm
   if (!r) {
     if (!round->error) round->error = std::move(r.error());
   } else {
-    for (size_t k = 0; k < reply_to.size(); ++k)
-      if (reply_to[k] >= 0)
-        (*round->replies)[static_cast<size_t>(reply_to[k])] = std::move((*r)[k]);
+    Scatter(reply_to, *r, *round->replies);
   }
   // Node batches resume through the loop's deferred queue, never in a hiredis callback,
   // so the round may go on from here; Defer keeps the stack flat all the same.

@@ -42,18 +42,12 @@ class RedisPool final : public RedisClient {
             std::shared_ptr<RedisStats> stats = std::make_shared<RedisStats>());
   ~RedisPool() override;  // Close()s if needed
 
-  // Sends every command on one connection and resumes with one reply per command, in
-  // order. Redis error replies are values (RedisReply::kError), not failures: the
-  // caller knows which key a WRONGTYPE is about. Fails with
-  //   unavailable        no live connection, or the connection was lost before every
-  //                      reply came;
-  //   backend_error      the connection was dropped over a bad reply (over
-  //                      ReplyLimits, protocol error);
-  //   deadline_exceeded  `deadline` passed first (also when it already has).
-  // The message names the endpoint by name and says what failed; the error's detail
-  // (for the log only) adds its address, why, and the batch's first command and key.
-  // An empty batch succeeds at once. While every connection is busy up to its in-flight
-  // cap, or still connecting, the batch waits (bounded by the deadline).
+  // RedisClient::Batch on one connection: every command leaves in one write. Fails
+  // with unavailable when no connection is live or the one used is lost before every
+  // reply came, backend_error when it is dropped over a bad reply (over ReplyLimits,
+  // protocol error), deadline_exceeded when `deadline` passes first (also when it
+  // already has). While every connection is busy up to its in-flight cap, or still
+  // connecting, the batch waits (bounded by the deadline).
   Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
                                               Deadline deadline) override;
 
