@@ -1,6 +1,7 @@
 #include "redis/endpoint.h"
 
 #include <cctype>
+#include <expected>
 #include <optional>
 
 #include "core/parse_int.h"
@@ -28,12 +29,29 @@ bool ValidName(std::string_view n) {
   return true;
 }
 
+// "host[:port]" or "[v6]:port" -> address; else what is wrong with it.
+std::expected<RedisAddress, std::string> ParseAddress(std::string_view rest);
+
 }  // namespace
 
 std::string RedisEndpoint::Label() const {
+  if (is_cluster()) {
+    std::string out = name + " (cluster ";
+    for (size_t i = 0; i < cluster_seeds.size(); ++i)
+      out += (i ? "," : "") + cluster_seeds[i].host + ":" + std::to_string(cluster_seeds[i].port);
+    return out + ")";
+  }
   std::string out = name + " (" + host + ":" + std::to_string(port);
   if (db != 0) out += "/" + std::to_string(db);
   return out + ")";
+}
+
+RedisEndpoint RedisEndpoint::AtNode(const RedisAddress& node) const {
+  RedisEndpoint ep = *this;
+  ep.host = node.host;
+  ep.port = node.port;
+  ep.cluster_seeds.clear();
+  return ep;
 }
 
 Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url) {
@@ -43,10 +61,13 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   };
   if (!ValidName(name)) return bad("endpoint name must be [A-Za-z0-9_.-]+");
   constexpr std::string_view kScheme = "redis://";
-  if (!url.starts_with(kScheme)) return bad("URL must start with redis://");
+  constexpr std::string_view kClusterScheme = "redis-cluster://";
+  const bool cluster = url.starts_with(kClusterScheme);
+  if (!cluster && !url.starts_with(kScheme))
+    return bad("URL must start with redis:// or redis-cluster://");
   RedisEndpoint ep;
   ep.name = std::string(name);
-  std::string_view rest = url.substr(kScheme.size());
+  std::string_view rest = url.substr(cluster ? kClusterScheme.size() : kScheme.size());
 
   // Query: only prefix=P is known.
   if (size_t q = rest.find('?'); q != std::string_view::npos) {
@@ -67,6 +88,7 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
+    if (cluster) return bad("a Redis Cluster has no databases: remove '/" + std::string(db) + "'");
     if (!db.empty()) {
       std::optional<int> n = ParseStrictInt<int>(db);
       if (!n || *n < 0)
@@ -86,6 +108,30 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
       ep.password = std::string(userinfo.substr(colon + 1));
     }
   }
+  if (!cluster) {
+    auto addr = ParseAddress(rest);
+    if (!addr) return bad(std::move(addr.error()));
+    ep.host = std::move(addr->host);
+    ep.port = addr->port;
+    return ep;
+  }
+  while (true) {
+    size_t comma = rest.find(',');
+    auto addr = ParseAddress(rest.substr(0, comma));
+    if (!addr) return bad(std::move(addr.error()));
+    ep.cluster_seeds.push_back(std::move(*addr));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  ep.host = ep.cluster_seeds.front().host;
+  ep.port = ep.cluster_seeds.front().port;
+  return ep;
+}
+
+namespace {
+std::expected<RedisAddress, std::string> ParseAddress(std::string_view rest) {
+  using Bad = std::unexpected<std::string>;
+  auto bad = [](std::string what) { return Bad(std::move(what)); };
   // Host and port; an IPv6 literal goes in brackets.
   std::string_view host = rest;
   std::string_view port;
@@ -105,21 +151,23 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
     if (port.empty()) return bad("empty port");
   }
   if (host.empty()) return bad("missing host");
-  ep.host = std::string(host);
+  RedisAddress addr{std::string(host)};
   if (!port.empty()) {
     std::optional<int> n = ParseStrictInt<int>(port);
     if (!n || *n < 1 || *n > 65535)
       return bad("port '" + std::string(port) + "' is not in 1..65535");
-    ep.port = *n;
+    addr.port = *n;
   }
-  return ep;
+  return addr;
 }
+}  // namespace
 
 Result<RedisEndpoint> ParseRedisFlag(std::string_view flag_value) {
   size_t eq = flag_value.find('=');
   if (eq == std::string_view::npos || eq == 0)
     return Fail(Error::InvalidParam("--redis '" + MaskUrl(flag_value) +
-                                    "': expected NAME=redis://host:port[/db][?prefix=P]"));
+                                    "': expected NAME=redis://host:port[/db][?prefix=P] or "
+                                    "NAME=redis-cluster://host:port[,host:port...][?prefix=P]"));
   return ParseRedisUrl(flag_value.substr(0, eq), flag_value.substr(eq + 1));
 }
 

@@ -1,6 +1,8 @@
 // Redis endpoints as configured by flags: `--redis NAME=URL`, repeatable, where URL is
-// redis://[[user]:password@]host[:port][/db][?prefix=P]. The parsers are shared by every
-// CLI subcommand (run, bench, seed) so that they all accept the same syntax.
+// redis://[[user]:password@]host[:port][/db][?prefix=P] (one server) or
+// redis-cluster://[[user]:password@]host[:port][,host[:port]...][?prefix=P] (a Redis
+// Cluster, found through any of those seed nodes; a cluster has no databases). The parsers are
+// shared by every CLI subcommand (run, bench, seed) so that they all accept the same syntax.
 //
 // Threads: pure functions and plain values; any thread.
 #pragma once
@@ -17,18 +19,31 @@ namespace rankd {
 inline constexpr std::string_view kDefaultRedisEndpointName = "redis_default";
 inline constexpr std::string_view kDefaultRedisUrl = "redis://127.0.0.1:6379";
 
-struct RedisEndpoint {
-  std::string name;  // how plans refer to it ("endpoint": "redis_default")
+struct RedisAddress {
   std::string host;
   int port = 6379;
+  bool operator==(const RedisAddress&) const = default;
+};
+
+struct RedisEndpoint {
+  std::string name;  // how plans refer to it ("endpoint": "redis_default")
+  std::string host;  // a cluster's: its first seed node
+  int port = 6379;
+  // redis-cluster://: the seed nodes, in the URL's order (the first is host:port). Empty
+  // for a single server.
+  std::vector<RedisAddress> cluster_seeds;
   std::string user;      // AUTH user password when set (Redis 6 ACL), else AUTH password
   std::string password;  // empty: no AUTH
   int db = 0;            // SELECT db when non-zero
   std::string prefix;    // prepended to every key
 
-  // "redis_default (127.0.0.1:6379)": how error messages name the endpoint (never the
-  // password).
+  bool is_cluster() const { return !cluster_seeds.empty(); }
+  // "redis_default (127.0.0.1:6379)", "shop (cluster 10.0.0.1:7000,10.0.0.2:7000)": how
+  // error messages name the endpoint (never the password).
   std::string Label() const;
+  // The same endpoint at one node of its cluster: a single server, same name, password
+  // and prefix.
+  RedisEndpoint AtNode(const RedisAddress& node) const;
 };
 
 // Parses a URL for the endpoint `name`. Errors are InvalidParam and quote the URL

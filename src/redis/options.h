@@ -30,6 +30,9 @@ struct RedisClientOptions {
   uint64_t backoff_min_ms = 50;
   uint64_t backoff_max_ms = 2000;
   ReplyLimits reply_limits{};
+  // Redis Cluster: MOVED/ASK redirects followed per command (--redis-max-redirects);
+  // past them the redirect's error reply is the command's reply.
+  int max_redirects = 5;
 };
 
 }  // namespace rankd

@@ -62,11 +62,9 @@ std::string Describe(const PendingBatch* b) {
 }
 }  // namespace
 
-RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts)
-    : loop_(loop),
-      endpoint_(std::move(endpoint)),
-      opts_(opts),
-      stats_(std::make_shared<RedisStats>()) {
+RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts,
+                     std::shared_ptr<RedisStats> stats)
+    : RedisClient(std::move(endpoint), std::move(stats)), loop_(loop), opts_(opts) {
   loop_.AssertInLoopThread();
   int n = std::max(1, opts_.connections_per_endpoint);
   uint64_t seed = reinterpret_cast<uintptr_t>(this) ^

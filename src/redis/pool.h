@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "core/event_loop.h"
 #include "core/task.h"
+#include "redis/client.h"
 #include "redis/command.h"
 #include "redis/connection.h"
 #include "redis/endpoint.h"
@@ -33,43 +34,28 @@ namespace rankd {
 
 struct PendingBatch;  // pool.cc
 
-class RedisPool {
+class RedisPool final : public RedisClient {
  public:
-  // Starts connecting at once; a Redis that is down is retried in the background.
-  RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts);
-  ~RedisPool();  // Close()s if needed
-  RedisPool(const RedisPool&) = delete;
-  RedisPool& operator=(const RedisPool&) = delete;
+  // Starts connecting at once; a Redis that is down is retried in the background. The
+  // counters go to `stats` (a cluster's node pools share their endpoint's).
+  RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts,
+            std::shared_ptr<RedisStats> stats = std::make_shared<RedisStats>());
+  ~RedisPool() override;  // Close()s if needed
 
-  // Sends every command on one connection and resumes with one reply per command, in
-  // order. Redis error replies are values (RedisReply::kError), not failures: the
-  // caller knows which key a WRONGTYPE is about. Fails with
-  //   unavailable        no live connection, or the connection was lost before every
-  //                      reply came;
-  //   backend_error      the connection was dropped over a bad reply (over
-  //                      ReplyLimits, protocol error);
-  //   deadline_exceeded  `deadline` passed first (also when it already has).
-  // The message names the endpoint by name and says what failed; the error's detail
-  // (for the log only) adds its address, why, and the batch's first command and key.
-  // An empty batch succeeds at once. While every connection is busy up to its in-flight
-  // cap, or still connecting, the batch waits (bounded by the deadline).
+  // RedisClient::Batch on one connection: every command leaves in one write. Fails
+  // with unavailable when no connection is live or the one used is lost before every
+  // reply came, backend_error when it is dropped over a bad reply (over ReplyLimits,
+  // protocol error), deadline_exceeded when `deadline` passes first (also when it
+  // already has). While every connection is busy up to its in-flight cap, or still
+  // connecting, the batch waits (bounded by the deadline).
   Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
-                                              Deadline deadline);
+                                              Deadline deadline) override;
 
-  const RedisEndpoint& endpoint() const { return endpoint_; }
-  const std::string& prefix() const { return endpoint_.prefix; }
   // At least one connection has completed its handshake and is not lost.
-  bool live() const;
+  bool live() const override;
   // Why the pool is not live ("connect failed: Connection refused"), "" when live.
-  std::string NotLiveReason() const;
-  const RedisStats& stats() const { return *stats_; }
-  // For the IO tasks' value counters (fields_missing, ...). Loop thread only.
-  RedisStats& mutable_stats() { return *stats_; }
-  std::shared_ptr<const RedisStats> shared_stats() const { return stats_; }
-
-  // Fails queued and in-flight batches with unavailable and closes every connection.
-  // Idempotent. REQUIRES: not inside a hiredis callback.
-  void Close();
+  std::string NotLiveReason() const override;
+  void Close() override;
 
  private:
   friend struct PendingBatch;
@@ -90,9 +76,7 @@ class RedisPool {
                          std::string_view detail) const;
 
   EventLoop& loop_;
-  RedisEndpoint endpoint_;
   RedisClientOptions opts_;
-  std::shared_ptr<RedisStats> stats_;
   std::vector<std::unique_ptr<RedisConnection>> conns_;
   std::deque<PendingBatch*> queue_;  // waiting for a connection; each holds a ref
   bool pump_scheduled_ = false;

@@ -1,5 +1,8 @@
 #include "redis/pools.h"
 
+#include "redis/cluster_pool.h"
+#include "redis/pool.h"
+
 namespace rankd {
 
 RedisPools::RedisPools(EventLoop& loop, const std::vector<RedisEndpoint>& endpoints,
@@ -7,7 +10,12 @@ RedisPools::RedisPools(EventLoop& loop, const std::vector<RedisEndpoint>& endpoi
     : loop_(loop) {
   loop_.AssertInLoopThread();
   pools_.reserve(endpoints.size());
-  for (const auto& ep : endpoints) pools_.push_back(std::make_unique<RedisPool>(loop, ep, opts));
+  for (const auto& ep : endpoints) {
+    if (ep.is_cluster())
+      pools_.push_back(std::make_unique<RedisClusterPool>(loop, ep, opts));
+    else
+      pools_.push_back(std::make_unique<RedisPool>(loop, ep, opts));
+  }
   // If the loop stops first, close while its handles and timers still work.
   loop.AddShutdownHook([this, alive = alive_] {
     if (*alive) Close();
@@ -19,7 +27,7 @@ RedisPools::~RedisPools() {
   *alive_ = false;
 }
 
-RedisPool* RedisPools::Get(std::string_view name) const {
+RedisClient* RedisPools::Get(std::string_view name) const {
   for (const auto& p : pools_)
     if (p->endpoint().name == name) return p.get();
   return nullptr;

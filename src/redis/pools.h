@@ -1,4 +1,5 @@
-// RedisPools: a shard's Redis client — one RedisPool per configured endpoint, created on
+// RedisPools: a shard's Redis client — one RedisClient per configured endpoint (a
+// RedisPool for redis://, a RedisClusterPool for redis-cluster://), created on
 // the shard's loop thread from the parsed `--redis` flags. A shard whose Redis is down
 // still starts: pools connect and reconnect in the background, and Ready() (for
 // /readyz) says whether every endpoint has a live connection.
@@ -6,7 +7,7 @@
 //   auto eps = ParseRedisFlags(flag_values);          // main thread, at start
 //   // on the shard's loop thread:
 //   auto pools = std::make_unique<RedisPools>(loop, *eps, RedisClientOptions{});
-//   RedisPool* p = pools->Get("redis_default");       // from tasks, per node
+//   RedisClient* p = pools->Get("redis_default");     // from tasks, per node
 //
 // Close() (also run by an EventLoop shutdown hook if nobody called it) fails pending
 // commands with unavailable and closes the connections.
@@ -25,9 +26,9 @@
 #include <vector>
 
 #include "core/event_loop.h"
+#include "redis/client.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
-#include "redis/pool.h"
 #include "redis/stats.h"
 
 namespace rankd {
@@ -41,12 +42,12 @@ class RedisPools {
   RedisPools& operator=(const RedisPools&) = delete;
 
   // The pool of endpoint `name`; nullptr when no such endpoint is configured.
-  RedisPool* Get(std::string_view name) const;
+  RedisClient* Get(std::string_view name) const;
   // Every endpoint has at least one live connection.
   bool Ready() const;
   // "" when Ready(); else which endpoints are not, and why, for /readyz's body.
   std::string NotReadyReason() const;
-  const std::vector<std::unique_ptr<RedisPool>>& pools() const { return pools_; }
+  const std::vector<std::unique_ptr<RedisClient>>& pools() const { return pools_; }
   // Calls fn(endpoint name, stats) per endpoint; the shared_ptr may be kept for scrapes.
   void ForEachStats(
       const std::function<void(const std::string&, std::shared_ptr<const RedisStats>)>& fn) const;
@@ -55,7 +56,7 @@ class RedisPools {
 
  private:
   const EventLoop& loop_;
-  std::vector<std::unique_ptr<RedisPool>> pools_;
+  std::vector<std::unique_ptr<RedisClient>> pools_;
   bool closed_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards the shutdown hook
 };

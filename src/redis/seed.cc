@@ -7,9 +7,13 @@
 #include <chrono>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
+
+#include "redis/cluster_slots.h"
+#include "redis/reply.h"
 
 namespace rankd {
 
@@ -123,7 +127,13 @@ std::vector<int64_t> Distinct(int64_t want, F draw) {
 // `batch` commands, so a batch costs one round trip.
 class Writer {
  public:
-  Writer(redisContext* c, int batch) : c_(c), batch_(batch) {}
+  // One context per server; `slot_server[slot]` picks a command's server by its key's
+  // slot (a cluster), or is empty (one server).
+  Writer(std::vector<redisContext*> servers, std::vector<int16_t> slot_server, int batch)
+      : servers_(std::move(servers)),
+        slot_server_(std::move(slot_server)),
+        pending_(servers_.size(), 0),
+        batch_(batch) {}
 
   Status Send(const std::vector<std::string>& args) {
     argv_.clear();
@@ -132,27 +142,45 @@ class Writer {
       argv_.push_back(a.data());
       lens_.push_back(a.size());
     }
-    if (redisAppendCommandArgv(c_, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) !=
+    size_t server = slot_server_.empty()
+                        ? 0
+                        : static_cast<size_t>(slot_server_[static_cast<size_t>(KeySlot(args[1]))]);
+    redisContext* c = servers_[server];
+    if (redisAppendCommandArgv(c, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) !=
         REDIS_OK)
       return Fail(
-          Error::Unavailable(std::string("seed: cannot queue ") + args[0] + ": " + c_->errstr));
-    ++pending_;
+          Error::Unavailable(std::string("seed: cannot queue ") + args[0] + ": " + c->errstr));
+    ++pending_[server];
+    ++total_pending_;
     ++commands_;
-    if (pending_ >= batch_) return Flush();
+    if (total_pending_ >= batch_) return Flush();
     return {};
   }
 
+  // Writes every server's commands first, then reads the replies: one round trip,
+  // whatever the number of servers.
   Status Flush() {
-    if (pending_ > 0) ++round_trips_;
-    for (; pending_ > 0; --pending_) {
-      void* raw = nullptr;
-      if (redisGetReply(c_, &raw) != REDIS_OK)
-        return Fail(Error::Unavailable(std::string("seed: connection lost: ") + c_->errstr));
-      std::unique_ptr<redisReply, void (*)(void*)> r(static_cast<redisReply*>(raw),
-                                                     freeReplyObject);
-      if (r->type == REDIS_REPLY_ERROR)
-        return Fail(Error::Backend("seed: Redis refused a write: " + std::string(r->str, r->len)));
+    if (total_pending_ == 0) return {};
+    ++round_trips_;
+    for (redisContext* c : servers_) {
+      for (int done = 0; !done;)
+        if (redisBufferWrite(c, &done) != REDIS_OK)
+          return Fail(Error::Unavailable(std::string("seed: connection lost: ") + c->errstr));
     }
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      redisContext* c = servers_[i];
+      for (; pending_[i] > 0; --pending_[i]) {
+        void* raw = nullptr;
+        if (redisGetReply(c, &raw) != REDIS_OK)
+          return Fail(Error::Unavailable(std::string("seed: connection lost: ") + c->errstr));
+        std::unique_ptr<redisReply, void (*)(void*)> r(static_cast<redisReply*>(raw),
+                                                       freeReplyObject);
+        if (r->type == REDIS_REPLY_ERROR)
+          return Fail(
+              Error::Backend("seed: Redis refused a write: " + std::string(r->str, r->len)));
+      }
+    }
+    total_pending_ = 0;
     return {};
   }
 
@@ -160,9 +188,11 @@ class Writer {
   int64_t round_trips() const { return round_trips_; }
 
  private:
-  redisContext* c_;
+  std::vector<redisContext*> servers_;
+  std::vector<int16_t> slot_server_;
+  std::vector<int> pending_;
   int batch_;
-  int pending_ = 0;
+  int total_pending_ = 0;
   int64_t commands_ = 0;
   int64_t round_trips_ = 0;
   std::vector<const char*> argv_;
@@ -391,14 +421,84 @@ class UserSeeder {
 
 }  // namespace
 
+namespace {
+
+std::string WhereOf(const RedisEndpoint& ep) {
+  return ep.host + ":" + std::to_string(ep.port) + "/" + std::to_string(ep.db);
+}
+
+// The servers to write to: the endpoint itself, or every master of its cluster (found
+// through its first seed that answers CLUSTER SLOTS), each empty or emptied; and, for a
+// cluster, which of them owns each slot.
+struct Servers {
+  std::vector<RedisPtr> contexts;
+  std::vector<int16_t> slot_server;
+};
+
+Result<Servers> OpenServers(const RedisEndpoint& ep, bool flush) {
+  Servers out;
+  if (!ep.is_cluster()) {
+    auto ctx = OpenEmptyDb(ep, flush, WhereOf(ep));
+    if (!ctx) return Fail(ctx.error());
+    out.contexts.push_back(std::move(*ctx));
+    return out;
+  }
+  std::optional<SlotMap> map;
+  std::string why;
+  for (const auto& seed : ep.cluster_seeds) {
+    RedisEndpoint node = ep.AtNode(seed);
+    timeval tv{5, 0};
+    RedisPtr ctx(redisConnectWithTimeout(node.host.c_str(), node.port, tv), redisFree);
+    if (!ctx || ctx->err) {
+      why = "cannot connect to " + WhereOf(node) + ": " + (ctx ? ctx->errstr : "out of memory");
+      continue;
+    }
+    if (!node.password.empty()) {
+      auto r = node.user.empty()
+                   ? Call(ctx.get(), WhereOf(node), {"AUTH", node.password})
+                   : Call(ctx.get(), WhereOf(node), {"AUTH", node.user, node.password});
+      if (!r) return Fail(r.error());
+    }
+    auto slots = Call(ctx.get(), WhereOf(node), {"CLUSTER", "SLOTS"});
+    if (!slots) return Fail(slots.error());
+    auto m = SlotMap::FromClusterSlots(RedisReply::FromHiredis(slots->get()), seed);
+    if (!m) return Fail(Error::Backend("seed: " + WhereOf(node) + ": " + m.error().message));
+    map = std::move(*m);
+    break;
+  }
+  if (!map) return Fail(Error::Unavailable("seed: " + why));
+  out.slot_server.assign(kClusterSlots, -1);
+  for (const auto& range : map->ranges()) {
+    const RedisAddress& master = map->nodes()[static_cast<size_t>(range.master)];
+    int16_t server = -1;
+    for (size_t i = 0; i < out.contexts.size(); ++i)
+      if (out.contexts[i]->tcp.port == master.port && out.contexts[i]->tcp.host == master.host)
+        server = static_cast<int16_t>(i);
+    if (server < 0) {
+      RedisEndpoint node = ep.AtNode(master);
+      auto ctx = OpenEmptyDb(node, flush, WhereOf(node));
+      if (!ctx) return Fail(ctx.error());
+      out.contexts.push_back(std::move(*ctx));
+      server = static_cast<int16_t>(out.contexts.size() - 1);
+    }
+    std::fill(out.slot_server.begin() + range.first, out.slot_server.begin() + range.last + 1,
+              server);
+  }
+  if (std::find(out.slot_server.begin(), out.slot_server.end(), -1) != out.slot_server.end())
+    return Fail(Error::Unavailable("seed: the cluster does not serve every slot"));
+  return out;
+}
+
+}  // namespace
+
 Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
   if (auto ok = CheckOptions(o); !ok) return Fail(ok.error());
   auto t0 = std::chrono::steady_clock::now();
-  const RedisEndpoint& ep = o.endpoint;
-  const std::string where = ep.host + ":" + std::to_string(ep.port) + "/" + std::to_string(ep.db);
-  auto ctx = OpenEmptyDb(ep, o.flush, where);
-  if (!ctx) return Fail(ctx.error());
-  Writer w(ctx->get(), o.pipeline);
+  auto servers = OpenServers(o.endpoint, o.flush);
+  if (!servers) return Fail(servers.error());
+  std::vector<redisContext*> contexts;
+  for (auto& c : servers->contexts) contexts.push_back(c.get());
+  Writer w(std::move(contexts), std::move(servers->slot_server), o.pipeline);
   UserSeeder seeder(o, w);
   for (int64_t u = 1; u <= o.users; ++u)
     if (auto s = seeder.Seed(u); !s) return Fail(s.error());

@@ -1,4 +1,6 @@
-// The demo data set (docs/data.md), written into a Redis server: users with profiles,
+// The demo data set (docs/data.md), written into a Redis server or a Redis Cluster
+// (each command to the master of its key's slot, every master's share of a pipeline
+// sent before any reply is read): users with profiles,
 // Zipf-like follows, media, item features, recs and seen sets. Deterministic for a seed:
 // every value comes from our own splitmix64 streams (never std:: distributions, whose
 // output differs between standard libraries), one stream per user and purpose, and the
@@ -17,14 +19,15 @@
 namespace rankd {
 
 struct SeedOptions {
-  RedisEndpoint endpoint;  // host, port, AUTH, db and key prefix
+  RedisEndpoint endpoint;  // host, port (or cluster seeds), AUTH, db and key prefix
   int64_t users = 10000;
   int64_t follows = 100;  // per user
   int64_t media = 20;     // items authored per user
   int64_t recs = 200;     // per user
   int64_t seen = 50;      // per user
   uint64_t seed = 1;
-  bool flush = false;   // FLUSHDB first; without it a non-empty database is refused
+  bool flush = false;   // FLUSHDB first (every master of a cluster); without it a
+                        // non-empty database is refused
   int pipeline = 2000;  // commands per pipelined round trip
 };
 

@@ -36,6 +36,13 @@ struct RedisStats {
   Counter bad_replies{0};                    // connections dropped over a reply: over a ReplyLimits
                                              // bound, a protocol error, or one nobody asked for
   std::atomic<int64_t> connections_live{0};  // gauge: handshake done, not yet lost
+  // Redis Cluster endpoints only (redis/cluster_pool.h); `cluster` is set before the
+  // stats are shared and never changes.
+  bool cluster = false;
+  Counter moved{0};               // MOVED replies followed
+  Counter asked{0};               // ASK replies followed
+  Counter cluster_retries{0};     // TRYAGAIN / CLUSTERDOWN / unserved slot: resent after a pause
+  Counter slot_map_refreshes{0};  // slot maps fetched and installed
 
   // Batch latency, from Batch() to the last reply: cumulative-style buckets in
   // microseconds (Prometheus histogram layout; the last bucket is +Inf).

@@ -45,7 +45,9 @@ int CmdSeed(const std::vector<std::string>& args) {
     std::fputs(kSeedUsage, stdout);
     return 0;
   }
-  auto ep = url.starts_with("redis://") ? ParseRedisUrl("seed", url) : ParseRedisFlag(url);
+  auto ep = url.starts_with("redis://") || url.starts_with("redis-cluster://")
+                ? ParseRedisUrl("seed", url)
+                : ParseRedisFlag(url);
   if (!ep) {
     std::fprintf(stderr, "rankd seed: %s\n", ep.error().message.c_str());
     return 2;
@@ -58,8 +60,10 @@ int CmdSeed(const std::vector<std::string>& args) {
     return summary.error().code == ErrorCode::kInvalidParam ? 2 : 1;
   }
   std::printf("%s into %s (seed %llu)\n", summary->OneLine().c_str(),
-              (o.endpoint.host + ":" + std::to_string(o.endpoint.port) + "/" +
-               std::to_string(o.endpoint.db))
+              (o.endpoint.is_cluster()
+                   ? "cluster " + o.endpoint.host + ":" + std::to_string(o.endpoint.port)
+                   : o.endpoint.host + ":" + std::to_string(o.endpoint.port) + "/" +
+                         std::to_string(o.endpoint.db))
                   .c_str(),
               static_cast<unsigned long long>(o.seed));
   return 0;

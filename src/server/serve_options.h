@@ -27,6 +27,7 @@ struct ServeOptions {
   std::vector<RedisEndpoint> redis;  // --redis NAME=URL (default redis_default)
   int redis_conns = 2;               // connections per endpoint per shard
   ReplyLimits redis_reply_limits;    // --redis-max-reply-bytes, --redis-max-reply-depth
+  int redis_max_redirects = 5;       // Redis Cluster MOVED/ASK redirects per command
   int64_t deadline_ms = 200;
   int64_t node_timeout_ms = 0;     // 0: none
   size_t max_connections = 10000;  // per shard

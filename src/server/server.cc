@@ -268,6 +268,12 @@ void Server::AddCollectors() {
                          MetricType::Counter);
     auto lat = Family("rankd_redis_batch_duration_seconds",
                       "Time from sending a batch to its last reply", MetricType::Histogram);
+    // Redis Cluster endpoints only: single servers keep their series as they were.
+    auto redirects = Family("rankd_redis_cluster_redirects_total",
+                            "Redis Cluster replies that sent a command elsewhere or again, by kind",
+                            MetricType::Counter);
+    auto refreshes = Family("rankd_redis_cluster_slot_map_refreshes_total",
+                            "Redis Cluster slot maps fetched and installed", MetricType::Counter);
     for (const auto& ep : endpoints) {
       double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
              disconnects = 0, live = 0, lte = 0, sum_us = 0, missing = 0, unparsable = 0,
@@ -325,9 +331,28 @@ void Server::AddCollectors() {
         h.histogram.bucket.push_back(b);
       }
       lat.metric.push_back(std::move(h));
+      double moved = 0, asked = 0, retried = 0, refreshed = 0;
+      bool cluster = false;
+      for (const auto& [name, st] : stats) {
+        if (name != ep || !st->cluster) continue;
+        cluster = true;
+        moved += Read(st->moved);
+        asked += Read(st->asked);
+        retried += Read(st->cluster_retries);
+        refreshed += Read(st->slot_map_refreshes);
+      }
+      if (!cluster) continue;
+      const std::pair<const char*, double> redirect_kinds[] = {
+          {"moved", moved}, {"ask", asked}, {"retry", retried}};
+      for (const auto& [kind, v] : redirect_kinds)
+        redirects.metric.push_back(
+            Sample({{"endpoint", ep}, {"kind", kind}}, v, MetricType::Counter));
+      refreshes.metric.push_back(Sample({{"endpoint", ep}}, refreshed, MetricType::Counter));
     }
     for (auto* f : {&commands, &batches, &errors, &late, &conns, &values, &lat})
       out.push_back(std::move(*f));
+    for (auto* f : {&redirects, &refreshes})
+      if (!f->metric.empty()) out.push_back(std::move(*f));
   });
 }
 

@@ -51,6 +51,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   RedisClientOptions ropts;
   ropts.connections_per_endpoint = opts_.redis_conns;
   ropts.reply_limits = opts_.redis_reply_limits;
+  ropts.max_redirects = opts_.redis_max_redirects;
   RedisPools& redis = runtime_.OpenRedis(opts_.redis, ropts);
   redis.ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
     redis_stats_.emplace_back(ep, std::move(st));

@@ -2,7 +2,7 @@
 // seen_filter); their specs are in io_specs.cc, what they make of the replies in
 // io_replies.cc.
 //
-// Every run builds all of its commands first and sends them as one RedisPool::Batch:
+// Every run builds all of its commands first and sends them as one RedisClient::Batch:
 // one write, one round trip, however many input rows. Error replies (WRONGTYPE) and
 // replies of the wrong type become backend_error (the key and the Redis text in the
 // error's detail, for the log); a lost or refused connection is unavailable; the node's
@@ -23,25 +23,25 @@ namespace rankd {
 namespace {
 
 // The pool of the node's `endpoint` parameter.
-Result<RedisPool*> PoolFor(const TaskContext& ctx) {
+Result<RedisClient*> PoolFor(const TaskContext& ctx) {
   const std::string& name = ctx.args->Str("endpoint");
   if (ctx.redis == nullptr)
     return Fail(Error::Unavailable("no Redis is configured in this process"));
-  RedisPool* pool = ctx.redis->Get(name);
+  RedisClient* pool = ctx.redis->Get(name);
   if (pool == nullptr)
     return Fail(Error::Unavailable("redis endpoint '" + name +
                                    "' is not configured (see --redis NAME=URL)"));
   return pool;
 }
 
-ReplySource SourceOf(RedisPool& pool) {
+ReplySource SourceOf(RedisClient& pool) {
   return {pool.endpoint().name, pool.endpoint().Label(), pool.prefix(), &pool.mutable_stats()};
 }
 
 // Where every per-row IO task starts: the pool of the node's endpoint and the ids of
 // its input rows.
 struct RowIo {
-  RedisPool* pool;
+  RedisClient* pool;
   InputIds ids;
 };
 
@@ -58,7 +58,7 @@ Result<RowIo> StartRowIo(const TaskContext& ctx, const RowSet& in) {
 Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
   auto pool = PoolFor(ctx);
   if (!pool) co_return Fail(pool.error());
-  RedisPool& p = **pool;
+  RedisClient& p = **pool;
   RedisCommand cmd{"HGETALL"};
   cmd.Key(p.prefix(), "user:", ctx.user_id);
   std::vector<RedisCommand> cmds;
@@ -76,7 +76,7 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std
                                    int64_t count) {
   auto io = StartRowIo(ctx, in);
   if (!io) co_return Fail(io.error());
-  RedisPool& p = *io->pool;
+  RedisClient& p = *io->pool;
   const InputIds* ids = &io->ids;
   std::vector<RedisCommand> cmds;
   cmds.reserve(ids->ids.size());
@@ -118,7 +118,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   const RowSet& input = in.at(0);
   auto io = StartRowIo(ctx, input);
   if (!io) co_return Fail(io.error());
-  RedisPool& p = *io->pool;
+  RedisClient& p = *io->pool;
   const InputIds* ids = &io->ids;
   const auto& fields = ctx.args->StrList("fields");
   // Candidates often repeat an item (before a dedupe, or from several sources): ask
@@ -152,7 +152,7 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
   const RowSet& input = in.at(0);
   auto io = StartRowIo(ctx, input);
   if (!io) co_return Fail(io.error());
-  RedisPool& p = *io->pool;
+  RedisClient& p = *io->pool;
   const InputIds* ids = &io->ids;
   if (ids->ids.empty()) co_return input;
   RedisCommand c{"SMISMEMBER"};

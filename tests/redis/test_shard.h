@@ -35,7 +35,7 @@ class TestShard {
 
   EventLoop& loop() { return runtime_.loop(); }
   RedisPools& pools() { return *pools_; }
-  RedisPool& pool(const std::string& name = "redis_default") { return *pools_->Get(name); }
+  RedisClient& pool(const std::string& name = "redis_default") { return *pools_->Get(name); }
 
   // Runs f on the loop thread and waits for its result.
   template <class F>

@@ -1,0 +1,64 @@
+// RedisClient: what tasks talk to for one configured endpoint — a single server
+// (RedisPool) or a Redis Cluster (RedisClusterPool). Either way a task hands its whole
+// batch of commands to Batch() before it suspends and gets one reply per command, in
+// order; the endpoint's counters are one RedisStats, whatever the number of servers.
+//
+// Threads: Batch, live, NotLiveReason and Close on the loop thread of the shard that
+// owns the client; endpoint(), prefix() and the stats from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/deadline.h"
+#include "core/error.h"
+#include "core/task.h"
+#include "redis/command.h"
+#include "redis/endpoint.h"
+#include "redis/reply.h"
+#include "redis/stats.h"
+
+namespace rankd {
+
+class RedisClient {
+ public:
+  virtual ~RedisClient() = default;
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+
+  // One reply per command, in order. Redis error replies are values
+  // (RedisReply::kError), not failures: the caller knows which key a WRONGTYPE is about.
+  // Fails with unavailable (no live connection, or one lost before every reply came),
+  // backend_error (a connection dropped over a bad reply) or deadline_exceeded. The
+  // message names the endpoint by name and says what failed; the error's detail (for the
+  // log only) adds the address, why, and the batch's first command and key. An empty
+  // batch succeeds at once.
+  virtual Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
+                                                      Deadline deadline) = 0;
+
+  // Every command can be sent now (for a cluster: the slot map is known and each
+  // master has a live connection).
+  virtual bool live() const = 0;
+  // Why not live(), "" when live.
+  virtual std::string NotLiveReason() const = 0;
+  // Fails queued and in-flight batches with unavailable and closes every connection.
+  // Idempotent. REQUIRES: not inside a hiredis callback.
+  virtual void Close() = 0;
+
+  const RedisEndpoint& endpoint() const { return endpoint_; }
+  const std::string& prefix() const { return endpoint_.prefix; }
+  const RedisStats& stats() const { return *stats_; }
+  // For the IO tasks' value counters (fields_missing, ...). Loop thread only.
+  RedisStats& mutable_stats() { return *stats_; }
+  std::shared_ptr<const RedisStats> shared_stats() const { return stats_; }
+
+ protected:
+  RedisClient(RedisEndpoint endpoint, std::shared_ptr<RedisStats> stats)
+      : endpoint_(std::move(endpoint)), stats_(std::move(stats)) {}
+
+  RedisEndpoint endpoint_;
+  std::shared_ptr<RedisStats> stats_;
+};
+
+}  // namespace rankd

@@ -1,0 +1,367 @@
+#include "redis/cluster_pool.h"
+
+#include <coroutine>
+#include <string_view>
+
+#include "core/awaitables.h"
+#include "core/parse_int.h"
+
+namespace rankd {
+
+namespace {
+
+// What a cluster error reply asks of the client.
+struct Redirect {
+  enum Kind : uint8_t { kNone, kMoved, kAsk, kRetry } kind = kNone;
+  int slot = -1;
+  RedisAddress to;  // kMoved, kAsk; an empty host means the replying node's
+};
+
+// "MOVED 3999 127.0.0.1:6381", "ASK 3999 :6381", "TRYAGAIN ...", "CLUSTERDOWN ...".
+Redirect ParseRedirect(std::string_view err) {
+  Redirect r;
+  if (err.starts_with("TRYAGAIN") || err.starts_with("CLUSTERDOWN")) {
+    r.kind = Redirect::kRetry;
+    return r;
+  }
+  if (err.starts_with("MOVED "))
+    r.kind = Redirect::kMoved;
+  else if (err.starts_with("ASK "))
+    r.kind = Redirect::kAsk;
+  else
+    return {};
+  std::string_view rest = err.substr(err.find(' ') + 1);
+  size_t space = rest.find(' ');
+  size_t colon = rest.rfind(':');
+  if (space == std::string_view::npos || colon == std::string_view::npos || colon < space)
+    return {};
+  std::optional<int> slot = ParseStrictInt<int>(rest.substr(0, space));
+  std::optional<int> port = ParseStrictInt<int>(rest.substr(colon + 1));
+  if (!slot || *slot < 0 || *slot >= kClusterSlots || !port || *port < 1 || *port > 65535)
+    return {};
+  r.slot = *slot;
+  r.to = {std::string(rest.substr(space + 1, colon - space - 1)), *port};
+  return r;
+}
+
+std::string AddressText(const RedisAddress& a) { return a.host + ":" + std::to_string(a.port); }
+
+uint64_t NextRandom(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+constexpr uint32_t kNoGroup = UINT32_MAX;  // a command no node serves
+
+// Puts a node's replies where their commands were in the batch (-1: ASKING's, dropped).
+void Scatter(const std::vector<int64_t>& reply_to, std::vector<RedisReply>& from,
+             std::vector<RedisReply>& to) {
+  for (size_t k = 0; k < reply_to.size(); ++k)
+    if (reply_to[k] >= 0) to[static_cast<size_t>(reply_to[k])] = std::move(from[k]);
+}
+
+constexpr uint64_t kRetryPauseMinMs = 10;
+constexpr uint64_t kRetryPauseMaxMs = 100;
+// A burst of failures costs one CLUSTER SLOTS: triggers within this long of the last
+// fetch are dropped (the failures that follow trigger again).
+constexpr auto kRefreshHoldOff = std::chrono::milliseconds(100);
+
+}  // namespace
+
+// The node batches of one round in flight: the last to finish resumes the round.
+struct RedisClusterPool::Round {
+  EventLoop* loop;
+  std::vector<RedisReply>* replies;  // the Batch frame's; it waits for every node batch
+  size_t remaining = 0;
+  std::optional<Error> error;  // the first node batch's failure
+  std::coroutine_handle<> waiter;
+};
+
+namespace {
+struct RoundAwaiter {
+  const size_t& remaining;
+  std::coroutine_handle<>& waiter;
+  bool await_ready() const noexcept { return remaining == 0; }
+  void await_suspend(std::coroutine_handle<> h) noexcept { waiter = h; }
+  void await_resume() const noexcept {}
+};
+}  // namespace
+
+RedisClusterPool::RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts)
+    : RedisClient(std::move(endpoint),
+                  [] {
+                    auto stats = std::make_shared<RedisStats>();
+                    stats->cluster = true;
+                    return stats;
+                  }()),
+      loop_(loop),
+      opts_(opts),
+      rng_(reinterpret_cast<uintptr_t>(this) ^
+           static_cast<uint64_t>(Clock::now().time_since_epoch().count())) {
+  loop_.AssertInLoopThread();
+  for (const auto& seed : endpoint_.cluster_seeds) NodePool(seed);
+  RefreshSlotMap();
+}
+
+RedisClusterPool::~RedisClusterPool() {
+  Close();
+  *alive_ = false;
+}
+
+void RedisClusterPool::Close() {
+  if (closed_) return;
+  loop_.AssertInLoopThread();
+  closed_ = true;
+  for (auto& n : nodes_) n->Close();
+}
+
+RedisPool& RedisClusterPool::NodePool(const RedisAddress& addr) {
+  for (auto& n : nodes_)
+    if (n->endpoint().host == addr.host && n->endpoint().port == addr.port) return *n;
+  nodes_.push_back(std::make_unique<RedisPool>(loop_, endpoint_.AtNode(addr), opts_, stats_));
+  return *nodes_.back();
+}
+
+bool RedisClusterPool::live() const {
+  loop_.AssertInLoopThread();
+  if (closed_ || !map_) return false;
+  for (const RedisPool* m : masters_)
+    if (!m->live()) return false;
+  return true;
+}
+
+std::string RedisClusterPool::NotLiveReason() const {
+  loop_.AssertInLoopThread();
+  if (closed_) return "client closed";
+  if (!map_)
+    return "no slot map yet" + (refresh_error_.empty() ? std::string() : ": " + refresh_error_);
+  for (const RedisPool* m : masters_)
+    if (!m->live())
+      return "master " + AddressText({m->endpoint().host, m->endpoint().port}) + ": " +
+             m->NotLiveReason();
+  return "";
+}
+
+Error RedisClusterPool::Unavailable(std::string what, std::string detail) const {
+  Error e = Error::Unavailable("redis endpoint " + endpoint_.name + ": " + what);
+  e.detail = "redis endpoint " + endpoint_.Label() + ": " + detail;
+  return e;
+}
+
+void RedisClusterPool::RefreshSlotMap() {
+  if (refreshing_ || closed_) return;
+  if (map_ && Clock::now() - last_refresh_ < kRefreshHoldOff) return;
+  refreshing_ = true;
+  Spawn(RunRefresh(alive_));
+}
+
+// One pass over the nodes known (the current map's, then the seeds), from a rotating
+// start, until one answers CLUSTER SLOTS with a map. Without any map yet, a failed pass
+// is tried again after 100-200 ms.
+Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
+  std::vector<RedisAddress> from;
+  if (map_) from = map_->nodes();
+  for (const auto& s : endpoint_.cluster_seeds)
+    if (std::find(from.begin(), from.end(), s) == from.end()) from.push_back(s);
+  const size_t start = next_seed_++;
+  bool installed = false;
+  for (size_t k = 0; k < from.size() && !installed; ++k) {
+    const RedisAddress addr = from[(start + k) % from.size()];
+    std::vector<RedisCommand> cmd;
+    cmd.push_back(RedisCommand{"CLUSTER", "SLOTS"});
+    auto reply = co_await NodePool(addr).Batch(
+        std::move(cmd), Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms + 1000));
+    if (!*alive) co_return;
+    if (closed_) break;
+    if (!reply) {
+      refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + reply.error().message;
+      continue;
+    }
+    auto map = SlotMap::FromClusterSlots(reply->at(0), addr);
+    if (!map) {
+      refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + map.error().message;
+      continue;
+    }
+    Install(*map);
+    installed = true;
+  }
+  refreshing_ = false;
+  last_refresh_ = Clock::now();
+  if (installed || map_ || closed_) co_return;
+  loop_.timers().Start(100 + NextRandom(rng_) % 100, [this, alive] {
+    if (*alive) RefreshSlotMap();
+  });
+}
+
+void RedisClusterPool::Install(const SlotMap& map) {
+  slot_owner_.assign(kClusterSlots, nullptr);
+  masters_.clear();
+  for (const auto& range : map.ranges()) {
+    RedisPool* owner = &NodePool(map.nodes()[static_cast<size_t>(range.master)]);
+    std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1, owner);
+    if (std::find(masters_.begin(), masters_.end(), owner) == masters_.end())
+      masters_.push_back(owner);
+  }
+  map_ = map;
+  Bump(stats_->slot_map_refreshes);
+}
+
+Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisCommand> commands,
+                                                              Deadline deadline) {
+  loop_.AssertInLoopThread();
+  if (commands.empty()) co_return std::vector<RedisReply>{};
+  if (closed_) co_return Fail(Unavailable("client closed", "client closed"));
+  if (!map_) {
+    RefreshSlotMap();
+    co_return Fail(Unavailable("no slot map yet", NotLiveReason()));
+  }
+  std::shared_ptr<bool> alive = alive_;
+  const size_t n = commands.size();
+  std::vector<RedisReply> replies(n);
+  std::vector<int> slot(n);
+  std::vector<RedisPool*> target(n);
+  std::vector<uint8_t> asking(n, 0);
+  std::vector<uint8_t> redirects(n, 0);
+  std::vector<uint32_t> todo(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    slot[i] = KeySlot(commands[i].Argument(1));
+    target[i] = slot_owner_[static_cast<size_t>(slot[i])];
+    todo[i] = i;
+  }
+  while (true) {
+    auto sent = co_await SendRound(commands, todo, target, asking, replies, deadline);
+    if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
+    if (!sent) {
+      if (sent.error().code == ErrorCode::kUnavailable) RefreshSlotMap();
+      co_return Fail(std::move(sent.error()));
+    }
+    std::vector<uint32_t> again;
+    const RedisReply* pause_for = nullptr;
+    for (uint32_t i : todo) {
+      const RedisReply& r = replies[i];
+      if (!r.is_error()) continue;
+      Redirect redirect = ParseRedirect(r.str);
+      if (redirect.kind == Redirect::kNone) continue;
+      // Redirects are bounded per command; retries by the deadline (without one, like
+      // redirects).
+      bool bounded = redirect.kind != Redirect::kRetry || !deadline;
+      if (bounded && redirects[i] >= opts_.max_redirects) continue;
+      if (bounded) ++redirects[i];
+      asking[i] = 0;
+      if (redirect.kind == Redirect::kRetry) {
+        pause_for = &r;
+        Bump(stats_->cluster_retries);
+        RefreshSlotMap();
+      } else {
+        if (redirect.to.host.empty()) redirect.to.host = target[i]->endpoint().host;
+        RedisPool& to = NodePool(redirect.to);
+        target[i] = &to;
+        if (redirect.kind == Redirect::kMoved) {
+          slot_owner_[static_cast<size_t>(redirect.slot)] = &to;
+          Bump(stats_->moved);
+          RefreshSlotMap();
+        } else {
+          asking[i] = 1;
+          Bump(stats_->asked);
+        }
+      }
+      again.push_back(i);
+    }
+    if (again.empty()) co_return std::move(replies);
+    if (pause_for != nullptr) {
+      uint64_t ms = kRetryPauseMinMs + NextRandom(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
+      if (deadline && ms_until(*deadline) <= ms)
+        co_return Fail(Unavailable("cluster is down or reconfiguring",
+                                   "no time left to retry after: " + pause_for->str));
+      co_await SleepMs(loop_, ms);
+      if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
+      // The map may be newer now: retried commands go to their slot's current owner.
+      for (uint32_t i : again)
+        if (asking[i] == 0 && ParseRedirect(replies[i].str).kind == Redirect::kRetry)
+          target[i] = slot_owner_[static_cast<size_t>(slot[i])];
+    }
+    todo = std::move(again);
+  }
+}
+
+Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& commands,
+                                               const std::vector<uint32_t>& todo,
+                                               const std::vector<RedisPool*>& target,
+                                               const std::vector<uint8_t>& asking,
+                                               std::vector<RedisReply>& replies,
+                                               Deadline deadline) {
+  struct Group {
+    RedisPool* pool;
+    std::vector<RedisCommand> cmds;
+    std::vector<int64_t> reply_to;  // the batch index of each command's reply; -1: ASKING's
+  };
+  // Two passes: find each command's group and count, then fill vectors of exact size.
+  std::vector<Group> groups;
+  std::vector<size_t> sizes;
+  std::vector<uint32_t> group_of(todo.size());
+  for (size_t k = 0; k < todo.size(); ++k) {
+    uint32_t i = todo[k];
+    RedisPool* pool = target[i];
+    if (pool == nullptr) {
+      replies[i] = RedisReply::Error("CLUSTERDOWN Hash slot not served");
+      group_of[k] = kNoGroup;
+      continue;
+    }
+    size_t g = 0;
+    while (g < groups.size() && groups[g].pool != pool) ++g;
+    if (g == groups.size()) {
+      groups.push_back(Group{pool, {}, {}});
+      sizes.push_back(0);
+    }
+    sizes[g] += asking[i] ? 2 : 1;
+    group_of[k] = static_cast<uint32_t>(g);
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    groups[g].cmds.reserve(sizes[g]);
+    groups[g].reply_to.reserve(sizes[g]);
+  }
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (group_of[k] == kNoGroup) continue;
+    uint32_t i = todo[k];
+    Group& g = groups[group_of[k]];
+    if (asking[i]) {
+      g.cmds.push_back(RedisCommand{"ASKING"});
+      g.reply_to.push_back(-1);
+    }
+    g.cmds.push_back(commands[i]);  // a copy: a redirect sends it again
+    g.reply_to.push_back(i);
+  }
+  if (groups.empty()) co_return Result<void>{};
+  if (groups.size() == 1) {  // one node (a one-key batch, say): no round to share
+    auto r = co_await groups[0].pool->Batch(std::move(groups[0].cmds), deadline);
+    if (!r) co_return Fail(std::move(r.error()));
+    Scatter(groups[0].reply_to, *r, replies);
+    co_return Result<void>{};
+  }
+  auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
+  for (auto& g : groups)
+    Spawn(RunNodeBatch(g.pool, std::move(g.cmds), std::move(g.reply_to), deadline, round));
+  co_await RoundAwaiter{round->remaining, round->waiter};
+  if (round->error) co_return Fail(std::move(*round->error));
+  co_return Result<void>{};
+}
+
+// One node's share of a round, spawned so that every node's share leaves in the same
+// loop turn.
+Task<void> RedisClusterPool::RunNodeBatch(RedisPool* pool, std::vector<RedisCommand> cmds,
+                                          std::vector<int64_t> reply_to, Deadline deadline,
+                                          std::shared_ptr<Round> round) {
+  auto r = co_await pool->Batch(std::move(cmds), deadline);
+  if (!r) {
+    if (!round->error) round->error = std::move(r.error());
+  } else {
+    Scatter(reply_to, *r, *round->replies);
+  }
+  // Node batches resume through the loop's deferred queue, never in a hiredis callback,
+  // so the round may go on from here; Defer keeps the stack flat all the same.
+  if (--round->remaining == 0 && round->waiter) round->loop->Defer(round->waiter);
+}
+
+}  // namespace rankd

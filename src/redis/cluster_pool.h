@@ -1,0 +1,94 @@
+// RedisClusterPool: one shard's client of a Redis Cluster endpoint (redis-cluster://).
+// It keeps a RedisPool per cluster node (the endpoint's connection count each, sharing
+// the endpoint's RedisStats) and the slot map, fetched with CLUSTER SLOTS from any node
+// it knows (the URL's seeds first).
+//
+// Batch() routes each command by the slot of its key (its first argument; every command
+// the IO tasks send has exactly one key), sends each node's share to that node, all
+// nodes in the same loop turn, and puts the replies back in the batch's order: a batch
+// costs one round trip, the slowest node's. Then, per command:
+//   MOVED slot host:port    the slot's owner is remembered at once, the whole map is
+//                           fetched again in the background, the command resent there;
+//   ASK slot host:port      ASKING + the command, to that node, this once;
+//   TRYAGAIN, CLUSTERDOWN   resent after a jittered 10-100 ms pause, again and again
+//                           while the deadline leaves room; then the batch fails with
+//                           unavailable (a cluster failing over answers CLUSTERDOWN);
+// MOVED and ASK at most `max_redirects` times per command (retries too when there is no
+// deadline), after which the error reply stands (a backend_error for the task). Resent commands of
+// one round again leave together. A node that fails a batch (connection refused or lost: a dead
+// master) makes the batch fail as a single server's would (unavailable, backend_error,
+// deadline_exceeded) and starts a map refresh from another node, which finds the promoted replica.
+//
+// Counters: the endpoint's RedisStats, shared by its node pools (batches counts node
+// batches: rounds x nodes touched), plus moved, asked, cluster_retries and
+// slot_map_refreshes.
+//
+// Threads: create, use, Close and destroy on the loop thread of `loop` only; the stats
+// from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/event_loop.h"
+#include "redis/client.h"
+#include "redis/cluster_slots.h"
+#include "redis/options.h"
+#include "redis/pool.h"
+
+namespace rankd {
+
+class RedisClusterPool final : public RedisClient {
+ public:
+  // Starts connecting to the seeds and fetching the slot map at once.
+  RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts);
+  ~RedisClusterPool() override;
+
+  Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
+                                              Deadline deadline) override;
+  bool live() const override;
+  std::string NotLiveReason() const override;
+  void Close() override;
+
+ private:
+  struct Round;
+
+  // The pool of the node at `addr`, made on first use.
+  RedisPool& NodePool(const RedisAddress& addr);
+  // Starts fetching the slot map unless a fetch is running.
+  void RefreshSlotMap();
+  Task<void> RunRefresh(std::shared_ptr<bool> alive);
+  void Install(const SlotMap& map);
+  // Sends commands[i] (i in `todo`) to target[i] (ASKING first where asking[i]), every
+  // node at once, and stores each reply in replies[i]; a target of nullptr (a slot no
+  // node serves) gets a CLUSTERDOWN error reply without being sent.
+  Task<Result<void>> SendRound(const std::vector<RedisCommand>& commands,
+                               const std::vector<uint32_t>& todo,
+                               const std::vector<RedisPool*>& target,
+                               const std::vector<uint8_t>& asking, std::vector<RedisReply>& replies,
+                               Deadline deadline);
+  static Task<void> RunNodeBatch(RedisPool* pool, std::vector<RedisCommand> cmds,
+                                 std::vector<int64_t> reply_to, Deadline deadline,
+                                 std::shared_ptr<Round> round);
+  Error Unavailable(std::string what, std::string detail) const;
+
+  EventLoop& loop_;
+  RedisClientOptions opts_;
+  std::vector<std::unique_ptr<RedisPool>> nodes_;  // never removed before Close
+  std::optional<SlotMap> map_;
+  std::vector<RedisPool*> slot_owner_;  // per slot, once a map is known; nullptr: unserved
+  std::vector<RedisPool*> masters_;     // of the current map, each once
+  bool refreshing_ = false;
+  TimePoint last_refresh_{};   // when the last fetch ended
+  std::string refresh_error_;  // why the last fetch failed, for NotLiveReason
+  bool closed_ = false;
+  size_t next_seed_ = 0;  // where the next refresh starts asking
+  uint64_t rng_;          // backoff jitter
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace rankd

@@ -1,0 +1,93 @@
+#include "redis/cluster_slots.h"
+
+#include <algorithm>
+
+namespace rankd {
+
+namespace {
+
+// CRC16-CCITT (XMODEM) by table: one lookup per byte.
+constexpr std::array<uint16_t, 256> MakeCrc16Table() {
+  std::array<uint16_t, 256> t{};
+  for (int i = 0; i < 256; ++i) {
+    uint16_t crc = static_cast<uint16_t>(i << 8);
+    for (int b = 0; b < 8; ++b)
+      crc = static_cast<uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    t[static_cast<size_t>(i)] = crc;
+  }
+  return t;
+}
+constexpr std::array<uint16_t, 256> kCrc16Table = MakeCrc16Table();
+
+Error BadSlots(std::string what) {
+  return Error::Backend("bad CLUSTER SLOTS reply: " + std::move(what));
+}
+
+}  // namespace
+
+uint16_t Crc16Xmodem(std::string_view bytes) {
+  uint16_t crc = 0;
+  for (unsigned char c : bytes)
+    crc = static_cast<uint16_t>((crc << 8) ^ kCrc16Table[((crc >> 8) ^ c) & 0xff]);
+  return crc;
+}
+
+int KeySlot(std::string_view key) {
+  if (size_t open = key.find('{'); open != std::string_view::npos) {
+    size_t close = key.find('}', open + 1);
+    if (close != std::string_view::npos && close > open + 1)
+      key = key.substr(open + 1, close - open - 1);
+  }
+  return Crc16Xmodem(key) & (kClusterSlots - 1);
+}
+
+int SlotMap::IndexOf(const RedisAddress& addr) const {
+  auto it = std::find(nodes_.begin(), nodes_.end(), addr);
+  return it == nodes_.end() ? -1 : static_cast<int>(it - nodes_.begin());
+}
+
+Result<SlotMap> SlotMap::FromClusterSlots(const RedisReply& reply, const RedisAddress& from) {
+  if (reply.is_error()) return Fail(BadSlots("error: " + reply.str));
+  if (!reply.is_array()) return Fail(BadSlots(std::string(RedisReplyKindName(reply.kind))));
+  SlotMap map;
+  map.master_of_.fill(-1);
+  auto node_of = [&](const RedisReply& n) -> Result<int> {
+    if (!n.is_array() || n.elements.size() < 2 || !n.elements[0].is_string() ||
+        !n.elements[1].is_integer())
+      return Fail(BadSlots("a node is not [host, port, ...]"));
+    RedisAddress addr{n.elements[0].str, static_cast<int>(n.elements[1].integer)};
+    if (addr.host.empty() || addr.host == "?") addr.host = from.host;
+    if (addr.port < 1 || addr.port > 65535)
+      return Fail(BadSlots("port " + std::to_string(n.elements[1].integer)));
+    int i = map.IndexOf(addr);
+    if (i >= 0) return i;
+    map.nodes_.push_back(std::move(addr));
+    return static_cast<int>(map.nodes_.size() - 1);
+  };
+  for (const RedisReply& r : reply.elements) {
+    if (!r.is_array() || r.elements.size() < 3 || !r.elements[0].is_integer() ||
+        !r.elements[1].is_integer())
+      return Fail(BadSlots("a range is not [first, last, master, replicas...]"));
+    int64_t first = r.elements[0].integer, last = r.elements[1].integer;
+    if (first < 0 || last < first || last >= kClusterSlots)
+      return Fail(BadSlots("range " + std::to_string(first) + "-" + std::to_string(last)));
+    Range range{static_cast<int>(first), static_cast<int>(last), 0, {}};
+    for (size_t k = 2; k < r.elements.size(); ++k) {
+      auto i = node_of(r.elements[k]);
+      if (!i) return Fail(i.error());
+      if (k == 2)
+        range.master = *i;
+      else
+        range.replicas.push_back(*i);
+    }
+    for (int s = range.first; s <= range.last; ++s) {
+      if (map.master_of_[static_cast<size_t>(s)] >= 0)
+        return Fail(BadSlots("slot " + std::to_string(s) + " claimed twice"));
+      map.master_of_[static_cast<size_t>(s)] = static_cast<int16_t>(range.master);
+    }
+    map.ranges_.push_back(std::move(range));
+  }
+  return map;
+}
+
+}  // namespace rankd

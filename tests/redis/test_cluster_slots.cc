@@ -1,0 +1,135 @@
+// Redis Cluster URLs, key slots and the slot map: no server needed.
+#include <doctest/doctest.h>
+
+#include "redis/cluster_slots.h"
+#include "redis/endpoint.h"
+
+using namespace rankd;
+
+TEST_CASE("a redis-cluster URL lists its seed nodes; a database is an error naming it") {
+  auto ep = ParseRedisFlag("shop=redis-cluster://:pw@10.0.0.1:7000,10.0.0.2,[::1]:7002?prefix=p:");
+  REQUIRE(ep.has_value());
+  CHECK(ep->is_cluster());
+  REQUIRE(ep->cluster_seeds.size() == 3);
+  CHECK(ep->cluster_seeds[0] == RedisAddress{"10.0.0.1", 7000});
+  CHECK(ep->cluster_seeds[1] == RedisAddress{"10.0.0.2", 6379});
+  CHECK(ep->cluster_seeds[2] == RedisAddress{"::1", 7002});
+  CHECK(ep->host == "10.0.0.1");
+  CHECK(ep->port == 7000);
+  CHECK(ep->password == "pw");
+  CHECK(ep->prefix == "p:");
+  CHECK(ep->Label() == "shop (cluster 10.0.0.1:7000,10.0.0.2:6379,::1:7002)");
+  RedisEndpoint node = ep->AtNode({"10.0.0.9", 7005});
+  CHECK_FALSE(node.is_cluster());
+  CHECK(node.Label() == "shop (10.0.0.9:7005)");
+  CHECK(node.password == "pw");
+  CHECK(node.prefix == "p:");
+
+  auto single = ParseRedisUrl("a", "redis://h:1/2");
+  REQUIRE(single);
+  CHECK_FALSE(single->is_cluster());
+
+  struct Case {
+    const char* flag;
+    const char* says;
+  } bad[] = {
+      {"x=redis-cluster://h:1/0", "has no databases: remove '/0'"},
+      {"x=redis-cluster://h:1,h:2/3?prefix=a", "remove '/3'"},
+      {"x=redis-cluster://h:1,,h:2", "missing host"},
+      {"x=redis-cluster://h:1,h:0", "port '0'"},
+      {"x=redis-cluster://", "missing host"},
+      {"x=rediscluster://h:1", "must start with redis:// or redis-cluster://"},
+  };
+  for (auto& c : bad) {
+    CAPTURE(c.flag);
+    auto e = ParseRedisFlag(c.flag);
+    REQUIRE_FALSE(e.has_value());
+    CHECK(e.error().code == ErrorCode::kInvalidParam);
+    CHECK(e.error().message.find(c.says) != std::string::npos);
+  }
+}
+
+TEST_CASE("key slots: CRC16/XMODEM modulo 16384, with hash tags") {
+  CHECK(Crc16Xmodem("123456789") == 0x31C3);  // the XMODEM check value
+  CHECK(KeySlot("foo") == 12182);
+  CHECK(KeySlot("bar") == 5061);
+  CHECK(KeySlot("") == 0);
+  CHECK(KeySlot("{user1000}.following") == KeySlot("{user1000}.followers"));
+  CHECK(KeySlot("{user1000}.following") == KeySlot("user1000"));
+  // An empty tag "{}" does not count: the whole key is hashed.
+  CHECK(KeySlot("foo{}{bar}") == Crc16Xmodem("foo{}{bar}") % 16384);
+  // Only the first '{' and the first '}' after it count.
+  CHECK(KeySlot("foo{{bar}}zap") == KeySlot("{bar"));
+  CHECK(KeySlot("foo{bar}{zap}") == KeySlot("bar"));
+  CHECK(KeySlot("foo{bar") == Crc16Xmodem("foo{bar") % 16384);
+  // A prefix is part of the key.
+  CHECK(KeySlot("p:user:1") != KeySlot("user:1"));
+}
+
+namespace {
+RedisReply Int(int64_t v) {
+  RedisReply r;
+  r.kind = RedisReply::Kind::kInteger;
+  r.integer = v;
+  return r;
+}
+RedisReply Str(std::string s) {
+  RedisReply r;
+  r.kind = RedisReply::Kind::kString;
+  r.str = std::move(s);
+  return r;
+}
+RedisReply Arr(std::vector<RedisReply> e) {
+  RedisReply r;
+  r.kind = RedisReply::Kind::kArray;
+  r.elements = std::move(e);
+  return r;
+}
+RedisReply Node(std::string host, int port) { return Arr({Str(host), Int(port), Str("id")}); }
+}  // namespace
+
+TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes") {
+  RedisReply slots = Arr({
+      Arr({Int(0), Int(5460), Node("127.0.0.1", 7000), Node("127.0.0.1", 7004)}),
+      Arr({Int(5461), Int(10922), Node("", 7001), Node("127.0.0.1", 7005)}),
+      Arr({Int(10923), Int(16000), Node("127.0.0.1", 7002), Node("127.0.0.1", 7003)}),
+      Arr({Int(16001), Int(16383), Node("127.0.0.1", 7000)}),
+  });
+  auto map = SlotMap::FromClusterSlots(slots, {"127.0.0.1", 7009});
+  REQUIRE(map.has_value());
+  CHECK(map->nodes().size() == 6);
+  CHECK(map->ranges().size() == 4);
+  CHECK(map->nodes()[static_cast<size_t>(map->MasterOf(0))] == RedisAddress{"127.0.0.1", 7000});
+  CHECK(map->nodes()[static_cast<size_t>(map->MasterOf(16383))] == RedisAddress{"127.0.0.1", 7000});
+  // An empty host is the host the reply came from.
+  CHECK(map->nodes()[static_cast<size_t>(map->MasterOf(5461))] == RedisAddress{"127.0.0.1", 7001});
+  CHECK(map->nodes()[static_cast<size_t>(map->MasterOf(KeySlot("foo")))] ==
+        RedisAddress{"127.0.0.1", 7002});
+  REQUIRE(map->ranges()[0].replicas.size() == 1);
+  CHECK(map->nodes()[static_cast<size_t>(map->ranges()[0].replicas[0])] ==
+        RedisAddress{"127.0.0.1", 7004});
+  CHECK(map->IndexOf({"127.0.0.1", 7003}) >= 0);
+  CHECK(map->IndexOf({"127.0.0.1", 7009}) == -1);
+
+  auto holes = SlotMap::FromClusterSlots(Arr({Arr({Int(0), Int(99), Node("h", 1)})}), {"h", 1});
+  REQUIRE(holes);
+  CHECK(holes->MasterOf(99) == 0);
+  CHECK(holes->MasterOf(100) == -1);
+
+  RedisReply bad[] = {
+      RedisReply::Error("ERR This instance has cluster support disabled"),
+      Str("x"),
+      Arr({Arr({Int(0), Int(16384), Node("h", 1)})}),
+      Arr({Arr({Int(5), Int(4), Node("h", 1)})}),
+      Arr({Arr({Int(0), Int(1)})}),
+      Arr({Arr({Int(0), Int(1), Arr({Str("h")})})}),
+      Arr({Arr({Int(0), Int(1), Node("h", 0)})}),
+      Arr({Arr({Int(0), Int(10), Node("h", 1)}), Arr({Int(10), Int(20), Node("h", 2)})}),
+  };
+  for (const auto& r : bad) {
+    auto m = SlotMap::FromClusterSlots(r, {"h", 1});
+    REQUIRE_FALSE(m.has_value());
+    CHECK(m.error().code == ErrorCode::kBackendError);
+    CHECK(m.error().message.starts_with("bad CLUSTER SLOTS reply"));
+  }
+}
