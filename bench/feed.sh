@@ -13,7 +13,19 @@
 # across runs) and alternates rounds between it and the current build on the same Redis
 # and the same plan files, so that both see the same machine; each figure then carries
 # "baseline" (the base build's median) and "ratio" (value / baseline).
-# Env: ROUNDS (3), BASE_REV (none), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10),
+#
+# CLUSTER=1: also starts a private Redis Cluster (ops/cluster: 3 masters + 3 replicas on
+# loopback, state in a temporary RANKD_CLUSTER_DIR, ports from RANKD_CLUSTER_PORT, 17000
+# by default, so a user's cluster on 7000 is left alone; stopped at exit), seeds it with
+# the same data, and alternates rounds between a rankd serving from the cluster and one
+# serving from the single redis-server: each figure is then the cluster's, with the
+# single server's as "baseline" and "ratio". It adds, per plan, the Redis side:
+# <plan>_redis_cpu_us_per_req / _per_command (every redis-server's CPU over the run),
+# <plan>_redis_nodes_touched_per_io_node (batches per request / IO nodes) and
+# <plan>_redis_round_trips_per_io_node (1 + cluster redirects per IO node: a redirect
+# or retry is the only thing that sends an IO node's commands a second time).
+# Not together with BASE_REV.
+# Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10),
 # VIEWERS (2000), PLANS ("feed home_light": any plans of plans/, e.g. "feed rerank" as
 # `ops/bench model` runs it; their models are copied with them).
 set -euo pipefail
@@ -44,6 +56,10 @@ build_base() {
   BASE_SHA=$sha
 }
 
+if [ -n "${CLUSTER:-}" ] && [ -n "${BASE_REV:-}" ]; then
+  echo "feed: CLUSTER and BASE_REV are exclusive (each is the other's baseline slot)" >&2
+  exit 2
+fi
 variants=(current)
 declare -A bin=([current]="$build/src/server/rankd")
 if [ -n "${BASE_REV:-}" ]; then
@@ -59,23 +75,44 @@ for p in "${plans[@]}"; do cp "$root/plans/$p.plan.json" "$tmp/plans/"; done
 cp "$root"/plans/*.model.json "$tmp/plans/" 2>/dev/null || true
 
 start_redis
+redis_pid=${bench_pids[-1]}
 "${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+declare -A redis_url=([current]="redis://127.0.0.1:$REDIS_PORT" [base]="redis://127.0.0.1:$REDIS_PORT")
+declare -A redis_pids=([current]=$redis_pid [base]=$redis_pid)
+
+# CLUSTER=1: the measured variant ("current") serves from the cluster, the baseline
+# ("base") from the single server, both with the current build.
+if [ -n "${CLUSTER:-}" ]; then
+  export RANKD_CLUSTER_DIR="$tmp/cluster" RANKD_CLUSTER_PORT=${RANKD_CLUSTER_PORT:-17000}
+  trap '"$root/ops/cluster" down >&2 || true; bench_cleanup' EXIT
+  redis_url[current]=$(timeout 120 "$root/ops/cluster" up)
+  redis_pids[current]=$(cat "$RANKD_CLUSTER_DIR"/*/pid | tr '\n' ' ')
+  "${bin[current]}" seed --redis "${redis_url[current]}" --users 10000 --seed 1 >&2
+  variants+=(base)
+  bin[base]=${bin[current]}
+fi
 
 declare -A port pid
 for v in "${variants[@]}"; do
   port[$v]=$(free_port)
   "${bin[$v]}" serve --host 127.0.0.1 --port "${port[$v]}" --shards 2 --plans "$tmp/plans" \
-    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error &
+    --redis "redis_default=${redis_url[$v]}" --log-level error &
   pid[$v]=$!
   bench_pids+=("${pid[$v]}")
   wait_http "http://127.0.0.1:${port[$v]}/readyz"
 done
 
-redis_counts() {  # redis_counts PORT -> "commands batches" summed over endpoints
-  curl -sf "http://127.0.0.1:$1/metrics" | awk '
+# redis_counts PORT -> "commands batches redirects redis_ticks", the first three summed
+# over endpoints, the last the CPU ticks of the variant's redis-server processes.
+redis_counts() {
+  local counts
+  counts=$(curl -sf "http://127.0.0.1:${port[$1]}/metrics" | awk '
     /^rankd_redis_commands_total[{ ]/ {c += $NF}
     /^rankd_redis_batches_total[{ ]/ {b += $NF}
-    END {printf "%d %d\n", c, b}'
+    /^rankd_redis_cluster_redirects_total[{ ]/ {r += $NF}
+    END {printf "%d %d %d\n", c, b, r}')
+  # shellcheck disable=SC2086  # a list of pids
+  echo "$counts $(cpu_ticks ${redis_pids[$1]})"
 }
 
 # measure VARIANT PLAN -> one JSON line: wrk's figures plus cpu_us_per_req and the
@@ -87,18 +124,22 @@ measure() {
   # the default 200 ms would turn into 504s that cost nothing.
   body="{\"plan\":\"$plan\",\"user_id\":\$USER,\"deadline_ms\":2000}"
   WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d1s -s "$root/bench/wrk_report.lua" "$url" >/dev/null
-  r0=$(redis_counts "${port[$v]}"); t0=$(cpu_ticks "${pid[$v]}")
+  r0=$(redis_counts "$v"); t0=$(cpu_ticks "${pid[$v]}")
   line=$(WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d"${secs}s" --latency \
     -s "$root/bench/wrk_report.lua" "$url" | grep '^{"rps"')
-  t1=$(cpu_ticks "${pid[$v]}"); r1=$(redis_counts "${port[$v]}")
+  t1=$(cpu_ticks "${pid[$v]}"); r1=$(redis_counts "$v")
   python3 -c '
 import json, os, sys
 d = json.loads(sys.argv[1])
 n = max(d["requests"], 1)
-c0, b0 = map(int, sys.argv[4].split()); c1, b1 = map(int, sys.argv[5].split())
-d["cpu_us_per_req"] = (int(sys.argv[3]) - int(sys.argv[2])) / os.sysconf("SC_CLK_TCK") * 1e6 / n
+c0, b0, x0, k0 = map(int, sys.argv[4].split()); c1, b1, x1, k1 = map(int, sys.argv[5].split())
+tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+d["cpu_us_per_req"] = (int(sys.argv[3]) - int(sys.argv[2])) * tick_us / n
 d["redis_commands_per_request"] = (c1 - c0) / n
 d["redis_batches_per_request"] = (b1 - b0) / n
+d["redis_redirects_per_request"] = (x1 - x0) / n
+d["redis_cpu_us_per_req"] = (k1 - k0) * tick_us / n
+d["redis_cpu_us_per_command"] = (k1 - k0) * tick_us / max(c1 - c0, 1)
 print(json.dumps(d))' "$line" "$t0" "$t1" "$r0" "$r1"
 }
 
@@ -115,10 +156,15 @@ for round in $(seq "$rounds"); do
   done
 done
 
-base_cmd="${bin[base]:-} serve --host 127.0.0.1 --port ${port[base]:-} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error (BASE_REV ${BASE_SHA:-}), under the same wrk load"
-python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" "${plans[*]}" <<'PY' |
+base_cmd="${bin[base]:-} serve --host 127.0.0.1 --port ${port[base]:-} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error"
+if [ -n "${CLUSTER:-}" ]; then
+  base_cmd+=" (the same build on one redis-server), under the same wrk load"
+else
+  base_cmd+=" (BASE_REV ${BASE_SHA:-}), under the same wrk load"
+fi
+python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" "${plans[*]}" "${CLUSTER:-}" <<'PY' |
 import functools, json, os, statistics, sys
-rounds_file, plans_dir, base_sha, threads, conns, secs, viewers, plan_names = sys.argv[1:]
+rounds_file, plans_dir, base_sha, threads, conns, secs, viewers, plan_names, cluster = sys.argv[1:]
 by = {}
 for line in open(rounds_file):
     row = json.loads(line)
@@ -126,9 +172,12 @@ for line in open(rounds_file):
 ctx = {"machine": os.environ["MACHINE"], "build": "release+lto", "shards": 2,
        "wrk": f"wrk -t{threads} -c{conns} -d{secs}s --latency", "viewers": int(viewers),
        "measure": f"median of {len(next(iter(by.values())))} rounds"
-                  + (", alternating with the base build" if base_sha else "")}
+                  + (", alternating with the base build" if base_sha else "")
+                  + (", alternating with one redis-server" if cluster else "")}
 if base_sha:
     ctx["base_rev"] = base_sha[:12]
+if cluster:
+    ctx["redis"] = "cluster of 3 masters + 3 replicas (ops/cluster), baseline one redis-server"
 io_ops = {"viewer", "follow", "recommendation", "media", "features", "seen_filter"}
 
 def io_shape(plan_name):  # IO nodes (one batch each) and IO depth (round trips in a row)
@@ -156,6 +205,20 @@ for plan in plan_names.split():
             print(json.dumps({"name": f"{plan}_errors", "value": bad, "unit": "count", "variant": variant,
                               "requests": total}))
     io_nodes, io_depth = io_shape(plan)
+    for r in cur + (base or []):
+        r["nodes_touched_per_io_node"] = r["redis_batches_per_request"] / io_nodes
+        r["round_trips_per_io_node"] = 1 + r["redis_redirects_per_request"] / io_nodes
+    cluster_rows = () if not cluster else (
+        ("redis_cpu_us_per_req", "redis_cpu_us_per_req", "us", 1,
+         {"note": "every redis-server's user + system CPU per request (replicas included)"}),
+        ("redis_cpu_us_per_command", "redis_cpu_us_per_command", "us", 1,
+         {"note": "every redis-server's user + system CPU per Redis command"}),
+        ("nodes_touched_per_io_node", "redis_nodes_touched_per_io_node", "nodes", 1,
+         {"note": "batches per request / IO nodes: the nodes one IO node's batch is split over",
+          "io_nodes": io_nodes}),
+        ("round_trips_per_io_node", "redis_round_trips_per_io_node", "round trips", 1,
+         {"note": "1 + cluster redirects per IO node (rankd_redis_cluster_redirects_total): an IO "
+                  "node's shares leave together, only a redirect or retry adds a round"}))
     for key, name, unit, scale, extra in (
             ("rps", "rps", "req/s", 1, {}),
             ("p50_us", "p50_latency", "ms", 1e-3, {}),
@@ -164,7 +227,8 @@ for plan in plan_names.split():
              {"note": "rankd's user + system CPU (every thread, kernel TCP work included) per request; lower is better"}),
             ("redis_commands_per_request", "redis_commands_per_request", "commands", 1, {}),
             ("redis_batches_per_request", "redis_batches_per_request", "batches", 1,
-             {"io_nodes": io_nodes, "io_depth": io_depth})):
+             {"io_nodes": io_nodes, "io_depth": io_depth}),
+            *cluster_rows):
         value, vals = summary(cur, key, scale)
         d = {"name": f"{plan}_{name}", "value": round(value, 3), "unit": unit}
         if base:
