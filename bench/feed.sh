@@ -25,8 +25,8 @@
 # <plan>_redis_round_trips_per_io_node (1 + cluster redirects per IO node: a redirect
 # or retry is the only thing that sends an IO node's commands a second time).
 # Not together with BASE_REV.
-# Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10),
-# VIEWERS (2000), PLANS ("feed home_light": any plans of plans/, e.g. "feed rerank" as
+# Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), WRK_THREADS (1), WRK_CONNS (16),
+# WRK_SECONDS (10), VIEWERS (2000), PLANS ("feed home_light": any plans of plans/, e.g. "feed rerank" as
 # `ops/bench model` runs it; their models are copied with them).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
@@ -102,8 +102,8 @@ for v in "${variants[@]}"; do
   wait_http "http://127.0.0.1:${port[$v]}/readyz"
 done
 
-# redis_counts PORT -> "commands batches redirects redis_ticks", the first three summed
-# over endpoints, the last the CPU ticks of the variant's redis-server processes.
+# redis_counts VARIANT -> "commands batches redirects redis_ticks": the first three from
+# its rankd's /metrics, summed over endpoints; the last the CPU ticks of its Redis.
 redis_counts() {
   local counts
   counts=$(curl -sf "http://127.0.0.1:${port[$1]}/metrics" | awk '
@@ -202,7 +202,8 @@ for plan in plan_names.split():
             # A few are noise of a shared machine; more would make the figures meaningless.
             total = sum(r["requests"] for r in rows)
             failed = failed or bad > 0.01 * total
-            print(json.dumps({"name": f"{plan}_errors", "value": bad, "unit": "count", "variant": variant,
+            label = {"current": "cluster", "base": "single"}[variant] if cluster else variant
+            print(json.dumps({"name": f"{plan}_errors", "value": bad, "unit": "count", "variant": label,
                               "requests": total}))
     io_nodes, io_depth = io_shape(plan)
     for r in cur + (base or []):
