@@ -8,6 +8,9 @@ one rankd per data plane.
   /metrics (rankd_redis_cluster_redirects_total).
 - A master SIGKILLed under load: only 503 or 504 until its replica is promoted, then 200s
   equal to the single node's again, within 30 s (the times are printed).
+- A master whose slots were moved away and that was removed (`redis-cli --cluster
+  del-node`): its per-node series (rankd_redis_cluster_node_*{node="host:port"}) leave
+  /metrics and rankd holds no connection to it.
 
 The cluster's nodes are daemons (redis-server --daemonize): `ops/cluster down` stops them
 at exit, also when a test fails."""
@@ -236,6 +239,68 @@ def test_resharding_under_load_keeps_every_answer():
           f"{refreshes:.0f} slot map refreshes", flush=True)
 
 
+def live_port(cluster):
+    return next(p for p in cluster.ports if cluster.cli("ping", port=p).strip() == "PONG")
+
+
+def test_removed_node_leaves_metrics_and_connections():
+    e = env()
+    cluster, rankd = e["cluster"], e["on_cluster"]
+    # Nodes the previous test killed are forgotten first: redis-cli --cluster wants every
+    # node it knows to answer.
+    text = cluster.cli("cluster", "nodes", port=live_port(cluster))
+    dead = [line.split()[0] for line in text.splitlines() if "fail" in line.split()[2]]
+    for port in cluster.ports:
+        for node_id in dead:
+            cluster.cli("cluster", "forget", node_id, port=port)
+    # The highest-port master goes: cluster.masters() asks the lowest ports first, so the
+    # removed node (which may keep running, alone) is never the one asked.
+    masters = sorted(cluster.masters(), key=lambda m: m[1])
+    gone, keep = masters[-1], masters[0]
+    node = f"127.0.0.1:{gone[1]}"
+    for user in range(1, 31):
+        assert answer(rankd, "feed", user)[0] == 200
+    text = rankd.metrics()
+    assert (metric_value(text, "rankd_redis_cluster_node_commands_total", node=node) or 0) > 0, text
+    for name in ("rankd_redis_cluster_node_errors_total", "rankd_redis_cluster_node_redirects_total",
+                 "rankd_redis_cluster_node_slot_map_refreshes_total"):
+        assert metric_value(text, name) is not None, name
+    out = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{keep[1]}",
+                          "--cluster-from", gone[0], "--cluster-to", keep[0],
+                          "--cluster-slots", str(gone[2]), "--cluster-yes"],
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    out = subprocess.run(["redis-cli", "--cluster", "del-node", f"127.0.0.1:{keep[1]}", gone[0]],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+
+    def series_gone():
+        for user in range(1, 11):  # MOVED replies make rankd fetch the new map
+            assert answer(rankd, "feed", user)[0] == 200
+        return f'node="{node}"' not in rankd.metrics()
+
+    wait_until(series_gone, timeout=30, what=f"the series of {node} to leave /metrics")
+    running = cluster.cli("ping", port=gone[1]).strip() == "PONG"
+    if running:
+        # Still running: no client but redis-cli's own CLIENT LIST.
+        def unconnected():
+            return len(cluster.cli("client", "list", port=gone[1]).strip().splitlines()) == 1
+
+        wait_until(unconnected, timeout=10, what=f"rankd to close its connections to {node}")
+    else:
+        # Shut down by del-node: rankd stops trying to connect to it.
+        def connect_failures():
+            return metric_value(rankd.metrics(), "rankd_redis_errors_total", kind="connect_failed")
+
+        before = connect_failures()
+        time.sleep(3)
+        assert connect_failures() == before, (before, connect_failures())
+    for user in range(1, 31):
+        assert answer(rankd, "feed", user)[0] == 200
+    how = "it runs on, with no rankd client" if running else "it was shut down; no reconnects"
+    print(f"     master {node} emptied and removed: its series left /metrics; {how}", flush=True)
+
+
 def test_master_killed_under_load():
     """SIGKILL a master under load: answers are 200, 503 or 504 (never anything else, never
     a hang) until its replica is promoted; then 200s again, equal to the single node's,
@@ -313,6 +378,9 @@ if __name__ == "__main__":
     run_tests([
         ("every plan answers the same on the cluster", test_every_plan_answers_the_same_on_the_cluster),
         ("resharding under load keeps every answer", test_resharding_under_load_keeps_every_answer),
-        # Last: it leaves the cluster with a dead node.
+        # It leaves the cluster with a dead node.
         ("a master killed under load: 503/504 until its replica is promoted", test_master_killed_under_load),
+        # Last: it takes a master out of the cluster (forgetting the dead one first).
+        ("a removed node leaves /metrics and rankd's connections",
+         test_removed_node_leaves_metrics_and_connections),
     ])
