@@ -62,6 +62,16 @@ void Scatter(const std::vector<int64_t>& reply_to, std::vector<RedisReply>& from
     if (reply_to[k] >= 0) to[static_cast<size_t>(reply_to[k])] = std::move(from[k]);
 }
 
+// The commands a replica may answer (with READONLY): every command the IO tasks send.
+bool IsRead(const RedisCommand& command) {
+  static constexpr std::string_view kReads[] = {"HGETALL",    "HMGET",    "HGET",      "LRANGE",
+                                                "SMISMEMBER", "SMEMBERS", "SISMEMBER", "GET",
+                                                "MGET",       "EXISTS",   "ZRANGE",    "ZSCORE"};
+  std::string_view name = command.Argument(0);
+  return std::find(std::begin(kReads), std::end(kReads), name) != std::end(kReads);
+}
+
+constexpr uint64_t kReplicaRefreshMs = 2000;  // read_from=replica: map fetched this often
 constexpr uint64_t kRetryPauseMinMs = 10;
 constexpr uint64_t kRetryPauseMaxMs = 100;
 // A burst of failures costs one CLUSTER SLOTS: triggers within this long of the last
@@ -220,6 +230,16 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
     }
   refreshing_ = false;
   last_refresh_ = Clock::now();
+  // Replicas come and go without a MOVED (a new one is listed once it has synced), so
+  // reading from them needs the map fetched now and then.
+  if (endpoint_.read_from_replica && map_ && !closed_ && !replica_refresh_armed_) {
+    replica_refresh_armed_ = true;
+    loop_.timers().Start(kReplicaRefreshMs, [this, alive] {
+      if (!*alive) return;
+      replica_refresh_armed_ = false;
+      RefreshSlotMap();
+    });
+  }
   if (installed || map_ || closed_) co_return;
   loop_.timers().Start(100 + NextRandom(rng_) % 100, [this, alive] {
     if (*alive) RefreshSlotMap();
@@ -237,7 +257,16 @@ void RedisClusterPool::Install(const SlotMap& map) {
     if (n->in_flight == 0) n->pool->Close();
   }
   if (retired) PublishNodes();
+  replica_sets_.clear();
+  if (endpoint_.read_from_replica) slot_replicas_.assign(kClusterSlots, -1);
   for (const auto& range : map.ranges()) {
+    if (endpoint_.read_from_replica && !range.replicas.empty()) {
+      std::vector<Node*> set;
+      for (int r : range.replicas) set.push_back(&NodeAt(map.nodes()[static_cast<size_t>(r)]));
+      std::fill(slot_replicas_.begin() + range.first, slot_replicas_.begin() + range.last + 1,
+                static_cast<int32_t>(replica_sets_.size()));
+      replica_sets_.push_back(std::move(set));
+    }
     Node* owner = &NodeAt(map.nodes()[static_cast<size_t>(range.master)]);
     std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1, owner);
     if (std::find(masters_.begin(), masters_.end(), owner) == masters_.end())
@@ -266,7 +295,7 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
   std::vector<uint32_t> todo(n);
   for (uint32_t i = 0; i < n; ++i) {
     slot[i] = KeySlot(commands[i].Argument(1));
-    target[i] = slot_owner_[static_cast<size_t>(slot[i])];
+    target[i] = FirstTarget(commands[i], slot[i]);
     todo[i] = i;
   }
   while (true) {
@@ -330,6 +359,20 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
     }
     todo = std::move(again);
   }
+}
+
+RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& command, int slot) {
+  Node* master = slot_owner_[static_cast<size_t>(slot)];
+  if (!endpoint_.read_from_replica) return master;
+  int32_t set = slot_replicas_[static_cast<size_t>(slot)];
+  if (set < 0 || !IsRead(command)) return master;
+  const std::vector<Node*>& replicas = replica_sets_[static_cast<size_t>(set)];
+  const size_t start = next_reader_++;
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    Node* r = replicas[(start + k) % replicas.size()];
+    if (r->pool->live()) return r;
+  }
+  return master;
 }
 
 Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& commands,

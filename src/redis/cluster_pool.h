@@ -13,6 +13,10 @@
 //   TRYAGAIN, CLUSTERDOWN   resent after a jittered 10-100 ms pause, again and again
 //                           while the deadline leaves room; then the batch fails with
 //                           unavailable (a cluster failing over answers CLUSTERDOWN);
+// With read_from=replica, read commands go to a live replica of their slot (in turn),
+// to the master when the slot has none live; connections send READONLY after connecting, a
+// MOVED from a replica is followed like any other, and the slot map is fetched every 2 s
+// (replicas join and leave without a MOVED).
 // MOVED and ASK at most `max_redirects` times per command (retries too when there is no
 // deadline), after which the error reply stands (a backend_error for the task). Resent commands of
 // one round again leave together. A node that fails a batch (connection refused or lost: a dead
@@ -76,6 +80,9 @@ class RedisClusterPool final : public RedisClient {
                                                   Deadline deadline);
   // Publishes the stats of the nodes not retired to RedisStats::Nodes().
   void PublishNodes();
+  // Where `command` on `slot` goes first: its slot's master, or with read_from=replica a
+  // live replica when the command reads.
+  Node* FirstTarget(const RedisCommand& command, int slot);
   // Starts fetching the slot map unless a fetch is running.
   void RefreshSlotMap();
   Task<void> RunRefresh(std::shared_ptr<bool> alive);
@@ -97,6 +104,12 @@ class RedisClusterPool final : public RedisClient {
   std::optional<SlotMap> map_;
   std::vector<Node*> slot_owner_;  // per slot, once a map is known; nullptr: unserved
   std::vector<Node*> masters_;     // of the current map, each once
+  // read_from=replica: the replicas of each range, and per slot its range's index (-1:
+  // no replica).
+  std::vector<std::vector<Node*>> replica_sets_;
+  std::vector<int32_t> slot_replicas_;
+  size_t next_reader_ = 0;              // spreads reads over a slot's replicas
+  bool replica_refresh_armed_ = false;  // the periodic map fetch of read_from=replica
   bool refreshing_ = false;
   TimePoint last_refresh_{};   // when the last fetch ended
   std::string refresh_error_;  // why the last fetch failed, for NotLiveReason
