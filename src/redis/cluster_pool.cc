@@ -62,6 +62,16 @@ void Scatter(const std::vector<int64_t>& reply_to, std::vector<RedisReply>& from
     if (reply_to[k] >= 0) to[static_cast<size_t>(reply_to[k])] = std::move(from[k]);
 }
 
+// The commands a replica may answer (with READONLY): every command the IO tasks send.
+bool IsRead(const RedisCommand& command) {
+  static constexpr std::string_view kReads[] = {"HGETALL",    "HMGET",    "HGET",      "LRANGE",
+                                                "SMISMEMBER", "SMEMBERS", "SISMEMBER", "GET",
+                                                "MGET",       "EXISTS",   "ZRANGE",    "ZSCORE"};
+  std::string_view name = command.Argument(0);
+  return std::find(std::begin(kReads), std::end(kReads), name) != std::end(kReads);
+}
+
+constexpr uint64_t kReplicaRefreshMs = 2000;  // read_from=replica: map fetched this often
 constexpr uint64_t kRetryPauseMinMs = 10;
 constexpr uint64_t kRetryPauseMaxMs = 100;
 // A burst of failures costs one CLUSTER SLOTS: triggers within this long of the last
@@ -101,7 +111,7 @@ RedisClusterPool::RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint, Redi
       rng_(reinterpret_cast<uintptr_t>(this) ^
            static_cast<uint64_t>(Clock::now().time_since_epoch().count())) {
   loop_.AssertInLoopThread();
-  for (const auto& seed : endpoint_.cluster_seeds) NodePool(seed);
+  for (const auto& seed : endpoint_.cluster_seeds) NodeAt(seed);
   RefreshSlotMap();
 }
 
@@ -114,21 +124,48 @@ void RedisClusterPool::Close() {
   if (closed_) return;
   loop_.AssertInLoopThread();
   closed_ = true;
-  for (auto& n : nodes_) n->Close();
+  for (auto& n : nodes_) n->pool->Close();
 }
 
-RedisPool& RedisClusterPool::NodePool(const RedisAddress& addr) {
+RedisClusterPool::Node& RedisClusterPool::NodeAt(const RedisAddress& addr) {
   for (auto& n : nodes_)
-    if (n->endpoint().host == addr.host && n->endpoint().port == addr.port) return *n;
-  nodes_.push_back(std::make_unique<RedisPool>(loop_, endpoint_.AtNode(addr), opts_, stats_));
+    if (!n->retired && n->pool->endpoint().host == addr.host &&
+        n->pool->endpoint().port == addr.port)
+      return *n;
+  auto node = std::make_unique<Node>();
+  node->pool = std::make_unique<RedisPool>(loop_, endpoint_.AtNode(addr), opts_, stats_);
+  node->stats = std::make_shared<ClusterNodeStats>(AddressText(addr));
+  nodes_.push_back(std::move(node));
+  PublishNodes();
   return *nodes_.back();
+}
+
+void RedisClusterPool::PublishNodes() {
+  std::vector<std::shared_ptr<const ClusterNodeStats>> live;
+  for (const auto& n : nodes_)
+    if (!n->retired) live.push_back(n->stats);
+  stats_->SetNodes(std::move(live));
+}
+
+Task<Result<std::vector<RedisReply>>> RedisClusterPool::NodeBatch(Node& node,
+                                                                  std::vector<RedisCommand> cmds,
+                                                                  Deadline deadline) {
+  std::shared_ptr<bool> alive = alive_;
+  Bump(node.stats->commands, cmds.size());
+  ++node.in_flight;
+  auto r = co_await node.pool->Batch(std::move(cmds), deadline);
+  if (!*alive) co_return r;
+  --node.in_flight;
+  if (!r) Bump(node.stats->errors);
+  if (node.retired && node.in_flight == 0) node.pool->Close();
+  co_return r;
 }
 
 bool RedisClusterPool::live() const {
   loop_.AssertInLoopThread();
   if (closed_ || !map_) return false;
-  for (const RedisPool* m : masters_)
-    if (!m->live()) return false;
+  for (const Node* m : masters_)
+    if (!m->pool->live()) return false;
   return true;
 }
 
@@ -137,10 +174,8 @@ std::string RedisClusterPool::NotLiveReason() const {
   if (closed_) return "client closed";
   if (!map_)
     return "no slot map yet" + (refresh_error_.empty() ? std::string() : ": " + refresh_error_);
-  for (const RedisPool* m : masters_)
-    if (!m->live())
-      return "master " + AddressText({m->endpoint().host, m->endpoint().port}) + ": " +
-             m->NotLiveReason();
+  for (const Node* m : masters_)
+    if (!m->pool->live()) return "master " + m->stats->node + ": " + m->pool->NotLiveReason();
   return "";
 }
 
@@ -157,38 +192,54 @@ void RedisClusterPool::RefreshSlotMap() {
   Spawn(RunRefresh(alive_));
 }
 
-// One pass over the nodes known (the current map's, then the seeds), from a rotating
-// start, until one answers CLUSTER SLOTS with a map. Without any map yet, a failed pass
-// is tried again after 100-200 ms.
+// One pass over the current map's nodes, then (when none of them answered) over the
+// seeds not in it, each from a rotating start, until one answers CLUSTER SLOTS with a
+// map. Without any map yet, a failed pass is tried again after 100-200 ms.
 Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
-  std::vector<RedisAddress> from;
-  if (map_) from = map_->nodes();
+  std::vector<RedisAddress> in_map;
+  if (map_) in_map = map_->nodes();
+  std::vector<RedisAddress> seeds;
   for (const auto& s : endpoint_.cluster_seeds)
-    if (std::find(from.begin(), from.end(), s) == from.end()) from.push_back(s);
+    if (std::find(in_map.begin(), in_map.end(), s) == in_map.end()) seeds.push_back(s);
   const size_t start = next_seed_++;
   bool installed = false;
-  for (size_t k = 0; k < from.size() && !installed; ++k) {
-    const RedisAddress addr = from[(start + k) % from.size()];
-    std::vector<RedisCommand> cmd;
-    cmd.push_back(RedisCommand{"CLUSTER", "SLOTS"});
-    auto reply = co_await NodePool(addr).Batch(
-        std::move(cmd), Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms + 1000));
-    if (!*alive) co_return;
-    if (closed_) break;
-    if (!reply) {
-      refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + reply.error().message;
-      continue;
+  for (const auto* from : {&in_map, &seeds})
+    for (size_t k = 0; k < from->size() && !installed; ++k) {
+      const RedisAddress addr = (*from)[(start + k) % from->size()];
+      std::vector<RedisCommand> cmd;
+      cmd.push_back(RedisCommand{"CLUSTER", "SLOTS"});
+      Node& node = NodeAt(addr);
+      std::shared_ptr<ClusterNodeStats> node_stats = node.stats;
+      auto reply = co_await NodeBatch(
+          node, std::move(cmd),
+          Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms + 1000));
+      if (!*alive) co_return;
+      if (closed_) break;
+      if (!reply) {
+        refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + reply.error().message;
+        continue;
+      }
+      auto map = SlotMap::FromClusterSlots(reply->at(0), addr);
+      if (!map) {
+        refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + map.error().message;
+        continue;
+      }
+      Bump(node_stats->slot_map_refreshes);
+      Install(*map);
+      installed = true;
     }
-    auto map = SlotMap::FromClusterSlots(reply->at(0), addr);
-    if (!map) {
-      refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + map.error().message;
-      continue;
-    }
-    Install(*map);
-    installed = true;
-  }
   refreshing_ = false;
   last_refresh_ = Clock::now();
+  // Replicas come and go without a MOVED (a new one is listed once it has synced), so
+  // reading from them needs the map fetched now and then.
+  if (endpoint_.read_from_replica && map_ && !closed_ && !replica_refresh_armed_) {
+    replica_refresh_armed_ = true;
+    loop_.timers().Start(kReplicaRefreshMs, [this, alive] {
+      if (!*alive) return;
+      replica_refresh_armed_ = false;
+      RefreshSlotMap();
+    });
+  }
   if (installed || map_ || closed_) co_return;
   loop_.timers().Start(100 + NextRandom(rng_) % 100, [this, alive] {
     if (*alive) RefreshSlotMap();
@@ -198,8 +249,25 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
 void RedisClusterPool::Install(const SlotMap& map) {
   slot_owner_.assign(kClusterSlots, nullptr);
   masters_.clear();
+  bool retired = false;
+  for (auto& n : nodes_) {
+    if (n->retired || map.IndexOf({n->pool->endpoint().host, n->pool->endpoint().port}) >= 0)
+      continue;
+    n->retired = retired = true;
+    if (n->in_flight == 0) n->pool->Close();
+  }
+  if (retired) PublishNodes();
+  replica_sets_.clear();
+  if (endpoint_.read_from_replica) slot_replicas_.assign(kClusterSlots, -1);
   for (const auto& range : map.ranges()) {
-    RedisPool* owner = &NodePool(map.nodes()[static_cast<size_t>(range.master)]);
+    if (endpoint_.read_from_replica && !range.replicas.empty()) {
+      std::vector<Node*> set;
+      for (int r : range.replicas) set.push_back(&NodeAt(map.nodes()[static_cast<size_t>(r)]));
+      std::fill(slot_replicas_.begin() + range.first, slot_replicas_.begin() + range.last + 1,
+                static_cast<int32_t>(replica_sets_.size()));
+      replica_sets_.push_back(std::move(set));
+    }
+    Node* owner = &NodeAt(map.nodes()[static_cast<size_t>(range.master)]);
     std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1, owner);
     if (std::find(masters_.begin(), masters_.end(), owner) == masters_.end())
       masters_.push_back(owner);
@@ -221,13 +289,13 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
   const size_t n = commands.size();
   std::vector<RedisReply> replies(n);
   std::vector<int> slot(n);
-  std::vector<RedisPool*> target(n);
+  std::vector<Node*> target(n);
   std::vector<uint8_t> asking(n, 0);
   std::vector<uint8_t> redirects(n, 0);
   std::vector<uint32_t> todo(n);
   for (uint32_t i = 0; i < n; ++i) {
     slot[i] = KeySlot(commands[i].Argument(1));
-    target[i] = slot_owner_[static_cast<size_t>(slot[i])];
+    target[i] = FirstTarget(commands[i], slot[i]);
     todo[i] = i;
   }
   while (true) {
@@ -243,7 +311,11 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       const RedisReply& r = replies[i];
       if (!r.is_error()) continue;
       Redirect redirect = ParseRedirect(r.str);
-      if (redirect.kind == Redirect::kNone) continue;
+      ClusterNodeStats* from = target[i] != nullptr ? target[i]->stats.get() : nullptr;
+      if (redirect.kind == Redirect::kNone) {
+        if (from != nullptr) Bump(from->errors);
+        continue;
+      }
       // Redirects are bounded per command; retries by the deadline (without one, like
       // redirects).
       bool bounded = redirect.kind != Redirect::kRetry || !deadline;
@@ -253,18 +325,21 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       if (redirect.kind == Redirect::kRetry) {
         pause_for = &r;
         Bump(stats_->cluster_retries);
+        if (from != nullptr) Bump(from->retries);
         RefreshSlotMap();
       } else {
-        if (redirect.to.host.empty()) redirect.to.host = target[i]->endpoint().host;
-        RedisPool& to = NodePool(redirect.to);
+        if (redirect.to.host.empty()) redirect.to.host = target[i]->pool->endpoint().host;
+        Node& to = NodeAt(redirect.to);
         target[i] = &to;
         if (redirect.kind == Redirect::kMoved) {
           slot_owner_[static_cast<size_t>(redirect.slot)] = &to;
           Bump(stats_->moved);
+          Bump(from->moved);
           RefreshSlotMap();
         } else {
           asking[i] = 1;
           Bump(stats_->asked);
+          Bump(from->asked);
         }
       }
       again.push_back(i);
@@ -286,14 +361,28 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
   }
 }
 
+RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& command, int slot) {
+  Node* master = slot_owner_[static_cast<size_t>(slot)];
+  if (!endpoint_.read_from_replica) return master;
+  int32_t set = slot_replicas_[static_cast<size_t>(slot)];
+  if (set < 0 || !IsRead(command)) return master;
+  const std::vector<Node*>& replicas = replica_sets_[static_cast<size_t>(set)];
+  const size_t start = next_reader_++;
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    Node* r = replicas[(start + k) % replicas.size()];
+    if (r->pool->live()) return r;
+  }
+  return master;
+}
+
 Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& commands,
                                                const std::vector<uint32_t>& todo,
-                                               const std::vector<RedisPool*>& target,
+                                               const std::vector<Node*>& target,
                                                const std::vector<uint8_t>& asking,
                                                std::vector<RedisReply>& replies,
                                                Deadline deadline) {
   struct Group {
-    RedisPool* pool;
+    Node* node;
     std::vector<RedisCommand> cmds;
     std::vector<int64_t> reply_to;  // the batch index of each command's reply; -1: ASKING's
   };
@@ -303,16 +392,16 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
   std::vector<uint32_t> group_of(todo.size());
   for (size_t k = 0; k < todo.size(); ++k) {
     uint32_t i = todo[k];
-    RedisPool* pool = target[i];
-    if (pool == nullptr) {
+    Node* node = target[i];
+    if (node == nullptr) {
       replies[i] = RedisReply::Error("CLUSTERDOWN Hash slot not served");
       group_of[k] = kNoGroup;
       continue;
     }
     size_t g = 0;
-    while (g < groups.size() && groups[g].pool != pool) ++g;
+    while (g < groups.size() && groups[g].node != node) ++g;
     if (g == groups.size()) {
-      groups.push_back(Group{pool, {}, {}});
+      groups.push_back(Group{node, {}, {}});
       sizes.push_back(0);
     }
     sizes[g] += asking[i] ? 2 : 1;
@@ -335,14 +424,14 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
   }
   if (groups.empty()) co_return Result<void>{};
   if (groups.size() == 1) {  // one node (a one-key batch, say): no round to share
-    auto r = co_await groups[0].pool->Batch(std::move(groups[0].cmds), deadline);
+    auto r = co_await NodeBatch(*groups[0].node, std::move(groups[0].cmds), deadline);
     if (!r) co_return Fail(std::move(r.error()));
     Scatter(groups[0].reply_to, *r, replies);
     co_return Result<void>{};
   }
   auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
   for (auto& g : groups)
-    Spawn(RunNodeBatch(g.pool, std::move(g.cmds), std::move(g.reply_to), deadline, round));
+    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.reply_to), deadline, round));
   co_await RoundAwaiter{round->remaining, round->waiter};
   if (round->error) co_return Fail(std::move(*round->error));
   co_return Result<void>{};
@@ -350,10 +439,10 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
 
 // One node's share of a round, spawned so that every node's share leaves in the same
 // loop turn.
-Task<void> RedisClusterPool::RunNodeBatch(RedisPool* pool, std::vector<RedisCommand> cmds,
+Task<void> RedisClusterPool::RunNodeBatch(Node* node, std::vector<RedisCommand> cmds,
                                           std::vector<int64_t> reply_to, Deadline deadline,
                                           std::shared_ptr<Round> round) {
-  auto r = co_await pool->Batch(std::move(cmds), deadline);
+  auto r = co_await NodeBatch(*node, std::move(cmds), deadline);
   if (!r) {
     if (!round->error) round->error = std::move(r.error());
   } else {

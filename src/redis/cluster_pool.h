@@ -13,6 +13,10 @@
 //   TRYAGAIN, CLUSTERDOWN   resent after a jittered 10-100 ms pause, again and again
 //                           while the deadline leaves room; then the batch fails with
 //                           unavailable (a cluster failing over answers CLUSTERDOWN);
+// With read_from=replica, read commands go to a live replica of their slot (in turn),
+// to the master when the slot has none live; connections send READONLY after connecting, a
+// MOVED from a replica is followed like any other, and the slot map is fetched every 2 s
+// (replicas join and leave without a MOVED).
 // MOVED and ASK at most `max_redirects` times per command (retries too when there is no
 // deadline), after which the error reply stands (a backend_error for the task). Resent commands of
 // one round again leave together. A node that fails a batch (connection refused or lost: a dead
@@ -21,7 +25,13 @@
 //
 // Counters: the endpoint's RedisStats, shared by its node pools (batches counts node
 // batches: rounds x nodes touched), plus moved, asked, cluster_retries and
-// slot_map_refreshes.
+// slot_map_refreshes; and per node a ClusterNodeStats, listed in RedisStats::Nodes()
+// while the node is in the slot map (or was reached before the first map).
+//
+// A node that leaves the slot map (removed from the cluster) is retired: its stats leave
+// the list, and its pool is closed as soon as no node batch or map fetch waits on it, so
+// that rankd stops reconnecting to it. Map fetches ask the map's nodes first and the
+// URL's seeds only when none of those answers, so a removed seed is not reconnected.
 //
 // Threads: create, use, Close and destroy on the loop thread of `loop` only; the stats
 // from any thread.
@@ -56,9 +66,23 @@ class RedisClusterPool final : public RedisClient {
 
  private:
   struct Round;
+  struct Node {
+    std::unique_ptr<RedisPool> pool;
+    std::shared_ptr<ClusterNodeStats> stats;
+    int in_flight = 0;     // node batches and map fetches waiting on it
+    bool retired = false;  // left the slot map; closed once in_flight is 0
+  };
 
-  // The pool of the node at `addr`, made on first use.
-  RedisPool& NodePool(const RedisAddress& addr);
+  // The node at `addr` that is not retired, made on first use.
+  Node& NodeAt(const RedisAddress& addr);
+  // One batch to one node, counted in its stats; closes a retired node it leaves idle.
+  Task<Result<std::vector<RedisReply>>> NodeBatch(Node& node, std::vector<RedisCommand> cmds,
+                                                  Deadline deadline);
+  // Publishes the stats of the nodes not retired to RedisStats::Nodes().
+  void PublishNodes();
+  // Where `command` on `slot` goes first: its slot's master, or with read_from=replica a
+  // live replica when the command reads.
+  Node* FirstTarget(const RedisCommand& command, int slot);
   // Starts fetching the slot map unless a fetch is running.
   void RefreshSlotMap();
   Task<void> RunRefresh(std::shared_ptr<bool> alive);
@@ -67,21 +91,25 @@ class RedisClusterPool final : public RedisClient {
   // node at once, and stores each reply in replies[i]; a target of nullptr (a slot no
   // node serves) gets a CLUSTERDOWN error reply without being sent.
   Task<Result<void>> SendRound(const std::vector<RedisCommand>& commands,
-                               const std::vector<uint32_t>& todo,
-                               const std::vector<RedisPool*>& target,
+                               const std::vector<uint32_t>& todo, const std::vector<Node*>& target,
                                const std::vector<uint8_t>& asking, std::vector<RedisReply>& replies,
                                Deadline deadline);
-  static Task<void> RunNodeBatch(RedisPool* pool, std::vector<RedisCommand> cmds,
-                                 std::vector<int64_t> reply_to, Deadline deadline,
-                                 std::shared_ptr<Round> round);
+  Task<void> RunNodeBatch(Node* node, std::vector<RedisCommand> cmds, std::vector<int64_t> reply_to,
+                          Deadline deadline, std::shared_ptr<Round> round);
   Error Unavailable(std::string what, std::string detail) const;
 
   EventLoop& loop_;
   RedisClientOptions opts_;
-  std::vector<std::unique_ptr<RedisPool>> nodes_;  // never removed before Close
+  std::vector<std::unique_ptr<Node>> nodes_;  // retired ones too (closed): never removed
   std::optional<SlotMap> map_;
-  std::vector<RedisPool*> slot_owner_;  // per slot, once a map is known; nullptr: unserved
-  std::vector<RedisPool*> masters_;     // of the current map, each once
+  std::vector<Node*> slot_owner_;  // per slot, once a map is known; nullptr: unserved
+  std::vector<Node*> masters_;     // of the current map, each once
+  // read_from=replica: the replicas of each range, and per slot its range's index (-1:
+  // no replica).
+  std::vector<std::vector<Node*>> replica_sets_;
+  std::vector<int32_t> slot_replicas_;
+  size_t next_reader_ = 0;              // spreads reads over a slot's replicas
+  bool replica_refresh_armed_ = false;  // the periodic map fetch of read_from=replica
   bool refreshing_ = false;
   TimePoint last_refresh_{};   // when the last fetch ended
   std::string refresh_error_;  // why the last fetch failed, for NotLiveReason

@@ -15,7 +15,7 @@ namespace rankd {
 namespace {
 // Tags passed as privdata to the handshake callbacks; the last one makes the connection
 // live.
-enum HandshakeStep : uintptr_t { kAuth = 1, kSelect = 2, kPing = 3 };
+enum HandshakeStep : uintptr_t { kAuth = 1, kSelect = 2, kReadonly = 3, kPing = 4 };
 
 bool IsIpLiteral(const std::string& host) {
   unsigned char buf[sizeof(in6_addr)];
@@ -198,6 +198,11 @@ void RedisConnection::Connect(const std::string& ip) {
     size_t lens[] = {6, db.size()};
     redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kSelect), 2, argv, lens);
   }
+  if (endpoint_.read_from_replica) {  // a cluster node that may serve reads as a replica
+    const char* argv[] = {"READONLY"};
+    size_t lens[] = {8};
+    redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kReadonly), 1, argv, lens);
+  }
   // PING last: its reply proves the server speaks Redis to us (protected mode, for one,
   // answers the first command with an error).
   redisAsyncCommand(ac, &OnHandshakeReply, reinterpret_cast<void*>(kPing), "PING");
@@ -264,7 +269,10 @@ void RedisConnection::OnHandshakeReply(redisAsyncContext* ac, void* reply, void*
   auto step = reinterpret_cast<uintptr_t>(privdata);
   if (r.is_error()) {
     if (self->last_error_.empty()) {  // the first failure of the handshake says why
-      const char* what = step == kAuth ? "AUTH" : step == kSelect ? "SELECT" : "PING";
+      const char* what = step == kAuth       ? "AUTH"
+                         : step == kSelect   ? "SELECT"
+                         : step == kReadonly ? "READONLY"
+                                             : "PING";
       self->last_error_ = std::string(what) + " failed: " + r.str;
     }
     // Safe inside a callback: hiredis disconnects once the pending replies are in.

@@ -69,7 +69,7 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   ep.name = std::string(name);
   std::string_view rest = url.substr(cluster ? kClusterScheme.size() : kScheme.size());
 
-  // Query: only prefix=P is known.
+  // Query: prefix=P, and read_from=master|replica for a cluster.
   if (size_t q = rest.find('?'); q != std::string_view::npos) {
     std::string_view query = rest.substr(q + 1);
     rest = rest.substr(0, q);
@@ -79,9 +79,16 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
       query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
       size_t eq = kv.find('=');
       std::string_view key = kv.substr(0, eq);
+      std::string_view value =
+          eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
+      if (key == "read_from" && cluster && (value == "master" || value == "replica")) {
+        ep.read_from_replica = value == "replica";
+        continue;
+      }
       if (key != "prefix" || eq == std::string_view::npos)
-        return bad("unknown query parameter '" + std::string(kv) + "' (only prefix=P)");
-      ep.prefix = std::string(kv.substr(eq + 1));
+        return bad("unknown query parameter '" + std::string(kv) +
+                   (cluster ? "' (only prefix=P, read_from=master|replica)" : "' (only prefix=P)"));
+      ep.prefix = std::string(value);
     }
   }
   // Path: /db

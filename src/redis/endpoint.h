@@ -1,7 +1,8 @@
 // Redis endpoints as configured by flags: `--redis NAME=URL`, repeatable, where URL is
 // redis://[[user]:password@]host[:port][/db][?prefix=P] (one server) or
-// redis-cluster://[[user]:password@]host[:port][,host[:port]...][?prefix=P] (a Redis
-// Cluster, found through any of those seed nodes; a cluster has no databases). The parsers are
+// redis-cluster://[[user]:password@]host[:port][,host[:port]...][?prefix=P][&read_from=R]
+// (a Redis Cluster, found through any of those seed nodes; a cluster has no databases;
+// R is master, the default, or replica: reads go to a replica of the key's slot). The parsers are
 // shared by every CLI subcommand (run, bench, seed) so that they all accept the same syntax.
 //
 // Threads: pure functions and plain values; any thread.
@@ -36,6 +37,9 @@ struct RedisEndpoint {
   std::string password;  // empty: no AUTH
   int db = 0;            // SELECT db when non-zero
   std::string prefix;    // prepended to every key
+  // redis-cluster:// only: read commands go to a replica of their slot; connections send
+  // READONLY after connecting.
+  bool read_from_replica = false;
 
   bool is_cluster() const { return !cluster_seeds.empty(); }
   // "redis_default (127.0.0.1:6379)", "shop (cluster 10.0.0.1:7000,10.0.0.2:7000)": how

@@ -7,8 +7,26 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
 
 namespace rankd {
+
+// One Redis Cluster node's share of an endpoint's work on one shard. Written by the
+// shard's loop thread only; read from any thread.
+struct ClusterNodeStats {
+  using Counter = std::atomic<uint64_t>;
+  explicit ClusterNodeStats(std::string n) : node(std::move(n)) {}
+  const std::string node;         // "host:port"
+  Counter commands{0};            // commands sent to it (ASKING included)
+  Counter errors{0};              // failed node batches and error replies other than redirects
+  Counter moved{0};               // MOVED replies it sent
+  Counter asked{0};               // ASK replies it sent
+  Counter retries{0};             // TRYAGAIN / CLUSTERDOWN replies it sent
+  Counter slot_map_refreshes{0};  // slot maps fetched from it and installed
+};
 
 struct RedisStats {
   using Counter = std::atomic<uint64_t>;
@@ -44,6 +62,17 @@ struct RedisStats {
   Counter cluster_retries{0};     // TRYAGAIN / CLUSTERDOWN / unserved slot: resent after a pause
   Counter slot_map_refreshes{0};  // slot maps fetched and installed
 
+  // The cluster nodes this shard's client keeps a pool for, that have not left the slot
+  // map: set by the loop thread, copied by scrapes.
+  void SetNodes(std::vector<std::shared_ptr<const ClusterNodeStats>> nodes) {
+    std::lock_guard lk(nodes_mu_);
+    nodes_ = std::move(nodes);
+  }
+  std::vector<std::shared_ptr<const ClusterNodeStats>> Nodes() const {
+    std::lock_guard lk(nodes_mu_);
+    return nodes_;
+  }
+
   // Batch latency, from Batch() to the last reply: cumulative-style buckets in
   // microseconds (Prometheus histogram layout; the last bucket is +Inf).
   static constexpr std::array<uint64_t, 12> kLatencyBoundsUs = {
@@ -59,6 +88,10 @@ struct RedisStats {
     latency_sum_us.fetch_add(us, std::memory_order_relaxed);
     latency_count.fetch_add(1, std::memory_order_relaxed);
   }
+
+ private:
+  mutable std::mutex nodes_mu_;
+  std::vector<std::shared_ptr<const ClusterNodeStats>> nodes_;
 };
 
 // Shorthand for the loop thread's relaxed increments.

@@ -86,6 +86,47 @@ void CollectProcess(std::vector<MetricFamily>& out) {
   out.push_back(std::move(ofd));
 }
 
+// The per-node series of a cluster endpoint `ep`: each node's counters summed over the
+// shards whose slot map still has it, in order of first appearance.
+void AddNodeSamples(
+    const std::string& ep,
+    const std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>>& stats,
+    MetricFamily& commands, MetricFamily& errors, MetricFamily& redirects,
+    MetricFamily& refreshes) {
+  struct Sums {
+    std::string node;
+    double commands = 0, errors = 0, moved = 0, asked = 0, retries = 0, refreshes = 0;
+  };
+  std::vector<Sums> sums;
+  for (const auto& [name, st] : stats) {
+    if (name != ep || !st->cluster) continue;
+    for (const auto& n : st->Nodes()) {
+      auto it =
+          std::find_if(sums.begin(), sums.end(), [&](const Sums& x) { return x.node == n->node; });
+      if (it == sums.end()) it = sums.insert(sums.end(), Sums{n->node});
+      it->commands += Read(n->commands);
+      it->errors += Read(n->errors);
+      it->moved += Read(n->moved);
+      it->asked += Read(n->asked);
+      it->retries += Read(n->retries);
+      it->refreshes += Read(n->slot_map_refreshes);
+    }
+  }
+  for (const auto& x : sums) {
+    const std::vector<ClientMetric::Label> labels = {{"endpoint", ep}, {"node", x.node}};
+    commands.metric.push_back(Sample(labels, x.commands, MetricType::Counter));
+    errors.metric.push_back(Sample(labels, x.errors, MetricType::Counter));
+    refreshes.metric.push_back(Sample(labels, x.refreshes, MetricType::Counter));
+    const std::pair<const char*, double> kinds[] = {
+        {"moved", x.moved}, {"ask", x.asked}, {"retry", x.retries}};
+    for (const auto& [kind, v] : kinds) {
+      auto l = labels;
+      l.push_back({"kind", kind});
+      redirects.metric.push_back(Sample(std::move(l), v, MetricType::Counter));
+    }
+  }
+}
+
 }  // namespace
 
 Server::Server(ServeOptions opts) : opts_(std::move(opts)), metrics_(opts_.metrics) {}
@@ -274,6 +315,19 @@ void Server::AddCollectors() {
                             MetricType::Counter);
     auto refreshes = Family("rankd_redis_cluster_slot_map_refreshes_total",
                             "Redis Cluster slot maps fetched and installed", MetricType::Counter);
+    // Per cluster node, while the node is in the slot map.
+    auto node_commands = Family("rankd_redis_cluster_node_commands_total",
+                                "Redis commands sent to each cluster node", MetricType::Counter);
+    auto node_errors =
+        Family("rankd_redis_cluster_node_errors_total",
+               "Failed batches and error replies (not redirects) of each cluster node",
+               MetricType::Counter);
+    auto node_redirects =
+        Family("rankd_redis_cluster_node_redirects_total",
+               "Redirect and retry replies of each cluster node, by kind", MetricType::Counter);
+    auto node_refreshes =
+        Family("rankd_redis_cluster_node_slot_map_refreshes_total",
+               "Redis Cluster slot maps fetched from each node and installed", MetricType::Counter);
     for (const auto& ep : endpoints) {
       double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
              disconnects = 0, live = 0, lte = 0, sum_us = 0, missing = 0, unparsable = 0,
@@ -348,10 +402,12 @@ void Server::AddCollectors() {
         redirects.metric.push_back(
             Sample({{"endpoint", ep}, {"kind", kind}}, v, MetricType::Counter));
       refreshes.metric.push_back(Sample({{"endpoint", ep}}, refreshed, MetricType::Counter));
+      AddNodeSamples(ep, stats, node_commands, node_errors, node_redirects, node_refreshes);
     }
     for (auto* f : {&commands, &batches, &errors, &late, &conns, &values, &lat})
       out.push_back(std::move(*f));
-    for (auto* f : {&redirects, &refreshes})
+    for (auto* f :
+         {&redirects, &refreshes, &node_commands, &node_errors, &node_redirects, &node_refreshes})
       if (!f->metric.empty()) out.push_back(std::move(*f));
   });
 }

@@ -24,6 +24,15 @@ TEST_CASE("a redis-cluster URL lists its seed nodes; a database is an error nami
   CHECK(node.Label() == "shop (10.0.0.9:7005)");
   CHECK(node.password == "pw");
   CHECK(node.prefix == "p:");
+  CHECK_FALSE(node.read_from_replica);
+
+  auto reads = ParseRedisFlag("shop=redis-cluster://h:1?prefix=p:&read_from=replica");
+  REQUIRE(reads);
+  CHECK(reads->read_from_replica);
+  CHECK(reads->AtNode({"h", 2}).read_from_replica);  // its connections send READONLY
+  auto masters = ParseRedisFlag("shop=redis-cluster://h:1?read_from=master");
+  REQUIRE(masters);
+  CHECK_FALSE(masters->read_from_replica);
 
   auto single = ParseRedisUrl("a", "redis://h:1/2");
   REQUIRE(single);
@@ -39,6 +48,8 @@ TEST_CASE("a redis-cluster URL lists its seed nodes; a database is an error nami
       {"x=redis-cluster://h:1,h:0", "port '0'"},
       {"x=redis-cluster://", "missing host"},
       {"x=rediscluster://h:1", "must start with redis:// or redis-cluster://"},
+      {"x=redis-cluster://h:1?read_from=any", "unknown query parameter 'read_from=any'"},
+      {"x=redis://h:1?read_from=replica", "unknown query parameter 'read_from=replica'"},
   };
   for (auto& c : bad) {
     CAPTURE(c.flag);

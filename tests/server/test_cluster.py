@@ -6,8 +6,13 @@ one rankd per data plane.
 - `redis-cli --cluster reshard` moves 1,000 slots while requests run: every answer is a
   200 equal to the single node's, and the redirects rankd followed are counted in
   /metrics (rankd_redis_cluster_redirects_total).
+- With read_from=replica, once the replicas reached their masters' replication offsets,
+  answers equal the single node's and every replica's INFO commandstats counts the reads.
 - A master SIGKILLed under load: only 503 or 504 until its replica is promoted, then 200s
   equal to the single node's again, within 30 s (the times are printed).
+- A master whose slots were moved away and that was removed (`redis-cli --cluster
+  del-node`): its per-node series (rankd_redis_cluster_node_*{node="host:port"}) leave
+  /metrics and rankd holds no connection to it.
 
 The cluster's nodes are daemons (redis-server --daemonize): `ops/cluster down` stops them
 at exit, also when a test fails."""
@@ -169,6 +174,80 @@ def test_every_plan_answers_the_same_on_the_cluster():
           flush=True)
 
 
+class ReplicaReads:
+    """The cluster's URL with read_from=replica, for Rankd(redis=...)."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+
+    def url(self):
+        return self.cluster.url() + ("&" if "?" in self.cluster.url() else "?") + "read_from=replica"
+
+
+def replicas(cluster):
+    """[(replica port, its master's port)] from CLUSTER NODES."""
+    text = cluster.cli("cluster", "nodes", port=live_port(cluster))
+    port_of = {}
+    for line in text.splitlines():
+        parts = line.split()
+        port_of[parts[0]] = int(parts[1].split("@")[0].rsplit(":", 1)[1])
+    return [(port_of[parts[0]], port_of[parts[3]]) for parts in map(str.split, text.splitlines())
+            if "slave" in parts[2] and "fail" not in parts[2]]
+
+
+def info_field(cluster, port, section, field):
+    for line in cluster.cli("info", section, port=port).splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def read_calls(cluster, port):
+    """Calls of the commands rankd reads with, from INFO commandstats."""
+    total = 0
+    for line in cluster.cli("info", "commandstats", port=port).splitlines():
+        name, _, rest = line.partition(":")
+        if name in ("cmdstat_hgetall", "cmdstat_hmget", "cmdstat_lrange", "cmdstat_smismember"):
+            total += int(rest.split(",")[0].split("=")[1])
+    return total
+
+
+def test_reads_from_replicas_answer_like_the_masters():
+    e = env()
+    cluster = e["cluster"]
+    pairs = replicas(cluster)
+    assert len(pairs) == 3, pairs
+
+    def synced():
+        return all(info_field(cluster, r, "replication", "master_repl_offset") ==
+                   info_field(cluster, m, "replication", "master_repl_offset") for r, m in pairs)
+
+    wait_until(synced, timeout=30, what="the replicas to reach their masters' offsets")
+    before = {r: read_calls(cluster, r) for r, _ in pairs}
+    _, names = all_plans()
+    reader = Rankd(plans_dir({}), redis=ReplicaReads(cluster), shards=2)
+    try:
+        # Replica connections are made with the first slot map: wait until reads use them.
+        def on_replicas():
+            assert answer(reader, "feed", 1) == answer(e["on_single"], "feed", 1)
+            return all(read_calls(cluster, r) > before[r] for r, _ in pairs)
+
+        wait_until(on_replicas, timeout=20, what="reads to reach every replica")
+        for user in range(1, 41):
+            want = answer(e["on_single"], "feed", user)
+            assert want[0] == 200, want
+            assert answer(reader, "feed", user) == want, user
+        calls = {r: read_calls(cluster, r) - before[r] for r, _ in pairs}
+        text = reader.metrics()
+        for r, _ in pairs:
+            assert (metric_value(text, "rankd_redis_cluster_node_commands_total",
+                                 node=f"127.0.0.1:{r}") or 0) > 0, (r, text)
+    finally:
+        reader.stop()
+    print(f"     40 feed answers with read_from=replica equal the single node's; reads per "
+          f"replica {sorted(calls.values())}", flush=True)
+
+
 def test_resharding_under_load_keeps_every_answer():
     e = env()
     cluster = e["cluster"]
@@ -234,6 +313,68 @@ def test_resharding_under_load_keeps_every_answer():
     print(f"     reshard of 1000 slots took {took:.1f}s; {results['ok']} answers, all 200 and "
           f"equal; redirects followed: {moved:.0f} MOVED, {asked:.0f} ASK; "
           f"{refreshes:.0f} slot map refreshes", flush=True)
+
+
+def live_port(cluster):
+    return next(p for p in cluster.ports if cluster.cli("ping", port=p).strip() == "PONG")
+
+
+def test_removed_node_leaves_metrics_and_connections():
+    e = env()
+    cluster, rankd = e["cluster"], e["on_cluster"]
+    # Nodes the previous test killed are forgotten first: redis-cli --cluster wants every
+    # node it knows to answer.
+    text = cluster.cli("cluster", "nodes", port=live_port(cluster))
+    dead = [line.split()[0] for line in text.splitlines() if "fail" in line.split()[2]]
+    for port in cluster.ports:
+        for node_id in dead:
+            cluster.cli("cluster", "forget", node_id, port=port)
+    # The highest-port master goes: cluster.masters() asks the lowest ports first, so the
+    # removed node (which may keep running, alone) is never the one asked.
+    masters = sorted(cluster.masters(), key=lambda m: m[1])
+    gone, keep = masters[-1], masters[0]
+    node = f"127.0.0.1:{gone[1]}"
+    for user in range(1, 31):
+        assert answer(rankd, "feed", user)[0] == 200
+    text = rankd.metrics()
+    assert (metric_value(text, "rankd_redis_cluster_node_commands_total", node=node) or 0) > 0, text
+    for name in ("rankd_redis_cluster_node_errors_total", "rankd_redis_cluster_node_redirects_total",
+                 "rankd_redis_cluster_node_slot_map_refreshes_total"):
+        assert metric_value(text, name) is not None, name
+    out = subprocess.run(["redis-cli", "--cluster", "reshard", f"127.0.0.1:{keep[1]}",
+                          "--cluster-from", gone[0], "--cluster-to", keep[0],
+                          "--cluster-slots", str(gone[2]), "--cluster-yes"],
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    out = subprocess.run(["redis-cli", "--cluster", "del-node", f"127.0.0.1:{keep[1]}", gone[0]],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+
+    def series_gone():
+        for user in range(1, 11):  # MOVED replies make rankd fetch the new map
+            answer(rankd, "feed", user)
+        return f'node="{node}"' not in rankd.metrics()
+
+    wait_until(series_gone, timeout=30, what=f"the series of {node} to leave /metrics")
+    running = cluster.cli("ping", port=gone[1]).strip() == "PONG"
+    if running:
+        # Still running: no client but redis-cli's own CLIENT LIST.
+        def unconnected():
+            return len(cluster.cli("client", "list", port=gone[1]).strip().splitlines()) == 1
+
+        wait_until(unconnected, timeout=10, what=f"rankd to close its connections to {node}")
+    else:
+        # Shut down by del-node: rankd stops trying to connect to it.
+        def connect_failures():
+            return metric_value(rankd.metrics(), "rankd_redis_errors_total", kind="connect_failed")
+
+        before = connect_failures()
+        time.sleep(3)
+        assert connect_failures() == before, (before, connect_failures())
+    for user in range(1, 31):
+        assert answer(rankd, "feed", user)[0] == 200
+    how = "it runs on, with no rankd client" if running else "it was shut down; no reconnects"
+    print(f"     master {node} emptied and removed: its series left /metrics; {how}", flush=True)
 
 
 def test_master_killed_under_load():
@@ -312,7 +453,11 @@ def test_master_killed_under_load():
 if __name__ == "__main__":
     run_tests([
         ("every plan answers the same on the cluster", test_every_plan_answers_the_same_on_the_cluster),
+        ("reads from replicas answer like the masters", test_reads_from_replicas_answer_like_the_masters),
         ("resharding under load keeps every answer", test_resharding_under_load_keeps_every_answer),
-        # Last: it leaves the cluster with a dead node.
+        # It leaves the cluster with a dead node.
         ("a master killed under load: 503/504 until its replica is promoted", test_master_killed_under_load),
+        # Last: it takes a master out of the cluster (forgetting the dead one first).
+        ("a removed node leaves /metrics and rankd's connections",
+         test_removed_node_leaves_metrics_and_connections),
     ])
