@@ -18,6 +18,7 @@
 #include "redis/endpoint.h"
 #include "redis/reply.h"
 #include "redis/stats.h"
+#include "redis/tracking.h"
 
 namespace rankd {
 
@@ -42,6 +43,15 @@ class RedisClient {
   virtual bool live() const = 0;
   // Why not live(), "" when live.
   virtual std::string NotLiveReason() const = 0;
+  // Client-side caching (tracking.h): opens a tracker per Redis node and turns tracking
+  // on for every data connection before its next read. Call once, before the first
+  // Batch whose replies may be cached.
+  virtual void EnableTracking(const TrackingConfig& config) = 0;
+  // Every read sent from now on is tracked, so a change of its keys will reach the sink
+  // (or the sink hears OnInvalidateAll). A reader checks this before it sends the reads
+  // it may cache: a loss after that reaches the sink as OnInvalidateAll.
+  virtual bool tracking_ready() const = 0;
+
   // Fails queued and in-flight batches with unavailable and closes every connection.
   // Idempotent. REQUIRES: not inside a hiredis callback.
   virtual void Close() = 0;

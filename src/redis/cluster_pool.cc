@@ -134,6 +134,7 @@ RedisClusterPool::Node& RedisClusterPool::NodeAt(const RedisAddress& addr) {
       return *n;
   auto node = std::make_unique<Node>();
   node->pool = std::make_unique<RedisPool>(loop_, endpoint_.AtNode(addr), opts_, stats_);
+  if (tracking_) node->pool->EnableTracking(*tracking_);
   node->stats = std::make_shared<ClusterNodeStats>(AddressText(addr));
   nodes_.push_back(std::move(node));
   PublishNodes();
@@ -231,8 +232,9 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
   refreshing_ = false;
   last_refresh_ = Clock::now();
   // Replicas come and go without a MOVED (a new one is listed once it has synced), so
-  // reading from them needs the map fetched now and then.
-  if (endpoint_.read_from_replica && map_ && !closed_ && !replica_refresh_armed_) {
+  // reading from them needs the map fetched now and then; so does a cache, whose hits
+  // send nothing that could draw a MOVED after a slot moved (Install then flushes it).
+  if ((endpoint_.read_from_replica || tracking_) && map_ && !closed_ && !replica_refresh_armed_) {
     replica_refresh_armed_ = true;
     loop_.timers().Start(kReplicaRefreshMs, [this, alive] {
       if (!*alive) return;
@@ -247,6 +249,9 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
 }
 
 void RedisClusterPool::Install(const SlotMap& map) {
+  std::vector<Node*> old_owner = std::move(slot_owner_);
+  std::vector<std::vector<Node*>> old_replica_sets = std::move(replica_sets_);
+  std::vector<int32_t> old_slot_replicas = slot_replicas_;
   slot_owner_.assign(kClusterSlots, nullptr);
   masters_.clear();
   bool retired = false;
@@ -274,6 +279,27 @@ void RedisClusterPool::Install(const SlotMap& map) {
   }
   map_ = map;
   Bump(stats_->slot_map_refreshes);
+  // A key read from a node that no longer serves its slot is no longer tracked there.
+  if (tracking_ && (old_owner != slot_owner_ || old_replica_sets != replica_sets_ ||
+                    old_slot_replicas != slot_replicas_))
+    tracking_->sink->OnInvalidateAll();
+}
+
+void RedisClusterPool::EnableTracking(const TrackingConfig& config) {
+  loop_.AssertInLoopThread();
+  if (tracking_ || closed_) return;
+  tracking_ = config;
+  for (auto& n : nodes_)
+    if (!n->retired) n->pool->EnableTracking(config);
+  RefreshSlotMap();  // arms the periodic fetch once it ends
+}
+
+bool RedisClusterPool::tracking_ready() const {
+  loop_.AssertInLoopThread();
+  if (!tracking_ || !map_ || closed_) return false;
+  for (const auto& n : nodes_)
+    if (!n->retired && !n->pool->tracking_ready()) return false;
+  return true;
 }
 
 Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisCommand> commands,
@@ -333,6 +359,7 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
         target[i] = &to;
         if (redirect.kind == Redirect::kMoved) {
           slot_owner_[static_cast<size_t>(redirect.slot)] = &to;
+          if (tracking_) tracking_->sink->OnInvalidateAll();  // as Install would
           Bump(stats_->moved);
           Bump(from->moved);
           RefreshSlotMap();

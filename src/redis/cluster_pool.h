@@ -64,6 +64,12 @@ class RedisClusterPool final : public RedisClient {
   std::string NotLiveReason() const override;
   void Close() override;
 
+  // Every node's pool tracks (with `config`); a change of the slot map or a MOVED
+  // flushes the sink, and the map is then fetched every 2 s.
+  void EnableTracking(const TrackingConfig& config) override;
+  // Every node in the slot map tracks.
+  bool tracking_ready() const override;
+
  private:
   struct Round;
   struct Node {
@@ -113,6 +119,7 @@ class RedisClusterPool final : public RedisClient {
   bool refreshing_ = false;
   TimePoint last_refresh_{};   // when the last fetch ended
   std::string refresh_error_;  // why the last fetch failed, for NotLiveReason
+  std::optional<TrackingConfig> tracking_;
   bool closed_ = false;
   size_t next_seed_ = 0;  // where the next refresh starts asking
   uint64_t rng_;          // backoff jitter

@@ -233,6 +233,29 @@ bool RedisConnection::Send(std::string_view wire, redisCallbackFn* fn, void* pri
   return true;
 }
 
+void RedisConnection::EnterPushMode(PushSink* sink) {
+  loop_.AssertInLoopThread();
+  assert(live() && inflight_ == 0);
+  SetPushSink(ac_, sink);
+}
+
+bool RedisConnection::SendNoReply(std::string_view wire) {
+  loop_.AssertInLoopThread();
+  assert(live());
+  if (redisAsyncFormattedCommand(ac_, nullptr, nullptr, wire.data(), wire.size()) != REDIS_OK)
+    return false;
+  Bump(stats_.commands);
+  return true;
+}
+
+void RedisConnection::Drop(std::string why) {
+  loop_.AssertInLoopThread();
+  if (ac_ == nullptr || state_ == State::kClosed) return;
+  last_error_ = std::move(why);
+  LogWarn("redis endpoint " + endpoint_.Label() + ": dropped a connection: " + last_error_);
+  redisAsyncFree(ac_);  // cleanup schedules the reconnect
+}
+
 std::string RedisConnection::FailureReason(const redisAsyncContext* ac) const {
   if (ac != nullptr && ac->err != 0 && ac->errstr[0] != '\0')
     return std::string("connection lost: ") + ac->errstr;

@@ -61,6 +61,17 @@ class RedisConnection final : private UvRedisListener {
   // Called by the reply callback for every command sent through Send.
   void OnCommandDone() { --inflight_; }
 
+  // Push mode (uv_adapter.h SetPushSink): every reply from now on goes to `sink`; send
+  // with SendNoReply only. Ends with the connection: after a reconnect the owner enters
+  // it again. REQUIRES: live(), nothing in flight.
+  void EnterPushMode(PushSink* sink);
+  // Queues one RESP-encoded command whose reply goes to the push sink. REQUIRES: live(),
+  // in push mode. Returns false if hiredis refused (the context is going down).
+  bool SendNoReply(std::string_view wire);
+  // Drops the current connection (it reconnects after the backoff), saying `why` in the
+  // log and last_error(). REQUIRES: not inside a hiredis callback or a push.
+  void Drop(std::string why);
+
   // Why commands on `ac` got a NULL reply, for their error messages.
   std::string FailureReason(const redisAsyncContext* ac) const;
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <coroutine>
 
+#include "core/log.h"
 #include "redis/reader.h"
 
 namespace rankd {
@@ -71,9 +72,11 @@ RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions
                   static_cast<uint64_t>(Clock::now().time_since_epoch().count());
   for (int i = 0; i < n; ++i) {
     conns_.push_back(std::make_unique<RedisConnection>(
-        loop_, endpoint_, opts_, *stats_, [this] { SchedulePump(); },
+        loop_, endpoint_, opts_, *stats_,
+        [this, i = static_cast<size_t>(i)] { OnConnectionChange(i); },
         seed + static_cast<uint64_t>(i)));
   }
+  tracked_to_.assign(conns_.size(), 0);
   for (auto& c : conns_) c->Start();
 }
 
@@ -89,6 +92,67 @@ void RedisPool::Close() {
   while (!queue_.empty())
     Finish(queue_.front(), UnavailableError(queue_.front(), "client closed", "client closed"));
   for (auto& c : conns_) c->Close();  // in-flight batches get NULL replies -> unavailable
+  if (tracker_) tracker_->Close();
+}
+
+void RedisPool::OnConnectionChange(size_t i) {
+  // A data connection that goes down takes its tracked keys with it: Redis will not
+  // say when they change.
+  if (!conns_[i]->live() && tracked_to_[i] != 0) {
+    tracked_to_[i] = 0;
+    tracking_->sink->OnInvalidateAll();
+  }
+  SchedulePump();
+}
+
+void RedisPool::EnableTracking(const TrackingConfig& config) {
+  loop_.AssertInLoopThread();
+  if (tracking_ || closed_) return;
+  tracking_ = config;
+  tracker_ = std::make_unique<RedisTracker>(loop_, endpoint_, opts_, *stats_, tracking_->sink,
+                                            [this] { OnTrackerChange(); });
+  tracker_->Start();
+}
+
+bool RedisPool::tracking_ready() const {
+  loop_.AssertInLoopThread();
+  return tracker_ && tracker_->redirect_id() != 0 && tracking_error_.empty() && !closed_;
+}
+
+void RedisPool::OnTrackerChange() {
+  int64_t id = tracker_->redirect_id();
+  // Lost (or replaced): whatever was read under the old id hears nothing more.
+  if (tracker_id_ != 0 && id != tracker_id_) tracking_->sink->OnInvalidateAll();
+  tracker_id_ = id;
+}
+
+void RedisPool::EnsureTracked(size_t i) {
+  int64_t id = tracker_->redirect_id();
+  if (id == 0 || tracked_to_[i] == id || !tracking_error_.empty()) return;
+  RedisConnection* c = conns_[i].get();
+  if (tracked_to_[i] != 0) {  // still redirected to a tracker that is gone
+    RedisCommand off{"CLIENT", "TRACKING", "OFF"};
+    c->Send(off.wire(), &RedisPool::OnTrackingReply, this);
+  }
+  RedisCommand on{"CLIENT", "TRACKING", "ON", "REDIRECT"};
+  on.Arg(id);
+  if (tracking_->mode == TrackingMode::kBcast) {
+    on.Arg("BCAST");
+    for (const auto& p : tracking_->bcast_prefixes) on.Arg("PREFIX").Key(endpoint_.prefix, p);
+  }
+  if (c->Send(on.wire(), &RedisPool::OnTrackingReply, this)) tracked_to_[i] = id;
+}
+
+void RedisPool::OnTrackingReply(redisAsyncContext* ac, void* reply, void* privdata) {
+  auto* pool = static_cast<RedisPool*>(privdata);
+  RedisConnection::From(ac)->OnCommandDone();
+  if (reply == nullptr) return;  // the connection went down: OnConnectionChange flushes
+  RedisReply& r = TakeReply(reply);
+  if (!r.is_error() || !pool->tracking_error_.empty()) return;
+  pool->tracking_error_ = r.str;
+  LogError("redis endpoint " + pool->endpoint_.Label() +
+           ": CLIENT TRACKING failed, caching is off for it: " + r.str);
+  pool->tracking_->sink->OnInvalidateAll();
 }
 
 bool RedisPool::live() const {
@@ -191,6 +255,10 @@ RedisConnection* RedisPool::PickConnection(size_t n) {
 
 void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
   Bump(stats_->batches);
+  if (tracker_) {
+    for (size_t i = 0; i < conns_.size(); ++i)
+      if (conns_[i].get() == c) EnsureTracked(i);
+  }
   // Every command is queued in hiredis's output buffer now; the adapter flushes the
   // buffer when the socket is writable, after this loop turn: one write for the batch.
   for (auto& slot : b->slots) {

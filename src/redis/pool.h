@@ -15,6 +15,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@
 #include "redis/options.h"
 #include "redis/reply.h"
 #include "redis/stats.h"
+#include "redis/tracker.h"
+#include "redis/tracking.h"
 
 namespace rankd {
 
@@ -57,10 +60,19 @@ class RedisPool final : public RedisClient {
   std::string NotLiveReason() const override;
   void Close() override;
 
+  void EnableTracking(const TrackingConfig& config) override;
+  bool tracking_ready() const override;
+
  private:
   friend struct PendingBatch;
   static void OnReply(redisAsyncContext* ac, void* reply, void* privdata);
+  static void OnTrackingReply(redisAsyncContext* ac, void* reply, void* privdata);
 
+  void OnConnectionChange(size_t i);
+  void OnTrackerChange();
+  // Before a batch goes out on conns_[i]: turns its tracking on (or re-points it at a
+  // new tracker) in the same write, ahead of the batch's reads.
+  void EnsureTracked(size_t i);
   void Dispatch(PendingBatch* b);
   void Send(RedisConnection* c, PendingBatch* b);
   RedisConnection* PickConnection(size_t n);
@@ -82,6 +94,13 @@ class RedisPool final : public RedisClient {
   bool pump_scheduled_ = false;
   bool closed_ = false;
   size_t next_ = 0;                                             // round-robin start among equals
+  // Client-side caching (EnableTracking); tracked_to_[i]: the tracker id conns_[i]
+  // redirects to in its current session, 0 = not tracking.
+  std::optional<TrackingConfig> tracking_;
+  std::unique_ptr<RedisTracker> tracker_;
+  std::vector<int64_t> tracked_to_;
+  int64_t tracker_id_ = 0;      // the id the sink last heard about
+  std::string tracking_error_;  // Redis refused CLIENT TRACKING: caching stays off
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards Defer'd pumps
 };
 

@@ -6,7 +6,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
+#include "redis/reader.h"
 #include "redis/reply_scanner.h"
 
 // Exported by libhiredis 0.14.1 (and later) but not declared in its headers: the second
@@ -29,6 +31,7 @@ struct UvRedisEvents {
   UvRedisListener* listener = nullptr;
   int events = 0;
   RespScanner scanner;
+  PushSink* push = nullptr;  // push mode: replies go here, not to hiredis's callbacks
 
   UvRedisEvents(const ReplyLimits& limits) : scanner(limits) {}
 };
@@ -50,6 +53,23 @@ void HandleWritable(UvRedisEvents* self) {
     self->listener->OnSocketWrite();
 }
 
+// Push mode's half of HandleReadable: the bytes go through hiredis's reader (with our
+// builders) and each complete reply to the sink.
+void DeliverPushes(UvRedisEvents* self, std::string_view bytes) {
+  redisReader* reader = self->ac->c.reader;
+  if (redisReaderFeed(reader, bytes.data(), bytes.size()) != REDIS_OK)
+    return self->listener->OnReadFailed("out of memory buffering a reply", true);
+  for (;;) {
+    void* reply = nullptr;
+    if (redisReaderGetReply(reader, &reply) != REDIS_OK)
+      return self->listener->OnReadFailed("protocol error", true);
+    if (reply == nullptr) return;
+    RedisReply value = std::move(TakeReply(reply));
+    reader->fn->freeObject(reply);
+    self->push->OnPush(std::move(value));
+  }
+}
+
 // Our redisAsyncHandleRead: read, scan, feed, run callbacks. May free the context
 // (self->ac becomes nullptr).
 void HandleReadable(UvRedisEvents* self) {
@@ -69,6 +89,7 @@ void HandleReadable(UvRedisEvents* self) {
   }
   auto ended = self->scanner.Scan({buf, static_cast<size_t>(n)});
   if (!ended) return self->listener->OnReadFailed(std::move(ended.error().message), true);
+  if (self->push != nullptr) return DeliverPushes(self, {buf, static_cast<size_t>(n)});
   if (!AwaitingAtLeast(ac, *ended))
     return self->listener->OnReadFailed("protocol error: a reply no command was waiting for", true);
   if (redisReaderFeed(ac->c.reader, buf, static_cast<size_t>(n)) != REDIS_OK)
@@ -129,6 +150,10 @@ void Cleanup(void* p) {
 }
 
 }  // namespace
+
+void SetPushSink(redisAsyncContext* ac, PushSink* sink) {
+  static_cast<UvRedisEvents*>(ac->ev.data)->push = sink;
+}
 
 int AttachUvAdapter(redisAsyncContext* ac, uv_loop_t* loop, UvRedisListener* listener,
                     const ReplyLimits& limits) {

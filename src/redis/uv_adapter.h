@@ -22,6 +22,7 @@
 #include <string>
 
 #include "redis/options.h"
+#include "redis/reply.h"
 
 struct redisAsyncContext;
 
@@ -49,6 +50,24 @@ class UvRedisListener {
  protected:
   ~UvRedisListener() = default;
 };
+
+// What receives the replies of a context in push mode (SetPushSink).
+class PushSink {
+ public:
+  // One complete reply. Must not free the context (schedule that instead).
+  virtual void OnPush(RedisReply reply) = 0;
+
+ protected:
+  ~PushSink() = default;
+};
+
+// Push mode, for a connection subscribed to a channel (redis/tracker.h): from now on
+// every reply read from `ac` goes to `sink`, in order, instead of to hiredis's callbacks.
+// hiredis cannot take them itself: in subscribe mode it reads the reply as its own
+// redisReply type, which our reply builders (reader.h) do not make. Commands sent after
+// this must have no callback (fn == nullptr). REQUIRES: no hiredis callback is waiting
+// for a reply (the handshake is over).
+void SetPushSink(redisAsyncContext* ac, PushSink* sink);
 
 // Attaches `ac` to `loop` and starts watching for writability at once, so that the end
 // of the non-blocking connect is noticed even before a command is queued.

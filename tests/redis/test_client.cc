@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "redis_server.h"
