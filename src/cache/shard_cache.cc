@@ -33,22 +33,31 @@ struct KeyHash {
   }
 };
 
-// What libstdc++ adds to each unordered_map node beyond the value: the node's next
-// pointer (8), the allocator's header and rounding (~16), and one bucket pointer per
-// element at load factor ≤ 1 (8). An estimate: the budget is approximate by that much.
-constexpr uint64_t kIndexNodeOverhead = 32;
+// What one heap block of `n` bytes takes from glibc's malloc: an 8-byte header, rounded
+// up to 16, at least 32 (glibc's chunk size). Other allocators differ by a few bytes a
+// block; the budget is approximate by that much.
+constexpr uint64_t Block(uint64_t n) {
+  return n == 0 ? 0 : std::max<uint64_t>(32, (n + 8 + 15) & ~uint64_t{15});
+}
+
+// An index node of libstdc++'s unordered_map: one block holding the next pointer and
+// the key-value pair (no cached hash code: KeyHash is noexcept), and one bucket pointer
+// per element (load factor ≤ 1).
+template <typename Index>
+constexpr uint64_t kIndexNodeBytes = Block(sizeof(void*) + sizeof(typename Index::value_type)) +
+                                     sizeof(void*);
 
 // What a std::string holds inline: a string allocates only past this.
 const size_t kSsoCapacity = std::string().capacity();
 
 uint64_t StringHeap(const std::string& s) {
-  return s.capacity() > kSsoCapacity ? s.capacity() + 1 : 0;
+  return s.capacity() > kSsoCapacity ? Block(s.capacity() + 1) : 0;
 }
 
 uint64_t ValueHeap(const Value& v) {
   if (const auto* s = std::get_if<std::string>(&v)) return StringHeap(*s);
   if (const auto* l = std::get_if<std::vector<std::string>>(&v)) {
-    uint64_t n = l->capacity() * sizeof(std::string);
+    uint64_t n = Block(l->capacity() * sizeof(std::string));
     for (const std::string& s : *l) n += StringHeap(s);
     return n;
   }
@@ -56,13 +65,13 @@ uint64_t ValueHeap(const Value& v) {
 }
 
 uint64_t HeapBytes(const CachedHash& h) {
-  uint64_t n = h.fields.capacity() * sizeof(CachedField);
+  uint64_t n = Block(h.fields.capacity() * sizeof(CachedField));
   for (const CachedField& f : h.fields) n += ValueHeap(f.value);
   return n;
 }
 
 uint64_t HeapBytes(const CachedList& l) {
-  return l.members.capacity() * sizeof(int64_t) + l.bad.capacity() * sizeof(uint32_t);
+  return Block(l.members.capacity() * sizeof(int64_t)) + Block(l.bad.capacity() * sizeof(uint32_t));
 }
 
 // Copies the fields `from` knows into `into` (same `exists`): newer reads win.
@@ -113,7 +122,7 @@ struct ShardCache::Impl {
 
   static uint64_t Charge(const Entry& e) {
     uint64_t heap = std::visit([](const auto& v) { return HeapBytes(v); }, e.value);
-    return sizeof(Index::value_type) + kIndexNodeOverhead + heap;
+    return kIndexNodeBytes<Index> + heap;
   }
 
   void PushHead(Entry* e) {
