@@ -1,0 +1,170 @@
+// ShardCache: one shard's cache of decoded Redis values — user and item hashes, follow,
+// recs and media lists — for the IO nodes whose plan sets `cache: true`
+// (docs/cache.md). Kept consistent by Redis invalidation: the shard's Redis clients
+// track the keys their data connections read (CLIENT TRACKING ... REDIRECT) and call
+// Invalidate / InvalidateAll when Redis says a key changed or when tracking was lost.
+//
+// A read of keys the cache missed goes like this (tasks/io_tasks.cc):
+//
+//   ReadTicket t = cache.BeginRead(missed_keys);   // before the batch is sent
+//   ... co_await the batch ...
+//   if (t.Storable(key)) cache.PutList(t, key, list, key_ttl_ms);  // per key
+//   // t's destructor ends the read
+//
+// A key invalidated between BeginRead and its reply is used by that request but never
+// stored (Storable says no); so is every key of a read that overlapped InvalidateAll.
+//
+// Memory: a byte budget counting keys, values and the index's overhead; past it,
+// entries are evicted (SIEVE: a FIFO with a visited bit, docs/cache.md says why). An
+// entry also expires after the TTL cap, or sooner when its key carries a TTL in Redis.
+//
+// Threads: the shard's loop thread only (the shard owns the cache like its
+// connections; no locks). stats() may be read from any thread (relaxed atomics). The
+// cache must outlive every ReadTicket (the shard destroys it after its requests ended).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/value.h"
+
+namespace rankd {
+
+// The key families the cache holds (docs/data.md); the Redis key is the endpoint's
+// prefix + the family's prefix + the id.
+enum class CacheKind : uint8_t { kUser, kFollow, kRecs, kMedia, kItem };
+
+struct CacheKey {
+  uint16_t endpoint = 0;  // the shard's endpoint index (RedisPools order)
+  CacheKind kind = CacheKind::kUser;
+  int64_t id = 0;
+  friend bool operator==(const CacheKey&, const CacheKey&) = default;
+};
+
+// "user:", "follow:", "recs:", "media:", "item:".
+std::string_view CacheKindPrefix(CacheKind k);
+// A Redis key without the endpoint's prefix -> its family and id; nullopt for keys the
+// cache never holds (other families, ids that are not strict decimal i64).
+std::optional<std::pair<CacheKind, int64_t>> ParseCacheKey(std::string_view key);
+
+// One hash field as the task decoded it.
+struct CachedField {
+  enum class State : uint8_t { kMissing, kUnparsable, kValue };
+  State state = State::kMissing;
+  Value value;  // i64, f64, str or bool when kValue
+};
+
+// A user or item hash: the fields read so far, by the task's field index.
+struct CachedHash {
+  bool exists = true;               // false: the key did not exist (HGETALL gave nothing)
+  uint64_t known = 0;               // bit f set: fields[f] holds field f
+  std::vector<CachedField> fields;  // indexed by field; size > every set bit of known
+};
+
+// The head of a list: LRANGE key 0 asked-1.
+struct CachedList {
+  uint32_t asked = 0;            // how many members were asked for
+  std::vector<int64_t> members;  // what Redis returned, in order (≤ asked); bad ids as 0
+  std::vector<uint32_t> bad;     // positions in members that were not ids (ascending)
+  // The whole list is known: Redis returned fewer members than asked.
+  bool complete() const { return members.size() < asked; }
+  // Serves LRANGE 0 count-1.
+  bool Covers(uint32_t count) const { return count <= asked || complete(); }
+};
+
+struct CacheStats {
+  using Counter = std::atomic<uint64_t>;
+  Counter hits{0};                  // keys served from the cache (RecordLookups)
+  Counter misses{0};                // keys asked of Redis by caching nodes (RecordLookups)
+  Counter evictions{0};             // entries dropped for the byte budget
+  Counter invalidations{0};         // keys Redis invalidated, + 1 per InvalidateAll
+  Counter expirations{0};           // entries dropped at lookup past their expiry
+  std::atomic<int64_t> entries{0};  // gauge
+  std::atomic<int64_t> bytes{0};    // gauge: what counts against the budget
+};
+
+class ShardCache;
+
+// Keys being read from Redis on behalf of the cache. Move-only; ends the read when
+// destroyed.
+class ReadTicket {
+ public:
+  ReadTicket() = default;
+  ReadTicket(ReadTicket&&) noexcept;
+  ReadTicket& operator=(ReadTicket&&) noexcept;
+  ~ReadTicket();
+
+  // No invalidation of `k` (nor InvalidateAll) reached the cache since BeginRead.
+  // REQUIRES: k was among BeginRead's keys.
+  bool Storable(const CacheKey& k) const;
+
+ private:
+  friend class ShardCache;
+  ShardCache* cache_ = nullptr;
+  uint64_t started_ = 0;  // the cache's invalidation sequence at BeginRead
+  std::vector<CacheKey> keys_;
+};
+
+class ShardCache {
+ public:
+  struct Options {
+    uint64_t budget_bytes = 0;    // 0: the cache stores nothing
+    uint64_t ttl_cap_ms = 60000;  // no entry lives longer (--cache-ttl-ms)
+  };
+  // `now_ms`: a monotonic clock in ms (the loop's time; tests pass a fake).
+  ShardCache(Options opts, std::function<uint64_t()> now_ms);
+  ~ShardCache();
+  ShardCache(const ShardCache&) = delete;
+  ShardCache& operator=(const ShardCache&) = delete;
+
+  // The entry of `k`, or nullptr (absent, or past its expiry: then dropped). The pointer
+  // is valid until the next call that changes the cache. A lookup marks the entry
+  // visited (eviction); it counts nothing: the task says what it could use through
+  // RecordLookups.
+  const CachedHash* FindHash(const CacheKey& k);
+  const CachedList* FindList(const CacheKey& k);
+  void RecordLookups(uint64_t hits, uint64_t misses);
+
+  ReadTicket BeginRead(std::span<const CacheKey> keys);
+
+  // Stores the value read under `t` for `k` (replacing an older entry; for a hash whose
+  // entry exists with the same `exists`, the fields are merged into it). Does nothing
+  // when !t.Storable(k), when the budget is 0, or when the entry alone would take more
+  // than 1/16 of the budget. `key_ttl_ms`: the key's remaining TTL in Redis (PTTL), when
+  // it has one: the entry then expires no later than the key.
+  void PutHash(const ReadTicket& t, const CacheKey& k, CachedHash value,
+               std::optional<uint64_t> key_ttl_ms);
+  void PutList(const ReadTicket& t, const CacheKey& k, CachedList value,
+               std::optional<uint64_t> key_ttl_ms);
+
+  // Redis said `key` (without the endpoint's prefix) of `endpoint` changed: drops its
+  // entry and marks an in-flight read of it. Keys the cache never holds are ignored
+  // (still counted).
+  void Invalidate(uint16_t endpoint, std::string_view key);
+  // Tracking of `endpoint` was lost or Redis flushed: drops its entries; every read in
+  // flight (any endpoint) becomes unstorable.
+  void InvalidateAll(uint16_t endpoint);
+
+  const CacheStats& stats() const { return *stats_; }
+  std::shared_ptr<const CacheStats> shared_stats() const { return stats_; }
+  uint64_t budget_bytes() const { return opts_.budget_bytes; }
+
+ private:
+  friend class ReadTicket;
+  struct Impl;
+  void EndRead(ReadTicket& t);
+
+  Options opts_;
+  std::function<uint64_t()> now_ms_;
+  std::shared_ptr<CacheStats> stats_ = std::make_shared<CacheStats>();
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rankd

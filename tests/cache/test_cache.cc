@@ -1,0 +1,508 @@
+// ShardCache: lookups, hash merges, TTLs on a fake clock, SIEVE eviction under a byte
+// budget, invalidation racing reads in flight, tickets, key parsing and the stats.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cache/shard_cache.h"
+
+using rankd::CachedField;
+using rankd::CachedHash;
+using rankd::CachedList;
+using rankd::CacheKey;
+using rankd::CacheKind;
+using rankd::ReadTicket;
+using rankd::ShardCache;
+using rankd::Value;
+
+namespace {
+
+// A cache on a clock the test moves by hand.
+struct Fixture {
+  explicit Fixture(uint64_t budget, uint64_t ttl_cap_ms = 60000)
+      : cache({.budget_bytes = budget, .ttl_cap_ms = ttl_cap_ms}, [this] { return now; }) {}
+  uint64_t now = 1000;
+  ShardCache cache;
+
+  int64_t bytes() const { return cache.stats().bytes.load(); }
+  int64_t entries() const { return cache.stats().entries.load(); }
+
+  // One read of one key, stored at once.
+  void PutList(const CacheKey& k, CachedList l, std::optional<uint64_t> ttl = std::nullopt) {
+    ReadTicket t = cache.BeginRead(std::array{k});
+    cache.PutList(t, k, std::move(l), ttl);
+  }
+  void PutHash(const CacheKey& k, CachedHash h, std::optional<uint64_t> ttl = std::nullopt) {
+    ReadTicket t = cache.BeginRead(std::array{k});
+    cache.PutHash(t, k, std::move(h), ttl);
+  }
+};
+
+CacheKey User(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind::kUser, id}; }
+CacheKey Media(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind::kMedia, id}; }
+CacheKey Follow(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind::kFollow, id}; }
+
+CachedList List(uint32_t asked, std::vector<int64_t> members) {
+  CachedList l;
+  l.asked = asked;
+  l.members = std::move(members);
+  return l;
+}
+
+// A hash knowing the given fields (index -> value).
+CachedHash Hash(std::initializer_list<std::pair<size_t, Value>> fields, bool exists = true) {
+  CachedHash h;
+  h.exists = exists;
+  for (const auto& [f, v] : fields) {
+    if (h.fields.size() <= f) h.fields.resize(f + 1);
+    h.fields[f].state = CachedField::State::kValue;
+    h.fields[f].value = v;
+    h.known |= uint64_t{1} << f;
+  }
+  return h;
+}
+
+constexpr uint64_t kBig = 64 << 20;  // a budget nothing here comes near
+
+}  // namespace
+
+TEST_SUITE("cache") {
+  TEST_CASE("hash and list: misses, hits, kinds") {
+    Fixture f(kBig);
+    CHECK(f.cache.FindList(Media(1)) == nullptr);
+    CHECK(f.cache.FindHash(User(1)) == nullptr);
+
+    f.PutList(Media(1), List(10, {5, 6, 7}));
+    f.PutHash(User(1), Hash({{0, Value{int64_t{42}}}, {1, Value{std::string("de")}}}));
+    const CachedList* l = f.cache.FindList(Media(1));
+    REQUIRE(l != nullptr);
+    CHECK(l->members == std::vector<int64_t>{5, 6, 7});
+    CHECK(l->asked == 10);
+    const CachedHash* h = f.cache.FindHash(User(1));
+    REQUIRE(h != nullptr);
+    CHECK(h->exists);
+    CHECK(h->known == 0b11);
+    CHECK(std::get<int64_t>(h->fields[0].value) == 42);
+    CHECK(std::get<std::string>(h->fields[1].value) == "de");
+
+    // Same id, other families: other keys.
+    CHECK(f.cache.FindList(Follow(1)) == nullptr);
+    CHECK(f.cache.FindHash({0, CacheKind::kItem, 1}) == nullptr);
+    CHECK(f.entries() == 2);
+
+    // A lookup counts nothing; RecordLookups does.
+    CHECK(f.cache.stats().hits.load() == 0);
+    f.cache.RecordLookups(3, 2);
+    CHECK(f.cache.stats().hits.load() == 3);
+    CHECK(f.cache.stats().misses.load() == 2);
+  }
+
+  TEST_CASE("a list replaces the older entry of its key") {
+    Fixture f(kBig);
+    f.PutList(Media(1), List(2, {1, 2}));
+    f.PutList(Media(1), List(50, {1, 2, 3}));
+    const CachedList* l = f.cache.FindList(Media(1));
+    REQUIRE(l != nullptr);
+    CHECK(l->asked == 50);
+    CHECK(l->members.size() == 3);
+    CHECK(f.entries() == 1);
+  }
+
+  TEST_CASE("CachedList: complete and Covers") {
+    CachedList full = List(10, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});  // maybe more in Redis
+    CHECK_FALSE(full.complete());
+    CHECK(full.Covers(0));
+    CHECK(full.Covers(10));
+    CHECK_FALSE(full.Covers(11));
+
+    CachedList shorter = List(10, {1, 2, 3});  // the whole list
+    CHECK(shorter.complete());
+    CHECK(shorter.Covers(3));
+    CHECK(shorter.Covers(1000));
+
+    CachedList empty = List(5, {});  // the key does not exist or the list is empty
+    CHECK(empty.complete());
+    CHECK(empty.Covers(100));
+
+    CachedList none = List(0, {});  // asked for nothing: knows nothing
+    CHECK_FALSE(none.complete());
+    CHECK(none.Covers(0));
+    CHECK_FALSE(none.Covers(1));
+  }
+
+  TEST_CASE("hash fields merge into an entry with the same exists") {
+    Fixture f(kBig);
+    f.PutHash(User(7), Hash({{0, Value{int64_t{1}}}, {2, Value{2.5}}}));
+    int64_t before = f.bytes();
+    std::string long_text(200, 'x');
+    f.PutHash(User(7), Hash({{1, Value{true}}, {2, Value{3.5}}, {4, Value{long_text}}}));
+    const CachedHash* h = f.cache.FindHash(User(7));
+    REQUIRE(h != nullptr);
+    CHECK(h->known == 0b10111);
+    REQUIRE(h->fields.size() == 5);
+    CHECK(std::get<int64_t>(h->fields[0].value) == 1);   // kept
+    CHECK(std::get<bool>(h->fields[1].value));           // added
+    CHECK(std::get<double>(h->fields[2].value) == 3.5);  // the newer read wins
+    CHECK(std::get<std::string>(h->fields[4].value) == long_text);
+    CHECK(f.entries() == 1);
+    // Re-charged: more fields and a string on the heap.
+    CHECK(f.bytes() >= before + 200);
+
+    // A field whose state is not kValue merges too (it is known to be missing).
+    CachedHash missing;
+    missing.fields.resize(6);
+    missing.fields[5].state = CachedField::State::kMissing;
+    missing.known = uint64_t{1} << 5;
+    f.PutHash(User(7), std::move(missing));
+    h = f.cache.FindHash(User(7));
+    REQUIRE(h != nullptr);
+    CHECK(h->known == 0b110111);
+    CHECK(h->fields[5].state == CachedField::State::kMissing);
+
+    // The key vanished: another `exists` replaces the entry.
+    f.PutHash(User(7), Hash({}, /*exists=*/false));
+    h = f.cache.FindHash(User(7));
+    REQUIRE(h != nullptr);
+    CHECK_FALSE(h->exists);
+    CHECK(h->known == 0);
+    CHECK(f.entries() == 1);
+    CHECK(f.bytes() < before);
+  }
+
+  TEST_CASE("TTL: the cap, a key's own TTL, and expiry at lookup") {
+    Fixture f(kBig, /*ttl_cap_ms=*/1000);
+    f.PutList(Media(1), List(5, {1}));        // the cap: 1000
+    f.PutList(Media(2), List(5, {1}), 100);   // the key's TTL: 100
+    f.PutList(Media(3), List(5, {1}), 5000);  // the key's TTL, capped: 1000
+    f.PutList(Media(4), List(5, {1}), 0);     // expires now: not stored
+    CHECK(f.entries() == 3);
+    CHECK(f.cache.FindList(Media(4)) == nullptr);
+
+    f.now += 99;
+    CHECK(f.cache.FindList(Media(2)) != nullptr);
+    f.now += 1;
+    CHECK(f.cache.FindList(Media(2)) == nullptr);
+    CHECK(f.cache.stats().expirations.load() == 1);
+    CHECK(f.entries() == 2);
+
+    f.now += 899;  // 999 after the put
+    CHECK(f.cache.FindList(Media(1)) != nullptr);
+    CHECK(f.cache.FindList(Media(3)) != nullptr);
+    f.now += 1;
+    CHECK(f.cache.FindList(Media(1)) == nullptr);
+    CHECK(f.cache.FindList(Media(3)) == nullptr);
+    CHECK(f.cache.stats().expirations.load() == 3);
+    CHECK(f.entries() == 0);
+    CHECK(f.bytes() == 0);
+  }
+
+  TEST_CASE("a merged hash keeps the older entry's expiry") {
+    Fixture f(kBig, /*ttl_cap_ms=*/1000);
+    f.PutHash(User(1), Hash({{0, Value{int64_t{1}}}}));
+    f.now += 600;
+    f.PutHash(User(1), Hash({{1, Value{int64_t{2}}}}));
+    f.now += 400;  // the first field's cap ran out
+    CHECK(f.cache.FindHash(User(1)) == nullptr);
+    // An expired entry is not merged into: the new read starts afresh.
+    f.PutHash(User(1), Hash({{0, Value{int64_t{1}}}}));
+    f.now += 500;
+    f.PutHash(User(1), Hash({{1, Value{int64_t{2}}}}));
+    const CachedHash* h = f.cache.FindHash(User(1));
+    REQUIRE(h != nullptr);
+    CHECK(h->known == 0b11);
+  }
+
+  TEST_CASE("eviction keeps the bytes within a budget 10x smaller than the data") {
+    // The charge of one list of 4 members (all entries below are alike).
+    Fixture probe(kBig);
+    probe.PutList(Media(0), List(4, {1, 2, 3, 4}));
+    const int64_t each = probe.bytes();
+    CHECK(each > static_cast<int64_t>(sizeof(CachedList) + 4 * sizeof(int64_t)));
+
+    const int working_set = 2000;
+    const uint64_t budget = static_cast<uint64_t>(each) * working_set / 10;
+    Fixture f(budget);
+    const int hot = 50;  // looked up between every insert
+    for (int i = 0; i < hot; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
+    for (int i = hot; i < working_set; ++i) {
+      for (int h = 0; h < hot; ++h) {
+        if (const CachedList* l = f.cache.FindList(Media(h)); l == nullptr) {
+          f.PutList(Media(h), List(4, {1, 2, 3, 4}));  // a miss is read and stored again
+        }
+      }
+      f.PutList(Media(i), List(4, {1, 2, 3, 4}));
+      REQUIRE(f.bytes() <= static_cast<int64_t>(budget));
+    }
+    CHECK(f.cache.stats().evictions.load() > 0);
+    CHECK(f.entries() == f.bytes() / each);
+    CHECK(f.entries() >= working_set / 10 - 1);
+    // The hot keys survived the scan of cold ones: visited entries are passed over.
+    for (int h = 0; h < hot; ++h) CHECK(f.cache.FindList(Media(h)) != nullptr);
+  }
+
+  TEST_CASE("SIEVE: unvisited entries go first, visited ones stay, no move on a hit") {
+    Fixture probe(kBig);
+    probe.PutList(Media(0), List(4, {1, 2, 3, 4}));
+    const int64_t each = probe.bytes();
+    const int n = 32;  // the cache holds exactly n entries
+    Fixture f(static_cast<uint64_t>(each) * n);
+    for (int i = 0; i < n; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
+    CHECK(f.entries() == n);
+    CHECK(f.cache.stats().evictions.load() == 0);
+    for (int i = 0; i < n; i += 2) REQUIRE(f.cache.FindList(Media(i)) != nullptr);  // even
+
+    for (int i = n; i < n + n / 2; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
+    CHECK(f.cache.stats().evictions.load() == n / 2);
+    for (int i = 0; i < n; ++i) {
+      CAPTURE(i);
+      CHECK((f.cache.FindList(Media(i)) != nullptr) == (i % 2 == 0));
+    }
+    // The hand went once over the old entries (clearing the evens' bits) and stopped at
+    // the first new one; the new entries were never passed over.
+    for (int i = n; i < n + n / 2; ++i) CHECK(f.cache.FindList(Media(i)) != nullptr);
+  }
+
+  TEST_CASE("SIEVE: the hand resumes where it stopped") {
+    Fixture probe(kBig);
+    probe.PutList(Media(0), List(4, {1, 2, 3, 4}));
+    const int64_t each = probe.bytes();
+    const int n = 16;  // the least an entry may be of the budget
+    Fixture f(static_cast<uint64_t>(each) * n);
+    for (int i = 0; i < n; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
+    f.cache.FindList(Media(0));
+    f.cache.FindList(Media(1));
+    f.PutList(Media(n), List(4, {1, 2, 3, 4}));  // the hand clears 0 and 1, evicts 2
+    CHECK(f.cache.FindList(Media(2)) == nullptr);
+    for (int i = 3; i < n; ++i) f.cache.FindList(Media(i));
+    // The hand goes on from 3 (clearing 3..15) and takes the unvisited newest entry; LRU
+    // would take 0, and a hand restarting at the tail would too.
+    f.PutList(Media(n + 1), List(4, {1, 2, 3, 4}));
+    CHECK(f.cache.FindList(Media(n)) == nullptr);
+    for (int i : {0, 1, 3, n - 1, n + 1}) {
+      CAPTURE(i);
+      CHECK(f.cache.FindList(Media(i)) != nullptr);
+    }
+    CHECK(f.cache.stats().evictions.load() == 2);
+  }
+
+  TEST_CASE("an entry over 1/16 of the budget is not stored; budget 0 stores nothing") {
+    Fixture probe(kBig);
+    probe.PutList(Media(0), List(4, {1, 2, 3, 4}));
+    const uint64_t each = static_cast<uint64_t>(probe.bytes());
+
+    Fixture f(each * 16);
+    f.PutList(Media(1), List(4, {1, 2, 3, 4}));  // exactly 1/16: stored
+    CHECK(f.cache.FindList(Media(1)) != nullptr);
+    f.PutList(Media(2), List(8, {1, 2, 3, 4, 5, 6, 7, 8}));  // more members: not stored
+    CHECK(f.cache.FindList(Media(2)) == nullptr);
+    // A too large value leaves the older entry of its key alone.
+    f.PutList(Media(1), List(500, std::vector<int64_t>(500, 9)));
+    const CachedList* l = f.cache.FindList(Media(1));
+    REQUIRE(l != nullptr);
+    CHECK(l->asked == 4);
+    CHECK(f.entries() == 1);
+    CHECK(f.bytes() == static_cast<int64_t>(each));
+
+    Fixture zero(0);
+    zero.PutList(Media(1), List(1, {1}));
+    zero.PutHash(User(1), Hash({}));
+    CHECK(zero.cache.FindList(Media(1)) == nullptr);
+    CHECK(zero.cache.FindHash(User(1)) == nullptr);
+    CHECK(zero.entries() == 0);
+    CHECK(zero.bytes() == 0);
+  }
+
+  TEST_CASE("Invalidate drops the entry and counts every key") {
+    Fixture f(kBig);
+    f.PutList(Follow(5), List(10, {1}));
+    f.PutHash(User(5), Hash({{0, Value{int64_t{1}}}}));
+    f.cache.Invalidate(0, "follow:5");
+    CHECK(f.cache.FindList(Follow(5)) == nullptr);
+    CHECK(f.cache.FindHash(User(5)) != nullptr);
+    f.cache.Invalidate(0, "user:5");
+    CHECK(f.cache.FindHash(User(5)) == nullptr);
+    f.cache.Invalidate(0, "user:6");     // not held
+    f.cache.Invalidate(0, "session:1");  // never held
+    CHECK(f.cache.stats().invalidations.load() == 4);
+    CHECK(f.entries() == 0);
+    CHECK(f.bytes() == 0);
+  }
+
+  TEST_CASE("an invalidation during a read: that key is not stored, the others are") {
+    Fixture f(kBig);
+    std::array keys{Media(1), Media(2), User(3)};
+    ReadTicket t = f.cache.BeginRead(keys);
+    f.cache.Invalidate(0, "media:1");
+    f.cache.Invalidate(1, "media:2");  // another endpoint's key: not ours
+    CHECK_FALSE(t.Storable(Media(1)));
+    CHECK(t.Storable(Media(2)));
+    CHECK(t.Storable(User(3)));
+
+    // A read that began after the invalidation may store the key, while t is open.
+    {
+      ReadTicket later = f.cache.BeginRead(std::array{Media(1)});
+      CHECK(later.Storable(Media(1)));
+      CHECK_FALSE(t.Storable(Media(1)));
+      f.cache.PutList(later, Media(1), List(3, {1}), std::nullopt);
+      CHECK(f.cache.FindList(Media(1)) != nullptr);
+      f.cache.Invalidate(0, "media:1");
+      CHECK_FALSE(later.Storable(Media(1)));
+    }
+
+    f.cache.PutList(t, Media(1), List(3, {1}), std::nullopt);
+    f.cache.PutList(t, Media(2), List(3, {2}), std::nullopt);
+    f.cache.PutHash(t, User(3), Hash({{0, Value{int64_t{3}}}}), std::nullopt);
+    CHECK(f.cache.FindList(Media(1)) == nullptr);
+    CHECK(f.cache.FindList(Media(2)) != nullptr);
+    CHECK(f.cache.FindHash(User(3)) != nullptr);
+  }
+
+  TEST_CASE("InvalidateAll during a read: nothing of it is stored") {
+    Fixture f(kBig);
+    f.PutList(Media(1, 0), List(3, {1}));
+    f.PutList(Media(1, 1), List(3, {1}));
+    std::array keys{Media(2, 1), User(2, 1)};
+    ReadTicket t = f.cache.BeginRead(keys);
+    f.cache.InvalidateAll(0);  // endpoint 0; t reads endpoint 1's keys
+    CHECK(f.cache.stats().invalidations.load() == 1);
+    CHECK_FALSE(t.Storable(Media(2, 1)));
+    CHECK_FALSE(t.Storable(User(2, 1)));
+    f.cache.PutList(t, Media(2, 1), List(3, {1}), std::nullopt);
+    CHECK(f.cache.FindList(Media(2, 1)) == nullptr);
+    // Only endpoint 0's entries went.
+    CHECK(f.cache.FindList(Media(1, 0)) == nullptr);
+    CHECK(f.cache.FindList(Media(1, 1)) != nullptr);
+    // Reads begun after it store again.
+    f.PutList(Media(2, 1), List(3, {1}));
+    CHECK(f.cache.FindList(Media(2, 1)) != nullptr);
+  }
+
+  TEST_CASE("endpoints are separate") {
+    Fixture f(kBig);
+    f.PutHash(User(7, 0), Hash({{0, Value{int64_t{0}}}}));
+    f.PutHash(User(7, 1), Hash({{0, Value{int64_t{1}}}}));
+    CHECK(f.entries() == 2);
+    CHECK(std::get<int64_t>(f.cache.FindHash(User(7, 1))->fields[0].value) == 1);
+    f.cache.Invalidate(1, "user:7");
+    CHECK(f.cache.FindHash(User(7, 1)) == nullptr);
+    REQUIRE(f.cache.FindHash(User(7, 0)) != nullptr);
+    CHECK(std::get<int64_t>(f.cache.FindHash(User(7, 0))->fields[0].value) == 0);
+  }
+
+  TEST_CASE("ParseCacheKey") {
+    using rankd::ParseCacheKey;
+    using P = std::pair<CacheKind, int64_t>;
+    CHECK(ParseCacheKey("user:1") == P{CacheKind::kUser, 1});
+    CHECK(ParseCacheKey("follow:0") == P{CacheKind::kFollow, 0});
+    CHECK(ParseCacheKey("recs:-5") == P{CacheKind::kRecs, -5});
+    CHECK(ParseCacheKey("media:9223372036854775807") == P{CacheKind::kMedia, INT64_MAX});
+    CHECK(ParseCacheKey("item:-9223372036854775808") == P{CacheKind::kItem, INT64_MIN});
+    for (const char* bad :
+         {"", "user:", "user", "user:+1", "user: 1", "user:1 ", "user:1a",
+          "user:9223372036854775808", "item:-9223372036854775809", "user:-", "users:1", "User:1",
+          "feed:1", ":1", "user:1:2", "item:0x10", "media:1.5"}) {
+      CAPTURE(bad);
+      CHECK_FALSE(ParseCacheKey(bad).has_value());
+    }
+    for (auto k : {CacheKind::kUser, CacheKind::kFollow, CacheKind::kRecs, CacheKind::kMedia,
+                   CacheKind::kItem}) {
+      std::string key = std::string(rankd::CacheKindPrefix(k)) + "12";
+      CHECK(ParseCacheKey(key) == P{k, 12});
+    }
+  }
+
+  TEST_CASE("tickets: moved-from ones do nothing, moves end the overwritten read") {
+    Fixture f(kBig);
+    ReadTicket empty;
+    CHECK_FALSE(empty.Storable(Media(1)));
+    f.cache.PutList(empty, Media(1), List(3, {1}), std::nullopt);
+    CHECK(f.cache.FindList(Media(1)) == nullptr);
+
+    ReadTicket b;
+    {
+      ReadTicket a = f.cache.BeginRead(std::array{Media(1)});
+      b = std::move(a);
+      CHECK_FALSE(a.Storable(Media(1)));  // NOLINT(bugprone-use-after-move): on purpose
+      ReadTicket c(std::move(a));         // moving a moved-from ticket: still nothing
+      CHECK_FALSE(c.Storable(Media(1)));
+    }  // a and c end no read: b's key is still being read
+    CHECK(b.Storable(Media(1)));
+    f.cache.Invalidate(0, "media:1");
+    CHECK_FALSE(b.Storable(Media(1)));  // the mark reached b's pending key
+
+    ReadTicket d = f.cache.BeginRead(std::array{Media(2), Media(3)});
+    ReadTicket e(std::move(d));
+    CHECK(e.Storable(Media(2)));
+    e = std::move(b);  // ends e's read of 2 and 3; e now reads 1
+    CHECK_FALSE(e.Storable(Media(1)));
+    auto& self = e;
+    e = std::move(self);  // self-move: no effect
+    CHECK_FALSE(e.Storable(Media(1)));
+
+    // Two tickets on one key: the key stays pending until both ended.
+    ReadTicket x = f.cache.BeginRead(std::array{Media(9)});
+    { ReadTicket y = f.cache.BeginRead(std::array{Media(9)}); }
+    f.cache.Invalidate(0, "media:9");
+    CHECK_FALSE(x.Storable(Media(9)));
+  }
+
+  TEST_CASE("stats: the gauges are exact and return to 0") {
+    auto stats = [] {
+      Fixture f(kBig);
+      std::vector<int64_t> charged;
+      auto put = [&](auto&& fn) {
+        int64_t before = f.bytes();
+        fn();
+        charged.push_back(f.bytes() - before);
+      };
+      for (int i = 0; i < 100; ++i) {
+        put([&] { f.PutList(Media(i), List(100, std::vector<int64_t>(i, i))); });
+        put([&] {
+          f.PutHash(User(i), Hash({{static_cast<size_t>(i % 7), Value{std::string(i, 'a')}}}));
+        });
+      }
+      CHECK(f.entries() == 200);
+      int64_t sum = 0;
+      for (int64_t c : charged) sum += c;
+      CHECK(f.bytes() == sum);
+      // Strings past the inline buffer cost their heap.
+      Fixture g(kBig);
+      g.PutHash(User(1), Hash({{0, Value{std::string(3, 'a')}}}));
+      g.PutHash(User(2), Hash({{0, Value{std::string(300, 'a')}}}));
+      CHECK(g.bytes() > 0);
+      int64_t both = g.bytes();
+      g.cache.Invalidate(0, "user:2");
+      CHECK(both - g.bytes() >= g.bytes() + 300);  // user:2 costs user:1 + 300 and more
+
+      // Merges re-charge, replacements too; then everything goes.
+      for (int i = 0; i < 100; i += 3)
+        f.PutHash(User(i), Hash({{10, Value{std::string(50, 'b')}}}));
+      for (int i = 0; i < 100; i += 5) f.PutList(Media(i), List(3, {1, 2, 3}));
+      CHECK(f.entries() == 200);
+      for (int i = 0; i < 50; ++i) {
+        f.cache.Invalidate(0, "media:" + std::to_string(i));
+        f.cache.Invalidate(0, "user:" + std::to_string(i));
+      }
+      CHECK(f.entries() == 100);
+      CHECK(f.bytes() > 0);
+      f.cache.InvalidateAll(0);
+      CHECK(f.entries() == 0);
+      CHECK(f.bytes() == 0);
+      CHECK(f.cache.stats().invalidations.load() == 101);
+
+      // The stats outlive the cache; its entries leave the gauges with it.
+      f.PutList(Media(1), List(3, {1}));
+      CHECK(f.entries() == 1);
+      return f.cache.shared_stats();
+    }();
+    CHECK(stats->entries.load() == 0);
+    CHECK(stats->bytes.load() == 0);
+  }
+}
