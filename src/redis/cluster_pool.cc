@@ -149,12 +149,12 @@ void RedisClusterPool::PublishNodes() {
 }
 
 Task<Result<std::vector<RedisReply>>> RedisClusterPool::NodeBatch(Node& node,
-                                                                  std::vector<RedisCommand> cmds,
+                                                                  std::vector<RedisCommand*> cmds,
                                                                   Deadline deadline) {
   std::shared_ptr<bool> alive = alive_;
   Bump(node.stats->commands, cmds.size());
   ++node.in_flight;
-  auto r = co_await node.pool->Batch(std::move(cmds), deadline);
+  auto r = co_await node.pool->BatchBorrowed(std::move(cmds), deadline);
   if (!*alive) co_return r;
   --node.in_flight;
   if (!r) Bump(node.stats->errors);
@@ -207,12 +207,12 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
   for (const auto* from : {&in_map, &seeds})
     for (size_t k = 0; k < from->size() && !installed; ++k) {
       const RedisAddress addr = (*from)[(start + k) % from->size()];
-      std::vector<RedisCommand> cmd;
-      cmd.push_back(RedisCommand{"CLUSTER", "SLOTS"});
+      RedisCommand slots{"CLUSTER", "SLOTS"};  // lives in this frame until the reply
+      std::vector<RedisCommand*> cmds(1, &slots);
       Node& node = NodeAt(addr);
       std::shared_ptr<ClusterNodeStats> node_stats = node.stats;
       auto reply = co_await NodeBatch(
-          node, std::move(cmd),
+          node, std::move(cmds),
           Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms + 1000));
       if (!*alive) co_return;
       if (closed_) break;
@@ -402,17 +402,21 @@ RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& comman
   return master;
 }
 
-Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& commands,
+Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& commands,
                                                const std::vector<uint32_t>& todo,
                                                const std::vector<Node*>& target,
                                                const std::vector<uint8_t>& asking,
                                                std::vector<RedisReply>& replies,
                                                Deadline deadline) {
+  // A node's share: pointers into `commands` (which a redirect may send again: they are
+  // not copied) and into `asking`, which holds its ASKING commands.
   struct Group {
     Node* node;
-    std::vector<RedisCommand> cmds;
+    std::vector<RedisCommand*> cmds;
+    std::vector<RedisCommand> asking;
     std::vector<int64_t> reply_to;  // the batch index of each command's reply; -1: ASKING's
   };
+  std::vector<size_t> askings;
   // Two passes: find each command's group and count, then fill vectors of exact size.
   std::vector<Group> groups;
   std::vector<size_t> sizes;
@@ -428,14 +432,17 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
     size_t g = 0;
     while (g < groups.size() && groups[g].node != node) ++g;
     if (g == groups.size()) {
-      groups.push_back(Group{node, {}, {}});
+      groups.push_back(Group{node, {}, {}, {}});
       sizes.push_back(0);
+      askings.push_back(0);
     }
     sizes[g] += asking[i] ? 2 : 1;
+    askings[g] += asking[i] ? 1 : 0;
     group_of[k] = static_cast<uint32_t>(g);
   }
   for (size_t g = 0; g < groups.size(); ++g) {
     groups[g].cmds.reserve(sizes[g]);
+    groups[g].asking.reserve(askings[g]);  // no reallocation: cmds points into it
     groups[g].reply_to.reserve(sizes[g]);
   }
   for (size_t k = 0; k < todo.size(); ++k) {
@@ -443,10 +450,11 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
     uint32_t i = todo[k];
     Group& g = groups[group_of[k]];
     if (asking[i]) {
-      g.cmds.push_back(RedisCommand{"ASKING"});
+      g.asking.push_back(RedisCommand{"ASKING"});
+      g.cmds.push_back(&g.asking.back());
       g.reply_to.push_back(-1);
     }
-    g.cmds.push_back(commands[i]);  // a copy: a redirect sends it again
+    g.cmds.push_back(&commands[i]);
     g.reply_to.push_back(i);
   }
   if (groups.empty()) co_return Result<void>{};
@@ -458,7 +466,8 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
   }
   auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
   for (auto& g : groups)
-    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.reply_to), deadline, round));
+    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.asking), std::move(g.reply_to),
+                       deadline, round));
   co_await RoundAwaiter{round->remaining, round->waiter};
   if (round->error) co_return Fail(std::move(*round->error));
   co_return Result<void>{};
@@ -466,7 +475,8 @@ Task<Result<void>> RedisClusterPool::SendRound(const std::vector<RedisCommand>& 
 
 // One node's share of a round, spawned so that every node's share leaves in the same
 // loop turn.
-Task<void> RedisClusterPool::RunNodeBatch(Node* node, std::vector<RedisCommand> cmds,
+Task<void> RedisClusterPool::RunNodeBatch(Node* node, std::vector<RedisCommand*> cmds,
+                                          std::vector<RedisCommand> /*asking: kept alive*/,
                                           std::vector<int64_t> reply_to, Deadline deadline,
                                           std::shared_ptr<Round> round) {
   auto r = co_await NodeBatch(*node, std::move(cmds), deadline);

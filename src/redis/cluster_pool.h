@@ -82,7 +82,8 @@ class RedisClusterPool final : public RedisClient {
   // The node at `addr` that is not retired, made on first use.
   Node& NodeAt(const RedisAddress& addr);
   // One batch to one node, counted in its stats; closes a retired node it leaves idle.
-  Task<Result<std::vector<RedisReply>>> NodeBatch(Node& node, std::vector<RedisCommand> cmds,
+  // The commands are borrowed (RedisPool::BatchBorrowed): alive until it has finished.
+  Task<Result<std::vector<RedisReply>>> NodeBatch(Node& node, std::vector<RedisCommand*> cmds,
                                                   Deadline deadline);
   // Publishes the stats of the nodes not retired to RedisStats::Nodes().
   void PublishNodes();
@@ -96,11 +97,13 @@ class RedisClusterPool final : public RedisClient {
   // Sends commands[i] (i in `todo`) to target[i] (ASKING first where asking[i]), every
   // node at once, and stores each reply in replies[i]; a target of nullptr (a slot no
   // node serves) gets a CLUSTERDOWN error reply without being sent.
-  Task<Result<void>> SendRound(const std::vector<RedisCommand>& commands,
+  Task<Result<void>> SendRound(std::vector<RedisCommand>& commands,
                                const std::vector<uint32_t>& todo, const std::vector<Node*>& target,
                                const std::vector<uint8_t>& asking, std::vector<RedisReply>& replies,
                                Deadline deadline);
-  Task<void> RunNodeBatch(Node* node, std::vector<RedisCommand> cmds, std::vector<int64_t> reply_to,
+  // `asking` holds the ASKING commands among `cmds`.
+  Task<void> RunNodeBatch(Node* node, std::vector<RedisCommand*> cmds,
+                          std::vector<RedisCommand> asking, std::vector<int64_t> reply_to,
                           Deadline deadline, std::shared_ptr<Round> round);
   Error Unavailable(std::string what, std::string detail) const;
 

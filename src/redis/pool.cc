@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <coroutine>
+#include <utility>
 
 #include "core/log.h"
 #include "redis/reader.h"
@@ -19,12 +20,10 @@ struct PendingBatch {
     uint32_t index;
   };
 
-  PendingBatch(RedisPool* p, std::vector<RedisCommand> cmds, Deadline d)
-      : pool(p),
-        commands(std::move(cmds)),
-        replies(commands.size()),
-        deadline(d),
-        started(Clock::now()) {
+  PendingBatch(RedisPool* p, Deadline d) : pool(p), deadline(d), started(Clock::now()) {}
+  // Once `commands` is set.
+  void Prepare() {
+    replies.resize(commands.size());
     slots.reserve(commands.size());
     for (uint32_t i = 0; i < commands.size(); ++i) slots.push_back({this, i});
   }
@@ -34,7 +33,8 @@ struct PendingBatch {
   }
 
   RedisPool* pool;
-  std::vector<RedisCommand> commands;
+  std::vector<RedisCommand> owned;     // Batch's commands (BatchBorrowed's are the caller's)
+  std::vector<RedisCommand*> commands;  // what is sent: into `owned`, or the caller's
   std::vector<RedisReply> replies;
   std::vector<Slot> slots;
   Deadline deadline;
@@ -49,6 +49,17 @@ struct PendingBatch {
   uv_timer_t* timer = nullptr;  // deadline
 };
 
+// The coroutine's reference to its batch.
+struct PendingBatchRef {
+  explicit PendingBatchRef(PendingBatch* batch) : b(batch) {}
+  PendingBatchRef(PendingBatchRef&& o) noexcept : b(std::exchange(o.b, nullptr)) {}
+  PendingBatchRef& operator=(PendingBatchRef&&) = delete;
+  ~PendingBatchRef() {
+    if (b != nullptr) b->Unref();
+  }
+  PendingBatch* b;
+};
+
 namespace {
 struct BatchAwaiter {
   PendingBatch* b;
@@ -59,7 +70,7 @@ struct BatchAwaiter {
 
 std::string Describe(const PendingBatch* b) {
   return "batch of " + std::to_string(b->commands.size()) + " command" +
-         (b->commands.size() == 1 ? "" : "s") + ", first: " + b->commands.front().Describe();
+         (b->commands.size() == 1 ? "" : "s") + ", first: " + b->commands.front()->Describe();
 }
 }  // namespace
 
@@ -191,13 +202,25 @@ Error RedisPool::UnavailableError(const PendingBatch* b, std::string_view what,
 
 Task<Result<std::vector<RedisReply>>> RedisPool::Batch(std::vector<RedisCommand> commands,
                                                        Deadline deadline) {
+  auto* b = new PendingBatch(this, deadline);
+  b->owned = std::move(commands);
+  b->commands.reserve(b->owned.size());
+  for (RedisCommand& c : b->owned) b->commands.push_back(&c);
+  return Run(PendingBatchRef(b));
+}
+
+Task<Result<std::vector<RedisReply>>> RedisPool::BatchBorrowed(
+    std::vector<RedisCommand*> commands, Deadline deadline) {
+  auto* b = new PendingBatch(this, deadline);
+  b->commands = std::move(commands);
+  return Run(PendingBatchRef(b));
+}
+
+Task<Result<std::vector<RedisReply>>> RedisPool::Run(PendingBatchRef ref) {
   loop_.AssertInLoopThread();
-  if (commands.empty()) co_return std::vector<RedisReply>{};
-  auto* b = new PendingBatch(this, std::move(commands), deadline);
-  struct Release {
-    PendingBatch* b;
-    ~Release() { b->Unref(); }
-  } release{b};
+  PendingBatch* b = ref.b;
+  if (b->commands.empty()) co_return std::vector<RedisReply>{};
+  b->Prepare();
   Dispatch(b);
   co_await BatchAwaiter{b};
   if (b->error) co_return Fail(std::move(*b->error));
@@ -262,7 +285,7 @@ void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
   // Every command is queued in hiredis's output buffer now; the adapter flushes the
   // buffer when the socket is writable, after this loop turn: one write for the batch.
   for (auto& slot : b->slots) {
-    if (!c->Send(b->commands[slot.index].wire(), &RedisPool::OnReply, &slot)) {
+    if (!c->Send(b->commands[slot.index]->wire(), &RedisPool::OnReply, &slot)) {
       Finish(b, UnavailableError(b, "connection lost", "connection is going down"));
       return;
     }

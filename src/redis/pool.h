@@ -35,7 +35,8 @@
 
 namespace rankd {
 
-struct PendingBatch;  // pool.cc
+struct PendingBatch;     // pool.cc
+struct PendingBatchRef;  // pool.cc
 
 class RedisPool final : public RedisClient {
  public:
@@ -53,6 +54,11 @@ class RedisPool final : public RedisClient {
   // connecting, the batch waits (bounded by the deadline).
   Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
                                               Deadline deadline) override;
+  // Batch over commands the caller keeps: each must stay alive and unchanged until the
+  // returned task has finished. A cluster's node share uses it: a redirect may send the
+  // same command again, and the batch is not copied for that.
+  Task<Result<std::vector<RedisReply>>> BatchBorrowed(std::vector<RedisCommand*> commands,
+                                                      Deadline deadline);
 
   // At least one connection has completed its handshake and is not lost.
   bool live() const override;
@@ -65,6 +71,9 @@ class RedisPool final : public RedisClient {
 
  private:
   friend struct PendingBatch;
+  // The body of Batch and BatchBorrowed. The reference is a parameter so that it is
+  // released with the frame even if the task is never awaited.
+  Task<Result<std::vector<RedisReply>>> Run(PendingBatchRef ref);
   static void OnReply(redisAsyncContext* ac, void* reply, void* privdata);
   static void OnTrackingReply(redisAsyncContext* ac, void* reply, void* privdata);
 

@@ -33,6 +33,12 @@ RedisClient* RedisPools::Get(std::string_view name) const {
   return nullptr;
 }
 
+int RedisPools::IndexOf(std::string_view name) const {
+  for (size_t i = 0; i < pools_.size(); ++i)
+    if (pools_[i]->endpoint().name == name) return static_cast<int>(i);
+  return -1;
+}
+
 bool RedisPools::Ready() const {
   loop_.AssertInLoopThread();
   if (closed_) return false;

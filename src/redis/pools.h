@@ -43,6 +43,8 @@ class RedisPools {
 
   // The pool of endpoint `name`; nullptr when no such endpoint is configured.
   RedisClient* Get(std::string_view name) const;
+  // Its index in pools(), -1 when no such endpoint is configured.
+  int IndexOf(std::string_view name) const;
   // Every endpoint has at least one live connection.
   bool Ready() const;
   // "" when Ready(); else which endpoints are not, and why, for /readyz's body.

@@ -100,6 +100,12 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out) {
       AppendJsonInt(s.start_us, out);
       out += ",\"took_us\":";
       AppendJsonInt(s.took_us, out);
+      if (s.cache.used) {
+        out += ",\"cache_hits\":";
+        AppendJsonInt(static_cast<int64_t>(s.cache.hits), out);
+        out += ",\"cache_misses\":";
+        AppendJsonInt(static_cast<int64_t>(s.cache.misses), out);
+      }
       if (const ModelPtr& m = plan.nodes[i].model.model) {
         out += ",\"model\":";
         AppendJsonString(m->name(), out);

@@ -255,6 +255,8 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     ctx.loop = env.loop;
     ctx.pool = env.pool;
     ctx.redis = env.redis;
+    ctx.cache = env.cache;
+    ctx.cache_lookups = &st->stats[i].cache;
     ctx.user_id = req.user_id;
     ctx.node = &node;
     ctx.params = &st->values;

@@ -41,6 +41,7 @@ struct ExecEnv {
   EventLoop* loop = nullptr;
   ThreadPool* pool = nullptr;
   RedisPools* redis = nullptr;
+  ShardCache* cache = nullptr;  // the shard's; nullptr when the process has no cache
   uint64_t node_timeout_ms = 0;  // default per-node timeout (--node-timeout-ms); 0 = none
   size_t inline_cpu_rows =
       kInlineCpuRows;                    // kCpu tasks with at most this many input rows run inline
@@ -65,6 +66,7 @@ struct NodeStat {
   size_t rows = 0;
   int64_t start_us = 0;  // from the request's start
   int64_t took_us = 0;
+  CacheLookups cache;  // nodes that read through the cache
 };
 
 struct RunResult {

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include <uv.h>
+
 #include "redis/pools.h"
 
 namespace rankd {
@@ -18,6 +20,28 @@ ShardRuntime::~ShardRuntime() { Stop(); }
 void ShardRuntime::Stop() {
   LoopRuntime::Stop();
   redis_.reset();  // the loop has stopped: nothing can use them any more
+  sinks_.clear();  // then what they called
+  cache_.reset();
+}
+
+ShardCache& ShardRuntime::OpenCache(const ShardCache::Options& opts, TrackingMode mode) {
+  loop().AssertInLoopThread();
+  cache_ = std::make_unique<ShardCache>(opts, [] { return uv_hrtime() / 1000000; });
+  env_.cache = cache_.get();
+  if (redis_ && opts.budget_bytes > 0) {
+    const auto& pools = redis_->pools();
+    for (size_t i = 0; i < pools.size(); ++i) {
+      sinks_.push_back(std::make_unique<CacheSink>(*cache_, static_cast<uint16_t>(i)));
+      TrackingConfig config;
+      config.sink = sinks_.back().get();
+      config.mode = mode;
+      for (CacheKind k : {CacheKind::kUser, CacheKind::kFollow, CacheKind::kRecs,
+                          CacheKind::kMedia, CacheKind::kItem})
+        config.bcast_prefixes.emplace_back(CacheKindPrefix(k));
+      pools[i]->EnableTracking(config);
+    }
+  }
+  return *cache_;
 }
 
 RedisPools& ShardRuntime::OpenRedis(const std::vector<RedisEndpoint>& endpoints,

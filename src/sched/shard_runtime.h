@@ -7,6 +7,7 @@
 //   ShardRuntime rt("run", /*cpu_threads=*/2);
 //   rt.Start();
 //   rt.OnLoop([&] { rt.OpenRedis(endpoints, opts); });  // optional
+//   rt.OnLoop([&] { rt.OpenCache(cache_opts, TrackingMode::kDefault); });  // optional
 //   rt.WaitRedisReady(5000);
 //   auto result = rt.Run(RunPlan(rt.env(), std::move(request)));
 //   rt.Stop();  // or the destructor
@@ -24,10 +25,13 @@
 #include <string>
 #include <vector>
 
+#include "cache/cache_sink.h"
+#include "cache/shard_cache.h"
 #include "core/loop_runtime.h"
 #include "plan/plan.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
+#include "redis/tracking.h"
 #include "sched/scheduler.h"
 
 namespace rankd {
@@ -46,6 +50,10 @@ class ShardRuntime : public LoopRuntime {
   RedisPools& OpenRedis(const std::vector<RedisEndpoint>& endpoints,
                         const RedisClientOptions& opts);
   RedisPools* redis() const;  // null before OpenRedis
+  // The shard's cache (docs/cache.md): made with `opts` and fed by every endpoint's
+  // invalidations (each endpoint tracks with `mode`). REQUIRES: after OpenRedis, once.
+  ShardCache& OpenCache(const ShardCache::Options& opts, TrackingMode mode);
+  ShardCache* cache() const { return cache_.get(); }  // null before OpenCache
   // Polls until every endpoint has a live connection (true) or `ms` passed (false).
   bool WaitRedisReady(int ms);
 
@@ -58,6 +66,10 @@ class ShardRuntime : public LoopRuntime {
 
  private:
   std::unique_ptr<RedisPools> redis_;
+  // Declared after redis_'s users would be wrong: the pools call the sinks, which call
+  // the cache; Stop frees the pools first.
+  std::unique_ptr<ShardCache> cache_;
+  std::vector<std::unique_ptr<CacheSink>> sinks_;
   std::shared_ptr<const PlanSet> plans_;
   ExecEnv env_;
 };

@@ -46,6 +46,31 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
       IntFlag("--redis-max-redirects", "N",
               "Redis Cluster MOVED/ASK redirects followed per command ({})", o.redis_max_redirects,
               0, 100),
+      IntFlag("--cache-mb", "N",
+              "MiB of decoded Redis values cached for the IO nodes with\n"
+              "cache: true, for the whole process, split across shards;\n"
+              "0 = no cache ({})",
+              o.cache_mb, 0, 1 << 20),
+      IntFlag("--cache-ttl-ms", "N", "no cache entry lives longer than N ms ({})", o.cache_ttl_ms,
+              1, 86400000),
+      Flag{"--cache-tracking",
+           {},
+           "MODE",
+           "default | bcast: how Redis tells the cache what changed\n"
+           "(default: about the keys this shard read) ({})",
+           [&o](std::string_view v) -> Status {
+             if (v == "default")
+               o.cache_tracking = TrackingMode::kDefault;
+             else if (v == "bcast")
+               o.cache_tracking = TrackingMode::kBcast;
+             else
+               return Fail(Error::BadRequest("--cache-tracking: '" + std::string(v) +
+                                             "' is not one of default, bcast"));
+             return {};
+           },
+           [&o] {
+             return std::string(o.cache_tracking == TrackingMode::kBcast ? "bcast" : "default");
+           }},
       IntFlag("--deadline-ms", "N", "default request deadline ({})", o.deadline_ms, 1, 60000),
       IntFlag("--node-timeout-ms", "N", "default per-node timeout, 0 = none ({})",
               o.node_timeout_ms, 0, 60000),

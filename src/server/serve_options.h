@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
+#include "redis/tracking.h"
 
 namespace rankd {
 
@@ -28,6 +29,11 @@ struct ServeOptions {
   int redis_conns = 2;               // connections per endpoint per shard
   ReplyLimits redis_reply_limits;    // --redis-max-reply-bytes, --redis-max-reply-depth
   int redis_max_redirects = 5;       // Redis Cluster MOVED/ASK redirects per command
+  // The cache (docs/cache.md): MiB for the whole process, split evenly across shards;
+  // 0 = no cache (nodes with cache: true then read Redis like the others).
+  uint64_t cache_mb = 0;
+  uint64_t cache_ttl_ms = 60000;  // no entry lives longer
+  TrackingMode cache_tracking = TrackingMode::kDefault;
   int64_t deadline_ms = 200;
   int64_t node_timeout_ms = 0;     // 0: none
   size_t max_connections = 10000;  // per shard

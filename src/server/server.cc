@@ -166,6 +166,7 @@ Status Server::Start() {
     {
       std::lock_guard lk(redis_stats_mu_);
       for (const auto& e : shard->redis_stats()) redis_stats_.push_back(e);
+      if (auto cs = shard->cache_stats()) cache_stats_.emplace_back(shard->id(), std::move(cs));
     }
     // With --port 0 the first shard picks the port and the others join it.
     if (opts_.port == 0) opts_.port = shard->port();
@@ -283,6 +284,47 @@ void Server::AddCollectors() {
     f.metric.push_back(
         Sample({}, static_cast<double>(LateCompletions().load()), MetricType::Counter));
     out.push_back(std::move(f));
+  });
+  // The shards' caches (docs/cache.md), per shard.
+  metrics_.AddCollector([this](std::vector<MetricFamily>& out) {
+    std::vector<std::pair<int, std::shared_ptr<const CacheStats>>> stats;
+    {
+      std::lock_guard lk(redis_stats_mu_);
+      stats = cache_stats_;
+    }
+    if (stats.empty()) return;
+    struct Def {
+      const char* name;
+      const char* help;
+      MetricType type;
+      double (*read)(const CacheStats&);
+    };
+    static constexpr Def kDefs[] = {
+        {"rankd_cache_hits_total", "Keys served from the shard's cache", MetricType::Counter,
+         [](const CacheStats& s) { return static_cast<double>(Read(s.hits)); }},
+        {"rankd_cache_misses_total", "Keys of caching nodes asked of Redis", MetricType::Counter,
+         [](const CacheStats& s) { return static_cast<double>(Read(s.misses)); }},
+        {"rankd_cache_evictions_total", "Cache entries dropped for the byte budget",
+         MetricType::Counter,
+         [](const CacheStats& s) { return static_cast<double>(Read(s.evictions)); }},
+        {"rankd_cache_invalidations_total",
+         "Keys Redis invalidated, plus one per flush of the whole cache", MetricType::Counter,
+         [](const CacheStats& s) { return static_cast<double>(Read(s.invalidations)); }},
+        {"rankd_cache_expirations_total", "Cache entries dropped past their TTL",
+         MetricType::Counter,
+         [](const CacheStats& s) { return static_cast<double>(Read(s.expirations)); }},
+        {"rankd_cache_entries", "Entries in the shard's cache", MetricType::Gauge,
+         [](const CacheStats& s) { return static_cast<double>(s.entries.load()); }},
+        {"rankd_cache_bytes", "Bytes the shard's cache charges against its budget",
+         MetricType::Gauge,
+         [](const CacheStats& s) { return static_cast<double>(s.bytes.load()); }},
+    };
+    for (const Def& d : kDefs) {
+      auto f = Family(d.name, d.help, d.type);
+      for (const auto& [shard, st] : stats)
+        f.metric.push_back(Sample({{"shard", std::to_string(shard)}}, d.read(*st), d.type));
+      out.push_back(std::move(f));
+    }
   });
   // Redis: the pools' atomics, summed over shards per endpoint. The list grows while
   // shards start, so a scrape copies it under a lock (scrapes only, never /rank).

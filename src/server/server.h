@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/shard_cache.h"
 #include "core/error.h"
 #include "core/event_loop.h"
 #include "core/thread_pool.h"
@@ -89,6 +90,8 @@ class Server {
   std::atomic<Phase> phase_{Phase::kServing};
   std::mutex redis_stats_mu_;  // guards redis_stats_ (main thread appends, scrapes read)
   std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
+  // (shard id, its cache counters), guarded by redis_stats_mu_ too.
+  std::vector<std::pair<int, std::shared_ptr<const CacheStats>>> cache_stats_;
 };
 
 }  // namespace rankd

@@ -56,6 +56,12 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   redis.ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
     redis_stats_.emplace_back(ep, std::move(st));
   });
+  if (opts_.cache_mb > 0) {
+    ShardCache::Options co;
+    co.budget_bytes = (opts_.cache_mb << 20) / static_cast<uint64_t>(std::max(1, opts_.shards));
+    co.ttl_cap_ms = opts_.cache_ttl_ms;
+    cache_stats_ = runtime_.OpenCache(co, opts_.cache_tracking).shared_stats();
+  }
   ExecEnv& env = runtime_.env();
   env.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
   env.offloads = &offloads_;

@@ -57,6 +57,8 @@ class Shard {
       const {
     return redis_stats_;
   }
+  // This shard's cache counters (null without --cache-mb): set before Start returns.
+  std::shared_ptr<const CacheStats> cache_stats() const { return cache_stats_; }
 
  private:
   Status StartOnLoop(std::shared_ptr<const PlanSet> plans, int port);
@@ -117,6 +119,7 @@ class Shard {
   bool draining_ = false;
 
   std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
+  std::shared_ptr<const CacheStats> cache_stats_;
   std::atomic<bool> redis_ready_{false};
   std::atomic<bool> drained_{false};
   std::atomic<int> port_{0};

@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <algorithm>
 #include <optional>
 
 #include "core/parse_int.h"
@@ -42,42 +43,25 @@ Error BadReply(const ReplySource& src, std::string_view command, const std::stri
   return e;
 }
 
-// Appends one hash field's value as Redis sent it (`r`: a bulk string, or nil when the
-// field is missing) to `col`, typed by the column; a missing or unparsable value
-// becomes a null and is counted.
-void AppendField(ColumnBuilder& col, const RedisReply& r, RedisStats& stats) {
-  if (!r.is_string()) {
-    Bump(stats.fields_missing);
-    col.AppendNulls(1);
-    return;
+// Appends one decoded cell to `col` (typed by the column); a missing or unparsable
+// value becomes a null and is counted.
+void AppendCell(ColumnBuilder& col, const CachedField& cell, RedisStats& stats) {
+  switch (cell.state) {
+    case CachedField::State::kMissing:
+      Bump(stats.fields_missing);
+      col.AppendNulls(1);
+      return;
+    case CachedField::State::kUnparsable:
+      Bump(stats.fields_unparsable);
+      col.AppendNulls(1);
+      return;
+    case CachedField::State::kValue: break;
   }
-  bool ok = true;
   switch (col.type()) {
-    case ColumnType::kI64:
-      if (auto v = ParseStrictInt<int64_t>(r.str))
-        col.AppendI64(*v);
-      else
-        ok = false;
-      break;
-    case ColumnType::kF64:
-      if (auto v = ParseF64(r.str))
-        col.AppendF64(*v);
-      else
-        ok = false;
-      break;
-    case ColumnType::kStr: col.AppendStr(r.str); break;
-    case ColumnType::kBool:
-      if (r.str == "1" || r.str == "true")
-        col.AppendBool(true);
-      else if (r.str == "0" || r.str == "false")
-        col.AppendBool(false);
-      else
-        ok = false;
-      break;
-  }
-  if (!ok) {
-    Bump(stats.fields_unparsable);
-    col.AppendNulls(1);
+    case ColumnType::kI64: col.AppendI64(std::get<int64_t>(cell.value)); break;
+    case ColumnType::kF64: col.AppendF64(std::get<double>(cell.value)); break;
+    case ColumnType::kStr: col.AppendStr(std::get<std::string>(cell.value)); break;
+    case ColumnType::kBool: col.AppendBool(std::get<bool>(cell.value)); break;
   }
 }
 
@@ -103,70 +87,127 @@ Result<InputIds> IdsOf(const RowSet& in) {
   return out;
 }
 
-Result<RowSet> ViewerRows(const ReplySource& src, int64_t user_id, const RedisReply& r) {
+CachedField DecodeField(const RedisReply& r, ColumnType type) {
+  CachedField out;
+  if (!r.is_string()) return out;  // kMissing
+  out.state = CachedField::State::kValue;
+  switch (type) {
+    case ColumnType::kI64:
+      if (auto v = ParseStrictInt<int64_t>(r.str)) {
+        out.value = *v;
+        return out;
+      }
+      break;
+    case ColumnType::kF64:
+      if (auto v = ParseF64(r.str)) {
+        out.value = *v;
+        return out;
+      }
+      break;
+    case ColumnType::kStr: out.value = r.str; return out;
+    case ColumnType::kBool:
+      if (r.str == "1" || r.str == "true") {
+        out.value = true;
+        return out;
+      }
+      if (r.str == "0" || r.str == "false") {
+        out.value = false;
+        return out;
+      }
+      break;
+  }
+  out.state = CachedField::State::kUnparsable;
+  return out;
+}
+
+Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, const RedisReply& r) {
   if (!r.is_array() || r.elements.size() % 2 != 0)
     return Fail(BadReply(src, "HGETALL", KeyOf(src, "user:", user_id), r));
-  const bool found = !r.elements.empty();
-  const size_t rows = found ? 1 : 0;
+  const auto& names = UserFields();
+  CachedHash out;
+  out.exists = !r.elements.empty();
+  out.fields.resize(names.size());
+  out.known = (uint64_t{1} << names.size()) - 1;
+  static const RedisReply kNil;
+  for (size_t f = 0; f < names.size(); ++f) {
+    const RedisReply* value = &kNil;
+    for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
+      if (r.elements[i].str == names[f]) value = &r.elements[i + 1];
+    out.fields[f] = DecodeField(*value, *UserFieldType(names[f]));
+  }
+  return out;
+}
+
+Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
+                        const RedisReply& r, std::span<CachedField> cells) {
+  if (!r.is_array() || r.elements.size() != types.size())
+    return Fail(BadReply(src, "HMGET", KeyOf(src, "item:", id), r));
+  for (size_t f = 0; f < types.size(); ++f) cells[f] = DecodeField(r.elements[f], types[f]);
+  return {};
+}
+
+Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int64_t id,
+                              uint32_t asked, const RedisReply& r) {
+  if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, id), r));
+  CachedList out;
+  out.asked = asked;
+  out.members.reserve(r.elements.size());
+  for (const auto& e : r.elements) {
+    auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str) : std::nullopt;
+    if (!v) {
+      Bump(src.stats->bad_ids);
+      out.bad.push_back(static_cast<uint32_t>(out.members.size()));
+    }
+    out.members.push_back(v.value_or(0));
+  }
+  return out;
+}
+
+RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user) {
+  const size_t rows = user.exists ? 1 : 0;
   RowSet out;
   out.SetColumn("id", std::make_shared<const Column>(Column::I64(
-                          found ? std::vector<int64_t>{user_id} : std::vector<int64_t>{})));
-  for (const auto& field : UserFields()) {
-    ColumnBuilder col(*UserFieldType(field), rows);
-    if (found) {
-      const RedisReply* value = nullptr;
-      for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
-        if (r.elements[i].str == field) value = &r.elements[i + 1];
-      AppendField(col, value ? *value : RedisReply{}, *src.stats);
-    }
-    out.SetColumn(field, Finished(col));
+                          user.exists ? std::vector<int64_t>{user_id} : std::vector<int64_t>{})));
+  const auto& names = UserFields();
+  for (size_t f = 0; f < names.size(); ++f) {
+    ColumnBuilder col(*UserFieldType(names[f]), rows);
+    if (user.exists) AppendCell(col, user.fields[f], *src.stats);
+    out.SetColumn(names[f], Finished(col));
   }
   return out;
 }
 
-Result<Expanded> ExpandedLists(const ReplySource& src, std::string_view kind,
-                               std::span<const int64_t> ids, std::span<const RedisReply> replies) {
-  Expanded out;
-  for (size_t i = 0; i < replies.size(); ++i) {
-    const RedisReply& r = replies[i];
-    if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, ids[i]), r));
-    for (const auto& e : r.elements) {
-      auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str) : std::nullopt;
-      if (!v) {
-        Bump(src.stats->bad_ids);
-        continue;
-      }
-      out.ids.push_back(*v);
-      out.from.push_back(ids[i]);
+void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>& out) {
+  const size_t n = std::min<size_t>(count, list.members.size());
+  auto bad = list.bad.begin();
+  for (size_t i = 0; i < n; ++i) {
+    if (bad != list.bad.end() && *bad == i) {
+      ++bad;
+      continue;
     }
+    out.push_back(list.members[i]);
   }
-  return out;
 }
 
-Result<RowSet> FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
-                           std::span<const uint32_t> reply_of, std::span<const int64_t> asked,
-                           const std::vector<std::string>& fields,
-                           std::span<const RedisReply> replies) {
-  for (size_t k = 0; k < replies.size(); ++k) {
-    const RedisReply& r = replies[k];
-    if (!r.is_array() || r.elements.size() != fields.size())
-      return Fail(BadReply(src, "HMGET", KeyOf(src, "item:", asked[k]), r));
-  }
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   std::span<const CachedField> cells) {
   // Columns span the input's physical rows (so its selection vector still applies);
   // rows outside the selection, or with a null id, stay null. Missing and unparsable
   // values are counted per row, as they reach the response.
   const size_t rows = input.physical_rows();
+  const size_t nf = fields.size();
   constexpr uint32_t kNotAsked = UINT32_MAX;
   std::vector<uint32_t> reply_of_row(rows, kNotAsked);
   for (size_t i = 0; i < ids.ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
   RowSet out = input;
-  for (size_t f = 0; f < fields.size(); ++f) {
+  for (size_t f = 0; f < nf; ++f) {
     ColumnBuilder col(*ItemFieldType(fields[f]), rows);
-    for (uint32_t reply : reply_of_row) {
-      if (reply == kNotAsked)
+    for (uint32_t k : reply_of_row) {
+      if (k == kNotAsked)
         col.AppendNulls(1);
       else
-        AppendField(col, replies[reply].elements[f], *src.stats);
+        AppendCell(col, cells[k * nf + f], *src.stats);
     }
     out.SetColumn(fields[f], Finished(col));
   }

@@ -1,10 +1,14 @@
 // The reply -> rows half of the Redis-backed tasks (io_tasks.cc), kept apart from the IO
-// so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc): each function
-// takes the replies of one batch, in command order, and builds the task's output, or a
-// backend_error naming the command, the key and the endpoint when a reply has the wrong
-// shape. Values are parsed strictly: a field that is missing or does not parse becomes
-// null and is counted (fields_missing, fields_unparsable); a list member that is not an
-// id is dropped and counted (bad_ids).
+// so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
+//
+// Replies are first decoded into the values the shard's cache holds (cache/shard_cache.h:
+// CachedHash, CachedList, CachedField), whether or not the node caches, and rows are
+// built from those values: a hit and a fresh reply take the same road. Decoding fails
+// with a backend_error naming the command, the key and the endpoint when a reply has
+// the wrong shape. Values are parsed strictly: a field that is missing or does not parse
+// becomes null and is counted when it reaches a row (fields_missing,
+// fields_unparsable); a list member that is not an id is dropped and counted when it is
+// decoded (bad_ids).
 //
 // Threads: any; they touch nothing but their arguments (and `stats`, relaxed atomics).
 #pragma once
@@ -15,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cache/shard_cache.h"
 #include "core/error.h"
 #include "data/row_set.h"
 #include "redis/reply.h"
@@ -38,26 +43,37 @@ struct InputIds {
 };
 Result<InputIds> IdsOf(const RowSet& in);
 
-// viewer: the HGETALL user:{user_id} reply -> one row (id + typed user fields), or zero
-// rows when the user is missing.
-Result<RowSet> ViewerRows(const ReplySource& src, int64_t user_id, const RedisReply& r);
+// ---- decoding ------------------------------------------------------------------------
 
-// follow / recommendation / media: LRANGE {kind}{id} replies, one per id -> the members'
-// ids, and for each the input id it came from.
-struct Expanded {
-  std::vector<int64_t> ids;
-  std::vector<int64_t> from;
-};
-Result<Expanded> ExpandedLists(const ReplySource& src, std::string_view kind,
-                               std::span<const int64_t> ids, std::span<const RedisReply> replies);
+// One hash field's value as Redis sent it (a bulk string, or nil when missing), typed.
+CachedField DecodeField(const RedisReply& r, ColumnType type);
 
-// features: HMGET item:{asked[k]} fields... replies (one per distinct id, `reply_of[i]`
-// the reply of ids.ids[i]) -> the input plus one typed column per field.
-// REQUIRES: every field is an item field; reply_of[i] < asked.size() == replies.size().
-Result<RowSet> FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
-                           std::span<const uint32_t> reply_of, std::span<const int64_t> asked,
-                           const std::vector<std::string>& fields,
-                           std::span<const RedisReply> replies);
+// HGETALL user:{user_id} -> the user's fields by UserFields() index (all known).
+Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, const RedisReply& r);
+
+// HMGET item:{id} fields... -> one cell per field (`types[f]` its type), into `cells`.
+// REQUIRES: cells.size() == types.size().
+Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
+                        const RedisReply& r, std::span<CachedField> cells);
+
+// LRANGE {kind}{id} 0 asked-1 -> the list's head.
+Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int64_t id,
+                              uint32_t asked, const RedisReply& r);
+
+// ---- rows ----------------------------------------------------------------------------
+
+// viewer: one row (id + typed user fields), or zero rows when the user does not exist.
+RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user);
+
+// The ids of LRANGE 0 count-1 of `list` (members that are ids; REQUIRES: list.Covers(count)).
+void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>& out);
+
+// features: the input plus one typed column per field. `cells` holds, for each distinct
+// id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].
+// REQUIRES: every field is an item field.
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   std::span<const CachedField> cells);
 
 // seen_filter: the SMISMEMBER seen:{user_id} ids... reply -> the input without the seen
 // rows (rows with a null id stay).

@@ -10,6 +10,8 @@ namespace {
 TaskParamSpec Endpoint() {
   return TaskParamSpec::Optional("endpoint", ParamKind::kStr, std::string("redis_default"));
 }
+// `cache`: read through the shard's cache (docs/cache.md).
+TaskParamSpec Cache() { return TaskParamSpec::Optional("cache", ParamKind::kBool, false); }
 TaskParamSpec Count(std::string name, int64_t def, int64_t lo, int64_t hi) {
   return TaskParamSpec::Optional(std::move(name), ParamKind::kI64, def).Bounds(lo, hi).Ref();
 }
@@ -48,12 +50,13 @@ TaskSpec Io(std::string op, uint32_t inputs, std::vector<TaskParamSpec> params, 
 }  // namespace
 
 void RegisterIoTaskSpecs(TaskRegistry& r) {
-  r.Add(Io("viewer", 0, {Endpoint()}, &ViewerSchema));
-  r.Add(Io("follow", 1, {Endpoint(), Count("fanout", 100, 1, 1000)}, &SchemaIdOnly));
-  r.Add(Io("recommendation", 1, {Endpoint(), Count("fanout", 100, 1, 1000)}, &SchemaIdOnly));
-  r.Add(Io("media", 1, {Endpoint(), Count("per_author", 10, 1, 100)}, &MediaSchema));
+  r.Add(Io("viewer", 0, {Endpoint(), Cache()}, &ViewerSchema));
+  r.Add(Io("follow", 1, {Endpoint(), Cache(), Count("fanout", 100, 1, 1000)}, &SchemaIdOnly));
+  r.Add(Io("recommendation", 1, {Endpoint(), Cache(), Count("fanout", 100, 1, 1000)},
+           &SchemaIdOnly));
+  r.Add(Io("media", 1, {Endpoint(), Cache(), Count("per_author", 10, 1, 100)}, &MediaSchema));
   r.Add(Io("features", 1,
-           {Endpoint(), TaskParamSpec::Required("fields", ParamKind::kStrList)
+           {Endpoint(), Cache(), TaskParamSpec::Required("fields", ParamKind::kStrList)
                             .Bounds(1, std::nullopt)
                             .Allowed(ItemFields())},
            &FeaturesSchema));

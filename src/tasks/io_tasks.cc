@@ -8,14 +8,28 @@
 // error's detail, for the log); a lost or refused connection is unavailable; the node's
 // deadline is the batch's.
 //
-// Threads: runs execute on the request's loop thread, the thread that owns ctx.redis.
+// A node with `cache: true` in a process with a cache (docs/cache.md) first looks its
+// keys up in the shard's cache, copies what it found (the cache may change while the
+// batch is out), and sends commands only for the keys it missed, still as one batch.
+// When the endpoint's tracking is ready it also asks each missed key's PTTL and stores
+// what came back, unless an invalidation of that key arrived meanwhile (ReadTicket).
+//
+// Threads: runs execute on the request's loop thread, the thread that owns ctx.redis
+// and ctx.cache.
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
+#include <uv.h>
+
+#include "cache/shard_cache.h"
 #include "redis/pools.h"
 #include "tasks/io_replies.h"
+#include "tasks/schemas.h"
 #include "tasks/task.h"
 
 namespace rankd {
@@ -53,42 +67,174 @@ Result<RowIo> StartRowIo(const TaskContext& ctx, const RowSet& in) {
   return RowIo{*pool, std::move(*ids)};
 }
 
+// The members' ids of each input row's list, and for each the input id it came from.
+struct Expanded {
+  std::vector<int64_t> ids;
+  std::vector<int64_t> from;
+};
+
+// ---- the cache ----------------------------------------------------------------------
+
+// How a node reads through the shard's cache; inactive (cache == nullptr) when the node
+// does not cache or the process has no cache.
+struct CacheUse {
+  ShardCache* cache = nullptr;
+  uint16_t endpoint = 0;
+  bool store = false;  // the endpoint's tracking is ready: reads may be stored
+  CacheLookups* lookups = nullptr;
+
+  explicit operator bool() const { return cache != nullptr; }
+  CacheKey Key(CacheKind kind, int64_t id) const { return {endpoint, kind, id}; }
+  void Record(uint64_t hits, uint64_t misses) const {
+    cache->RecordLookups(hits, misses);
+    if (lookups) lookups->hits += hits, lookups->misses += misses;
+  }
+  // Starts the read of `keys` (stored later if nothing invalidated them meanwhile).
+  ReadTicket Begin(std::span<const CacheKey> keys) const {
+    return store ? cache->BeginRead(keys) : ReadTicket{};
+  }
+};
+
+CacheUse CacheFor(const TaskContext& ctx, RedisClient& pool) {
+  CacheUse u;
+  if (ctx.cache == nullptr || ctx.cache->budget_bytes() == 0 || !ctx.args->Bool("cache"))
+    return u;
+  int index = ctx.redis->IndexOf(ctx.args->Str("endpoint"));
+  if (index < 0) return u;
+  u.cache = ctx.cache;
+  u.endpoint = static_cast<uint16_t>(index);
+  u.store = pool.tracking_ready();
+  u.lookups = ctx.cache_lookups;
+  if (u.lookups) u.lookups->used = true;
+  return u;
+}
+
+// The key's remaining TTL from a PTTL reply, when it has one, counted from when the
+// batch was sent (Redis's clock started before the reply reached us): the entry then
+// expires no later than the key.
+std::optional<uint64_t> KeyTtl(const RedisReply& pttl, uint64_t sent_ms) {
+  if (!pttl.is_integer() || pttl.integer < 0) return std::nullopt;
+  uint64_t elapsed = uv_hrtime() / 1000000 - sent_ms;
+  auto ttl = static_cast<uint64_t>(pttl.integer);
+  return ttl > elapsed ? ttl - elapsed : 0;
+}
+
+uint64_t NowMs() { return uv_hrtime() / 1000000; }
+
 // ---- viewer -------------------------------------------------------------------------
 
 Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
   auto pool = PoolFor(ctx);
   if (!pool) co_return Fail(pool.error());
   RedisClient& p = **pool;
-  RedisCommand cmd{"HGETALL"};
-  cmd.Key(p.prefix(), "user:", ctx.user_id);
+  ReplySource src = SourceOf(p);
+  CacheUse cu = CacheFor(ctx, p);
+  const CacheKey key = cu.Key(CacheKind::kUser, ctx.user_id);
+  if (cu) {
+    if (const CachedHash* h = cu.cache->FindHash(key)) {
+      cu.Record(1, 0);
+      co_return UserRows(src, ctx.user_id, *h);
+    }
+    cu.Record(0, 1);
+  }
+  ReadTicket ticket = cu ? cu.Begin(std::span<const CacheKey>(&key, 1)) : ReadTicket{};
   std::vector<RedisCommand> cmds;
-  cmds.push_back(std::move(cmd));
+  cmds.push_back(RedisCommand{"HGETALL"});
+  cmds.back().Key(p.prefix(), "user:", ctx.user_id);
+  if (cu.store) {
+    cmds.push_back(RedisCommand{"PTTL"});
+    cmds.back().Key(p.prefix(), "user:", ctx.user_id);
+  }
+  const uint64_t sent_ms = NowMs();
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  co_return ViewerRows(SourceOf(p), ctx.user_id, replies->at(0));
+  auto user = DecodeUser(src, ctx.user_id, replies->at(0));
+  if (!user) co_return Fail(std::move(user.error()));
+  RowSet rows = UserRows(src, ctx.user_id, *user);
+  if (cu.store && ticket.Storable(key))
+    cu.cache->PutHash(ticket, key, std::move(*user), KeyTtl(replies->at(1), sent_ms));
+  co_return rows;
 }
 
 // ---- follow, recommendation, media: one LRANGE per input row --------------------------
 
-// LRANGE {kind}{id} 0 count-1 for every input id.
-Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, std::string_view kind,
+// LRANGE {kind}{id} 0 count-1 for every input id (from the cache where it holds one).
+Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, CacheKind kind,
                                    int64_t count) {
   auto io = StartRowIo(ctx, in);
   if (!io) co_return Fail(io.error());
   RedisClient& p = *io->pool;
-  const InputIds* ids = &io->ids;
-  std::vector<RedisCommand> cmds;
-  cmds.reserve(ids->ids.size());
-  for (int64_t id : ids->ids) {
-    RedisCommand c{"LRANGE"};
-    c.Key(p.prefix(), kind, id).Arg(int64_t{0}).Arg(count - 1);
-    cmds.push_back(std::move(c));
+  const std::vector<int64_t>& ids = io->ids.ids;
+  const std::string_view prefix = CacheKindPrefix(kind);
+  const auto asked = static_cast<uint32_t>(count);
+  ReplySource src = SourceOf(p);
+  CacheUse cu = CacheFor(ctx, p);
+
+  // Hits are copied out now, into hit_ids[hit_span[i]]; misses go to Redis.
+  constexpr uint32_t kMiss = UINT32_MAX;
+  std::vector<std::pair<uint32_t, uint32_t>> hit_span(ids.size(), {kMiss, kMiss});
+  std::vector<int64_t> hit_ids;
+  std::vector<uint32_t> missed;  // input indexes
+  std::vector<CacheKey> keys;    // of the misses
+  missed.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (cu) {
+      const CacheKey key = cu.Key(kind, ids[i]);
+      if (const CachedList* l = cu.cache->FindList(key); l && l->Covers(asked)) {
+        auto begin = static_cast<uint32_t>(hit_ids.size());
+        AppendListIds(*l, asked, hit_ids);
+        hit_span[i] = {begin, static_cast<uint32_t>(hit_ids.size())};
+        continue;
+      }
+      keys.push_back(key);
+    }
+    missed.push_back(static_cast<uint32_t>(i));
   }
-  auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies)
-    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  co_return ExpandedLists(SourceOf(p), kind, ids->ids, *replies);
+  if (cu) cu.Record(ids.size() - missed.size(), missed.size());
+  ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
+  const size_t per = cu.store ? 2 : 1;  // LRANGE (+ PTTL)
+  std::vector<RedisCommand> cmds;
+  cmds.reserve(missed.size() * per);
+  for (uint32_t i : missed) {
+    RedisCommand c{"LRANGE"};
+    c.Key(p.prefix(), prefix, ids[i]).Arg(int64_t{0}).Arg(count - 1);
+    cmds.push_back(std::move(c));
+    if (cu.store) {
+      cmds.push_back(RedisCommand{"PTTL"});
+      cmds.back().Key(p.prefix(), prefix, ids[i]);
+    }
+  }
+  std::vector<RedisReply> replies;
+  const uint64_t sent_ms = NowMs();
+  if (!cmds.empty()) {
+    auto r = co_await p.Batch(std::move(cmds), ctx.deadline);
+    if (!r) co_return Fail(std::move(r.error()));  // names the endpoint; the scheduler adds the node
+    replies = std::move(*r);
+  }
+  std::vector<CachedList> lists;
+  lists.reserve(missed.size());
+  for (size_t m = 0; m < missed.size(); ++m) {
+    auto l = DecodeList(src, prefix, ids[missed[m]], asked, replies[m * per]);
+    if (!l) co_return Fail(std::move(l.error()));
+    lists.push_back(std::move(*l));
+  }
+  Expanded out;
+  size_t m = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (hit_span[i].first != kMiss)
+      out.ids.insert(out.ids.end(), hit_ids.begin() + hit_span[i].first,
+                     hit_ids.begin() + hit_span[i].second);
+    else
+      AppendListIds(lists[m++], asked, out.ids);
+    out.from.resize(out.ids.size(), ids[i]);
+  }
+  if (cu.store) {
+    for (size_t k = 0; k < missed.size(); ++k)
+      if (ticket.Storable(keys[k]))
+        cu.cache->PutList(ticket, keys[k], std::move(lists[k]), KeyTtl(replies[k * per + 1], sent_ms));
+  }
+  co_return out;
 }
 
 RowSet IdRows(std::vector<int64_t> ids) {
@@ -98,14 +244,14 @@ RowSet IdRows(std::vector<int64_t> ids) {
 }
 
 // follow and recommendation: the members of each input row's list, as ids.
-Task<Result<RowSet>> RunList(const TaskContext& ctx, std::vector<RowSet> in, std::string kind) {
+Task<Result<RowSet>> RunList(const TaskContext& ctx, std::vector<RowSet> in, CacheKind kind) {
   auto e = co_await ExpandLists(ctx, in.at(0), kind, ctx.args->I64("fanout"));
   if (!e) co_return Fail(e.error());
   co_return IdRows(std::move(e->ids));
 }
 
 Task<Result<RowSet>> RunMedia(const TaskContext& ctx, std::vector<RowSet> in) {
-  auto e = co_await ExpandLists(ctx, in.at(0), "media:", ctx.args->I64("per_author"));
+  auto e = co_await ExpandLists(ctx, in.at(0), CacheKind::kMedia, ctx.args->I64("per_author"));
   if (!e) co_return Fail(e.error());
   RowSet out = IdRows(std::move(e->ids));
   out.SetColumn("author", std::make_shared<const Column>(Column::I64(std::move(e->from))));
@@ -121,29 +267,86 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   RedisClient& p = *io->pool;
   const InputIds* ids = &io->ids;
   const auto& fields = ctx.args->StrList("fields");
-  // Candidates often repeat an item (before a dedupe, or from several sources): ask
-  // once per distinct id and give every row with that id the same reply.
+  const size_t nf = fields.size();
+  ReplySource src = SourceOf(p);
+  CacheUse cu = CacheFor(ctx, p);
+  // The fields by their index in the item hash's field list (the cache's), their types
+  // and the mask a cached entry must know.
+  std::vector<size_t> field_index(nf);
+  std::vector<ColumnType> types(nf);
+  uint64_t need = 0;
+  for (size_t f = 0; f < nf; ++f) {
+    field_index[f] = *ItemFieldIndex(fields[f]);
+    types[f] = *ItemFieldType(fields[f]);
+    need |= uint64_t{1} << field_index[f];
+  }
+  // Candidates often repeat an item (before a dedupe, or from several sources): look up
+  // and ask once per distinct id and give every row with that id the same cells.
   std::vector<uint32_t> reply_of(ids->ids.size());
-  std::vector<int64_t> asked;
+  std::vector<int64_t> distinct;
   std::unordered_map<int64_t, uint32_t> index;
   index.reserve(ids->ids.size());
-  std::vector<RedisCommand> cmds;
-  cmds.reserve(ids->ids.size());
   for (size_t i = 0; i < ids->ids.size(); ++i) {
     int64_t id = ids->ids[i];
-    auto [it, fresh] = index.try_emplace(id, static_cast<uint32_t>(asked.size()));
+    auto [it, fresh] = index.try_emplace(id, static_cast<uint32_t>(distinct.size()));
     reply_of[i] = it->second;
-    if (!fresh) continue;
-    asked.push_back(id);
+    if (fresh) distinct.push_back(id);
+  }
+  // cells[k * nf + f]: field f of distinct[k]; hits are copied in now.
+  std::vector<CachedField> cells(distinct.size() * nf);
+  std::vector<uint32_t> missed;  // indexes into distinct
+  std::vector<CacheKey> keys;    // of the misses
+  missed.reserve(distinct.size());
+  for (size_t k = 0; k < distinct.size(); ++k) {
+    if (cu) {
+      const CacheKey key = cu.Key(CacheKind::kItem, distinct[k]);
+      if (const CachedHash* h = cu.cache->FindHash(key); h && (h->known & need) == need) {
+        for (size_t f = 0; f < nf; ++f) cells[k * nf + f] = h->fields[field_index[f]];
+        continue;
+      }
+      keys.push_back(key);
+    }
+    missed.push_back(static_cast<uint32_t>(k));
+  }
+  if (cu) cu.Record(distinct.size() - missed.size(), missed.size());
+  ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
+  const size_t per = cu.store ? 2 : 1;  // HMGET (+ PTTL)
+  std::vector<RedisCommand> cmds;
+  cmds.reserve(missed.size() * per);
+  for (uint32_t k : missed) {
     RedisCommand c{"HMGET"};
-    c.Key(p.prefix(), "item:", id);
+    c.Key(p.prefix(), "item:", distinct[k]);
     for (const auto& f : fields) c.Arg(f);
     cmds.push_back(std::move(c));
+    if (cu.store) {
+      cmds.push_back(RedisCommand{"PTTL"});
+      cmds.back().Key(p.prefix(), "item:", distinct[k]);
+    }
   }
-  auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies)
-    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  co_return FeatureRows(SourceOf(p), input, *ids, reply_of, asked, fields, *replies);
+  if (!cmds.empty()) {
+    const uint64_t sent_ms = NowMs();
+    auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
+    if (!replies)
+      co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+    for (size_t m = 0; m < missed.size(); ++m) {
+      const uint32_t k = missed[m];
+      std::span<CachedField> out(cells.data() + k * nf, nf);
+      if (auto ok = DecodeItem(src, distinct[k], types, (*replies)[m * per], out); !ok)
+        co_return Fail(std::move(ok.error()));
+    }
+    if (cu.store) {
+      for (size_t m = 0; m < missed.size(); ++m) {
+        if (!ticket.Storable(keys[m])) continue;
+        const uint32_t k = missed[m];
+        CachedHash h;
+        h.fields.resize(ItemFields().size());
+        for (size_t f = 0; f < nf; ++f) h.fields[field_index[f]] = cells[k * nf + f];
+        h.known = need;
+        cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
+      }
+    }
+  }
+  co_return FeatureRows(src, input, *ids, reply_of, fields, cells);
 }
 
 // ---- seen_filter: one SMISMEMBER for all rows ---------------------------------------
@@ -171,10 +374,10 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
 void RegisterIoTaskRuns(TaskRegistry& r) {
   r.SetAsyncRun("viewer", &RunViewer);
   r.SetAsyncRun("follow", [](const TaskContext& ctx, std::vector<RowSet> in) {
-    return RunList(ctx, std::move(in), "follow:");
+    return RunList(ctx, std::move(in), CacheKind::kFollow);
   });
   r.SetAsyncRun("recommendation", [](const TaskContext& ctx, std::vector<RowSet> in) {
-    return RunList(ctx, std::move(in), "recs:");
+    return RunList(ctx, std::move(in), CacheKind::kRecs);
   });
   r.SetAsyncRun("media", &RunMedia);
   r.SetAsyncRun("features", &RunFeatures);

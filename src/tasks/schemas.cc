@@ -40,6 +40,11 @@ const std::vector<std::string>& ItemFields() {
   static const std::vector<std::string> names = Names(kItemFields);
   return names;
 }
+std::optional<size_t> ItemFieldIndex(std::string_view field) {
+  for (size_t i = 0; i < std::size(kItemFields); ++i)
+    if (kItemFields[i].name == field) return i;
+  return std::nullopt;
+}
 const std::vector<std::string>& UserFields() {
   static const std::vector<std::string> names = Names(kUserFields);
   return names;

@@ -15,6 +15,8 @@ std::optional<ColumnType> ItemFieldType(std::string_view field);
 std::optional<ColumnType> UserFieldType(std::string_view field);
 // The item fields, in docs/data.md's table order (the allowed values of features.fields).
 const std::vector<std::string>& ItemFields();
+// The position of `field` in ItemFields(), if it is one.
+std::optional<size_t> ItemFieldIndex(std::string_view field);
 // The user fields, in docs/data.md's table order (viewer's columns after id).
 const std::vector<std::string>& UserFields();
 

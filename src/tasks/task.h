@@ -27,6 +27,15 @@
 namespace rankd {
 
 class RedisPools;  // src/redis/pools.h
+class ShardCache;  // src/cache/shard_cache.h
+
+// What a node that reads through the shard's cache reports (explain's cache_hits and
+// cache_misses): keys served from the cache, keys asked of Redis.
+struct CacheLookups {
+  bool used = false;  // the node has cache: true and the process has a cache
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+};
 
 // What one node run sees. Lives in the request's state and stays valid until the run
 // finishes, even when the scheduler gave up on it (timeout, fail-fast): a run may use
@@ -35,6 +44,8 @@ struct TaskContext {
   EventLoop* loop = nullptr;
   ThreadPool* pool = nullptr;
   RedisPools* redis = nullptr;  // nullptr when the process has no Redis (tests, `run`)
+  ShardCache* cache = nullptr;  // the shard's cache; nullptr when the process has none
+  CacheLookups* cache_lookups = nullptr;  // where this run reports them; may be null
   int64_t user_id = 0;
   const PlanNode* node = nullptr;       // id, op, compiled expr/pred, output types
   const TaskArgs* args = nullptr;       // this request's task parameters, resolved and checked

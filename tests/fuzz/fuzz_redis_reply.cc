@@ -61,12 +61,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static RedisStats stats;
   ReplySource src{"fuzz", "127.0.0.1:1/0", "pre:", &stats};
 
-  for (const RedisReply& r : replies) (void)ViewerRows(src, 7, r);
+  for (const RedisReply& r : replies) {
+    if (auto user = DecodeUser(src, 7, r)) (void)UserRows(src, 7, *user);
+  }
 
-  // One LRANGE reply per input id.
+  // One LRANGE reply per input id, decoded and expanded as a 3-member head.
   std::vector<int64_t> ids;
-  for (size_t i = 0; i < replies.size(); ++i) ids.push_back(static_cast<int64_t>(i + 1));
-  (void)ExpandedLists(src, "follow:", ids, replies);
+  std::vector<int64_t> members;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    ids.push_back(static_cast<int64_t>(i + 1));
+    if (auto list = DecodeList(src, "follow:", ids.back(), 3, replies[i]))
+      if (list->Covers(3)) AppendListIds(*list, 3, members);
+  }
 
   // The rows asked about: the distinct non-null ids 1..n, one HMGET reply each (the
   // duplicate id 1 shares the first), as RunFeatures batches them.
@@ -80,9 +86,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<std::string>& all = ItemFields();
   size_t want = replies[0].elements.size();
   std::vector<std::string> fields;
+  std::vector<ColumnType> types;
   for (size_t i = 0; i < want && i < all.size(); ++i) fields.push_back(all[i]);
   if (fields.empty()) fields.push_back(all[0]);
-  (void)FeatureRows(src, input, *in_ids, reply_of, ids, fields, replies);
+  for (const auto& f : fields) types.push_back(*ItemFieldType(f));
+  std::vector<CachedField> cells(replies.size() * fields.size());
+  bool decoded = true;
+  for (size_t k = 0; k < replies.size() && decoded; ++k) {
+    std::span<CachedField> out(cells.data() + k * fields.size(), fields.size());
+    decoded = DecodeItem(src, ids[k], types, replies[k], out).has_value();
+  }
+  if (decoded) (void)FeatureRows(src, input, *in_ids, reply_of, fields, cells);
 
   // SMISMEMBER over every id asked about: the first reply answers it.
   (void)SeenFilterRows(src, 7, input, *in_ids, replies[0]);
