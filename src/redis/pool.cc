@@ -33,7 +33,7 @@ struct PendingBatch {
   }
 
   RedisPool* pool;
-  std::vector<RedisCommand> owned;     // Batch's commands (BatchBorrowed's are the caller's)
+  std::vector<RedisCommand> owned;      // Batch's commands (BatchBorrowed's are the caller's)
   std::vector<RedisCommand*> commands;  // what is sent: into `owned`, or the caller's
   std::vector<RedisReply> replies;
   std::vector<Slot> slots;
@@ -209,8 +209,8 @@ Task<Result<std::vector<RedisReply>>> RedisPool::Batch(std::vector<RedisCommand>
   return Run(PendingBatchRef(b));
 }
 
-Task<Result<std::vector<RedisReply>>> RedisPool::BatchBorrowed(
-    std::vector<RedisCommand*> commands, Deadline deadline) {
+Task<Result<std::vector<RedisReply>>> RedisPool::BatchBorrowed(std::vector<RedisCommand*> commands,
+                                                               Deadline deadline) {
   auto* b = new PendingBatch(this, deadline);
   b->commands = std::move(commands);
   return Run(PendingBatchRef(b));

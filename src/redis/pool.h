@@ -102,7 +102,7 @@ class RedisPool final : public RedisClient {
   std::deque<PendingBatch*> queue_;  // waiting for a connection; each holds a ref
   bool pump_scheduled_ = false;
   bool closed_ = false;
-  size_t next_ = 0;                                             // round-robin start among equals
+  size_t next_ = 0;  // round-robin start among equals
   // Client-side caching (EnableTracking); tracked_to_[i]: the tracker id conns_[i]
   // redirects to in its current session, 0 = not tracking.
   std::optional<TrackingConfig> tracking_;

@@ -67,8 +67,7 @@ void RedisTracker::OnPush(RedisReply reply) {
     case Step::kDown: return;  // after Misbehaved, until the drop
     case Step::kAwaitId:
       if (!reply.is_integer() || reply.integer <= 0)
-        return Misbehaved("CLIENT ID answered a " +
-                          std::string(RedisReplyKindName(reply.kind)));
+        return Misbehaved("CLIENT ID answered a " + std::string(RedisReplyKindName(reply.kind)));
       pending_id_ = reply.integer;
       step_ = Step::kAwaitSubscribed;
       return;

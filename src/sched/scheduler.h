@@ -41,7 +41,7 @@ struct ExecEnv {
   EventLoop* loop = nullptr;
   ThreadPool* pool = nullptr;
   RedisPools* redis = nullptr;
-  ShardCache* cache = nullptr;  // the shard's; nullptr when the process has no cache
+  ShardCache* cache = nullptr;   // the shard's; nullptr when the process has no cache
   uint64_t node_timeout_ms = 0;  // default per-node timeout (--node-timeout-ms); 0 = none
   size_t inline_cpu_rows =
       kInlineCpuRows;                    // kCpu tasks with at most this many input rows run inline

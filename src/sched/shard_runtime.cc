@@ -1,9 +1,9 @@
 #include "sched/shard_runtime.h"
 
+#include <uv.h>
+
 #include <chrono>
 #include <thread>
-
-#include <uv.h>
 
 #include "redis/pools.h"
 
@@ -35,8 +35,8 @@ ShardCache& ShardRuntime::OpenCache(const ShardCache::Options& opts, TrackingMod
       TrackingConfig config;
       config.sink = sinks_.back().get();
       config.mode = mode;
-      for (CacheKind k : {CacheKind::kUser, CacheKind::kFollow, CacheKind::kRecs,
-                          CacheKind::kMedia, CacheKind::kItem})
+      for (CacheKind k : {CacheKind::kUser, CacheKind::kFollow, CacheKind::kRecs, CacheKind::kMedia,
+                          CacheKind::kItem})
         config.bcast_prefixes.emplace_back(CacheKindPrefix(k));
       pools[i]->EnableTracking(config);
     }

@@ -1,9 +1,9 @@
 // io_replies.h: what the Redis-backed tasks make of their replies.
 #include "tasks/io_replies.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <algorithm>
 #include <optional>
 
 #include "core/parse_int.h"

@@ -52,13 +52,14 @@ TaskSpec Io(std::string op, uint32_t inputs, std::vector<TaskParamSpec> params, 
 void RegisterIoTaskSpecs(TaskRegistry& r) {
   r.Add(Io("viewer", 0, {Endpoint(), Cache()}, &ViewerSchema));
   r.Add(Io("follow", 1, {Endpoint(), Cache(), Count("fanout", 100, 1, 1000)}, &SchemaIdOnly));
-  r.Add(Io("recommendation", 1, {Endpoint(), Cache(), Count("fanout", 100, 1, 1000)},
-           &SchemaIdOnly));
+  r.Add(
+      Io("recommendation", 1, {Endpoint(), Cache(), Count("fanout", 100, 1, 1000)}, &SchemaIdOnly));
   r.Add(Io("media", 1, {Endpoint(), Cache(), Count("per_author", 10, 1, 100)}, &MediaSchema));
   r.Add(Io("features", 1,
-           {Endpoint(), Cache(), TaskParamSpec::Required("fields", ParamKind::kStrList)
-                            .Bounds(1, std::nullopt)
-                            .Allowed(ItemFields())},
+           {Endpoint(), Cache(),
+            TaskParamSpec::Required("fields", ParamKind::kStrList)
+                .Bounds(1, std::nullopt)
+                .Allowed(ItemFields())},
            &FeaturesSchema));
   r.Add(Io("seen_filter", 1, {Endpoint()}, &SchemaSameAsInput));
 }

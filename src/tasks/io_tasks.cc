@@ -16,6 +16,8 @@
 //
 // Threads: runs execute on the request's loop thread, the thread that owns ctx.redis
 // and ctx.cache.
+#include <uv.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -23,8 +25,6 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
-
-#include <uv.h>
 
 #include "cache/shard_cache.h"
 #include "redis/pools.h"
@@ -97,8 +97,7 @@ struct CacheUse {
 
 CacheUse CacheFor(const TaskContext& ctx, RedisClient& pool) {
   CacheUse u;
-  if (ctx.cache == nullptr || ctx.cache->budget_bytes() == 0 || !ctx.args->Bool("cache"))
-    return u;
+  if (ctx.cache == nullptr || ctx.cache->budget_bytes() == 0 || !ctx.args->Bool("cache")) return u;
   int index = ctx.redis->IndexOf(ctx.args->Str("endpoint"));
   if (index < 0) return u;
   u.cache = ctx.cache;
@@ -209,7 +208,8 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   const uint64_t sent_ms = NowMs();
   if (!cmds.empty()) {
     auto r = co_await p.Batch(std::move(cmds), ctx.deadline);
-    if (!r) co_return Fail(std::move(r.error()));  // names the endpoint; the scheduler adds the node
+    if (!r)
+      co_return Fail(std::move(r.error()));  // names the endpoint; the scheduler adds the node
     replies = std::move(*r);
   }
   std::vector<CachedList> lists;
@@ -232,7 +232,8 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   if (cu.store) {
     for (size_t k = 0; k < missed.size(); ++k)
       if (ticket.Storable(keys[k]))
-        cu.cache->PutList(ticket, keys[k], std::move(lists[k]), KeyTtl(replies[k * per + 1], sent_ms));
+        cu.cache->PutList(ticket, keys[k], std::move(lists[k]),
+                          KeyTtl(replies[k * per + 1], sent_ms));
   }
   co_return out;
 }
@@ -327,7 +328,8 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
     const uint64_t sent_ms = NowMs();
     auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
     if (!replies)
-      co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+      co_return Fail(
+          std::move(replies.error()));  // names the endpoint; the scheduler adds the node
     for (size_t m = 0; m < missed.size(); ++m) {
       const uint32_t k = missed[m];
       std::span<CachedField> out(cells.data() + k * nf, nf);

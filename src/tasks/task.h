@@ -43,8 +43,8 @@ struct CacheLookups {
 struct TaskContext {
   EventLoop* loop = nullptr;
   ThreadPool* pool = nullptr;
-  RedisPools* redis = nullptr;  // nullptr when the process has no Redis (tests, `run`)
-  ShardCache* cache = nullptr;  // the shard's cache; nullptr when the process has none
+  RedisPools* redis = nullptr;            // nullptr when the process has no Redis (tests, `run`)
+  ShardCache* cache = nullptr;            // the shard's cache; nullptr when the process has none
   CacheLookups* cache_lookups = nullptr;  // where this run reports them; may be null
   int64_t user_id = 0;
   const PlanNode* node = nullptr;       // id, op, compiled expr/pred, output types
