@@ -1,0 +1,175 @@
+// Client-side caching support against a real redis-server: the tracker subscribes, data
+// connections turn tracking on before their reads, invalidations reach the sink (keys
+// without the endpoint's prefix), FLUSHALL and the loss of the tracker's or a data
+// connection flush the sink, and tracking resumes once the tracker is back.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "redis_server.h"
+#include "test_shard.h"
+
+using namespace rankd;
+using namespace rankd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Records what the client tells it; called on the loop thread, read by the test's.
+class RecordingSink final : public InvalidationSink {
+ public:
+  void OnInvalidate(std::string_view key) override {
+    std::lock_guard lk(mu_);
+    keys_.emplace_back(key);
+  }
+  void OnInvalidateAll() override {
+    std::lock_guard lk(mu_);
+    ++flushes_;
+  }
+  bool Saw(const std::string& key) {
+    std::lock_guard lk(mu_);
+    for (const auto& k : keys_)
+      if (k == key) return true;
+    return false;
+  }
+  int flushes() {
+    std::lock_guard lk(mu_);
+    return flushes_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> keys_;
+  int flushes_ = 0;
+};
+
+template <class F>
+bool Eventually(F pred, int ms = 10000) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return pred();
+}
+
+// The client ids of the server's subscribed connections (CLIENT LIST, flags P).
+std::vector<std::string> SubscriberIds(const RedisServer& server) {
+  std::vector<std::string> ids;
+  RedisReply list = server.Command({"CLIENT", "LIST", "TYPE", "pubsub"});
+  size_t pos = 0;
+  while ((pos = list.str.find("id=", pos)) != std::string::npos) {
+    size_t end = list.str.find(' ', pos);
+    ids.push_back(list.str.substr(pos + 3, end - pos - 3));
+    pos = end;
+  }
+  return ids;
+}
+
+struct Tracked {
+  explicit Tracked(const RedisServer& server, TrackingMode mode = TrackingMode::kDefault)
+      : shard({"redis_default=" + server.url() + "?prefix=app:"}) {
+    REQUIRE(shard.WaitReady());
+    shard.OnLoop([&] {
+      TrackingConfig config;
+      config.sink = &sink;
+      config.mode = mode;
+      config.bcast_prefixes = {"item:"};
+      shard.pool().EnableTracking(config);
+    });
+  }
+  bool Ready() {
+    return Eventually([&] { return shard.OnLoop([&] { return shard.pool().tracking_ready(); }); });
+  }
+  RedisReply Read(const std::string& key) {
+    auto r = shard.Batch({RedisCommand{"HGET", "app:" + key, "likes"}});
+    REQUIRE(r.has_value());
+    return r->at(0);
+  }
+
+  RecordingSink sink;
+  TestShard shard;
+};
+
+}  // namespace
+
+TEST_CASE("a key read through a tracked connection is invalidated when written") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  server.Command({"HSET", "app:item:1", "likes", "1"});
+  Tracked t(server);
+  REQUIRE(t.Ready());
+  CHECK(SubscriberIds(server).size() == 1);  // the tracker
+  CHECK(t.Read("item:1").str == "1");
+  server.Command({"HSET", "app:item:1", "likes", "2"});
+  CHECK(Eventually([&] { return t.sink.Saw("item:1"); }));  // the prefix is stripped
+  // A key never read is not tracked (default mode): no message for it.
+  server.Command({"HSET", "app:item:2", "likes", "2"});
+  server.Command({"HSET", "other:item:1", "likes", "2"});
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(t.sink.Saw("item:2"));
+  CHECK(t.sink.flushes() == 0);
+}
+
+TEST_CASE("BCAST mode hears every write under the prefixes, read or not") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  Tracked t(server, TrackingMode::kBcast);
+  REQUIRE(t.Ready());
+  t.Read("user:1");  // turns tracking on for the data connection used
+  t.Read("user:1");  // and the other one (connections take turns)
+  server.Command({"HSET", "app:item:7", "likes", "2"});
+  server.Command({"HSET", "app:user:7", "age", "2"});  // not a tracked prefix
+  CHECK(Eventually([&] { return t.sink.Saw("item:7"); }));
+  std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(t.sink.Saw("user:7"));
+}
+
+TEST_CASE("FLUSHALL flushes the sink") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  Tracked t(server);
+  REQUIRE(t.Ready());
+  t.Read("item:1");
+  server.Command({"FLUSHALL"});
+  CHECK(Eventually([&] { return t.sink.flushes() >= 1; }));
+}
+
+TEST_CASE("losing the tracker flushes the sink; tracking resumes with the new one") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  server.Command({"HSET", "app:item:1", "likes", "1"});
+  Tracked t(server);
+  REQUIRE(t.Ready());
+  t.Read("item:1");
+  auto ids = SubscriberIds(server);
+  REQUIRE(ids.size() == 1);
+  server.Command({"CLIENT", "KILL", "ID", ids[0]});
+  CHECK(Eventually([&] { return t.sink.flushes() >= 1; }));
+  // Back (after the reconnect backoff) with a new id; a read re-points the connection.
+  REQUIRE(t.Ready());
+  auto again = SubscriberIds(server);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0] != ids[0]);
+  t.Read("item:1");
+  t.Read("item:1");
+  server.Command({"HSET", "app:item:1", "likes", "5"});
+  CHECK(Eventually([&] { return t.sink.Saw("item:1"); }));
+}
+
+TEST_CASE("losing a tracked data connection flushes the sink") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  Tracked t(server);
+  REQUIRE(t.Ready());
+  t.Read("item:1");
+  t.Read("item:1");
+  int before = t.sink.flushes();
+  // Every normal (non-subscriber) client: the data connections.
+  server.Command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  CHECK(Eventually([&] { return t.sink.flushes() > before; }));
+}
