@@ -11,14 +11,16 @@ export default definePlan({
     limit: { type: "i64", default: 30, min: 1, max: 200 },
   },
   build: (ctx, P) => {
+    // cache: media lists and item hashes are shared by many viewers, so they are read through
+    // the shard cache (docs/cache.md); the per-viewer reads (viewer, follow, recs) are not.
     const v = ctx.viewer({ id: "v" });
-    const m = v.follow({ id: "f", fanout: 40 }).media({ id: "m", perAuthor: 4 });
+    const m = v.follow({ id: "f", fanout: 40 }).media({ id: "m", perAuthor: 4, cache: true });
     const r = v.recommendation({ id: "r", fanout: 60, optional: true, timeoutMs: 30 });
     return m
       .concat(r, { id: "c" })
       .dedupe({ id: "d", key: "id" })
       .seenFilter({ id: "seen" })
-      .features({ id: "h", fields: ["likes", "quality", "nsfw"] })
+      .features({ id: "h", fields: ["likes", "quality", "nsfw"], cache: true })
       .vm({ id: "s", outKey: "score", expr: (c) => c.likes.log1p().mul(P.weight).add(c.quality.coalesce(0)) })
       .filter({ id: "ok", pred: (c) => c.nsfw.eq(0) })
       .sort({ id: "o", key: "score", order: "desc" })

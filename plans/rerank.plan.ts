@@ -11,20 +11,22 @@ export default definePlan({
     limit: { type: "i64", default: 50, min: 1, max: 500 },
   },
   build: (ctx, P) => {
+    // cache: media lists and item hashes are shared by many viewers, so they are read through
+    // the shard cache (docs/cache.md); the per-viewer reads (viewer, follow, recs) are not.
     const v = ctx.viewer({ id: "v" });
-    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5 });
+    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5, cache: true });
     const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
     return m
       .concat(r, { id: "c" })
       .dedupe({ id: "d", key: "id" })
       .seenFilter({ id: "seen" })
       // Phase 1, every candidate: two fields and a linear score.
-      .features({ id: "h", fields: ["likes", "quality"] })
+      .features({ id: "h", fields: ["likes", "quality"], cache: true })
       .vm({ id: "pre", outKey: "prescore", expr: (c) => c.likes.log1p().mul(0.5).add(c.quality.coalesce(0)) })
       .sort({ id: "pre_sort", key: "prescore", order: "desc" })
       .take({ id: "top_k", count: P.k })
       // Phase 2, the top k: the model's other features, then the model.
-      .features({ id: "mf", fields: ["age_s", "nsfw"] })
+      .features({ id: "mf", fields: ["age_s", "nsfw"], cache: true })
       .model({ id: "model", model: "rerank", outKey: "score" })
       .sort({ id: "o", key: "score", order: "desc" })
       .take({ id: "t", count: P.limit })

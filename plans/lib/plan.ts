@@ -74,6 +74,12 @@ type IntCheck<N, F extends string> = number extends N
       ? {}
       : { [k in F]: "error: must be an integer" };
 
+/** `cache` of the IO ops that may read through the shard's cache (docs/cache.md). */
+export interface CacheOpt {
+  /** Serve keys from the shard's cache (when the server runs with `--cache-mb`); written only when given. */
+  cache?: boolean;
+}
+
 /** Options every node takes. */
 export interface NodeOpts {
   /** The node_id; default: derived from the op and the order of creation (viewer, follow, follow_2, …). */
@@ -190,6 +196,17 @@ class PlanBuilder {
     rec.params.push(["endpoint", ep]);
   }
 
+  /**
+   * `cache` of the IO ops (docs/cache.md): a literal bool (the server takes no `{param}`
+   * here), written only when given so that plans without it compile as before.
+   */
+  cache(rec: NodeRec, v: unknown): void {
+    if (v === undefined) return;
+    if (v instanceof ParamRef) fail(`cache takes a literal boolean, not a request parameter ('${v.paramName}')`);
+    if (typeof v !== "boolean") fail(`cache must be a boolean, got ${JSON.stringify(v)}`);
+    rec.params.push(["cache", v]);
+  }
+
   column(rec: NodeRec, name: string, v: unknown): string {
     if (typeof v !== "string") fail(`${name} must be a column name, got ${JSON.stringify(v)}`);
     const cols = rec.inputs[0].cols;
@@ -266,39 +283,43 @@ export class Node<C extends Cols = Cols> {
   constructor(readonly plan: PlanBuilder, readonly rec: NodeRec) {}
 
   /** `LRANGE follow:{id} 0 fanout-1` per row → rows id = followee. fanout 1..1000 (100). */
-  follow<const N extends number = 100>(o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "fanout"> = {} as never): Node<IdCol> {
+  follow<const N extends number = 100>(o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64"> } & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never): Node<IdCol> {
     return this.plan.task("follow", [this], o, (r) => {
-      checkKeys("follow", o, ["endpoint", "fanout"]);
+      checkKeys("follow", o, ["endpoint", "cache", "fanout"]);
       this.plan.endpoint(r, o.endpoint);
+      this.plan.cache(r, o.cache);
       r.params.push(["fanout", this.plan.int("fanout", o.fanout ?? 100, 1, 1000)]);
       r.cols = new Map([["id", "i64"]]);
     });
   }
   /** `LRANGE recs:{id} 0 fanout-1` per row → rows id = item id. fanout 1..1000 (100). */
-  recommendation<const N extends number = 100>(o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "fanout"> = {} as never): Node<IdCol> {
+  recommendation<const N extends number = 100>(o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64"> } & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never): Node<IdCol> {
     return this.plan.task("recommendation", [this], o, (r) => {
-      checkKeys("recommendation", o, ["endpoint", "fanout"]);
+      checkKeys("recommendation", o, ["endpoint", "cache", "fanout"]);
       this.plan.endpoint(r, o.endpoint);
+      this.plan.cache(r, o.cache);
       r.params.push(["fanout", this.plan.int("fanout", o.fanout ?? 100, 1, 1000)]);
       r.cols = new Map([["id", "i64"]]);
     });
   }
   /** `LRANGE media:{id} 0 per_author-1` per row → rows id = item id, author = input id. perAuthor 1..100 (10). */
-  media<const N extends number = 10>(o: { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "perAuthor"> = {} as never): Node<{ id: "i64"; author: "i64" }> {
+  media<const N extends number = 10>(o: { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64"> } & CacheOpt & NodeOpts & IntCheck<N, "perAuthor"> = {} as never): Node<{ id: "i64"; author: "i64" }> {
     return this.plan.task("media", [this], o, (r) => {
-      checkKeys("media", o, ["endpoint", "perAuthor"]);
+      checkKeys("media", o, ["endpoint", "cache", "perAuthor"]);
       this.plan.endpoint(r, o.endpoint);
+      this.plan.cache(r, o.cache);
       r.params.push(["per_author", this.plan.int("perAuthor", o.perAuthor ?? 10, 1, 100)]);
       r.cols = new Map([["id", "i64"], ["author", "i64"]]);
     });
   }
   /** `HMGET item:{id} fields…` → the input plus one typed column per field (null where missing). */
   features<const F extends readonly [ItemField, ...ItemField[]]>(
-    o: { endpoint?: Endpoint; fields: F } & NodeOpts,
+    o: { endpoint?: Endpoint; fields: F } & CacheOpt & NodeOpts,
   ): Node<Simplify<Omit<C, F[number]> & { [K in F[number]]: ItemFields[K] }>> {
     return this.plan.task("features", [this], o, (r) => {
-      checkKeys("features", o, ["endpoint", "fields"]);
+      checkKeys("features", o, ["endpoint", "cache", "fields"]);
       this.plan.endpoint(r, o.endpoint);
+      this.plan.cache(r, o.cache);
       const fields = o.fields as readonly unknown[];
       if (!Array.isArray(fields) || fields.length === 0) fail(`fields must be a non-empty list of item fields (${Object.keys(ITEM_FIELDS).join(", ")})`);
       const seen = new Set<string>();
@@ -471,10 +492,11 @@ export class Ctx {
   constructor(private readonly plan: PlanBuilder) {}
 
   /** `HGETALL user:{user_id}` → one row (id = user_id, profile fields); zero rows for a missing user. */
-  viewer(o: { endpoint?: Endpoint } & NodeOpts = {}): Node<typeof VIEWER_COLUMNS> {
+  viewer(o: { endpoint?: Endpoint } & CacheOpt & NodeOpts = {}): Node<typeof VIEWER_COLUMNS> {
     return this.plan.task("viewer", [], o, (r) => {
-      checkKeys("viewer", o, ["endpoint"]);
+      checkKeys("viewer", o, ["endpoint", "cache"]);
       this.plan.endpoint(r, o.endpoint);
+      this.plan.cache(r, o.cache);
       r.cols = new Map(Object.entries(VIEWER_COLUMNS));
     });
   }

@@ -79,6 +79,31 @@ test("node options: id, optional, timeout_ms", () => {
   assert.equal(node(p, "follow_done").optional, false);
 });
 
+test("cache on the IO ops: written only when given, after endpoint", () => {
+  const p = plan((c) => {
+    const v = c.viewer({ cache: false });
+    const m = v.follow({ cache: true, fanout: 5 }).media({ perAuthor: 3, cache: true });
+    const r = v.recommendation({ cache: false, optional: true });
+    return m.concat(r).features({ fields: ["likes"], cache: true }).seenFilter().features({ id: "f2", fields: ["quality"] });
+  });
+  const ops = p.nodes.map((n: J) => [n.node_id, n.params]);
+  assert.deepEqual(ops, [
+    ["viewer", { endpoint: "redis_default", cache: false }],
+    ["follow", { endpoint: "redis_default", cache: true, fanout: 5 }],
+    ["media", { endpoint: "redis_default", cache: true, per_author: 3 }],
+    ["recommendation", { endpoint: "redis_default", cache: false, fanout: 100 }],
+    ["concat", {}],
+    ["features", { endpoint: "redis_default", cache: true, fields: ["likes"] }],
+    ["seen_filter", { endpoint: "redis_default" }],
+    ["f2", { endpoint: "redis_default", fields: ["quality"] }],
+  ]);
+  assert.deepEqual(Object.keys(node(p, "media").params), ["endpoint", "cache", "per_author"]);
+  assert.equal(node(p, "recommendation").optional, true);
+  // Without `cache` the text is what it was before the option existed.
+  const text = planText(definePlan({ name: "t", build: (c) => c.viewer().follow().media().features({ fields: ["likes"] }) }));
+  assert.doesNotMatch(text, /"cache"/);
+});
+
 test("explicit ids win over derived ones", () => {
   const p = plan((c) => c.fixedSource().take({ count: 1, id: "fixed_source_x" }).take({ count: 2 }).take({ count: 3, id: "take" }));
   assert.deepEqual(p.nodes.map((n: J) => n.node_id), ["fixed_source", "fixed_source_x", "take_2", "take"]);

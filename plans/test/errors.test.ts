@@ -34,6 +34,10 @@ const cases: [string, B, RegExp, ParamDecls?][] = [
   ["timeoutMs past the server's bound", (c) => c.viewer({ timeoutMs: 60_001 }), /timeoutMs 60001 is out of bounds 1\.\.60000/],
   ["unknown option", (c) => c.fixedSource().take({ count: 1, cnt: 2 }), /unknown option 'cnt'/],
   ["bad endpoint", (c) => c.viewer({ endpoint: "" }), /endpoint must be an endpoint name/],
+  ["cache not a bool", (c) => c.viewer().follow().media({ cache: "yes" }), /media\(\) .*cache must be a boolean, got "yes"/],
+  ["cache as a request param", (c, P) => c.viewer({ cache: P.warm }), /viewer\(\) .*cache takes a literal boolean, not a request parameter \('warm'\)/, { warm: { type: "bool", default: true } }],
+  ["cache on seen_filter", (c) => c.viewer().follow().seenFilter({ cache: true }), /seen_filter\(\) .*unknown option 'cache' \(allowed: endpoint, id, optional, timeoutMs\)/],
+  ["cache on a CPU task", (c) => c.fixedSource().take({ count: 1, cache: true }), /take\(\) .*unknown option 'cache'/],
   ["sort order", (c) => c.fixedSource().sort({ key: "score", order: "up" }), /order must be "desc" or "asc"/],
   // params
   ["undeclared P.x", (c, P) => c.fixedSource().take({ count: P.limit }), /parameter 'limit' is used at test\/errors\.test\.ts:\d+:\d+ but not declared/],

@@ -40,11 +40,11 @@ test("feed compiles to exactly its pinned JSON", () => {
     nodes: [
       { node_id: "v", op: "viewer", inputs: [], params: { endpoint: "redis_default" } },
       { node_id: "f", op: "follow", inputs: ["v"], params: { endpoint: "redis_default", fanout: 100 } },
-      { node_id: "m", op: "media", inputs: ["f"], params: { endpoint: "redis_default", per_author: 5 } },
+      { node_id: "m", op: "media", inputs: ["f"], params: { endpoint: "redis_default", cache: true, per_author: 5 } },
       { node_id: "r", op: "recommendation", inputs: ["v"], params: { endpoint: "redis_default", fanout: 100 }, optional: true, timeout_ms: 30 },
       { node_id: "c", op: "concat", inputs: ["m", "r"], params: {} },
       { node_id: "d", op: "dedupe", inputs: ["c"], params: { key: "id" } },
-      { node_id: "h", op: "features", inputs: ["d"], params: { endpoint: "redis_default", fields: ["likes", "age_s", "quality", "country", "nsfw"] } },
+      { node_id: "h", op: "features", inputs: ["d"], params: { endpoint: "redis_default", cache: true, fields: ["likes", "age_s", "quality", "country", "nsfw"] } },
       { node_id: "s", op: "vm", inputs: ["h"], params: { out_key: "score", expr: "e0" } },
       { node_id: "ok", op: "filter", inputs: ["s"], params: { pred: "p0" } },
       { node_id: "o", op: "sort", inputs: ["ok"], params: { key: "score", order: "desc" } },
@@ -89,12 +89,27 @@ test("rerank is two-phase: cheap score, take k, model features, model, take limi
     ["vm", { out_key: "prescore", expr: "e0" }],
     ["sort", { key: "prescore", order: "desc" }],
     ["take", { count: { param: "k" } }],
-    ["features", { endpoint: "redis_default", fields: ["age_s", "nsfw"] }],
+    ["features", { endpoint: "redis_default", cache: true, fields: ["age_s", "nsfw"] }],
     ["model", { model: "rerank", out_key: "score", output: "default" }],
     ["sort", { key: "score", order: "desc" }],
     ["take", { count: { param: "limit" } }],
   ]);
   assert.ok(fs.existsSync(path.join(ROOT, "rerank.model.json")), "the demo model is committed next to the plan");
+});
+
+test("the feeds cache the shared reads (media, features), not the per-viewer ones", () => {
+  const io = ["viewer", "follow", "recommendation", "media", "features"];
+  for (const name of ["feed", "home_light", "rerank"]) {
+    const got = JSON.parse(read(name))
+      .nodes.filter((n: any) => io.includes(n.op))
+      .map((n: any) => [n.op, n.params.cache]);
+    const want = got.map(([op]: [string]) => [op, op === "media" || op === "features" ? true : undefined]);
+    assert.deepEqual(got, want, name);
+    assert.ok(got.some(([op]: [string]) => op === "media") && got.some(([op]: [string]) => op === "features"), name);
+  }
+  // The other plans are as they were before `cache` existed.
+  for (const name of planNames().filter((n) => !["feed", "home_light", "rerank"].includes(n)))
+    assert.doesNotMatch(read(name), /"cache"/, name);
 });
 
 test("check fails, naming the file, when a JSON differs or is missing or has no source", () => {
