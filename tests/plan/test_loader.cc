@@ -70,6 +70,24 @@ TEST_SUITE("plan_loader") {
             {"node 'a'", "params.cnt", "unknown parameter"});
   }
 
+  TEST_CASE("cache: a literal bool on the five cacheable IO ops only") {
+    auto viewer = [](const std::string& cache) {
+      return Doc(R"({"node_id": "v", "op": "viewer", "params": {"cache": )" + cache + "}}", "v");
+    };
+    auto ok = Load(viewer("true"));
+    REQUIRE_MESSAGE(ok.has_value(), ok.error().message);
+    CHECK((*ok)->nodes[0].args.Bool("cache"));
+    auto off = Load(Doc(R"({"node_id": "v", "op": "viewer"})", "v"));
+    REQUIRE(off.has_value());
+    CHECK_FALSE((*off)->nodes[0].args.Bool("cache"));
+    Rejects(viewer("1"), {"node 'v'", "params.cache", "expected bool"});
+    Rejects(viewer(R"({"param": "w"})"), {"node 'v'", "params.cache", "literal"});
+    Rejects(
+        Doc(R"({"node_id": "v", "op": "viewer"}, {"node_id": "s", "op": "seen_filter", "inputs": ["v"], "params": {"cache": true}})",
+            "s"),
+        {"node 's'", "params.cache", "unknown parameter"});
+  }
+
   TEST_CASE("ill-typed task parameter") {
     Rejects(Doc(R"({"node_id": "a", "op": "fixed_source", "params": {"count": "3"}})", "a"),
             {"node 'a'", "params.count", "expected integer"});
