@@ -4,10 +4,14 @@
 // counted), one batch per task, and the transport errors.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <uv.h>
 
 #include <fstream>
 #include <map>
+#include <utility>
 
+#include "cache/cache_sink.h"
+#include "cache/shard_cache.h"
 #include "redis_server.h"
 #include "tasks/task.h"
 #include "test_shard.h"
@@ -82,7 +86,8 @@ Value At(const RowSet& r, std::string_view col, size_t i) {
 // Runs one IO task as the scheduler would: on the loop, with a context that outlives
 // the run.
 Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::string, Value> given,
-                     std::vector<RowSet> inputs, int64_t user_id = 1, int deadline_ms = 5000) {
+                     std::vector<RowSet> inputs, int64_t user_id = 1, int deadline_ms = 5000,
+                     ShardCache* cache = nullptr, CacheLookups* lookups = nullptr) {
   const TaskSpec* spec = IoRegistry().Find(op);
   REQUIRE(spec != nullptr);
   PlanNode node;
@@ -97,6 +102,8 @@ Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::stri
   TaskContext ctx;
   ctx.loop = &shard.loop();
   ctx.redis = &shard.pools();
+  ctx.cache = cache;
+  ctx.cache_lookups = lookups;
   ctx.user_id = user_id;
   ctx.node = &node;
   ctx.args = &args;
@@ -364,4 +371,107 @@ TEST_CASE("a slow Redis against the node's deadline: deadline_exceeded") {
   CHECK(Contains(r.error().detail, "LRANGE follow:1"));
   // The LRANGE was sent and its answer comes once the server runs again.
   CHECK(Eventually([&] { return Read(f.stats().late_replies) == late0 + 1; }));
+}
+
+namespace {
+// A fixture whose shard also has a cache fed by its endpoint's invalidations.
+struct CachedFixture : Fixture {
+  std::unique_ptr<ShardCache> cache;
+  std::unique_ptr<CacheSink> sink;
+  CachedFixture() {
+    shard->OnLoop([&] {
+      cache = std::make_unique<ShardCache>(ShardCache::Options{.budget_bytes = 1 << 20},
+                                           [] { return uv_hrtime() / 1000000; });
+      sink = std::make_unique<CacheSink>(*cache, 0);
+      TrackingConfig config;
+      config.sink = sink.get();
+      shard->pool().EnableTracking(config);
+    });
+    REQUIRE(
+        Eventually([&] { return shard->OnLoop([&] { return shard->pool().tracking_ready(); }); }));
+  }
+  ~CachedFixture() { shard.reset(); }  // the pools go before the sink and the cache
+  // Runs `op` with cache: true; returns its rows and what it looked up.
+  std::pair<RowSet, CacheLookups> Run(const std::string& op, std::map<std::string, Value> given,
+                                      std::vector<RowSet> inputs, int64_t user_id = 1) {
+    given["cache"] = true;
+    CacheLookups lookups;
+    auto r = RunIo(*shard, op, std::move(given), std::move(inputs), user_id, 5000, cache.get(),
+                   &lookups);
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    return {std::move(*r), lookups};
+  }
+};
+}  // namespace
+
+TEST_CASE("cached reads: the same rows as uncached, a warm cache sends nothing, a write is seen") {
+  CachedFixture f;
+  f.Cmd({"HSET", "user:7", "country", "FR", "age", "31"});
+  f.Cmd({"RPUSH", "media:1", "10", "x", "11", "12"});  // "x" is not an id
+  f.Cmd({"RPUSH", "media:2", "20"});
+  f.Cmd({"HSET", "item:10", "likes", "5", "category", "news"});
+  f.Cmd({"HSET", "item:11", "likes", "oops"});
+  const std::vector<std::string> fields = {"likes", "category"};
+
+  auto uncached_media = RunIo(*f.shard, "media", {{"per_author", int64_t{3}}}, {Ids({1, 2, 1})});
+  REQUIRE(uncached_media.has_value());
+  auto [cold, cold_lookups] = f.Run("media", {{"per_author", int64_t{3}}}, {Ids({1, 2, 1})});
+  CHECK(IdsOf(cold) == IdsOf(*uncached_media));
+  CHECK(cold_lookups.misses == 3);
+  uint64_t commands = Read(f.stats().commands);
+  auto [warm, warm_lookups] = f.Run("media", {{"per_author", int64_t{3}}}, {Ids({1, 2, 1})});
+  CHECK(IdsOf(warm) == IdsOf(*uncached_media));
+  CHECK(warm_lookups.hits == 3);
+  CHECK(warm_lookups.misses == 0);
+  CHECK(Read(f.stats().commands) == commands);  // nothing sent
+  // A shorter head is served from the cached one; a longer one is asked for.
+  auto [shorter, shorter_lookups] = f.Run("media", {{"per_author", int64_t{1}}}, {Ids({1})});
+  CHECK(IdsOf(shorter) == std::vector<int64_t>{10});
+  CHECK(shorter_lookups.hits == 1);
+  auto [longer, longer_lookups] = f.Run("media", {{"per_author", int64_t{10}}}, {Ids({1})});
+  CHECK(IdsOf(longer) == std::vector<int64_t>{10, 11, 12});
+  CHECK(longer_lookups.misses == 1);
+
+  // features: a hit needs every field asked for; missing and unparsable stay null.
+  auto [items, items_lookups] = f.Run("features", {{"fields", fields}}, {Ids({10, 11, 10})});
+  CHECK(items_lookups.misses == 2);  // distinct ids
+  auto [items2, items2_lookups] = f.Run("features", {{"fields", fields}}, {Ids({10, 11})});
+  CHECK(items2_lookups.hits == 2);
+  CHECK(std::get<int64_t>(At(items2, "likes", 0)) == 5);
+  CHECK(IsNull(At(items2, "likes", 1)));
+  CHECK(std::get<std::string>(At(items2, "category", 0)) == "news");
+
+  // A write reaches the cache through the tracker: the next read misses and sees it.
+  f.Cmd({"HSET", "item:10", "likes", "6"});
+  f.Cmd({"LPUSH", "media:2", "21"});
+  REQUIRE(Eventually([&] { return Read(f.cache->stats().invalidations) >= 2; }));
+  auto [items3, items3_lookups] = f.Run("features", {{"fields", fields}}, {Ids({10})});
+  CHECK(items3_lookups.misses == 1);
+  CHECK(std::get<int64_t>(At(items3, "likes", 0)) == 6);
+  auto [media3, media3_lookups] = f.Run("media", {{"per_author", int64_t{3}}}, {Ids({2})});
+  CHECK(IdsOf(media3) == std::vector<int64_t>{21, 20});
+
+  // viewer: hit after the first read; a missing user is cached as missing.
+  auto [v1, v1_lookups] = f.Run("viewer", {}, {}, 7);
+  auto [v2, v2_lookups] = f.Run("viewer", {}, {}, 7);
+  CHECK(v2_lookups.hits == 1);
+  CHECK(std::get<std::string>(At(v2, "country", 0)) == "FR");
+  auto [none, none_lookups] = f.Run("viewer", {}, {}, 99);
+  auto [none2, none2_lookups] = f.Run("viewer", {}, {}, 99);
+  CHECK(none2.size() == 0);
+  CHECK(none2_lookups.hits == 1);
+}
+
+TEST_CASE("a key with a TTL in Redis is cached no longer than the key lives") {
+  CachedFixture f;
+  f.Cmd({"HSET", "item:1", "likes", "1"});
+  f.Cmd({"PEXPIRE", "item:1", "300"});
+  const std::vector<std::string> fields = {"likes"};
+  auto [a, a_lookups] = f.Run("features", {{"fields", fields}}, {Ids({1})});
+  CHECK(std::get<int64_t>(At(a, "likes", 0)) == 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // Nothing touched the key in Redis meanwhile: its entry expired on its own.
+  auto [b, b_lookups] = f.Run("features", {{"fields", fields}}, {Ids({1})});
+  CHECK(b_lookups.misses == 1);
+  CHECK(IsNull(At(b, "likes", 0)));
 }
