@@ -2,6 +2,7 @@
 returned with its exact bytes, so the RESP2 shape (nil bulk `$-1` vs nil array `*-1` vs
 empty array `*0`) is visible. Standard library only; one thread per connection."""
 import select
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -151,3 +152,4 @@ class Server:
     def stop(self):
         self.proc.kill()
         self.proc.wait(timeout=5)
+        shutil.rmtree(self.dir, ignore_errors=True)
