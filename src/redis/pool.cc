@@ -120,7 +120,7 @@ void RedisPool::EnableTracking(const TrackingConfig& config) {
   loop_.AssertInLoopThread();
   if (tracking_ || closed_) return;
   tracking_ = config;
-  tracker_ = std::make_unique<RedisTracker>(loop_, endpoint_, opts_, *stats_, tracking_->sink,
+  tracker_ = std::make_unique<RedisTracker>(loop_, endpoint_, opts_, *stats_, *tracking_,
                                             [this] { OnTrackerChange(); });
   tracker_->Start();
 }
@@ -138,19 +138,12 @@ void RedisPool::OnTrackerChange() {
 }
 
 void RedisPool::EnsureTracked(size_t i) {
+  if (tracking_->mode == TrackingMode::kBcast) return;  // the tracker tracks for everyone
   int64_t id = tracker_->redirect_id();
   if (id == 0 || tracked_to_[i] == id || !tracking_error_.empty()) return;
   RedisConnection* c = conns_[i].get();
-  if (tracked_to_[i] != 0) {  // still redirected to a tracker that is gone
-    RedisCommand off{"CLIENT", "TRACKING", "OFF"};
-    c->Send(off.wire(), &RedisPool::OnTrackingReply, this);
-  }
   RedisCommand on{"CLIENT", "TRACKING", "ON", "REDIRECT"};
   on.Arg(id);
-  if (tracking_->mode == TrackingMode::kBcast) {
-    on.Arg("BCAST");
-    for (const auto& p : tracking_->bcast_prefixes) on.Arg("PREFIX").Key(endpoint_.prefix, p);
-  }
   if (c->Send(on.wire(), &RedisPool::OnTrackingReply, this)) tracked_to_[i] = id;
 }
 

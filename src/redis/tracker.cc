@@ -11,8 +11,12 @@ constexpr std::string_view kChannel = "__redis__:invalidate";
 
 RedisTracker::RedisTracker(EventLoop& loop, const RedisEndpoint& endpoint,
                            const RedisClientOptions& opts, RedisStats& stats,
-                           InvalidationSink* sink, std::function<void()> on_change)
-    : loop_(loop), endpoint_(endpoint), sink_(sink), on_change_(std::move(on_change)) {
+                           const TrackingConfig& config, std::function<void()> on_change)
+    : loop_(loop),
+      endpoint_(endpoint),
+      config_(config),
+      sink_(config.sink),
+      on_change_(std::move(on_change)) {
   loop_.AssertInLoopThread();
   uint64_t seed = reinterpret_cast<uintptr_t>(this);
   conn_ = std::make_unique<RedisConnection>(
@@ -45,12 +49,11 @@ void RedisTracker::OnConnectionChange() {
     return;
   }
   if (step_ != Step::kDown) return;
-  // Fresh connection, handshake done: ask who we are, then subscribe. Both replies, and
-  // every message after them, arrive as pushes.
+  // Fresh connection, handshake done: ask who we are; the rest follows from the answer.
+  // Every reply from now on arrives as a push.
   conn_->EnterPushMode(this);
   RedisCommand id{"CLIENT", "ID"};
-  RedisCommand sub{"SUBSCRIBE", kChannel};
-  if (!conn_->SendNoReply(id.wire()) || !conn_->SendNoReply(sub.wire())) return;  // going down
+  if (!conn_->SendNoReply(id.wire())) return;  // going down
   step_ = Step::kAwaitId;
 }
 
@@ -69,6 +72,22 @@ void RedisTracker::OnPush(RedisReply reply) {
       if (!reply.is_integer() || reply.integer <= 0)
         return Misbehaved("CLIENT ID answered a " + std::string(RedisReplyKindName(reply.kind)));
       pending_id_ = reply.integer;
+      if (config_.mode == TrackingMode::kBcast) {
+        RedisCommand on{"CLIENT", "TRACKING", "ON", "REDIRECT"};
+        on.Arg(pending_id_).Arg("BCAST");
+        for (const auto& p : config_.bcast_prefixes) on.Arg("PREFIX").Key(endpoint_.prefix, p);
+        if (!conn_->SendNoReply(on.wire())) return;
+        step_ = Step::kAwaitTracking;
+      } else {
+        step_ = Step::kAwaitSubscribed;
+      }
+      {
+        RedisCommand sub{"SUBSCRIBE", kChannel};
+        conn_->SendNoReply(sub.wire());  // false: going down, and the change says so
+      }
+      return;
+    case Step::kAwaitTracking:
+      if (reply.is_error()) return Misbehaved("CLIENT TRACKING failed: " + reply.str);
       step_ = Step::kAwaitSubscribed;
       return;
     case Step::kAwaitSubscribed:

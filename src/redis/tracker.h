@@ -1,7 +1,10 @@
 // RedisTracker: the connection of one Redis node that receives the invalidation
 // messages for one shard (tracking.h): it connects like a data connection, asks its own
 // client id (CLIENT ID), subscribes to `__redis__:invalidate` and then only listens.
-// Data connections redirect their tracking to redirect_id().
+//   kDefault: data connections redirect their tracking to redirect_id().
+//   kBcast: the tracker itself turns tracking on, BCAST over the prefixes, redirected to
+//           itself (before SUBSCRIBE: a RESP2 subscriber may send nothing else), so the
+//           data connections track nothing and their loss loses no invalidation.
 //
 // Messages become sink calls: a list of keys -> OnInvalidate per key under the
 // endpoint's prefix (others are ignored); a nil list (FLUSHALL, FLUSHDB) ->
@@ -32,8 +35,9 @@ namespace rankd {
 
 class RedisTracker final : private PushSink {
  public:
+  // `config` must outlive the tracker.
   RedisTracker(EventLoop& loop, const RedisEndpoint& endpoint, const RedisClientOptions& opts,
-               RedisStats& stats, InvalidationSink* sink, std::function<void()> on_change);
+               RedisStats& stats, const TrackingConfig& config, std::function<void()> on_change);
   ~RedisTracker();
   RedisTracker(const RedisTracker&) = delete;
   RedisTracker& operator=(const RedisTracker&) = delete;
@@ -45,7 +49,7 @@ class RedisTracker final : private PushSink {
   int64_t redirect_id() const { return id_; }
 
  private:
-  enum class Step : uint8_t { kDown, kAwaitId, kAwaitSubscribed, kListening };
+  enum class Step : uint8_t { kDown, kAwaitId, kAwaitTracking, kAwaitSubscribed, kListening };
 
   void OnConnectionChange();
   void OnPush(RedisReply reply) override;
@@ -56,6 +60,7 @@ class RedisTracker final : private PushSink {
 
   EventLoop& loop_;
   const RedisEndpoint& endpoint_;
+  const TrackingConfig& config_;
   InvalidationSink* sink_;
   std::function<void()> on_change_;
   std::unique_ptr<RedisConnection> conn_;

@@ -56,8 +56,9 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
       Flag{"--cache-tracking",
            {},
            "MODE",
-           "default | bcast: how Redis tells the cache what changed\n"
-           "(default: about the keys this shard read) ({})",
+           "bcast | default: how Redis tells the cache what changed:\n"
+           "every write under the cached key families, or only\n"
+           "writes to keys this shard read ({})",
            [&o](std::string_view v) -> Status {
              if (v == "default")
                o.cache_tracking = TrackingMode::kDefault;

@@ -32,8 +32,8 @@ struct ServeOptions {
   // The cache (docs/cache.md): MiB for the whole process, split evenly across shards;
   // 0 = no cache (nodes with cache: true then read Redis like the others).
   uint64_t cache_mb = 0;
-  uint64_t cache_ttl_ms = 60000;  // no entry lives longer
-  TrackingMode cache_tracking = TrackingMode::kDefault;
+  uint64_t cache_ttl_ms = 60000;                       // no entry lives longer
+  TrackingMode cache_tracking = TrackingMode::kBcast;  // docs/cache.md, "Tracking mode"
   int64_t deadline_ms = 200;
   int64_t node_timeout_ms = 0;     // 0: none
   size_t max_connections = 10000;  // per shard

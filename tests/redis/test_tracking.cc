@@ -161,7 +161,21 @@ TEST_CASE("losing the tracker flushes the sink; tracking resumes with the new on
   CHECK(Eventually([&] { return t.sink.Saw("item:1"); }));
 }
 
-TEST_CASE("losing a tracked data connection flushes the sink") {
+TEST_CASE("BCAST: losing a data connection loses nothing (the tracker tracks)") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  Tracked t(server, TrackingMode::kBcast);
+  REQUIRE(t.Ready());
+  t.Read("item:1");
+  server.Command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  REQUIRE(t.shard.WaitReady());
+  std::this_thread::sleep_for(100ms);
+  CHECK(t.sink.flushes() == 0);
+  server.Command({"HSET", "app:item:3", "likes", "2"});
+  CHECK(Eventually([&] { return t.sink.Saw("item:3"); }));
+}
+
+TEST_CASE("default mode: losing a tracked data connection flushes the sink") {
   RedisServer server;
   REQUIRE(server.Start());
   Tracked t(server);
