@@ -447,10 +447,19 @@ class SharedServer:
             self.redis = Redis()
             self.rankd = Rankd(plans_dir(self.plans), redis=self.redis, shards=self.shards)
             if self.seed_users:
-                subprocess.run([RANKD, "seed", "--redis", self.redis.url(), "--users",
-                                str(self.seed_users), "--flush"],
-                               check=True, capture_output=True, timeout=60)
+                demo_data(self.redis, self.seed_users)
         return self.rankd
+
+
+def demo_data(redis, users, flush=True, timeout=60):
+    """Writes the demo data set of `users` users into `redis` (anything with url()):
+    `rankd seed`, with --flush unless told not to."""
+    args = [RANKD, "seed", "--redis", redis.url(), "--users", str(users)]
+    if flush:
+        args.append("--flush")
+    out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stderr}"
+
 
 def run_tests(tests):
     """Runs (name, fn) pairs, prints a line per test and 'N passed, N failed'."""
