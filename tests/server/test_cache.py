@@ -18,7 +18,7 @@ real rankd processes with --cache-mb, plans whose IO nodes take `cache: true`.
   stays within the budget (+25%) of an uncached rankd's under the same load.
 - Bad cache flags stop start-up with an error naming the flag.
 
-About a minute."""
+About a minute (two with ASan)."""
 import copy
 import itertools
 import json
@@ -39,6 +39,14 @@ USERS = 2000
 CACHED_OPS = ("viewer", "follow", "recommendation", "media", "features")
 IO_OPS = CACHED_OPS + ("seen_filter",)
 DEADLINE_MS = 10000  # generous: two cores shared with builds and other tests
+
+
+def _sanitized():
+    with open(RANKD, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+SANITIZED = _sanitized()
 EP = {"endpoint": "redis_default"}
 
 
@@ -414,6 +422,9 @@ def test_lost_connections_flush_then_caching_resumes():
 
 # ---- 6. keys with a TTL ------------------------------------------------------------------
 
+TTL_MS = 600  # long enough to read the keys twice before they expire, on a busy machine
+
+
 def test_key_with_ttl_expires_from_the_cache():
     e = env()
     rankd, redis = e["one"], e["redis"]
@@ -427,11 +438,11 @@ def test_key_with_ttl_expires_from_the_cache():
         items(rankd, "likes_c", item_user)
         expired_before = counter(rankd, "rankd_cache_expirations_total")
         invalidated = counter(rankd, "rankd_cache_invalidations_total")
-        assert redis.execute("PEXPIRE", f"user:{user}", 300) == 1
-        assert redis.execute("PEXPIRE", f"item:{item}", 300) == 1
+        assert redis.execute("PEXPIRE", f"user:{user}", TTL_MS) == 1
+        assert redis.execute("PEXPIRE", f"item:{item}", TTL_MS) == 1
         t0 = time.monotonic()
         wait_until(lambda: counter(rankd, "rankd_cache_invalidations_total") >= invalidated + 2,
-                   timeout=0.2, what="the PEXPIREs' invalidations")
+                   timeout=TTL_MS / 3000, what="the PEXPIREs' invalidations")
         # Read again (the PEXPIRE invalidated them) with their PTTL, then served from the
         # cache while the keys live.
         items(rankd, "likes_c", user)
@@ -440,8 +451,8 @@ def test_key_with_ttl_expires_from_the_cache():
         assert counts["v"] == (1, 0) and got, counts
         got, counts = cache_counts(rankd, "likes_c", item_user)
         assert item in [r["id"] for r in got] and counts["h"][1] == 0, counts
-        assert time.monotonic() - t0 < 0.25, "too slow to check the hits before the TTL"
-        time.sleep(max(0.0, t0 + 0.4 - time.monotonic()))
+        assert time.monotonic() - t0 < TTL_MS / 1000 - 0.1, "too slow to see hits before the TTL"
+        time.sleep(max(0.0, t0 + TTL_MS / 1000 + 0.1 - time.monotonic()))
         got_user = items(rankd, "likes_c", user)
         got_item = items(rankd, "likes_c", item_user)
         assert got_user == [], got_user
@@ -514,7 +525,8 @@ def test_budget_holds_and_rss_follows_it():
     plans = plans_dir({"feed_c": variant(feed, "feed_c", cache=True)})
     budget = BUDGET_MB << 20
     rng = random.Random(7)
-    viewers = rng.sample(range(1, 10001), 2000)
+    # Sanitizer builds run 3x slower: less load there, and no working-set bound.
+    viewers = rng.sample(range(1, 10001), 800 if SANITIZED else 2000)
     results = {}
     for mb in (0, BUDGET_MB):
         rankd = Rankd(plans, redis=redis, shards=1, extra_args=["--cache-mb", str(mb)])
@@ -560,8 +572,10 @@ def test_budget_holds_and_rss_follows_it():
     assert c["evictions"] > 0 and c["entries"] > 0, c
     per_entry = c["bytes"] / c["entries"]
     working_set = distinct_keys(redis, feed, viewers) * per_entry
-    assert working_set >= 10 * budget, (working_set, c)
-    assert c["rss"] <= u["rss"] + 1.25 * budget, (c["rss"], u["rss"])
+    if not SANITIZED:
+        assert working_set >= 10 * budget, (working_set, c)
+    if not SANITIZED:  # ASan's shadow memory and quarantine alone exceed the bound
+        assert c["rss"] <= u["rss"] + 1.25 * budget, (c["rss"], u["rss"])
     redis.stop()
     mib = 1 << 20
     print(f"     {len(viewers)} feed requests per rankd ({u['took']:.1f}s uncached, "
