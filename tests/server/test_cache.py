@@ -341,9 +341,11 @@ def test_invalidated_while_in_flight_is_not_stored():
 
         wait_until(stores, timeout=15, what="a stored read")
 
-        def held_request(user, write=None):
+        def held_request(user, write=None, kill_tracker=False):
             """The first cached request for `user` with Redis's reply held until `write`
-            (if any) was made and its invalidation counted; returns its items."""
+            (if any) was made and its invalidation counted (or the tracker's connection
+            killed first, when kill_tracker: the write's invalidation is then lost);
+            returns its items."""
             out = {}
             before = counter(rankd, "rankd_cache_invalidations_total")
             proxy.hold()
@@ -354,7 +356,12 @@ def test_invalidated_while_in_flight_is_not_stored():
                 wait_until(lambda: proxy.answered("HGETALL", f"user:{user}"), timeout=10,
                            what="Redis to answer the HGETALL")
                 assert t.is_alive()  # the reply is held: the request waits
-                if write:
+                if kill_tracker:
+                    assert redis.execute("CLIENT", "KILL", "TYPE", "pubsub") >= 1
+                    wait_until(lambda: counter(rankd, "rankd_cache_invalidations_total") > before,
+                               timeout=10, what="the tracker's loss to reach rankd")
+                    assert redis.execute(*write) == 0
+                elif write:
                     assert redis.execute(*write) == 0
                     wait_until(lambda: counter(rankd, "rankd_cache_invalidations_total") > before,
                                timeout=10, what="the invalidation to reach rankd")
@@ -388,6 +395,31 @@ def test_invalidated_while_in_flight_is_not_stored():
             assert counts["v"] == (1, 0) and got[0]["country"] == "ZZ", (got, counts)
         finally:
             redis.execute("HSET", "user:22", "country", old)
+
+        # The tracker lost while the read is in flight, and the key written then: no
+        # invalidation can come (the connection it would go to is gone), so only the
+        # flush at the loss keeps the reply out of the cache. Then, with the new tracker,
+        # a stored read is invalidated again by a write.
+        old = redis.execute("HGET", "user:23", "country")
+        try:
+            got = held_request(23, write=("HSET", "user:23", "country", "YY"), kill_tracker=True)
+            assert got[0]["country"] == old, got
+            wait_until(lambda: proxy.subscribers() == 1, what="the tracker to subscribe again")
+
+            def fresh():
+                got, counts = cache_counts(rankd, "viewer_c", 23)
+                assert got[0]["country"] == "YY", (got, counts)
+                return counts["v"] == (1, 0)
+
+            wait_until(fresh, timeout=15, what="a stored read with the new tracker")
+            before = counter(rankd, "rankd_cache_invalidations_total")
+            assert redis.execute("HSET", "user:23", "country", "XX") == 0
+            wait_until(lambda: counter(rankd, "rankd_cache_invalidations_total") > before,
+                       timeout=10, what="an invalidation through the new tracker")
+            got, counts = cache_counts(rankd, "viewer_c", 23)
+            assert counts["v"] == (0, 1) and got[0]["country"] == "XX", (got, counts)
+        finally:
+            redis.execute("HSET", "user:23", "country", old)
     finally:
         proxy.release()
         rc = rankd.stop()
@@ -417,6 +449,15 @@ def test_lost_connections_flush_then_caching_resumes():
             return counts["m"][0] > 0 and counts["h"][0] > 0
 
         wait_until(hits_again, timeout=15, what=f"hits again after CLIENT KILL TYPE {kill}")
+
+        # Writes are still heard: the data connections track for the tracker now.
+        items(rankd, "likes_c", 7)
+        got, counts = cache_counts(rankd, "likes_c", 7)
+        assert counts["h"][1] == 0, counts
+        item = got[0]["id"]
+        assert redis.execute("HSET", f"item:{item}", "likes", next(_versions)) == 0
+        time.sleep(0.5)
+        assert items(rankd, "likes_c", 7) == items(rankd, "likes_u", 7)
     print(f"     entries after the kills: {gauge(rankd, 'rankd_cache_entries'):.0f}", flush=True)
 
 
