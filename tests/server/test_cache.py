@@ -2,7 +2,8 @@
 real rankd processes with --cache-mb, plans whose IO nodes take `cache: true`.
 
 - Cached answers equal uncached ones: every plan with IO nodes, as a copy caching every
-  IO node, over 50 viewers, twice (the second pass from the cache).
+  IO node, over 50 viewers, twice (the second pass from the cache); and plans reading
+  the same keys with different list heads and fields, interleaved.
 - Writes are seen: writers change item likes and push new items onto media lists while
   readers run a cached plan; a request that starts 500 ms after a write was acknowledged
   reflects it (the time from ack to the first answer reflecting it is printed).
@@ -13,7 +14,7 @@ real rankd processes with --cache-mb, plans whose IO nodes take `cache: true`.
 - FLUSHALL drops every entry; answers follow the empty database, then the data written
   again.
 - A key with a TTL leaves the cache when it expires in Redis, even though Redis (active
-  expiry off) never says so.
+  expiry off) never says so; and no entry outlives --cache-ttl-ms.
 - The byte budget holds under a working set many times its size, and the process's RSS
   stays within the budget (+25%) of an uncached rankd's under the same load.
 - Bad cache flags stop start-up with an error naming the flag.
@@ -80,16 +81,29 @@ def variant(plan, name, cache):
     return p
 
 
-def likes_plan(name, cache, fanout=10, per_author=10):
-    """viewer -> follow -> media -> features(likes): every item of the followed authors'
-    list heads, with its likes."""
+def chain_plan(name, cache, fanout, per_author, fields):
+    """viewer -> follow -> media -> features, with the given list heads and fields."""
     c = {"cache": True} if cache else {}
     return simple_plan(name, [
         {"node_id": "v", "op": "viewer", "inputs": [], "params": dict(EP, **c)},
         {"node_id": "f", "op": "follow", "inputs": ["v"], "params": dict(EP, fanout=fanout, **c)},
         {"node_id": "m", "op": "media", "inputs": ["f"], "params": dict(EP, per_author=per_author, **c)},
-        {"node_id": "h", "op": "features", "inputs": ["m"], "params": dict(EP, fields=["likes"], **c)},
-    ], "h", columns=["id", "likes"])
+        {"node_id": "h", "op": "features", "inputs": ["m"], "params": dict(EP, fields=fields, **c)},
+    ], "h")
+
+
+# Plans that read the same keys with different list heads and fields: a longer head than
+# an entry holds must miss, a shorter one hit, and an item entry gains the fields a node
+# lacked.
+OVERLAPPING = [(5, 3, ["likes"]), (20, 10, ["likes", "quality"]), (3, 25, ["country", "likes"]),
+               (40, 1, ["nsfw", "author", "age_s"])]
+
+
+def likes_plan(name, cache, fanout=10, per_author=10):
+    """viewer -> follow -> media -> features(likes): every item of the followed authors'
+    list heads, with its likes."""
+    return simple_plan(name, chain_plan(name, cache, fanout, per_author, ["likes"])["nodes"], "h",
+                       columns=["id", "likes"])
 
 
 def viewer_plan(name, cache):
@@ -150,6 +164,9 @@ def env():
             extra[f"{name}_c"] = variant(plan, f"{name}_c", cache=True)
         extra.update(likes_u=likes_plan("likes_u", False), likes_c=likes_plan("likes_c", True),
                      viewer_u=viewer_plan("viewer_u", False), viewer_c=viewer_plan("viewer_c", True))
+        for i, shape in enumerate(OVERLAPPING):
+            extra[f"ov{i}_u"] = chain_plan(f"ov{i}_u", False, *shape)
+            extra[f"ov{i}_c"] = chain_plan(f"ov{i}_c", True, *shape)
         plans = plans_dir(extra)
         cache = ["--cache-mb", "64"]
         _env.update(redis=redis, plans=plans, names=sorted(source_plans()),
@@ -183,6 +200,14 @@ def test_cached_answers_equal_uncached():
           f"({', '.join(e['names'])}) equal the uncached ones; on the 2-shard rankd "
           f"{counter(e['two'], 'rankd_cache_hits_total'):.0f} hits, {misses:.0f} misses",
           flush=True)
+
+
+def test_overlapping_heads_and_fields():
+    e = env()
+    rng = random.Random(4)
+    for _ in range(600):
+        i, v = rng.randrange(len(OVERLAPPING)), rng.randrange(100, 160)
+        assert items(e["one"], f"ov{i}_c", v) == items(e["one"], f"ov{i}_u", v), (OVERLAPPING[i], v)
 
 
 # ---- 2. writes are seen -----------------------------------------------------------------
@@ -506,6 +531,23 @@ def test_key_with_ttl_expires_from_the_cache():
         redis.execute("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
 
+def test_ttl_cap():
+    e = env()
+    rankd = Rankd(e["plans"], redis=e["redis"], shards=1,
+                  extra_args=["--cache-mb", "16", "--cache-ttl-ms", "300"])
+    try:
+        items(rankd, "viewer_c", 33)
+        t0 = time.monotonic()
+        _, counts = cache_counts(rankd, "viewer_c", 33)
+        assert counts["v"] == (1, 0) or time.monotonic() - t0 > 0.25, counts
+        time.sleep(0.4)
+        _, counts = cache_counts(rankd, "viewer_c", 33)
+        assert counts["v"] == (0, 1), counts
+        assert counter(rankd, "rankd_cache_expirations_total") >= 1
+    finally:
+        assert rankd.stop() == 0
+
+
 # ---- 5. FLUSHALL --------------------------------------------------------------------------
 
 def test_flushall_drops_everything():
@@ -643,11 +685,13 @@ if __name__ == "__main__":
     run_tests([
         ("bad_cache_flags_stop_startup", test_bad_cache_flags_stop_startup),
         ("cached_answers_equal_uncached", test_cached_answers_equal_uncached),
+        ("overlapping_heads_and_fields", test_overlapping_heads_and_fields),
         ("writes_are_seen", test_writes_are_seen),
         ("writes_are_seen_bcast", test_writes_are_seen_bcast),
         ("invalidated_while_in_flight_is_not_stored", test_invalidated_while_in_flight_is_not_stored),
         ("lost_connections_flush_then_caching_resumes", test_lost_connections_flush_then_caching_resumes),
         ("key_with_ttl_expires_from_the_cache", test_key_with_ttl_expires_from_the_cache),
+        ("ttl_cap", test_ttl_cap),
         ("flushall_drops_everything", test_flushall_drops_everything),
         ("budget_holds_and_rss_follows_it", test_budget_holds_and_rss_follows_it),
     ])
