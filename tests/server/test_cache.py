@@ -1,5 +1,6 @@
 """The shard cache end to end (docs/cache.md): a real redis-server with the demo data set,
-real rankd processes with --cache-mb, plans whose IO nodes take `cache: true`.
+real rankd processes with --cache-mb, plans whose IO nodes take `cache: true`; both
+--cache-tracking modes where they differ.
 
 - Cached answers equal uncached ones: every plan with IO nodes, as a copy caching every
   IO node, over 50 viewers, twice (the second pass from the cache); and plans reading
@@ -9,8 +10,9 @@ real rankd processes with --cache-mb, plans whose IO nodes take `cache: true`.
   reflects it (the time from ack to the first answer reflecting it is printed).
 - A key invalidated while its read is in flight (made deterministic by a proxy holding
   Redis's reply, tests/support/resp_proxy.py) is used but not stored.
-- Killing the invalidation connection, or the data connections, drops every entry, and
-  caching resumes.
+- Killing the invalidation connection drops every entry, as does killing the data
+  connections with default tracking (with bcast they track nothing and lose nothing),
+  and caching resumes, writes heard again.
 - FLUSHALL drops every entry; answers follow the empty database, then the data written
   again.
 - A key with a TTL leaves the cache when it expires in Redis, even though Redis (active
@@ -71,11 +73,12 @@ def source_plans():
 def variant(plan, name, cache):
     """A copy named `name` without node timeouts (an optional node that times out under
     load would make two answers differ for reasons other than the cache), with
-    `cache: true` on every IO node that takes it when `cache`."""
+    `cache: true` on every IO node that takes it when `cache` (else on none)."""
     p = copy.deepcopy(plan)
     p["name"] = name
     for node in p["nodes"]:
         node.pop("timeout_ms", None)
+        node["params"].pop("cache", None)
         if cache and node["op"] in CACHED_OPS:
             node["params"]["cache"] = True
     return p
@@ -153,8 +156,8 @@ _env = {}
 
 
 def env():
-    """One redis-server with USERS users; rankds on it: `one` (1 shard, default tracking),
-    `two` (2 shards), `bcast` (2 shards, bcast tracking)."""
+    """One redis-server with USERS users; rankds on it: `one` and `one_b` (1 shard,
+    default and bcast tracking), `two` and `bcast` (2 shards, default and bcast)."""
     if not _env:
         redis = Redis()
         demo_data(redis, USERS)
@@ -168,12 +171,11 @@ def env():
             extra[f"ov{i}_u"] = chain_plan(f"ov{i}_u", False, *shape)
             extra[f"ov{i}_c"] = chain_plan(f"ov{i}_c", True, *shape)
         plans = plans_dir(extra)
-        cache = ["--cache-mb", "64"]
-        _env.update(redis=redis, plans=plans, names=sorted(source_plans()),
-                    one=Rankd(plans, redis=redis, shards=1, extra_args=cache),
-                    two=Rankd(plans, redis=redis, shards=2, extra_args=cache),
-                    bcast=Rankd(plans, redis=redis, shards=2,
-                                extra_args=cache + ["--cache-tracking", "bcast"]))
+        _env.update(redis=redis, plans=plans, names=sorted(source_plans()))
+        for key, shards, mode in (("one", 1, "default"), ("one_b", 1, "bcast"),
+                                  ("two", 2, "default"), ("bcast", 2, "bcast")):
+            _env[key] = Rankd(plans, redis=redis, shards=shards,
+                              extra_args=["--cache-mb", "64", "--cache-tracking", mode])
     return _env
 
 
@@ -352,11 +354,12 @@ def test_writes_are_seen_bcast():
 
 # ---- 3. invalidated in flight: used, not stored ---------------------------------------
 
-def test_invalidated_while_in_flight_is_not_stored():
+def check_invalidated_while_in_flight(mode):
     e = env()
     redis = e["redis"]
     proxy = RespProxy(redis.port)
-    rankd = Rankd(e["plans"], redis=proxy, shards=1, extra_args=["--cache-mb", "16"])
+    rankd = Rankd(e["plans"], redis=proxy, shards=1,
+                  extra_args=["--cache-mb", "16", "--cache-tracking", mode])
     try:
         wait_until(lambda: proxy.subscribers() == 1, what="the tracker to subscribe")
 
@@ -452,11 +455,19 @@ def test_invalidated_while_in_flight_is_not_stored():
     assert rc == 0, rankd.stderr()[-3000:]
 
 
+def test_invalidated_while_in_flight_is_not_stored():
+    check_invalidated_while_in_flight("default")
+
+
+def test_invalidated_while_in_flight_is_not_stored_bcast():
+    check_invalidated_while_in_flight("bcast")
+
+
 # ---- 4. lost invalidation connection ----------------------------------------------------
 
-def test_lost_connections_flush_then_caching_resumes():
+def check_lost_connections(key):
     e = env()
-    rankd, redis = e["one"], e["redis"]
+    rankd, redis = e[key], e["redis"]
     for kill in ("pubsub", "normal"):
         want = items(rankd, "feed_u", 7)
         assert items(rankd, "feed_c", 7) == want
@@ -465,8 +476,13 @@ def test_lost_connections_flush_then_caching_resumes():
         # Every rankd's trackers (pubsub) or data connections (normal), not this one.
         killed = redis.execute("CLIENT", "KILL", "TYPE", kill)
         assert killed >= 1, killed
-        wait_until(lambda: gauge(rankd, "rankd_cache_entries") == 0, timeout=10,
-                   what=f"the entries to go after CLIENT KILL TYPE {kill}")
+        if kill == "normal" and key == "one_b":
+            # BCAST: the tracker alone tracks; data connections lose nothing when they go.
+            time.sleep(0.2)
+            assert gauge(rankd, "rankd_cache_entries") == entries
+        else:
+            wait_until(lambda: gauge(rankd, "rankd_cache_entries") == 0, timeout=10,
+                       what=f"the entries to go after CLIENT KILL TYPE {kill}")
 
         def hits_again():
             got, counts = cache_counts(rankd, "feed_c", 7)
@@ -475,7 +491,7 @@ def test_lost_connections_flush_then_caching_resumes():
 
         wait_until(hits_again, timeout=15, what=f"hits again after CLIENT KILL TYPE {kill}")
 
-        # Writes are still heard: the data connections track for the tracker now.
+        # Writes are still heard, through the new tracker (or the new connections).
         items(rankd, "likes_c", 7)
         got, counts = cache_counts(rankd, "likes_c", 7)
         assert counts["h"][1] == 0, counts
@@ -483,7 +499,14 @@ def test_lost_connections_flush_then_caching_resumes():
         assert redis.execute("HSET", f"item:{item}", "likes", next(_versions)) == 0
         time.sleep(0.5)
         assert items(rankd, "likes_c", 7) == items(rankd, "likes_u", 7)
-    print(f"     entries after the kills: {gauge(rankd, 'rankd_cache_entries'):.0f}", flush=True)
+
+
+def test_lost_connections_flush_then_caching_resumes():
+    check_lost_connections("one")
+
+
+def test_lost_connections_flush_then_caching_resumes_bcast():
+    check_lost_connections("one_b")
 
 
 # ---- 6. keys with a TTL ------------------------------------------------------------------
@@ -491,14 +514,13 @@ def test_lost_connections_flush_then_caching_resumes():
 TTL_MS = 600  # long enough to read the keys twice before they expire, on a busy machine
 
 
-def test_key_with_ttl_expires_from_the_cache():
+def check_key_with_ttl(key, user, item_user):
     e = env()
-    rankd, redis = e["one"], e["redis"]
+    rankd, redis = e[key], e["redis"]
     # Redis then expires keys only when they are read: no invalidation comes for a key
     # nobody reads, so only the cache's own expiry can drop the entry.
     assert redis.execute("DEBUG", "SET-ACTIVE-EXPIRE", "0") == "OK"
     try:
-        user, item_user = 31, 32
         item = items(rankd, "likes_u", item_user)[0]["id"]
         items(rankd, "likes_c", user)
         items(rankd, "likes_c", item_user)
@@ -531,6 +553,14 @@ def test_key_with_ttl_expires_from_the_cache():
         redis.execute("DEBUG", "SET-ACTIVE-EXPIRE", "1")
 
 
+def test_key_with_ttl_expires_from_the_cache():
+    check_key_with_ttl("one", 31, 32)
+
+
+def test_key_with_ttl_expires_from_the_cache_bcast():
+    check_key_with_ttl("one_b", 34, 35)
+
+
 def test_ttl_cap():
     e = env()
     rankd = Rankd(e["plans"], redis=e["redis"], shards=1,
@@ -554,7 +584,7 @@ def test_flushall_drops_everything():
     e = env()
     rankd, redis = e["one"], e["redis"]
     viewers = list(range(40, 60))
-    cached = (rankd, e["bcast"])
+    cached = (rankd, e["one_b"], e["bcast"])
     for r in cached:
         for v in viewers:
             assert items(r, "feed_c", v) == items(rankd, "feed_u", v)
@@ -689,8 +719,13 @@ if __name__ == "__main__":
         ("writes_are_seen", test_writes_are_seen),
         ("writes_are_seen_bcast", test_writes_are_seen_bcast),
         ("invalidated_while_in_flight_is_not_stored", test_invalidated_while_in_flight_is_not_stored),
+        ("invalidated_while_in_flight_is_not_stored_bcast",
+         test_invalidated_while_in_flight_is_not_stored_bcast),
         ("lost_connections_flush_then_caching_resumes", test_lost_connections_flush_then_caching_resumes),
+        ("lost_connections_flush_then_caching_resumes_bcast",
+         test_lost_connections_flush_then_caching_resumes_bcast),
         ("key_with_ttl_expires_from_the_cache", test_key_with_ttl_expires_from_the_cache),
+        ("key_with_ttl_expires_from_the_cache_bcast", test_key_with_ttl_expires_from_the_cache_bcast),
         ("ttl_cap", test_ttl_cap),
         ("flushall_drops_everything", test_flushall_drops_everything),
         ("budget_holds_and_rss_follows_it", test_budget_holds_and_rss_follows_it),
