@@ -543,7 +543,7 @@ def check_key_with_ttl(key, user, item_user):
         time.sleep(max(0.0, t0 + TTL_MS / 1000 + 0.1 - time.monotonic()))
         got_user = items(rankd, "likes_c", user)
         got_item = items(rankd, "likes_c", item_user)
-        assert got_user == [], got_user
+        assert got_user == [], (len(got_user), got_user[:3])
         assert got_user == items(rankd, "likes_u", user)
         row = next(r for r in got_item if r["id"] == item)
         assert row["likes"] is None, row
