@@ -23,7 +23,7 @@ using namespace rankd;
 namespace {
 
 struct Run {
-  RedisPool* pool = nullptr;
+  RedisClient* pool = nullptr;
   int64_t ops_left = 0;  // commands not yet issued
   int batch = 16;
   std::string list_key, hash_key;
