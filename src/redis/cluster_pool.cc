@@ -320,7 +320,7 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
   std::vector<uint8_t> redirects(n, 0);
   std::vector<uint32_t> todo(n);
   for (uint32_t i = 0; i < n; ++i) {
-    slot[i] = KeySlot(commands[i].Argument(1));
+    slot[i] = KeySlot(commands[i].key());
     target[i] = FirstTarget(commands[i], slot[i]);
     todo[i] = i;
   }

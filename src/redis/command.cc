@@ -35,6 +35,7 @@ RedisCommand& RedisCommand::Key(std::string_view prefix, std::string_view suffix
   buf_ += '$';
   AppendDecimal(buf_, static_cast<int64_t>(prefix.size() + suffix.size()));
   buf_ += "\r\n";
+  MarkKey(prefix.size() + suffix.size());
   buf_.append(prefix);
   buf_.append(suffix);
   buf_ += "\r\n";
@@ -49,6 +50,7 @@ RedisCommand& RedisCommand::Key(std::string_view prefix, std::string_view kind, 
   buf_ += '$';
   AppendDecimal(buf_, static_cast<int64_t>(prefix.size() + kind.size() + id_len));
   buf_ += "\r\n";
+  MarkKey(prefix.size() + kind.size() + id_len);
   buf_.append(prefix);
   buf_.append(kind);
   buf_.append(tmp, id_len);

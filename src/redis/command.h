@@ -30,6 +30,11 @@ class RedisCommand {
   RedisCommand& Key(std::string_view prefix, std::string_view kind, int64_t id);
 
   int argc() const { return argc_; }
+  // The argument the first Key() call appended (what a cluster routes by), else
+  // Argument(1). Constant time when Key() made it.
+  std::string_view key() const {
+    return key_len_ != 0 ? std::string_view(buf_).substr(key_at_, key_len_) : Argument(1);
+  }
   // The RESP bytes of the whole command. Valid until the next Arg().
   std::string_view wire();
 
@@ -44,7 +49,16 @@ class RedisCommand {
   // wire(): an argc of up to 10 digits fits, so the body is never moved.
   static constexpr size_t kHeaderRoom = 14;
 
+  // Records where the key that Key() is about to append starts, the first time.
+  void MarkKey(size_t len) {
+    if (key_len_ != 0) return;
+    key_at_ = static_cast<uint32_t>(buf_.size());
+    key_len_ = static_cast<uint32_t>(len);
+  }
+
   std::string buf_;
+  uint32_t key_at_ = 0;   // first Key()'s bytes in buf_
+  uint32_t key_len_ = 0;  // 0: no Key() call
   int argc_ = 0;
   size_t header_start_ = kHeaderRoom;
 };
