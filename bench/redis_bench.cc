@@ -1,6 +1,6 @@
 // redis_bench: our Redis client's throughput on one shard (one loop thread): C
 // coroutines, each sending batches of B commands (half LRANGE, half HMGET, the command
-// mix of the feed plan's IO) through RedisPool::Batch until N commands are done.
+// mix of the feed plan's IO) through RedisClient::Batch until N commands are done.
 // Timing starts once all K connections are up. Prints one JSON line; bench/redis.sh puts
 // redis-benchmark beside it as the baseline.
 //
@@ -23,7 +23,7 @@ using namespace rankd;
 namespace {
 
 struct Run {
-  RedisPool* pool = nullptr;
+  RedisClient* pool = nullptr;
   int64_t ops_left = 0;  // commands not yet issued
   int batch = 16;
   std::string list_key, hash_key;
