@@ -27,16 +27,17 @@
 # Before the rounds, each rankd serves each plan for WARM_SECONDS (the cache fills; the
 # uncached one sees the same); each measured run is preceded by 1 s of the same load.
 # Env: ROUNDS (3), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10), WARM_SECONDS (5),
-# VIEWERS (2000), TRACKING (default | bcast: the cached rankd's --cache-tracking),
+# VIEWERS (2000), TRACKING (bcast, rankd's default | default: the cached rankd's
+# --cache-tracking; run both to compare the modes),
 # CACHE_MB (64), HSETS_PER_S (200), LPUSHES_PER_S (20), PLANS ("feed home_light").
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 root=${RANKD_ROOT:?run through ops/bench}
 rounds=${ROUNDS:-3} threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-16} secs=${WRK_SECONDS:-10}
-warm=${WARM_SECONDS:-5} viewers=${VIEWERS:-2000} tracking=${TRACKING:-default}
+warm=${WARM_SECONDS:-5} viewers=${VIEWERS:-2000} tracking=${TRACKING:-bcast}
 cache_mb=${CACHE_MB:-64} hsets=${HSETS_PER_S:-200} lpushes=${LPUSHES_PER_S:-20}
 read -r -a plans <<< "${PLANS:-feed home_light}"
-case $tracking in default | bcast) ;; *) echo "cache: TRACKING is default or bcast" >&2; exit 2 ;; esac
+case $tracking in default | bcast) ;; *) echo "cache: TRACKING is bcast or default" >&2; exit 2 ;; esac
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 rankd=$build/src/server/rankd

@@ -6,9 +6,10 @@ one rankd per data plane.
 - `redis-cli --cluster reshard` moves 1,000 slots while requests run: every answer is a
   200 equal to the single node's, and the redirects rankd followed are counted in
   /metrics (rankd_redis_cluster_redirects_total).
-- The shard cache (--cache-mb 16, cached copies of feed and home_light) through a reshard
-  of 1,000 slots while a writer rewrites items and media lists in those slots: every
-  answer a 200, and afterwards every cached answer equal to the uncached plan's.
+- The shard cache (--cache-mb 16, cached copies of feed and home_light; each tracking
+  mode) through a reshard of 1,000 slots while a writer rewrites items and media lists
+  in those slots: every answer a 200, and afterwards every cached answer equal to the
+  uncached plan's.
 - With read_from=replica, once the replicas reached their masters' replication offsets,
   answers equal the single node's and every replica's INFO commandstats counts the reads.
 - A master SIGKILLed under load: only 503 or 504 until its replica is promoted, then 200s
@@ -369,8 +370,8 @@ def cluster_writes(cluster, commands):
     assert out.returncode == 0 and len(acks) == len(commands), (out.stdout[-2000:], out.stderr[-2000:])
 
 
-def test_cache_stays_consistent_through_reshard_and_writes():
-    """A rankd with --cache-mb 16 serves cached and uncached copies of feed and home_light.
+def check_cache_through_reshard_and_writes(tracking):
+    """A rankd with --cache-mb 16 (--cache-tracking `tracking`) serves cached and uncached copies of feed and home_light.
     Warmed, then under load, 1,000 slots move while a writer rewrites the `likes` of the
     answers' items in those slots and pushes onto media lists there (through redis-cli -c,
     version after version). Every answer is a 200; 1 s after the reshard ended and the last
@@ -383,7 +384,8 @@ def test_cache_stays_consistent_through_reshard_and_writes():
         for cached in (True, False):
             plan = cache_plan(name, cached)
             plans[plan["name"]] = plan
-    rankd = Rankd(plans_dir(plans), redis=cluster, shards=2, extra_args=["--cache-mb", "16"])
+    rankd = Rankd(plans_dir(plans), redis=cluster, shards=2,
+                  extra_args=["--cache-mb", "16", "--cache-tracking", tracking])
     try:
         viewers = range(1, 81)
         before = {}
@@ -481,11 +483,19 @@ def test_cache_stays_consistent_through_reshard_and_writes():
         assert changed > len(viewers) // 4, changed  # the writes reached the answers
     finally:
         rankd.stop()
-    print(f"     reshard of 1000 slots took {took:.1f}s with {version} versions of {len(written)} "
+    print(f"     {tracking}: reshard of 1000 slots took {took:.1f}s with {version} versions of {len(written)} "
           f"items' likes and {len(authors)} media lists written; {results['ok']} answers under "
           f"load, all 200; then {2 * len(CACHE_PLANS) * len(viewers)} cached answers equal the "
           f"uncached ones ({changed} changed by the writes; {hits:.0f} hits, {misses:.0f} misses; "
           f"{invalidations:.0f} invalidations in all)", flush=True)
+
+
+def test_cache_stays_consistent_through_reshard_and_writes_bcast():
+    check_cache_through_reshard_and_writes("bcast")
+
+
+def test_cache_stays_consistent_through_reshard_and_writes_default():
+    check_cache_through_reshard_and_writes("default")
 
 
 def live_port(cluster):
@@ -628,8 +638,10 @@ if __name__ == "__main__":
         ("every plan answers the same on the cluster", test_every_plan_answers_the_same_on_the_cluster),
         ("reads from replicas answer like the masters", test_reads_from_replicas_answer_like_the_masters),
         ("resharding under load keeps every answer", test_resharding_under_load_keeps_every_answer),
-        ("the cache stays consistent through a reshard and writes",
-         test_cache_stays_consistent_through_reshard_and_writes),
+        ("the cache (bcast tracking) stays consistent through a reshard and writes",
+         test_cache_stays_consistent_through_reshard_and_writes_bcast),
+        ("the cache (default tracking) stays consistent through a reshard and writes",
+         test_cache_stays_consistent_through_reshard_and_writes_default),
         # It leaves the cluster with a dead node.
         ("a master killed under load: 503/504 until its replica is promoted", test_master_killed_under_load),
         # Last: it takes a master out of the cluster (forgetting the dead one first).
