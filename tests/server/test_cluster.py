@@ -518,7 +518,8 @@ def test_removed_node_leaves_metrics_and_connections():
     gone, keep = masters[-1], masters[0]
     node = f"127.0.0.1:{gone[1]}"
     for user in range(1, 31):
-        assert answer(rankd, "feed", user)[0] == 200
+        got = answer(rankd, "feed", user)
+        assert got[0] == 200, (user, got)
     text = rankd.metrics()
     assert (metric_value(text, "rankd_redis_cluster_node_commands_total", node=node) or 0) > 0, text
     for name in ("rankd_redis_cluster_node_errors_total", "rankd_redis_cluster_node_redirects_total",
@@ -555,7 +556,8 @@ def test_removed_node_leaves_metrics_and_connections():
         time.sleep(3)
         assert connect_failures() == before, (before, connect_failures())
     for user in range(1, 31):
-        assert answer(rankd, "feed", user)[0] == 200
+        got = answer(rankd, "feed", user)
+        assert got[0] == 200, (user, got)
     how = "it runs on, with no rankd client" if running else "it was shut down; no reconnects"
     print(f"     master {node} emptied and removed: its series left /metrics; {how}", flush=True)
 
