@@ -1,6 +1,6 @@
 // redis_bench: our Redis client's throughput on one shard (one loop thread): C
 // coroutines, each sending batches of B commands (half LRANGE, half HMGET, the command
-// mix of the feed plan's IO) through RedisPool::Batch until N commands are done.
+// mix of the feed plan's IO) through RedisClient::Batch until N commands are done.
 // Timing starts once all K connections are up. Prints one JSON line; bench/redis.sh puts
 // redis-benchmark beside it as the baseline.
 //

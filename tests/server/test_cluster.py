@@ -6,6 +6,10 @@ one rankd per data plane.
 - `redis-cli --cluster reshard` moves 1,000 slots while requests run: every answer is a
   200 equal to the single node's, and the redirects rankd followed are counted in
   /metrics (rankd_redis_cluster_redirects_total).
+- The shard cache (--cache-mb 16, cached copies of feed and home_light; each tracking
+  mode) through a reshard of 1,000 slots while a writer rewrites items and media lists
+  in those slots: every answer a 200, and afterwards every cached answer equal to the
+  uncached plan's.
 - With read_from=replica, once the replicas reached their masters' replication offsets,
   answers equal the single node's and every replica's INFO commandstats counts the reads.
 - A master SIGKILLed under load: only 503 or 504 until its replica is promoted, then 200s
@@ -315,6 +319,185 @@ def test_resharding_under_load_keeps_every_answer():
           f"{refreshes:.0f} slot map refreshes", flush=True)
 
 
+# The plans of the cache test: cached copies (`cache: true` on every IO node that takes
+# it) and uncached ones, both patient (no node timeouts: see RESHARD_PLANS).
+CACHE_PLANS = ["feed", "home_light"]
+CACHEABLE_OPS = {"viewer", "follow", "recommendation", "media", "features"}
+
+
+def cache_plan(name, cached):
+    plan = patient_plan(name)
+    plan["name"] = f"{name}_{'cached' if cached else 'uncached'}"
+    for node in plan["nodes"]:
+        node["params"].pop("cache", None)
+        if cached and node["op"] in CACHEABLE_OPS:
+            node["params"]["cache"] = True
+    return plan
+
+
+def key_slot(key):
+    """Redis Cluster's slot of a key without a hash tag: CRC16 (XMODEM) mod 16384."""
+    crc = 0
+    for byte in key.encode():
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc % 16384
+
+
+def master_slots(cluster, node_id):
+    """The slots of one master, ascending, from CLUSTER NODES."""
+    for line in cluster.cli("cluster", "nodes", port=live_port(cluster)).splitlines():
+        parts = line.split()
+        if parts[0] == node_id:
+            out = []
+            for r in parts[8:]:
+                if not r.startswith("["):
+                    a, _, b = r.partition("-")
+                    out.extend(range(int(a), int(b or a) + 1))
+            return sorted(out)
+    raise AssertionError(f"no node {node_id}")
+
+
+def cluster_writes(cluster, commands):
+    """Sends the commands (lists of words) through `redis-cli -c`, which follows MOVED and
+    ASK, one after the other; returns once each was acknowledged with an integer."""
+    text = "".join(" ".join(map(str, c)) + "\n" for c in commands)
+    out = subprocess.run(["redis-cli", "-c", "-h", "127.0.0.1", "-p", str(live_port(cluster))],
+                         input=text, capture_output=True, text=True, timeout=60)
+    acks = [line for line in out.stdout.splitlines() if line.strip().lstrip("-").isdigit()]
+    assert out.returncode == 0 and len(acks) == len(commands), (out.stdout[-2000:], out.stderr[-2000:])
+
+
+def check_cache_through_reshard_and_writes(tracking):
+    """A rankd with --cache-mb 16 (--cache-tracking `tracking`) serves cached and uncached copies of feed and home_light.
+    Warmed, then under load, 1,000 slots move while a writer rewrites the `likes` of the
+    answers' items in those slots and pushes onto media lists there (through redis-cli -c,
+    version after version). Every answer is a 200; 1 s after the reshard ended and the last
+    write was acknowledged, every cached answer equals the uncached plan's, for each
+    viewer, also once the cache holds the keys again, and the writes show in them."""
+    e = env()
+    cluster = e["cluster"]
+    plans = {}
+    for name in CACHE_PLANS:
+        for cached in (True, False):
+            plan = cache_plan(name, cached)
+            plans[plan["name"]] = plan
+    rankd = Rankd(plans_dir(plans), redis=cluster, shards=2,
+                  extra_args=["--cache-mb", "16", "--cache-tracking", tracking])
+    try:
+        viewers = range(1, 81)
+        before = {}
+        items = set()
+        for name in CACHE_PLANS:
+            for user in viewers:
+                for _ in range(2):  # the second answer is served from the cache
+                    status, body = answer(rankd, f"{name}_cached", user, deadline_ms=5000)
+                    assert status == 200, (name, user, status, body)
+                before[(name, user)] = body
+                items.update(it["id"] for it in body["items"])
+        warm = rankd.metrics()
+        assert (metric_value(warm, "rankd_cache_hits_total") or 0) > 0, warm
+
+        # The slots to move: redis-cli moves the source's lowest slots first.
+        src = max(cluster.masters(), key=lambda m: m[2])
+        dst = min((m for m in cluster.masters() if m[0] != src[0]), key=lambda m: m[2])
+        moving = set(master_slots(cluster, src[0])[:1000])
+        written = sorted(i for i in items if key_slot(f"item:{i}") in moving)
+        authors = sorted({it["author"] for body in before.values() for it in body["items"]
+                          if key_slot(f"media:{it['author']}") in moving})
+        assert len(written) >= 20, (len(written), len(items))
+
+        def write_version(v):
+            cmds = [("HSET", f"item:{i}", "likes", v * 100000 + i % 1000) for i in written]
+            cmds += [("LPUSH", f"media:{a}", written[(v + a) % len(written)]) for a in authors]
+            cluster_writes(cluster, cmds)
+
+        stop = threading.Event()
+        results = {"ok": 0, "bad": []}
+        lock = threading.Lock()
+
+        def load(seed_):
+            rng = random.Random(seed_)
+            while not stop.is_set():
+                plan = f"{rng.choice(CACHE_PLANS)}_{rng.choice(['cached', 'uncached'])}"
+                try:
+                    got = answer(rankd, plan, rng.choice(viewers), deadline_ms=5000)
+                except Exception as ex:
+                    got = ("exception", repr(ex))
+                with lock:
+                    if got[0] == 200:
+                        results["ok"] += 1
+                    elif len(results["bad"]) < 5:
+                        results["bad"].append((plan, got))
+
+        threads = [threading.Thread(target=load, args=(i,), daemon=True) for i in range(3)]
+        for t in threads:
+            t.start()
+        t0 = time.monotonic()
+        # Its output goes to a file: it prints two lines per slot, more than a pipe holds.
+        with tempfile.TemporaryFile("w+") as log:
+            reshard = subprocess.Popen(
+                ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{cluster.ports[0]}",
+                 "--cluster-from", src[0], "--cluster-to", dst[0], "--cluster-slots", "1000",
+                 "--cluster-yes"], stdout=log, stderr=subprocess.STDOUT)
+            version = 0
+            while reshard.poll() is None and time.monotonic() - t0 < 120:
+                version += 1
+                write_version(version)
+                time.sleep(0.1)
+            reshard.wait(timeout=120)
+            took = time.monotonic() - t0
+            log.seek(0)
+            assert reshard.returncode == 0, log.read()[-2000:]
+        version += 1
+        write_version(version)  # after the last slot moved
+        time.sleep(1.0)
+        stop.set()
+        for t in threads:
+            t.join(timeout=60)
+        assert not results["bad"], results["bad"]
+        assert results["ok"] > 20, results["ok"]
+        now_on = set(master_slots(cluster, dst[0]))
+        assert all(key_slot(f"item:{i}") in now_on for i in written), "the items did not move"
+
+        start = rankd.metrics()
+        changed = 0
+        for round_ in range(2):  # the second round mostly from the cache again
+            for name in CACHE_PLANS:
+                for user in viewers:
+                    want = answer(rankd, f"{name}_uncached", user, deadline_ms=5000)
+                    got = answer(rankd, f"{name}_cached", user, deadline_ms=5000)
+                    assert want[0] == 200, (name, user, want)
+                    want[1]["plan"] = got[1]["plan"]
+                    assert got == want, (round_, name, user, got, want)
+                    changed += round_ == 0 and got[1] != before[(name, user)]
+        end = rankd.metrics()
+        hits = (metric_value(end, "rankd_cache_hits_total") -
+                metric_value(start, "rankd_cache_hits_total"))
+        misses = (metric_value(end, "rankd_cache_misses_total") -
+                  metric_value(start, "rankd_cache_misses_total"))
+        invalidations = metric_value(end, "rankd_cache_invalidations_total")
+        assert hits > misses, (hits, misses)
+        assert changed > len(viewers) // 4, changed  # the writes reached the answers
+    finally:
+        rankd.stop()
+    print(f"     {tracking}: reshard of 1000 slots took {took:.1f}s with {version} versions of {len(written)} "
+          f"items' likes and {len(authors)} media lists written; {results['ok']} answers under "
+          f"load, all 200; then {2 * len(CACHE_PLANS) * len(viewers)} cached answers equal the "
+          f"uncached ones ({changed} changed by the writes; {hits:.0f} hits, {misses:.0f} misses; "
+          f"{invalidations:.0f} invalidations in all)", flush=True)
+
+
+def test_cache_stays_consistent_through_reshard_and_writes_bcast():
+    check_cache_through_reshard_and_writes("bcast")
+
+
+def test_cache_stays_consistent_through_reshard_and_writes_default():
+    check_cache_through_reshard_and_writes("default")
+
+
 def live_port(cluster):
     return next(p for p in cluster.ports if cluster.cli("ping", port=p).strip() == "PONG")
 
@@ -335,7 +518,8 @@ def test_removed_node_leaves_metrics_and_connections():
     gone, keep = masters[-1], masters[0]
     node = f"127.0.0.1:{gone[1]}"
     for user in range(1, 31):
-        assert answer(rankd, "feed", user)[0] == 200
+        got = answer(rankd, "feed", user)
+        assert got[0] == 200, (user, got)
     text = rankd.metrics()
     assert (metric_value(text, "rankd_redis_cluster_node_commands_total", node=node) or 0) > 0, text
     for name in ("rankd_redis_cluster_node_errors_total", "rankd_redis_cluster_node_redirects_total",
@@ -372,7 +556,8 @@ def test_removed_node_leaves_metrics_and_connections():
         time.sleep(3)
         assert connect_failures() == before, (before, connect_failures())
     for user in range(1, 31):
-        assert answer(rankd, "feed", user)[0] == 200
+        got = answer(rankd, "feed", user)
+        assert got[0] == 200, (user, got)
     how = "it runs on, with no rankd client" if running else "it was shut down; no reconnects"
     print(f"     master {node} emptied and removed: its series left /metrics; {how}", flush=True)
 
@@ -455,6 +640,10 @@ if __name__ == "__main__":
         ("every plan answers the same on the cluster", test_every_plan_answers_the_same_on_the_cluster),
         ("reads from replicas answer like the masters", test_reads_from_replicas_answer_like_the_masters),
         ("resharding under load keeps every answer", test_resharding_under_load_keeps_every_answer),
+        ("the cache (bcast tracking) stays consistent through a reshard and writes",
+         test_cache_stays_consistent_through_reshard_and_writes_bcast),
+        ("the cache (default tracking) stays consistent through a reshard and writes",
+         test_cache_stays_consistent_through_reshard_and_writes_default),
         # It leaves the cluster with a dead node.
         ("a master killed under load: 503/504 until its replica is promoted", test_master_killed_under_load),
         # Last: it takes a master out of the cluster (forgetting the dead one first).
