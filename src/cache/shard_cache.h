@@ -130,6 +130,12 @@ class ShardCache {
   // RecordLookups.
   const CachedHash* FindHash(const CacheKey& k);
   const CachedList* FindList(const CacheKey& k);
+  // out[i] = FindHash(keys[i]) (FindList), for all keys at once: the lookups' memory
+  // accesses overlap (prefetched a few keys ahead), so a node should look all of its keys
+  // up in one call. The pointers stay valid until the next call that changes the cache;
+  // a key may repeat. REQUIRES: out.size() == keys.size().
+  void FindHashes(std::span<const CacheKey> keys, std::span<const CachedHash*> out);
+  void FindLists(std::span<const CacheKey> keys, std::span<const CachedList*> out);
   void RecordLookups(uint64_t hits, uint64_t misses);
 
   ReadTicket BeginRead(std::span<const CacheKey> keys);

@@ -177,19 +177,28 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(ids.size());
+  std::vector<const CachedList*> found;
+  if (cu) {
+    std::vector<CacheKey> all(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) all[i] = cu.Key(kind, ids[i]);
+    found.resize(ids.size());
+    cu.cache->FindLists(all, found);
+    keys = std::move(all);  // the misses' keys, compacted below
+  }
+  size_t nkeys = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (cu) {
-      const CacheKey key = cu.Key(kind, ids[i]);
-      if (const CachedList* l = cu.cache->FindList(key); l && l->Covers(asked)) {
+      if (const CachedList* l = found[i]; l && l->Covers(asked)) {
         auto begin = static_cast<uint32_t>(hit_ids.size());
         AppendListIds(*l, asked, hit_ids);
         hit_span[i] = {begin, static_cast<uint32_t>(hit_ids.size())};
         continue;
       }
-      keys.push_back(key);
+      keys[nkeys++] = keys[i];
     }
     missed.push_back(static_cast<uint32_t>(i));
   }
+  keys.resize(nkeys);
   if (cu) cu.Record(ids.size() - missed.size(), missed.size());
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // LRANGE (+ PTTL)
@@ -298,17 +307,26 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   std::vector<uint32_t> missed;  // indexes into distinct
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(distinct.size());
+  std::vector<const CachedHash*> found;
+  if (cu) {
+    std::vector<CacheKey> all(distinct.size());
+    for (size_t k = 0; k < distinct.size(); ++k) all[k] = cu.Key(CacheKind::kItem, distinct[k]);
+    found.resize(distinct.size());
+    cu.cache->FindHashes(all, found);
+    keys = std::move(all);  // the misses' keys, compacted below
+  }
+  size_t nkeys = 0;
   for (size_t k = 0; k < distinct.size(); ++k) {
     if (cu) {
-      const CacheKey key = cu.Key(CacheKind::kItem, distinct[k]);
-      if (const CachedHash* h = cu.cache->FindHash(key); h && (h->known & need) == need) {
+      if (const CachedHash* h = found[k]; h && (h->known & need) == need) {
         for (size_t f = 0; f < nf; ++f) cells[k * nf + f] = h->fields[field_index[f]];
         continue;
       }
-      keys.push_back(key);
+      keys[nkeys++] = keys[k];
     }
     missed.push_back(static_cast<uint32_t>(k));
   }
+  keys.resize(nkeys);
   if (cu) cu.Record(distinct.size() - missed.size(), missed.size());
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // HMGET (+ PTTL)
