@@ -65,6 +65,26 @@ void AppendCell(ColumnBuilder& col, const CachedField& cell, RedisStats& stats) 
   }
 }
 
+void AppendCell(ColumnBuilder& col, const FeatureCells& cells, size_t i, RedisStats& stats) {
+  switch (cells.state(i)) {
+    case CachedField::State::kMissing:
+      Bump(stats.fields_missing);
+      col.AppendNulls(1);
+      return;
+    case CachedField::State::kUnparsable:
+      Bump(stats.fields_unparsable);
+      col.AppendNulls(1);
+      return;
+    case CachedField::State::kValue: break;
+  }
+  switch (col.type()) {
+    case ColumnType::kI64: col.AppendI64(cells.i64(i)); break;
+    case ColumnType::kF64: col.AppendF64(cells.f64(i)); break;
+    case ColumnType::kStr: col.AppendStr(cells.str(i)); break;
+    case ColumnType::kBool: col.AppendBool(cells.boolean(i)); break;
+  }
+}
+
 ColumnPtr Finished(ColumnBuilder& col) {
   return std::make_shared<const Column>(std::move(col).Finish());
 }
@@ -192,6 +212,14 @@ void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>&
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    std::span<const CachedField> cells) {
+  FeatureCells copy(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) copy.Set(i, cells[i]);
+  return FeatureRows(src, input, ids, reply_of, fields, copy);
+}
+
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   const FeatureCells& cells) {
   // Columns span the input's physical rows (so its selection vector still applies);
   // rows outside the selection, or with a null id, stay null. Missing and unparsable
   // values are counted per row, as they reach the response.
@@ -207,7 +235,7 @@ RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& 
       if (k == kNotAsked)
         col.AppendNulls(1);
       else
-        AppendCell(col, cells[k * nf + f], *src.stats);
+        AppendCell(col, cells, k * nf + f, *src.stats);
     }
     out.SetColumn(fields[f], Finished(col));
   }

@@ -303,7 +303,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
     if (fresh) distinct.push_back(id);
   }
   // cells[k * nf + f]: field f of distinct[k]; hits are copied in now.
-  std::vector<CachedField> cells(distinct.size() * nf);
+  FeatureCells cells(distinct.size() * nf);
   std::vector<uint32_t> missed;  // indexes into distinct
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(distinct.size());
@@ -319,7 +319,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   for (size_t k = 0; k < distinct.size(); ++k) {
     if (cu) {
       if (const CachedHash* h = found[k]; h && (h->known & need) == need) {
-        for (size_t f = 0; f < nf; ++f) cells[k * nf + f] = h->fields[field_index[f]];
+        for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, h->fields[field_index[f]]);
         continue;
       }
       keys[nkeys++] = keys[k];
@@ -348,19 +348,21 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
     if (!replies)
       co_return Fail(
           std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+    // read[m * nf + f]: field f of distinct[missed[m]], as decoded (and stored).
+    std::vector<CachedField> read(missed.size() * nf);
     for (size_t m = 0; m < missed.size(); ++m) {
       const uint32_t k = missed[m];
-      std::span<CachedField> out(cells.data() + k * nf, nf);
+      std::span<CachedField> out(read.data() + m * nf, nf);
       if (auto ok = DecodeItem(src, distinct[k], types, (*replies)[m * per], out); !ok)
         co_return Fail(std::move(ok.error()));
+      for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, out[f]);
     }
     if (cu.store) {
       for (size_t m = 0; m < missed.size(); ++m) {
         if (!ticket.Storable(keys[m])) continue;
-        const uint32_t k = missed[m];
         CachedHash h;
         h.fields.resize(ItemFields().size());
-        for (size_t f = 0; f < nf; ++f) h.fields[field_index[f]] = cells[k * nf + f];
+        for (size_t f = 0; f < nf; ++f) h.fields[field_index[f]] = std::move(read[m * nf + f]);
         h.known = need;
         cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
       }
