@@ -5,6 +5,7 @@
 #include "cache/shard_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <unordered_map>
 #include <utility>
@@ -47,32 +48,68 @@ uint64_t StringHeap(const std::string& s) {
   return s.capacity() > kSsoCapacity ? Block(s.capacity() + 1) : 0;
 }
 
-uint64_t ValueHeap(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return StringHeap(*s);
-  if (const auto* l = std::get_if<std::vector<std::string>>(&v)) {
-    uint64_t n = Block(l->capacity() * sizeof(std::string));
-    for (const std::string& s : *l) n += StringHeap(s);
-    return n;
-  }
-  return 0;
-}
-
-uint64_t HeapBytes(const CachedHash& h) {
-  uint64_t n = Block(h.fields.capacity() * sizeof(CachedField));
-  for (const CachedField& f : h.fields) n += ValueHeap(f.value);
-  return n;
-}
+uint64_t HeapBytes(const CachedHash& h) { return h.fields.HeapBytes(); }
 
 uint64_t HeapBytes(const CachedList& l) {
   return Block(l.members.capacity() * sizeof(int64_t)) + Block(l.bad.capacity() * sizeof(uint32_t));
 }
+
+}  // namespace
+
+// CachedFields --------------------------------------------------------------------------
+
+CachedField CachedFields::operator[](size_t i) const {
+  const Cell& c = cells_[i];
+  CachedField f;
+  f.state = c.state;
+  switch (c.kind) {
+    case kNone: break;
+    case kI64: f.value = i64(i); break;
+    case kF64: f.value = f64(i); break;
+    case kStr: f.value = std::string(str(i)); break;
+    case kBool: f.value = boolean(i); break;
+  }
+  return f;
+}
+
+void CachedFields::Set(size_t i, const CachedField& f) {
+  Cell c;
+  c.state = f.state;
+  if (const auto* v = std::get_if<int64_t>(&f.value)) {
+    c.kind = kI64;
+    c.bits = static_cast<uint64_t>(*v);
+  } else if (const auto* d = std::get_if<double>(&f.value)) {
+    c.kind = kF64;
+    c.bits = std::bit_cast<uint64_t>(*d);
+  } else if (const auto* s = std::get_if<std::string>(&f.value)) {
+    c.kind = kStr;
+    c.bits = strings_.size();
+    c.len = static_cast<uint32_t>(s->size());
+    strings_.append(*s);
+  } else if (const auto* b = std::get_if<bool>(&f.value)) {
+    c.kind = kBool;
+    c.bits = *b ? 1 : 0;
+  }
+  cells_[i] = c;
+}
+
+void CachedFields::Compact() {
+  cells_.shrink_to_fit();
+  strings_.shrink_to_fit();
+}
+
+uint64_t CachedFields::HeapBytes() const {
+  return Block(cells_.capacity() * sizeof(Cell)) + StringHeap(strings_);
+}
+
+namespace {
 
 // Copies the fields `from` knows into `into` (same `exists`): newer reads win.
 void MergeHash(CachedHash& into, CachedHash&& from) {
   if (into.fields.size() < from.fields.size()) into.fields.resize(from.fields.size());
   for (uint64_t bits = from.known; bits != 0; bits &= bits - 1) {
     size_t f = static_cast<size_t>(__builtin_ctzll(bits));
-    into.fields[f] = std::move(from.fields[f]);
+    into.fields.Set(f, from.fields, f);
   }
   into.known |= from.known;
 }
@@ -105,8 +142,8 @@ struct ShardCache::Impl {
     CacheKey key;
     Entry* entry = nullptr;  // null: the slot is empty
   };
-  // The table's load is between 0.35 and 0.7 while it grows: each entry is charged two
-  // slots.
+  // The table doubles past a load of 0.7 (and never shrinks), so its load is 0.35–0.7
+  // while the cache fills: each entry is charged two slots.
   static constexpr uint64_t kEntryOverhead = Block(sizeof(Entry)) + 2 * sizeof(Slot);
 
   std::unique_ptr<Slot[]> slots;
@@ -269,7 +306,7 @@ struct ShardCache::Impl {
     }
   }
 
-  static void Prefetch(const CachedHash& h) { __builtin_prefetch(h.fields.data()); }
+  static void Prefetch(const CachedHash& h) { h.fields.Prefetch(); }
   static void Prefetch(const CachedList& l) { __builtin_prefetch(l.members.data()); }
 
   // Stores `value` for `k` (replacing an older entry), evicting for the budget first.
@@ -421,6 +458,7 @@ void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash valu
       merged = true;
     }
   }
+  value.fields.Compact();
   impl_->Put(*stats_, opts_.budget_bytes, k, std::move(value), *expire_at, merged);
 }
 

@@ -2,7 +2,7 @@
 // so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
 //
 // Replies are first decoded into the values the shard's cache holds (cache/shard_cache.h:
-// CachedHash, CachedList, CachedField), whether or not the node caches, and rows are
+// CachedHash, CachedList, CachedField, CachedFields), whether or not the node caches, and rows are
 // built from those values: a hit and a fresh reply take the same road. Decoding fails
 // with a backend_error naming the command, the key and the endpoint when a reply has
 // the wrong shape. Values are parsed strictly: a field that is missing or does not parse
@@ -13,7 +13,6 @@
 // Threads: any; they touch nothing but their arguments (and `stats`, relaxed atomics).
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -69,58 +68,16 @@ RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user)
 // The ids of LRANGE 0 count-1 of `list` (members that are ids; REQUIRES: list.Covers(count)).
 void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>& out);
 
-// The cells of a features node: for each distinct id k, its fields' cells at
-// [k * fields + f], as plain 16-byte values (no variant, no heap per cell: a hit copies
-// its fields in cheaply); strings are copied into one buffer.
-class FeatureCells {
- public:
-  explicit FeatureCells(size_t n) : cells_(n) {}
-  // Copies `f` into cell i (the cache entry it came from may change later).
-  void Set(size_t i, const CachedField& f) {
-    Cell& c = cells_[i];
-    c.state = f.state;
-    if (f.state != CachedField::State::kValue) return;
-    switch (f.value.index()) {
-      case 1: c.bits = static_cast<uint64_t>(*std::get_if<int64_t>(&f.value)); break;
-      case 2: c.bits = std::bit_cast<uint64_t>(*std::get_if<double>(&f.value)); break;
-      case 3: {
-        const std::string& s = *std::get_if<std::string>(&f.value);
-        c.bits = strings_.size();
-        c.len = static_cast<uint32_t>(s.size());
-        strings_.append(s);
-        break;
-      }
-      case 4: c.bits = *std::get_if<bool>(&f.value) ? 1 : 0; break;
-      default: c.state = CachedField::State::kUnparsable;  // no item field has other types
-    }
-  }
-  CachedField::State state(size_t i) const { return cells_[i].state; }
-  int64_t i64(size_t i) const { return static_cast<int64_t>(cells_[i].bits); }
-  double f64(size_t i) const { return std::bit_cast<double>(cells_[i].bits); }
-  bool boolean(size_t i) const { return cells_[i].bits != 0; }
-  std::string_view str(size_t i) const {
-    return std::string_view(strings_).substr(cells_[i].bits, cells_[i].len);
-  }
-
- private:
-  struct Cell {
-    uint64_t bits = 0;  // i64, f64's bits, bool, or str's offset in strings_
-    uint32_t len = 0;   // str's length
-    CachedField::State state = CachedField::State::kMissing;
-  };
-  std::vector<Cell> cells_;
-  std::string strings_;
-};
-
 // features: the input plus one typed column per field. `cells` holds, for each distinct
 // id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].
-// REQUIRES: every field is an item field.
+// REQUIRES: every field is an item field. (The span form copies the cells first; the
+// features task builds CachedFields directly.)
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    std::span<const CachedField> cells);
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                   const FeatureCells& cells);
+                   const CachedFields& cells);
 
 // seen_filter: the SMISMEMBER seen:{user_id} ids... reply -> the input without the seen
 // rows (rows with a null id stay).

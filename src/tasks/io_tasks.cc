@@ -303,7 +303,8 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
     if (fresh) distinct.push_back(id);
   }
   // cells[k * nf + f]: field f of distinct[k]; hits are copied in now.
-  FeatureCells cells(distinct.size() * nf);
+  CachedFields cells;
+  cells.resize(distinct.size() * nf);
   std::vector<uint32_t> missed;  // indexes into distinct
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(distinct.size());
@@ -319,7 +320,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   for (size_t k = 0; k < distinct.size(); ++k) {
     if (cu) {
       if (const CachedHash* h = found[k]; h && (h->known & need) == need) {
-        for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, h->fields[field_index[f]]);
+        for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, h->fields, field_index[f]);
         continue;
       }
       keys[nkeys++] = keys[k];
@@ -362,7 +363,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
         if (!ticket.Storable(keys[m])) continue;
         CachedHash h;
         h.fields.resize(ItemFields().size());
-        for (size_t f = 0; f < nf; ++f) h.fields[field_index[f]] = std::move(read[m * nf + f]);
+        for (size_t f = 0; f < nf; ++f) h.fields.Set(field_index[f], read[m * nf + f]);
         h.known = need;
         cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
       }
