@@ -19,10 +19,10 @@
 #include <uv.h>
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -294,13 +294,23 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   // and ask once per distinct id and give every row with that id the same cells.
   std::vector<uint32_t> reply_of(ids->ids.size());
   std::vector<int64_t> distinct;
-  std::unordered_map<int64_t, uint32_t> index;
-  index.reserve(ids->ids.size());
-  for (size_t i = 0; i < ids->ids.size(); ++i) {
-    int64_t id = ids->ids[i];
-    auto [it, fresh] = index.try_emplace(id, static_cast<uint32_t>(distinct.size()));
-    reply_of[i] = it->second;
-    if (fresh) distinct.push_back(id);
+  distinct.reserve(ids->ids.size());
+  {
+    // An open-addressing set of the ids seen (linear probing, load ≤ 0.5): the slot
+    // holds k + 1 (0: empty), one block for all ids rather than a node per id.
+    const size_t cap = std::bit_ceil(std::max<size_t>(16, 2 * ids->ids.size()));
+    const int shift = 64 - std::countr_zero(cap);
+    std::vector<uint32_t> slots(cap, 0);
+    for (size_t i = 0; i < ids->ids.size(); ++i) {
+      const int64_t id = ids->ids[i];
+      size_t s = static_cast<size_t>((static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ULL) >> shift);
+      while (slots[s] != 0 && distinct[slots[s] - 1] != id) s = (s + 1) & (cap - 1);
+      if (slots[s] == 0) {
+        distinct.push_back(id);
+        slots[s] = static_cast<uint32_t>(distinct.size());
+      }
+      reply_of[i] = slots[s] - 1;
+    }
   }
   // cells[k * nf + f]: field f of distinct[k]; hits are copied in now.
   CachedFields cells;
