@@ -1,10 +1,11 @@
-// ShardCache (shard_cache.h): an unordered_map from CacheKey to an entry, the entries
-// threaded on one intrusive FIFO for SIEVE eviction, and a map of the keys being read
-// from Redis for the invalidation race. Threads: the shard's loop thread only, except
+// ShardCache (shard_cache.h): a flat open-addressing index from CacheKey to an entry (a
+// heap block), the entries threaded on one intrusive FIFO for SIEVE eviction, and a map of the keys
+// being read from Redis for the invalidation race. Threads: the shard's loop thread only, except
 // the stats (relaxed atomics).
 #include "cache/shard_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <unordered_map>
 #include <utility>
@@ -40,13 +41,6 @@ constexpr uint64_t Block(uint64_t n) {
   return n == 0 ? 0 : std::max<uint64_t>(32, (n + 8 + 15) & ~uint64_t{15});
 }
 
-// An index node of libstdc++'s unordered_map: one block holding the next pointer and
-// the key-value pair (no cached hash code: KeyHash is noexcept), and one bucket pointer
-// per element (load factor ≤ 1).
-template <typename Index>
-constexpr uint64_t kIndexNodeBytes = Block(sizeof(void*) + sizeof(typename Index::value_type)) +
-                                     sizeof(void*);
-
 // What a std::string holds inline: a string allocates only past this.
 const size_t kSsoCapacity = std::string().capacity();
 
@@ -54,32 +48,68 @@ uint64_t StringHeap(const std::string& s) {
   return s.capacity() > kSsoCapacity ? Block(s.capacity() + 1) : 0;
 }
 
-uint64_t ValueHeap(const Value& v) {
-  if (const auto* s = std::get_if<std::string>(&v)) return StringHeap(*s);
-  if (const auto* l = std::get_if<std::vector<std::string>>(&v)) {
-    uint64_t n = Block(l->capacity() * sizeof(std::string));
-    for (const std::string& s : *l) n += StringHeap(s);
-    return n;
-  }
-  return 0;
-}
-
-uint64_t HeapBytes(const CachedHash& h) {
-  uint64_t n = Block(h.fields.capacity() * sizeof(CachedField));
-  for (const CachedField& f : h.fields) n += ValueHeap(f.value);
-  return n;
-}
+uint64_t HeapBytes(const CachedHash& h) { return h.fields.HeapBytes(); }
 
 uint64_t HeapBytes(const CachedList& l) {
   return Block(l.members.capacity() * sizeof(int64_t)) + Block(l.bad.capacity() * sizeof(uint32_t));
 }
+
+}  // namespace
+
+// CachedFields --------------------------------------------------------------------------
+
+CachedField CachedFields::operator[](size_t i) const {
+  const Cell& c = cells_[i];
+  CachedField f;
+  f.state = c.state;
+  switch (c.kind) {
+    case kNone: break;
+    case kI64: f.value = i64(i); break;
+    case kF64: f.value = f64(i); break;
+    case kStr: f.value = std::string(str(i)); break;
+    case kBool: f.value = boolean(i); break;
+  }
+  return f;
+}
+
+void CachedFields::Set(size_t i, const CachedField& f) {
+  Cell c;
+  c.state = f.state;
+  if (const auto* v = std::get_if<int64_t>(&f.value)) {
+    c.kind = kI64;
+    c.bits = static_cast<uint64_t>(*v);
+  } else if (const auto* d = std::get_if<double>(&f.value)) {
+    c.kind = kF64;
+    c.bits = std::bit_cast<uint64_t>(*d);
+  } else if (const auto* s = std::get_if<std::string>(&f.value)) {
+    c.kind = kStr;
+    c.bits = strings_.size();
+    c.len = static_cast<uint32_t>(s->size());
+    strings_.append(*s);
+  } else if (const auto* b = std::get_if<bool>(&f.value)) {
+    c.kind = kBool;
+    c.bits = *b ? 1 : 0;
+  }
+  cells_[i] = c;
+}
+
+void CachedFields::Compact() {
+  cells_.shrink_to_fit();
+  strings_.shrink_to_fit();
+}
+
+uint64_t CachedFields::HeapBytes() const {
+  return Block(cells_.capacity() * sizeof(Cell)) + StringHeap(strings_);
+}
+
+namespace {
 
 // Copies the fields `from` knows into `into` (same `exists`): newer reads win.
 void MergeHash(CachedHash& into, CachedHash&& from) {
   if (into.fields.size() < from.fields.size()) into.fields.resize(from.fields.size());
   for (uint64_t bits = from.known; bits != 0; bits &= bits - 1) {
     size_t f = static_cast<size_t>(__builtin_ctzll(bits));
-    into.fields[f] = std::move(from.fields[f]);
+    into.fields.Set(f, from.fields, f);
   }
   into.known |= from.known;
 }
@@ -96,33 +126,90 @@ std::optional<uint64_t> ExpireAt(uint64_t now, uint64_t cap, std::optional<uint6
 struct ShardCache::Impl {
   struct Entry {
     std::variant<CachedHash, CachedList> value;
-    uint64_t expire_at = 0;         // now_ms at and past which the entry is not served
-    uint64_t bytes = 0;             // what the entry is charged
-    bool visited = false;           // SIEVE: looked up since the hand last passed
-    const CacheKey* key = nullptr;  // the index node's key (stable: node-based map)
-    Entry* newer = nullptr;         // FIFO links: towards the head (newest)
-    Entry* older = nullptr;         // towards the tail (oldest)
-  };
-  using Index = std::unordered_map<CacheKey, Entry, KeyHash>;
-
-  struct Pending {
-    uint32_t readers = 0;      // tickets (times a key was passed to BeginRead) open
-    uint64_t invalidated = 0;  // seq of the key's last Invalidate while read, 0: none
+    uint64_t expire_at = 0;  // now_ms at and past which the entry is not served
+    uint64_t bytes = 0;      // what the entry is charged
+    CacheKey key;
+    bool visited = false;    // SIEVE: looked up since the hand last passed
+    Entry* newer = nullptr;  // FIFO links: towards the head (newest)
+    Entry* older = nullptr;  // towards the tail (oldest)
   };
 
-  Index index;
+  // The index: open addressing with linear probing over a power-of-two table, grown
+  // (doubled) past a load of 0.7, erased by backward shift (no tombstones: a probe ends
+  // at the first empty slot). Entries are heap blocks of their own, so an entry's
+  // address is stable while slots move.
+  struct Slot {
+    CacheKey key;
+    Entry* entry = nullptr;  // null: the slot is empty
+  };
+  // The table doubles past a load of 0.7 (and never shrinks), so its load is 0.35–0.7
+  // while the cache fills: each entry is charged two slots.
+  static constexpr uint64_t kEntryOverhead = Block(sizeof(Entry)) + 2 * sizeof(Slot);
+
+  std::unique_ptr<Slot[]> slots;
+  size_t mask = 0;  // capacity - 1; capacity 0 while nothing was stored
+  size_t size = 0;
+
   Entry* head = nullptr;  // newest
   Entry* tail = nullptr;  // oldest
   Entry* hand = nullptr;  // SIEVE's hand; null: start at the tail
   uint64_t bytes = 0;     // == stats->bytes, kept here to decide without atomics
 
+  struct Pending {
+    uint32_t readers = 0;      // tickets (times a key was passed to BeginRead) open
+    uint64_t invalidated = 0;  // seq of the key's last Invalidate while read, 0: none
+  };
   std::unordered_map<CacheKey, Pending, KeyHash> pending;
   uint64_t seq = 0;         // bumped by every Invalidate / InvalidateAll
   uint64_t flushed_at = 0;  // seq of the last InvalidateAll
 
+  ~Impl() {
+    for (Entry* e = head; e != nullptr;) delete std::exchange(e, e->older);
+  }
+
+  size_t capacity() const { return slots ? mask + 1 : 0; }
+
+  // The slot holding `k`, or the empty slot where the probe for `k` ends.
+  size_t Probe(const CacheKey& k, size_t hash) const {
+    size_t i = hash & mask;
+    while (slots[i].entry != nullptr && !(slots[i].key == k)) i = (i + 1) & mask;
+    return i;
+  }
+
+  Entry* Lookup(const CacheKey& k) const {
+    if (size == 0) return nullptr;
+    return slots[Probe(k, KeyHash{}(k))].entry;
+  }
+
+  void Grow() {
+    const size_t old_cap = capacity();
+    const size_t cap = old_cap ? 2 * old_cap : 16;
+    std::unique_ptr<Slot[]> old = std::exchange(slots, std::make_unique<Slot[]>(cap));
+    mask = cap - 1;
+    for (size_t i = 0; i < old_cap; ++i)
+      if (old[i].entry != nullptr) slots[Probe(old[i].key, KeyHash{}(old[i].key))] = old[i];
+  }
+
+  // Removes `k`'s slot (it must be there), shifting the slots after it back so that no
+  // probe is cut short.
+  void Unindex(const CacheKey& k) {
+    size_t i = Probe(k, KeyHash{}(k));
+    assert(slots[i].entry != nullptr);
+    for (size_t j = (i + 1) & mask; slots[j].entry != nullptr; j = (j + 1) & mask) {
+      size_t home = KeyHash{}(slots[j].key) & mask;
+      // Slot j may move to i when its home is not in (i, j] (cyclically).
+      if (((j - home) & mask) >= ((j - i) & mask)) {
+        slots[i] = slots[j];
+        i = j;
+      }
+    }
+    slots[i].entry = nullptr;
+    --size;
+  }
+
   static uint64_t Charge(const Entry& e) {
     uint64_t heap = std::visit([](const auto& v) { return HeapBytes(v); }, e.value);
-    return kIndexNodeBytes<Index> + heap;
+    return kEntryOverhead + heap;
   }
 
   void PushHead(Entry* e) {
@@ -139,17 +226,17 @@ struct ShardCache::Impl {
     (e->older ? e->older->newer : tail) = e->newer;
   }
 
-  void Erase(Index::iterator it, CacheStats& stats) {
-    Entry& e = it->second;
-    Unlink(&e);
-    bytes -= e.bytes;
-    stats.bytes.fetch_sub(static_cast<int64_t>(e.bytes), std::memory_order_relaxed);
+  void Erase(Entry* e, CacheStats& stats) {
+    Unindex(e->key);
+    Unlink(e);
+    bytes -= e->bytes;
+    stats.bytes.fetch_sub(static_cast<int64_t>(e->bytes), std::memory_order_relaxed);
     stats.entries.fetch_sub(1, std::memory_order_relaxed);
-    index.erase(it);
+    delete e;
   }
 
   // SIEVE: from the hand (or the tail) towards the head, clearing visited bits, wrapping
-  // to the tail; the first unvisited entry goes. REQUIRES: !index.empty().
+  // to the tail; the first unvisited entry goes. REQUIRES: size > 0.
   void EvictOne(CacheStats& stats) {
     Entry* e = hand ? hand : tail;
     while (e->visited) {
@@ -157,53 +244,102 @@ struct ShardCache::Impl {
       e = e->newer ? e->newer : tail;
     }
     hand = e->newer;
-    Erase(index.find(*e->key), stats);
+    Erase(e, stats);
     stats.evictions.fetch_add(1, std::memory_order_relaxed);
   }
 
-  // The entry of `k` holding a T, or null; drops it when expired.
+  // out[i] = the entry of keys[i] holding a T, or null; marks the found ones visited.
+  // The keys' slots are prefetched kAhead keys before they are probed, and the entries
+  // (then their heap data) kAhead keys before they are read, so that the cache misses
+  // of a batch overlap. Expired entries are not served; they are dropped after the
+  // batch (a key may repeat in it: nothing moves while the batch is read).
   template <typename T>
-  const T* Find(CacheStats& stats, uint64_t now, const CacheKey& k) {
-    auto it = index.find(k);
-    if (it == index.end()) return nullptr;
-    if (now >= it->second.expire_at) {
-      Erase(it, stats);
-      stats.expirations.fetch_add(1, std::memory_order_relaxed);
-      return nullptr;
+  void FindMany(CacheStats& stats, uint64_t now, std::span<const CacheKey> keys,
+                std::span<const T*> out) {
+    assert(out.size() == keys.size());
+    const size_t n = keys.size();
+    if (size == 0) {
+      std::fill(out.begin(), out.end(), nullptr);
+      return;
     }
-    const T* v = std::get_if<T>(&it->second.value);
-    if (v) it->second.visited = true;
-    return v;
+    constexpr size_t kAhead = 8;
+    // hashes[i % ring]: keys i .. i + kAhead are in flight between the two stages.
+    constexpr size_t kRing = 2 * kAhead;
+    size_t hashes[kRing];
+    Entry* found[kRing];
+    bool expired = false;
+    for (size_t i = 0; i < n + 2 * kAhead; ++i) {
+      if (i < n) {
+        size_t h = KeyHash{}(keys[i]);
+        hashes[i % kRing] = h;
+        __builtin_prefetch(&slots[h & mask]);
+      }
+      if (i >= kAhead && i - kAhead < n) {
+        size_t j = i - kAhead;
+        Entry* e = slots[Probe(keys[j], hashes[j % kRing])].entry;
+        found[j % kRing] = e;
+        if (e) __builtin_prefetch(e);
+      }
+      if (i >= 2 * kAhead) {
+        size_t j = i - 2 * kAhead;
+        Entry* e = found[j % kRing];
+        const T* v = nullptr;
+        if (e != nullptr) {
+          if (now >= e->expire_at) {
+            expired = true;
+          } else if ((v = std::get_if<T>(&e->value))) {
+            e->visited = true;
+            Prefetch(*v);
+          }
+        }
+        out[j] = v;
+      }
+    }
+    if (expired) {
+      for (const CacheKey& k : keys) {
+        Entry* e = Lookup(k);
+        if (e && now >= e->expire_at) {
+          Erase(e, stats);
+          stats.expirations.fetch_add(1, std::memory_order_relaxed);
+        }
+      }
+    }
   }
+
+  static void Prefetch(const CachedHash& h) { h.fields.Prefetch(); }
+  static void Prefetch(const CachedList& l) { __builtin_prefetch(l.members.data()); }
 
   // Stores `value` for `k` (replacing an older entry), evicting for the budget first.
   // `merged`: `value` includes the older entry's fields, so its expiry (no field may
   // outlive the cap) and visited bit carry over.
   void Put(CacheStats& stats, uint64_t budget, const CacheKey& k,
            std::variant<CachedHash, CachedList> value, uint64_t expire_at, bool merged) {
-    Entry fresh;
-    fresh.value = std::move(value);
-    fresh.expire_at = expire_at;
-    fresh.bytes = Charge(fresh);
-    if (fresh.bytes > budget / 16) return;  // not stored; an older entry stays
+    auto fresh = std::make_unique<Entry>();
+    fresh->value = std::move(value);
+    fresh->expire_at = expire_at;
+    fresh->key = k;
+    fresh->bytes = Charge(*fresh);
+    if (fresh->bytes > budget / 16) return;  // not stored; an older entry stays
 
-    if (auto old = index.find(k); old != index.end()) {
+    if (Entry* old = Lookup(k)) {
       if (merged) {
-        fresh.visited = old->second.visited;
-        fresh.expire_at = std::min(fresh.expire_at, old->second.expire_at);
+        fresh->visited = old->visited;
+        fresh->expire_at = std::min(fresh->expire_at, old->expire_at);
       }
       Erase(old, stats);
     }
     // Evicting before inserting keeps the new entry out of the hand's way (as SIEVE).
-    while (bytes + fresh.bytes > budget && !index.empty()) EvictOne(stats);
+    while (bytes + fresh->bytes > budget && size > 0) EvictOne(stats);
 
-    auto [it, inserted] = index.emplace(k, std::move(fresh));
-    assert(inserted);
-    Entry& e = it->second;
-    e.key = &it->first;
-    PushHead(&e);
-    bytes += e.bytes;
-    stats.bytes.fetch_add(static_cast<int64_t>(e.bytes), std::memory_order_relaxed);
+    if (10 * (size + 1) > 7 * capacity()) Grow();
+    Entry* e = fresh.release();
+    Slot& slot = slots[Probe(k, KeyHash{}(k))];
+    assert(slot.entry == nullptr);
+    slot = {k, e};
+    ++size;
+    PushHead(e);
+    bytes += e->bytes;
+    stats.bytes.fetch_add(static_cast<int64_t>(e->bytes), std::memory_order_relaxed);
     stats.entries.fetch_add(1, std::memory_order_relaxed);
   }
 };
@@ -247,17 +383,35 @@ ShardCache::ShardCache(Options opts, std::function<uint64_t()> now_ms)
 ShardCache::~ShardCache() {
   // The stats may outlive the cache (shared_stats): leave the gauges as if emptied.
   stats_->bytes.fetch_sub(static_cast<int64_t>(impl_->bytes), std::memory_order_relaxed);
-  stats_->entries.fetch_sub(static_cast<int64_t>(impl_->index.size()), std::memory_order_relaxed);
+  stats_->entries.fetch_sub(static_cast<int64_t>(impl_->size), std::memory_order_relaxed);
 }
 
 const CachedHash* ShardCache::FindHash(const CacheKey& k) {
-  if (impl_->index.empty()) return nullptr;
-  return impl_->Find<CachedHash>(*stats_, now_ms_(), k);
+  const CachedHash* out = nullptr;
+  FindHashes(std::span<const CacheKey>(&k, 1), std::span<const CachedHash*>(&out, 1));
+  return out;
 }
 
 const CachedList* ShardCache::FindList(const CacheKey& k) {
-  if (impl_->index.empty()) return nullptr;
-  return impl_->Find<CachedList>(*stats_, now_ms_(), k);
+  const CachedList* out = nullptr;
+  FindLists(std::span<const CacheKey>(&k, 1), std::span<const CachedList*>(&out, 1));
+  return out;
+}
+
+void ShardCache::FindHashes(std::span<const CacheKey> keys, std::span<const CachedHash*> out) {
+  if (impl_->size == 0) {
+    std::fill(out.begin(), out.end(), nullptr);
+    return;
+  }
+  impl_->FindMany<CachedHash>(*stats_, now_ms_(), keys, out);
+}
+
+void ShardCache::FindLists(std::span<const CacheKey> keys, std::span<const CachedList*> out) {
+  if (impl_->size == 0) {
+    std::fill(out.begin(), out.end(), nullptr);
+    return;
+  }
+  impl_->FindMany<CachedList>(*stats_, now_ms_(), keys, out);
 }
 
 void ShardCache::RecordLookups(uint64_t hits, uint64_t misses) {
@@ -291,11 +445,10 @@ void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash valu
   std::optional<uint64_t> expire_at = ExpireAt(now, opts_.ttl_cap_ms, key_ttl_ms);
   if (!expire_at) return;
   bool merged = false;
-  auto it = impl_->index.find(k);
-  if (it != impl_->index.end()) {
-    auto* old = std::get_if<CachedHash>(&it->second.value);
-    if (now >= it->second.expire_at) {
-      impl_->Erase(it, *stats_);
+  if (Impl::Entry* e = impl_->Lookup(k)) {
+    auto* old = std::get_if<CachedHash>(&e->value);
+    if (now >= e->expire_at) {
+      impl_->Erase(e, *stats_);
       stats_->expirations.fetch_add(1, std::memory_order_relaxed);
     } else if (old && old->exists == value.exists) {
       // Merge into a copy: if the merged entry is too large, the old one stays as it was.
@@ -305,6 +458,7 @@ void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash valu
       merged = true;
     }
   }
+  value.fields.Compact();
   impl_->Put(*stats_, opts_.budget_bytes, k, std::move(value), *expire_at, merged);
 }
 
@@ -322,7 +476,7 @@ void ShardCache::Invalidate(uint16_t endpoint, std::string_view key) {
   if (!parsed) return;  // never held, never read through a ticket
   CacheKey k{endpoint, parsed->first, parsed->second};
   ++impl_->seq;
-  if (auto it = impl_->index.find(k); it != impl_->index.end()) impl_->Erase(it, *stats_);
+  if (Impl::Entry* e = impl_->Lookup(k)) impl_->Erase(e, *stats_);
   if (auto it = impl_->pending.find(k); it != impl_->pending.end())
     it->second.invalidated = impl_->seq;
 }
@@ -330,10 +484,10 @@ void ShardCache::Invalidate(uint16_t endpoint, std::string_view key) {
 void ShardCache::InvalidateAll(uint16_t endpoint) {
   stats_->invalidations.fetch_add(1, std::memory_order_relaxed);
   impl_->flushed_at = ++impl_->seq;
-  for (auto it = impl_->index.begin(); it != impl_->index.end();) {
-    auto next = std::next(it);
-    if (it->first.endpoint == endpoint) impl_->Erase(it, *stats_);
-    it = next;
+  for (Impl::Entry* e = impl_->head; e != nullptr;) {
+    Impl::Entry* older = e->older;
+    if (e->key.endpoint == endpoint) impl_->Erase(e, *stats_);
+    e = older;
   }
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -61,11 +62,60 @@ struct CachedField {
   Value value;  // i64, f64, str or bool when kValue
 };
 
+// Hash fields stored compactly: a 16-byte cell each (state, type, 8-byte payload), the
+// strings' bytes in one buffer. A field's value is one of i64, f64, str or bool (any
+// other Value is kept as no value: no field has another type). A hash entry's fields,
+// and a features node's per-request copies of them (cells copy without allocating).
+class CachedFields {
+ public:
+  size_t size() const { return cells_.size(); }
+  void resize(size_t n) { cells_.resize(n); }
+  // Field i, rebuilt (a copy).
+  CachedField operator[](size_t i) const;
+  void Set(size_t i, const CachedField& f);
+  // Field i = from's field j. REQUIRES: &from != this.
+  void Set(size_t i, const CachedFields& from, size_t j) {
+    Cell c = from.cells_[j];
+    if (c.kind == kStr) {
+      std::string_view s = from.str(j);
+      c.bits = strings_.size();
+      strings_.append(s);
+    }
+    cells_[i] = c;
+  }
+  CachedField::State state(size_t i) const { return cells_[i].state; }
+  // The value of field i (REQUIRES: state(i) == kValue and the value has that type).
+  int64_t i64(size_t i) const { return static_cast<int64_t>(cells_[i].bits); }
+  double f64(size_t i) const { return std::bit_cast<double>(cells_[i].bits); }
+  bool boolean(size_t i) const { return cells_[i].bits != 0; }
+  std::string_view str(size_t i) const {
+    return std::string_view(strings_).substr(cells_[i].bits, cells_[i].len);
+  }
+  // Starts loading the cells into the CPU's cache (a lookup's hit is about to be read).
+  void Prefetch() const { __builtin_prefetch(cells_.data()); }
+  // Drops unused capacity (before the fields are stored).
+  void Compact();
+  // What the fields take on the heap (as malloc sizes blocks).
+  uint64_t HeapBytes() const;
+
+ private:
+  // The Value alternative a cell holds (its index in Value).
+  enum Kind : uint8_t { kNone = 0, kI64 = 1, kF64 = 2, kStr = 3, kBool = 4 };
+  struct Cell {
+    uint64_t bits = 0;  // i64, f64's bits, bool, or str's offset in strings_
+    uint32_t len = 0;   // str's length
+    CachedField::State state = CachedField::State::kMissing;
+    Kind kind = kNone;
+  };
+  std::vector<Cell> cells_;
+  std::string strings_;  // str values' bytes (a field set again leaves its old bytes)
+};
+
 // A user or item hash: the fields read so far, by the task's field index.
 struct CachedHash {
-  bool exists = true;               // false: the key did not exist (HGETALL gave nothing)
-  uint64_t known = 0;               // bit f set: fields[f] holds field f
-  std::vector<CachedField> fields;  // indexed by field; size > every set bit of known
+  bool exists = true;   // false: the key did not exist (HGETALL gave nothing)
+  uint64_t known = 0;   // bit f set: fields[f] holds field f
+  CachedFields fields;  // indexed by field; size > every set bit of known
 };
 
 // The head of a list: LRANGE key 0 asked-1.
@@ -130,6 +180,12 @@ class ShardCache {
   // RecordLookups.
   const CachedHash* FindHash(const CacheKey& k);
   const CachedList* FindList(const CacheKey& k);
+  // out[i] = FindHash(keys[i]) (FindList), for all keys at once: the lookups' memory
+  // accesses overlap (prefetched a few keys ahead), so a node should look all of its keys
+  // up in one call. The pointers stay valid until the next call that changes the cache;
+  // a key may repeat. REQUIRES: out.size() == keys.size().
+  void FindHashes(std::span<const CacheKey> keys, std::span<const CachedHash*> out);
+  void FindLists(std::span<const CacheKey> keys, std::span<const CachedList*> out);
   void RecordLookups(uint64_t hits, uint64_t misses);
 
   ReadTicket BeginRead(std::span<const CacheKey> keys);

@@ -45,8 +45,8 @@ Error BadReply(const ReplySource& src, std::string_view command, const std::stri
 
 // Appends one decoded cell to `col` (typed by the column); a missing or unparsable
 // value becomes a null and is counted.
-void AppendCell(ColumnBuilder& col, const CachedField& cell, RedisStats& stats) {
-  switch (cell.state) {
+void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, RedisStats& stats) {
+  switch (cells.state(i)) {
     case CachedField::State::kMissing:
       Bump(stats.fields_missing);
       col.AppendNulls(1);
@@ -58,10 +58,10 @@ void AppendCell(ColumnBuilder& col, const CachedField& cell, RedisStats& stats) 
     case CachedField::State::kValue: break;
   }
   switch (col.type()) {
-    case ColumnType::kI64: col.AppendI64(std::get<int64_t>(cell.value)); break;
-    case ColumnType::kF64: col.AppendF64(std::get<double>(cell.value)); break;
-    case ColumnType::kStr: col.AppendStr(std::get<std::string>(cell.value)); break;
-    case ColumnType::kBool: col.AppendBool(std::get<bool>(cell.value)); break;
+    case ColumnType::kI64: col.AppendI64(cells.i64(i)); break;
+    case ColumnType::kF64: col.AppendF64(cells.f64(i)); break;
+    case ColumnType::kStr: col.AppendStr(cells.str(i)); break;
+    case ColumnType::kBool: col.AppendBool(cells.boolean(i)); break;
   }
 }
 
@@ -133,7 +133,7 @@ Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, const Red
     const RedisReply* value = &kNil;
     for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
       if (r.elements[i].str == names[f]) value = &r.elements[i + 1];
-    out.fields[f] = DecodeField(*value, *UserFieldType(names[f]));
+    out.fields.Set(f, DecodeField(*value, *UserFieldType(names[f])));
   }
   return out;
 }
@@ -171,7 +171,7 @@ RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user)
   const auto& names = UserFields();
   for (size_t f = 0; f < names.size(); ++f) {
     ColumnBuilder col(*UserFieldType(names[f]), rows);
-    if (user.exists) AppendCell(col, user.fields[f], *src.stats);
+    if (user.exists) AppendCell(col, user.fields, f, *src.stats);
     out.SetColumn(names[f], Finished(col));
   }
   return out;
@@ -192,6 +192,15 @@ void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>&
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    std::span<const CachedField> cells) {
+  CachedFields copy;
+  copy.resize(cells.size());
+  for (size_t i = 0; i < cells.size(); ++i) copy.Set(i, cells[i]);
+  return FeatureRows(src, input, ids, reply_of, fields, copy);
+}
+
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   const CachedFields& cells) {
   // Columns span the input's physical rows (so its selection vector still applies);
   // rows outside the selection, or with a null id, stay null. Missing and unparsable
   // values are counted per row, as they reach the response.
@@ -207,7 +216,7 @@ RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& 
       if (k == kNotAsked)
         col.AppendNulls(1);
       else
-        AppendCell(col, cells[k * nf + f], *src.stats);
+        AppendCell(col, cells, k * nf + f, *src.stats);
     }
     out.SetColumn(fields[f], Finished(col));
   }

@@ -2,7 +2,7 @@
 // so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
 //
 // Replies are first decoded into the values the shard's cache holds (cache/shard_cache.h:
-// CachedHash, CachedList, CachedField), whether or not the node caches, and rows are
+// CachedHash, CachedList, CachedField, CachedFields), whether or not the node caches, and rows are
 // built from those values: a hit and a fresh reply take the same road. Decoding fails
 // with a backend_error naming the command, the key and the endpoint when a reply has
 // the wrong shape. Values are parsed strictly: a field that is missing or does not parse
@@ -70,10 +70,14 @@ void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>&
 
 // features: the input plus one typed column per field. `cells` holds, for each distinct
 // id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].
-// REQUIRES: every field is an item field.
+// REQUIRES: every field is an item field. (The span form copies the cells first; the
+// features task builds CachedFields directly.)
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    std::span<const CachedField> cells);
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   const CachedFields& cells);
 
 // seen_filter: the SMISMEMBER seen:{user_id} ids... reply -> the input without the seen
 // rows (rows with a null id stay).

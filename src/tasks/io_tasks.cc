@@ -19,10 +19,10 @@
 #include <uv.h>
 
 #include <algorithm>
+#include <bit>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -177,19 +177,28 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(ids.size());
+  std::vector<const CachedList*> found;
+  if (cu) {
+    std::vector<CacheKey> all(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) all[i] = cu.Key(kind, ids[i]);
+    found.resize(ids.size());
+    cu.cache->FindLists(all, found);
+    keys = std::move(all);  // the misses' keys, compacted below
+  }
+  size_t nkeys = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (cu) {
-      const CacheKey key = cu.Key(kind, ids[i]);
-      if (const CachedList* l = cu.cache->FindList(key); l && l->Covers(asked)) {
+      if (const CachedList* l = found[i]; l && l->Covers(asked)) {
         auto begin = static_cast<uint32_t>(hit_ids.size());
         AppendListIds(*l, asked, hit_ids);
         hit_span[i] = {begin, static_cast<uint32_t>(hit_ids.size())};
         continue;
       }
-      keys.push_back(key);
+      keys[nkeys++] = keys[i];
     }
     missed.push_back(static_cast<uint32_t>(i));
   }
+  keys.resize(nkeys);
   if (cu) cu.Record(ids.size() - missed.size(), missed.size());
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // LRANGE (+ PTTL)
@@ -285,30 +294,50 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   // and ask once per distinct id and give every row with that id the same cells.
   std::vector<uint32_t> reply_of(ids->ids.size());
   std::vector<int64_t> distinct;
-  std::unordered_map<int64_t, uint32_t> index;
-  index.reserve(ids->ids.size());
-  for (size_t i = 0; i < ids->ids.size(); ++i) {
-    int64_t id = ids->ids[i];
-    auto [it, fresh] = index.try_emplace(id, static_cast<uint32_t>(distinct.size()));
-    reply_of[i] = it->second;
-    if (fresh) distinct.push_back(id);
+  distinct.reserve(ids->ids.size());
+  {
+    // An open-addressing set of the ids seen (linear probing, load ≤ 0.5): the slot
+    // holds k + 1 (0: empty), one block for all ids rather than a node per id.
+    const size_t cap = std::bit_ceil(std::max<size_t>(16, 2 * ids->ids.size()));
+    const int shift = 64 - std::countr_zero(cap);
+    std::vector<uint32_t> slots(cap, 0);
+    for (size_t i = 0; i < ids->ids.size(); ++i) {
+      const int64_t id = ids->ids[i];
+      size_t s = static_cast<size_t>((static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ULL) >> shift);
+      while (slots[s] != 0 && distinct[slots[s] - 1] != id) s = (s + 1) & (cap - 1);
+      if (slots[s] == 0) {
+        distinct.push_back(id);
+        slots[s] = static_cast<uint32_t>(distinct.size());
+      }
+      reply_of[i] = slots[s] - 1;
+    }
   }
   // cells[k * nf + f]: field f of distinct[k]; hits are copied in now.
-  std::vector<CachedField> cells(distinct.size() * nf);
+  CachedFields cells;
+  cells.resize(distinct.size() * nf);
   std::vector<uint32_t> missed;  // indexes into distinct
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(distinct.size());
+  std::vector<const CachedHash*> found;
+  if (cu) {
+    std::vector<CacheKey> all(distinct.size());
+    for (size_t k = 0; k < distinct.size(); ++k) all[k] = cu.Key(CacheKind::kItem, distinct[k]);
+    found.resize(distinct.size());
+    cu.cache->FindHashes(all, found);
+    keys = std::move(all);  // the misses' keys, compacted below
+  }
+  size_t nkeys = 0;
   for (size_t k = 0; k < distinct.size(); ++k) {
     if (cu) {
-      const CacheKey key = cu.Key(CacheKind::kItem, distinct[k]);
-      if (const CachedHash* h = cu.cache->FindHash(key); h && (h->known & need) == need) {
-        for (size_t f = 0; f < nf; ++f) cells[k * nf + f] = h->fields[field_index[f]];
+      if (const CachedHash* h = found[k]; h && (h->known & need) == need) {
+        for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, h->fields, field_index[f]);
         continue;
       }
-      keys.push_back(key);
+      keys[nkeys++] = keys[k];
     }
     missed.push_back(static_cast<uint32_t>(k));
   }
+  keys.resize(nkeys);
   if (cu) cu.Record(distinct.size() - missed.size(), missed.size());
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // HMGET (+ PTTL)
@@ -330,19 +359,21 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
     if (!replies)
       co_return Fail(
           std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+    // read[m * nf + f]: field f of distinct[missed[m]], as decoded (and stored).
+    std::vector<CachedField> read(missed.size() * nf);
     for (size_t m = 0; m < missed.size(); ++m) {
       const uint32_t k = missed[m];
-      std::span<CachedField> out(cells.data() + k * nf, nf);
+      std::span<CachedField> out(read.data() + m * nf, nf);
       if (auto ok = DecodeItem(src, distinct[k], types, (*replies)[m * per], out); !ok)
         co_return Fail(std::move(ok.error()));
+      for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, out[f]);
     }
     if (cu.store) {
       for (size_t m = 0; m < missed.size(); ++m) {
         if (!ticket.Storable(keys[m])) continue;
-        const uint32_t k = missed[m];
         CachedHash h;
         h.fields.resize(ItemFields().size());
-        for (size_t f = 0; f < nf; ++f) h.fields[field_index[f]] = cells[k * nf + f];
+        for (size_t f = 0; f < nf; ++f) h.fields.Set(field_index[f], read[m * nf + f]);
         h.known = need;
         cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
       }

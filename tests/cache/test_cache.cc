@@ -62,8 +62,7 @@ CachedHash Hash(std::initializer_list<std::pair<size_t, Value>> fields, bool exi
   h.exists = exists;
   for (const auto& [f, v] : fields) {
     if (h.fields.size() <= f) h.fields.resize(f + 1);
-    h.fields[f].state = CachedField::State::kValue;
-    h.fields[f].value = v;
+    h.fields.Set(f, CachedField{CachedField::State::kValue, v});
     h.known |= uint64_t{1} << f;
   }
   return h;
@@ -158,7 +157,7 @@ TEST_SUITE("cache") {
     // A field whose state is not kValue merges too (it is known to be missing).
     CachedHash missing;
     missing.fields.resize(6);
-    missing.fields[5].state = CachedField::State::kMissing;
+    missing.fields.Set(5, CachedField{CachedField::State::kMissing, Value{}});
     missing.known = uint64_t{1} << 5;
     f.PutHash(User(7), std::move(missing));
     h = f.cache.FindHash(User(7));

@@ -183,6 +183,24 @@ TEST_SUITE("cpu_tasks") {
     CHECK(Ids(Call("dedupe").Run({dup_ids})) == std::vector<int64_t>{9, 3, 1});
   }
 
+  TEST_CASE("dedupe: many i64 and f64 keys (the flat set probes and wraps)") {
+    // ids 0..2999, each key k = id % 1000 (and negative): the first 1000 rows stay.
+    std::vector<int64_t> ids, keys;
+    std::vector<double> fkeys;
+    for (int64_t i = 0; i < 3000; ++i) {
+      ids.push_back(i);
+      keys.push_back((i % 1000) * (i % 2 ? -1 : 1) << 20);
+      fkeys.push_back(i % 1000 == 0 ? (i % 2000 ? -0.0 : 0.0) : static_cast<double>(i % 1000));
+    }
+    RowSet rs;
+    rs.SetColumn("id", std::make_shared<Column>(Column::I64(ids)));
+    rs.SetColumn("k", std::make_shared<Column>(Column::I64(keys)));
+    rs.SetColumn("f", std::make_shared<Column>(Column::F64(fkeys)));
+    std::vector<int64_t> first(ids.begin(), ids.begin() + 1000);
+    CHECK(Ids(Call("dedupe", {{"key", std::string("k")}}).Run({rs})) == first);
+    CHECK(Ids(Call("dedupe", {{"key", std::string("f")}}).Run({rs})) == first);  // -0.0 == 0.0
+  }
+
   TEST_CASE("fixed_source: ids 1..count and score = id") {
     RowSet out = Call("fixed_source", {{"count", int64_t{4}}}).Run({});
     CHECK(Ids(out) == std::vector<int64_t>{1, 2, 3, 4});
