@@ -19,16 +19,6 @@ bool Contains(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
 
-// Polls `pred` every 5 ms for up to `ms`.
-template <class F>
-bool Eventually(F pred, int ms = 10000) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
 }  // namespace
 
 TEST_CASE("a batch returns one reply per command, in order, errors as values") {

@@ -25,17 +25,6 @@ bool Contains(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
 
-// Polls `cond` until it holds, for at most 10 s.
-template <class F>
-bool Eventually(F cond) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < until) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return false;
-}
-
 // The redis-server's process id, from INFO.
 pid_t ServerPid(const RedisServer& server) {
   RedisReply info = server.Command({"INFO", "server"});

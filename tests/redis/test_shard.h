@@ -17,6 +17,17 @@
 
 namespace rankd::testing {
 
+// Polls `pred` every 5 ms until it holds (true) or `ms` passed (false).
+template <class F>
+bool Eventually(F pred, int ms = 10000) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return pred();
+}
+
 class TestShard {
  public:
   explicit TestShard(const std::vector<std::string>& redis_flags, RedisClientOptions opts = {}) {

@@ -47,16 +47,6 @@ class RecordingSink final : public InvalidationSink {
   int flushes_ = 0;
 };
 
-template <class F>
-bool Eventually(F pred, int ms = 10000) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
-
 // The client ids of the server's subscribed connections (CLIENT LIST, flags P).
 std::vector<std::string> SubscriberIds(const RedisServer& server) {
   std::vector<std::string> ids;
