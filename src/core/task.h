@@ -11,6 +11,8 @@
 #include <utility>
 #include <variant>
 
+#include "core/block_pool.h"
+
 namespace rankd {
 
 template <class T>
@@ -38,7 +40,13 @@ struct FinalAwaiter {
   void await_resume() const noexcept {}
 };
 
-struct PromiseBase {
+// Frames come from the thread's block pool (core/block_pool.h), not from malloc.
+struct PooledFrame {
+  static void* operator new(std::size_t n) { return block_pool::Allocate(n); }
+  static void operator delete(void* p, std::size_t n) noexcept { block_pool::Free(p, n); }
+};
+
+struct PromiseBase : PooledFrame {
   std::coroutine_handle<> continuation;
   bool detached = false;  // started by Spawn: frees its own frame at the end
   std::suspend_always initial_suspend() const noexcept { return {}; }
@@ -137,7 +145,7 @@ inline Task<void> Promise<void>::get_return_object() noexcept {
 // A coroutine that starts at once and frees its own frame at the end (used where a
 // plain function must become a coroutine, e.g. the runners of core/timeout.h).
 struct Detached {
-  struct promise_type {
+  struct promise_type : PooledFrame {
     Detached get_return_object() noexcept { return {}; }
     std::suspend_never initial_suspend() const noexcept { return {}; }
     std::suspend_never final_suspend() const noexcept { return {}; }
