@@ -114,12 +114,25 @@ class Symbolizer:
                     by_module[path].add((a, rel))
         for path, items in by_module.items():
             items = sorted(items)
-            names = self.addr2line(path, [rel for _, rel in items])
+            if self.has_symbols(path):
+                names = self.addr2line(path, [rel for _, rel in items])
+            else:  # addr2line would name the nearest exported symbol without a hint
+                names = ["??"] * len(items)
             for (a, rel), name in zip(items, names):
                 if name == "??":
                     name = self.nearest_dynsym(path, rel) or f"{os.path.basename(path)}+0x{rel:x}"
                 self.cache[a] = (path, name)
         return [self.cache[a] for a in addrs]
+
+    @staticmethod
+    def has_symbols(path):
+        """Whether the file has a full symbol table or debug info (its own or installed
+        under /usr/lib/debug/.build-id), not only the exported symbols."""
+        out = subprocess.run(["readelf", "-SW", "-n", path], capture_output=True, text=True).stdout
+        if re.search(r"\] \.(symtab|debug_info) ", out):
+            return True
+        m = re.search(r"Build ID: ([0-9a-f]{2})([0-9a-f]+)", out)
+        return bool(m) and os.path.exists(f"/usr/lib/debug/.build-id/{m[1]}/{m[2]}.debug")
 
     @staticmethod
     def addr2line(path, rels):
@@ -150,7 +163,7 @@ class Symbolizer:
             for line in out.splitlines():
                 parts = line.split(" ", 2)
                 if len(parts) == 3 and parts[1] in "TtWi":
-                    syms.append((int(parts[0], 16), parts[2]))
+                    syms.append((int(parts[0], 16), parts[2].split("@")[0]))
             syms.sort()
             self.dynsyms[path] = syms
         syms = self.dynsyms[path]
@@ -159,7 +172,7 @@ class Symbolizer:
             return None
         # A stripped library's static functions have no symbol: the nearest exported one
         # before the address may be another function, hence the offset and the "?".
-        return f"{syms[i][1]}+0x{rel - syms[i][0]:x}? ({os.path.basename(path)})"
+        return f"{syms[i][1]}+0x{rel - syms[i][0]:x}? in {os.path.basename(path)}"
 
 
 # Frames that are the allocator itself, not who asked: dropped from the top of a stack.
