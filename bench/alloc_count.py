@@ -70,8 +70,8 @@ def sites(path):
 
 
 class Symbolizer:
-    """Address -> "function" via /proc/PID/maps and addr2line (symbol table if there is
-    no debug info), else the nearest dynamic symbol (stripped libraries)."""
+    """Address -> (file, "function") via /proc/PID/maps and addr2line (the symbol table if
+    there is no debug info), or for a stripped library the nearest exported symbol."""
 
     def __init__(self, maps_path):
         self.maps = []  # (start, end, file offset, path)
@@ -88,6 +88,7 @@ class Symbolizer:
                 self.base[path] = lo
         self.cache = {}
         self.dynsyms = {}
+        self.dyn = {}
 
     def module(self, addr):
         i = bisect.bisect_right(self.starts, addr) - 1
@@ -97,11 +98,11 @@ class Symbolizer:
             return path, addr - bias
         return None, addr
 
-    def is_dyn(self, path, _cache={}):
-        if path not in _cache:
+    def is_dyn(self, path):  # PIE or shared object: its addresses move with the load bias
+        if path not in self.dyn:
             with open(path, "rb") as f:
-                _cache[path] = f.read(18)[16] == 3  # e_type ET_DYN
-        return _cache[path]
+                self.dyn[path] = f.read(18)[16] == 3  # e_type ET_DYN
+        return self.dyn[path]
 
     def resolve(self, addrs):
         by_module = collections.defaultdict(set)
