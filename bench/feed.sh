@@ -37,25 +37,6 @@ read -r -a plans <<< "${PLANS:-feed home_light}"
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 
-# build_base REV -> BASE_BIN: the commit's rankd, release + LTO. The sources come from
-# `git archive` (a plain snapshot: nothing to prune, never edited), built once per sha.
-build_base() {
-  local sha dir
-  sha=$(git -C "$root" rev-parse --verify "$1^{commit}")
-  dir="$root/build-base-$sha"
-  if [ ! -f "$dir/src/meson.build" ]; then
-    rm -rf "$dir"
-    mkdir -p "$dir/src"
-    git -C "$root" archive "$sha" | tar -x -C "$dir/src"
-  fi
-  if [ ! -f "$dir/build/build.ninja" ]; then
-    meson setup "$dir/build" "$dir/src" --buildtype=release -Db_lto=true -Db_ndebug=true >&2
-  fi
-  ninja -C "$dir/build" src/server/rankd >&2
-  BASE_BIN="$dir/build/src/server/rankd"
-  BASE_SHA=$sha
-}
-
 if [ -n "${CLUSTER:-}" ] && [ -n "${BASE_REV:-}" ]; then
   echo "feed: CLUSTER and BASE_REV are exclusive (each is the other's baseline slot)" >&2
   exit 2

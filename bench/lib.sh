@@ -57,3 +57,25 @@ for line in sys.stdin:
         d["baseline_command"] = sys.argv[1]
     print(json.dumps(d), flush=True)' "$1"
 }
+
+# build_base REV -> BASE_BIN, BASE_SHA: the commit's rankd, release + LTO, for BASE_REV.
+# The sources come from `git archive` (a plain snapshot: nothing to prune, never edited),
+# built once per sha in $RANKD_ROOT/build-base-<sha>/ (kept across runs).
+build_base() {
+  local sha dir root=$RANKD_ROOT
+  sha=$(git -C "$root" rev-parse --verify "$1^{commit}")
+  dir="$root/build-base-$sha"
+  if [ ! -f "$dir/src/meson.build" ]; then
+    rm -rf "$dir"
+    mkdir -p "$dir/src"
+    git -C "$root" archive "$sha" | tar -x -C "$dir/src"
+  fi
+  if [ ! -f "$dir/build/build.ninja" ]; then
+    meson setup "$dir/build" "$dir/src" --buildtype=release -Db_lto=true -Db_ndebug=true >&2
+  fi
+  ninja -C "$dir/build" src/server/rankd >&2
+  # shellcheck disable=SC2034  # outputs, read by the caller
+  BASE_BIN="$dir/build/src/server/rankd"
+  # shellcheck disable=SC2034
+  BASE_SHA=$sha
+}
