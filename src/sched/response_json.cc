@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <span>
 
 namespace rankd {
 
@@ -42,17 +43,27 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out) {
   const Plan& plan = *r.plan;
   const RowSet& rows = r.output;
   // The output columns and their `"name":` keys, looked up once.
-  std::vector<std::pair<std::string, const Column*>> cols;
+  std::vector<std::pair<std::string, const Column*>> heap_cols;
+  std::pair<std::string, const Column*> inline_cols[8];  // most plans: no allocation
+  const size_t ncols =
+      plan.output_columns.empty() ? rows.num_columns() : plan.output_columns.size();
+  std::span<std::pair<std::string, const Column*>> cols(inline_cols);
+  if (ncols > std::size(inline_cols)) {
+    heap_cols.resize(ncols);
+    cols = heap_cols;
+  }
+  cols = cols.first(ncols);
   if (plan.output_columns.empty()) {
-    for (size_t i = 0; i < rows.num_columns(); ++i)
-      cols.emplace_back(rows.column_name(i), rows.column_at(i).get());
+    for (size_t i = 0; i < ncols; ++i) cols[i] = {rows.column_name(i), rows.column_at(i).get()};
   } else {
-    for (const auto& name : plan.output_columns) cols.emplace_back(name, rows.column(name));
+    for (size_t i = 0; i < ncols; ++i)
+      cols[i] = {plan.output_columns[i], rows.column(plan.output_columns[i])};
   }
   for (auto& [key, col] : cols) {
     std::string k;
     AppendJsonString(key, k);
-    key = std::move(k) + ":";
+    k += ':';
+    key = std::move(k);
   }
   out += "{\"plan\":";
   AppendJsonString(plan.name, out);

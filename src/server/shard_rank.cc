@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "core/block_pool.h"
 #include "core/log.h"
 #include "http/api_errors.h"
 #include "sched/request_json.h"
@@ -99,7 +100,8 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
                           PlanMetricsPtr pm, TimePoint t0) {
   PlanPtr plan = run.plan;
   int64_t user_id = run.user_id;
-  auto live = std::make_shared<LiveRequest>(live_requests_);
+  auto live =
+      std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), live_requests_);
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));
 
   std::string body;
