@@ -165,7 +165,7 @@ void Runner::Exec(const Instr& ins) {
       size_t n = Len(ins.out);
       const Slot& a = S(ins.a);
       double* o = Alloc(out.own_f, n);
-      for (size_t k = 0; k < n; ++k) o[k] = static_cast<double>(a.i[k]);
+      I64ToF64(n, a.i, o);
       out.f = o;
       out.v = a.v;  // same rows valid; validity buffers are never written after creation
       return;
@@ -297,7 +297,7 @@ void Runner::LoadColumn(const Instr& ins) {
   if (rows)
     for (size_t k = 0; k < n; ++k) v[k] = (words[rows[k] >> 6] >> (rows[k] & 63)) & 1;
   else
-    for (size_t k = first; k < first + n; ++k) v[k - first] = (words[k >> 6] >> (k & 63)) & 1;
+    UnpackBits(words, first, n, v);
   out.v = v;
 }
 
@@ -719,7 +719,7 @@ void Runner::In(const Instr& ins) {
           table.resize(dict.size());
           for (size_t k = 0; k < dict.size(); ++k) table[k] = has(dict[k]);
         }
-        for (size_t k = 0; k < n; ++k) m[k] = a.v[k] & static_cast<uint8_t>(table[a.c[k]]);
+        LookUp(n, a.c, a.v, table.data(), m);
       } else {
         for (size_t k = 0; k < n; ++k) m[k] = a.v[k] & static_cast<uint8_t>(has(dict[a.c[k]]));
       }
