@@ -70,21 +70,28 @@ using DictPtr = std::shared_ptr<const StringDict>;
 #define RANKD_VECTOR_CLONES
 #endif
 
-RANKD_VECTOR_CLONES void F64Arith(Op op, bool sa, bool sb, size_t n, const double* a,
+// check: whether non-finite results are nulled (!Instr::unchecked).
+RANKD_VECTOR_CLONES void F64Arith(Op op, bool check, bool sa, bool sb, size_t n, const double* a,
                                   const uint8_t* va, const double* b, const uint8_t* vb, double* o,
                                   uint8_t* v) {
-  Dispatch2(sa, sb, [&]<bool SA, bool SB>() {
-    switch (op) {
-      case Op::kAdd: F64Binary<Op::kAdd, SA, SB>(n, a, va, b, vb, o, v); break;
-      case Op::kSub: F64Binary<Op::kSub, SA, SB>(n, a, va, b, vb, o, v); break;
-      case Op::kMul: F64Binary<Op::kMul, SA, SB>(n, a, va, b, vb, o, v); break;
-      case Op::kDiv: F64Binary<Op::kDiv, SA, SB>(n, a, va, b, vb, o, v); break;
-      case Op::kMin: F64Binary<Op::kMin, SA, SB>(n, a, va, b, vb, o, v); break;
-      case Op::kMax: F64Binary<Op::kMax, SA, SB>(n, a, va, b, vb, o, v); break;
-      case Op::kPow: F64Binary<Op::kPow, SA, SB>(n, a, va, b, vb, o, v); break;
-      default: break;
-    }
-  });
+  auto run = [&]<bool Check>() {
+    Dispatch2(sa, sb, [&]<bool SA, bool SB>() {
+      switch (op) {
+        case Op::kAdd: F64Binary<Op::kAdd, SA, SB, Check>(n, a, va, b, vb, o, v); break;
+        case Op::kSub: F64Binary<Op::kSub, SA, SB, Check>(n, a, va, b, vb, o, v); break;
+        case Op::kMul: F64Binary<Op::kMul, SA, SB, Check>(n, a, va, b, vb, o, v); break;
+        case Op::kDiv: F64Binary<Op::kDiv, SA, SB, Check>(n, a, va, b, vb, o, v); break;
+        case Op::kMin: F64Binary<Op::kMin, SA, SB, Check>(n, a, va, b, vb, o, v); break;
+        case Op::kMax: F64Binary<Op::kMax, SA, SB, Check>(n, a, va, b, vb, o, v); break;
+        case Op::kPow: F64Binary<Op::kPow, SA, SB, Check>(n, a, va, b, vb, o, v); break;
+        default: break;
+      }
+    });
+  };
+  if (check)
+    run.template operator()<true>();
+  else
+    run.template operator()<false>();
 }
 
 RANKD_VECTOR_CLONES void I64Arith(Op op, bool sa, bool sb, size_t n, const int64_t* a,
@@ -441,7 +448,7 @@ void Runner::Arith(const Instr& ins) {
   }
   double* o = Alloc(out.own_f, n);
   out.f = o;
-  F64Arith(ins.op, Sc(ins.a), Sc(ins.b), n, a.f, a.v, b.f, b.v, o, v);
+  F64Arith(ins.op, !ins.unchecked, Sc(ins.a), Sc(ins.b), n, a.f, a.v, b.f, b.v, o, v);
 }
 
 void Runner::Unary(const Instr& ins) {
@@ -474,11 +481,17 @@ void Runner::Unary(const Instr& ins) {
   out.f = o;
   const double* x = a.f;
   const uint8_t* va = a.v;
+  const bool check = !ins.unchecked;
   auto apply = [&](auto fn) {
-    for (size_t k = 0; k < n; ++k) {
-      double r = fn(x[k]);
-      o[k] = r;
-      v[k] = va[k] & Finite(r);
+    if (check) {
+      for (size_t k = 0; k < n; ++k) {
+        double r = fn(x[k]);
+        o[k] = r;
+        v[k] = va[k] & Finite(r);
+      }
+    } else {
+      for (size_t k = 0; k < n; ++k) o[k] = fn(x[k]);
+      std::memcpy(v, va, n);
     }
   };
   switch (ins.op) {

@@ -119,8 +119,9 @@ inline void I64Binary(size_t n, const int64_t* __restrict a, const uint8_t* __re
   }
 }
 
-// out = a OP b over f64; non-finite results (x/0, overflow) -> invalid.
-template <Op O, bool SA, bool SB>
+// out = a OP b over f64; non-finite results (x/0, overflow) -> invalid, unless !Check
+// (Instr::unchecked).
+template <Op O, bool SA, bool SB, bool Check = true>
 inline void F64Binary(size_t n, const double* __restrict a, const uint8_t* __restrict va,
                       const double* __restrict b, const uint8_t* __restrict vb,
                       double* __restrict out, uint8_t* __restrict vout) {
@@ -135,7 +136,10 @@ inline void F64Binary(size_t n, const double* __restrict a, const uint8_t* __res
     if constexpr (O == Op::kMax) r = a[ia] > b[ib] ? a[ia] : b[ib];
     if constexpr (O == Op::kPow) r = std::pow(a[ia], b[ib]);
     out[k] = r;
-    vout[k] = va[ia] & vb[ib] & Finite(r);
+    if constexpr (Check)
+      vout[k] = va[ia] & vb[ib] & Finite(r);
+    else
+      vout[k] = va[ia] & vb[ib];
   }
 }
 
