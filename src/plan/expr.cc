@@ -89,6 +89,53 @@ class Scatter {
   size_t valid_ = 0;
 };
 
+// For each byte of 8 mask bits, the positions of its set bits in order (then zeros) and
+// their count: a selection then takes 8 rows a step, writing all 8 candidates and
+// advancing past the kept ones, with no per-row dependency on the output count.
+struct CompactTable {
+  uint8_t pos[256][8];
+  uint8_t count[256];
+};
+constexpr CompactTable MakeCompactTable() {
+  CompactTable t{};
+  for (int b = 0; b < 256; ++b) {
+    int c = 0;
+    for (int j = 0; j < 8; ++j)
+      if ((b >> j) & 1) t.pos[b][c++] = static_cast<uint8_t>(j);
+    t.count[b] = static_cast<uint8_t>(c);
+  }
+  return t;
+}
+constexpr CompactTable kCompact = MakeCompactTable();
+
+// Writes the rows k < n whose mask byte m[k] (0/1) is set, in order, to o from w, and
+// returns the new end: rows[k] when rows is given, else first + k. o must have room for
+// w + n entries (a step writes 8 candidates). Measured (ops/bench vm filter): ~2x faster
+// than a per-row `o[w] = row; w += m[k]`.
+size_t Compact(const uint8_t* __restrict m, size_t n, const uint32_t* __restrict rows,
+               uint32_t first, uint32_t* __restrict o, size_t w) {
+  size_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    uint64_t x;
+    std::memcpy(&x, m + k, 8);
+    const uint8_t bits =
+        static_cast<uint8_t>(((x & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
+    const uint8_t* pos = kCompact.pos[bits];
+    if (rows) {
+      for (int j = 0; j < 8; ++j) o[w + j] = rows[k + pos[j]];
+    } else {
+      const uint32_t base = first + static_cast<uint32_t>(k);
+      for (int j = 0; j < 8; ++j) o[w + j] = base + pos[j];
+    }
+    w += kCompact.count[bits];
+  }
+  for (; k < n; ++k) {
+    o[w] = rows ? rows[k] : first + static_cast<uint32_t>(k);
+    w += m[k];
+  }
+  return w;
+}
+
 // One frame per thread, reused run after run: a run then allocates only when it needs
 // more room than the runs before it (an expression is never evaluated inside another).
 // The lease gives it to one run and releases its huge buffers afterwards.
@@ -178,22 +225,21 @@ class ProgramPred final : public CompiledPred {
                                    const uint8_t* m = s.m;
                                    uint32_t* o = out.data();
                                    size_t w = kept;
-                                   // Branch-free compaction: write every row, advance only past
-                                   // kept ones.
+                                   // Branch-free compaction: write every row (8 a step: Compact),
+                                   // advance only past kept ones.
                                    if (sel) {
                                      const uint32_t* rows = sel->data() + begin;
                                      if (scalar)
                                        for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[0];
                                      else
-                                       for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[k];
+                                       w = Compact(m, n, rows, 0, o, w);
                                    } else {
                                      uint32_t row = static_cast<uint32_t>(begin);
                                      if (scalar)
                                        for (size_t k = 0; k < n; ++k)
                                          o[w] = row + static_cast<uint32_t>(k), w += m[0];
                                      else
-                                       for (size_t k = 0; k < n; ++k)
-                                         o[w] = row + static_cast<uint32_t>(k), w += m[k];
+                                       w = Compact(m, n, nullptr, row, o, w);
                                    }
                                    kept = w;
                                  });

@@ -301,7 +301,6 @@ TEST_CASE("expr: i64 to f64 on many rows rounds as C++ does") {
   }
 }
 
-
 // Intermediate f64 results read only by + - * neg abs skip their own finiteness test
 // (Instr::unchecked); the values and nulls are those of testing every step: a step's
 // inf or NaN is null whatever reads it, through chains and into min, coalesce and cmp.
@@ -343,8 +342,7 @@ TEST_CASE("expr: non-finite intermediate results are null wherever they are read
   };
   // log -> * -> + -> -: only the last step tests.
   check(op("-", {op("+", {op("*", {op("log", {x}), c(2)}), c(1)}), c(3)}), [&](O v) {
-    return bin(bin(bin(un(v, [](double d) { return std::log(d); }), 2.0, mul), 1.0, add), 3.0,
-               sub);
+    return bin(bin(bin(un(v, [](double d) { return std::log(d); }), 2.0, mul), 1.0, add), 3.0, sub);
   });
   // x / 0 + 1 is null, so coalesce takes 7.
   check(op("coalesce", {op("+", {op("/", {x, c(0)}), c(1)}), c(7)}), [&](O v) {
@@ -361,10 +359,9 @@ TEST_CASE("expr: non-finite intermediate results are null wherever they are read
     return un(un(bin(v, 1000.0, mul), [](double d) { return std::exp(d); }), +neg);
   });
   check(op("+", {op("abs", {op("log", {x})}), c(1)}), [&](O v) {
-    return bin(un(un(v, [](double d) { return std::log(d); }), [](double d) {
-                 return std::fabs(d);
-               }),
-               1.0, add);
+    return bin(
+        un(un(v, [](double d) { return std::log(d); }), [](double d) { return std::fabs(d); }), 1.0,
+        add);
   });
   // A compare reads a checked value: x / 0 * 1 > 0 holds for no row.
   CHECK(fx.Select(R"({"op": "cmp", "cmp": ">", "lhs": )" + op("*", {op("/", {x, c(0)}), c(1)}) +

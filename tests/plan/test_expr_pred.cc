@@ -1,5 +1,6 @@
 // Predicates (docs/plan.md, "Predicates"): cmp over numbers and strings, and/or/not, in,
 // is_null, regex; Select returns physical rows in logical order.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -201,6 +202,14 @@ TEST_CASE("pred: numeric compares on many rows agree with C++") {
     CHECK(fx.Select(Cmp(op.c_str(), R"({"key": "a"})", R"({"const": -1})")) == want_a1);
     CHECK(fx.Select(Cmp(op.c_str(), R"({"key": "x"})", R"({"key": "y"})")) == want_xy);
     CHECK(fx.Select(Cmp(op.c_str(), R"({"key": "x"})", R"({"const": -0.0})")) == want_x0);
+    // Through a selection (rows in reverse, some left out): the kept rows in its order.
+    Rows sel, want_sel;
+    for (uint32_t i = n; i-- > 0;)
+      if (i % 3 != 1) sel.push_back(i);
+    for (uint32_t i : sel)
+      if (std::binary_search(want_ab.begin(), want_ab.end(), i)) want_sel.push_back(i);
+    CHECK(fx.SelectOn(Cmp(op.c_str(), R"({"key": "a"})", R"({"key": "b"})"),
+                      fx.rows.WithSelection(sel)) == want_sel);
   }
 }
 
