@@ -214,6 +214,8 @@ Result<Program> CompileProgram(const simdjson::dom::element& json, bool is_pred,
 // instruction's dispatch is paid once per block: at 4096 rows that is noise on
 // `ops/bench vm` (10,000 rows, 3 blocks).
 inline constexpr size_t kBlockRows = 4096;
+// Blocks start on a validity word (UnpackBits, the dense scatter in expr.cc).
+static_assert(kBlockRows % 64 == 0);
 
 // Receives each block's result: logical rows [begin, begin + n) of the input, held by
 // `result` (the result register; one value when the result is scalar) until the next
