@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include <bit>
 #include <cassert>
 #include <cstring>
 
@@ -38,6 +39,7 @@ class Scatter {
   }
   template <class Src>
   void Block(size_t begin, size_t n, const Slot& s, bool scalar, const Src* src) {
+    if (!sel_ && !scalar) return Dense(begin, n, s.v, src);
     for (size_t k = 0; k < n; ++k) {
       size_t i = scalar ? 0 : k;
       uint32_t r = sel_ ? (*sel_)[begin + k] : static_cast<uint32_t>(begin + k);
@@ -46,6 +48,35 @@ class Scatter {
       words_[r >> 6] |= uint64_t{v} << (r & 63);
       valid_ += v;
     }
+  }
+  // Block without a selection, of a vector result: rows begin.. in order, begin a multiple
+  // of 64 (blocks start at multiples of kBlockRows). Loops without branches that GCC
+  // vectorises; the validity bytes are packed 8 at a time by a multiply that gathers the
+  // low bit of each byte into the top byte. Measured (ops/bench vm): ~4x faster than the
+  // per-row loop above.
+  template <class Src>
+  void Dense(size_t begin, size_t n, const uint8_t* __restrict v, const Src* __restrict src) {
+    T* __restrict d = dst_.data() + begin;
+    if constexpr (std::is_same_v<T, double> && std::is_same_v<Src, double>) {
+      // A bit-select: GCC 12 does not vectorise `?:` on a byte condition over doubles.
+      for (size_t k = 0; k < n; ++k) {
+        const uint64_t keep = uint64_t{0} - v[k];
+        d[k] = std::bit_cast<double>(std::bit_cast<uint64_t>(src[k]) & keep);
+      }
+    } else {
+      for (size_t k = 0; k < n; ++k) d[k] = v[k] ? static_cast<T>(src[k]) : T{};
+    }
+    size_t valid = 0;
+    for (size_t k = 0; k < n; ++k) valid += v[k];
+    valid_ += valid;
+    uint8_t* bits = reinterpret_cast<uint8_t*>(words_.data()) + begin / 8;
+    const size_t whole = n / 8;
+    for (size_t j = 0; j < whole; ++j) {
+      uint64_t x;
+      std::memcpy(&x, v + 8 * j, 8);
+      bits[j] = static_cast<uint8_t>(((x & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
+    }
+    for (size_t k = 8 * whole; k < n; ++k) bits[k / 8] |= static_cast<uint8_t>(v[k] << (k % 8));
   }
   void Finish(Validity& validity) {
     if (valid_ != dst_.size()) validity.mutable_words() = std::move(words_);
@@ -57,6 +88,53 @@ class Scatter {
   std::vector<uint64_t> words_;
   size_t valid_ = 0;
 };
+
+// For each byte of 8 mask bits, the positions of its set bits in order (then zeros) and
+// their count: a selection then takes 8 rows a step, writing all 8 candidates and
+// advancing past the kept ones, with no per-row dependency on the output count.
+struct CompactTable {
+  uint8_t pos[256][8];
+  uint8_t count[256];
+};
+constexpr CompactTable MakeCompactTable() {
+  CompactTable t{};
+  for (int b = 0; b < 256; ++b) {
+    int c = 0;
+    for (int j = 0; j < 8; ++j)
+      if ((b >> j) & 1) t.pos[b][c++] = static_cast<uint8_t>(j);
+    t.count[b] = static_cast<uint8_t>(c);
+  }
+  return t;
+}
+constexpr CompactTable kCompact = MakeCompactTable();
+
+// Writes the rows k < n whose mask byte m[k] (0/1) is set, in order, to o from w, and
+// returns the new end: rows[k] when rows is given, else first + k. o must have room for
+// w + n entries (a step writes 8 candidates). Measured (ops/bench vm filter): ~2x faster
+// than a per-row `o[w] = row; w += m[k]`.
+size_t Compact(const uint8_t* __restrict m, size_t n, const uint32_t* __restrict rows,
+               uint32_t first, uint32_t* __restrict o, size_t w) {
+  size_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    uint64_t x;
+    std::memcpy(&x, m + k, 8);
+    const uint8_t bits =
+        static_cast<uint8_t>(((x & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
+    const uint8_t* pos = kCompact.pos[bits];
+    if (rows) {
+      for (int j = 0; j < 8; ++j) o[w + j] = rows[k + pos[j]];
+    } else {
+      const uint32_t base = first + static_cast<uint32_t>(k);
+      for (int j = 0; j < 8; ++j) o[w + j] = base + pos[j];
+    }
+    w += kCompact.count[bits];
+  }
+  for (; k < n; ++k) {
+    o[w] = rows ? rows[k] : first + static_cast<uint32_t>(k);
+    w += m[k];
+  }
+  return w;
+}
 
 // One frame per thread, reused run after run: a run then allocates only when it needs
 // more room than the runs before it (an expression is never evaluated inside another).
@@ -147,22 +225,21 @@ class ProgramPred final : public CompiledPred {
                                    const uint8_t* m = s.m;
                                    uint32_t* o = out.data();
                                    size_t w = kept;
-                                   // Branch-free compaction: write every row, advance only past
-                                   // kept ones.
+                                   // Branch-free compaction: write every row (8 a step: Compact),
+                                   // advance only past kept ones.
                                    if (sel) {
                                      const uint32_t* rows = sel->data() + begin;
                                      if (scalar)
                                        for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[0];
                                      else
-                                       for (size_t k = 0; k < n; ++k) o[w] = rows[k], w += m[k];
+                                       w = Compact(m, n, rows, 0, o, w);
                                    } else {
                                      uint32_t row = static_cast<uint32_t>(begin);
                                      if (scalar)
                                        for (size_t k = 0; k < n; ++k)
                                          o[w] = row + static_cast<uint32_t>(k), w += m[0];
                                      else
-                                       for (size_t k = 0; k < n; ++k)
-                                         o[w] = row + static_cast<uint32_t>(k), w += m[k];
+                                       w = Compact(m, n, nullptr, row, o, w);
                                    }
                                    kept = w;
                                  });

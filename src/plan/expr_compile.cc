@@ -149,6 +149,35 @@ void AssignSlots(Program& p) {
   if (p.num_slots == 0) p.num_slots = 1;  // the result slot of an empty program
 }
 
+// Sets Instr::unchecked on the f64 arithmetic whose every reader is an f64 + - * neg or
+// abs: those turn a non-finite operand (inf, NaN) into a non-finite result whatever the
+// other operand, so a non-finite value left valid is nulled by the first checked reader
+// downstream, and the result register is always checked. Any other reader (min, max, /,
+// pow, coalesce, if, cmp, ...) can turn a non-finite operand into a finite or non-null
+// result, so its operands stay checked.
+void MarkUnchecked(Program& p) {
+  std::vector<uint8_t> read(p.regs.size(), 0), only_propagating(p.regs.size(), 1);
+  for (const Instr& in : p.code) {
+    const bool propagates = p.regs[in.out].type == VType::kF64 &&
+                            (in.op == Op::kAdd || in.op == Op::kSub || in.op == Op::kMul ||
+                             in.op == Op::kNeg || in.op == Op::kAbs);
+    ForEachOperand(in, [&](Reg r) {
+      read[r] = 1;
+      if (!propagates) only_propagating[r] = 0;
+    });
+  }
+  only_propagating[p.result] = 0;
+  for (Instr& in : p.code) {
+    const bool checks_finite =
+        p.regs[in.out].type == VType::kF64 &&
+        (in.op == Op::kAdd || in.op == Op::kSub || in.op == Op::kMul || in.op == Op::kDiv ||
+         in.op == Op::kMin || in.op == Op::kMax || in.op == Op::kPow || in.op == Op::kNeg ||
+         in.op == Op::kAbs || in.op == Op::kLog || in.op == Op::kLog1p || in.op == Op::kExp ||
+         in.op == Op::kSqrt);
+    in.unchecked = checks_finite && read[in.out] && only_propagating[in.out];
+  }
+}
+
 class Compiler {
  public:
   Compiler(const ColumnTypes& cols, const ParamDecls& params, std::string_view where)
@@ -582,6 +611,7 @@ Result<Program> Compiler::Finish(Reg result, bool is_pred) {
     stack.pop_back();
   }
   p_.code = std::move(kept);
+  MarkUnchecked(p_);
   AssignSlots(p_);
   return std::move(p_);
 }

@@ -119,8 +119,9 @@ inline void I64Binary(size_t n, const int64_t* __restrict a, const uint8_t* __re
   }
 }
 
-// out = a OP b over f64; non-finite results (x/0, overflow) -> invalid.
-template <Op O, bool SA, bool SB>
+// out = a OP b over f64; non-finite results (x/0, overflow) -> invalid, unless !Check
+// (Instr::unchecked).
+template <Op O, bool SA, bool SB, bool Check = true>
 inline void F64Binary(size_t n, const double* __restrict a, const uint8_t* __restrict va,
                       const double* __restrict b, const uint8_t* __restrict vb,
                       double* __restrict out, uint8_t* __restrict vout) {
@@ -135,7 +136,10 @@ inline void F64Binary(size_t n, const double* __restrict a, const uint8_t* __res
     if constexpr (O == Op::kMax) r = a[ia] > b[ib] ? a[ia] : b[ib];
     if constexpr (O == Op::kPow) r = std::pow(a[ia], b[ib]);
     out[k] = r;
-    vout[k] = va[ia] & vb[ib] & Finite(r);
+    if constexpr (Check)
+      vout[k] = va[ia] & vb[ib] & Finite(r);
+    else
+      vout[k] = va[ia] & vb[ib];
   }
 }
 
@@ -156,13 +160,70 @@ inline void Coalesce(size_t n, const T* __restrict a, const uint8_t* __restrict 
   }
 }
 
+// The 64 validity bits of words[first / 64 ...] as n bytes of 0/1 (first is a multiple of
+// 64: blocks start at multiples of kBlockRows). Eight rows at a time: a multiply copies the
+// byte of 8 bits into every byte of a word, a mask keeps bit i in byte i, and adding 0x7f
+// carries a set bit into the byte's top bit. A loop per row shifting by the row's bit
+// position is ~5x slower (measured: ops/bench vm).
+inline void UnpackBits(const uint64_t* __restrict words, size_t first, size_t n,
+                       uint8_t* __restrict v) {
+  const uint8_t* bytes = reinterpret_cast<const uint8_t*>(words + first / 64);
+  const size_t whole = n / 8;
+  for (size_t j = 0; j < whole; ++j) {
+    uint64_t x = (bytes[j] * 0x0101010101010101ull) & 0x8040201008040201ull;
+    x = ((x + 0x7f7f7f7f7f7f7f7full) >> 7) & 0x0101010101010101ull;
+    std::memcpy(v + 8 * j, &x, 8);
+  }
+  for (size_t k = 8 * whole; k < n; ++k) v[k] = (bytes[k / 8] >> (k % 8)) & 1;
+}
+
+// o[k] = static_cast<double>(x[k]), the same value (one rounding, to nearest), in
+// operations SSE2 has for vectors (it has no int64 -> double conversion): x = hi * 2^32 +
+// lo; hi and lo go into the mantissas of two large doubles whose difference, minus their
+// offsets, is exact; the final add is the one rounding.
+inline void I64ToF64(size_t n, const int64_t* __restrict x, double* __restrict o) {
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t u = static_cast<uint64_t>(x[k]);
+    const double lo = std::bit_cast<double>((u & 0xffffffffull) | 0x4330000000000000ull);
+    const double hi = std::bit_cast<double>(((u >> 32) ^ 0x80000000ull) | 0x4530000000000000ull);
+    o[k] = (hi - (0x1p84 + 0x1p63 + 0x1p52)) + lo;
+  }
+}
+
+// m[k] = v[k] & table[c[k]]: a string column through a per-entry result.
+inline void LookUp(size_t n, const uint32_t* __restrict c, const uint8_t* __restrict v,
+                   const int8_t* __restrict table, uint8_t* __restrict m) {
+  for (size_t k = 0; k < n; ++k) m[k] = v[k] & static_cast<uint8_t>(table[c[k]]);
+}
+
+// a OP b on int64 as 0/1 in 64-bit integer arithmetic, which SSE2 vectorises (it has no
+// 64-bit compares): equality from the sign of x | -x, order from the sign of a - b
+// corrected for overflow (Hacker's Delight 2-12).
+template <CmpOp C>
+inline uint64_t CompareI64(int64_t a, int64_t b) {
+  const uint64_t x = static_cast<uint64_t>(a), y = static_cast<uint64_t>(b);
+  const uint64_t d = x ^ y;
+  const uint64_t ne = (d | (0 - d)) >> 63;
+  const uint64_t diff = x - y;
+  const uint64_t lt = (diff ^ (d & (diff ^ x))) >> 63;  // a < b
+  if constexpr (C == CmpOp::kEq) return ne ^ 1;
+  if constexpr (C == CmpOp::kNe) return ne;
+  if constexpr (C == CmpOp::kLt) return lt;
+  if constexpr (C == CmpOp::kGe) return lt ^ 1;
+  if constexpr (C == CmpOp::kGt) return ne & (lt ^ 1);
+  if constexpr (C == CmpOp::kLe) return lt | (ne ^ 1);
+}
+
 template <CmpOp C, class T, bool SA, bool SB>
 inline void CmpKernel(size_t n, const T* __restrict a, const uint8_t* __restrict va,
                       const T* __restrict b, const uint8_t* __restrict vb,
                       uint8_t* __restrict out) {
   for (size_t k = 0; k < n; ++k) {
     const size_t ia = SA ? 0 : k, ib = SB ? 0 : k;
-    out[k] = va[ia] & vb[ib] & static_cast<uint8_t>(Compare<C>(a[ia], b[ib]));
+    if constexpr (std::is_same_v<T, int64_t>)
+      out[k] = va[ia] & vb[ib] & static_cast<uint8_t>(CompareI64<C>(a[ia], b[ib]));
+    else
+      out[k] = va[ia] & vb[ib] & static_cast<uint8_t>(Compare<C>(a[ia], b[ib]));
   }
 }
 

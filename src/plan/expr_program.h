@@ -71,6 +71,12 @@ struct Instr {
   Op op;
   Reg out = 0, a = 0, b = 0, c = 0;
   uint32_t aux = 0;
+  // f64 arithmetic: non-finite results stay valid here, because every reader is an f64
+  // + - * neg abs, which makes a non-finite operand a non-finite result, nulled by the
+  // reader or, unchecked too, by its readers in turn (MarkUnchecked, expr_compile.cc). The
+  // program computes the same values and nulls and skips the finiteness test (a narrowing
+  // of 64-bit lanes to bytes, most of an f64 kernel's cost) on intermediate results.
+  bool unchecked = false;
 };
 
 // Calls f(r) for each register `in` reads (none, a, a b, or a b c by its op).
@@ -208,6 +214,8 @@ Result<Program> CompileProgram(const simdjson::dom::element& json, bool is_pred,
 // instruction's dispatch is paid once per block: at 4096 rows that is noise on
 // `ops/bench vm` (10,000 rows, 3 blocks).
 inline constexpr size_t kBlockRows = 4096;
+// Blocks start on a validity word (UnpackBits, the dense scatter in expr.cc).
+static_assert(kBlockRows % 64 == 0);
 
 // Receives each block's result: logical rows [begin, begin + n) of the input, held by
 // `result` (the result register; one value when the result is scalar) until the next
