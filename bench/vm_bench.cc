@@ -187,9 +187,14 @@ std::vector<uint32_t> HandSort(const RowSet& rs, const Column& key) {
   return out;
 }
 
+// Our selections (pool-allocated) against the hand-written loops' plain vectors.
+bool Same(const Selection& ours, const std::vector<uint32_t>& hand) {
+  return std::equal(ours.begin(), ours.end(), hand.begin(), hand.end());
+}
+
 // The engine's sort task when the registry has one; else what the task should do.
-std::vector<uint32_t> FallbackSort(const RowSet& rs, const Column& key) {
-  std::vector<uint32_t> rows = rs.LogicalRows();
+Selection FallbackSort(const RowSet& rs, const Column& key) {
+  Selection rows = rs.LogicalRows();
   auto mid = std::stable_partition(rows.begin(), rows.end(), [&](uint32_t r) {
     return key.valid(r) && !std::isnan(key.f64[r]);
   });
@@ -233,7 +238,7 @@ int main() {
     std::fprintf(stderr, "vm_bench: %s\n", pred.error().message.c_str());
     return 1;
   }
-  if (*(*pred)->Select(rs, params) != HandFilter(rs)) {
+  if (!Same(*(*pred)->Select(rs, params), HandFilter(rs))) {
     std::fprintf(stderr, "vm_bench: filter and hand-written differ\n");
     return 1;
   }
@@ -251,7 +256,7 @@ int main() {
   scored.SetColumn("score", std::make_shared<Column>(*(*expr)->Evaluate(rs, params)));
   const Column& key = *scored.column("score");
   const TaskSpec* sort = TaskRegistry::Default().Find("sort");
-  std::function<std::vector<uint32_t>()> ours;
+  std::function<Selection()> ours;
   TaskArgs args;
   TaskContext ctx;
   const char* impl = "fallback std::stable_sort (no sort task registered)";
@@ -270,12 +275,12 @@ int main() {
     impl = "tasks sort";
     ours = [&] {
       auto out = sort->run_cpu(ctx, {scored});
-      return out ? out->LogicalRows() : std::vector<uint32_t>{};
+      return out ? out->LogicalRows() : Selection{};
     };
   } else {
     ours = [&] { return FallbackSort(scored, key); };
   }
-  if (ours() != HandSort(scored, key)) {
+  if (!Same(ours(), HandSort(scored, key))) {
     std::fprintf(stderr, "vm_bench: sort and hand-written differ\n");
     return 1;
   }

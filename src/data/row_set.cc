@@ -45,21 +45,21 @@ Value Column::Get(size_t row) const {
   return std::monostate{};
 }
 
-Column Column::I64(std::vector<int64_t> v) {
+Column Column::I64(PoolVector<int64_t> v) {
   Column c;
   c.type = ColumnType::kI64;
   c.i64 = std::move(v);
   return c;
 }
 
-Column Column::F64(std::vector<double> v) {
+Column Column::F64(PoolVector<double> v) {
   Column c;
   c.type = ColumnType::kF64;
   c.f64 = std::move(v);
   return c;
 }
 
-Column Column::Bool(std::vector<uint8_t> v) {
+Column Column::Bool(PoolVector<uint8_t> v) {
   Column c;
   c.type = ColumnType::kBool;
   c.b = std::move(v);
@@ -107,7 +107,7 @@ void RowSet::SetColumn(std::string name, ColumnPtr col) {
   columns_.emplace_back(std::move(name), std::move(col));
 }
 
-RowSet RowSet::WithSelection(std::vector<uint32_t> sel) const {
+RowSet RowSet::WithSelection(Selection sel) const {
   RowSet out;
   out.physical_rows_ = physical_rows_;
   out.columns_ = columns_;
@@ -117,7 +117,7 @@ RowSet RowSet::WithSelection(std::vector<uint32_t> sel) const {
 
 RowSet RowSet::Take(size_t n) const {
   if (n >= size()) return *this;
-  std::vector<uint32_t> sel;
+  Selection sel;
   if (sel_) {
     sel.assign(sel_->begin(), sel_->begin() + static_cast<ptrdiff_t>(n));
   } else {
@@ -127,9 +127,9 @@ RowSet RowSet::Take(size_t n) const {
   return WithSelection(std::move(sel));
 }
 
-std::vector<uint32_t> RowSet::LogicalRows() const {
+Selection RowSet::LogicalRows() const {
   if (sel_) return *sel_;
-  std::vector<uint32_t> rows(physical_rows_);
+  Selection rows(physical_rows_);
   std::iota(rows.begin(), rows.end(), 0u);
   return rows;
 }

@@ -19,9 +19,19 @@
 #include <utility>
 #include <vector>
 
+#include "core/block_pool.h"
 #include "data/value.h"
 
 namespace rankd {
+
+// Row-set storage (cells, validity, selection vectors, the column list) comes from the
+// thread's block pool (core/block_pool.h): a request's columns are freed when the
+// request ends and the next request on the shard takes the same blocks again, without
+// malloc. Vectors larger than the pool's biggest block go to the heap as before.
+template <class T>
+using PoolVector = std::vector<T, block_pool::Allocator<T>>;
+// Physical row indexes: a selection or permutation of a row set's rows.
+using Selection = PoolVector<uint32_t>;
 
 // Validity bitmap: bit i set = row i is non-null. An empty bitmap means "all valid",
 // so columns without nulls pay nothing.
@@ -31,11 +41,11 @@ class Validity {
   bool valid(size_t i) const { return bits_.empty() || (bits_[i >> 6] >> (i & 63)) & 1; }
   // Makes the bitmap explicit (all rows valid) for `n` rows, then clears row i.
   void SetNull(size_t i, size_t n);
-  const std::vector<uint64_t>& words() const { return bits_; }
-  std::vector<uint64_t>& mutable_words() { return bits_; }
+  const PoolVector<uint64_t>& words() const { return bits_; }
+  PoolVector<uint64_t>& mutable_words() { return bits_; }
 
  private:
-  std::vector<uint64_t> bits_;
+  PoolVector<uint64_t> bits_;
 };
 
 // String dictionary of one column: codes index `values`.
@@ -46,10 +56,10 @@ struct StringDict {
 struct Column {
   ColumnType type = ColumnType::kI64;
   // Exactly one storage vector is used, chosen by `type`; each has the physical length.
-  std::vector<int64_t> i64;
-  std::vector<double> f64;
-  std::vector<uint8_t> b;          // kBool: 0 or 1
-  std::vector<uint32_t> str_code;  // kStr: index into dict->values
+  PoolVector<int64_t> i64;
+  PoolVector<double> f64;
+  PoolVector<uint8_t> b;          // kBool: 0 or 1
+  PoolVector<uint32_t> str_code;  // kStr: index into dict->values
   std::shared_ptr<const StringDict> dict;
   Validity validity;
 
@@ -58,9 +68,22 @@ struct Column {
   std::string_view str(size_t row) const { return dict->values[str_code[row]]; }
   Value Get(size_t row) const;  // null-aware, physical row
 
-  static Column I64(std::vector<int64_t> v);
-  static Column F64(std::vector<double> v);
-  static Column Bool(std::vector<uint8_t> v);
+  static Column I64(PoolVector<int64_t> v);
+  static Column F64(PoolVector<double> v);
+  static Column Bool(PoolVector<uint8_t> v);
+  // The same from any other container of values (copied; tests and cold paths).
+  template <class Values>
+  static Column I64(const Values& v) {
+    return I64(PoolVector<int64_t>(std::begin(v), std::end(v)));
+  }
+  template <class Values>
+  static Column F64(const Values& v) {
+    return F64(PoolVector<double>(std::begin(v), std::end(v)));
+  }
+  template <class Values>
+  static Column Bool(const Values& v) {
+    return Bool(PoolVector<uint8_t>(std::begin(v), std::end(v)));
+  }
   // Builds a dictionary-encoded string column; nullopt entries are null.
   static Column Str(const std::vector<std::optional<std::string>>& v);
   static Column Nulls(ColumnType t, size_t n);
@@ -79,7 +102,7 @@ class RowSet {
   // Physical index of logical row i.
   uint32_t row(size_t i) const { return sel_ ? (*sel_)[i] : static_cast<uint32_t>(i); }
   // The selection vector, if any (nullptr = identity).
-  const std::vector<uint32_t>* selection() const { return sel_ ? &*sel_ : nullptr; }
+  const Selection* selection() const { return sel_ ? &*sel_ : nullptr; }
 
   size_t num_columns() const { return columns_.size(); }
   const std::string& column_name(size_t i) const { return columns_[i].first; }
@@ -92,16 +115,16 @@ class RowSet {
   void SetColumn(std::string name, ColumnPtr col);
 
   // Views with a new selection vector (indices are physical rows); columns are shared.
-  RowSet WithSelection(std::vector<uint32_t> sel) const;
+  RowSet WithSelection(Selection sel) const;
   // Logical rows [0, n) (take); shares columns and truncates the selection.
   RowSet Take(size_t n) const;
   // The selection vector materialised: identity if there is none.
-  std::vector<uint32_t> LogicalRows() const;
+  Selection LogicalRows() const;
 
  private:
   size_t physical_rows_ = 0;
-  std::vector<std::pair<std::string, ColumnPtr>> columns_;
-  std::optional<std::vector<uint32_t>> sel_;
+  PoolVector<std::pair<std::string, ColumnPtr>> columns_;
+  std::optional<Selection> sel_;
 };
 
 }  // namespace rankd

@@ -33,7 +33,7 @@ ColumnType ToColumnType(VType t) {
 template <class T>
 class Scatter {
  public:
-  Scatter(const RowSet& in, std::vector<T>& dst)
+  Scatter(const RowSet& in, PoolVector<T>& dst)
       : sel_(in.selection()), dst_(dst), words_((in.physical_rows() + 63) / 64, 0) {
     dst_.assign(in.physical_rows(), T{});
   }
@@ -83,9 +83,9 @@ class Scatter {
   }
 
  private:
-  const std::vector<uint32_t>* sel_;
-  std::vector<T>& dst_;
-  std::vector<uint64_t> words_;
+  const Selection* sel_;
+  PoolVector<T>& dst_;
+  PoolVector<uint64_t> words_;
   size_t valid_ = 0;
 };
 
@@ -185,7 +185,7 @@ class ProgramExpr final : public CompiledExpr {
   // through `field` of the result slot.
   template <class T, class Src>
   bool Run(const RowSet& in, const ParamValues& params, const CancelCheck& cancelled,
-           std::vector<T>& dst, Validity& validity, const Src* Slot::*field,
+           PoolVector<T>& dst, Validity& validity, const Src* Slot::*field,
            std::shared_ptr<const StringDict>* dict = nullptr) const {
     FrameLease lease;
     Scatter<T> out(in, dst);
@@ -211,12 +211,12 @@ class ProgramPred final : public CompiledPred {
  public:
   explicit ProgramPred(Program p) : p_(std::move(p)) {}
 
-  std::optional<std::vector<uint32_t>> Select(const RowSet& in, const ParamValues& params,
-                                              const CancelCheck& cancelled) const override {
+  std::optional<Selection> Select(const RowSet& in, const ParamValues& params,
+                                  const CancelCheck& cancelled) const override {
     FrameLease lease;
-    const std::vector<uint32_t>* sel = in.selection();
+    const Selection* sel = in.selection();
     const bool scalar = p_.regs[p_.result].scalar;
-    std::vector<uint32_t> out(in.size());
+    Selection out(in.size());
     size_t kept = 0;
     bool done = expr::RunProgram(p_, in, params, lease.frame(), cancelled,
                                  [&](size_t begin, size_t n, const Slot& s) {

@@ -66,8 +66,8 @@ class CompiledPred {
   // The physical indices of the logical rows of `in` where the predicate is true, in
   // logical order (ready to be the selection vector of the filtered row set). Polls
   // `cancelled` like Evaluate; nullopt once it said true.
-  virtual std::optional<std::vector<uint32_t>> Select(const RowSet& in, const ParamValues& params,
-                                                      const CancelCheck& cancelled = {}) const = 0;
+  virtual std::optional<Selection> Select(const RowSet& in, const ParamValues& params,
+                                          const CancelCheck& cancelled = {}) const = 0;
 };
 
 // Compiles the expression `json` (an expr_table entry) for a node whose input has the

@@ -315,7 +315,7 @@ void Runner::LoadColumn(const Instr& ins) {
   Slot& out = S(ins.out);
   const ColumnRef& ref = p_.columns[ins.aux];
   const size_t n = f_.n;
-  const std::vector<uint32_t>* sel = in_.selection();
+  const Selection* sel = in_.selection();
   const Column* col = in_.column(ref.name);
   VType t = ref.type;
   bool ok = col != nullptr;

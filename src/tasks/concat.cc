@@ -71,7 +71,7 @@ Result<RowSet> RunConcat(const TaskContext&, std::vector<RowSet> in) {
                                 TypeName(c.first_type) + " and " + TypeName(c.type)));
   }
   RowSet out;
-  std::vector<std::vector<uint32_t>> logical;
+  std::vector<Selection> logical;
   logical.reserve(in.size());
   for (const RowSet& rs : in) logical.push_back(rs.LogicalRows());
   for (const auto& [name, type] : cols->cols) {

@@ -36,8 +36,7 @@ Result<RowSet> RunVm(const TaskContext& ctx, std::vector<RowSet> in) {
 
 Result<RowSet> RunFilter(const TaskContext& ctx, std::vector<RowSet> in) {
   if (ctx.cancelled()) return Fail(CancelledError("filter"));
-  std::optional<std::vector<uint32_t>> rows =
-      ctx.node->pred->Select(in[0], *ctx.params, CancelCheckOf(ctx));
+  std::optional<Selection> rows = ctx.node->pred->Select(in[0], *ctx.params, CancelCheckOf(ctx));
   if (!rows) return Fail(CancelledError("filter"));
   return in[0].WithSelection(std::move(*rows));
 }
@@ -57,7 +56,7 @@ Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
 
 // Keeps the first logical row of each distinct key value; all nulls count as one value.
 template <class Key, class KeyOf>
-std::vector<uint32_t> FirstOfEach(const RowSet& rs, const Column& col, KeyOf key_of) {
+Selection FirstOfEach(const RowSet& rs, const Column& col, KeyOf key_of) {
   if constexpr (std::is_same_v<Key, int64_t> || std::is_same_v<Key, uint64_t>) {
     // 64-bit keys: an open-addressing set in one block (linear probing, load ≤ 0.5),
     // not a heap node per key. A slot holds the key's index in `keys` + 1 (0: empty).
@@ -67,7 +66,7 @@ std::vector<uint32_t> FirstOfEach(const RowSet& rs, const Column& col, KeyOf key
     std::vector<Key> keys;
     keys.reserve(rs.size());
     bool seen_null = false;
-    std::vector<uint32_t> keep;
+    Selection keep;
     keep.reserve(rs.size());
     for (size_t i = 0; i < rs.size(); ++i) {
       uint32_t r = rs.row(i);
@@ -90,7 +89,7 @@ std::vector<uint32_t> FirstOfEach(const RowSet& rs, const Column& col, KeyOf key
   }
   std::unordered_set<Key> seen;
   bool seen_null = false;
-  std::vector<uint32_t> keep;
+  Selection keep;
   keep.reserve(rs.size());
   seen.reserve(rs.size());
   for (size_t i = 0; i < rs.size(); ++i) {
@@ -106,7 +105,7 @@ Result<RowSet> RunDedupe(const TaskContext& ctx, std::vector<RowSet> in) {
   auto key = KeyColumn(ctx, rs, "dedupe");
   if (!key) return Fail(key.error());
   const Column* col = *key;
-  std::vector<uint32_t> keep;
+  Selection keep;
   switch (col->type) {
     case ColumnType::kI64:
       keep = FirstOfEach<int64_t>(rs, *col, [&](uint32_t r) { return col->i64[r]; });

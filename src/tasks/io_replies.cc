@@ -167,7 +167,7 @@ RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user)
   const size_t rows = user.exists ? 1 : 0;
   RowSet out;
   out.SetColumn("id", std::make_shared<const Column>(Column::I64(
-                          user.exists ? std::vector<int64_t>{user_id} : std::vector<int64_t>{})));
+                          user.exists ? PoolVector<int64_t>{user_id} : PoolVector<int64_t>{})));
   const auto& names = UserFields();
   for (size_t f = 0; f < names.size(); ++f) {
     ColumnBuilder col(*UserFieldType(names[f]), rows);
@@ -177,7 +177,7 @@ RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user)
   return out;
 }
 
-void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>& out) {
+void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out) {
   const size_t n = std::min<size_t>(count, list.members.size());
   auto bad = list.bad.begin();
   for (size_t i = 0; i < n; ++i) {
@@ -231,7 +231,7 @@ Result<RowSet> SeenFilterRows(const ReplySource& src, int64_t user_id, const Row
   std::vector<uint8_t> seen(input.physical_rows(), 0);
   for (size_t i = 0; i < ids.rows.size(); ++i)
     if (r.elements[i].is_integer() && r.elements[i].integer == 1) seen[ids.rows[i]] = 1;
-  std::vector<uint32_t> keep;
+  Selection keep;
   keep.reserve(input.size());
   for (size_t i = 0; i < input.size(); ++i)
     if (!seen[input.row(i)]) keep.push_back(input.row(i));

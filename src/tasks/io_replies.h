@@ -66,7 +66,7 @@ Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int
 RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user);
 
 // The ids of LRANGE 0 count-1 of `list` (members that are ids; REQUIRES: list.Covers(count)).
-void AppendListIds(const CachedList& list, uint32_t count, std::vector<int64_t>& out);
+void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out);
 
 // features: the input plus one typed column per field. `cells` holds, for each distinct
 // id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].

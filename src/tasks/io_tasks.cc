@@ -69,8 +69,8 @@ Result<RowIo> StartRowIo(const TaskContext& ctx, const RowSet& in) {
 
 // The members' ids of each input row's list, and for each the input id it came from.
 struct Expanded {
-  std::vector<int64_t> ids;
-  std::vector<int64_t> from;
+  PoolVector<int64_t> ids;
+  PoolVector<int64_t> from;
 };
 
 // ---- the cache ----------------------------------------------------------------------
@@ -173,7 +173,7 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   // Hits are copied out now, into hit_ids[hit_span[i]]; misses go to Redis.
   constexpr uint32_t kMiss = UINT32_MAX;
   std::vector<std::pair<uint32_t, uint32_t>> hit_span(ids.size(), {kMiss, kMiss});
-  std::vector<int64_t> hit_ids;
+  PoolVector<int64_t> hit_ids;
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(ids.size());
@@ -247,7 +247,7 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   co_return out;
 }
 
-RowSet IdRows(std::vector<int64_t> ids) {
+RowSet IdRows(PoolVector<int64_t> ids) {
   RowSet out;
   out.SetColumn("id", std::make_shared<const Column>(Column::I64(std::move(ids))));
   return out;

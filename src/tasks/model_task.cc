@@ -67,11 +67,11 @@ Result<RowSet> RunModel(const TaskContext& ctx, std::vector<RowSet> in) {
   std::vector<float> features(nf * std::min(block, rows));
   std::vector<const float*> feature_ptrs(nf);
   std::vector<double> scores(std::min(block, rows));
-  Column col = Column::F64(std::vector<double>(out.physical_rows(), 0.0));
+  Column col = Column::F64(PoolVector<double>(out.physical_rows(), 0.0));
   // With a selection, the rows it leaves out stay null: the bitmap starts all null and
   // each scored row is marked valid.
   bool selected = out.selection() != nullptr;
-  std::vector<uint64_t>& valid = col.validity.mutable_words();
+  PoolVector<uint64_t>& valid = col.validity.mutable_words();
   if (selected) valid.assign((out.physical_rows() + 63) / 64, 0);
   for (size_t begin = 0; begin < rows; begin += block) {
     if (begin > 0 && ctx.cancelled()) return Fail(CancelledError("model"));

@@ -41,13 +41,13 @@ constexpr size_t kRadixRows = 256;
 // the same set as nth_element's (ties break on position: the order is total). Returns
 // false when cancelled.
 template <class Entry, class Before>
-bool SelectFirst(std::vector<Entry>& e, size_t cut, Before before, const CancelCheck& cancelled) {
+bool SelectFirst(PoolVector<Entry>& e, size_t cut, Before before, const CancelCheck& cancelled) {
   const size_t block = std::max(cut, kSortBlock);
-  const auto at = [&](std::vector<Entry>& v, size_t i) {
+  const auto at = [&](PoolVector<Entry>& v, size_t i) {
     return v.begin() + static_cast<ptrdiff_t>(i);
   };
   size_t taken = std::min(e.size(), cut + block);
-  std::vector<Entry> best(e.begin(), at(e, taken));
+  PoolVector<Entry> best(e.begin(), at(e, taken));
   size_t rejected = 0;  // e[0, rejected) holds the entries dropped so far; always < taken
   for (;;) {
     std::nth_element(best.begin(), at(best, cut), best.end(), before);
@@ -66,14 +66,14 @@ bool SelectFirst(std::vector<Entry>& e, size_t cut, Before before, const CancelC
 }
 
 template <class Key, class KeyOf>
-bool SortByKey(std::vector<uint32_t>& rows, bool desc, size_t first, const CancelCheck& cancelled,
+bool SortByKey(Selection& rows, bool desc, size_t first, const CancelCheck& cancelled,
                KeyOf key_of) {
   struct Entry {
     Key key;
     uint32_t pos;
   };
   auto stop = [&] { return cancelled && cancelled(); };
-  std::vector<Entry> e(rows.size());
+  PoolVector<Entry> e(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i % kSortBlock == 0 && stop()) return false;
     e[i] = {key_of(rows[i]), static_cast<uint32_t>(i)};
@@ -107,7 +107,7 @@ bool SortByKey(std::vector<uint32_t>& rows, bool desc, size_t first, const Cance
                        return a.key < b.key || (a.key == b.key && a.pos < b.pos);
                      });
   if (!done) return false;
-  std::vector<uint32_t> sorted(rows.size());
+  Selection sorted(rows.size());
   for (size_t i = 0; i < e.size(); ++i) sorted[i] = rows[e[i].pos];
   rows.swap(sorted);
   return true;
@@ -132,15 +132,15 @@ uint64_t Image(uint8_t x) { return x; }
 // pairs. Polls `cancelled` every kSortBlock rows of each pass. Returns false when
 // cancelled (rows are then left as they were).
 template <class KeyOf>
-bool RadixSort(std::vector<uint32_t>& rows, bool desc, const CancelCheck& cancelled, KeyOf key_of) {
+bool RadixSort(Selection& rows, bool desc, const CancelCheck& cancelled, KeyOf key_of) {
   struct Keyed {
     uint64_t key;
     uint32_t row;
   };
   const size_t n = rows.size();
   const uint64_t flip = desc ? ~uint64_t{0} : 0;
-  std::vector<Keyed> a(n), b(n);
-  std::vector<std::array<uint32_t, 256>> count(8, std::array<uint32_t, 256>{});
+  PoolVector<Keyed> a(n), b(n);
+  PoolVector<std::array<uint32_t, 256>> count(8, std::array<uint32_t, 256>{});
   uint64_t diff = 0;  // bits that differ between some key and the first
   const uint64_t first_key = n ? Image(key_of(rows[0])) ^ flip : 0;
   auto stop = [&] { return cancelled && cancelled(); };
@@ -178,8 +178,7 @@ bool RadixSort(std::vector<uint32_t>& rows, bool desc, const CancelCheck& cancel
 // Sorts rows by key_of: a radix sort when every row needs its place and there are enough
 // of them to pay for its passes, else SortByKey.
 template <class Key, class KeyOf>
-bool SortBy(std::vector<uint32_t>& rows, bool desc, size_t first, const CancelCheck& cancelled,
-            KeyOf key_of) {
+bool SortBy(Selection& rows, bool desc, size_t first, const CancelCheck& cancelled, KeyOf key_of) {
   if (first >= rows.size() && rows.size() >= kRadixRows)
     return RadixSort(rows, desc, cancelled,
                      [&](uint32_t r) { return static_cast<Key>(key_of(r)); });
@@ -203,15 +202,15 @@ std::vector<uint32_t> DictRanks(const StringDict& dict) {
 
 }  // namespace
 
-std::optional<std::vector<uint32_t>> SortRows(const RowSet& rs, const Column& col, bool desc,
-                                              size_t first, const CancelCheck& cancelled) {
+std::optional<Selection> SortRows(const RowSet& rs, const Column& col, bool desc, size_t first,
+                                  const CancelCheck& cancelled) {
   // Nulls (and NaN, which has no order) go last, in their input order. Branch-free: each
   // row is written to both lists and only the one it belongs to advances (a null key is
   // unpredictable per row).
   const size_t n = rs.size();
-  std::vector<uint32_t> rows(n), nulls(n);
+  Selection rows(n), nulls(n);
   size_t kept = 0, dropped = 0;
-  const std::vector<uint32_t>* sel = rs.selection();
+  const Selection* sel = rs.selection();
   for (size_t i = 0; i < n; ++i) {
     const uint32_t r = sel ? (*sel)[i] : static_cast<uint32_t>(i);
     const bool has = col.valid(r) && !(col.type == ColumnType::kF64 && std::isnan(col.f64[r]));
@@ -253,7 +252,7 @@ Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in) {
   if (!col) return Fail(col.error());
   // Only the rows a following take reads must be in order (PlanNode::rows_read).
   size_t first = ctx.node ? ctx.node->rows_read : 0;
-  std::optional<std::vector<uint32_t>> rows =
+  std::optional<Selection> rows =
       SortRows(rs, **col, ctx.args->Str("order") == "desc", first, CancelCheckOf(ctx));
   if (!rows) return Fail(CancelledError("sort"));
   return rs.WithSelection(std::move(*rows));

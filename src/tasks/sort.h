@@ -17,7 +17,7 @@ namespace rankd {
 // need their final place; the others follow in no particular order. Polls `cancelled`
 // between blocks of at most a few thousand rows (sort.cc kSortBlock); nullopt once it
 // said true.
-std::optional<std::vector<uint32_t>> SortRows(const RowSet& rs, const Column& key, bool desc,
-                                              size_t first, const CancelCheck& cancelled);
+std::optional<Selection> SortRows(const RowSet& rs, const Column& key, bool desc, size_t first,
+                                  const CancelCheck& cancelled);
 
 }  // namespace rankd

@@ -17,8 +17,8 @@ Result<ColumnTypes> FixedSchema(const SchemaArgs& a) {
 
 Result<RowSet> RunFixed(const TaskContext& ctx, std::vector<RowSet>) {
   size_t n = static_cast<size_t>(ctx.args->I64("count"));
-  std::vector<int64_t> ids(n);
-  std::vector<double> scores(n);
+  PoolVector<int64_t> ids(n);
+  PoolVector<double> scores(n);
   for (size_t i = 0; i < n; ++i) {
     ids[i] = static_cast<int64_t>(i + 1);
     scores[i] = static_cast<double>(i + 1);

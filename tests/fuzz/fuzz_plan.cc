@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (c.size() != rows.physical_rows() || c.type != node.expr->type()) __builtin_trap();
     }
     if (node.pred) {
-      std::vector<uint32_t> kept = *node.pred->Select(rows, *defaults);
+      Selection kept = *node.pred->Select(rows, *defaults);
       for (uint32_t r : kept)
         if (r >= rows.physical_rows()) __builtin_trap();
     }

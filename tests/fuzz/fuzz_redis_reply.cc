@@ -47,7 +47,7 @@ RowSet InputRows(size_t n) {
   c.validity.SetNull(ids.size() - 1, ids.size());
   RowSet rows;
   rows.SetColumn("id", std::make_shared<const Column>(std::move(c)));
-  std::vector<uint32_t> sel;
+  Selection sel;
   for (size_t i = ids.size(); i-- > 0;) sel.push_back(static_cast<uint32_t>(i));
   return rows.WithSelection(std::move(sel));
 }
@@ -67,7 +67,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // One LRANGE reply per input id, decoded and expanded as a 3-member head.
   std::vector<int64_t> ids;
-  std::vector<int64_t> members;
+  PoolVector<int64_t> members;
   for (size_t i = 0; i < replies.size(); ++i) {
     ids.push_back(static_cast<int64_t>(i + 1));
     if (auto list = DecodeList(src, "follow:", ids.back(), 3, replies[i]))
@@ -79,7 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RowSet input = InputRows(replies.size());
   Result<InputIds> in_ids = IdsOf(input);
   if (!in_ids) __builtin_trap();
-  std::vector<uint32_t> reply_of;
+  Selection reply_of;
   for (int64_t id : in_ids->ids) reply_of.push_back(static_cast<uint32_t>(id - 1));
   // The fields: those of the item fields a first reply's length picks, so that an HMGET
   // reply of any length can match.

@@ -87,8 +87,8 @@ struct ExprFixture {
     for (size_t i = 0; i < c.size(); ++i) out.push_back(c.Get(i));
     return out;
   }
-  std::vector<uint32_t> Select(const std::string& json) { return SelectOn(json, rows); }
-  std::vector<uint32_t> SelectOn(const std::string& json, const RowSet& in) {
+  Selection Select(const std::string& json) { return SelectOn(json, rows); }
+  Selection SelectOn(const std::string& json, const RowSet& in) {
     auto p = CompileP(json);
     REQUIRE_MESSAGE(p.has_value(), (p ? "" : p.error().message));
     return *(*p)->Select(in, values);
@@ -143,8 +143,8 @@ struct doctest::StringMaker<std::vector<rankd::Value>> {
   }
 };
 template <>
-struct doctest::StringMaker<std::vector<uint32_t>> {
-  static doctest::String convert(const std::vector<uint32_t>& vs) {
+struct doctest::StringMaker<rankd::Selection> {
+  static doctest::String convert(const rankd::Selection& vs) {
     std::string s = "[";
     for (auto v : vs) s.append(s.size() > 1 ? ", " : "").append(std::to_string(v));
     s.append("]");

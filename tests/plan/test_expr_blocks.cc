@@ -90,7 +90,7 @@ RowSet Rows(size_t n, bool shuffled, std::mt19937_64& rng) {
   rs.SetColumn("s", StrCol(s));
   rs.SetColumn("u", StrCol(u));
   if (!shuffled) return rs;
-  std::vector<uint32_t> sel(n);
+  Selection sel(n);
   std::iota(sel.begin(), sel.end(), 0u);
   std::shuffle(sel.begin(), sel.end(), rng);
   sel.resize(n - n / 10);
@@ -99,7 +99,7 @@ RowSet Rows(size_t n, bool shuffled, std::mt19937_64& rng) {
 
 // `rs` with the logical rows [begin, end) only.
 RowSet Slice(const RowSet& rs, size_t begin, size_t end) {
-  std::vector<uint32_t> sel;
+  Selection sel;
   for (size_t i = begin; i < end; ++i) sel.push_back(rs.row(i));
   return rs.WithSelection(std::move(sel));
 }
@@ -155,9 +155,9 @@ TEST_CASE("blocks: random programs give the same values whole and in pieces cut 
           auto p = fx.CompileP(json);
           REQUIRE_MESSAGE(p.has_value(), p.error().message);
           ++compiled;
-          std::vector<uint32_t> whole = *(*p)->Select(rs, fx.values), parts;
+          Selection whole = *(*p)->Select(rs, fx.values), parts;
           for (size_t lo = 0; lo < rs.size(); lo += piece) {
-            std::vector<uint32_t> part =
+            Selection part =
                 *(*p)->Select(Slice(rs, lo, std::min(rs.size(), lo + piece)), fx.values);
             parts.insert(parts.end(), part.begin(), part.end());
           }

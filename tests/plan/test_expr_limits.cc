@@ -78,8 +78,7 @@ TEST_CASE("limits: depth 256 runs, 257 is a load error") {
   const std::string not_open = R"({"op": "not", "arg": )", not_close = "}";
   const std::string is_null = R"({"op": "is_null", "arg": {"key": "likes"}})";
   // 254 nots around is_null(likes): depth 256, even count keeps it.
-  CHECK(fx.Select(Deep(not_open, not_close, is_null, kMaxExprDepth - 2)) ==
-        std::vector<uint32_t>{2});
+  CHECK(fx.Select(Deep(not_open, not_close, is_null, kMaxExprDepth - 2)) == Selection{2});
   CHECK(fx.PredError(Deep(not_open, not_close, is_null, kMaxExprDepth - 1))
             .find("nests deeper than 256 levels") != std::string::npos);
 }

@@ -9,7 +9,7 @@
 namespace rankd::test {
 namespace {
 
-using Rows = std::vector<uint32_t>;
+using Rows = Selection;
 
 ExprFixture Items() {
   ExprFixture fx;

@@ -52,7 +52,7 @@ const TaskRegistry& IoRegistry() {
   return *r;
 }
 
-RowSet Ids(std::vector<int64_t> ids) {
+RowSet Ids(PoolVector<int64_t> ids) {
   RowSet r;
   r.SetColumn("id", std::make_shared<const Column>(Column::I64(std::move(ids))));
   return r;
@@ -206,7 +206,7 @@ TEST_CASE("media over 100 authors: one batch, one write; id and author columns")
   for (int a = 1; a <= 100; ++a)
     f.Cmd({"RPUSH", "media:" + std::to_string(a), std::to_string(a * 1000 + 1),
            std::to_string(a * 1000 + 2), std::to_string(a * 1000 + 3)});
-  std::vector<int64_t> authors;
+  PoolVector<int64_t> authors;
   for (int a = 1; a <= 100; ++a) authors.push_back(a);
   uint64_t batches0 = Read(f.stats().batches), writes0 = Read(f.stats().socket_writes),
            commands0 = Read(f.stats().commands);

@@ -216,7 +216,7 @@ TEST_SUITE("column_builder") {
   TEST_CASE("gathers rows, nulls and strings into a new column") {
     Column s = Column::Str({"x", std::nullopt, "y"});
     ColumnBuilder b(ColumnType::kStr, 4);
-    b.Append(s, std::vector<uint32_t>{2, 1, 0});
+    b.Append(s, Selection{2, 1, 0});
     b.AppendNulls(1);
     Column out = std::move(b).Finish();
     REQUIRE(out.size() == 4);
@@ -292,7 +292,7 @@ TEST_CASE("sort of many rows: the stable order for every key type") {
   rs.SetColumn("f", with_nulls(Column::F64(doubles)));
   rs.SetColumn("b", with_nulls(Column::Bool(bools)));
   rs.SetColumn("s", with_nulls(Column::Str(strs)));
-  std::vector<uint32_t> sel;
+  Selection sel;
   for (uint32_t r = 0; r < n; ++r)
     if (r % 7 != 3) sel.push_back(n - 1 - r);  // reversed, some rows left out
   for (const RowSet& in : {rs, rs.WithSelection(sel)}) {
@@ -313,7 +313,7 @@ TEST_CASE("sort of many rows: the stable order for every key type") {
           }
           return false;
         };
-        std::vector<uint32_t> want = in.LogicalRows();
+        Selection want = in.LogicalRows();
         auto mid = std::stable_partition(want.begin(), want.end(), has);
         std::stable_sort(want.begin(), mid,
                          [&](uint32_t a, uint32_t b) { return desc ? less(b, a) : less(a, b); });
@@ -334,7 +334,7 @@ TEST_CASE("sort top-N: stable first rows; cancelled: stops at the first poll") {
   std::vector<double> scores(100'000);
   for (size_t i = 0; i < scores.size(); ++i) scores[i] = static_cast<double>((i * 7919) % 1009);
   RowSet rs = Scored(scores, {3, 500, 70'000});
-  std::vector<uint32_t> want = rs.LogicalRows();
+  Selection want = rs.LogicalRows();
   std::erase_if(want, [](uint32_t r) { return r == 3 || r == 500 || r == 70'000; });
   std::stable_sort(want.begin(), want.end(),
                    [&](uint32_t a, uint32_t b) { return scores[a] > scores[b]; });
@@ -345,9 +345,9 @@ TEST_CASE("sort top-N: stable first rows; cancelled: stops at the first poll") {
     REQUIRE(all);
     CHECK(polls > 5);
     CHECK(all->size() == scores.size());  // every row kept
-    CHECK(std::vector<uint32_t>(all->begin(), all->begin() + static_cast<ptrdiff_t>(first)) ==
-          std::vector<uint32_t>(want.begin(), want.begin() + static_cast<ptrdiff_t>(first)));
-    std::vector<uint32_t> every = *all;
+    CHECK(Selection(all->begin(), all->begin() + static_cast<ptrdiff_t>(first)) ==
+          Selection(want.begin(), want.begin() + static_cast<ptrdiff_t>(first)));
+    Selection every = *all;
     std::sort(every.begin(), every.end());
     CHECK(every == rs.LogicalRows());
     polls = 0;
