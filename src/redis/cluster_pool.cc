@@ -55,13 +55,6 @@ uint64_t NextRandom(uint64_t& s) {
 
 constexpr uint32_t kNoGroup = UINT32_MAX;  // a command no node serves
 
-// Puts a node's replies where their commands were in the batch (-1: ASKING's, dropped).
-void Scatter(const std::vector<int64_t>& reply_to, std::vector<RedisReply>& from,
-             std::vector<RedisReply>& to) {
-  for (size_t k = 0; k < reply_to.size(); ++k)
-    if (reply_to[k] >= 0) to[static_cast<size_t>(reply_to[k])] = std::move(from[k]);
-}
-
 // The commands a replica may answer (with READONLY): every command the IO tasks send.
 bool IsRead(const RedisCommand& command) {
   static constexpr std::string_view kReads[] = {"HGETALL",    "HMGET",    "HGET",      "LRANGE",
@@ -80,10 +73,47 @@ constexpr auto kRefreshHoldOff = std::chrono::milliseconds(100);
 
 }  // namespace
 
+// A batch's replies while it runs: the node batches' RespReplies as they came, and for
+// each command of the batch which of them holds its latest reply. Put in the batch's
+// order at the end (Gather); read in place meanwhile (a redirect's error text).
+struct RedisClusterPool::Replies {
+  struct At {
+    uint32_t part = UINT32_MAX;
+    uint32_t index = 0;
+  };
+  std::vector<RespReplies> parts;
+  std::vector<At> at;
+
+  RespView operator[](size_t i) const { return parts[at[i].part][at[i].index]; }
+  // A node's replies (-1 in reply_to: ASKING's, dropped).
+  void Scatter(const std::vector<int64_t>& reply_to, RespReplies from) {
+    const auto part = static_cast<uint32_t>(parts.size());
+    for (size_t k = 0; k < reply_to.size(); ++k)
+      if (reply_to[k] >= 0) at[static_cast<size_t>(reply_to[k])] = {part, static_cast<uint32_t>(k)};
+    parts.push_back(std::move(from));
+  }
+  void SetError(size_t i, std::string_view message) {
+    RespReplies one;
+    one.AppendError(message);
+    Scatter(std::vector<int64_t>{static_cast<int64_t>(i)}, std::move(one));
+  }
+  // The batch's replies in order: the one node batch's as they are when it answered
+  // everything in order (the common case), else copied into one buffer.
+  RespReplies Gather() {
+    bool identity = parts.size() == 1 && parts[0].size() == at.size();
+    for (size_t i = 0; identity && i < at.size(); ++i) identity = at[i].index == i;
+    if (identity) return std::move(parts[0]);
+    RespReplies out;
+    out.Reserve(at.size());
+    for (const At& a : at) out.Append(parts[a.part].raw(a.index));
+    return out;
+  }
+};
+
 // The node batches of one round in flight: the last to finish resumes the round.
 struct RedisClusterPool::Round {
   EventLoop* loop;
-  std::vector<RedisReply>* replies;  // the Batch frame's; it waits for every node batch
+  Replies* replies;  // the Batch frame's; it waits for every node batch
   size_t remaining = 0;
   std::optional<Error> error;  // the first node batch's failure
   std::coroutine_handle<> waiter;
@@ -148,9 +178,8 @@ void RedisClusterPool::PublishNodes() {
   stats_->SetNodes(std::move(live));
 }
 
-Task<Result<std::vector<RedisReply>>> RedisClusterPool::NodeBatch(Node& node,
-                                                                  std::vector<RedisCommand*> cmds,
-                                                                  Deadline deadline) {
+Task<Result<RespReplies>> RedisClusterPool::NodeBatch(Node& node, std::vector<RedisCommand*> cmds,
+                                                      Deadline deadline) {
   std::shared_ptr<bool> alive = alive_;
   Bump(node.stats->commands, cmds.size());
   ++node.in_flight;
@@ -220,7 +249,7 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + reply.error().message;
         continue;
       }
-      auto map = SlotMap::FromClusterSlots(reply->at(0), addr);
+      auto map = SlotMap::FromClusterSlots((*reply)[0].ToReply(), addr);
       if (!map) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + map.error().message;
         continue;
@@ -302,10 +331,10 @@ bool RedisClusterPool::tracking_ready() const {
   return true;
 }
 
-Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisCommand> commands,
-                                                              Deadline deadline) {
+Task<Result<RespReplies>> RedisClusterPool::Batch(std::vector<RedisCommand> commands,
+                                                  Deadline deadline) {
   loop_.AssertInLoopThread();
-  if (commands.empty()) co_return std::vector<RedisReply>{};
+  if (commands.empty()) co_return RespReplies{};
   if (closed_) co_return Fail(Unavailable("client closed", "client closed"));
   if (!map_) {
     RefreshSlotMap();
@@ -313,7 +342,8 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
   }
   std::shared_ptr<bool> alive = alive_;
   const size_t n = commands.size();
-  std::vector<RedisReply> replies(n);
+  Replies replies;
+  replies.at.resize(n);
   std::vector<int> slot(n);
   std::vector<Node*> target(n);
   std::vector<uint8_t> asking(n, 0);
@@ -332,11 +362,11 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       co_return Fail(std::move(sent.error()));
     }
     std::vector<uint32_t> again;
-    const RedisReply* pause_for = nullptr;
+    std::string pause_for;  // the text of a TRYAGAIN or CLUSTERDOWN that pauses the batch
     for (uint32_t i : todo) {
-      const RedisReply& r = replies[i];
+      const RespView r = replies[i];
       if (!r.is_error()) continue;
-      Redirect redirect = ParseRedirect(r.str);
+      Redirect redirect = ParseRedirect(r.str());
       ClusterNodeStats* from = target[i] != nullptr ? target[i]->stats.get() : nullptr;
       if (redirect.kind == Redirect::kNone) {
         if (from != nullptr) Bump(from->errors);
@@ -349,7 +379,7 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       if (bounded) ++redirects[i];
       asking[i] = 0;
       if (redirect.kind == Redirect::kRetry) {
-        pause_for = &r;
+        pause_for = r.str();
         Bump(stats_->cluster_retries);
         if (from != nullptr) Bump(from->retries);
         RefreshSlotMap();
@@ -371,17 +401,17 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       }
       again.push_back(i);
     }
-    if (again.empty()) co_return std::move(replies);
-    if (pause_for != nullptr) {
+    if (again.empty()) co_return replies.Gather();
+    if (!pause_for.empty()) {
       uint64_t ms = kRetryPauseMinMs + NextRandom(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
       if (deadline && ms_until(*deadline) <= ms)
         co_return Fail(Unavailable("cluster is down or reconfiguring",
-                                   "no time left to retry after: " + pause_for->str));
+                                   "no time left to retry after: " + pause_for));
       co_await SleepMs(loop_, ms);
       if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
       // The map may be newer now: retried commands go to their slot's current owner.
       for (uint32_t i : again)
-        if (asking[i] == 0 && ParseRedirect(replies[i].str).kind == Redirect::kRetry)
+        if (asking[i] == 0 && ParseRedirect(replies[i].str()).kind == Redirect::kRetry)
           target[i] = slot_owner_[static_cast<size_t>(slot[i])];
     }
     todo = std::move(again);
@@ -405,8 +435,7 @@ RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& comman
 Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& commands,
                                                const std::vector<uint32_t>& todo,
                                                const std::vector<Node*>& target,
-                                               const std::vector<uint8_t>& asking,
-                                               std::vector<RedisReply>& replies,
+                                               const std::vector<uint8_t>& asking, Replies& replies,
                                                Deadline deadline) {
   // A node's share: pointers into `commands` (which a redirect may send again: they are
   // not copied) and into `asking`, which holds its ASKING commands.
@@ -425,7 +454,7 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
     uint32_t i = todo[k];
     Node* node = target[i];
     if (node == nullptr) {
-      replies[i] = RedisReply::Error("CLUSTERDOWN Hash slot not served");
+      replies.SetError(i, "CLUSTERDOWN Hash slot not served");
       group_of[k] = kNoGroup;
       continue;
     }
@@ -461,7 +490,7 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
   if (groups.size() == 1) {  // one node (a one-key batch, say): no round to share
     auto r = co_await NodeBatch(*groups[0].node, std::move(groups[0].cmds), deadline);
     if (!r) co_return Fail(std::move(r.error()));
-    Scatter(groups[0].reply_to, *r, replies);
+    replies.Scatter(groups[0].reply_to, std::move(*r));
     co_return Result<void>{};
   }
   auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
@@ -483,7 +512,7 @@ Task<void> RedisClusterPool::RunNodeBatch(Node* node, std::vector<RedisCommand*>
   if (!r) {
     if (!round->error) round->error = std::move(r.error());
   } else {
-    Scatter(reply_to, *r, *round->replies);
+    round->replies->Scatter(reply_to, std::move(*r));
   }
   // Node batches resume through the loop's deferred queue, never in a hiredis callback,
   // so the round may go on from here; Defer keeps the stack flat all the same.

@@ -58,8 +58,7 @@ class RedisClusterPool final : public RedisClient {
   RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts);
   ~RedisClusterPool() override;
 
-  Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
-                                              Deadline deadline) override;
+  Task<Result<RespReplies>> Batch(std::vector<RedisCommand> commands, Deadline deadline) override;
   bool live() const override;
   std::string NotLiveReason() const override;
   void Close() override;
@@ -71,6 +70,7 @@ class RedisClusterPool final : public RedisClient {
   bool tracking_ready() const override;
 
  private:
+  struct Replies;
   struct Round;
   struct Node {
     std::unique_ptr<RedisPool> pool;
@@ -83,8 +83,8 @@ class RedisClusterPool final : public RedisClient {
   Node& NodeAt(const RedisAddress& addr);
   // One batch to one node, counted in its stats; closes a retired node it leaves idle.
   // The commands are borrowed (RedisPool::BatchBorrowed): alive until it has finished.
-  Task<Result<std::vector<RedisReply>>> NodeBatch(Node& node, std::vector<RedisCommand*> cmds,
-                                                  Deadline deadline);
+  Task<Result<RespReplies>> NodeBatch(Node& node, std::vector<RedisCommand*> cmds,
+                                      Deadline deadline);
   // Publishes the stats of the nodes not retired to RedisStats::Nodes().
   void PublishNodes();
   // Where `command` on `slot` goes first: its slot's master, or with read_from=replica a
@@ -95,11 +95,12 @@ class RedisClusterPool final : public RedisClient {
   Task<void> RunRefresh(std::shared_ptr<bool> alive);
   void Install(const SlotMap& map);
   // Sends commands[i] (i in `todo`) to target[i] (ASKING first where asking[i]), every
-  // node at once, and stores each reply in replies[i]; a target of nullptr (a slot no
-  // node serves) gets a CLUSTERDOWN error reply without being sent.
+  // node at once, and makes replies[i] each reply (read in place: the node batches'
+  // buffers are kept, not copied); a target of nullptr (a slot no node serves) gets a
+  // CLUSTERDOWN error reply without being sent.
   Task<Result<void>> SendRound(std::vector<RedisCommand>& commands,
                                const std::vector<uint32_t>& todo, const std::vector<Node*>& target,
-                               const std::vector<uint8_t>& asking, std::vector<RedisReply>& replies,
+                               const std::vector<uint8_t>& asking, Replies& replies,
                                Deadline deadline);
   // `asking` holds the ASKING commands among `cmds`.
   Task<void> RunNodeBatch(Node* node, std::vector<RedisCommand*> cmds,

@@ -111,10 +111,10 @@ CacheUse CacheFor(const TaskContext& ctx, RedisClient& pool) {
 // The key's remaining TTL from a PTTL reply, when it has one, counted from when the
 // batch was sent (Redis's clock started before the reply reached us): the entry then
 // expires no later than the key.
-std::optional<uint64_t> KeyTtl(const RedisReply& pttl, uint64_t sent_ms) {
-  if (!pttl.is_integer() || pttl.integer < 0) return std::nullopt;
+std::optional<uint64_t> KeyTtl(RespView pttl, uint64_t sent_ms) {
+  if (!pttl.is_integer() || pttl.integer() < 0) return std::nullopt;
   uint64_t elapsed = uv_hrtime() / 1000000 - sent_ms;
-  auto ttl = static_cast<uint64_t>(pttl.integer);
+  auto ttl = static_cast<uint64_t>(pttl.integer());
   return ttl > elapsed ? ttl - elapsed : 0;
 }
 
@@ -148,11 +148,11 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  auto user = DecodeUser(src, ctx.user_id, replies->at(0));
+  auto user = DecodeUser(src, ctx.user_id, (*replies)[0]);
   if (!user) co_return Fail(std::move(user.error()));
   RowSet rows = UserRows(src, ctx.user_id, *user);
   if (cu.store && ticket.Storable(key))
-    cu.cache->PutHash(ticket, key, std::move(*user), KeyTtl(replies->at(1), sent_ms));
+    cu.cache->PutHash(ticket, key, std::move(*user), KeyTtl((*replies)[1], sent_ms));
   co_return rows;
 }
 
@@ -213,7 +213,7 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
       cmds.back().Key(p.prefix(), prefix, ids[i]);
     }
   }
-  std::vector<RedisReply> replies;
+  RespReplies replies;
   const uint64_t sent_ms = NowMs();
   if (!cmds.empty()) {
     auto r = co_await p.Batch(std::move(cmds), ctx.deadline);
@@ -399,7 +399,7 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  co_return SeenFilterRows(SourceOf(p), ctx.user_id, input, *ids, replies->at(0));
+  co_return SeenFilterRows(SourceOf(p), ctx.user_id, input, *ids, (*replies)[0]);
 }
 
 }  // namespace
