@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/task.h"
 #include "redis/command.h"
+#include "redis/commands.h"
 #include "redis/endpoint.h"
 #include "redis/resp.h"
 #include "redis/stats.h"
@@ -36,8 +37,11 @@ class RedisClient {
   // message names the endpoint by name and says what failed; the error's detail (for the
   // log only) adds the address, why, and the batch's first command and key. An empty
   // batch succeeds at once.
-  virtual Task<Result<RespReplies>> Batch(std::vector<RedisCommand> commands,
-                                          Deadline deadline) = 0;
+  virtual Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) = 0;
+  // The same for commands built one by one (tests, tools): copied into one buffer first.
+  Task<Result<RespReplies>> Batch(std::vector<RedisCommand> commands, Deadline deadline) {
+    return Batch(RedisCommands::From(commands), deadline);
+  }
 
   // Every command can be sent now (for a cluster: the slot map is known and each
   // master has a live connection).

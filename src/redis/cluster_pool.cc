@@ -54,13 +54,13 @@ uint64_t NextRandom(uint64_t& s) {
 }
 
 constexpr uint32_t kNoGroup = UINT32_MAX;  // a command no node serves
+constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 
 // The commands a replica may answer (with READONLY): every command the IO tasks send.
-bool IsRead(const RedisCommand& command) {
+bool IsRead(std::string_view name) {
   static constexpr std::string_view kReads[] = {"HGETALL",    "HMGET",    "HGET",      "LRANGE",
                                                 "SMISMEMBER", "SMEMBERS", "SISMEMBER", "GET",
                                                 "MGET",       "EXISTS",   "ZRANGE",    "ZSCORE"};
-  std::string_view name = command.Argument(0);
   return std::find(std::begin(kReads), std::end(kReads), name) != std::end(kReads);
 }
 
@@ -178,12 +178,12 @@ void RedisClusterPool::PublishNodes() {
   stats_->SetNodes(std::move(live));
 }
 
-Task<Result<RespReplies>> RedisClusterPool::NodeBatch(Node& node, std::vector<RedisCommand*> cmds,
+Task<Result<RespReplies>> RedisClusterPool::NodeBatch(Node& node, RedisCommands cmds,
                                                       Deadline deadline) {
   std::shared_ptr<bool> alive = alive_;
   Bump(node.stats->commands, cmds.size());
   ++node.in_flight;
-  auto r = co_await node.pool->BatchBorrowed(std::move(cmds), deadline);
+  auto r = co_await node.pool->Batch(std::move(cmds), deadline);
   if (!*alive) co_return r;
   --node.in_flight;
   if (!r) Bump(node.stats->errors);
@@ -236,12 +236,12 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
   for (const auto* from : {&in_map, &seeds})
     for (size_t k = 0; k < from->size() && !installed; ++k) {
       const RedisAddress addr = (*from)[(start + k) % from->size()];
-      RedisCommand slots{"CLUSTER", "SLOTS"};  // lives in this frame until the reply
-      std::vector<RedisCommand*> cmds(1, &slots);
+      RedisCommands slots;
+      slots.Add(2).Arg("CLUSTER").Arg("SLOTS");
       Node& node = NodeAt(addr);
       std::shared_ptr<ClusterNodeStats> node_stats = node.stats;
       auto reply = co_await NodeBatch(
-          node, std::move(cmds),
+          node, std::move(slots),
           Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms + 1000));
       if (!*alive) co_return;
       if (closed_) break;
@@ -331,8 +331,7 @@ bool RedisClusterPool::tracking_ready() const {
   return true;
 }
 
-Task<Result<RespReplies>> RedisClusterPool::Batch(std::vector<RedisCommand> commands,
-                                                  Deadline deadline) {
+Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadline deadline) {
   loop_.AssertInLoopThread();
   if (commands.empty()) co_return RespReplies{};
   if (closed_) co_return Fail(Unavailable("client closed", "client closed"));
@@ -350,8 +349,8 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(std::vector<RedisCommand> comm
   std::vector<uint8_t> redirects(n, 0);
   std::vector<uint32_t> todo(n);
   for (uint32_t i = 0; i < n; ++i) {
-    slot[i] = KeySlot(commands[i].key());
-    target[i] = FirstTarget(commands[i], slot[i]);
+    slot[i] = KeySlot(commands.key(i));
+    target[i] = FirstTarget(commands, i, slot[i]);
     todo[i] = i;
   }
   while (true) {
@@ -418,11 +417,12 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(std::vector<RedisCommand> comm
   }
 }
 
-RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& command, int slot) {
+RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommands& commands, size_t i,
+                                                      int slot) {
   Node* master = slot_owner_[static_cast<size_t>(slot)];
   if (!endpoint_.read_from_replica) return master;
   int32_t set = slot_replicas_[static_cast<size_t>(slot)];
-  if (set < 0 || !IsRead(command)) return master;
+  if (set < 0 || !IsRead(commands.Argument(i, 0))) return master;
   const std::vector<Node*>& replicas = replica_sets_[static_cast<size_t>(set)];
   const size_t start = next_reader_++;
   for (size_t k = 0; k < replicas.size(); ++k) {
@@ -432,23 +432,22 @@ RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& comman
   return master;
 }
 
-Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& commands,
+Task<Result<void>> RedisClusterPool::SendRound(const RedisCommands& commands,
                                                const std::vector<uint32_t>& todo,
                                                const std::vector<Node*>& target,
                                                const std::vector<uint8_t>& asking, Replies& replies,
                                                Deadline deadline) {
-  // A node's share: pointers into `commands` (which a redirect may send again: they are
-  // not copied) and into `asking`, which holds its ASKING commands.
+  // A node's share: its commands' bytes copied into one buffer of its own (ASKING
+  // first where asked), and where each reply goes.
   struct Group {
     Node* node;
-    std::vector<RedisCommand*> cmds;
-    std::vector<RedisCommand> asking;
+    RedisCommands cmds;
     std::vector<int64_t> reply_to;  // the batch index of each command's reply; -1: ASKING's
   };
-  std::vector<size_t> askings;
-  // Two passes: find each command's group and count, then fill vectors of exact size.
+  // Two passes: find each command's group and count, then fill buffers of exact size.
   std::vector<Group> groups;
   std::vector<size_t> sizes;
+  std::vector<size_t> bytes;
   std::vector<uint32_t> group_of(todo.size());
   for (size_t k = 0; k < todo.size(); ++k) {
     uint32_t i = todo[k];
@@ -461,17 +460,16 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
     size_t g = 0;
     while (g < groups.size() && groups[g].node != node) ++g;
     if (g == groups.size()) {
-      groups.push_back(Group{node, {}, {}, {}});
+      groups.push_back(Group{node, {}, {}});
       sizes.push_back(0);
-      askings.push_back(0);
+      bytes.push_back(0);
     }
     sizes[g] += asking[i] ? 2 : 1;
-    askings[g] += asking[i] ? 1 : 0;
+    bytes[g] += commands.wire(i).size() + (asking[i] ? kAsking.size() : 0);
     group_of[k] = static_cast<uint32_t>(g);
   }
   for (size_t g = 0; g < groups.size(); ++g) {
-    groups[g].cmds.reserve(sizes[g]);
-    groups[g].asking.reserve(askings[g]);  // no reallocation: cmds points into it
+    groups[g].cmds.Reserve(sizes[g], bytes[g]);
     groups[g].reply_to.reserve(sizes[g]);
   }
   for (size_t k = 0; k < todo.size(); ++k) {
@@ -479,11 +477,10 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
     uint32_t i = todo[k];
     Group& g = groups[group_of[k]];
     if (asking[i]) {
-      g.asking.push_back(RedisCommand{"ASKING"});
-      g.cmds.push_back(&g.asking.back());
+      g.cmds.Add(1).Arg("ASKING");
       g.reply_to.push_back(-1);
     }
-    g.cmds.push_back(&commands[i]);
+    g.cmds.Append(commands, i);
     g.reply_to.push_back(i);
   }
   if (groups.empty()) co_return Result<void>{};
@@ -495,8 +492,7 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
   }
   auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
   for (auto& g : groups)
-    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.asking), std::move(g.reply_to),
-                       deadline, round));
+    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.reply_to), deadline, round));
   co_await RoundAwaiter{round->remaining, round->waiter};
   if (round->error) co_return Fail(std::move(*round->error));
   co_return Result<void>{};
@@ -504,8 +500,7 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
 
 // One node's share of a round, spawned so that every node's share leaves in the same
 // loop turn.
-Task<void> RedisClusterPool::RunNodeBatch(Node* node, std::vector<RedisCommand*> cmds,
-                                          std::vector<RedisCommand> /*asking: kept alive*/,
+Task<void> RedisClusterPool::RunNodeBatch(Node* node, RedisCommands cmds,
                                           std::vector<int64_t> reply_to, Deadline deadline,
                                           std::shared_ptr<Round> round) {
   auto r = co_await NodeBatch(*node, std::move(cmds), deadline);
@@ -514,8 +509,8 @@ Task<void> RedisClusterPool::RunNodeBatch(Node* node, std::vector<RedisCommand*>
   } else {
     round->replies->Scatter(reply_to, std::move(*r));
   }
-  // Node batches resume through the loop's deferred queue, never in a hiredis callback,
-  // so the round may go on from here; Defer keeps the stack flat all the same.
+  // Node batches resume through the loop's deferred queue, never in a read handler, so
+  // the round may go on from here; Defer keeps the stack flat all the same.
   if (--round->remaining == 0 && round->waiter) round->loop->Defer(round->waiter);
 }
 

@@ -45,8 +45,7 @@ struct PendingBatch final : ReplyWaiter {
   }
 
   RedisPool* pool;
-  std::vector<RedisCommand> owned;      // Batch's commands (BatchBorrowed's are the caller's)
-  std::vector<RedisCommand*> commands;  // what is sent: into `owned`, or the caller's
+  RedisCommands commands;
   RespReplies replies;
   Deadline deadline;
   TimePoint started;
@@ -98,7 +97,7 @@ struct BatchAwaiter {
 
 std::string Describe(const PendingBatch* b) {
   return "batch of " + std::to_string(b->commands.size()) + " command" +
-         (b->commands.size() == 1 ? "" : "s") + ", first: " + b->commands.front()->Describe();
+         (b->commands.size() == 1 ? "" : "s") + ", first: " + b->commands.Describe(0);
 }
 }  // namespace
 
@@ -221,16 +220,7 @@ Error RedisPool::UnavailableError(const PendingBatch* b, std::string_view what,
   return BatchError(b, ErrorCode::kUnavailable, what, detail);
 }
 
-Task<Result<RespReplies>> RedisPool::Batch(std::vector<RedisCommand> commands, Deadline deadline) {
-  auto* b = new PendingBatch(this, deadline);
-  b->owned = std::move(commands);
-  b->commands.reserve(b->owned.size());
-  for (RedisCommand& c : b->owned) b->commands.push_back(&c);
-  return Run(PendingBatchRef(b));
-}
-
-Task<Result<RespReplies>> RedisPool::BatchBorrowed(std::vector<RedisCommand*> commands,
-                                                   Deadline deadline) {
+Task<Result<RespReplies>> RedisPool::Batch(RedisCommands commands, Deadline deadline) {
   auto* b = new PendingBatch(this, deadline);
   b->commands = std::move(commands);
   return Run(PendingBatchRef(b));
@@ -302,9 +292,9 @@ void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
     for (size_t i = 0; i < conns_.size(); ++i)
       if (conns_[i].get() == c) EnsureTracked(i);
   }
-  // Every command goes into the connection's output buffer now; it is written when the
-  // socket is writable, after this loop turn: one write for the batch.
-  for (RedisCommand* cmd : b->commands) c->Write(cmd->wire());
+  // The batch's bytes go into the connection's output buffer now; they are written when
+  // the socket is writable, after this loop turn: one write for the batch.
+  c->Write(b->commands.wire());
   b->outstanding = b->commands.size();
   b->Ref();
   c->Await(b, static_cast<uint32_t>(b->outstanding));

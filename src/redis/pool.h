@@ -25,7 +25,7 @@
 #include "core/event_loop.h"
 #include "core/task.h"
 #include "redis/client.h"
-#include "redis/command.h"
+#include "redis/commands.h"
 #include "redis/connection.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
@@ -54,11 +54,8 @@ class RedisPool final : public RedisClient {
   // protocol error), deadline_exceeded when `deadline` passes first (also when it
   // already has). While every connection is busy up to its in-flight cap, or still
   // connecting, the batch waits (bounded by the deadline).
-  Task<Result<RespReplies>> Batch(std::vector<RedisCommand> commands, Deadline deadline) override;
-  // Batch over commands the caller keeps: each must stay alive and unchanged until the
-  // returned task has finished. A cluster's node share uses it: a redirect may send the
-  // same command again, and the batch is not copied for that.
-  Task<Result<RespReplies>> BatchBorrowed(std::vector<RedisCommand*> commands, Deadline deadline);
+  Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) override;
+  using RedisClient::Batch;
 
   // At least one connection has completed its handshake and is not lost.
   bool live() const override;
@@ -71,7 +68,7 @@ class RedisPool final : public RedisClient {
 
  private:
   friend struct PendingBatch;
-  // The body of Batch and BatchBorrowed. The reference is a parameter so that it is
+  // The body of Batch. The reference is a parameter so that it is
   // released with the frame even if the task is never awaited.
   Task<Result<RespReplies>> Run(PendingBatchRef ref);
   struct TrackingWaiter;
