@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,6 +78,12 @@ class RespView {
 
 class RespViewIterator {
  public:
+  using iterator_category = std::input_iterator_tag;
+  using value_type = RespView;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const RespView*;
+  using reference = RespView;
+
   RespView operator*() const { return cur_; }
   const RespView* operator->() const { return &cur_; }
   RespViewIterator& operator++();
