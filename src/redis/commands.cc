@@ -2,10 +2,42 @@
 
 #include <cassert>
 #include <charconv>
+#include <utility>
 
 #include "core/parse_int.h"
+#include "redis/free_list.h"
 
 namespace rankd {
+
+namespace {
+constexpr size_t kMinKeptBytes = 64;  // a std::string's own small buffer is not worth it
+constexpr size_t kMaxKeptBytes = 1u << 20;
+constexpr size_t kMaxKeptCommands = 16u << 10;
+}  // namespace
+
+RedisCommands::RedisCommands()
+    : buf_(ThreadFreeList<std::string>::Take()), cmds_(ThreadFreeList<std::vector<Cmd>>::Take()) {}
+
+RedisCommands::~RedisCommands() { Recycle(); }
+
+RedisCommands::RedisCommands(RedisCommands&& o) noexcept
+    : buf_(std::exchange(o.buf_, std::string())), cmds_(std::exchange(o.cmds_, {})) {}
+
+RedisCommands& RedisCommands::operator=(RedisCommands&& o) noexcept {
+  if (this == &o) return *this;
+  Recycle();
+  buf_ = std::exchange(o.buf_, std::string());
+  cmds_ = std::exchange(o.cmds_, {});
+  return *this;
+}
+
+void RedisCommands::Recycle() {
+  if (buf_.capacity() > kMinKeptBytes)
+    ThreadFreeList<std::string>::Give(buf_, kMaxKeptBytes);
+  else
+    buf_ = std::string();
+  ThreadFreeList<std::vector<Cmd>>::Give(cmds_, kMaxKeptCommands);
+}
 
 void RedisCommands::Header(char type, size_t n) {
   char tmp[24];

@@ -13,6 +13,9 @@
 // argument count is known up front; exactly argc Arg / Key calls must follow (checked
 // in debug builds).
 //
+// Buffers are recycled through a per-thread free list (free_list.h): a steady state
+// of batches does not allocate for its commands.
+//
 // Threads: a plain value type; one thread at a time.
 #pragma once
 
@@ -28,7 +31,13 @@ namespace rankd {
 
 class RedisCommands {
  public:
-  RedisCommands() = default;
+  // The buffers come from this thread's free list (free_list.h) and go back to it.
+  RedisCommands();
+  ~RedisCommands();
+  RedisCommands(RedisCommands&& o) noexcept;
+  RedisCommands& operator=(RedisCommands&& o) noexcept;
+  RedisCommands(const RedisCommands&) = delete;
+  RedisCommands& operator=(const RedisCommands&) = delete;
 
   // Starts the next command, of `argc` arguments.
   RedisCommands& Add(int argc);
@@ -79,6 +88,7 @@ class RedisCommands {
   size_t End(size_t i) const { return i + 1 < cmds_.size() ? cmds_[i + 1].start : buf_.size(); }
   void Header(char type, size_t n);  // "$n\r\n" or "*n\r\n"
   void Counted();                    // one argument of the current command written
+  void Recycle();
 
   std::string buf_;
   std::vector<Cmd> cmds_;

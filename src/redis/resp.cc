@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/parse_int.h"
+#include "redis/free_list.h"
 
 namespace rankd {
 
@@ -32,23 +33,11 @@ int64_t Length(const char* p, const char* cr) {
   return v;
 }
 
-// This thread's recycled buffers. Bounded in count and in the size of what is kept, so
-// one huge batch does not pin its memory.
-struct FreeList {
-  static constexpr size_t kMaxEntries = 64;
-  static constexpr size_t kMaxBufBytes = 4u << 20;
-  static constexpr size_t kMaxEnds = 64u << 10;
-  FreeList() {
-    bufs.reserve(kMaxEntries);
-    ends.reserve(kMaxEntries);
-  }
-  ~FreeList();
-  std::vector<std::string> bufs;
-  std::vector<std::vector<size_t>> ends;
-};
-thread_local FreeList free_list;
-thread_local bool free_list_gone = false;  // trivially destructible: readable at exit
-FreeList::~FreeList() { free_list_gone = true; }
+// What a batch's replies keep for the next one: a std::string's small buffer is not
+// worth keeping, nor a block over these caps.
+constexpr size_t kMinKeptBytes = 64;
+constexpr size_t kMaxKeptBytes = 4u << 20;
+constexpr size_t kMaxKeptEnds = 64u << 10;
 
 }  // namespace
 
@@ -121,53 +110,29 @@ RedisReply RespView::ToReply() const {
   return out;
 }
 
-RespReplies::RespReplies() {
-  if (free_list_gone) return;
-  FreeList& f = free_list;
-  if (!f.bufs.empty()) {
-    buf_ = std::move(f.bufs.back());
-    f.bufs.pop_back();
-  }
-  if (!f.ends.empty()) {
-    ends_ = std::move(f.ends.back());
-    f.ends.pop_back();
-  }
-}
+RespReplies::RespReplies()
+    : buf_(ThreadFreeList<std::string>::Take()),
+      ends_(ThreadFreeList<std::vector<size_t>>::Take()) {}
 
 RespReplies::~RespReplies() { Recycle(); }
 
 RespReplies::RespReplies(RespReplies&& o) noexcept
-    : buf_(std::move(o.buf_)), ends_(std::move(o.ends_)) {
-  o.buf_.clear();
-  o.ends_.clear();
-}
+    : buf_(std::exchange(o.buf_, std::string())), ends_(std::exchange(o.ends_, {})) {}
 
 RespReplies& RespReplies::operator=(RespReplies&& o) noexcept {
   if (this == &o) return *this;
   Recycle();
-  buf_ = std::move(o.buf_);
-  ends_ = std::move(o.ends_);
-  o.buf_.clear();
-  o.ends_.clear();
+  buf_ = std::exchange(o.buf_, std::string());
+  ends_ = std::exchange(o.ends_, {});
   return *this;
 }
 
 void RespReplies::Recycle() {
-  if (free_list_gone) return;
-  FreeList& f = free_list;
-  // Past the small-string buffer: a heap block worth keeping.
-  if (buf_.capacity() > 64 && buf_.capacity() <= FreeList::kMaxBufBytes &&
-      f.bufs.size() < FreeList::kMaxEntries) {
-    buf_.clear();
-    f.bufs.push_back(std::move(buf_));
-  }
-  if (ends_.capacity() > 0 && ends_.capacity() <= FreeList::kMaxEnds &&
-      f.ends.size() < FreeList::kMaxEntries) {
-    ends_.clear();
-    f.ends.push_back(std::move(ends_));
-  }
-  buf_ = std::string();
-  ends_ = std::vector<size_t>();
+  if (buf_.capacity() > kMinKeptBytes)
+    ThreadFreeList<std::string>::Give(buf_, kMaxKeptBytes);
+  else
+    buf_ = std::string();
+  ThreadFreeList<std::vector<size_t>>::Give(ends_, kMaxKeptEnds);
 }
 
 void RespReplies::AppendError(std::string_view message) {
