@@ -36,13 +36,12 @@ Task<void> Worker(std::shared_ptr<Run> run) {
   while (run->ops_left > 0) {
     int n = static_cast<int>(std::min<int64_t>(run->batch, run->ops_left));
     run->ops_left -= n;
-    std::vector<RedisCommand> cmds;
-    cmds.reserve(static_cast<size_t>(n));
+    RedisCommands cmds;
     for (int i = 0; i < n; ++i) {
       if (i % 2 == 0)
-        cmds.push_back(RedisCommand{"LRANGE", run->list_key, "0", "9"});
+        cmds.Add(4).Arg("LRANGE").Key("", run->list_key).Arg(int64_t{0}).Arg(int64_t{9});
       else
-        cmds.push_back(RedisCommand{"HMGET", run->hash_key, "likes", "quality", "category"});
+        cmds.Add(5).Arg("HMGET").Key("", run->hash_key).Arg("likes").Arg("quality").Arg("category");
     }
     auto r = co_await run->pool->Batch(std::move(cmds), Clock::now() + std::chrono::seconds(30));
     if (!r) {
@@ -50,8 +49,8 @@ Task<void> Worker(std::shared_ptr<Run> run) {
       std::fprintf(stderr, "redis_bench: %s\n", r.error().message.c_str());
       continue;
     }
-    for (const auto& rep : *r)
-      if (!rep.is_array()) ++run->errors;
+    for (size_t i = 0; i < r->size(); ++i)
+      if (!(*r)[i].is_array()) ++run->errors;
   }
   if (--run->workers == 0) run->done.set_value();
 }

@@ -15,8 +15,9 @@
 #include "core/error.h"
 #include "core/task.h"
 #include "redis/command.h"
+#include "redis/commands.h"
 #include "redis/endpoint.h"
-#include "redis/reply.h"
+#include "redis/resp.h"
 #include "redis/stats.h"
 #include "redis/tracking.h"
 
@@ -28,15 +29,19 @@ class RedisClient {
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
 
-  // One reply per command, in order. Redis error replies are values
-  // (RedisReply::kError), not failures: the caller knows which key a WRONGTYPE is about.
+  // One reply per command, in order, as RESP bytes read in place (resp.h: RespView per
+  // reply; ToReplies() for a RedisReply copy off the request path). Redis error replies
+  // are values (kError), not failures: the caller knows which key a WRONGTYPE is about.
   // Fails with unavailable (no live connection, or one lost before every reply came),
   // backend_error (a connection dropped over a bad reply) or deadline_exceeded. The
   // message names the endpoint by name and says what failed; the error's detail (for the
   // log only) adds the address, why, and the batch's first command and key. An empty
   // batch succeeds at once.
-  virtual Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
-                                                      Deadline deadline) = 0;
+  virtual Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) = 0;
+  // The same for commands built one by one (tests, tools): copied into one buffer first.
+  Task<Result<RespReplies>> Batch(std::vector<RedisCommand> commands, Deadline deadline) {
+    return Batch(RedisCommands::From(commands), deadline);
+  }
 
   // Every command can be sent now (for a cluster: the slot map is known and each
   // master has a live connection).

@@ -54,20 +54,13 @@ uint64_t NextRandom(uint64_t& s) {
 }
 
 constexpr uint32_t kNoGroup = UINT32_MAX;  // a command no node serves
-
-// Puts a node's replies where their commands were in the batch (-1: ASKING's, dropped).
-void Scatter(const std::vector<int64_t>& reply_to, std::vector<RedisReply>& from,
-             std::vector<RedisReply>& to) {
-  for (size_t k = 0; k < reply_to.size(); ++k)
-    if (reply_to[k] >= 0) to[static_cast<size_t>(reply_to[k])] = std::move(from[k]);
-}
+constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 
 // The commands a replica may answer (with READONLY): every command the IO tasks send.
-bool IsRead(const RedisCommand& command) {
+bool IsRead(std::string_view name) {
   static constexpr std::string_view kReads[] = {"HGETALL",    "HMGET",    "HGET",      "LRANGE",
                                                 "SMISMEMBER", "SMEMBERS", "SISMEMBER", "GET",
                                                 "MGET",       "EXISTS",   "ZRANGE",    "ZSCORE"};
-  std::string_view name = command.Argument(0);
   return std::find(std::begin(kReads), std::end(kReads), name) != std::end(kReads);
 }
 
@@ -80,10 +73,47 @@ constexpr auto kRefreshHoldOff = std::chrono::milliseconds(100);
 
 }  // namespace
 
+// A batch's replies while it runs: the node batches' RespReplies as they came, and for
+// each command of the batch which of them holds its latest reply. Put in the batch's
+// order at the end (Gather); read in place meanwhile (a redirect's error text).
+struct RedisClusterPool::Replies {
+  struct At {
+    uint32_t part = UINT32_MAX;
+    uint32_t index = 0;
+  };
+  std::vector<RespReplies> parts;
+  std::vector<At> at;
+
+  RespView operator[](size_t i) const { return parts[at[i].part][at[i].index]; }
+  // A node's replies (-1 in reply_to: ASKING's, dropped).
+  void Scatter(const std::vector<int64_t>& reply_to, RespReplies from) {
+    const auto part = static_cast<uint32_t>(parts.size());
+    for (size_t k = 0; k < reply_to.size(); ++k)
+      if (reply_to[k] >= 0) at[static_cast<size_t>(reply_to[k])] = {part, static_cast<uint32_t>(k)};
+    parts.push_back(std::move(from));
+  }
+  void SetError(size_t i, std::string_view message) {
+    RespReplies one;
+    one.AppendError(message);
+    Scatter(std::vector<int64_t>{static_cast<int64_t>(i)}, std::move(one));
+  }
+  // The batch's replies in order: the one node batch's as they are when it answered
+  // everything in order (the common case), else copied into one buffer.
+  RespReplies Gather() {
+    bool identity = parts.size() == 1 && parts[0].size() == at.size();
+    for (size_t i = 0; identity && i < at.size(); ++i) identity = at[i].index == i;
+    if (identity) return std::move(parts[0]);
+    RespReplies out;
+    out.Reserve(at.size());
+    for (const At& a : at) out.Append(parts[a.part].raw(a.index));
+    return out;
+  }
+};
+
 // The node batches of one round in flight: the last to finish resumes the round.
 struct RedisClusterPool::Round {
   EventLoop* loop;
-  std::vector<RedisReply>* replies;  // the Batch frame's; it waits for every node batch
+  Replies* replies;  // the Batch frame's; it waits for every node batch
   size_t remaining = 0;
   std::optional<Error> error;  // the first node batch's failure
   std::coroutine_handle<> waiter;
@@ -148,13 +178,12 @@ void RedisClusterPool::PublishNodes() {
   stats_->SetNodes(std::move(live));
 }
 
-Task<Result<std::vector<RedisReply>>> RedisClusterPool::NodeBatch(Node& node,
-                                                                  std::vector<RedisCommand*> cmds,
-                                                                  Deadline deadline) {
+Task<Result<RespReplies>> RedisClusterPool::NodeBatch(Node& node, RedisCommands cmds,
+                                                      Deadline deadline) {
   std::shared_ptr<bool> alive = alive_;
   Bump(node.stats->commands, cmds.size());
   ++node.in_flight;
-  auto r = co_await node.pool->BatchBorrowed(std::move(cmds), deadline);
+  auto r = co_await node.pool->Batch(std::move(cmds), deadline);
   if (!*alive) co_return r;
   --node.in_flight;
   if (!r) Bump(node.stats->errors);
@@ -207,12 +236,12 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
   for (const auto* from : {&in_map, &seeds})
     for (size_t k = 0; k < from->size() && !installed; ++k) {
       const RedisAddress addr = (*from)[(start + k) % from->size()];
-      RedisCommand slots{"CLUSTER", "SLOTS"};  // lives in this frame until the reply
-      std::vector<RedisCommand*> cmds(1, &slots);
+      RedisCommands slots;
+      slots.Add(2).Arg("CLUSTER").Arg("SLOTS");
       Node& node = NodeAt(addr);
       std::shared_ptr<ClusterNodeStats> node_stats = node.stats;
       auto reply = co_await NodeBatch(
-          node, std::move(cmds),
+          node, std::move(slots),
           Clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms + 1000));
       if (!*alive) co_return;
       if (closed_) break;
@@ -220,7 +249,7 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + reply.error().message;
         continue;
       }
-      auto map = SlotMap::FromClusterSlots(reply->at(0), addr);
+      auto map = SlotMap::FromClusterSlots((*reply)[0].ToReply(), addr);
       if (!map) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + map.error().message;
         continue;
@@ -302,10 +331,9 @@ bool RedisClusterPool::tracking_ready() const {
   return true;
 }
 
-Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisCommand> commands,
-                                                              Deadline deadline) {
+Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadline deadline) {
   loop_.AssertInLoopThread();
-  if (commands.empty()) co_return std::vector<RedisReply>{};
+  if (commands.empty()) co_return RespReplies{};
   if (closed_) co_return Fail(Unavailable("client closed", "client closed"));
   if (!map_) {
     RefreshSlotMap();
@@ -313,15 +341,16 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
   }
   std::shared_ptr<bool> alive = alive_;
   const size_t n = commands.size();
-  std::vector<RedisReply> replies(n);
+  Replies replies;
+  replies.at.resize(n);
   std::vector<int> slot(n);
   std::vector<Node*> target(n);
   std::vector<uint8_t> asking(n, 0);
   std::vector<uint8_t> redirects(n, 0);
   std::vector<uint32_t> todo(n);
   for (uint32_t i = 0; i < n; ++i) {
-    slot[i] = KeySlot(commands[i].key());
-    target[i] = FirstTarget(commands[i], slot[i]);
+    slot[i] = KeySlot(commands.key(i));
+    target[i] = FirstTarget(commands, i, slot[i]);
     todo[i] = i;
   }
   while (true) {
@@ -332,11 +361,11 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       co_return Fail(std::move(sent.error()));
     }
     std::vector<uint32_t> again;
-    const RedisReply* pause_for = nullptr;
+    std::string pause_for;  // the text of a TRYAGAIN or CLUSTERDOWN that pauses the batch
     for (uint32_t i : todo) {
-      const RedisReply& r = replies[i];
+      const RespView r = replies[i];
       if (!r.is_error()) continue;
-      Redirect redirect = ParseRedirect(r.str);
+      Redirect redirect = ParseRedirect(r.str());
       ClusterNodeStats* from = target[i] != nullptr ? target[i]->stats.get() : nullptr;
       if (redirect.kind == Redirect::kNone) {
         if (from != nullptr) Bump(from->errors);
@@ -349,7 +378,7 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       if (bounded) ++redirects[i];
       asking[i] = 0;
       if (redirect.kind == Redirect::kRetry) {
-        pause_for = &r;
+        pause_for = r.str();
         Bump(stats_->cluster_retries);
         if (from != nullptr) Bump(from->retries);
         RefreshSlotMap();
@@ -371,28 +400,29 @@ Task<Result<std::vector<RedisReply>>> RedisClusterPool::Batch(std::vector<RedisC
       }
       again.push_back(i);
     }
-    if (again.empty()) co_return std::move(replies);
-    if (pause_for != nullptr) {
+    if (again.empty()) co_return replies.Gather();
+    if (!pause_for.empty()) {
       uint64_t ms = kRetryPauseMinMs + NextRandom(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
       if (deadline && ms_until(*deadline) <= ms)
         co_return Fail(Unavailable("cluster is down or reconfiguring",
-                                   "no time left to retry after: " + pause_for->str));
+                                   "no time left to retry after: " + pause_for));
       co_await SleepMs(loop_, ms);
       if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
       // The map may be newer now: retried commands go to their slot's current owner.
       for (uint32_t i : again)
-        if (asking[i] == 0 && ParseRedirect(replies[i].str).kind == Redirect::kRetry)
+        if (asking[i] == 0 && ParseRedirect(replies[i].str()).kind == Redirect::kRetry)
           target[i] = slot_owner_[static_cast<size_t>(slot[i])];
     }
     todo = std::move(again);
   }
 }
 
-RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& command, int slot) {
+RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommands& commands, size_t i,
+                                                      int slot) {
   Node* master = slot_owner_[static_cast<size_t>(slot)];
   if (!endpoint_.read_from_replica) return master;
   int32_t set = slot_replicas_[static_cast<size_t>(slot)];
-  if (set < 0 || !IsRead(command)) return master;
+  if (set < 0 || !IsRead(commands.Argument(i, 0))) return master;
   const std::vector<Node*>& replicas = replica_sets_[static_cast<size_t>(set)];
   const size_t start = next_reader_++;
   for (size_t k = 0; k < replicas.size(); ++k) {
@@ -402,47 +432,44 @@ RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommand& comman
   return master;
 }
 
-Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& commands,
+Task<Result<void>> RedisClusterPool::SendRound(const RedisCommands& commands,
                                                const std::vector<uint32_t>& todo,
                                                const std::vector<Node*>& target,
-                                               const std::vector<uint8_t>& asking,
-                                               std::vector<RedisReply>& replies,
+                                               const std::vector<uint8_t>& asking, Replies& replies,
                                                Deadline deadline) {
-  // A node's share: pointers into `commands` (which a redirect may send again: they are
-  // not copied) and into `asking`, which holds its ASKING commands.
+  // A node's share: its commands' bytes copied into one buffer of its own (ASKING
+  // first where asked), and where each reply goes.
   struct Group {
     Node* node;
-    std::vector<RedisCommand*> cmds;
-    std::vector<RedisCommand> asking;
+    RedisCommands cmds;
     std::vector<int64_t> reply_to;  // the batch index of each command's reply; -1: ASKING's
   };
-  std::vector<size_t> askings;
-  // Two passes: find each command's group and count, then fill vectors of exact size.
+  // Two passes: find each command's group and count, then fill buffers of exact size.
   std::vector<Group> groups;
   std::vector<size_t> sizes;
+  std::vector<size_t> bytes;
   std::vector<uint32_t> group_of(todo.size());
   for (size_t k = 0; k < todo.size(); ++k) {
     uint32_t i = todo[k];
     Node* node = target[i];
     if (node == nullptr) {
-      replies[i] = RedisReply::Error("CLUSTERDOWN Hash slot not served");
+      replies.SetError(i, "CLUSTERDOWN Hash slot not served");
       group_of[k] = kNoGroup;
       continue;
     }
     size_t g = 0;
     while (g < groups.size() && groups[g].node != node) ++g;
     if (g == groups.size()) {
-      groups.push_back(Group{node, {}, {}, {}});
+      groups.push_back(Group{node, {}, {}});
       sizes.push_back(0);
-      askings.push_back(0);
+      bytes.push_back(0);
     }
     sizes[g] += asking[i] ? 2 : 1;
-    askings[g] += asking[i] ? 1 : 0;
+    bytes[g] += commands.wire(i).size() + (asking[i] ? kAsking.size() : 0);
     group_of[k] = static_cast<uint32_t>(g);
   }
   for (size_t g = 0; g < groups.size(); ++g) {
-    groups[g].cmds.reserve(sizes[g]);
-    groups[g].asking.reserve(askings[g]);  // no reallocation: cmds points into it
+    groups[g].cmds.Reserve(sizes[g], bytes[g]);
     groups[g].reply_to.reserve(sizes[g]);
   }
   for (size_t k = 0; k < todo.size(); ++k) {
@@ -450,24 +477,22 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
     uint32_t i = todo[k];
     Group& g = groups[group_of[k]];
     if (asking[i]) {
-      g.asking.push_back(RedisCommand{"ASKING"});
-      g.cmds.push_back(&g.asking.back());
+      g.cmds.Add(1).Arg("ASKING");
       g.reply_to.push_back(-1);
     }
-    g.cmds.push_back(&commands[i]);
+    g.cmds.Append(commands, i);
     g.reply_to.push_back(i);
   }
   if (groups.empty()) co_return Result<void>{};
   if (groups.size() == 1) {  // one node (a one-key batch, say): no round to share
     auto r = co_await NodeBatch(*groups[0].node, std::move(groups[0].cmds), deadline);
     if (!r) co_return Fail(std::move(r.error()));
-    Scatter(groups[0].reply_to, *r, replies);
+    replies.Scatter(groups[0].reply_to, std::move(*r));
     co_return Result<void>{};
   }
   auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
   for (auto& g : groups)
-    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.asking), std::move(g.reply_to),
-                       deadline, round));
+    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.reply_to), deadline, round));
   co_await RoundAwaiter{round->remaining, round->waiter};
   if (round->error) co_return Fail(std::move(*round->error));
   co_return Result<void>{};
@@ -475,18 +500,17 @@ Task<Result<void>> RedisClusterPool::SendRound(std::vector<RedisCommand>& comman
 
 // One node's share of a round, spawned so that every node's share leaves in the same
 // loop turn.
-Task<void> RedisClusterPool::RunNodeBatch(Node* node, std::vector<RedisCommand*> cmds,
-                                          std::vector<RedisCommand> /*asking: kept alive*/,
+Task<void> RedisClusterPool::RunNodeBatch(Node* node, RedisCommands cmds,
                                           std::vector<int64_t> reply_to, Deadline deadline,
                                           std::shared_ptr<Round> round) {
   auto r = co_await NodeBatch(*node, std::move(cmds), deadline);
   if (!r) {
     if (!round->error) round->error = std::move(r.error());
   } else {
-    Scatter(reply_to, *r, *round->replies);
+    round->replies->Scatter(reply_to, std::move(*r));
   }
-  // Node batches resume through the loop's deferred queue, never in a hiredis callback,
-  // so the round may go on from here; Defer keeps the stack flat all the same.
+  // Node batches resume through the loop's deferred queue, never in a read handler, so
+  // the round may go on from here; Defer keeps the stack flat all the same.
   if (--round->remaining == 0 && round->waiter) round->loop->Defer(round->waiter);
 }
 

@@ -58,8 +58,8 @@ class RedisClusterPool final : public RedisClient {
   RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts);
   ~RedisClusterPool() override;
 
-  Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
-                                              Deadline deadline) override;
+  Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) override;
+  using RedisClient::Batch;
   bool live() const override;
   std::string NotLiveReason() const override;
   void Close() override;
@@ -71,6 +71,7 @@ class RedisClusterPool final : public RedisClient {
   bool tracking_ready() const override;
 
  private:
+  struct Replies;
   struct Round;
   struct Node {
     std::unique_ptr<RedisPool> pool;
@@ -82,28 +83,24 @@ class RedisClusterPool final : public RedisClient {
   // The node at `addr` that is not retired, made on first use.
   Node& NodeAt(const RedisAddress& addr);
   // One batch to one node, counted in its stats; closes a retired node it leaves idle.
-  // The commands are borrowed (RedisPool::BatchBorrowed): alive until it has finished.
-  Task<Result<std::vector<RedisReply>>> NodeBatch(Node& node, std::vector<RedisCommand*> cmds,
-                                                  Deadline deadline);
+  Task<Result<RespReplies>> NodeBatch(Node& node, RedisCommands cmds, Deadline deadline);
   // Publishes the stats of the nodes not retired to RedisStats::Nodes().
   void PublishNodes();
   // Where `command` on `slot` goes first: its slot's master, or with read_from=replica a
   // live replica when the command reads.
-  Node* FirstTarget(const RedisCommand& command, int slot);
+  Node* FirstTarget(const RedisCommands& commands, size_t i, int slot);
   // Starts fetching the slot map unless a fetch is running.
   void RefreshSlotMap();
   Task<void> RunRefresh(std::shared_ptr<bool> alive);
   void Install(const SlotMap& map);
   // Sends commands[i] (i in `todo`) to target[i] (ASKING first where asking[i]), every
-  // node at once, and stores each reply in replies[i]; a target of nullptr (a slot no
-  // node serves) gets a CLUSTERDOWN error reply without being sent.
-  Task<Result<void>> SendRound(std::vector<RedisCommand>& commands,
-                               const std::vector<uint32_t>& todo, const std::vector<Node*>& target,
-                               const std::vector<uint8_t>& asking, std::vector<RedisReply>& replies,
-                               Deadline deadline);
-  // `asking` holds the ASKING commands among `cmds`.
-  Task<void> RunNodeBatch(Node* node, std::vector<RedisCommand*> cmds,
-                          std::vector<RedisCommand> asking, std::vector<int64_t> reply_to,
+  // node at once, and makes replies[i] each reply (read in place: the node batches'
+  // buffers are kept, not copied); a target of nullptr (a slot no node serves) gets a
+  // CLUSTERDOWN error reply without being sent.
+  Task<Result<void>> SendRound(const RedisCommands& commands, const std::vector<uint32_t>& todo,
+                               const std::vector<Node*>& target, const std::vector<uint8_t>& asking,
+                               Replies& replies, Deadline deadline);
+  Task<void> RunNodeBatch(Node* node, RedisCommands cmds, std::vector<int64_t> reply_to,
                           Deadline deadline, std::shared_ptr<Round> round);
   Error Unavailable(std::string what, std::string detail) const;
 

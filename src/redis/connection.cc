@@ -3,9 +3,12 @@
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
 #include <netdb.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cassert>
+#include <cerrno>
+#include <cstring>
 
 #include "core/log.h"
 #include "redis/reader.h"
@@ -49,13 +52,14 @@ uint64_t SplitMix(uint64_t& s) {
 
 RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
                                  const RedisClientOptions& opts, RedisStats& stats,
-                                 std::function<void()> on_change, uint64_t seed)
+                                 std::function<void()> on_change, uint64_t seed, bool raw_replies)
     : loop_(loop),
       endpoint_(endpoint),
       opts_(opts),
       stats_(stats),
       on_change_(std::move(on_change)),
-      rng_(seed) {
+      rng_(seed),
+      raw_replies_(raw_replies) {
   loop_.AssertInLoopThread();
 }
 
@@ -223,14 +227,99 @@ void RedisConnection::ScheduleRetry() {
   });
 }
 
-bool RedisConnection::Send(std::string_view wire, redisCallbackFn* fn, void* privdata) {
+void RedisConnection::Write(std::string_view wire) {
   loop_.AssertInLoopThread();
-  assert(live());
-  if (redisAsyncFormattedCommand(ac_, fn, privdata, wire.data(), wire.size()) != REDIS_OK)
-    return false;
-  ++inflight_;
-  Bump(stats_.commands);
-  return true;
+  assert(live() && raw_replies_);
+  out_.append(wire);
+  if (!watching_write_) {
+    watching_write_ = true;
+    WatchWritable(ac_, true);
+  }
+}
+
+void RedisConnection::Await(ReplyWaiter* waiter, uint32_t n) {
+  loop_.AssertInLoopThread();
+  assert(live() && raw_replies_);
+  if (n == 0) return;
+  if (awaiting_size_ == awaiting_.size()) {  // full: grow, oldest first
+    std::vector<Awaiting> grown;
+    grown.reserve(std::max<size_t>(8, 2 * awaiting_.size()));
+    for (size_t k = 0; k < awaiting_size_; ++k)
+      grown.push_back(awaiting_[(awaiting_head_ + k) % awaiting_.size()]);
+    grown.resize(grown.capacity());
+    awaiting_ = std::move(grown);
+    awaiting_head_ = 0;
+  }
+  awaiting_[(awaiting_head_ + awaiting_size_) % awaiting_.size()] = {waiter, n};
+  ++awaiting_size_;
+  inflight_ += static_cast<int>(n);
+  Bump(stats_.commands, n);
+}
+
+void RedisConnection::Deliver(std::string_view piece, bool last) {
+  Awaiting& a = awaiting_[awaiting_head_];
+  ReplyWaiter* w = a.waiter;
+  if (last) {
+    --inflight_;
+    if (--a.remaining == 0) {  // done with it before it hears (it may free itself)
+      awaiting_head_ = (awaiting_head_ + 1) % awaiting_.size();
+      --awaiting_size_;
+    }
+  }
+  w->OnReplyBytes(piece, last);
+}
+
+void RedisConnection::OnRawRead(std::string_view bytes, const std::vector<size_t>& ends) {
+  // Replies these bytes touch: the complete ones, and one begun and not ended.
+  const size_t tail = ends.empty() ? 0 : ends.back();
+  const size_t touched = ends.size() + (tail < bytes.size() ? 1 : 0);
+  if (touched > static_cast<size_t>(inflight_))
+    return OnReadFailed("protocol error: a reply no command was waiting for", true);
+  size_t from = 0;
+  for (size_t end : ends) {
+    Deliver(bytes.substr(from, end - from), true);
+    from = end;
+  }
+  if (from < bytes.size()) Deliver(bytes.substr(from), false);
+}
+
+void RedisConnection::OnRawWritable() {
+  if (out_sent_ == out_.size()) {
+    watching_write_ = false;
+    WatchWritable(ac_, false);
+    return;
+  }
+  Bump(stats_.socket_writes);
+  ssize_t n = send(ac_->c.fd, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    return OnReadFailed(std::string("write: ") + std::strerror(errno), false);
+  }
+  out_sent_ += static_cast<size_t>(n);
+  if (out_sent_ < out_.size()) return;  // the rest at the next writable event
+  out_sent_ = 0;
+  // Keep the buffer for the next batches, unless one huge batch grew it.
+  if (out_.capacity() > (1u << 20))
+    out_ = std::string();
+  else
+    out_.clear();
+  watching_write_ = false;
+  WatchWritable(ac_, false);
+}
+
+void RedisConnection::FailWaiters(const redisAsyncContext* ac) {
+  out_.clear();
+  out_sent_ = 0;
+  watching_write_ = false;
+  inflight_ = 0;
+  if (awaiting_size_ == 0) return;
+  const Failure f = FailureOf(ac);
+  while (awaiting_size_ > 0) {
+    ReplyWaiter* w = awaiting_[awaiting_head_].waiter;
+    awaiting_head_ = (awaiting_head_ + 1) % awaiting_.size();
+    --awaiting_size_;
+    w->OnConnectionLost(f);
+  }
 }
 
 void RedisConnection::EnterPushMode(PushSink* sink) {
@@ -303,6 +392,8 @@ void RedisConnection::OnHandshakeReply(redisAsyncContext* ac, void* reply, void*
     return;
   }
   if (step != kPing || (ac->c.flags & REDIS_DISCONNECTING)) return;
+  // hiredis is done with this context's replies: a data connection reads its own.
+  if (self->raw_replies_) SetRawMode(ac);
   self->DisarmTimer();
   self->failures_in_a_row_ = 0;
   self->last_error_.clear();
@@ -329,6 +420,7 @@ void RedisConnection::OnReadFailed(std::string why, bool bad_reply) {
 
 void RedisConnection::OnContextCleanup(const redisAsyncContext* ac) {
   ac_ = nullptr;
+  FailWaiters(ac);  // as hiredis's NULL replies would have, before the state changes
   if (!bad_reply_.empty() || (ac->err != 0 && IsReplyError(ac->err))) {
     Bump(stats_.bad_replies);
     LogWarn("redis endpoint " + endpoint_.Label() + ": dropped a connection over a bad reply: " +

@@ -11,9 +11,17 @@
 // forgets a context is OnContextCleanup, which hiredis calls exactly once whether it
 // freed the context itself (failed connect, lost connection) or we did (timeout, Close).
 //
-// Threads: the loop thread of `loop` only (Start, Close and Send check it in debug and
-// sanitizer builds). REQUIRES: Close() is never called from inside a hiredis callback
-// (it frees the context).
+// A data connection (raw_replies) stops using hiredis once its handshake is done: it
+// writes its own output buffer (Write: commands appended, one write(2) per writable
+// event, like hiredis) and hands each reply's RESP bytes, as the adapter scanned them,
+// to the ReplyWaiter that Await() queued for it, in order (uv_adapter.h, raw mode).
+// Why: hiredis allocates a callback per command and a reply object per reply; the
+// batches of a feed request send hundreds of commands. Replies awaited are counted here
+// (inflight()), so a reply no command waits for fails the connection in O(1).
+//
+// Threads: the loop thread of `loop` only (Start, Close, Write and Await check it in
+// debug and sanitizer builds). REQUIRES: Close() is never called from inside a hiredis
+// callback (it frees the context).
 #pragma once
 
 #include <hiredis/async.h>
@@ -23,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "core/event_loop.h"
@@ -33,14 +42,19 @@
 
 namespace rankd {
 
+class ReplyWaiter;
+
 class RedisConnection final : private UvRedisListener {
  public:
   enum class State : uint8_t { kBackoff, kConnecting, kLive, kClosed };
 
   // `on_change` runs (synchronously, possibly inside a hiredis callback) whenever the
   // state changes; it must only schedule work, not call back into this connection.
+  // `raw_replies`: a data connection (Write / Await once live); else the tracker's, which
+  // enters push mode.
   RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint, const RedisClientOptions& opts,
-                  RedisStats& stats, std::function<void()> on_change, uint64_t seed);
+                  RedisStats& stats, std::function<void()> on_change, uint64_t seed,
+                  bool raw_replies = false);
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
@@ -50,16 +64,18 @@ class RedisConnection final : private UvRedisListener {
 
   State state() const { return state_; }
   bool live() const { return state_ == State::kLive; }
+  // Replies awaited (raw mode).
   int inflight() const { return inflight_; }
   // Why the last attempt or connection failed ("connect failed: Connection refused").
   const std::string& last_error() const { return last_error_; }
 
-  // Queues one RESP-encoded command; hiredis calls fn(ac, reply, privdata) exactly once,
-  // with reply == nullptr if the connection goes down first. REQUIRES: live().
-  // Returns false if hiredis refused (the context is going down).
-  bool Send(std::string_view wire, redisCallbackFn* fn, void* privdata);
-  // Called by the reply callback for every command sent through Send.
-  void OnCommandDone() { --inflight_; }
+  // Raw mode. Appends RESP-encoded commands to the output buffer, written when the socket
+  // is next writable (after this loop turn: what one turn queues leaves in one write).
+  // REQUIRES: live(), raw_replies.
+  void Write(std::string_view wire);
+  // The next `n` replies (after those already awaited) go to `waiter`, which must stay
+  // alive until it has had them all or OnConnectionLost. REQUIRES: live(), raw_replies.
+  void Await(ReplyWaiter* waiter, uint32_t n);
 
   // Push mode (uv_adapter.h SetPushSink): every reply from now on goes to `sink`; send
   // with SendNoReply only. Ends with the connection: after a reconnect the owner enters
@@ -109,6 +125,11 @@ class RedisConnection final : private UvRedisListener {
   void OnPollError(int uv_status) override;
   void OnReadFailed(std::string why, bool bad_reply) override;
   void OnContextCleanup(const redisAsyncContext* ac) override;
+  void OnRawRead(std::string_view bytes, const std::vector<size_t>& ends) override;
+  void OnRawWritable() override;
+
+  void Deliver(std::string_view piece, bool last);  // to the first waiter
+  void FailWaiters(const redisAsyncContext* ac);    // the context is going away
 
   EventLoop& loop_;
   const RedisEndpoint& endpoint_;
@@ -131,6 +152,37 @@ class RedisConnection final : private UvRedisListener {
   std::string last_error_;
   std::string bad_reply_;  // set when we dropped the context over a reply
   uint64_t rng_;           // jitter
+
+  // Waiters in reply order: a ring over a vector that only grows, so a steady state of
+  // batches allocates nothing.
+  struct Awaiting {
+    ReplyWaiter* waiter;
+    uint32_t remaining;
+  };
+  std::vector<Awaiting> awaiting_;
+  size_t awaiting_head_ = 0;
+  size_t awaiting_size_ = 0;
+  std::string out_;      // raw mode: bytes to write
+  size_t out_sent_ = 0;  // of out_, already written
+  bool watching_write_ = false;
+  bool raw_replies_;
+};
+
+// What a data connection hands replies to (RedisConnection::Await). Called on the
+// connection's loop thread, from its read handler (not inside a hiredis callback); the
+// waiter must not close or free the connection there (schedule that instead).
+class ReplyWaiter {
+ public:
+  // A piece of the next reply this waiter awaits, in stream order; `last` when that
+  // reply ends with it. The pieces of one reply concatenate to its RESP bytes, which
+  // RespScanner has checked.
+  virtual void OnReplyBytes(std::string_view piece, bool last) = 0;
+  // The connection went down before the remaining replies came: none will. `f` says
+  // why (RedisConnection::FailureOf).
+  virtual void OnConnectionLost(const RedisConnection::Failure& f) = 0;
+
+ protected:
+  ~ReplyWaiter() = default;
 };
 
 }  // namespace rankd

@@ -14,8 +14,9 @@ struct ReplyLimits {
   // Arrays nested inside one reply (--redis-max-reply-depth, 1..7; hiredis stops at 7).
   // Our commands' replies nest at most 1 deep (HGETALL, LRANGE, HMGET, SMISMEMBER).
   int max_depth = 4;
-  // Elements announced by one reply's arrays. Each costs ~72 bytes of RedisReply, so
-  // this caps what a reply of tiny elements ("+\r\n" x N) can make us allocate.
+  // Elements announced by one reply's arrays. Data connections keep a reply as its
+  // bytes, but a RedisReply copy (tracker, tests) costs ~72 bytes per element, so this
+  // caps what a reply of tiny elements ("+\r\n" x N) can make us allocate.
   uint64_t max_elements = uint64_t{1} << 20;
 };
 

@@ -7,39 +7,49 @@
 #include <utility>
 
 #include "core/log.h"
-#include "redis/reader.h"
 
 namespace rankd {
 
-// One Batch() call, from Dispatch until the coroutine and every hiredis callback are
-// done with it. hiredis holds raw pointers to its slots, so it is reference-counted by
-// hand: one reference for the awaiting coroutine, one per command hiredis still owes.
-struct PendingBatch {
-  struct Slot {
-    PendingBatch* batch;
-    uint32_t index;
-  };
-
+// One Batch() call, from Dispatch until the coroutine and the connection are done with
+// it: one reference for the awaiting coroutine, one while a connection owes it replies.
+// Its replies arrive as RESP bytes (ReplyWaiter) straight into one RespReplies.
+struct PendingBatch final : ReplyWaiter {
   PendingBatch(RedisPool* p, Deadline d) : pool(p), deadline(d), started(Clock::now()) {}
-  // Once `commands` is set.
-  void Prepare() {
-    replies.resize(commands.size());
-    slots.reserve(commands.size());
-    for (uint32_t i = 0; i < commands.size(); ++i) slots.push_back({this, i});
-  }
   void Ref() { ++refs; }
   void Unref() {
     if (--refs == 0) delete this;
   }
 
+  void OnReplyBytes(std::string_view piece, bool last) override {
+    if (!done) replies.AppendBytes(piece);
+    if (!last) return;
+    Bump(pool->stats_->replies);
+    --outstanding;
+    if (!done) {
+      replies.EndReply();
+      if (replies.raw(replies.size() - 1)[0] == '-') Bump(pool->stats_->error_replies);
+      if (outstanding == 0) pool->Finish(this, std::nullopt);
+    } else if (gave_up) {
+      Bump(pool->stats_->late_replies);
+    }
+    RedisPool* p = pool;
+    if (outstanding == 0) Unref();  // the connection is done with it
+    if (!p->queue_.empty()) p->SchedulePump();
+  }
+  void OnConnectionLost(const RedisConnection::Failure& f) override {
+    outstanding = 0;
+    if (!done) pool->Finish(this, pool->BatchError(this, f.code, f.what, f.detail));
+    RedisPool* p = pool;
+    Unref();
+    if (!p->queue_.empty()) p->SchedulePump();
+  }
+
   RedisPool* pool;
-  std::vector<RedisCommand> owned;      // Batch's commands (BatchBorrowed's are the caller's)
-  std::vector<RedisCommand*> commands;  // what is sent: into `owned`, or the caller's
-  std::vector<RedisReply> replies;
-  std::vector<Slot> slots;
+  RedisCommands commands;
+  RespReplies replies;
   Deadline deadline;
   TimePoint started;
-  size_t outstanding = 0;  // callbacks hiredis still owes
+  size_t outstanding = 0;  // replies the connection still owes
   int refs = 1;
   bool done = false;     // the result is decided; the waiter is (being) resumed
   bool gave_up = false;  // decided before every reply came: later ones are late
@@ -47,6 +57,23 @@ struct PendingBatch {
   std::optional<Error> error;
   std::coroutine_handle<> waiter;
   uv_timer_t* timer = nullptr;  // deadline
+};
+
+// The reply of CLIENT TRACKING on a data connection (one per connection session).
+struct RedisPool::TrackingWaiter final : ReplyWaiter {
+  explicit TrackingWaiter(RedisPool* p) : pool(p) {}
+  void OnReplyBytes(std::string_view piece, bool last) override {
+    bytes.append(piece);
+    if (!last) return;
+    RespReplies one;
+    one.Append(bytes);
+    bytes.clear();
+    pool->OnTrackingReply(one[0]);
+  }
+  void OnConnectionLost(const RedisConnection::Failure&) override { bytes.clear(); }
+
+  RedisPool* pool;
+  std::string bytes;
 };
 
 // The coroutine's reference to its batch.
@@ -70,7 +97,7 @@ struct BatchAwaiter {
 
 std::string Describe(const PendingBatch* b) {
   return "batch of " + std::to_string(b->commands.size()) + " command" +
-         (b->commands.size() == 1 ? "" : "s") + ", first: " + b->commands.front()->Describe();
+         (b->commands.size() == 1 ? "" : "s") + ", first: " + b->commands.Describe(0);
 }
 }  // namespace
 
@@ -85,7 +112,8 @@ RedisPool::RedisPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions
     conns_.push_back(std::make_unique<RedisConnection>(
         loop_, endpoint_, opts_, *stats_,
         [this, i = static_cast<size_t>(i)] { OnConnectionChange(i); },
-        seed + static_cast<uint64_t>(i)));
+        seed + static_cast<uint64_t>(i), /*raw_replies=*/true));
+    tracking_waiters_.push_back(std::make_unique<TrackingWaiter>(this));
   }
   tracked_to_.assign(conns_.size(), 0);
   for (auto& c : conns_) c->Start();
@@ -144,19 +172,18 @@ void RedisPool::EnsureTracked(size_t i) {
   RedisConnection* c = conns_[i].get();
   RedisCommand on{"CLIENT", "TRACKING", "ON", "REDIRECT"};
   on.Arg(id);
-  if (c->Send(on.wire(), &RedisPool::OnTrackingReply, this)) tracked_to_[i] = id;
+  c->Write(on.wire());
+  c->Await(tracking_waiters_[i].get(), 1);
+  tracked_to_[i] = id;
 }
 
-void RedisPool::OnTrackingReply(redisAsyncContext* ac, void* reply, void* privdata) {
-  auto* pool = static_cast<RedisPool*>(privdata);
-  RedisConnection::From(ac)->OnCommandDone();
-  if (reply == nullptr) return;  // the connection went down: OnConnectionChange flushes
-  RedisReply& r = TakeReply(reply);
-  if (!r.is_error() || !pool->tracking_error_.empty()) return;
-  pool->tracking_error_ = r.str;
-  LogError("redis endpoint " + pool->endpoint_.Label() +
-           ": CLIENT TRACKING failed, caching is off for it: " + r.str);
-  pool->tracking_->sink->OnInvalidateAll();
+// A connection that goes down before this reply comes is flushed by OnConnectionChange.
+void RedisPool::OnTrackingReply(RespView r) {
+  if (!r.is_error() || !tracking_error_.empty()) return;
+  tracking_error_ = std::string(r.str());
+  LogError("redis endpoint " + endpoint_.Label() +
+           ": CLIENT TRACKING failed, caching is off for it: " + tracking_error_);
+  tracking_->sink->OnInvalidateAll();
 }
 
 bool RedisPool::live() const {
@@ -193,27 +220,17 @@ Error RedisPool::UnavailableError(const PendingBatch* b, std::string_view what,
   return BatchError(b, ErrorCode::kUnavailable, what, detail);
 }
 
-Task<Result<std::vector<RedisReply>>> RedisPool::Batch(std::vector<RedisCommand> commands,
-                                                       Deadline deadline) {
-  auto* b = new PendingBatch(this, deadline);
-  b->owned = std::move(commands);
-  b->commands.reserve(b->owned.size());
-  for (RedisCommand& c : b->owned) b->commands.push_back(&c);
-  return Run(PendingBatchRef(b));
-}
-
-Task<Result<std::vector<RedisReply>>> RedisPool::BatchBorrowed(std::vector<RedisCommand*> commands,
-                                                               Deadline deadline) {
+Task<Result<RespReplies>> RedisPool::Batch(RedisCommands commands, Deadline deadline) {
   auto* b = new PendingBatch(this, deadline);
   b->commands = std::move(commands);
   return Run(PendingBatchRef(b));
 }
 
-Task<Result<std::vector<RedisReply>>> RedisPool::Run(PendingBatchRef ref) {
+Task<Result<RespReplies>> RedisPool::Run(PendingBatchRef ref) {
   loop_.AssertInLoopThread();
   PendingBatch* b = ref.b;
-  if (b->commands.empty()) co_return std::vector<RedisReply>{};
-  b->Prepare();
+  if (b->commands.empty()) co_return RespReplies{};
+  b->replies.Reserve(b->commands.size());
   Dispatch(b);
   co_await BatchAwaiter{b};
   if (b->error) co_return Fail(std::move(*b->error));
@@ -275,42 +292,12 @@ void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
     for (size_t i = 0; i < conns_.size(); ++i)
       if (conns_[i].get() == c) EnsureTracked(i);
   }
-  // Every command is queued in hiredis's output buffer now; the adapter flushes the
-  // buffer when the socket is writable, after this loop turn: one write for the batch.
-  for (auto& slot : b->slots) {
-    if (!c->Send(b->commands[slot.index]->wire(), &RedisPool::OnReply, &slot)) {
-      Finish(b, UnavailableError(b, "connection lost", "connection is going down"));
-      return;
-    }
-    ++b->outstanding;
-    b->Ref();
-  }
-}
-
-void RedisPool::OnReply(redisAsyncContext* ac, void* reply, void* privdata) {
-  auto* slot = static_cast<PendingBatch::Slot*>(privdata);
-  PendingBatch* b = slot->batch;
-  RedisPool* pool = b->pool;
-  RedisConnection* c = RedisConnection::From(ac);
-  c->OnCommandDone();
-  --b->outstanding;
-  if (reply != nullptr) Bump(pool->stats_->replies);
-  if (!b->done) {
-    if (reply == nullptr) {
-      RedisConnection::Failure f = c->FailureOf(ac);
-      pool->Finish(b, pool->BatchError(b, f.code, f.what, f.detail));
-    } else {
-      // Move out now: hiredis frees the holder when this callback returns.
-      RedisReply& r = TakeReply(reply);
-      if (r.is_error()) Bump(pool->stats_->error_replies);
-      b->replies[slot->index] = std::move(r);
-      if (b->outstanding == 0) pool->Finish(b, std::nullopt);
-    }
-  } else if (reply != nullptr && b->gave_up) {
-    Bump(pool->stats_->late_replies);
-  }
-  b->Unref();
-  if (!pool->queue_.empty()) pool->SchedulePump();
+  // The batch's bytes go into the connection's output buffer now; they are written when
+  // the socket is writable, after this loop turn: one write for the batch.
+  c->Write(b->commands.wire());
+  b->outstanding = b->commands.size();
+  b->Ref();
+  c->Await(b, static_cast<uint32_t>(b->outstanding));
 }
 
 void RedisPool::Finish(PendingBatch* b, std::optional<Error> error) {

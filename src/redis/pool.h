@@ -2,10 +2,11 @@
 // to Redis: Batch(), which sends a whole batch of commands on one connection before the
 // caller suspends, so they leave in one write and cost one round trip.
 //
-// Rules kept here (hiredis pitfalls): replies are copied into RedisReply
-// inside the hiredis callback, and the waiting coroutine is resumed later through
-// EventLoop::Defer, never inside the callback. hiredis has no per-command timeout, so
-// the caller's deadline is a timer of ours: when it wins, the batch fails with
+// Replies: the connections are data connections (connection.h, raw replies): each
+// batch is a ReplyWaiter whose replies' RESP bytes are appended to one RespReplies
+// (resp.h) as they are read, no reply object per value. The waiting coroutine is resumed
+// later through EventLoop::Defer, never inside the read handler. hiredis has no per-command
+// timeout, so the caller's deadline is a timer of ours: when it wins, the batch fails with
 // deadline_exceeded and replies that still arrive are dropped and counted.
 //
 // Threads: create, use, Close and destroy on the loop thread of `loop` only (the entry
@@ -24,11 +25,12 @@
 #include "core/event_loop.h"
 #include "core/task.h"
 #include "redis/client.h"
-#include "redis/command.h"
+#include "redis/commands.h"
 #include "redis/connection.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
 #include "redis/reply.h"
+#include "redis/resp.h"
 #include "redis/stats.h"
 #include "redis/tracker.h"
 #include "redis/tracking.h"
@@ -52,13 +54,8 @@ class RedisPool final : public RedisClient {
   // protocol error), deadline_exceeded when `deadline` passes first (also when it
   // already has). While every connection is busy up to its in-flight cap, or still
   // connecting, the batch waits (bounded by the deadline).
-  Task<Result<std::vector<RedisReply>>> Batch(std::vector<RedisCommand> commands,
-                                              Deadline deadline) override;
-  // Batch over commands the caller keeps: each must stay alive and unchanged until the
-  // returned task has finished. A cluster's node share uses it: a redirect may send the
-  // same command again, and the batch is not copied for that.
-  Task<Result<std::vector<RedisReply>>> BatchBorrowed(std::vector<RedisCommand*> commands,
-                                                      Deadline deadline);
+  Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) override;
+  using RedisClient::Batch;
 
   // At least one connection has completed its handshake and is not lost.
   bool live() const override;
@@ -71,11 +68,11 @@ class RedisPool final : public RedisClient {
 
  private:
   friend struct PendingBatch;
-  // The body of Batch and BatchBorrowed. The reference is a parameter so that it is
+  // The body of Batch. The reference is a parameter so that it is
   // released with the frame even if the task is never awaited.
-  Task<Result<std::vector<RedisReply>>> Run(PendingBatchRef ref);
-  static void OnReply(redisAsyncContext* ac, void* reply, void* privdata);
-  static void OnTrackingReply(redisAsyncContext* ac, void* reply, void* privdata);
+  Task<Result<RespReplies>> Run(PendingBatchRef ref);
+  struct TrackingWaiter;
+  void OnTrackingReply(RespView reply);
 
   void OnConnectionChange(size_t i);
   void OnTrackerChange();
@@ -108,6 +105,7 @@ class RedisPool final : public RedisClient {
   std::optional<TrackingConfig> tracking_;
   std::unique_ptr<RedisTracker> tracker_;
   std::vector<int64_t> tracked_to_;
+  std::vector<std::unique_ptr<TrackingWaiter>> tracking_waiters_;  // one per connection
   int64_t tracker_id_ = 0;      // the id the sink last heard about
   std::string tracking_error_;  // Redis refused CLIENT TRACKING: caching stays off
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards Defer'd pumps

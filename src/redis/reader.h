@@ -1,5 +1,7 @@
-// Reply builders for hiredis's reader: the async contexts parse replies straight into
-// our RedisReply instead of hiredis's redisReply tree, which we would only copy and free
+// Reply builders for hiredis's reader, used where hiredis still reads replies: a
+// connection's handshake and the tracker's push mode (data connections read theirs in
+// place once live: resp.h). They parse replies straight into our RedisReply instead of
+// hiredis's redisReply tree, which we would only copy and free
 // (the copy and the tree's one-allocation-per-element were most of the client's CPU).
 // The reply handed to a callback is still freed by hiredis when the callback returns,
 // so callbacks move the value out (TakeReply) before returning. The builders never

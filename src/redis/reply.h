@@ -1,6 +1,7 @@
-// RedisReply: our own copy of one hiredis reply (nil, integer, string, array, error,
-// status). hiredis frees its reply as soon as the callback returns, so every reply is
-// copied into this type inside the callback and only then handed to the coroutine.
+// RedisReply: a reply as a tree of values (nil, integer, string, array, error, status),
+// each owning its bytes. What hiredis's reader builds for the handshake and the
+// tracker's push mode (reader.h), and a copy of a RespView (resp.h) for tests and
+// callers off the request path; the request path reads replies in place instead.
 //
 // Threads: a plain value type; any thread.
 #pragma once

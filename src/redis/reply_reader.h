@@ -13,7 +13,14 @@
 //   }
 //
 // After any error the reader stays failed, like the connection it stands for.
-// Threads: a plain object; one thread at a time.
+//
+// RespReader is the same for the path data connections take since they stopped using
+// hiredis's reader: RespScanner, then each complete reply's bytes appended to one
+// RespReplies (resp.h), read in place through RespView. Feed(bytes) -> Status; replies()
+// holds every complete reply so far. RedisReplyReader stays for the handshake and the
+// tracker's push mode, which still go through hiredis.
+//
+// Threads: plain objects; one thread at a time.
 #pragma once
 
 #include <optional>
@@ -23,6 +30,7 @@
 #include "redis/options.h"
 #include "redis/reply.h"
 #include "redis/reply_scanner.h"
+#include "redis/resp.h"
 
 struct redisReader;
 
@@ -50,6 +58,23 @@ class RedisReplyReader {
   RespScanner scanner_;
   redisReader* reader_;
   size_t ready_ = 0;
+  std::optional<Error> error_;
+};
+
+class RespReader {
+ public:
+  explicit RespReader(const ReplyLimits& limits = {}) : scanner_(limits) {}
+
+  // Feeds the next bytes of the stream (any split). Fails with backend_error when they
+  // break a limit or the protocol; replies() then keeps only the replies before them.
+  Status Feed(std::string_view bytes);
+  // Every complete reply fed so far.
+  const RespReplies& replies() const { return replies_; }
+
+ private:
+  RespScanner scanner_;
+  RespReplies replies_;
+  std::vector<size_t> ends_;
   std::optional<Error> error_;
 };
 

@@ -36,31 +36,32 @@ bool RespScanner::Charge(size_t n) {
   return used_ + owed_ <= limits_.max_bytes;
 }
 
-void RespScanner::EndElement() {
+void RespScanner::EndElement(const char* at) {
   state_ = State::kType;
   while (depth_ > 0) {
     if (--open_[depth_ - 1].remaining > 0) return;
     --depth_;  // that array is complete, and is itself an element of its parent
   }
   ++completed_;
+  if (ends_ != nullptr) ends_->push_back(static_cast<size_t>(at - base_));
   used_ = owed_ = elements_ = 0;
 }
 
-Status RespScanner::EndHeader() {
+Status RespScanner::EndHeader(const char* at) {
   std::optional<int64_t> parsed = ParseStrictInt<int64_t>(std::string_view(header_, header_len_));
   if (!parsed)
     return std::unexpected(Error::Backend("protocol error: malformed number in a reply header"));
   const int64_t v = *parsed;
-  if (!AcceptHeader(v)) return std::unexpected(HeaderError(v));
+  if (!AcceptHeader(v, at)) return std::unexpected(HeaderError(v));
   return {};
 }
 
 // Runs for every header of every reply, so it only decides; HeaderError, off the hot
 // path, says why. Both apply the same rules in the same order.
-inline bool RespScanner::AcceptHeader(int64_t v) {
+inline bool RespScanner::AcceptHeader(int64_t v, const char* at) {
   // hiredis reads -1 as nil and would read any other negative length as nil too.
   if (type_ == ':' || v == -1) {
-    EndElement();
+    EndElement(at);
     return true;
   }
   if (v < -1) return false;
@@ -73,7 +74,7 @@ inline bool RespScanner::AcceptHeader(int64_t v) {
   }
   // '*'
   if (n == 0) {
-    EndElement();
+    EndElement(at);
     return true;
   }
   if (depth_ >= std::min(limits_.max_depth, kMaxDepth) ||
@@ -128,7 +129,7 @@ Result<const char*> RespScanner::ScanWhole(const char* p, const char* const end)
     type_ = c;
     saw_cr_ = false;
     const int64_t value = negative ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
-    if (!AcceptHeader(value)) return fail(HeaderError(value).message);
+    if (!AcceptHeader(value, q + 2)) return fail(HeaderError(value).message);
     p = q + 2;
     if (state_ == State::kPayload && static_cast<uint64_t>(end - p) >= payload_left_ + 2) {
       const char* crlf = p + payload_left_;
@@ -137,15 +138,18 @@ Result<const char*> RespScanner::ScanWhole(const char* p, const char* const end)
       Charge(payload_left_ + 2);  // within the room checked at the header
       payload_left_ = 0;
       p = crlf + 2;
-      EndElement();
+      EndElement(p);
     }
   }
   return p;
 }
 
-Result<size_t> RespScanner::Scan(std::string_view bytes) {
+Result<size_t> RespScanner::Scan(std::string_view bytes, std::vector<size_t>* ends) {
   if (state_ == State::kFailed) return Fail("the reply stream failed earlier");
   completed_ = 0;
+  base_ = bytes.data();
+  ends_ = ends;
+  if (ends != nullptr) ends->clear();
   const char* p = bytes.data();
   const char* const end = p + bytes.size();
   while (p < end) {
@@ -173,7 +177,7 @@ Result<size_t> RespScanner::Scan(std::string_view bytes) {
         if (saw_cr_) {
           if (c != '\n') return Fail("protocol error: CR without LF in a reply header");
           saw_cr_ = false;
-          if (auto s = EndHeader(); !s) return Fail(std::move(s.error().message));
+          if (auto s = EndHeader(p); !s) return Fail(std::move(s.error().message));
         } else if (c == '\r') {
           saw_cr_ = true;
         } else if (header_len_ < kMaxHeaderChars &&
@@ -195,7 +199,7 @@ Result<size_t> RespScanner::Scan(std::string_view bytes) {
         bool crlf = nl != nullptr && (nl > p ? nl[-1] == '\r' : saw_cr_);
         saw_cr_ = nl == nullptr && end[-1] == '\r';
         p = stop;
-        if (crlf) EndElement();
+        if (crlf) EndElement(p);
         break;
       }
       case State::kPayload: {
@@ -216,7 +220,7 @@ Result<size_t> RespScanner::Scan(std::string_view bytes) {
         if (cr)
           state_ = State::kPayloadLf;
         else
-          EndElement();
+          EndElement(p);
         break;
       }
       case State::kFailed: return Fail("the reply stream failed earlier");

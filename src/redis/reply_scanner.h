@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "redis/options.h"
@@ -36,8 +37,10 @@ class RespScanner {
   // Returns how many top-level replies end inside `bytes`, or backend_error naming the
   // broken rule ("reply over the 16777216-byte limit: ..."). The message quotes no bytes
   // of the stream, only sizes. After an error the scanner stays failed: the stream is
-  // out of sync and the connection must go.
-  Result<size_t> Scan(std::string_view bytes);
+  // out of sync and the connection must go. With `ends`, it is cleared and receives
+  // where each of those replies ends (the offset in `bytes` just past its last byte):
+  // what lets a connection hand every reply's bytes to the batch waiting for it.
+  Result<size_t> Scan(std::string_view bytes, std::vector<size_t>* ends = nullptr);
 
   // A reply is partly scanned (the stream is not at a reply boundary).
   bool mid_reply() const { return state_ != State::kType || depth_ > 0; }
@@ -60,18 +63,20 @@ class RespScanner {
   static constexpr size_t kMaxHeaderChars = 20;  // "-9223372036854775808"
 
   Result<size_t> Fail(std::string why);
-  bool Charge(size_t n);  // counts n bytes of the current reply; false when over budget
-  size_t Room() const;    // bytes the current reply may still use
-  Status EndHeader();     // a complete $ * : line was read into header_
+  bool Charge(size_t n);             // counts n bytes of the current reply; false when over budget
+  size_t Room() const;               // bytes the current reply may still use
+  Status EndHeader(const char* at);  // a complete $ * : line, ending before `at`, is in header_
   // The number `v` of a complete $ * : line: applies it, or returns false when it breaks
   // a rule, which HeaderError(v) then names.
-  bool AcceptHeader(int64_t v);
+  // `at`: just past the header line.
+  bool AcceptHeader(int64_t v, const char* at);
   [[gnu::cold]] Error HeaderError(int64_t v) const;
   // The common case: whole `$ * :` header lines (each with a bulk's payload and CRLF)
   // inside `[p, end)` from a reply element's start on. Returns where it stopped: at the
   // first element that is not whole here, or not simple (the byte-wise states take over).
   Result<const char*> ScanWhole(const char* p, const char* end);
-  void EndElement();  // an element ended: close finished arrays, maybe the reply
+  // An element ended just before `at`: close finished arrays, maybe the reply.
+  void EndElement(const char* at);
 
   ReplyLimits limits_;
   State state_ = State::kType;
@@ -81,11 +86,13 @@ class RespScanner {
   size_t header_len_ = 0;
   uint64_t payload_left_ = 0;
   Open open_[kMaxDepth];
-  int depth_ = 0;          // arrays open
-  uint64_t used_ = 0;      // bytes of the current reply so far
-  uint64_t owed_ = 0;      // 3 bytes per element announced and not yet begun
-  uint64_t elements_ = 0;  // elements announced by the current reply's arrays
-  size_t completed_ = 0;   // replies ended in the current Scan call
+  int depth_ = 0;                        // arrays open
+  uint64_t used_ = 0;                    // bytes of the current reply so far
+  uint64_t owed_ = 0;                    // 3 bytes per element announced and not yet begun
+  uint64_t elements_ = 0;                // elements announced by the current reply's arrays
+  size_t completed_ = 0;                 // replies ended in the current Scan call
+  const char* base_ = nullptr;           // the current Scan call's bytes
+  std::vector<size_t>* ends_ = nullptr;  // where its replies end, when asked
 };
 
 }  // namespace rankd

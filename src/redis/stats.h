@@ -33,8 +33,8 @@ struct RedisStats {
 
   // Work.
   Counter batches{0};        // Batch() calls that reached a connection
-  Counter commands{0};       // commands handed to hiredis
-  Counter socket_writes{0};  // write(2) rounds: one per flush of hiredis's buffer
+  Counter commands{0};       // commands sent (written to a connection)
+  Counter socket_writes{0};  // write(2) rounds: one per flush of an output buffer
   Counter replies{0};        // replies received (including error replies)
   Counter late_replies{0};   // replies that arrived after their batch gave up
   // Failures, by the error code the caller sees.

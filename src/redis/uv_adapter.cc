@@ -32,6 +32,8 @@ struct UvRedisEvents {
   int events = 0;
   RespScanner scanner;
   PushSink* push = nullptr;  // push mode: replies go here, not to hiredis's callbacks
+  bool raw = false;          // raw mode: bytes and writability go to the listener
+  std::vector<size_t> ends;  // raw mode: where replies end in the last read (reused)
 
   UvRedisEvents(const ReplyLimits& limits) : scanner(limits) {}
 };
@@ -46,6 +48,7 @@ bool AwaitingAtLeast(const redisAsyncContext* ac, size_t n) {
 
 // The writable half; counts a flush of a non-empty output buffer as one socket write.
 void HandleWritable(UvRedisEvents* self) {
+  if (self->raw) return self->listener->OnRawWritable();
   redisAsyncContext* ac = self->ac;
   bool flushing = ac->c.obuf != nullptr && sdslen(ac->c.obuf) > 0;
   redisAsyncHandleWrite(ac);  // also completes a pending connect
@@ -87,8 +90,9 @@ void HandleReadable(UvRedisEvents* self) {
                                  false);
     return;
   }
-  auto ended = self->scanner.Scan({buf, static_cast<size_t>(n)});
+  auto ended = self->scanner.Scan({buf, static_cast<size_t>(n)}, self->raw ? &self->ends : nullptr);
   if (!ended) return self->listener->OnReadFailed(std::move(ended.error().message), true);
+  if (self->raw) return self->listener->OnRawRead({buf, static_cast<size_t>(n)}, self->ends);
   if (self->push != nullptr) return DeliverPushes(self, {buf, static_cast<size_t>(n)});
   if (!AwaitingAtLeast(ac, *ended))
     return self->listener->OnReadFailed("protocol error: a reply no command was waiting for", true);
@@ -153,6 +157,13 @@ void Cleanup(void* p) {
 
 void SetPushSink(redisAsyncContext* ac, PushSink* sink) {
   static_cast<UvRedisEvents*>(ac->ev.data)->push = sink;
+}
+
+void SetRawMode(redisAsyncContext* ac) { static_cast<UvRedisEvents*>(ac->ev.data)->raw = true; }
+
+void WatchWritable(redisAsyncContext* ac, bool on) {
+  auto* ev = static_cast<UvRedisEvents*>(ac->ev.data);
+  Update(ev, on ? ev->events | UV_WRITABLE : ev->events & ~UV_WRITABLE);
 }
 
 int AttachUvAdapter(redisAsyncContext* ac, uv_loop_t* loop, UvRedisListener* listener,

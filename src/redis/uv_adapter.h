@@ -12,6 +12,11 @@
 // A reply that breaks a ReplyLimits rule, or that no command is waiting for, fails the
 // connection before hiredis buffers it.
 //
+// Raw mode (SetRawMode), for data connections once their handshake is done: hiredis's
+// reader and callback list are no longer used at all. Scanned bytes go to the listener
+// with where each complete reply ends (OnRawRead), and writability to the listener too
+// (OnRawWritable, while WatchWritable is on): the connection writes its own buffer.
+//
 // Threads: the loop thread that owns `loop`, and only it. AttachUvAdapter is called with
 // EventLoop::uv(), which checks that in debug and sanitizer builds; the callbacks then
 // run on that loop.
@@ -19,7 +24,10 @@
 
 #include <uv.h>
 
+#include <cstddef>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "redis/options.h"
 #include "redis/reply.h"
@@ -46,6 +54,12 @@ class UvRedisListener {
   // redisAsyncFree). Called exactly once per attached context, after every pending
   // callback has run; the context pointer must not be used after this returns.
   virtual void OnContextCleanup(const redisAsyncContext* ac) = 0;
+  // Raw mode: bytes read and scanned; `ends` are the offsets in `bytes` where complete
+  // replies end. The listener may take the context down (redisAsyncFree): not inside a
+  // hiredis callback here.
+  virtual void OnRawRead(std::string_view bytes, const std::vector<size_t>& ends) = 0;
+  // Raw mode: the socket is writable. Same freedom as OnRawRead.
+  virtual void OnRawWritable() = 0;
 
  protected:
   ~UvRedisListener() = default;
@@ -68,6 +82,14 @@ class PushSink {
 // this must have no callback (fn == nullptr). REQUIRES: no hiredis callback is waiting
 // for a reply (the handshake is over).
 void SetPushSink(redisAsyncContext* ac, PushSink* sink);
+
+// Raw mode: from now on every byte read from `ac` goes, scanned, to the listener's
+// OnRawRead, and writability to OnRawWritable. REQUIRES: no hiredis callback waits for
+// a reply and hiredis's output buffer is empty (the handshake is over); may be called
+// from the callback of the handshake's last reply.
+void SetRawMode(redisAsyncContext* ac);
+// Raw mode: watch for writability (OnRawWritable) while `on`.
+void WatchWritable(redisAsyncContext* ac, bool on);
 
 // Attaches `ac` to `loop` and starts watching for writability at once, so that the end
 // of the non-blocking connect is noticed even before a command is queued.

@@ -2,6 +2,7 @@
 #include "tasks/io_replies.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -32,14 +33,14 @@ std::string KeyOf(const ReplySource& src, std::string_view kind, int64_t id) {
 // the command, the endpoint's name and the kind of reply; the key, the address and the
 // raw Redis error text go to the detail (the log).
 Error BadReply(const ReplySource& src, std::string_view command, const std::string& key,
-               const RedisReply& r) {
+               RespView r) {
   std::string what = r.is_error()
                          ? "error reply"
-                         : "unexpected " + std::string(RedisReplyKindName(r.kind)) + " reply";
+                         : "unexpected " + std::string(RedisReplyKindName(r.kind())) + " reply";
   Error e =
       Error::Backend(std::string(command) + " at redis endpoint " + src.endpoint + ": " + what);
   e.detail = std::string(command) + " " + key + " at redis endpoint " + src.label + ": " +
-             (r.is_error() ? r.str : what);
+             (r.is_error() ? std::string(r.str()) : what);
   return e;
 }
 
@@ -87,30 +88,31 @@ Result<InputIds> IdsOf(const RowSet& in) {
   return out;
 }
 
-CachedField DecodeField(const RedisReply& r, ColumnType type) {
+CachedField DecodeField(RespView r, ColumnType type) {
   CachedField out;
   if (!r.is_string()) return out;  // kMissing
   out.state = CachedField::State::kValue;
+  const std::string_view s = r.str();
   switch (type) {
     case ColumnType::kI64:
-      if (auto v = ParseStrictInt<int64_t>(r.str)) {
+      if (auto v = ParseStrictInt<int64_t>(s)) {
         out.value = *v;
         return out;
       }
       break;
     case ColumnType::kF64:
-      if (auto v = ParseF64(r.str)) {
+      if (auto v = ParseF64(s)) {
         out.value = *v;
         return out;
       }
       break;
-    case ColumnType::kStr: out.value = r.str; return out;
+    case ColumnType::kStr: out.value = std::string(s); return out;
     case ColumnType::kBool:
-      if (r.str == "1" || r.str == "true") {
+      if (s == "1" || s == "true") {
         out.value = true;
         return out;
       }
-      if (r.str == "0" || r.str == "false") {
+      if (s == "0" || s == "false") {
         out.value = false;
         return out;
       }
@@ -120,40 +122,48 @@ CachedField DecodeField(const RedisReply& r, ColumnType type) {
   return out;
 }
 
-Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, const RedisReply& r) {
-  if (!r.is_array() || r.elements.size() % 2 != 0)
+Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, RespView r) {
+  if (!r.is_array() || r.size() % 2 != 0)
     return Fail(BadReply(src, "HGETALL", KeyOf(src, "user:", user_id), r));
   const auto& names = UserFields();
   CachedHash out;
-  out.exists = !r.elements.empty();
+  out.exists = r.size() > 0;
   out.fields.resize(names.size());
   out.known = (uint64_t{1} << names.size()) - 1;
-  static const RedisReply kNil;
-  for (size_t f = 0; f < names.size(); ++f) {
-    const RedisReply* value = &kNil;
-    for (size_t i = 0; i + 1 < r.elements.size(); i += 2)
-      if (r.elements[i].str == names[f]) value = &r.elements[i + 1];
-    out.fields.Set(f, DecodeField(*value, *UserFieldType(names[f])));
+  // One pass over the pairs; a field named twice takes its last value. Unnamed: nil.
+  std::array<RespView, 64> values{};  // a user hash has at most 64 known fields (`known`)
+  for (auto it = r.begin(); it != r.end();) {
+    const std::string_view name = it->str();
+    ++it;
+    for (size_t f = 0; f < names.size(); ++f)
+      if (name == names[f]) values[f] = *it;
+    ++it;
   }
+  for (size_t f = 0; f < names.size(); ++f)
+    out.fields.Set(f, DecodeField(values[f], *UserFieldType(names[f])));
   return out;
 }
 
 Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
-                        const RedisReply& r, std::span<CachedField> cells) {
-  if (!r.is_array() || r.elements.size() != types.size())
+                        RespView r, std::span<CachedField> cells) {
+  if (!r.is_array() || r.size() != types.size())
     return Fail(BadReply(src, "HMGET", KeyOf(src, "item:", id), r));
-  for (size_t f = 0; f < types.size(); ++f) cells[f] = DecodeField(r.elements[f], types[f]);
+  size_t f = 0;
+  for (RespView e : r) {
+    cells[f] = DecodeField(e, types[f]);
+    ++f;
+  }
   return {};
 }
 
 Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int64_t id,
-                              uint32_t asked, const RedisReply& r) {
+                              uint32_t asked, RespView r) {
   if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, id), r));
   CachedList out;
   out.asked = asked;
-  out.members.reserve(r.elements.size());
-  for (const auto& e : r.elements) {
-    auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str) : std::nullopt;
+  out.members.reserve(r.size());
+  for (RespView e : r) {
+    auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str()) : std::nullopt;
     if (!v) {
       Bump(src.stats->bad_ids);
       out.bad.push_back(static_cast<uint32_t>(out.members.size()));
@@ -224,13 +234,16 @@ RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& 
 }
 
 Result<RowSet> SeenFilterRows(const ReplySource& src, int64_t user_id, const RowSet& input,
-                              const InputIds& ids, const RedisReply& r) {
-  if (!r.is_array() || r.elements.size() != ids.ids.size())
+                              const InputIds& ids, RespView r) {
+  if (!r.is_array() || r.size() != ids.ids.size())
     return Fail(BadReply(src, "SMISMEMBER", KeyOf(src, "seen:", user_id), r));
   // Keep the logical order: rows with a null id were never asked about and stay.
   std::vector<uint8_t> seen(input.physical_rows(), 0);
-  for (size_t i = 0; i < ids.rows.size(); ++i)
-    if (r.elements[i].is_integer() && r.elements[i].integer == 1) seen[ids.rows[i]] = 1;
+  size_t i = 0;
+  for (RespView e : r) {
+    if (e.is_integer() && e.integer() == 1) seen[ids.rows[i]] = 1;
+    ++i;
+  }
   Selection keep;
   keep.reserve(input.size());
   for (size_t i = 0; i < input.size(); ++i)

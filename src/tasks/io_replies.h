@@ -1,10 +1,11 @@
 // The reply -> rows half of the Redis-backed tasks (io_tasks.cc), kept apart from the IO
 // so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
 //
-// Replies are first decoded into the values the shard's cache holds (cache/shard_cache.h:
-// CachedHash, CachedList, CachedField, CachedFields), whether or not the node caches, and rows are
-// built from those values: a hit and a fresh reply take the same road. Decoding fails
-// with a backend_error naming the command, the key and the endpoint when a reply has
+// Replies are read in place (redis/resp.h: a RespView into the batch's RESP bytes, no
+// reply tree, no string per value) and decoded into the values the shard's cache holds
+// (cache/shard_cache.h: CachedHash, CachedList, CachedField, CachedFields), whether or not the node
+// caches, and rows are built from those values: a hit and a fresh reply take the same road.
+// Decoding fails with a backend_error naming the command, the key and the endpoint when a reply has
 // the wrong shape. Values are parsed strictly: a field that is missing or does not parse
 // becomes null and is counted when it reaches a row (fields_missing,
 // fields_unparsable); a list member that is not an id is dropped and counted when it is
@@ -22,7 +23,7 @@
 #include "cache/shard_cache.h"
 #include "core/error.h"
 #include "data/row_set.h"
-#include "redis/reply.h"
+#include "redis/resp.h"
 #include "redis/stats.h"
 
 namespace rankd {
@@ -46,19 +47,19 @@ Result<InputIds> IdsOf(const RowSet& in);
 // ---- decoding ------------------------------------------------------------------------
 
 // One hash field's value as Redis sent it (a bulk string, or nil when missing), typed.
-CachedField DecodeField(const RedisReply& r, ColumnType type);
+CachedField DecodeField(RespView r, ColumnType type);
 
 // HGETALL user:{user_id} -> the user's fields by UserFields() index (all known).
-Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, const RedisReply& r);
+Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, RespView r);
 
 // HMGET item:{id} fields... -> one cell per field (`types[f]` its type), into `cells`.
 // REQUIRES: cells.size() == types.size().
 Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
-                        const RedisReply& r, std::span<CachedField> cells);
+                        RespView r, std::span<CachedField> cells);
 
 // LRANGE {kind}{id} 0 asked-1 -> the list's head.
 Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int64_t id,
-                              uint32_t asked, const RedisReply& r);
+                              uint32_t asked, RespView r);
 
 // ---- rows ----------------------------------------------------------------------------
 
@@ -82,6 +83,6 @@ RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& 
 // seen_filter: the SMISMEMBER seen:{user_id} ids... reply -> the input without the seen
 // rows (rows with a null id stay).
 Result<RowSet> SeenFilterRows(const ReplySource& src, int64_t user_id, const RowSet& input,
-                              const InputIds& ids, const RedisReply& r);
+                              const InputIds& ids, RespView r);
 
 }  // namespace rankd

@@ -111,10 +111,10 @@ CacheUse CacheFor(const TaskContext& ctx, RedisClient& pool) {
 // The key's remaining TTL from a PTTL reply, when it has one, counted from when the
 // batch was sent (Redis's clock started before the reply reached us): the entry then
 // expires no later than the key.
-std::optional<uint64_t> KeyTtl(const RedisReply& pttl, uint64_t sent_ms) {
-  if (!pttl.is_integer() || pttl.integer < 0) return std::nullopt;
+std::optional<uint64_t> KeyTtl(RespView pttl, uint64_t sent_ms) {
+  if (!pttl.is_integer() || pttl.integer() < 0) return std::nullopt;
   uint64_t elapsed = uv_hrtime() / 1000000 - sent_ms;
-  auto ttl = static_cast<uint64_t>(pttl.integer);
+  auto ttl = static_cast<uint64_t>(pttl.integer());
   return ttl > elapsed ? ttl - elapsed : 0;
 }
 
@@ -137,22 +137,18 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
     cu.Record(0, 1);
   }
   ReadTicket ticket = cu ? cu.Begin(std::span<const CacheKey>(&key, 1)) : ReadTicket{};
-  std::vector<RedisCommand> cmds;
-  cmds.push_back(RedisCommand{"HGETALL"});
-  cmds.back().Key(p.prefix(), "user:", ctx.user_id);
-  if (cu.store) {
-    cmds.push_back(RedisCommand{"PTTL"});
-    cmds.back().Key(p.prefix(), "user:", ctx.user_id);
-  }
+  RedisCommands cmds;
+  cmds.Add(2).Arg("HGETALL").Key(p.prefix(), "user:", ctx.user_id);
+  if (cu.store) cmds.Add(2).Arg("PTTL").Key(p.prefix(), "user:", ctx.user_id);
   const uint64_t sent_ms = NowMs();
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  auto user = DecodeUser(src, ctx.user_id, replies->at(0));
+  auto user = DecodeUser(src, ctx.user_id, (*replies)[0]);
   if (!user) co_return Fail(std::move(user.error()));
   RowSet rows = UserRows(src, ctx.user_id, *user);
   if (cu.store && ticket.Storable(key))
-    cu.cache->PutHash(ticket, key, std::move(*user), KeyTtl(replies->at(1), sent_ms));
+    cu.cache->PutHash(ticket, key, std::move(*user), KeyTtl((*replies)[1], sent_ms));
   co_return rows;
 }
 
@@ -202,18 +198,13 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   if (cu) cu.Record(ids.size() - missed.size(), missed.size());
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // LRANGE (+ PTTL)
-  std::vector<RedisCommand> cmds;
-  cmds.reserve(missed.size() * per);
+  RedisCommands cmds;
+  cmds.Reserve(missed.size() * per, missed.size() * per * (48 + p.prefix().size()));
   for (uint32_t i : missed) {
-    RedisCommand c{"LRANGE"};
-    c.Key(p.prefix(), prefix, ids[i]).Arg(int64_t{0}).Arg(count - 1);
-    cmds.push_back(std::move(c));
-    if (cu.store) {
-      cmds.push_back(RedisCommand{"PTTL"});
-      cmds.back().Key(p.prefix(), prefix, ids[i]);
-    }
+    cmds.Add(4).Arg("LRANGE").Key(p.prefix(), prefix, ids[i]).Arg(int64_t{0}).Arg(count - 1);
+    if (cu.store) cmds.Add(2).Arg("PTTL").Key(p.prefix(), prefix, ids[i]);
   }
-  std::vector<RedisReply> replies;
+  RespReplies replies;
   const uint64_t sent_ms = NowMs();
   if (!cmds.empty()) {
     auto r = co_await p.Batch(std::move(cmds), ctx.deadline);
@@ -341,17 +332,12 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
   if (cu) cu.Record(distinct.size() - missed.size(), missed.size());
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // HMGET (+ PTTL)
-  std::vector<RedisCommand> cmds;
-  cmds.reserve(missed.size() * per);
+  RedisCommands cmds;
+  cmds.Reserve(missed.size() * per, missed.size() * per * (48 + p.prefix().size() + 16 * nf));
   for (uint32_t k : missed) {
-    RedisCommand c{"HMGET"};
-    c.Key(p.prefix(), "item:", distinct[k]);
-    for (const auto& f : fields) c.Arg(f);
-    cmds.push_back(std::move(c));
-    if (cu.store) {
-      cmds.push_back(RedisCommand{"PTTL"});
-      cmds.back().Key(p.prefix(), "item:", distinct[k]);
-    }
+    cmds.Add(2 + static_cast<int>(nf)).Arg("HMGET").Key(p.prefix(), "item:", distinct[k]);
+    for (const auto& f : fields) cmds.Arg(f);
+    if (cu.store) cmds.Add(2).Arg("PTTL").Key(p.prefix(), "item:", distinct[k]);
   }
   if (!cmds.empty()) {
     const uint64_t sent_ms = NowMs();
@@ -391,15 +377,15 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
   RedisClient& p = *io->pool;
   const InputIds* ids = &io->ids;
   if (ids->ids.empty()) co_return input;
-  RedisCommand c{"SMISMEMBER"};
-  c.Key(p.prefix(), "seen:", ctx.user_id);
-  for (int64_t id : ids->ids) c.Arg(id);
-  std::vector<RedisCommand> cmds;
-  cmds.push_back(std::move(c));
+  RedisCommands cmds;
+  cmds.Reserve(1, 64 + p.prefix().size() + 24 * ids->ids.size());
+  cmds.Add(2 + static_cast<int>(ids->ids.size())).Arg("SMISMEMBER");
+  cmds.Key(p.prefix(), "seen:", ctx.user_id);
+  for (int64_t id : ids->ids) cmds.Arg(id);
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  co_return SeenFilterRows(SourceOf(p), ctx.user_id, input, *ids, replies->at(0));
+  co_return SeenFilterRows(SourceOf(p), ctx.user_id, input, *ids, (*replies)[0]);
 }
 
 }  // namespace

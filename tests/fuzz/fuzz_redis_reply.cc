@@ -1,7 +1,8 @@
 // Fuzz target `redis_reply`: bytes as they would arrive from Redis -> the reply reader a
-// live connection uses (RespScanner's limits, then hiredis's reader with our reply
-// builders; src/redis/reply_reader.h) -> the replies -> every IO task's conversion of
-// replies into rows (src/tasks/io_replies.h), as if they answered its batch.
+// data connection uses (RespScanner's limits, then each reply's bytes kept in one
+// RespReplies: src/redis/reply_reader.h RespReader) -> the replies, read in place
+// through RespView (each also copied into a RedisReply) -> every IO task's conversion
+// of replies into rows (src/tasks/io_replies.h), as if they answered its batch.
 // Corpus: tests/fuzz/corpus/redis_reply (RESP of every type, and headers that announce
 // more than any limit allows); dictionary redis_reply.dict.
 #include <cstddef>
@@ -21,19 +22,14 @@ namespace {
 // Every complete reply in `bytes`, fed in two pieces (so the reader also resumes a
 // reply cut in the middle), up to the first error (a limit, broken RESP) or the end.
 // Small limits, so that the fuzzer reaches them often.
-std::vector<RedisReply> ReadReplies(std::string_view bytes) {
-  std::vector<RedisReply> replies;
-  RedisReplyReader reader(ReplyLimits{.max_bytes = 1 << 20});
+RespReplies ReadReplies(std::string_view bytes) {
+  RespReader reader(ReplyLimits{.max_bytes = 1 << 20});
   size_t half = bytes.size() / 2;
-  for (std::string_view piece : {bytes.substr(0, half), bytes.substr(half)}) {
+  for (std::string_view piece : {bytes.substr(0, half), bytes.substr(half)})
     if (!reader.Feed(piece)) break;
-    while (true) {
-      auto next = reader.Next();
-      if (!next || !*next) break;
-      replies.push_back(std::move(**next));
-    }
-  }
-  return replies;
+  RespReplies out;
+  for (size_t i = 0; i < reader.replies().size(); ++i) out.Append(reader.replies().raw(i));
+  return out;
 }
 
 // `n` input rows with ids 1..n, then one more with id 1 again and one with a null id,
@@ -55,13 +51,17 @@ RowSet InputRows(size_t n) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<RedisReply> replies =
-      ReadReplies(std::string_view(reinterpret_cast<const char*>(data), size));
+  RespReplies replies = ReadReplies(std::string_view(reinterpret_cast<const char*>(data), size));
   if (replies.empty()) return 0;
   static RedisStats stats;
   ReplySource src{"fuzz", "127.0.0.1:1/0", "pre:", &stats};
 
-  for (const RedisReply& r : replies) {
+  for (size_t i = 0; i < replies.size(); ++i) {
+    RespView r = replies[i];
+    // The view and its copy agree, and the view spans exactly the reply's bytes.
+    RedisReply copy = r.ToReply();
+    if (copy.kind != r.kind() || r.End() != replies.raw(i).data() + replies.raw(i).size())
+      __builtin_trap();
     if (auto user = DecodeUser(src, 7, r)) (void)UserRows(src, 7, *user);
   }
 
@@ -84,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The fields: those of the item fields a first reply's length picks, so that an HMGET
   // reply of any length can match.
   const std::vector<std::string>& all = ItemFields();
-  size_t want = replies[0].elements.size();
+  size_t want = replies[0].size();
   std::vector<std::string> fields;
   std::vector<ColumnType> types;
   for (size_t i = 0; i < want && i < all.size(); ++i) fields.push_back(all[i]);

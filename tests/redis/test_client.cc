@@ -264,7 +264,7 @@ TEST_CASE("Close fails pending batches with unavailable") {
 
 namespace {
 struct CapRun {
-  std::vector<Result<std::vector<RedisReply>>> results;
+  std::vector<Result<RespReplies>> results;
   int remaining = 3;
   std::promise<void> done;
 };

@@ -1,10 +1,12 @@
-// RespScanner and RedisReplyReader: reply limits checked on the bytes before hiredis
-// buffers them, whatever way the stream is split into reads.
+// RespScanner, RedisReplyReader, RespReader and RedisCommands: reply limits checked on the
+// bytes before anything buffers them (whatever way the stream is split into reads),
+// replies read in place, commands encoded in place.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
+#include "redis/commands.h"
 #include "redis/reply_reader.h"
 #include "redis/reply_scanner.h"
 
@@ -192,4 +194,82 @@ TEST_CASE("reader: a nested reply keeps every element whatever its announced cou
   REQUIRE(b->has_value());
   REQUIRE((*b)->elements.size() == 5000);
   CHECK((*b)->elements[4999].integer == 4999);
+}
+
+TEST_CASE("resp reader: replies kept as bytes, read in place across any split") {
+  const std::string wire =
+      "*4\r\n$3\r\nfoo\r\n*2\r\n:-7\r\n$-1\r\n*0\r\n+a\rb\nc\r\n-ERR x\r\n:9223372036854775807\r\n"
+      "$0\r\n\r\n*-1\r\n";
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    RespReader r(Limits(1 << 20));
+    REQUIRE(r.Feed(std::string_view(wire).substr(0, cut)).has_value());
+    REQUIRE(r.Feed(std::string_view(wire).substr(cut)).has_value());
+    const RespReplies& replies = r.replies();
+    REQUIRE(replies.size() == 5);
+    RespView a = replies[0];
+    REQUIRE(a.is_array());
+    REQUIRE(a.size() == 4);
+    std::vector<RespView> e(a.begin(), a.end());
+    REQUIRE(e.size() == 4);
+    CHECK(e[0].str() == "foo");
+    REQUIRE(e[1].size() == 2);
+    CHECK((*e[1].begin()).integer() == -7);
+    CHECK((*++e[1].begin()).is_nil());
+    CHECK(e[2].is_array());
+    CHECK(e[2].size() == 0);
+    CHECK(e[3].kind() == RespView::Kind::kStatus);
+    CHECK(e[3].str() == "a\rb\nc");
+    CHECK(a.End() == replies.raw(0).data() + replies.raw(0).size());
+    CHECK(replies[1].is_error());
+    CHECK(replies[1].str() == "ERR x");
+    CHECK(replies[2].integer() == INT64_MAX);
+    CHECK(replies[3].is_string());
+    CHECK(replies[3].str().empty());
+    CHECK(replies[4].is_nil());
+    std::vector<RedisReply> copies = replies.ToReplies();
+    REQUIRE(copies.size() == 5);
+    CHECK(copies[0].elements[1].elements[0].integer == -7);
+    CHECK(copies[0].elements[3].str == "a\rb\nc");
+  }
+  RespReader r(Limits(16));
+  CHECK_FALSE(r.Feed("*1\r\n$1073741824\r\n").has_value());
+  CHECK_FALSE(r.Feed("+OK\r\n").has_value());
+  CHECK(r.replies().empty());
+}
+
+TEST_CASE("scanner: reports where each reply ends") {
+  RespScanner s(Limits(1 << 20));
+  std::vector<size_t> ends;
+  auto n = s.Scan("+OK\r\n*2\r\n:1\r\n$2\r\nab\r\n$3\r\nx", &ends);
+  REQUIRE(n.has_value());
+  CHECK(ends == std::vector<size_t>{5, 21});
+  n = s.Scan("yz\r\n:1\r", &ends);
+  REQUIRE(n.has_value());
+  CHECK(ends == std::vector<size_t>{4});
+  n = s.Scan("\n", &ends);
+  CHECK(ends == std::vector<size_t>{1});
+}
+
+TEST_CASE("commands: one buffer, each command's bytes and key in place") {
+  RedisCommands c;
+  c.Add(4).Arg("LRANGE").Key("p:", "follow:", 42).Arg(int64_t{0}).Arg(int64_t{-1});
+  c.Add(2).Arg("PTTL").Key("p:", "user:7");
+  RedisCommand one{"GET", "plain"};
+  c.Append(one);
+  REQUIRE(c.size() == 3);
+  CHECK(c.wire(0) == "*4\r\n$6\r\nLRANGE\r\n$11\r\np:follow:42\r\n$1\r\n0\r\n$2\r\n-1\r\n");
+  CHECK(c.wire(1) == "*2\r\n$4\r\nPTTL\r\n$8\r\np:user:7\r\n");
+  CHECK(c.wire(2) == "*2\r\n$3\r\nGET\r\n$5\r\nplain\r\n");
+  CHECK(c.wire() == std::string(c.wire(0)) + std::string(c.wire(1)) + std::string(c.wire(2)));
+  CHECK(c.key(0) == "p:follow:42");
+  CHECK(c.key(1) == "p:user:7");
+  CHECK(c.key(2) == "plain");
+  CHECK(c.Argument(0, 3) == "-1");
+  CHECK(c.Argument(0, 4).empty());
+  CHECK(c.Describe(0) == "LRANGE p:follow:42");
+  RedisCommands share;
+  share.Add(1).Arg("ASKING");
+  share.Append(c, 1);
+  CHECK(share.key(1) == "p:user:7");
+  CHECK(share.wire(1) == c.wire(1));
 }

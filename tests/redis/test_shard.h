@@ -59,7 +59,9 @@ class TestShard {
                                         const std::string& name = "redis_default") {
     Deadline d;
     if (deadline_ms >= 0) d = Clock::now() + std::chrono::milliseconds(deadline_ms);
-    return runtime_.Run(pool(name).Batch(std::move(cmds), d));
+    auto r = runtime_.Run(pool(name).Batch(std::move(cmds), d));
+    if (!r) return std::unexpected(std::move(r.error()));
+    return r->ToReplies();
   }
 
   // Polls until every endpoint is live (true) or `ms` passed (false).

@@ -1,0 +1,164 @@
+#include "redis/commands.h"
+
+#include <cassert>
+#include <charconv>
+#include <utility>
+
+#include "core/parse_int.h"
+#include "redis/free_list.h"
+
+namespace rankd {
+
+namespace {
+constexpr size_t kMinKeptBytes = 64;  // a std::string's own small buffer is not worth it
+constexpr size_t kMaxKeptBytes = 1u << 20;
+constexpr size_t kMaxKeptCommands = 16u << 10;
+}  // namespace
+
+RedisCommands::RedisCommands()
+    : buf_(ThreadFreeList<std::string>::Take()), cmds_(ThreadFreeList<std::vector<Cmd>>::Take()) {}
+
+RedisCommands::~RedisCommands() { Recycle(); }
+
+RedisCommands::RedisCommands(RedisCommands&& o) noexcept
+    : buf_(std::exchange(o.buf_, std::string())), cmds_(std::exchange(o.cmds_, {})) {}
+
+RedisCommands& RedisCommands::operator=(RedisCommands&& o) noexcept {
+  if (this == &o) return *this;
+  Recycle();
+  buf_ = std::exchange(o.buf_, std::string());
+  cmds_ = std::exchange(o.cmds_, {});
+  return *this;
+}
+
+void RedisCommands::Recycle() {
+  if (buf_.capacity() > kMinKeptBytes)
+    ThreadFreeList<std::string>::Give(buf_, kMaxKeptBytes);
+  else
+    buf_ = std::string();
+  ThreadFreeList<std::vector<Cmd>>::Give(cmds_, kMaxKeptCommands);
+}
+
+void RedisCommands::Header(char type, size_t n) {
+  char tmp[24];
+  tmp[0] = type;
+  auto [end, ec] = std::to_chars(tmp + 1, tmp + sizeof tmp - 2, n);
+  end[0] = '\r';
+  end[1] = '\n';
+  buf_.append(tmp, static_cast<size_t>(end + 2 - tmp));
+}
+
+void RedisCommands::Counted() {
+  assert(!cmds_.empty() && cmds_.back().args_left > 0);
+  --cmds_.back().args_left;
+}
+
+RedisCommands& RedisCommands::Add(int argc) {
+  assert(cmds_.empty() || cmds_.back().args_left == 0);
+  cmds_.push_back({buf_.size(), 0, 0, argc});
+  Header('*', static_cast<size_t>(argc));
+  return *this;
+}
+
+RedisCommands& RedisCommands::Arg(std::string_view a) {
+  Counted();
+  Header('$', a.size());
+  buf_.append(a);
+  buf_.append("\r\n", 2);
+  return *this;
+}
+
+RedisCommands& RedisCommands::Arg(int64_t v) {
+  char tmp[24];
+  auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, v);
+  return Arg(std::string_view(tmp, static_cast<size_t>(end - tmp)));
+}
+
+RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view suffix) {
+  Counted();
+  Header('$', prefix.size() + suffix.size());
+  Cmd& c = cmds_.back();
+  if (c.key_len == 0) {
+    c.key_at = buf_.size();
+    c.key_len = static_cast<uint32_t>(prefix.size() + suffix.size());
+  }
+  buf_.append(prefix);
+  buf_.append(suffix);
+  buf_.append("\r\n", 2);
+  return *this;
+}
+
+RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view kind, int64_t id) {
+  char tmp[24];
+  auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, id);
+  const size_t id_len = static_cast<size_t>(end - tmp);
+  Counted();
+  Header('$', prefix.size() + kind.size() + id_len);
+  Cmd& c = cmds_.back();
+  if (c.key_len == 0) {
+    c.key_at = buf_.size();
+    c.key_len = static_cast<uint32_t>(prefix.size() + kind.size() + id_len);
+  }
+  buf_.append(prefix);
+  buf_.append(kind);
+  buf_.append(tmp, id_len);
+  buf_.append("\r\n", 2);
+  return *this;
+}
+
+RedisCommands& RedisCommands::Append(RedisCommand& command) {
+  const std::string_view wire = command.wire();
+  const std::string_view key = command.key();
+  Cmd c{buf_.size(), 0, 0, 0};
+  if (key.data() >= wire.data() && key.data() < wire.data() + wire.size()) {
+    c.key_at = buf_.size() + static_cast<size_t>(key.data() - wire.data());
+    c.key_len = static_cast<uint32_t>(key.size());
+  }
+  cmds_.push_back(c);
+  buf_.append(wire);
+  return *this;
+}
+
+RedisCommands& RedisCommands::Append(const RedisCommands& other, size_t i) {
+  const Cmd& o = other.cmds_[i];
+  Cmd c{buf_.size(), 0, o.key_len, 0};
+  if (o.key_len != 0) c.key_at = buf_.size() + (o.key_at - o.start);
+  cmds_.push_back(c);
+  buf_.append(other.wire(i));
+  return *this;
+}
+
+RedisCommands RedisCommands::From(std::vector<RedisCommand>& commands) {
+  RedisCommands out;
+  out.cmds_.reserve(commands.size());
+  for (RedisCommand& c : commands) out.Append(c);
+  return out;
+}
+
+std::string_view RedisCommands::Argument(size_t i, int k) const {
+  const std::string_view w = wire(i);
+  // "*<argc>\r\n" then "$<len>\r\n<bytes>\r\n" per argument: our own encoding.
+  size_t pos = w.find("\r\n");
+  const int argc = ParseStrictInt<int>(w.substr(1, pos - 1)).value_or(0);
+  pos += 2;
+  for (int a = 0; a < argc && pos < w.size(); ++a) {
+    const size_t crlf = w.find("\r\n", pos);
+    const size_t len = ParseStrictInt<size_t>(w.substr(pos + 1, crlf - pos - 1)).value_or(0);
+    const size_t start = crlf + 2;
+    if (a == k) return w.substr(start, len);
+    pos = start + len + 2;
+  }
+  return {};
+}
+
+std::string RedisCommands::Describe(size_t i) const {
+  std::string out(Argument(i, 0));
+  std::string_view first = Argument(i, 1);
+  if (!first.empty()) {
+    out += ' ';
+    out += first;
+  }
+  return out;
+}
+
+}  // namespace rankd

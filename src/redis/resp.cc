@@ -1,0 +1,152 @@
+#include "redis/resp.h"
+
+#include <utility>
+
+#include "core/parse_int.h"
+#include "redis/free_list.h"
+
+namespace rankd {
+
+namespace {
+
+// The CR of the line that starts at `p` (a header: no CR before its end).
+const char* LineEnd(const char* p) {
+  while (*p != '\r') ++p;
+  return p;
+}
+
+// The CR of the first CRLF from `p` on: where a status or error line ends (a bare CR or
+// LF before it is text, as RespScanner and hiredis read it).
+const char* TextEnd(const char* p) {
+  while (true) {
+    p = LineEnd(p);
+    if (p[1] == '\n') return p;
+    ++p;
+  }
+}
+
+// A length header the scanner accepted: -1, or digits.
+int64_t Length(const char* p, const char* cr) {
+  if (*p == '-') return -1;
+  int64_t v = 0;
+  for (; p < cr; ++p) v = v * 10 + (*p - '0');
+  return v;
+}
+
+// What a batch's replies keep for the next one: a std::string's small buffer is not
+// worth keeping, nor a block over these caps.
+constexpr size_t kMinKeptBytes = 64;
+constexpr size_t kMaxKeptBytes = 4u << 20;
+constexpr size_t kMaxKeptEnds = 64u << 10;
+
+}  // namespace
+
+RespView::RespView(const char* p) {
+  const char type = *p++;
+  if (type == '+' || type == '-') {
+    const char* cr = TextEnd(p);
+    kind_ = type == '+' ? Kind::kStatus : Kind::kError;
+    data_ = p;
+    len_ = static_cast<size_t>(cr - p);
+    end_ = cr + 2;
+    return;
+  }
+  const char* cr = LineEnd(p);
+  end_ = cr + 2;
+  if (type == ':') {
+    kind_ = Kind::kInteger;
+    num_ = ParseStrictInt<int64_t>(std::string_view(p, static_cast<size_t>(cr - p))).value_or(0);
+    return;
+  }
+  const int64_t n = Length(p, cr);
+  if (n < 0) return;  // nil bulk or nil array
+  if (type == '$') {
+    kind_ = Kind::kString;
+    data_ = cr + 2;
+    len_ = static_cast<size_t>(n);
+    end_ = data_ + len_ + 2;
+    return;
+  }
+  kind_ = Kind::kArray;  // '*'
+  num_ = n;
+  data_ = cr + 2;
+  if (n > 0) end_ = nullptr;  // known once the elements are walked
+}
+
+const char* RespView::End() const {
+  if (end_ != nullptr) return end_;
+  const char* p = data_;
+  for (int64_t i = 0; i < num_; ++i) p = RespView(p).End();
+  return p;
+}
+
+RespView::Iterator RespView::begin() const {
+  Iterator it;
+  if (size() == 0) return it;
+  it.cur_ = RespView(data_);
+  it.left_ = size();
+  return it;
+}
+
+RespViewIterator& RespViewIterator::operator++() {
+  if (--left_ > 0) cur_ = RespView(cur_.End());
+  return *this;
+}
+
+RedisReply RespView::ToReply() const {
+  RedisReply out;
+  out.kind = kind_;
+  switch (kind_) {
+    case Kind::kInteger: out.integer = num_; break;
+    case Kind::kString:
+    case Kind::kError:
+    case Kind::kStatus: out.str.assign(str()); break;
+    case Kind::kArray:
+      out.elements.reserve(size());
+      for (RespView e : *this) out.elements.push_back(e.ToReply());
+      break;
+    case Kind::kNil: break;
+  }
+  return out;
+}
+
+RespReplies::RespReplies()
+    : buf_(ThreadFreeList<std::string>::Take()),
+      ends_(ThreadFreeList<std::vector<size_t>>::Take()) {}
+
+RespReplies::~RespReplies() { Recycle(); }
+
+RespReplies::RespReplies(RespReplies&& o) noexcept
+    : buf_(std::exchange(o.buf_, std::string())), ends_(std::exchange(o.ends_, {})) {}
+
+RespReplies& RespReplies::operator=(RespReplies&& o) noexcept {
+  if (this == &o) return *this;
+  Recycle();
+  buf_ = std::exchange(o.buf_, std::string());
+  ends_ = std::exchange(o.ends_, {});
+  return *this;
+}
+
+void RespReplies::Recycle() {
+  if (buf_.capacity() > kMinKeptBytes)
+    ThreadFreeList<std::string>::Give(buf_, kMaxKeptBytes);
+  else
+    buf_ = std::string();
+  ThreadFreeList<std::vector<size_t>>::Give(ends_, kMaxKeptEnds);
+}
+
+void RespReplies::AppendError(std::string_view message) {
+  buf_ += '-';
+  buf_.append(message);
+  buf_ += "\r\n";
+  EndReply();
+}
+
+std::vector<RedisReply> RespReplies::ToReplies() const {
+  std::vector<RedisReply> out;
+  out.reserve(size());
+  for (size_t i = 0; i < size(); ++i) out.push_back((*this)[i].ToReply());
+  return out;
+}
+
+}  // namespace rankd
