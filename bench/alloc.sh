@@ -42,18 +42,7 @@ counts="$root/bench/alloc_count.py"
 RANKD_ALLOC_COUNT_FILE="$tmp/check.bin" LD_PRELOAD="$hook" "$build/bench/alloc_hook_check"
 python3 "$counts" check "$tmp/check.bin"
 
-variants=(current)
-declare -A bin=([current]="$build/src/server/rankd")
-if [ -n "${BASE_REV:-}" ]; then
-  build_base "$BASE_REV"
-  variants+=(base)
-  bin[base]=$BASE_BIN
-fi
-
-# The same plan files for both builds: the current tree's.
-mkdir -p "$tmp/plans"
-for p in "${plans[@]}"; do cp "$root/plans/$p.plan.json" "$tmp/plans/"; done
-cp "$root"/plans/*.model.json "$tmp/plans/" 2>/dev/null || true
+bench_builds_and_plans "${plans[@]}"
 
 start_redis
 "${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2

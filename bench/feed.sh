@@ -41,19 +41,7 @@ if [ -n "${CLUSTER:-}" ] && [ -n "${BASE_REV:-}" ]; then
   echo "feed: CLUSTER and BASE_REV are exclusive (each is the other's baseline slot)" >&2
   exit 2
 fi
-variants=(current)
-declare -A bin=([current]="$build/src/server/rankd")
-if [ -n "${BASE_REV:-}" ]; then
-  build_base "$BASE_REV"
-  variants+=(base)
-  bin[base]=$BASE_BIN
-fi
-
-# The same plan files for both builds: the current tree's (the base commit may not
-# have home_light yet).
-mkdir -p "$tmp/plans"
-for p in "${plans[@]}"; do cp "$root/plans/$p.plan.json" "$tmp/plans/"; done
-cp "$root"/plans/*.model.json "$tmp/plans/" 2>/dev/null || true
+bench_builds_and_plans "${plans[@]}"
 
 start_redis
 redis_pid=${bench_pids[-1]}

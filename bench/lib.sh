@@ -79,3 +79,19 @@ build_base() {
   # shellcheck disable=SC2034
   BASE_SHA=$sha
 }
+
+# bench_builds_and_plans PLAN...: the builds a bench alternates — `variants` (current, and
+# base when BASE_REV is set) with their binaries in `bin` — and the plans both load:
+# copies of the current tree's, in $BENCH_TMP/plans (the base commit may lack some).
+bench_builds_and_plans() {
+  variants=(current)
+  declare -gA bin=([current]="$RANKD_BUILD/src/server/rankd")
+  if [ -n "${BASE_REV:-}" ]; then
+    build_base "$BASE_REV"
+    variants+=(base)
+    bin[base]=$BASE_BIN
+  fi
+  mkdir -p "$BENCH_TMP/plans"
+  for p in "$@"; do cp "$RANKD_ROOT/plans/$p.plan.json" "$BENCH_TMP/plans/"; done
+  cp "$RANKD_ROOT"/plans/*.model.json "$BENCH_TMP/plans/" 2>/dev/null || true
+}

@@ -6,12 +6,6 @@ namespace rankd::block_pool {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPooled = false;
-#else
-constexpr bool kPooled = true;
-#endif
-
 constexpr size_t kClasses = kMaxBlock / kGranule;
 
 size_t ClassOf(size_t n) { return (n + kGranule - 1) / kGranule - 1; }  // n >= 1

@@ -20,6 +20,12 @@
 
 namespace rankd::block_pool {
 
+// False in ASan builds, where every call goes straight to operator new/delete.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kPooled = false;
+#else
+inline constexpr bool kPooled = true;
+#endif
 inline constexpr std::size_t kGranule = 64;
 inline constexpr std::size_t kMaxBlock = 8192;
 inline constexpr std::size_t kMaxCachedBytes = 1 << 20;  // per thread

@@ -13,11 +13,7 @@
 using namespace rankd;
 
 namespace {
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPooled = false;
-#else
-constexpr bool kPooled = true;
-#endif
+constexpr bool kPooled = block_pool::kPooled;
 
 Task<int> Leaf(int v) { co_return v; }
 Task<int> Tree(int depth) {
