@@ -26,7 +26,7 @@ std::optional<double> ParseF64(std::string_view s) {
 }
 
 std::string KeyOf(const ReplySource& src, std::string_view kind, int64_t id) {
-  return src.prefix + std::string(kind) + std::to_string(id);
+  return std::string(src.prefix) + std::string(kind) + std::to_string(id);
 }
 
 // backend_error for an error reply or a reply of the wrong shape. The client is told
@@ -37,9 +37,10 @@ Error BadReply(const ReplySource& src, std::string_view command, const std::stri
   std::string what = r.is_error()
                          ? "error reply"
                          : "unexpected " + std::string(RedisReplyKindName(r.kind())) + " reply";
-  Error e =
-      Error::Backend(std::string(command) + " at redis endpoint " + src.endpoint + ": " + what);
-  e.detail = std::string(command) + " " + key + " at redis endpoint " + src.label + ": " +
+  Error e = Error::Backend(std::string(command) + " at redis endpoint " +
+                           std::string(src.endpoint) + ": " + what);
+  e.detail = std::string(command) + " " + key + " at redis endpoint " +
+             (src.address ? src.address->Label() : "?") + ": " +
              (r.is_error() ? std::string(r.str()) : what);
   return e;
 }
@@ -185,6 +186,21 @@ RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user)
     out.SetColumn(names[f], Finished(col));
   }
   return out;
+}
+
+Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_t id,
+                           uint32_t asked, RespView r, PoolVector<int64_t>& out) {
+  if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, id), r));
+  uint32_t i = 0;
+  for (RespView e : r) {
+    auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str()) : std::nullopt;
+    if (!v)
+      Bump(src.stats->bad_ids);
+    else if (i < asked)
+      out.push_back(*v);
+    ++i;
+  }
+  return {};
 }
 
 void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out) {

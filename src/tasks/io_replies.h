@@ -23,17 +23,20 @@
 #include "cache/shard_cache.h"
 #include "core/error.h"
 #include "data/row_set.h"
+#include "redis/endpoint.h"
 #include "redis/resp.h"
 #include "redis/stats.h"
 
 namespace rankd {
 
 // Where replies came from, for messages and counters.
+// Views into the endpoint, which outlives the request: building one costs nothing.
 struct ReplySource {
-  std::string endpoint;  // the endpoint's configured name: what clients are told
-  std::string label;     // its address and db: for the log only (Error::detail)
-  std::string prefix;    // its key prefix
-  RedisStats* stats;     // REQUIRES: non-null
+  std::string_view endpoint;  // the endpoint's configured name: what clients are told
+  std::string_view prefix;    // its key prefix
+  // Its address and db, for the log only (Error::detail); nullptr: unknown (tests).
+  const RedisEndpoint* address;
+  RedisStats* stats;  // REQUIRES: non-null
 };
 
 // The input's ids in logical order, with the physical row each came from; rows whose id
@@ -68,6 +71,10 @@ RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user)
 
 // The ids of LRANGE 0 count-1 of `list` (members that are ids; REQUIRES: list.Covers(count)).
 void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out);
+// The same straight from an LRANGE {kind}{id} 0 asked-1 reply, for a list that is not
+// going to the cache: DecodeList then AppendListIds, without the CachedList.
+Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_t id,
+                           uint32_t asked, RespView r, PoolVector<int64_t>& out);
 
 // features: the input plus one typed column per field. `cells` holds, for each distinct
 // id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].

@@ -49,7 +49,7 @@ Result<RedisClient*> PoolFor(const TaskContext& ctx) {
 }
 
 ReplySource SourceOf(RedisClient& pool) {
-  return {pool.endpoint().name, pool.endpoint().Label(), pool.prefix(), &pool.mutable_stats()};
+  return {pool.endpoint().name, pool.prefix(), &pool.endpoint(), &pool.mutable_stats()};
 }
 
 // Where every per-row IO task starts: the pool of the node's endpoint and the ids of
@@ -212,21 +212,28 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
       co_return Fail(std::move(r.error()));  // names the endpoint; the scheduler adds the node
     replies = std::move(*r);
   }
+  // Lists that go to the cache are decoded into entries; the others straight into ids.
   std::vector<CachedList> lists;
-  lists.reserve(missed.size());
-  for (size_t m = 0; m < missed.size(); ++m) {
-    auto l = DecodeList(src, prefix, ids[missed[m]], asked, replies[m * per]);
-    if (!l) co_return Fail(std::move(l.error()));
-    lists.push_back(std::move(*l));
+  if (cu.store) {
+    lists.reserve(missed.size());
+    for (size_t m = 0; m < missed.size(); ++m) {
+      auto l = DecodeList(src, prefix, ids[missed[m]], asked, replies[m * per]);
+      if (!l) co_return Fail(std::move(l.error()));
+      lists.push_back(std::move(*l));
+    }
   }
   Expanded out;
   size_t m = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (hit_span[i].first != kMiss)
+    if (hit_span[i].first != kMiss) {
       out.ids.insert(out.ids.end(), hit_ids.begin() + hit_span[i].first,
                      hit_ids.begin() + hit_span[i].second);
-    else
+    } else if (cu.store) {
       AppendListIds(lists[m++], asked, out.ids);
+    } else {
+      auto ok = AppendListIds(src, prefix, ids[i], asked, replies[m++ * per], out.ids);
+      if (!ok) co_return Fail(std::move(ok.error()));
+    }
     out.from.resize(out.ids.size(), ids[i]);
   }
   if (cu.store) {

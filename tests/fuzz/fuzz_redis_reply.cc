@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RespReplies replies = ReadReplies(std::string_view(reinterpret_cast<const char*>(data), size));
   if (replies.empty()) return 0;
   static RedisStats stats;
-  ReplySource src{"fuzz", "127.0.0.1:1/0", "pre:", &stats};
+  ReplySource src{"fuzz", "pre:", nullptr, &stats};
 
   for (size_t i = 0; i < replies.size(); ++i) {
     RespView r = replies[i];
