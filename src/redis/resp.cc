@@ -25,12 +25,14 @@ const char* TextEnd(const char* p) {
   }
 }
 
-// A length header the scanner accepted: -1, or digits.
+// A length header the scanner accepted: its value, read as the scanner reads it (so
+// "-01" is nil like "-1", and "-0" or "-00" is a length of 0, not nil).
 int64_t Length(const char* p, const char* cr) {
-  if (*p == '-') return -1;
+  const bool negative = *p == '-';
+  if (negative) ++p;
   int64_t v = 0;
   for (; p < cr; ++p) v = v * 10 + (*p - '0');
-  return v;
+  return negative ? -v : v;
 }
 
 // What a batch's replies keep for the next one: a std::string's small buffer is not
