@@ -9,53 +9,23 @@
 
 namespace rankd {
 
-namespace {
-constexpr size_t kMinKeptBytes = 64;  // a std::string's own small buffer is not worth it
-constexpr size_t kMaxKeptBytes = 1u << 20;
-constexpr size_t kMaxKeptCommands = 16u << 10;
-}  // namespace
-
-RedisCommands::RedisCommands()
-    : buf_(ThreadFreeList<std::string>::Take()), cmds_(ThreadFreeList<std::vector<Cmd>>::Take()) {}
-
-RedisCommands::~RedisCommands() { Recycle(); }
-
-RedisCommands::RedisCommands(RedisCommands&& o) noexcept
-    : buf_(std::exchange(o.buf_, std::string())), cmds_(std::exchange(o.cmds_, {})) {}
-
-RedisCommands& RedisCommands::operator=(RedisCommands&& o) noexcept {
-  if (this == &o) return *this;
-  Recycle();
-  buf_ = std::exchange(o.buf_, std::string());
-  cmds_ = std::exchange(o.cmds_, {});
-  return *this;
-}
-
-void RedisCommands::Recycle() {
-  if (buf_.capacity() > kMinKeptBytes)
-    ThreadFreeList<std::string>::Give(buf_, kMaxKeptBytes);
-  else
-    buf_ = std::string();
-  ThreadFreeList<std::vector<Cmd>>::Give(cmds_, kMaxKeptCommands);
-}
-
 void RedisCommands::Header(char type, size_t n) {
   char tmp[24];
   tmp[0] = type;
   auto [end, ec] = std::to_chars(tmp + 1, tmp + sizeof tmp - 2, n);
   end[0] = '\r';
   end[1] = '\n';
-  buf_.append(tmp, static_cast<size_t>(end + 2 - tmp));
+  buf_->append(tmp, static_cast<size_t>(end + 2 - tmp));
 }
 
 void RedisCommands::Counted() {
-  assert(!cmds_.empty() && cmds_.back().args_left > 0);
-  --cmds_.back().args_left;
+  assert(!cmds_->empty() && cmds_->back().args_left > 0);
+  --cmds_->back().args_left;
 }
 
 RedisCommands& RedisCommands::Add(int argc) {
-  assert(cmds_.empty() || cmds_.back().args_left == 0);
-  cmds_.push_back({buf_.size(), 0, 0, argc});
+  assert(cmds_->empty() || cmds_->back().args_left == 0);
+  cmds_->push_back({buf_->size(), 0, 0, argc});
   Header('*', static_cast<size_t>(argc));
   return *this;
 }
@@ -63,8 +33,8 @@ RedisCommands& RedisCommands::Add(int argc) {
 RedisCommands& RedisCommands::Arg(std::string_view a) {
   Counted();
   Header('$', a.size());
-  buf_.append(a);
-  buf_.append("\r\n", 2);
+  buf_->append(a);
+  buf_->append("\r\n", 2);
   return *this;
 }
 
@@ -77,14 +47,14 @@ RedisCommands& RedisCommands::Arg(int64_t v) {
 RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view suffix) {
   Counted();
   Header('$', prefix.size() + suffix.size());
-  Cmd& c = cmds_.back();
+  Cmd& c = cmds_->back();
   if (c.key_len == 0) {
-    c.key_at = buf_.size();
+    c.key_at = buf_->size();
     c.key_len = static_cast<uint32_t>(prefix.size() + suffix.size());
   }
-  buf_.append(prefix);
-  buf_.append(suffix);
-  buf_.append("\r\n", 2);
+  buf_->append(prefix);
+  buf_->append(suffix);
+  buf_->append("\r\n", 2);
   return *this;
 }
 
@@ -94,43 +64,43 @@ RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view kind
   const size_t id_len = static_cast<size_t>(end - tmp);
   Counted();
   Header('$', prefix.size() + kind.size() + id_len);
-  Cmd& c = cmds_.back();
+  Cmd& c = cmds_->back();
   if (c.key_len == 0) {
-    c.key_at = buf_.size();
+    c.key_at = buf_->size();
     c.key_len = static_cast<uint32_t>(prefix.size() + kind.size() + id_len);
   }
-  buf_.append(prefix);
-  buf_.append(kind);
-  buf_.append(tmp, id_len);
-  buf_.append("\r\n", 2);
+  buf_->append(prefix);
+  buf_->append(kind);
+  buf_->append(tmp, id_len);
+  buf_->append("\r\n", 2);
   return *this;
 }
 
 RedisCommands& RedisCommands::Append(RedisCommand& command) {
   const std::string_view wire = command.wire();
   const std::string_view key = command.key();
-  Cmd c{buf_.size(), 0, 0, 0};
+  Cmd c{buf_->size(), 0, 0, 0};
   if (key.data() >= wire.data() && key.data() < wire.data() + wire.size()) {
-    c.key_at = buf_.size() + static_cast<size_t>(key.data() - wire.data());
+    c.key_at = buf_->size() + static_cast<size_t>(key.data() - wire.data());
     c.key_len = static_cast<uint32_t>(key.size());
   }
-  cmds_.push_back(c);
-  buf_.append(wire);
+  cmds_->push_back(c);
+  buf_->append(wire);
   return *this;
 }
 
 RedisCommands& RedisCommands::Append(const RedisCommands& other, size_t i) {
-  const Cmd& o = other.cmds_[i];
-  Cmd c{buf_.size(), 0, o.key_len, 0};
-  if (o.key_len != 0) c.key_at = buf_.size() + (o.key_at - o.start);
-  cmds_.push_back(c);
-  buf_.append(other.wire(i));
+  const Cmd& o = (*other.cmds_)[i];
+  Cmd c{buf_->size(), 0, o.key_len, 0};
+  if (o.key_len != 0) c.key_at = buf_->size() + (o.key_at - o.start);
+  cmds_->push_back(c);
+  buf_->append(other.wire(i));
   return *this;
 }
 
 RedisCommands RedisCommands::From(std::vector<RedisCommand>& commands) {
   RedisCommands out;
-  out.cmds_.reserve(commands.size());
+  out.cmds_->reserve(commands.size());
   for (RedisCommand& c : commands) out.Append(c);
   return out;
 }

@@ -26,19 +26,12 @@
 #include <vector>
 
 #include "redis/command.h"
+#include "redis/free_list.h"
 
 namespace rankd {
 
 class RedisCommands {
  public:
-  // The buffers come from this thread's free list (free_list.h) and go back to it.
-  RedisCommands();
-  ~RedisCommands();
-  RedisCommands(RedisCommands&& o) noexcept;
-  RedisCommands& operator=(RedisCommands&& o) noexcept;
-  RedisCommands(const RedisCommands&) = delete;
-  RedisCommands& operator=(const RedisCommands&) = delete;
-
   // Starts the next command, of `argc` arguments.
   RedisCommands& Add(int argc);
   RedisCommands& Arg(std::string_view a);
@@ -55,22 +48,22 @@ class RedisCommands {
   static RedisCommands From(std::vector<RedisCommand>& commands);
 
   void Reserve(size_t commands, size_t bytes) {
-    cmds_.reserve(commands);
-    buf_.reserve(bytes);
+    cmds_->reserve(commands);
+    buf_->reserve(bytes);
   }
 
-  size_t size() const { return cmds_.size(); }
-  bool empty() const { return cmds_.empty(); }
+  size_t size() const { return cmds_->size(); }
+  bool empty() const { return cmds_->empty(); }
   // Every command's bytes, in order: what the connection writes.
-  std::string_view wire() const { return buf_; }
+  std::string_view wire() const { return *buf_; }
   // Command i's bytes.
   std::string_view wire(size_t i) const {
-    return std::string_view(buf_).substr(cmds_[i].start, End(i) - cmds_[i].start);
+    return std::string_view(*buf_).substr((*cmds_)[i].start, End(i) - (*cmds_)[i].start);
   }
   // Command i's key: its first Key(), else its argument 1. Constant time for Key().
   std::string_view key(size_t i) const {
-    const Cmd& c = cmds_[i];
-    return c.key_len != 0 ? std::string_view(buf_).substr(c.key_at, c.key_len) : Argument(i, 1);
+    const Cmd& c = (*cmds_)[i];
+    return c.key_len != 0 ? std::string_view(*buf_).substr(c.key_at, c.key_len) : Argument(i, 1);
   }
   // Argument k of command i (0: the command's name); "" when out of range. Linear in
   // the command's size.
@@ -85,13 +78,16 @@ class RedisCommands {
     uint32_t key_len = 0;
     int32_t args_left = 0;  // Arg / Key calls still due (debug check)
   };
-  size_t End(size_t i) const { return i + 1 < cmds_.size() ? cmds_[i + 1].start : buf_.size(); }
+  size_t End(size_t i) const {
+    return i + 1 < cmds_->size() ? (*cmds_)[i + 1].start : buf_->size();
+  }
   void Header(char type, size_t n);  // "$n\r\n" or "*n\r\n"
   void Counted();                    // one argument of the current command written
-  void Recycle();
 
-  std::string buf_;
-  std::vector<Cmd> cmds_;
+  // The buffers come from this thread's free list (free_list.h) and go back to it; a
+  // string's own small buffer is not worth keeping, nor a block over these caps.
+  Recycled<std::string, 1u << 20, 64> buf_;
+  Recycled<std::vector<Cmd>, 16u << 10> cmds_;
 };
 
 }  // namespace rankd

@@ -56,4 +56,39 @@ class ThreadFreeList {
   static inline thread_local bool gone_ = false;  // trivially destructible: readable at exit
 };
 
+// Recycled<T, kMax, kMin>: a container taken from this thread's ThreadFreeList when made
+// and given back when destroyed or overwritten by a move — the one way RespReplies and
+// RedisCommands hold their buffers. Storage over kMax bytes (capacity) is freed, and
+// storage of kMin or less is not worth keeping (a std::string's own small buffer).
+template <class T, size_t kMax, size_t kMin = 0>
+class Recycled {
+ public:
+  Recycled() : v_(ThreadFreeList<T>::Take()) {}
+  ~Recycled() { GiveBack(); }
+  Recycled(Recycled&& o) noexcept : v_(std::exchange(o.v_, T())) {}
+  Recycled& operator=(Recycled&& o) noexcept {
+    if (this != &o) {
+      GiveBack();
+      v_ = std::exchange(o.v_, T());
+    }
+    return *this;
+  }
+  Recycled(const Recycled&) = delete;
+  Recycled& operator=(const Recycled&) = delete;
+
+  T& operator*() { return v_; }
+  const T& operator*() const { return v_; }
+  T* operator->() { return &v_; }
+  const T* operator->() const { return &v_; }
+
+ private:
+  void GiveBack() {
+    if (v_.capacity() > kMin)
+      ThreadFreeList<T>::Give(v_, kMax);
+    else
+      v_ = T();
+  }
+  T v_;
+};
+
 }  // namespace rankd

@@ -35,12 +35,6 @@ int64_t Length(const char* p, const char* cr) {
   return negative ? -v : v;
 }
 
-// What a batch's replies keep for the next one: a std::string's small buffer is not
-// worth keeping, nor a block over these caps.
-constexpr size_t kMinKeptBytes = 64;
-constexpr size_t kMaxKeptBytes = 4u << 20;
-constexpr size_t kMaxKeptEnds = 64u << 10;
-
 }  // namespace
 
 RespView::RespView(const char* p) {
@@ -112,35 +106,10 @@ RedisReply RespView::ToReply() const {
   return out;
 }
 
-RespReplies::RespReplies()
-    : buf_(ThreadFreeList<std::string>::Take()),
-      ends_(ThreadFreeList<std::vector<size_t>>::Take()) {}
-
-RespReplies::~RespReplies() { Recycle(); }
-
-RespReplies::RespReplies(RespReplies&& o) noexcept
-    : buf_(std::exchange(o.buf_, std::string())), ends_(std::exchange(o.ends_, {})) {}
-
-RespReplies& RespReplies::operator=(RespReplies&& o) noexcept {
-  if (this == &o) return *this;
-  Recycle();
-  buf_ = std::exchange(o.buf_, std::string());
-  ends_ = std::exchange(o.ends_, {});
-  return *this;
-}
-
-void RespReplies::Recycle() {
-  if (buf_.capacity() > kMinKeptBytes)
-    ThreadFreeList<std::string>::Give(buf_, kMaxKeptBytes);
-  else
-    buf_ = std::string();
-  ThreadFreeList<std::vector<size_t>>::Give(ends_, kMaxKeptEnds);
-}
-
 void RespReplies::AppendError(std::string_view message) {
-  buf_ += '-';
-  buf_.append(message);
-  buf_ += "\r\n";
+  *buf_ += '-';
+  buf_->append(message);
+  *buf_ += "\r\n";
   EndReply();
 }
 

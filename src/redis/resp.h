@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "redis/free_list.h"
 #include "redis/reply.h"
 
 namespace rankd {
@@ -99,27 +100,20 @@ inline RespView::Iterator RespView::end() const { return Iterator(); }
 
 class RespReplies {
  public:
-  RespReplies();  // buffers from this thread's free list
-  ~RespReplies();
-  RespReplies(RespReplies&& o) noexcept;
-  RespReplies& operator=(RespReplies&& o) noexcept;
-  RespReplies(const RespReplies&) = delete;
-  RespReplies& operator=(const RespReplies&) = delete;
-
   // Complete replies.
-  size_t size() const { return ends_.size(); }
-  bool empty() const { return ends_.empty(); }
-  RespView operator[](size_t i) const { return RespView(buf_.data() + Start(i)); }
+  size_t size() const { return ends_->size(); }
+  bool empty() const { return ends_->empty(); }
+  RespView operator[](size_t i) const { return RespView(buf_->data() + Start(i)); }
   // The bytes of reply i.
   std::string_view raw(size_t i) const {
-    return std::string_view(buf_).substr(Start(i), ends_[i] - Start(i));
+    return std::string_view(*buf_).substr(Start(i), (*ends_)[i] - Start(i));
   }
 
   // Building (the connection, RespReader, a cluster batch putting node replies back in
   // order). Bytes of the reply being received, in pieces as they arrive:
-  void AppendBytes(std::string_view bytes) { buf_.append(bytes); }
+  void AppendBytes(std::string_view bytes) { buf_->append(bytes); }
   // The reply whose bytes were appended since the last EndReply is complete.
-  void EndReply() { ends_.push_back(buf_.size()); }
+  void EndReply() { ends_->push_back(buf_->size()); }
   // One whole reply (bytes of another RespReplies).
   void Append(std::string_view reply) {
     AppendBytes(reply);
@@ -127,17 +121,18 @@ class RespReplies {
   }
   // An error reply made here ("CLUSTERDOWN ..."). REQUIRES: no CR or LF in `message`.
   void AppendError(std::string_view message);
-  void Reserve(size_t replies) { ends_.reserve(replies); }
+  void Reserve(size_t replies) { ends_->reserve(replies); }
 
   // Deep copies, for tests and callers off the request path.
   std::vector<RedisReply> ToReplies() const;
 
  private:
-  size_t Start(size_t i) const { return i == 0 ? 0 : ends_[i - 1]; }
-  void Recycle();
+  size_t Start(size_t i) const { return i == 0 ? 0 : (*ends_)[i - 1]; }
 
-  std::string buf_;
-  std::vector<size_t> ends_;  // where each complete reply ends in buf_
+  // The buffers come from this thread's free list (free_list.h) and go back to it; a
+  // string's own small buffer is not worth keeping, nor a block over these caps.
+  Recycled<std::string, 4u << 20, 64> buf_;
+  Recycled<std::vector<size_t>, 64u << 10> ends_;  // where each complete reply ends in buf_
 };
 
 }  // namespace rankd
