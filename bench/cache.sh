@@ -148,16 +148,7 @@ print(json.dumps(d))' "$line" "$t0" "$t1" "$k0" "$k1" "$s0" "$s1" "$c0" "$c1" "$
 for plan in "${plans[@]}"; do
   for v in "${variants[@]}"; do wrk_run "$v" "$plan" "$warm" >/dev/null; done
 done
-: > "$tmp/rounds.jsonl"
-for round in $(seq "$rounds"); do
-  order=(cached uncached)
-  if [ $((round % 2)) -eq 0 ]; then order=(uncached cached); fi
-  for plan in "${plans[@]}"; do
-    for v in "${order[@]}"; do
-      echo "{\"round\": $round, \"variant\": \"$v\", \"plan\": \"$plan\", \"r\": $(measure "$v" "$plan")}" >> "$tmp/rounds.jsonl"
-    done
-  done
-done
+run_rounds cached uncached
 kill "$writer_pid" 2>/dev/null || true
 
 base_cmd="$rankd serve --host 127.0.0.1 --port ${port[uncached]} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error --cache-mb 0 (the same build, plans and Redis), under the same wrk load and writes"

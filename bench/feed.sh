@@ -114,16 +114,7 @@ print(json.dumps(d))' "$line" "$t0" "$t1" "$r0" "$r1"
 
 # Rounds alternate current / base (and the plans within each), so that a slow minute
 # of the shared machine falls on both; which build goes first swaps every round.
-: > "$tmp/rounds.jsonl"
-for round in $(seq "$rounds"); do
-  order=("${variants[@]}")
-  if [ $((round % 2)) -eq 0 ] && [ ${#variants[@]} -eq 2 ]; then order=(base current); fi
-  for plan in "${plans[@]}"; do
-    for v in "${order[@]}"; do
-      echo "{\"round\": $round, \"variant\": \"$v\", \"plan\": \"$plan\", \"r\": $(measure "$v" "$plan")}" >> "$tmp/rounds.jsonl"
-    done
-  done
-done
+run_rounds "${variants[@]}"
 
 base_cmd="${bin[base]:-} serve --host 127.0.0.1 --port ${port[base]:-} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error"
 if [ -n "${CLUSTER:-}" ]; then

@@ -95,3 +95,25 @@ bench_builds_and_plans() {
   for p in "$@"; do cp "$RANKD_ROOT/plans/$p.plan.json" "$BENCH_TMP/plans/"; done
   cp "$RANKD_ROOT"/plans/*.model.json "$BENCH_TMP/plans/" 2>/dev/null || true
 }
+
+# run_rounds VARIANT...: $rounds rounds of `measure VARIANT PLAN` (the bench's own
+# function) for every plan of `plans`, each variant in turn, the order reversed every
+# other round so that the shared machine's drift falls on all alike; one JSON line per
+# measure in $BENCH_TMP/rounds.jsonl.
+run_rounds() {
+  local round plan v order
+  : > "$BENCH_TMP/rounds.jsonl"
+  for round in $(seq "$rounds"); do
+    order=("$@")
+    if [ $((round % 2)) -eq 0 ]; then
+      local -a rev=()
+      for ((i = ${#order[@]} - 1; i >= 0; i--)); do rev+=("${order[i]}"); done
+      order=("${rev[@]}")
+    fi
+    for plan in "${plans[@]}"; do
+      for v in "${order[@]}"; do
+        echo "{\"round\": $round, \"variant\": \"$v\", \"plan\": \"$plan\", \"r\": $(measure "$v" "$plan")}" >> "$BENCH_TMP/rounds.jsonl"
+      done
+    done
+  done
+}
