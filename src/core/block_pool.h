@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace rankd::block_pool {
 
@@ -54,3 +56,14 @@ struct Allocator {
 };
 
 }  // namespace rankd::block_pool
+
+namespace rankd {
+
+// Containers whose storage comes from the pool: what a request builds and drops (row-set
+// cells, selections, task inputs, the parsed HTTP request) reuses the blocks of the
+// requests before it. Past kMaxBlock bytes they go to the heap as any vector would.
+template <class T>
+using PoolVector = std::vector<T, block_pool::Allocator<T>>;
+using PoolString = std::basic_string<char, std::char_traits<char>, block_pool::Allocator<char>>;
+
+}  // namespace rankd

@@ -85,7 +85,7 @@ Column Column::Nulls(ColumnType t, size_t n) {
 
 RowSet RowSet::Empty() {
   RowSet rs;
-  rs.SetColumn("id", std::make_shared<Column>(Column::I64({})));
+  rs.SetColumn("id", Share(Column::I64({})));
   return rs;
 }
 

@@ -24,12 +24,10 @@
 
 namespace rankd {
 
-// Row-set storage (cells, validity, selection vectors, the column list) comes from the
-// thread's block pool (core/block_pool.h): a request's columns are freed when the
-// request ends and the next request on the shard takes the same blocks again, without
-// malloc. Vectors larger than the pool's biggest block go to the heap as before.
-template <class T>
-using PoolVector = std::vector<T, block_pool::Allocator<T>>;
+// Row-set storage (cells, validity, selection vectors, the column list, the columns
+// themselves: Share) comes from the thread's block pool (core/block_pool.h, PoolVector):
+// a request's columns are freed when the request ends and the next request on the shard
+// takes the same blocks again, without malloc.
 // Physical row indexes: a selection or permutation of a row set's rows.
 using Selection = PoolVector<uint32_t>;
 
@@ -91,6 +89,12 @@ struct Column {
 
 using ColumnPtr = std::shared_ptr<const Column>;
 
+// A built column made shareable: the one way tasks turn a Column into a ColumnPtr (its
+// control block and the Column come from the block pool in one block).
+inline ColumnPtr Share(Column c) {
+  return std::allocate_shared<const Column>(block_pool::Allocator<Column>(), std::move(c));
+}
+
 class RowSet {
  public:
   RowSet() = default;
@@ -126,5 +130,8 @@ class RowSet {
   PoolVector<std::pair<std::string, ColumnPtr>> columns_;
   std::optional<Selection> sel_;
 };
+
+// A task's inputs, in the plan's listed order (pooled: one per node run).
+using RowSets = PoolVector<RowSet>;
 
 }  // namespace rankd

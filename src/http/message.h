@@ -9,22 +9,25 @@
 #include <string_view>
 #include <vector>
 
+#include "core/block_pool.h"
 #include "core/deadline.h"
 
 namespace rankd::http {
 
 // A header as the client sent it (name case preserved, value without surrounding
 // spaces). Request heads are capped (16 KiB by default), so keeping all of them is bounded.
+// A request's strings and header list come from the thread's block pool
+// (core/block_pool.h): a keep-alive client's requests reuse the same blocks.
 struct RequestHeader {
-  std::string name;
-  std::string value;
+  PoolString name;
+  PoolString value;
 };
 
 struct Request {
   std::string_view method;  // "GET", "POST", ...: static strings from llhttp
-  std::string target;       // the raw request-target, e.g. "/rank?x=1"
-  std::vector<RequestHeader> headers;
-  std::string body;        // de-chunked
+  PoolString target;        // the raw request-target, e.g. "/rank?x=1"
+  PoolVector<RequestHeader> headers;
+  PoolString body;         // de-chunked
   std::string request_id;  // echoed from X-Request-Id when valid, else generated
   bool keep_alive = true;  // the client's wish; the response may still close (drain)
   uint8_t http_major = 1;

@@ -8,7 +8,7 @@ namespace rankd::http {
 
 namespace {
 
-void TrimTrailingSpace(std::string& s) {
+void TrimTrailingSpace(PoolString& s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
 }
 
@@ -188,7 +188,7 @@ int RequestStream::OnHeaderFieldComplete(llhttp_t* p) {
   if (m.req.headers.empty()) return 0;
   // Decide on framing headers by name, before llhttp parses their values: ours is the
   // error the client sees, with a precise message.
-  const std::string& name = m.req.headers.back().name;
+  const PoolString& name = m.req.headers.back().name;
   if (EqualsIgnoreCase(name, "content-length")) {
     if (m.seen_content_length) {
       s->Fail(RejectKind::kDuplicateContentLength,
@@ -270,7 +270,7 @@ int RequestStream::OnHeadersComplete(llhttp_t* p) {
 
 int RequestStream::OnBody(llhttp_t* p, const char* at, size_t len) {
   RequestStream* s = Self(p);
-  std::string& body = s->msg_.req.body;
+  PoolString& body = s->msg_.req.body;
   size_t limit = s->opt_.max_body_bytes;
   if (body.size() + len > limit) {  // chunked bodies grow past any announcement
     s->Fail(RejectKind::kBodyTooLarge,

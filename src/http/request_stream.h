@@ -6,8 +6,9 @@
 // are handled one at a time, in order.
 //
 // Connection drives it from the socket; the `http` fuzz target (tests/fuzz/fuzz_http.cc)
-// drives it from a byte buffer. No allocation per request beyond the Request's own
-// strings (the parser, scanner and buffers are reused).
+// drives it from a byte buffer. Nothing is allocated per request but the Request's own
+// strings, which come from the thread's block pool (the parser, scanner and buffers are
+// reused).
 //
 // Thread: any, one at a time. It touches no socket and no loop, so it does not check
 // which thread calls it; a Connection calls it from its loop thread only.

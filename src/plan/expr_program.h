@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/function_ref.h"
 #include "data/row_set.h"
 #include "plan/expr.h"
 #include "plan/params.h"
@@ -220,7 +221,7 @@ static_assert(kBlockRows % 64 == 0);
 // Receives each block's result: logical rows [begin, begin + n) of the input, held by
 // `result` (the result register; one value when the result is scalar) until the next
 // block starts.
-using BlockSink = std::function<void(size_t begin, size_t n, const Slot& result)>;
+using BlockSink = FunctionRef<void(size_t begin, size_t n, const Slot& result)>;
 
 // Runs `p` over the logical rows of `in`, block by block, handing each block to `sink`.
 // Returns false, without finishing, once `cancelled` (polled between instructions every

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <utility>
 
+#include "core/free_list.h"
 #include "core/parse_int.h"
-#include "redis/free_list.h"
 
 namespace rankd {
 

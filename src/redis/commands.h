@@ -13,7 +13,7 @@
 // argument count is known up front; exactly argc Arg / Key calls must follow (checked
 // in debug builds).
 //
-// Buffers are recycled through a per-thread free list (free_list.h): a steady state
+// Buffers are recycled through a per-thread free list (core/free_list.h): a steady state
 // of batches does not allocate for its commands.
 //
 // Threads: a plain value type; one thread at a time.
@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/free_list.h"
 #include "redis/command.h"
-#include "redis/free_list.h"
 
 namespace rankd {
 
@@ -84,7 +84,7 @@ class RedisCommands {
   void Header(char type, size_t n);  // "$n\r\n" or "*n\r\n"
   void Counted();                    // one argument of the current command written
 
-  // The buffers come from this thread's free list (free_list.h) and go back to it; a
+  // The buffers come from this thread's free list (core/free_list.h) and go back to it; a
   // string's own small buffer is not worth keeping, nor a block over these caps.
   Recycled<std::string, 1u << 20, 64> buf_;
   Recycled<std::vector<Cmd>, 16u << 10> cmds_;

@@ -2,8 +2,8 @@
 
 #include <utility>
 
+#include "core/free_list.h"
 #include "core/parse_int.h"
-#include "redis/free_list.h"
 
 namespace rankd {
 

@@ -28,7 +28,7 @@
 #include <string_view>
 #include <vector>
 
-#include "redis/free_list.h"
+#include "core/free_list.h"
 #include "redis/reply.h"
 
 namespace rankd {
@@ -129,7 +129,7 @@ class RespReplies {
  private:
   size_t Start(size_t i) const { return i == 0 ? 0 : (*ends_)[i - 1]; }
 
-  // The buffers come from this thread's free list (free_list.h) and go back to it; a
+  // The buffers come from this thread's free list (core/free_list.h) and go back to it; a
   // string's own small buffer is not worth keeping, nor a block over these caps.
   Recycled<std::string, 4u << 20, 64> buf_;
   Recycled<std::vector<size_t>, 64u << 10> ends_;  // where each complete reply ends in buf_

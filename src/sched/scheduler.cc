@@ -89,8 +89,7 @@ int64_t Micros(TimePoint from, TimePoint to) {
 
 RowSet EmptyOf(const ColumnTypes& types) {
   RowSet rs;
-  for (const auto& [name, type] : types.cols)
-    rs.SetColumn(name, std::make_shared<Column>(Column::Nulls(type, 0)));
+  for (const auto& [name, type] : types.cols) rs.SetColumn(name, Share(Column::Nulls(type, 0)));
   if (rs.num_columns() == 0) return RowSet::Empty();
   return rs;
 }
@@ -134,8 +133,8 @@ void Complete(RequestState& st, uint32_t idx, Result<RowSet> r) {
 }
 
 // Inputs in listed order; the last consumer of an output takes it instead of copying.
-std::vector<RowSet> GatherInputs(RequestState& st, const PlanNode& node) {
-  std::vector<RowSet> inputs;
+RowSets GatherInputs(RequestState& st, const PlanNode& node) {
+  RowSets inputs;
   inputs.reserve(node.inputs.size());
   for (uint32_t in : node.inputs) {
     if (--st.consumers[in] == 0 && in != st.plan->output)
@@ -146,7 +145,7 @@ std::vector<RowSet> GatherInputs(RequestState& st, const PlanNode& node) {
   return inputs;
 }
 
-Result<RowSet> RunCpuCaught(const TaskSpec& spec, const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunCpuCaught(const TaskSpec& spec, const TaskContext& ctx, RowSets in) {
   try {
     return spec.run_cpu(ctx, std::move(in));
   } catch (const std::exception& e) {
@@ -160,7 +159,7 @@ Task<Result<RowSet>> Hold(StatePtr, Task<Result<RowSet>> t) { co_return co_await
 void RunReady(const StatePtr& st);
 
 // A node that suspends (IO, timers) or goes to the CPU pool.
-Task<void> RunSuspending(StatePtr st, uint32_t idx, std::vector<RowSet> inputs) {
+Task<void> RunSuspending(StatePtr st, uint32_t idx, RowSets inputs) {
   EventLoop& loop = *st->env.loop;
   WorkGate::Hold hold = loop.HoldWork();
   const TaskSpec& spec = SpecOf(st->plan->nodes[idx]);
@@ -223,7 +222,7 @@ void StartNode(const StatePtr& st, uint32_t idx) {
   uint64_t timeout = node.timeout_ms.value_or(s.env.node_timeout_ms);
   ctx.deadline = ComputeEffectiveDeadline(
       now, s.deadline, timeout ? std::optional(std::chrono::milliseconds(timeout)) : std::nullopt);
-  std::vector<RowSet> inputs = GatherInputs(s, node);
+  RowSets inputs = GatherInputs(s, node);
   const TaskSpec& spec = SpecOf(node);
   if (spec.kind == RunKind::kCpu) {
     size_t rows = 0;

@@ -75,7 +75,7 @@ struct RunResult {
   RowSet output;                       // the output node's rows
   std::vector<uint32_t> degraded;      // optional nodes that failed or timed out, by index
   std::vector<Error> degraded_errors;  // why, in the same order (for the log)
-  std::vector<NodeStat> nodes;         // by node index
+  PoolVector<NodeStat> nodes;          // by node index
   int64_t took_us = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/block_pool.h"
+#include "core/free_list.h"
 #include "core/log.h"
 #include "http/api_errors.h"
 #include "sched/request_json.h"
@@ -104,7 +105,9 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
       std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), live_requests_);
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));
 
-  std::string body;
+  // The body is copied into the connection's output by Send; its buffer then serves the
+  // next request of this shard (core/free_list.h).
+  Recycled<std::string, 1u << 20, 64> body;
   // One clock read for the header and the metrics (the body is written after it).
   auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0);
   double took_secs = static_cast<double>(took.count()) / 1e6;
@@ -114,11 +117,11 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
   int status = 200;
   std::span<const http::HeaderField> headers = ok_headers;
   if (result) {
-    body.reserve(256 + result->output.size() * 48);
-    AppendRankResponse(*result, explain, body);
+    body->reserve(256 + result->output.size() * 48);
+    AppendRankResponse(*result, explain, *body);
   } else {
     status = http::ErrorStatus(result.error().code);
-    http::AppendErrorBody(result.error(), body);
+    http::AppendErrorBody(result.error(), *body);
     if (status == 503) headers = busy_headers;
   }
   // Counted before sending: a client that scrapes /metrics after reading its answer
@@ -146,7 +149,7 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
   shard_metrics_->CountHttp(Route::kRank, "POST", status, took_secs);
   http::Response r;
   r.status = status;
-  r.body = body;
+  r.body = *body;
   r.headers = headers;
   res.Send(r);
   LogFailures(request_id, *plan, result);

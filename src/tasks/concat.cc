@@ -54,7 +54,7 @@ Result<ColumnTypes> ConcatSchema(const SchemaArgs& a) {
   return *cols;
 }
 
-Result<RowSet> RunConcat(const TaskContext&, std::vector<RowSet> in) {
+Result<RowSet> RunConcat(const TaskContext&, RowSets in) {
   // Union of the columns, checked again at run time: inputs are typed at load, but a
   // column may still surprise us (an IO task's optional field).
   std::vector<ColumnTypes> types(in.size());
@@ -83,7 +83,7 @@ Result<RowSet> RunConcat(const TaskContext&, std::vector<RowSet> in) {
       else
         b.AppendNulls(in[i].size());
     }
-    out.SetColumn(name, std::make_shared<Column>(std::move(b).Finish()));
+    out.SetColumn(name, Share(std::move(b).Finish()));
   }
   if (cols->cols.empty()) return RowSet::Empty();
   return out;

@@ -11,9 +11,9 @@
 
 namespace rankd {
 
-Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);                   // concat.cc
-Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in);  // sort.cc
-Result<RowSet> RunConcat(const TaskContext& ctx, std::vector<RowSet> in);
+Result<ColumnTypes> ConcatSchema(const SchemaArgs& a);       // concat.cc
+Result<RowSet> RunSort(const TaskContext& ctx, RowSets in);  // sort.cc
+Result<RowSet> RunConcat(const TaskContext& ctx, RowSets in);
 
 namespace {
 
@@ -23,25 +23,25 @@ Result<ColumnTypes> VmSchema(const SchemaArgs& a) {
   return t;
 }
 
-Result<RowSet> RunVm(const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunVm(const TaskContext& ctx, RowSets in) {
   // Polled before the run starts (a job abandoned while it queued does not evaluate),
   // then by the VM between blocks of rows.
   if (ctx.cancelled()) return Fail(CancelledError("vm"));
   RowSet out = std::move(in[0]);
   std::optional<Column> col = ctx.node->expr->Evaluate(out, *ctx.params, CancelCheckOf(ctx));
   if (!col) return Fail(CancelledError("vm"));
-  out.SetColumn(ctx.args->Str("out_key"), std::make_shared<Column>(std::move(*col)));
+  out.SetColumn(ctx.args->Str("out_key"), Share(std::move(*col)));
   return out;
 }
 
-Result<RowSet> RunFilter(const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunFilter(const TaskContext& ctx, RowSets in) {
   if (ctx.cancelled()) return Fail(CancelledError("filter"));
   std::optional<Selection> rows = ctx.node->pred->Select(in[0], *ctx.params, CancelCheckOf(ctx));
   if (!rows) return Fail(CancelledError("filter"));
   return in[0].WithSelection(std::move(*rows));
 }
 
-Result<RowSet> RunTake(const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunTake(const TaskContext& ctx, RowSets in) {
   return in[0].Take(static_cast<size_t>(ctx.args->I64("count")));
 }
 
@@ -100,7 +100,7 @@ Selection FirstOfEach(const RowSet& rs, const Column& col, KeyOf key_of) {
   return keep;
 }
 
-Result<RowSet> RunDedupe(const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunDedupe(const TaskContext& ctx, RowSets in) {
   const RowSet& rs = in[0];
   auto key = KeyColumn(ctx, rs, "dedupe");
   if (!key) return Fail(key.error());

@@ -67,9 +67,7 @@ void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, RedisSt
   }
 }
 
-ColumnPtr Finished(ColumnBuilder& col) {
-  return std::make_shared<const Column>(std::move(col).Finish());
-}
+ColumnPtr Finished(ColumnBuilder& col) { return Share(std::move(col).Finish()); }
 
 }  // namespace
 
@@ -177,8 +175,8 @@ Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int
 RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user) {
   const size_t rows = user.exists ? 1 : 0;
   RowSet out;
-  out.SetColumn("id", std::make_shared<const Column>(Column::I64(
-                          user.exists ? PoolVector<int64_t>{user_id} : PoolVector<int64_t>{})));
+  out.SetColumn(
+      "id", Share(Column::I64(user.exists ? PoolVector<int64_t>{user_id} : PoolVector<int64_t>{})));
   const auto& names = UserFields();
   for (size_t f = 0; f < names.size(); ++f) {
     ColumnBuilder col(*UserFieldType(names[f]), rows);

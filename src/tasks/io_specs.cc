@@ -40,9 +40,8 @@ Task<Result<RowSet>> NotBuilt(std::string op) {
 
 // Until io_tasks.cc installs the real run, the op answers `unavailable`.
 TaskSpec Io(std::string op, uint32_t inputs, std::vector<TaskParamSpec> params, SchemaFn out) {
-  TaskSpec s =
-      TaskSpec::Async(op, inputs, inputs, std::move(params), out,
-                      [op](const TaskContext&, std::vector<RowSet>) { return NotBuilt(op); });
+  TaskSpec s = TaskSpec::Async(op, inputs, inputs, std::move(params), out,
+                               [op](const TaskContext&, RowSets) { return NotBuilt(op); });
   s.is_io = true;
   return s;
 }

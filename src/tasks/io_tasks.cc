@@ -122,7 +122,7 @@ uint64_t NowMs() { return uv_hrtime() / 1000000; }
 
 // ---- viewer -------------------------------------------------------------------------
 
-Task<Result<RowSet>> RunViewer(const TaskContext& ctx, std::vector<RowSet>) {
+Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
   auto pool = PoolFor(ctx);
   if (!pool) co_return Fail(pool.error());
   RedisClient& p = **pool;
@@ -247,28 +247,28 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
 
 RowSet IdRows(PoolVector<int64_t> ids) {
   RowSet out;
-  out.SetColumn("id", std::make_shared<const Column>(Column::I64(std::move(ids))));
+  out.SetColumn("id", Share(Column::I64(std::move(ids))));
   return out;
 }
 
 // follow and recommendation: the members of each input row's list, as ids.
-Task<Result<RowSet>> RunList(const TaskContext& ctx, std::vector<RowSet> in, CacheKind kind) {
+Task<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, CacheKind kind) {
   auto e = co_await ExpandLists(ctx, in.at(0), kind, ctx.args->I64("fanout"));
   if (!e) co_return Fail(e.error());
   co_return IdRows(std::move(e->ids));
 }
 
-Task<Result<RowSet>> RunMedia(const TaskContext& ctx, std::vector<RowSet> in) {
+Task<Result<RowSet>> RunMedia(const TaskContext& ctx, RowSets in) {
   auto e = co_await ExpandLists(ctx, in.at(0), CacheKind::kMedia, ctx.args->I64("per_author"));
   if (!e) co_return Fail(e.error());
   RowSet out = IdRows(std::move(e->ids));
-  out.SetColumn("author", std::make_shared<const Column>(Column::I64(std::move(e->from))));
+  out.SetColumn("author", Share(Column::I64(std::move(e->from))));
   co_return out;
 }
 
 // ---- features: one HMGET per distinct id -------------------------------------------
 
-Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in) {
+Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   const RowSet& input = in.at(0);
   auto io = StartRowIo(ctx, input);
   if (!io) co_return Fail(io.error());
@@ -377,7 +377,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, std::vector<RowSet> in)
 
 // ---- seen_filter: one SMISMEMBER for all rows ---------------------------------------
 
-Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> in) {
+Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, RowSets in) {
   const RowSet& input = in.at(0);
   auto io = StartRowIo(ctx, input);
   if (!io) co_return Fail(io.error());
@@ -399,10 +399,10 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, std::vector<RowSet> i
 
 void RegisterIoTaskRuns(TaskRegistry& r) {
   r.SetAsyncRun("viewer", &RunViewer);
-  r.SetAsyncRun("follow", [](const TaskContext& ctx, std::vector<RowSet> in) {
+  r.SetAsyncRun("follow", [](const TaskContext& ctx, RowSets in) {
     return RunList(ctx, std::move(in), CacheKind::kFollow);
   });
-  r.SetAsyncRun("recommendation", [](const TaskContext& ctx, std::vector<RowSet> in) {
+  r.SetAsyncRun("recommendation", [](const TaskContext& ctx, RowSets in) {
     return RunList(ctx, std::move(in), CacheKind::kRecs);
   });
   r.SetAsyncRun("media", &RunMedia);

@@ -49,7 +49,7 @@ void ToFloats(const RowSet& rs, const Column* col, size_t begin, size_t n, float
   }
 }
 
-Result<RowSet> RunModel(const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunModel(const TaskContext& ctx, RowSets in) {
   if (ctx.cancelled()) return Fail(CancelledError("model"));
   RowSet out = std::move(in[0]);
   const NodeModel& bound = ctx.node->model;
@@ -87,7 +87,7 @@ Result<RowSet> RunModel(const TaskContext& ctx, std::vector<RowSet> in) {
       if (selected) valid[r >> 6] |= uint64_t{1} << (r & 63);
     }
   }
-  out.SetColumn(ctx.args->Str("out_key"), std::make_shared<Column>(std::move(col)));
+  out.SetColumn(ctx.args->Str("out_key"), Share(std::move(col)));
   return out;
 }
 

@@ -246,7 +246,7 @@ std::optional<Selection> SortRows(const RowSet& rs, const Column& col, bool desc
   return rows;
 }
 
-Result<RowSet> RunSort(const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunSort(const TaskContext& ctx, RowSets in) {
   const RowSet& rs = in[0];
   auto col = KeyColumn(ctx, rs, "sort");
   if (!col) return Fail(col.error());

@@ -65,7 +65,7 @@ inline Error CancelledError(std::string_view op) {
 }
 
 // An IO-style run: a coroutine on the loop thread (Redis, timers).
-using AsyncRunFn = std::function<Task<Result<RowSet>>(const TaskContext&, std::vector<RowSet>)>;
+using AsyncRunFn = std::function<Task<Result<RowSet>>(const TaskContext&, RowSets)>;
 // What long CPU work polls between blocks (plan/expr.h CancelCheck): ctx.cancelled(),
 // or nothing to poll when the run has no token.
 inline CancelCheck CancelCheckOf(const TaskContext& ctx) {
@@ -84,7 +84,7 @@ inline Result<const Column*> KeyColumn(const TaskContext& ctx, const RowSet& rs,
 }
 
 // A CPU run: a plain function, inline on the loop or on a CPU worker.
-using CpuRunFn = std::function<Result<RowSet>(const TaskContext&, std::vector<RowSet>)>;
+using CpuRunFn = std::function<Result<RowSet>(const TaskContext&, RowSets)>;
 
 enum class RunKind : uint8_t {
   kAsync,    // run_async on the loop thread

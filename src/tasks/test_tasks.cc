@@ -15,7 +15,7 @@ Result<ColumnTypes> FixedSchema(const SchemaArgs& a) {
   return t;
 }
 
-Result<RowSet> RunFixed(const TaskContext& ctx, std::vector<RowSet>) {
+Result<RowSet> RunFixed(const TaskContext& ctx, RowSets) {
   size_t n = static_cast<size_t>(ctx.args->I64("count"));
   PoolVector<int64_t> ids(n);
   PoolVector<double> scores(n);
@@ -24,17 +24,15 @@ Result<RowSet> RunFixed(const TaskContext& ctx, std::vector<RowSet>) {
     scores[i] = static_cast<double>(i + 1);
   }
   RowSet out;
-  out.SetColumn("id", std::make_shared<Column>(Column::I64(std::move(ids))));
-  out.SetColumn("score", std::make_shared<Column>(Column::F64(std::move(scores))));
+  out.SetColumn("id", Share(Column::I64(std::move(ids))));
+  out.SetColumn("score", Share(Column::F64(std::move(scores))));
   return out;
 }
 
-RowSet PassThrough(std::vector<RowSet>& in) {
-  return in.empty() ? RowSet::Empty() : std::move(in[0]);
-}
+RowSet PassThrough(RowSets& in) { return in.empty() ? RowSet::Empty() : std::move(in[0]); }
 
 // A loop timer, no thread blocked. `ctx` outlives this coroutine (TaskContext contract).
-Task<Result<RowSet>> RunSleep(const TaskContext& ctx, std::vector<RowSet> in) {
+Task<Result<RowSet>> RunSleep(const TaskContext& ctx, RowSets in) {
   int64_t ms = ctx.args->I64("duration_ms");
   co_await SleepMs(*ctx.loop, static_cast<uint64_t>(ms));
   if (ctx.args->Bool("fail_after_sleep"))
@@ -46,7 +44,7 @@ Task<Result<RowSet>> RunSleep(const TaskContext& ctx, std::vector<RowSet> in) {
 // Spins the CPU worker it runs on; the scheduler always sends it to the pool. It polls
 // its cancel token on every clock read (well under a millisecond apart), as any long
 // CPU run must.
-Result<RowSet> RunBusy(const TaskContext& ctx, std::vector<RowSet> in) {
+Result<RowSet> RunBusy(const TaskContext& ctx, RowSets in) {
   auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(ctx.args->I64("duration_ms"));
   while (std::chrono::steady_clock::now() < until) {

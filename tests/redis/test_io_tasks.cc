@@ -75,7 +75,7 @@ Value At(const RowSet& r, std::string_view col, size_t i) {
 // Runs one IO task as the scheduler would: on the loop, with a context that outlives
 // the run.
 Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::string, Value> given,
-                     std::vector<RowSet> inputs, int64_t user_id = 1, int deadline_ms = 5000,
+                     RowSets inputs, int64_t user_id = 1, int deadline_ms = 5000,
                      ShardCache* cache = nullptr, CacheLookups* lookups = nullptr) {
   const TaskSpec* spec = IoRegistry().Find(op);
   REQUIRE(spec != nullptr);
@@ -384,7 +384,7 @@ struct CachedFixture : Fixture {
   ~CachedFixture() { shard.reset(); }  // the pools go before the sink and the cache
   // Runs `op` with cache: true; returns its rows and what it looked up.
   std::pair<RowSet, CacheLookups> Run(const std::string& op, std::map<std::string, Value> given,
-                                      std::vector<RowSet> inputs, int64_t user_id = 1) {
+                                      RowSets inputs, int64_t user_id = 1) {
     given["cache"] = true;
     CacheLookups lookups;
     auto r = RunIo(*shard, op, std::move(given), std::move(inputs), user_id, 5000, cache.get(),

@@ -51,7 +51,7 @@ const NodeStat& Stat(const RunResult& r, const std::string& id) {
 // An async op that ends only when its run is cancelled (it lost the race against its
 // deadline): a stage that is certainly still running when the deadline passes, whatever
 // the machine's load.
-Task<Result<RowSet>> RunHold(const TaskContext& ctx, std::vector<RowSet>) {
+Task<Result<RowSet>> RunHold(const TaskContext& ctx, RowSets) {
   while (!ctx.cancelled()) co_await SleepMs(*ctx.loop, 1);
   co_return Fail(CancelledError("hold"));
 }

@@ -39,7 +39,7 @@ struct Call {
     ctx.args = &args;
     ctx.params = &params;
   }
-  RowSet Run(std::vector<RowSet> in) {
+  RowSet Run(RowSets in) {
     auto r = spec->run_cpu(ctx, std::move(in));
     REQUIRE_MESSAGE(r.has_value(), r.error().message);
     return std::move(*r);

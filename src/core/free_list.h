@@ -1,7 +1,7 @@
 // ThreadFreeList<T>: a small per-thread stock of emptied containers (std::string,
 // std::vector) kept with their capacity, so that the buffers of one batch serve the next
-// (RespReplies' reply bytes, RedisCommands' encoded commands) instead of a malloc and a
-// free per batch and per growth step.
+// (RespReplies' reply bytes, RedisCommands' encoded commands, a /rank response body)
+// instead of a malloc and a free per batch and per growth step.
 //
 // Per thread because each shard is one loop thread and a buffer may outlive the pool
 // that filled it (replies handed to a task). Bounded: at most kMaxEntries containers,
@@ -57,9 +57,9 @@ class ThreadFreeList {
 };
 
 // Recycled<T, kMax, kMin>: a container taken from this thread's ThreadFreeList when made
-// and given back when destroyed or overwritten by a move — the one way RespReplies and
-// RedisCommands hold their buffers. Storage over kMax bytes (capacity) is freed, and
-// storage of kMin or less is not worth keeping (a std::string's own small buffer).
+// and given back when destroyed or overwritten by a move — the one way a buffer that is
+// filled and dropped once per batch or request is held. Storage over kMax bytes (capacity) is
+// freed, and storage of kMin or less is not worth keeping (a std::string's own small buffer).
 template <class T, size_t kMax, size_t kMin = 0>
 class Recycled {
  public:
