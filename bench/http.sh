@@ -8,6 +8,7 @@
 #                            system: the kernel's TCP work included), rankd vs nginx
 #   rank_fixed_rps           POST /rank of plans/fixed_rank (fixed_source 100 -> vm -> sort
 #                            -> take 20), vs the same nginx
+#   rank_fixed_cpu_us_per_req  rankd's CPU per request in those rounds (target <= 8.5 us)
 #   rank_fixed_p99_over_p50  latency spread at that load
 #   shards_2_over_1          rank_fixed rps with 2 shards / 1 shard
 # Env: WRK_THREADS (1), WRK_CONNS (64), WRK_SECONDS (10), RANKD_BENCH_FLAGS (extra serve flags).
@@ -140,6 +141,10 @@ emit("rank_fixed_rps", med("rank2", "rps"), "req/s", med("nginx", "rps"), target
      shards=2, rounds=rounds("rank2", "rps"), p50_us=med("rank2", "p50_us"),
      p99_us=med("rank2", "p99_us"), plan="fixed_rank",
      cpu_us_per_req=round(med("rank2", "cpu_us_per_req"), 2), baseline_command=vs_nginx)
+emit("rank_fixed_cpu_us_per_req", med("rank2", "cpu_us_per_req"), "us", target_max=8.5, shards=2,
+     rounds=rounds("rank2", "cpu_us_per_req"), plan="fixed_rank",
+     measure="rankd's CPU (user + system, kernel TCP work included) per POST /rank of "
+             "fixed_rank, median of 3 rounds; lower is better")
 spread = [r["p99_us"] / max(r["p50_us"], 1) for r in by["rank2"]]
 emit("rank_fixed_p99_over_p50", statistics.median(spread), "ratio", target_max=5.0,
      rounds=[round(x, 2) for x in spread], measure="median of 3 rounds")

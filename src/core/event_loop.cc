@@ -282,8 +282,30 @@ void EventLoop::OnIdle(uv_idle_t* i) {
   self->RunDeferred();
 }
 
+void EventLoop::CancelBeforePoll(void* arg) {
+  AssertInLoopThread();
+  // In place, never erased: RunBeforePoll may be walking the running batch.
+  for (auto* calls : {&before_poll_, &before_poll_running_})
+    for (BeforePollCall& c : *calls)
+      if (c.arg == arg) c.fn = nullptr;
+}
+
+void EventLoop::RunBeforePoll() {
+  while (!before_poll_.empty()) {
+    before_poll_running_.swap(before_poll_);
+    // By index: a call may cancel later ones (their owner closed).
+    for (size_t i = 0; i < before_poll_running_.size(); ++i)
+      if (BeforePollCall c = before_poll_running_[i]; c.fn != nullptr) c.fn(c.arg);
+    before_poll_running_.clear();
+  }
+}
+
+// libuv runs prepare handles right before it computes the poll timeout and polls, so
+// the before-poll calls see everything this turn queued; work they Defer keeps the poll
+// from blocking (the idle handle) and runs in the check phase after it.
 void EventLoop::OnPrepare(uv_prepare_t* p) {
   auto* self = static_cast<EventLoop*>(p->data);
+  self->RunBeforePoll();
   if (!self->turn_started_by_next_turn_) self->turn_start_ns_ = uv_hrtime();
   self->turn_started_by_next_turn_ = false;
 }

@@ -63,7 +63,10 @@ RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
   loop_.AssertInLoopThread();
 }
 
-RedisConnection::~RedisConnection() { assert(state_ == State::kClosed && ac_ == nullptr); }
+RedisConnection::~RedisConnection() {
+  assert(state_ == State::kClosed && ac_ == nullptr);
+  if (flush_queued_) loop_.CancelBeforePoll(this);
+}
 
 void RedisConnection::Start() {
   loop_.AssertInLoopThread();
@@ -231,10 +234,42 @@ void RedisConnection::Write(std::string_view wire) {
   loop_.AssertInLoopThread();
   assert(live() && raw_replies_);
   out_.append(wire);
-  if (!watching_write_) {
-    watching_write_ = true;
-    WatchWritable(ac_, true);
+  // Sent just before the loop polls, with whatever else this turn writes; when the
+  // socket is full, the writable event sends the rest.
+  if (!flush_queued_ && !watching_write_) {
+    flush_queued_ = true;
+    loop_.BeforePoll(&RedisConnection::FlushBeforePoll, this);
   }
+}
+
+void RedisConnection::FlushBeforePoll(void* self) {
+  auto* c = static_cast<RedisConnection*>(self);
+  c->flush_queued_ = false;
+  if (c->watching_write_ || c->ac_ == nullptr) return;  // the writable event has it
+  if (c->SendOut() == SendResult::kPending) {
+    c->watching_write_ = true;
+    WatchWritable(c->ac_, true);
+  }
+}
+
+RedisConnection::SendResult RedisConnection::SendOut() {
+  if (out_sent_ == out_.size()) return SendResult::kDone;
+  Bump(stats_.socket_writes);
+  ssize_t n = send(ac_->c.fd, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return SendResult::kPending;
+    OnReadFailed(std::string("write: ") + std::strerror(errno), false);
+    return SendResult::kFailed;
+  }
+  out_sent_ += static_cast<size_t>(n);
+  if (out_sent_ < out_.size()) return SendResult::kPending;
+  out_sent_ = 0;
+  // Keep the buffer for the next batches, unless one huge batch grew it.
+  if (out_.capacity() > (1u << 20))
+    out_ = std::string();
+  else
+    out_.clear();
+  return SendResult::kDone;
 }
 
 void RedisConnection::Await(ReplyWaiter* waiter, uint32_t n) {
@@ -284,25 +319,7 @@ void RedisConnection::OnRawRead(std::string_view bytes, const std::vector<size_t
 }
 
 void RedisConnection::OnRawWritable() {
-  if (out_sent_ == out_.size()) {
-    watching_write_ = false;
-    WatchWritable(ac_, false);
-    return;
-  }
-  Bump(stats_.socket_writes);
-  ssize_t n = send(ac_->c.fd, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
-  if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-    return OnReadFailed(std::string("write: ") + std::strerror(errno), false);
-  }
-  out_sent_ += static_cast<size_t>(n);
-  if (out_sent_ < out_.size()) return;  // the rest at the next writable event
-  out_sent_ = 0;
-  // Keep the buffer for the next batches, unless one huge batch grew it.
-  if (out_.capacity() > (1u << 20))
-    out_ = std::string();
-  else
-    out_.clear();
+  if (SendOut() != SendResult::kDone) return;  // the rest at the next writable event
   watching_write_ = false;
   WatchWritable(ac_, false);
 }

@@ -12,12 +12,13 @@
 // freed the context itself (failed connect, lost connection) or we did (timeout, Close).
 //
 // A data connection (raw_replies) stops using hiredis once its handshake is done: it
-// writes its own output buffer (Write: commands appended, one write(2) per writable
-// event, like hiredis) and hands each reply's RESP bytes, as the adapter scanned them,
-// to the ReplyWaiter that Await() queued for it, in order (uv_adapter.h, raw mode).
-// Why: hiredis allocates a callback per command and a reply object per reply; the
-// batches of a feed request send hundreds of commands. Replies awaited are counted here
-// (inflight()), so a reply no command waits for fails the connection in O(1).
+// writes its own output buffer (Write: commands appended during a loop turn, sent in one
+// send(2) just before the loop polls — EventLoop::BeforePoll — and only when the socket
+// is full, the rest on writable events) and hands each reply's RESP bytes, as the adapter scanned
+// them, to the ReplyWaiter that Await() queued for it, in order (uv_adapter.h, raw mode). Why:
+// hiredis allocates a callback per command and a reply object per reply; the batches of a feed
+// request send hundreds of commands. Replies awaited are counted here (inflight()), so a reply no
+// command waits for fails the connection in O(1).
 //
 // Threads: the loop thread of `loop` only (Start, Close, Write and Await check it in
 // debug and sanitizer builds). REQUIRES: Close() is never called from inside a hiredis
@@ -128,6 +129,11 @@ class RedisConnection final : private UvRedisListener {
   void OnRawRead(std::string_view bytes, const std::vector<size_t>& ends) override;
   void OnRawWritable() override;
 
+  // Sends what out_ holds. kFailed: the connection failed (OnReadFailed ran).
+  enum class SendResult : uint8_t { kDone, kPending, kFailed };
+  SendResult SendOut();
+  static void FlushBeforePoll(void* self);
+
   void Deliver(std::string_view piece, bool last);  // to the first waiter
   void FailWaiters(const redisAsyncContext* ac);    // the context is going away
 
@@ -165,6 +171,7 @@ class RedisConnection final : private UvRedisListener {
   std::string out_;      // raw mode: bytes to write
   size_t out_sent_ = 0;  // of out_, already written
   bool watching_write_ = false;
+  bool flush_queued_ = false;  // a BeforePoll call will send out_
   bool raw_replies_;
 };
 

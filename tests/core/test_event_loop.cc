@@ -213,6 +213,46 @@ TEST_CASE("NextTurn work queued from a NextTurn batch waits for the turn after")
   CHECK_FALSE(same_turn);
 }
 
+TEST_CASE("BeforePoll runs once after the turn's deferred work; Cancel withdraws it") {
+  EventLoop loop;
+  loop.Start();
+  std::vector<std::string> order;
+  std::atomic<bool> done{false};
+  int a = 0, b = 0, c = 0;
+  auto log = [](void* p) { ++*static_cast<int*>(p); };
+  std::pair<EventLoop*, int*> canceller{&loop, &c};
+  CHECK(PostAndWait(loop, [&] {
+    loop.BeforePoll(log, &a);
+    loop.BeforePoll(log, &b);
+    loop.CancelBeforePoll(&b);
+    loop.Defer([&] {
+      order.push_back("defer");
+      // Queued while the turn runs: still before this turn's poll.
+      loop.BeforePoll(
+          [](void* p) {
+            auto* o = static_cast<std::vector<std::string>*>(p);
+            o->push_back("before_poll");
+          },
+          &order);
+    });
+    // A call queued by a before-poll call runs in the same pass; one it cancels does not.
+    loop.BeforePoll(
+        [](void* p) {
+          auto* self = static_cast<std::pair<EventLoop*, int*>*>(p);
+          self->first->CancelBeforePoll(self->second);
+        },
+        &canceller);
+    loop.BeforePoll(log, &c);
+    loop.timers().Start(5, [&] { done = true; });
+  }));
+  while (!done) std::this_thread::sleep_for(100us);
+  loop.Stop();
+  CHECK(a == 1);
+  CHECK(b == 0);
+  CHECK(c == 0);
+  CHECK(order == std::vector<std::string>{"defer", "before_poll"});
+}
+
 TEST_CASE("TurnOverBudget follows the budget") {
   EventLoop loop;
   loop.Start();

@@ -89,6 +89,34 @@ TEST_CASE("a batch of 100 commands leaves in one write and costs one batch") {
   CHECK(Read(st.socket_writes) - writes0 == 1);
 }
 
+TEST_CASE("a batch larger than the socket buffer is sent in pieces as the socket drains") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  TestShard shard({server.flag()});
+  REQUIRE(shard.WaitReady());
+  const RedisStats& st = shard.pool().stats();
+  uint64_t writes0 = Read(st.socket_writes);
+  // 16 MiB: more than a loopback socket's send buffer takes at once, so the first send
+  // is partial and the rest goes out on writable events.
+  const std::string value(64 << 10, 'v');
+  std::vector<RedisCommand> cmds;
+  for (int i = 0; i < 256; ++i) {
+    RedisCommand c{"SET"};
+    c.Key("", "big:", i).Arg(value);
+    cmds.push_back(std::move(c));
+  }
+  RedisCommand strlen{"STRLEN"};
+  strlen.Key("", "big:", 255);
+  cmds.push_back(std::move(strlen));
+  auto r = shard.Batch(std::move(cmds));
+  REQUIRE(r.has_value());
+  REQUIRE(r->size() == 257);
+  CHECK(r->at(0).str == "OK");
+  CHECK(r->at(255).str == "OK");
+  CHECK(r->at(256).integer == 64 << 10);
+  CHECK(Read(st.socket_writes) - writes0 >= 2);
+}
+
 TEST_CASE("keys can live under an endpoint prefix") {
   RedisServer server;
   REQUIRE(server.Start());
