@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <charconv>
+#include <cstring>
 #include <utility>
 
 #include "core/free_list.h"
@@ -9,13 +10,37 @@
 
 namespace rankd {
 
-void RedisCommands::Header(char type, size_t n) {
-  char tmp[24];
-  tmp[0] = type;
-  auto [end, ec] = std::to_chars(tmp + 1, tmp + sizeof tmp - 2, n);
-  end[0] = '\r';
-  end[1] = '\n';
-  buf_->append(tmp, static_cast<size_t>(end + 2 - tmp));
+namespace {
+
+// "<type><n>\r\n" at p; returns its end. kMaxHeader bytes at most.
+constexpr size_t kMaxHeader = 24;
+char* PutHeader(char* p, char type, size_t n) {
+  *p++ = type;
+  if (n < 10) {
+    *p++ = static_cast<char>('0' + n);  // most argument lengths and counts
+  } else {
+    p = std::to_chars(p, p + 20, n).ptr;
+  }
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+char* Put(char* p, std::string_view s) {
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+}  // namespace
+
+// Each piece is written straight into the buffer after one capacity check
+// (resize_and_overwrite), not appended piece by piece: encoding is per command on
+// batches of hundreds.
+template <class Write>
+void RedisCommands::Extend(size_t max, Write write) {
+  const size_t old = buf_->size();
+  buf_->resize_and_overwrite(
+      old + max, [&](char* p, size_t) { return static_cast<size_t>(write(p + old) - p); });
 }
 
 void RedisCommands::Counted() {
@@ -26,15 +51,18 @@ void RedisCommands::Counted() {
 RedisCommands& RedisCommands::Add(int argc) {
   assert(cmds_->empty() || cmds_->back().args_left == 0);
   cmds_->push_back({buf_->size(), 0, 0, argc});
-  Header('*', static_cast<size_t>(argc));
+  Extend(kMaxHeader, [&](char* p) { return PutHeader(p, '*', static_cast<size_t>(argc)); });
   return *this;
 }
 
 RedisCommands& RedisCommands::Arg(std::string_view a) {
   Counted();
-  Header('$', a.size());
-  buf_->append(a);
-  buf_->append("\r\n", 2);
+  Extend(kMaxHeader + a.size() + 2, [&](char* p) {
+    p = Put(PutHeader(p, '$', a.size()), a);
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+  });
   return *this;
 }
 
@@ -45,34 +73,31 @@ RedisCommands& RedisCommands::Arg(int64_t v) {
 }
 
 RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view suffix) {
-  Counted();
-  Header('$', prefix.size() + suffix.size());
-  Cmd& c = cmds_->back();
-  if (c.key_len == 0) {
-    c.key_at = buf_->size();
-    c.key_len = static_cast<uint32_t>(prefix.size() + suffix.size());
-  }
-  buf_->append(prefix);
-  buf_->append(suffix);
-  buf_->append("\r\n", 2);
-  return *this;
+  return JoinedKey(prefix, suffix, {});
 }
 
 RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view kind, int64_t id) {
   char tmp[24];
   auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, id);
-  const size_t id_len = static_cast<size_t>(end - tmp);
+  return JoinedKey(prefix, kind, std::string_view(tmp, static_cast<size_t>(end - tmp)));
+}
+
+RedisCommands& RedisCommands::JoinedKey(std::string_view a, std::string_view b,
+                                        std::string_view c) {
   Counted();
-  Header('$', prefix.size() + kind.size() + id_len);
-  Cmd& c = cmds_->back();
-  if (c.key_len == 0) {
-    c.key_at = buf_->size();
-    c.key_len = static_cast<uint32_t>(prefix.size() + kind.size() + id_len);
+  const size_t len = a.size() + b.size() + c.size();
+  char header[kMaxHeader];
+  const std::string_view h(header, static_cast<size_t>(PutHeader(header, '$', len) - header));
+  if (Cmd& cmd = cmds_->back(); cmd.key_len == 0) {
+    cmd.key_at = buf_->size() + h.size();
+    cmd.key_len = static_cast<uint32_t>(len);
   }
-  buf_->append(prefix);
-  buf_->append(kind);
-  buf_->append(tmp, id_len);
-  buf_->append("\r\n", 2);
+  Extend(h.size() + len + 2, [&](char* p) {
+    p = Put(Put(Put(Put(p, h), a), b), c);
+    *p++ = '\r';
+    *p++ = '\n';
+    return p;
+  });
   return *this;
 }
 

@@ -81,8 +81,12 @@ class RedisCommands {
   size_t End(size_t i) const {
     return i + 1 < cmds_->size() ? (*cmds_)[i + 1].start : buf_->size();
   }
-  void Header(char type, size_t n);  // "$n\r\n" or "*n\r\n"
-  void Counted();                    // one argument of the current command written
+  // Appends at most `max` bytes, written by write(char* at) -> end.
+  template <class Write>
+  void Extend(size_t max, Write write);
+  // One key argument: the concatenation a + b + c.
+  RedisCommands& JoinedKey(std::string_view a, std::string_view b, std::string_view c);
+  void Counted();  // one argument of the current command written
 
   // The buffers come from this thread's free list (core/free_list.h) and go back to it; a
   // string's own small buffer is not worth keeping, nor a block over these caps.

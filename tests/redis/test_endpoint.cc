@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "redis/command.h"
+#include "redis/commands.h"
 #include "redis/endpoint.h"
 
 using namespace rankd;
@@ -102,4 +103,37 @@ TEST_CASE("commands encode to RESP, keys join prefix and id") {
   CHECK(c.wire().starts_with("*5\r\n"));
   RedisCommand empty_arg{"SET", "k", ""};
   CHECK(empty_arg.wire() == "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
+}
+
+TEST_CASE("a batch encodes each command as RedisCommand does, with its key found in place") {
+  const std::string long_arg(150, 'a');
+  RedisCommands cmds;
+  cmds.Add(4).Arg("LRANGE").Key("p:", "follow:", 42).Arg(int64_t{0}).Arg(int64_t{-1});
+  cmds.Add(3).Arg("SET").Key("tenant:", "some-key").Arg(long_arg);
+  cmds.Add(12).Arg("SMISMEMBER").Key("", "seen:", -7);
+  for (int64_t id = 1; id <= 10; ++id) cmds.Arg(id * 1'000'000'007);
+  cmds.Add(2).Arg("GET").Key("", "");
+
+  RedisCommand a{"LRANGE"};
+  a.Key("p:", "follow:", 42).Arg(int64_t{0}).Arg(int64_t{-1});
+  RedisCommand b{"SET"};
+  b.Key("tenant:", "some-key").Arg(long_arg);
+  RedisCommand c{"SMISMEMBER"};
+  c.Key("", "seen:", -7);
+  for (int64_t id = 1; id <= 10; ++id) c.Arg(id * 1'000'000'007);
+  RedisCommand d{"GET", ""};
+
+  REQUIRE(cmds.size() == 4);
+  CHECK(cmds.wire(0) == a.wire());
+  CHECK(cmds.wire(1) == b.wire());
+  CHECK(cmds.wire(2) == c.wire());
+  CHECK(cmds.wire(3) == d.wire());
+  CHECK(cmds.wire() == std::string(a.wire()) + std::string(b.wire()) + std::string(c.wire()) +
+                           std::string(d.wire()));
+  CHECK(cmds.key(0) == "p:follow:42");
+  CHECK(cmds.key(1) == "tenant:some-key");
+  CHECK(cmds.key(2) == "seen:-7");
+  CHECK(cmds.key(3) == "");
+  CHECK(cmds.Argument(1, 2) == long_arg);
+  CHECK(cmds.Argument(2, 11) == "10000000070");
 }
