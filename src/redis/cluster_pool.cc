@@ -291,6 +291,8 @@ void RedisClusterPool::Install(const SlotMap& map) {
     std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1,
               static_cast<uint16_t>(m - masters_.begin() + 1));
   }
+  bucket_owner_.resize(kClusterSlots >> kBucketShift);
+  for (size_t b = 0; b < bucket_owner_.size(); ++b) SetBucket(b);
   map_ = map;
   Bump(stats_->slot_map_refreshes);
   // A key read from a node that no longer serves its slot is no longer tracked there.
@@ -305,7 +307,7 @@ void RedisClusterPool::Install(const SlotMap& map) {
 void RedisClusterPool::SetOwner(int slot, Node* node) {
   auto it = std::find(owners_.begin(), owners_.end(), node);
   if (it == owners_.end()) {
-    if (owners_.size() > UINT16_MAX) {
+    if (owners_.size() >= kMixed) {
       // Full of owners that MOVEDs named since the last map: keep those still owning a
       // slot (at most one a slot, so there is room again).
       std::vector<Node*> kept{nullptr};
@@ -316,10 +318,19 @@ void RedisClusterPool::SetOwner(int slot, Node* node) {
         o = static_cast<uint16_t>(k - kept.begin());
       }
       owners_ = std::move(kept);
+      for (size_t b = 0; b < bucket_owner_.size(); ++b) SetBucket(b);
     }
     it = owners_.insert(owners_.end(), node);
   }
   slot_owner_[static_cast<size_t>(slot)] = static_cast<uint16_t>(it - owners_.begin());
+  SetBucket(static_cast<size_t>(slot) >> kBucketShift);
+}
+
+void RedisClusterPool::SetBucket(size_t b) {
+  const auto first = slot_owner_.begin() + static_cast<ptrdiff_t>(b << kBucketShift);
+  const auto last = first + (1 << kBucketShift);
+  const bool same = std::all_of(first, last, [&](uint16_t o) { return o == *first; });
+  bucket_owner_[b] = same ? *first : kMixed;
 }
 
 void RedisClusterPool::EnableTracking(const TrackingConfig& config) {

@@ -92,9 +92,15 @@ class RedisClusterPool final : public RedisClient {
   // Publishes the stats of the nodes not retired to RedisStats::Nodes().
   void PublishNodes();
   // The node serving `slot` (its master), nullptr when none does.
-  Node* OwnerOf(int slot) const { return owners_[slot_owner_[static_cast<size_t>(slot)]]; }
+  Node* OwnerOf(int slot) const {
+    uint16_t o = bucket_owner_[static_cast<size_t>(slot) >> kBucketShift];
+    if (o == kMixed) o = slot_owner_[static_cast<size_t>(slot)];
+    return owners_[o];
+  }
   // Makes `node` the owner of `slot` (a MOVED).
   void SetOwner(int slot, Node* node);
+  // Sets bucket_owner_[b] from slot_owner_.
+  void SetBucket(size_t b);
   // Where command i goes first: its slot's master, or with read_from=replica a live
   // replica when the command reads.
   Node* FirstTarget(const RedisCommands& commands, size_t i);
@@ -120,10 +126,15 @@ class RedisClusterPool final : public RedisClient {
   std::vector<std::unique_ptr<Node>> nodes_;  // retired ones too (closed): never removed
   std::optional<SlotMap> map_;
   // Per slot, once a map is known, its master as an index into owners_ (owners_[0] is
-  // nullptr: unserved). Two bytes a slot rather than a pointer: every command of a
-  // batch looks its slot up, and 32 KiB stay in cache where 128 KiB did not.
+  // nullptr: unserved), and the same per bucket of 64 slots, kMixed where the bucket's
+  // slots have different owners. Every command of a batch looks its slot up, at a
+  // random place: the 512 bytes of buckets stay in cache, and masters serve ranges of
+  // slots, so only the buckets where a range ends (or a MOVED split one) look further.
+  static constexpr int kBucketShift = 6;
+  static constexpr uint16_t kMixed = UINT16_MAX;
   std::vector<uint16_t> slot_owner_;
-  std::vector<Node*> owners_;
+  std::vector<uint16_t> bucket_owner_;
+  std::vector<Node*> owners_;   // at most kMixed entries
   std::vector<Node*> masters_;  // of the current map, each once
   // read_from=replica: the replicas of each range, and per slot its range's index (-1:
   // no replica).
