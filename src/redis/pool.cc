@@ -6,6 +6,7 @@
 #include <coroutine>
 #include <utility>
 
+#include "core/block_pool.h"
 #include "core/log.h"
 
 namespace rankd {
@@ -15,6 +16,10 @@ namespace rankd {
 // Its replies arrive as RESP bytes (ReplyWaiter) straight into one RespReplies.
 struct PendingBatch final : ReplyWaiter {
   PendingBatch(RedisPool* p, Deadline d) : pool(p), deadline(d), started(Clock::now()) {}
+  // One per batch (a cluster batch makes one per node touched): from the thread's block
+  // pool, not malloc.
+  static void* operator new(size_t n) { return block_pool::Allocate(n); }
+  static void operator delete(void* p, size_t n) noexcept { block_pool::Free(p, n); }
   void Ref() { ++refs; }
   void Unref() {
     if (--refs == 0) delete this;
