@@ -63,7 +63,10 @@ RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
   loop_.AssertInLoopThread();
 }
 
-RedisConnection::~RedisConnection() { assert(state_ == State::kClosed && ac_ == nullptr); }
+RedisConnection::~RedisConnection() {
+  assert(state_ == State::kClosed && ac_ == nullptr);
+  *alive_ = false;  // a flush still queued does nothing
+}
 
 void RedisConnection::Start() {
   loop_.AssertInLoopThread();
@@ -231,10 +234,23 @@ void RedisConnection::Write(std::string_view wire) {
   loop_.AssertInLoopThread();
   assert(live() && raw_replies_);
   out_.append(wire);
-  if (!watching_write_) {
-    watching_write_ = true;
-    WatchWritable(ac_, true);
-  }
+  if (flush_queued_ || watching_write_) return;
+  // Sent at the start of the next loop turn, so that what this turn queues (every batch
+  // its tasks send) leaves in one send(2). Not by watching for writability first: each
+  // change of a uv_poll's events re-registers the socket with epoll (two epoll_ctl
+  // calls), four a write; the socket is watched only when it does not take it all.
+  flush_queued_ = true;
+  loop_.NextTurn([this, alive = alive_] {
+    if (*alive) Flush();
+  });
+}
+
+void RedisConnection::Flush() {
+  flush_queued_ = false;
+  // Lost meanwhile (FailWaiters emptied out_), or already being sent as it drains.
+  if (state_ != State::kLive || ac_ == nullptr || watching_write_ || out_sent_ == out_.size())
+    return;
+  Send();
 }
 
 void RedisConnection::Await(ReplyWaiter* waiter, uint32_t n) {
@@ -289,22 +305,35 @@ void RedisConnection::OnRawWritable() {
     WatchWritable(ac_, false);
     return;
   }
+  Send();
+}
+
+void RedisConnection::Send() {
   Bump(stats_.socket_writes);
   ssize_t n = send(ac_->c.fd, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
   if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
-    return OnReadFailed(std::string("write: ") + std::strerror(errno), false);
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return OnReadFailed(std::string("write: ") + std::strerror(errno), false);
+    n = 0;
   }
   out_sent_ += static_cast<size_t>(n);
-  if (out_sent_ < out_.size()) return;  // the rest at the next writable event
+  if (out_sent_ < out_.size()) {  // the rest once the socket is writable
+    if (!watching_write_) {
+      watching_write_ = true;
+      WatchWritable(ac_, true);
+    }
+    return;
+  }
   out_sent_ = 0;
   // Keep the buffer for the next batches, unless one huge batch grew it.
   if (out_.capacity() > (1u << 20))
     out_ = std::string();
   else
     out_.clear();
-  watching_write_ = false;
-  WatchWritable(ac_, false);
+  if (watching_write_) {
+    watching_write_ = false;
+    WatchWritable(ac_, false);
+  }
 }
 
 void RedisConnection::FailWaiters(const redisAsyncContext* ac) {

@@ -12,12 +12,12 @@
 // freed the context itself (failed connect, lost connection) or we did (timeout, Close).
 //
 // A data connection (raw_replies) stops using hiredis once its handshake is done: it
-// writes its own output buffer (Write: commands appended, one write(2) per writable
-// event, like hiredis) and hands each reply's RESP bytes, as the adapter scanned them,
-// to the ReplyWaiter that Await() queued for it, in order (uv_adapter.h, raw mode).
-// Why: hiredis allocates a callback per command and a reply object per reply; the
-// batches of a feed request send hundreds of commands. Replies awaited are counted here
-// (inflight()), so a reply no command waits for fails the connection in O(1).
+// writes its own output buffer (Write: commands appended, one send(2) at the start of
+// the next loop turn, the rest per writable event) and hands each reply's RESP bytes, as the
+// adapter scanned them, to the ReplyWaiter that Await() queued for it, in order (uv_adapter.h, raw
+// mode). Why: hiredis allocates a callback per command and a reply object per reply; the batches of
+// a feed request send hundreds of commands. Replies awaited are counted here (inflight()), so a
+// reply no command waits for fails the connection in O(1).
 //
 // Threads: the loop thread of `loop` only (Start, Close, Write and Await check it in
 // debug and sanitizer builds). REQUIRES: Close() is never called from inside a hiredis
@@ -67,12 +67,13 @@ class RedisConnection final : private UvRedisListener {
   // Replies awaited (raw mode).
   int inflight() const { return inflight_; }
   // Raw mode: bytes written (Write) are not all sent yet.
-  bool writing() const { return watching_write_; }
+  bool writing() const { return flush_queued_ || watching_write_; }
   // Why the last attempt or connection failed ("connect failed: Connection refused").
   const std::string& last_error() const { return last_error_; }
 
-  // Raw mode. Appends RESP-encoded commands to the output buffer, written when the socket
-  // is next writable (after this loop turn: what one turn queues leaves in one write).
+  // Raw mode. Appends RESP-encoded commands to the output buffer, written at the start of
+  // the next loop turn (EventLoop::NextTurn: what one turn queues leaves in one write),
+  // the rest, if the socket does not take it all, when it is writable again.
   // REQUIRES: live(), raw_replies.
   void Write(std::string_view wire);
   // The next `n` replies (after those already awaited) go to `waiter`, which must stay
@@ -131,7 +132,9 @@ class RedisConnection final : private UvRedisListener {
   void OnRawWritable() override;
 
   void Deliver(std::string_view piece, bool last);  // to the first waiter
-  void FailWaiters(const redisAsyncContext* ac);    // the context is going away
+  void Flush();                                     // the queued write of Write
+  void Send();  // one send(2) of out_; watches for writability while some is left
+  void FailWaiters(const redisAsyncContext* ac);  // the context is going away
 
   EventLoop& loop_;
   const RedisEndpoint& endpoint_;
@@ -164,9 +167,11 @@ class RedisConnection final : private UvRedisListener {
   std::vector<Awaiting> awaiting_;
   size_t awaiting_head_ = 0;
   size_t awaiting_size_ = 0;
-  std::string out_;      // raw mode: bytes to write
-  size_t out_sent_ = 0;  // of out_, already written
+  std::string out_;            // raw mode: bytes to write
+  size_t out_sent_ = 0;        // of out_, already written
+  bool flush_queued_ = false;  // a Flush waits for the next loop turn
   bool watching_write_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards the queued Flush
   bool raw_replies_;
 };
 
