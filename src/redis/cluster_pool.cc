@@ -78,8 +78,6 @@ struct RedisClusterPool::Share {
   Node* node;  // nullptr: a slot no node serves
   RedisCommands cmds;
   RespReplies replies;
-  size_t sent = 0;  // commands sent, ASKING included
-  size_t bytes = 0;
 };
 
 // A command of the batch to send again, where, and whether ASKING goes first.
@@ -456,40 +454,37 @@ Task<Result<void>> RedisClusterPool::SendRound(const RedisCommands& commands,
                                                const PoolVector<Resend>* resend,
                                                RespReplies& replies, PoolVector<Node*>& part_node,
                                                Deadline deadline) {
-  // Two passes: find each command's share and count, then fill buffers of exact size.
-  // A batch touches a handful of nodes: a share is found by a short linear search.
+  // One pass: each command is appended to its node's share as it is routed. A batch
+  // touches a handful of nodes: a share is found by a short linear search. A share's
+  // buffers are sized for the whole batch, an upper bound (they come from the thread's
+  // free list, so once warm this reserves nothing).
   PoolVector<Share> shares;
   shares.reserve(masters_.size() + 1);
   const size_t count = resend != nullptr ? resend->size() : commands.size();
-  PoolVector<uint32_t> share_of(count);
+  const uint32_t first_part = replies.part_count();
   for (size_t k = 0; k < count; ++k) {
     const size_t i = resend != nullptr ? (*resend)[k].i : k;
-    const bool asking = resend != nullptr && (*resend)[k].asking;
     Node* node = resend != nullptr ? (*resend)[k].to : FirstTarget(commands, i);
     size_t g = 0;
     while (g < shares.size() && shares[g].node != node) ++g;
-    if (g == shares.size()) shares.push_back(Share{node, {}, {}});
+    if (g == shares.size()) {
+      shares.push_back(Share{node, {}, {}});
+      if (node != nullptr)
+        shares[g].cmds.Reserve(
+            resend != nullptr ? 2 * count : count,
+            commands.wire().size() + (resend != nullptr ? count : 0) * kAsking.size());
+    }
     Share& share = shares[g];
-    share.sent += asking ? 2 : 1;
-    share.bytes += commands.wire(i).size() + (asking ? kAsking.size() : 0);
-    share_of[k] = static_cast<uint32_t>(g);
-  }
-  const uint32_t first_part = replies.part_count();
-  for (Share& share : shares)
-    if (share.node != nullptr) share.cmds.Reserve(share.sent, share.bytes);
-  for (size_t k = 0; k < count; ++k) {
-    const size_t i = resend != nullptr ? (*resend)[k].i : k;
-    const uint32_t g = share_of[k];
-    Share& share = shares[g];
-    if (share.node == nullptr) {
+    size_t index;  // of its reply in the node's replies (after its ASKING's, if any)
+    if (node == nullptr) {
       share.replies.AppendError("CLUSTERDOWN Hash slot not served");
+      index = share.replies.size() - 1;
     } else {
       if (resend != nullptr && (*resend)[k].asking) share.cmds.Add(1).Arg("ASKING");
       share.cmds.Append(commands, i);
+      index = share.cmds.size() - 1;
     }
-    // Its reply's place in the node's replies (after its ASKING's, if any).
-    const size_t index = share.node == nullptr ? share.replies.size() - 1 : share.cmds.size() - 1;
-    replies.Place(i, first_part + g, static_cast<uint32_t>(index));
+    replies.Place(i, first_part + static_cast<uint32_t>(g), static_cast<uint32_t>(index));
   }
   size_t sends = 0;
   for (const Share& share : shares) sends += share.node != nullptr ? 1 : 0;
