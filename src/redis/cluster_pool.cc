@@ -53,7 +53,6 @@ uint64_t NextRandom(uint64_t& s) {
   return z ^ (z >> 31);
 }
 
-constexpr uint32_t kNoGroup = UINT32_MAX;  // a command no node serves
 constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 
 // The commands a replica may answer (with READONLY): every command the IO tasks send.
@@ -73,47 +72,24 @@ constexpr auto kRefreshHoldOff = std::chrono::milliseconds(100);
 
 }  // namespace
 
-// A batch's replies while it runs: the node batches' RespReplies as they came, and for
-// each command of the batch which of them holds its latest reply. Put in the batch's
-// order at the end (Gather); read in place meanwhile (a redirect's error text).
-struct RedisClusterPool::Replies {
-  struct At {
-    uint32_t part = UINT32_MAX;
-    uint32_t index = 0;
-  };
-  std::vector<RespReplies> parts;
-  std::vector<At> at;
+// A node's share of a round: its commands' bytes copied into one buffer of its own
+// (ASKING first where asked), and, once it answered, its replies.
+struct RedisClusterPool::Share {
+  Node* node;  // nullptr: a slot no node serves
+  RedisCommands cmds;
+  RespReplies replies;
+};
 
-  RespView operator[](size_t i) const { return parts[at[i].part][at[i].index]; }
-  // A node's replies (-1 in reply_to: ASKING's, dropped).
-  void Scatter(const std::vector<int64_t>& reply_to, RespReplies from) {
-    const auto part = static_cast<uint32_t>(parts.size());
-    for (size_t k = 0; k < reply_to.size(); ++k)
-      if (reply_to[k] >= 0) at[static_cast<size_t>(reply_to[k])] = {part, static_cast<uint32_t>(k)};
-    parts.push_back(std::move(from));
-  }
-  void SetError(size_t i, std::string_view message) {
-    RespReplies one;
-    one.AppendError(message);
-    Scatter(std::vector<int64_t>{static_cast<int64_t>(i)}, std::move(one));
-  }
-  // The batch's replies in order: the one node batch's as they are when it answered
-  // everything in order (the common case), else copied into one buffer.
-  RespReplies Gather() {
-    bool identity = parts.size() == 1 && parts[0].size() == at.size();
-    for (size_t i = 0; identity && i < at.size(); ++i) identity = at[i].index == i;
-    if (identity) return std::move(parts[0]);
-    RespReplies out;
-    out.Reserve(at.size());
-    for (const At& a : at) out.Append(parts[a.part].raw(a.index));
-    return out;
-  }
+// A command of the batch to send again, where, and whether ASKING goes first.
+struct RedisClusterPool::Resend {
+  uint32_t i;
+  Node* to;
+  bool asking;
 };
 
 // The node batches of one round in flight: the last to finish resumes the round.
 struct RedisClusterPool::Round {
   EventLoop* loop;
-  Replies* replies;  // the Batch frame's; it waits for every node batch
   size_t remaining = 0;
   std::optional<Error> error;  // the first node batch's failure
   std::coroutine_handle<> waiter;
@@ -278,10 +254,12 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
 }
 
 void RedisClusterPool::Install(const SlotMap& map) {
-  std::vector<Node*> old_owner = std::move(slot_owner_);
+  std::vector<uint16_t> old_slot_owner = std::move(slot_owner_);
+  std::vector<Node*> old_owners = std::move(owners_);
   std::vector<std::vector<Node*>> old_replica_sets = std::move(replica_sets_);
   std::vector<int32_t> old_slot_replicas = slot_replicas_;
-  slot_owner_.assign(kClusterSlots, nullptr);
+  slot_owner_.assign(kClusterSlots, 0);
+  owners_.assign(1, nullptr);
   masters_.clear();
   bool retired = false;
   for (auto& n : nodes_) {
@@ -302,16 +280,55 @@ void RedisClusterPool::Install(const SlotMap& map) {
       replica_sets_.push_back(std::move(set));
     }
     Node* owner = &NodeAt(map.nodes()[static_cast<size_t>(range.master)]);
-    std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1, owner);
-    if (std::find(masters_.begin(), masters_.end(), owner) == masters_.end())
+    auto m = std::find(masters_.begin(), masters_.end(), owner);
+    if (m == masters_.end()) {
       masters_.push_back(owner);
+      owners_.push_back(owner);  // owners_ is nullptr, then masters_
+      m = masters_.end() - 1;
+    }
+    std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1,
+              static_cast<uint16_t>(m - masters_.begin() + 1));
   }
+  bucket_owner_.resize(kClusterSlots >> kBucketShift);
+  for (size_t b = 0; b < bucket_owner_.size(); ++b) SetBucket(b);
   map_ = map;
   Bump(stats_->slot_map_refreshes);
   // A key read from a node that no longer serves its slot is no longer tracked there.
-  if (tracking_ && (old_owner != slot_owner_ || old_replica_sets != replica_sets_ ||
-                    old_slot_replicas != slot_replicas_))
+  if (!tracking_) return;
+  bool moved = old_slot_owner.empty();
+  for (size_t s = 0; s < slot_owner_.size() && !moved; ++s)
+    moved = old_owners[old_slot_owner[s]] != owners_[slot_owner_[s]];
+  if (moved || old_replica_sets != replica_sets_ || old_slot_replicas != slot_replicas_)
     tracking_->sink->OnInvalidateAll();
+}
+
+void RedisClusterPool::SetOwner(int slot, Node* node) {
+  auto it = std::find(owners_.begin(), owners_.end(), node);
+  if (it == owners_.end()) {
+    if (owners_.size() >= kMixed) {
+      // Full of owners that MOVEDs named since the last map: keep those still owning a
+      // slot (at most one a slot, so there is room again).
+      std::vector<Node*> kept{nullptr};
+      for (uint16_t& o : slot_owner_) {
+        Node* n = owners_[o];
+        auto k = std::find(kept.begin(), kept.end(), n);
+        if (k == kept.end()) k = kept.insert(kept.end(), n);
+        o = static_cast<uint16_t>(k - kept.begin());
+      }
+      owners_ = std::move(kept);
+      for (size_t b = 0; b < bucket_owner_.size(); ++b) SetBucket(b);
+    }
+    it = owners_.insert(owners_.end(), node);
+  }
+  slot_owner_[static_cast<size_t>(slot)] = static_cast<uint16_t>(it - owners_.begin());
+  SetBucket(static_cast<size_t>(slot) >> kBucketShift);
+}
+
+void RedisClusterPool::SetBucket(size_t b) {
+  const auto first = slot_owner_.begin() + static_cast<ptrdiff_t>(b << kBucketShift);
+  const auto last = first + (1 << kBucketShift);
+  const bool same = std::all_of(first, last, [&](uint16_t o) { return o == *first; });
+  bucket_owner_[b] = same ? *first : kMixed;
 }
 
 void RedisClusterPool::EnableTracking(const TrackingConfig& config) {
@@ -341,66 +358,66 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
   }
   std::shared_ptr<bool> alive = alive_;
   const size_t n = commands.size();
-  Replies replies;
-  replies.at.resize(n);
-  std::vector<int> slot(n);
-  std::vector<Node*> target(n);
-  std::vector<uint8_t> asking(n, 0);
-  std::vector<uint8_t> redirects(n, 0);
-  std::vector<uint32_t> todo(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    slot[i] = KeySlot(commands.key(i));
-    target[i] = FirstTarget(commands, i, slot[i]);
-    todo[i] = i;
-  }
+  RespReplies replies;
+  replies.Gathered(n);
+  PoolVector<Node*> part_node;  // the node that answered each part; nullptr: none did
+  // Per command, once one is redirected (the first round needs none of this).
+  PoolVector<uint8_t> redirects;
+  PoolVector<Resend> resend, again;
+  bool first = true;
   while (true) {
-    auto sent = co_await SendRound(commands, todo, target, asking, replies, deadline);
+    auto sent =
+        co_await SendRound(commands, first ? nullptr : &resend, replies, part_node, deadline);
     if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
     if (!sent) {
       if (sent.error().code == ErrorCode::kUnavailable) RefreshSlotMap();
       co_return Fail(std::move(sent.error()));
     }
-    std::vector<uint32_t> again;
+    again.clear();
     std::string pause_for;  // the text of a TRYAGAIN or CLUSTERDOWN that pauses the batch
-    for (uint32_t i : todo) {
+    const size_t count = first ? n : resend.size();
+    for (size_t k = 0; k < count; ++k) {
+      const uint32_t i = first ? static_cast<uint32_t>(k) : resend[k].i;
+      if (replies.raw(i)[0] != '-') continue;
       const RespView r = replies[i];
-      if (!r.is_error()) continue;
       Redirect redirect = ParseRedirect(r.str());
-      ClusterNodeStats* from = target[i] != nullptr ? target[i]->stats.get() : nullptr;
+      Node* target = part_node[replies.part_of(i)];
+      ClusterNodeStats* from = target != nullptr ? target->stats.get() : nullptr;
       if (redirect.kind == Redirect::kNone) {
         if (from != nullptr) Bump(from->errors);
         continue;
       }
+      if (redirects.empty()) redirects.assign(n, 0);
       // Redirects are bounded per command; retries by the deadline (without one, like
       // redirects).
       bool bounded = redirect.kind != Redirect::kRetry || !deadline;
       if (bounded && redirects[i] >= opts_.max_redirects) continue;
       if (bounded) ++redirects[i];
-      asking[i] = 0;
+      Resend next{i, target, false};
       if (redirect.kind == Redirect::kRetry) {
         pause_for = r.str();
         Bump(stats_->cluster_retries);
         if (from != nullptr) Bump(from->retries);
         RefreshSlotMap();
       } else {
-        if (redirect.to.host.empty()) redirect.to.host = target[i]->pool->endpoint().host;
+        if (redirect.to.host.empty()) redirect.to.host = target->pool->endpoint().host;
         Node& to = NodeAt(redirect.to);
-        target[i] = &to;
+        next.to = &to;
         if (redirect.kind == Redirect::kMoved) {
-          slot_owner_[static_cast<size_t>(redirect.slot)] = &to;
+          SetOwner(redirect.slot, &to);
           if (tracking_) tracking_->sink->OnInvalidateAll();  // as Install would
           Bump(stats_->moved);
           Bump(from->moved);
           RefreshSlotMap();
         } else {
-          asking[i] = 1;
+          next.asking = true;
           Bump(stats_->asked);
           Bump(from->asked);
         }
       }
-      again.push_back(i);
+      again.push_back(next);
     }
-    if (again.empty()) co_return replies.Gather();
+    if (again.empty()) co_return std::move(replies).Simplified();
     if (!pause_for.empty()) {
       uint64_t ms = kRetryPauseMinMs + NextRandom(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
       if (deadline && ms_until(*deadline) <= ms)
@@ -409,17 +426,18 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
       co_await SleepMs(loop_, ms);
       if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
       // The map may be newer now: retried commands go to their slot's current owner.
-      for (uint32_t i : again)
-        if (asking[i] == 0 && ParseRedirect(replies[i].str()).kind == Redirect::kRetry)
-          target[i] = slot_owner_[static_cast<size_t>(slot[i])];
+      for (Resend& a : again)
+        if (!a.asking && ParseRedirect(replies[a.i].str()).kind == Redirect::kRetry)
+          a.to = OwnerOf(KeySlot(commands.key(a.i)));
     }
-    todo = std::move(again);
+    std::swap(resend, again);
+    first = false;
   }
 }
 
-RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommands& commands, size_t i,
-                                                      int slot) {
-  Node* master = slot_owner_[static_cast<size_t>(slot)];
+RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommands& commands, size_t i) {
+  const int slot = KeySlot(commands.key(i));
+  Node* master = OwnerOf(slot);
   if (!endpoint_.read_from_replica) return master;
   int32_t set = slot_replicas_[static_cast<size_t>(slot)];
   if (set < 0 || !IsRead(commands.Argument(i, 0))) return master;
@@ -433,81 +451,75 @@ RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommands& comma
 }
 
 Task<Result<void>> RedisClusterPool::SendRound(const RedisCommands& commands,
-                                               const std::vector<uint32_t>& todo,
-                                               const std::vector<Node*>& target,
-                                               const std::vector<uint8_t>& asking, Replies& replies,
+                                               const PoolVector<Resend>* resend,
+                                               RespReplies& replies, PoolVector<Node*>& part_node,
                                                Deadline deadline) {
-  // A node's share: its commands' bytes copied into one buffer of its own (ASKING
-  // first where asked), and where each reply goes.
-  struct Group {
-    Node* node;
-    RedisCommands cmds;
-    std::vector<int64_t> reply_to;  // the batch index of each command's reply; -1: ASKING's
-  };
-  // Two passes: find each command's group and count, then fill buffers of exact size.
-  std::vector<Group> groups;
-  std::vector<size_t> sizes;
-  std::vector<size_t> bytes;
-  std::vector<uint32_t> group_of(todo.size());
-  for (size_t k = 0; k < todo.size(); ++k) {
-    uint32_t i = todo[k];
-    Node* node = target[i];
-    if (node == nullptr) {
-      replies.SetError(i, "CLUSTERDOWN Hash slot not served");
-      group_of[k] = kNoGroup;
-      continue;
-    }
+  // One pass: each command is appended to its node's share as it is routed. A batch
+  // touches a handful of nodes: a share is found by a short linear search. A share's
+  // buffers are sized for the whole batch, an upper bound (they come from the thread's
+  // free list, so once warm this reserves nothing).
+  PoolVector<Share> shares;
+  shares.reserve(masters_.size() + 1);
+  const size_t count = resend != nullptr ? resend->size() : commands.size();
+  const uint32_t first_part = replies.part_count();
+  for (size_t k = 0; k < count; ++k) {
+    const size_t i = resend != nullptr ? (*resend)[k].i : k;
+    Node* node = resend != nullptr ? (*resend)[k].to : FirstTarget(commands, i);
     size_t g = 0;
-    while (g < groups.size() && groups[g].node != node) ++g;
-    if (g == groups.size()) {
-      groups.push_back(Group{node, {}, {}});
-      sizes.push_back(0);
-      bytes.push_back(0);
+    while (g < shares.size() && shares[g].node != node) ++g;
+    if (g == shares.size()) {
+      shares.push_back(Share{node, {}, {}});
+      if (node != nullptr)
+        shares[g].cmds.Reserve(
+            resend != nullptr ? 2 * count : count,
+            commands.wire().size() + (resend != nullptr ? count : 0) * kAsking.size());
     }
-    sizes[g] += asking[i] ? 2 : 1;
-    bytes[g] += commands.wire(i).size() + (asking[i] ? kAsking.size() : 0);
-    group_of[k] = static_cast<uint32_t>(g);
-  }
-  for (size_t g = 0; g < groups.size(); ++g) {
-    groups[g].cmds.Reserve(sizes[g], bytes[g]);
-    groups[g].reply_to.reserve(sizes[g]);
-  }
-  for (size_t k = 0; k < todo.size(); ++k) {
-    if (group_of[k] == kNoGroup) continue;
-    uint32_t i = todo[k];
-    Group& g = groups[group_of[k]];
-    if (asking[i]) {
-      g.cmds.Add(1).Arg("ASKING");
-      g.reply_to.push_back(-1);
+    Share& share = shares[g];
+    size_t index;  // of its reply in the node's replies (after its ASKING's, if any)
+    if (node == nullptr) {
+      share.replies.AppendError("CLUSTERDOWN Hash slot not served");
+      index = share.replies.size() - 1;
+    } else {
+      if (resend != nullptr && (*resend)[k].asking) share.cmds.Add(1).Arg("ASKING");
+      share.cmds.Append(commands, i);
+      index = share.cmds.size() - 1;
     }
-    g.cmds.Append(commands, i);
-    g.reply_to.push_back(i);
+    replies.Place(i, first_part + static_cast<uint32_t>(g), static_cast<uint32_t>(index));
   }
-  if (groups.empty()) co_return Result<void>{};
-  if (groups.size() == 1) {  // one node (a one-key batch, say): no round to share
-    auto r = co_await NodeBatch(*groups[0].node, std::move(groups[0].cmds), deadline);
-    if (!r) co_return Fail(std::move(r.error()));
-    replies.Scatter(groups[0].reply_to, std::move(*r));
-    co_return Result<void>{};
+  size_t sends = 0;
+  for (const Share& share : shares) sends += share.node != nullptr ? 1 : 0;
+  if (sends == 1) {  // one node (a one-key batch, say): no round to share
+    for (Share& share : shares) {
+      if (share.node == nullptr) continue;
+      auto r = co_await NodeBatch(*share.node, std::move(share.cmds), deadline);
+      if (!r) co_return Fail(std::move(r.error()));
+      share.replies = std::move(*r);
+    }
+  } else if (sends > 1) {
+    auto round =
+        std::allocate_shared<Round>(block_pool::Allocator<Round>(), Round{&loop_, sends, {}, {}});
+    for (Share& share : shares)
+      if (share.node != nullptr)
+        Spawn(RunNodeBatch(share.node, std::move(share.cmds), &share.replies, deadline, round));
+    co_await RoundAwaiter{round->remaining, round->waiter};
+    if (round->error) co_return Fail(std::move(*round->error));
   }
-  auto round = std::make_shared<Round>(Round{&loop_, &replies, groups.size(), {}, {}});
-  for (auto& g : groups)
-    Spawn(RunNodeBatch(g.node, std::move(g.cmds), std::move(g.reply_to), deadline, round));
-  co_await RoundAwaiter{round->remaining, round->waiter};
-  if (round->error) co_return Fail(std::move(*round->error));
+  for (Share& share : shares) {
+    replies.AddPart(std::move(share.replies));
+    part_node.push_back(share.node);
+  }
   co_return Result<void>{};
 }
 
 // One node's share of a round, spawned so that every node's share leaves in the same
-// loop turn.
-Task<void> RedisClusterPool::RunNodeBatch(Node* node, RedisCommands cmds,
-                                          std::vector<int64_t> reply_to, Deadline deadline,
-                                          std::shared_ptr<Round> round) {
+// loop turn. `out` is in the round's frame, which waits for every node batch.
+Task<void> RedisClusterPool::RunNodeBatch(Node* node, RedisCommands cmds, RespReplies* out,
+                                          Deadline deadline, std::shared_ptr<Round> round) {
   auto r = co_await NodeBatch(*node, std::move(cmds), deadline);
   if (!r) {
     if (!round->error) round->error = std::move(r.error());
   } else {
-    round->replies->Scatter(reply_to, std::move(*r));
+    *out = std::move(*r);
   }
   // Node batches resume through the loop's deferred queue, never in a read handler, so
   // the round may go on from here; Defer keeps the stack flat all the same.

@@ -5,8 +5,9 @@
 //
 // Batch() routes each command by the slot of its key (its first argument; every command
 // the IO tasks send has exactly one key), sends each node's share to that node, all
-// nodes in the same loop turn, and puts the replies back in the batch's order: a batch
-// costs one round trip, the slowest node's. Then, per command:
+// nodes in the same loop turn, and answers with the replies in the batch's order (the
+// node batches' replies kept where they are and placed by reference, not copied): a
+// batch costs one round trip, the slowest node's. Then, per command:
 //   MOVED slot host:port    the slot's owner is remembered at once, the whole map is
 //                           fetched again in the background, the command resent there;
 //   ASK slot host:port      ASKING + the command, to that node, this once;
@@ -44,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "core/block_pool.h"
 #include "core/event_loop.h"
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
@@ -71,14 +73,17 @@ class RedisClusterPool final : public RedisClient {
   bool tracking_ready() const override;
 
  private:
-  struct Replies;
   struct Round;
+  struct Share;
+  struct Resend;
   struct Node {
     std::unique_ptr<RedisPool> pool;
     std::shared_ptr<ClusterNodeStats> stats;
     int in_flight = 0;     // node batches and map fetches waiting on it
     bool retired = false;  // left the slot map; closed once in_flight is 0
   };
+  template <class T>
+  using PoolVector = std::vector<T, block_pool::Allocator<T>>;
 
   // The node at `addr` that is not retired, made on first use.
   Node& NodeAt(const RedisAddress& addr);
@@ -86,30 +91,51 @@ class RedisClusterPool final : public RedisClient {
   Task<Result<RespReplies>> NodeBatch(Node& node, RedisCommands cmds, Deadline deadline);
   // Publishes the stats of the nodes not retired to RedisStats::Nodes().
   void PublishNodes();
-  // Where `command` on `slot` goes first: its slot's master, or with read_from=replica a
-  // live replica when the command reads.
-  Node* FirstTarget(const RedisCommands& commands, size_t i, int slot);
+  // The node serving `slot` (its master), nullptr when none does.
+  Node* OwnerOf(int slot) const {
+    uint16_t o = bucket_owner_[static_cast<size_t>(slot) >> kBucketShift];
+    if (o == kMixed) o = slot_owner_[static_cast<size_t>(slot)];
+    return owners_[o];
+  }
+  // Makes `node` the owner of `slot` (a MOVED).
+  void SetOwner(int slot, Node* node);
+  // Sets bucket_owner_[b] from slot_owner_.
+  void SetBucket(size_t b);
+  // Where command i goes first: its slot's master, or with read_from=replica a live
+  // replica when the command reads.
+  Node* FirstTarget(const RedisCommands& commands, size_t i);
   // Starts fetching the slot map unless a fetch is running.
   void RefreshSlotMap();
   Task<void> RunRefresh(std::shared_ptr<bool> alive);
   void Install(const SlotMap& map);
-  // Sends commands[i] (i in `todo`) to target[i] (ASKING first where asking[i]), every
-  // node at once, and makes replies[i] each reply (read in place: the node batches'
-  // buffers are kept, not copied); a target of nullptr (a slot no node serves) gets a
-  // CLUSTERDOWN error reply without being sent.
-  Task<Result<void>> SendRound(const RedisCommands& commands, const std::vector<uint32_t>& todo,
-                               const std::vector<Node*>& target, const std::vector<uint8_t>& asking,
-                               Replies& replies, Deadline deadline);
-  Task<void> RunNodeBatch(Node* node, RedisCommands cmds, std::vector<int64_t> reply_to,
-                          Deadline deadline, std::shared_ptr<Round> round);
+  // One round of a batch: sends the commands to their targets, every node at once (the
+  // first round: every command to its FirstTarget; later ones: `resend`, ASKING first
+  // where asked), and places each reply in `replies` (gathered: the node batches' replies
+  // are kept, not copied), adding one part per node touched, whose node goes to
+  // `part_node`. A target of nullptr (a slot no node serves) gets a CLUSTERDOWN error
+  // reply without being sent.
+  Task<Result<void>> SendRound(const RedisCommands& commands, const PoolVector<Resend>* resend,
+                               RespReplies& replies, PoolVector<Node*>& part_node,
+                               Deadline deadline);
+  Task<void> RunNodeBatch(Node* node, RedisCommands cmds, RespReplies* out, Deadline deadline,
+                          std::shared_ptr<Round> round);
   Error Unavailable(std::string what, std::string detail) const;
 
   EventLoop& loop_;
   RedisClientOptions opts_;
   std::vector<std::unique_ptr<Node>> nodes_;  // retired ones too (closed): never removed
   std::optional<SlotMap> map_;
-  std::vector<Node*> slot_owner_;  // per slot, once a map is known; nullptr: unserved
-  std::vector<Node*> masters_;     // of the current map, each once
+  // Per slot, once a map is known, its master as an index into owners_ (owners_[0] is
+  // nullptr: unserved), and the same per bucket of 64 slots, kMixed where the bucket's
+  // slots have different owners. Every command of a batch looks its slot up, at a
+  // random place: the 512 bytes of buckets stay in cache, and masters serve ranges of
+  // slots, so only the buckets where a range ends (or a MOVED split one) look further.
+  static constexpr int kBucketShift = 6;
+  static constexpr uint16_t kMixed = UINT16_MAX;
+  std::vector<uint16_t> slot_owner_;
+  std::vector<uint16_t> bucket_owner_;
+  std::vector<Node*> owners_;   // at most kMixed entries
+  std::vector<Node*> masters_;  // of the current map, each once
   // read_from=replica: the replicas of each range, and per slot its range's index (-1:
   // no replica).
   std::vector<std::vector<Node*>> replica_sets_;

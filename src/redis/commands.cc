@@ -116,9 +116,13 @@ RedisCommands& RedisCommands::Append(RedisCommand& command) {
 
 RedisCommands& RedisCommands::Append(const RedisCommands& other, size_t i) {
   const Cmd& o = (*other.cmds_)[i];
-  Cmd c{buf_->size(), 0, o.key_len, 0};
-  if (o.key_len != 0) c.key_at = buf_->size() + (o.key_at - o.start);
-  cmds_->push_back(c);
+  // Filled in place, field by field: built on the stack and copied, its 4-byte fields
+  // were read back as 8 bytes (a store-forwarding stall per command a cluster routes).
+  Cmd& c = cmds_->emplace_back();
+  c.start = buf_->size();
+  c.key_at = o.key_len != 0 ? buf_->size() + (o.key_at - o.start) : 0;
+  c.key_len = o.key_len;
+  c.args_left = 0;
   buf_->append(other.wire(i));
   return *this;
 }

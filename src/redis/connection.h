@@ -67,6 +67,9 @@ class RedisConnection final : private UvRedisListener {
   bool live() const { return state_ == State::kLive; }
   // Replies awaited (raw mode).
   int inflight() const { return inflight_; }
+  // Raw mode: bytes written (Write) are not all sent yet; a batch written now leaves
+  // with them.
+  bool writing() const { return flush_queued_ || watching_write_; }
   // Why the last attempt or connection failed ("connect failed: Connection refused").
   const std::string& last_error() const { return last_error_; }
 

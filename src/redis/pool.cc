@@ -6,6 +6,7 @@
 #include <coroutine>
 #include <utility>
 
+#include "core/block_pool.h"
 #include "core/log.h"
 
 namespace rankd {
@@ -15,6 +16,10 @@ namespace rankd {
 // Its replies arrive as RESP bytes (ReplyWaiter) straight into one RespReplies.
 struct PendingBatch final : ReplyWaiter {
   PendingBatch(RedisPool* p, Deadline d) : pool(p), deadline(d), started(Clock::now()) {}
+  // One per batch (a cluster batch makes one per node touched): from the thread's block
+  // pool, not malloc.
+  static void* operator new(size_t n) { return block_pool::Allocate(n); }
+  static void operator delete(void* p, size_t n) noexcept { block_pool::Free(p, n); }
   void Ref() { ++refs; }
   void Unref() {
     if (--refs == 0) delete this;
@@ -271,7 +276,9 @@ void RedisPool::Dispatch(PendingBatch* b) {
 }
 
 RedisConnection* RedisPool::PickConnection(size_t n) {
-  // The live connection with the fewest commands in flight, starting the scan at a
+  // A live connection whose output is still waiting to be written, when the batch fits
+  // there: both leave in one write, and Redis (one thread) answers them in turn all the
+  // same. Else the one with the fewest commands in flight, starting the scan at a
   // rotating index so that equally idle connections take turns.
   RedisConnection* best = nullptr;
   const size_t count = conns_.size();
@@ -280,6 +287,10 @@ RedisConnection* RedisPool::PickConnection(size_t n) {
     if (!c->live()) continue;
     bool fits = c->inflight() == 0 || c->inflight() + static_cast<int64_t>(n) <=
                                           static_cast<int64_t>(opts_.max_inflight_per_connection);
+    if (fits && c->writing()) {
+      best = c;
+      break;
+    }
     if (fits && (best == nullptr || c->inflight() < best->inflight())) best = c;
   }
   next_ = (next_ + 1) % count;

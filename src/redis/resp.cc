@@ -1,5 +1,6 @@
 #include "redis/resp.h"
 
+#include <cassert>
 #include <utility>
 
 #include "core/free_list.h"
@@ -111,6 +112,19 @@ void RespReplies::AppendError(std::string_view message) {
   buf_->append(message);
   *buf_ += "\r\n";
   EndReply();
+}
+
+uint32_t RespReplies::AddPart(RespReplies part) {
+  assert(buf_->empty() && part.parts_.empty());
+  parts_.push_back(std::move(part));
+  return static_cast<uint32_t>(parts_.size() - 1);
+}
+
+RespReplies RespReplies::Simplified() && {
+  if (parts_.size() != 1 || parts_[0].size() != size()) return std::move(*this);
+  for (size_t i = 0; i < size(); ++i)
+    if ((*ends_)[i] != i) return std::move(*this);  // part 0, index i
+  return std::move(parts_[0]);
 }
 
 std::vector<RedisReply> RespReplies::ToReplies() const {

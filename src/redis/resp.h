@@ -16,6 +16,12 @@
 // steady stream of batches does not allocate (free lists are per thread because each
 // shard is one loop thread and replies may outlive the pool that filled them).
 //
+// Gathered replies: a cluster batch's replies come from several node batches, each its
+// own RespReplies in its node's order. Rather than copying them into the batch's order,
+// the batch's RespReplies keeps them whole as parts (AddPart) and places each of its
+// replies by reference (Place: reply i is reply k of part p); reads then take one more
+// index step. A RespReplies is either built from bytes or gathered, never both.
+//
 // Threads: plain values; a RespReplies is used by one thread at a time (the loop thread
 // of the shard that owns the connection). Views are valid while their RespReplies lives
 // and is not appended to.
@@ -28,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/block_pool.h"
 #include "core/free_list.h"
 #include "redis/reply.h"
 
@@ -103,9 +110,13 @@ class RespReplies {
   // Complete replies.
   size_t size() const { return ends_->size(); }
   bool empty() const { return ends_->empty(); }
-  RespView operator[](size_t i) const { return RespView(buf_->data() + Start(i)); }
+  RespView operator[](size_t i) const {
+    if (!parts_.empty()) return parts_[PartOf(i)][IndexOf(i)];
+    return RespView(buf_->data() + Start(i));
+  }
   // The bytes of reply i.
   std::string_view raw(size_t i) const {
+    if (!parts_.empty()) return parts_[PartOf(i)].raw(IndexOf(i));
     return std::string_view(*buf_).substr(Start(i), (*ends_)[i] - Start(i));
   }
 
@@ -123,16 +134,39 @@ class RespReplies {
   void AppendError(std::string_view message);
   void Reserve(size_t replies) { ends_->reserve(replies); }
 
+  // Gathering (a cluster batch). Makes this `n` replies, each to be placed before it is
+  // read. REQUIRES: nothing appended.
+  void Gathered(size_t n) { ends_->assign(n, 0); }
+  // Keeps `part` (replies built from bytes) as part number part_count() and returns
+  // that number. Views into the parts stay valid while this lives, except across an
+  // AddPart (a part's string short enough to live in its object moves with it).
+  uint32_t AddPart(RespReplies part);
+  uint32_t part_count() const { return static_cast<uint32_t>(parts_.size()); }
+  // Reply i is reply `index` of part `part` (a later Place of i replaces the earlier).
+  void Place(size_t i, uint32_t part, uint32_t index) {
+    (*ends_)[i] = (size_t{part} << 32) | index;
+  }
+  // The part reply i was placed in.
+  uint32_t part_of(size_t i) const { return static_cast<uint32_t>(PartOf(i)); }
+  // Gathered from one part, every reply in that part's order: the part itself, read
+  // without the extra step; else this as it is.
+  RespReplies Simplified() &&;
+
   // Deep copies, for tests and callers off the request path.
   std::vector<RedisReply> ToReplies() const;
 
  private:
   size_t Start(size_t i) const { return i == 0 ? 0 : (*ends_)[i - 1]; }
+  size_t PartOf(size_t i) const { return (*ends_)[i] >> 32; }
+  size_t IndexOf(size_t i) const { return (*ends_)[i] & 0xffffffffu; }
 
   // The buffers come from this thread's free list (core/free_list.h) and go back to it; a
   // string's own small buffer is not worth keeping, nor a block over these caps.
   Recycled<std::string, 4u << 20, 64> buf_;
-  Recycled<std::vector<size_t>, 64u << 10> ends_;  // where each complete reply ends in buf_
+  // Where each complete reply ends in buf_; gathered, each reply's part << 32 | index.
+  Recycled<std::vector<size_t>, 64u << 10> ends_;
+  // Gathered: the parts (a handful, so from the block pool rather than malloc).
+  PoolVector<RespReplies> parts_;
 };
 
 }  // namespace rankd

@@ -1,8 +1,8 @@
-#include "core/function_ref.h"
-
 #include <doctest/doctest.h>
 
 #include <string>
+
+#include "core/function_ref.h"
 
 using rankd::FunctionRef;
 

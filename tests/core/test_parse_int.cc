@@ -1,9 +1,9 @@
-#include "core/parse_int.h"
-
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <string>
+
+#include "core/parse_int.h"
 
 using rankd::ParseStrictInt;
 

@@ -1,6 +1,8 @@
 // Redis Cluster URLs, key slots and the slot map: no server needed.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "redis/cluster_slots.h"
 #include "redis/endpoint.h"
 
@@ -62,6 +64,21 @@ TEST_CASE("a redis-cluster URL lists its seed nodes; a database is an error nami
 
 TEST_CASE("key slots: CRC16/XMODEM modulo 16384, with hash tags") {
   CHECK(Crc16Xmodem("123456789") == 0x31C3);  // the XMODEM check value
+  // Two bytes a step, against the definition (bit by bit), odd and even lengths.
+  auto bitwise = [](std::string_view bytes) {
+    uint16_t crc = 0;
+    for (unsigned char c : bytes) {
+      crc = static_cast<uint16_t>(crc ^ (c << 8));
+      for (int b = 0; b < 8; ++b)
+        crc = static_cast<uint16_t>((crc & 0x8000) ? (crc << 1) ^ 0x1021 : crc << 1);
+    }
+    return crc;
+  };
+  std::string bytes;
+  for (int n = 0; n < 300; ++n) {
+    CHECK(Crc16Xmodem(bytes) == bitwise(bytes));
+    bytes += static_cast<char>((n * 97 + 13) & 0xff);
+  }
   CHECK(KeySlot("foo") == 12182);
   CHECK(KeySlot("bar") == 5061);
   CHECK(KeySlot("") == 0);

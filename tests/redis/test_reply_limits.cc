@@ -1,6 +1,7 @@
-// RespScanner, RedisReplyReader, RespReader and RedisCommands: reply limits checked on the
-// bytes before anything buffers them (whatever way the stream is split into reads),
-// replies read in place, commands encoded in place.
+// RespScanner, RedisReplyReader, RespReader, RespReplies and RedisCommands: reply limits
+// checked on the bytes before anything buffers them (whatever way the stream is split
+// into reads), replies read in place (also gathered from parts), commands encoded in
+// place.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -272,4 +273,51 @@ TEST_CASE("commands: one buffer, each command's bytes and key in place") {
   share.Append(c, 1);
   CHECK(share.key(1) == "p:user:7");
   CHECK(share.wire(1) == c.wire(1));
+}
+
+TEST_CASE("resp replies: gathered from parts, placed by reference, read in place") {
+  // Two node batches' replies, one short enough to live in its string object (SSO).
+  RespReplies a, b;
+  a.Append("$3\r\nfoo\r\n");
+  a.Append("*2\r\n:1\r\n:2\r\n");
+  b.Append(":7\r\n");
+  const std::string a0(a.raw(0)), a1(a.raw(1)), b0(b.raw(0));
+  RespReplies g;
+  g.Gathered(3);
+  CHECK(g.size() == 3);
+  REQUIRE(g.AddPart(std::move(a)) == 0);
+  REQUIRE(g.AddPart(std::move(b)) == 1);
+  g.Place(0, 0, 1);
+  g.Place(1, 1, 0);
+  g.Place(2, 0, 0);
+  CHECK(g.part_count() == 2);
+  CHECK(g.part_of(1) == 1);
+  CHECK(g.raw(0) == a1);
+  CHECK(g.raw(1) == b0);
+  CHECK(g.raw(2) == a0);
+  CHECK(g[0].size() == 2);
+  CHECK(g[1].integer() == 7);
+  CHECK(g[2].str() == "foo");
+  // A later part replaces a reply (a redirected command's new answer).
+  RespReplies c;
+  c.AppendError("MOVED 1 x:1");
+  c.Append("+OK\r\n");
+  g.Place(1, g.AddPart(std::move(c)), 1);
+  CHECK(g[1].kind() == RespView::Kind::kStatus);
+  // Moved as a whole, the parts stay where they are.
+  RespReplies moved = std::move(g).Simplified();
+  CHECK(moved[2].str() == "foo");
+  CHECK(moved.raw(1) == "+OK\r\n");
+  CHECK(moved.ToReplies()[0].elements[1].integer == 2);
+  // One part in its own order: the part itself.
+  RespReplies one;
+  one.Append(":1\r\n");
+  one.Append(":2\r\n");
+  RespReplies h;
+  h.Gathered(2);
+  h.Place(0, h.AddPart(std::move(one)), 0);
+  h.Place(1, 0, 1);
+  RespReplies plain = std::move(h).Simplified();
+  CHECK(plain.part_count() == 0);
+  CHECK(plain[1].integer() == 2);
 }
