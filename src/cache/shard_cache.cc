@@ -58,8 +58,23 @@ uint64_t HeapBytes(const CachedList& l) {
 
 // CachedFields --------------------------------------------------------------------------
 
+void CachedFields::resize(size_t n) {
+  if (n <= kInline) {
+    if (size_ > kInline) {
+      std::copy_n(heap_.data(), n, inline_);
+      heap_ = {};
+    } else {
+      std::fill(inline_ + std::min(size_, n), inline_ + n, Cell{});
+    }
+  } else {
+    if (size_ <= kInline) heap_.assign(inline_, inline_ + size_);
+    heap_.resize(n);
+  }
+  size_ = n;
+}
+
 CachedField CachedFields::operator[](size_t i) const {
-  const Cell& c = cells_[i];
+  const Cell& c = cells()[i];
   CachedField f;
   f.state = c.state;
   switch (c.kind) {
@@ -90,16 +105,16 @@ void CachedFields::Set(size_t i, const CachedField& f) {
     c.kind = kBool;
     c.bits = *b ? 1 : 0;
   }
-  cells_[i] = c;
+  cells()[i] = c;
 }
 
 void CachedFields::Compact() {
-  cells_.shrink_to_fit();
+  heap_.shrink_to_fit();
   strings_.shrink_to_fit();
 }
 
 uint64_t CachedFields::HeapBytes() const {
-  return Block(cells_.capacity() * sizeof(Cell)) + StringHeap(strings_);
+  return Block(heap_.capacity() * sizeof(Cell)) + StringHeap(strings_);
 }
 
 namespace {
@@ -124,15 +139,19 @@ std::optional<uint64_t> ExpireAt(uint64_t now, uint64_t cap, std::optional<uint6
 }  // namespace
 
 struct ShardCache::Impl {
+  // What a lookup reads comes first (expiry, visited, then the value, whose hash cells
+  // are inline): FindMany prefetches the block's first kHotBytes.
   struct Entry {
-    std::variant<CachedHash, CachedList> value;
     uint64_t expire_at = 0;  // now_ms at and past which the entry is not served
-    uint64_t bytes = 0;      // what the entry is charged
     CacheKey key;
-    bool visited = false;    // SIEVE: looked up since the hand last passed
+    bool visited = false;  // SIEVE: looked up since the hand last passed
+    std::variant<CachedHash, CachedList> value;
+    uint64_t bytes = 0;      // what the entry is charged
     Entry* newer = nullptr;  // FIFO links: towards the head (newest)
     Entry* older = nullptr;  // towards the tail (oldest)
   };
+  // The bytes of an entry a lookup may read: all but the eviction's fields at its end.
+  static constexpr size_t kHotBytes = sizeof(Entry) - sizeof(uint64_t) - 2 * sizeof(Entry*);
 
   // The index: open addressing with linear probing over a power-of-two table, grown
   // (doubled) past a load of 0.7, erased by backward shift (no tombstones: a probe ends
@@ -278,7 +297,11 @@ struct ShardCache::Impl {
         size_t j = i - kAhead;
         Entry* e = slots[Probe(keys[j], hashes[j % kRing])].entry;
         found[j % kRing] = e;
-        if (e) __builtin_prefetch(e);
+        if (e) {
+          const char* p = reinterpret_cast<const char*>(e);
+          for (size_t off = 0; off < kHotBytes; off += 64) __builtin_prefetch(p + off);
+          __builtin_prefetch(p + kHotBytes - 1);
+        }
       }
       if (i >= 2 * kAhead) {
         size_t j = i - 2 * kAhead;
@@ -306,7 +329,7 @@ struct ShardCache::Impl {
     }
   }
 
-  static void Prefetch(const CachedHash& h) { h.fields.Prefetch(); }
+  static void Prefetch(const CachedHash&) {}  // its cells are in the entry, prefetched
   static void Prefetch(const CachedList& l) { __builtin_prefetch(l.members.data()); }
 
   // Stores `value` for `k` (replacing an older entry), evicting for the budget first.

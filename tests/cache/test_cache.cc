@@ -172,7 +172,9 @@ TEST_SUITE("cache") {
     CHECK_FALSE(h->exists);
     CHECK(h->known == 0);
     CHECK(f.entries() == 1);
-    CHECK(f.bytes() < before);
+    // Charged anew, not added: a few cells are inline (in the entry's own block), so an
+    // empty hash costs what the first small one did.
+    CHECK(f.bytes() <= before);
   }
 
   TEST_CASE("TTL: the cap, a key's own TTL, and expiry at lookup") {
