@@ -9,7 +9,6 @@
 #include <cassert>
 #include <unordered_map>
 #include <utility>
-#include <variant>
 
 namespace rankd {
 
@@ -139,19 +138,45 @@ std::optional<uint64_t> ExpireAt(uint64_t now, uint64_t cap, std::optional<uint6
 }  // namespace
 
 struct ShardCache::Impl {
-  // What a lookup reads comes first (expiry, visited, then the value, whose hash cells
-  // are inline): FindMany prefetches the block's first kHotBytes.
+  // A hash or a list. What a lookup reads comes first: the expiry, the visited bit, which
+  // of the two it holds (a tag here rather than a std::variant's index, which sits after
+  // the value, a cache line further), then the value (a hash's cells are inline).
   struct Entry {
     uint64_t expire_at = 0;  // now_ms at and past which the entry is not served
     CacheKey key;
     bool visited = false;  // SIEVE: looked up since the hand last passed
-    std::variant<CachedHash, CachedList> value;
+    const bool is_hash;
+    union {
+      CachedHash hash;  // is_hash
+      CachedList list;  // !is_hash
+    };
     uint64_t bytes = 0;      // what the entry is charged
     Entry* newer = nullptr;  // FIFO links: towards the head (newest)
     Entry* older = nullptr;  // towards the tail (oldest)
+
+    explicit Entry(CachedHash&& h) : is_hash(true), hash(std::move(h)) {}
+    explicit Entry(CachedList&& l) : is_hash(false), list(std::move(l)) {}
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    ~Entry() {
+      if (is_hash)
+        hash.~CachedHash();
+      else
+        list.~CachedList();
+    }
+    const CachedHash* get(const CachedHash*) const { return is_hash ? &hash : nullptr; }
+    const CachedList* get(const CachedList*) const { return is_hash ? nullptr : &list; }
+    // Starts loading what a lookup of a T reads (computes addresses, reads nothing).
+    void Prefetch(const CachedHash*) const {
+      __builtin_prefetch(this);
+      hash.fields.PrefetchInline();
+    }
+    void Prefetch(const CachedList*) const {
+      const char* p = reinterpret_cast<const char*>(this);
+      __builtin_prefetch(p);
+      __builtin_prefetch(reinterpret_cast<const char*>(&list + 1) - 1);
+    }
   };
-  // The bytes of an entry a lookup may read: all but the eviction's fields at its end.
-  static constexpr size_t kHotBytes = sizeof(Entry) - sizeof(uint64_t) - 2 * sizeof(Entry*);
 
   // The index: open addressing with linear probing over a power-of-two table, grown
   // (doubled) past a load of 0.7, erased by backward shift (no tombstones: a probe ends
@@ -227,7 +252,7 @@ struct ShardCache::Impl {
   }
 
   static uint64_t Charge(const Entry& e) {
-    uint64_t heap = std::visit([](const auto& v) { return HeapBytes(v); }, e.value);
+    uint64_t heap = e.is_hash ? HeapBytes(e.hash) : HeapBytes(e.list);
     return kEntryOverhead + heap;
   }
 
@@ -297,11 +322,7 @@ struct ShardCache::Impl {
         size_t j = i - kAhead;
         Entry* e = slots[Probe(keys[j], hashes[j % kRing])].entry;
         found[j % kRing] = e;
-        if (e) {
-          const char* p = reinterpret_cast<const char*>(e);
-          for (size_t off = 0; off < kHotBytes; off += 64) __builtin_prefetch(p + off);
-          __builtin_prefetch(p + kHotBytes - 1);
-        }
+        if (e) e->Prefetch(static_cast<const T*>(nullptr));
       }
       if (i >= 2 * kAhead) {
         size_t j = i - 2 * kAhead;
@@ -310,8 +331,8 @@ struct ShardCache::Impl {
         if (e != nullptr) {
           if (now >= e->expire_at) {
             expired = true;
-          } else if ((v = std::get_if<T>(&e->value))) {
-            e->visited = true;
+          } else if ((v = e->get(static_cast<const T*>(nullptr)))) {
+            if (!e->visited) e->visited = true;  // no store (a dirty line) when it is set
             Prefetch(*v);
           }
         }
@@ -335,10 +356,10 @@ struct ShardCache::Impl {
   // Stores `value` for `k` (replacing an older entry), evicting for the budget first.
   // `merged`: `value` includes the older entry's fields, so its expiry (no field may
   // outlive the cap) and visited bit carry over.
-  void Put(CacheStats& stats, uint64_t budget, const CacheKey& k,
-           std::variant<CachedHash, CachedList> value, uint64_t expire_at, bool merged) {
-    auto fresh = std::make_unique<Entry>();
-    fresh->value = std::move(value);
+  template <typename T>
+  void Put(CacheStats& stats, uint64_t budget, const CacheKey& k, T&& value, uint64_t expire_at,
+           bool merged) {
+    auto fresh = std::make_unique<Entry>(std::move(value));
     fresh->expire_at = expire_at;
     fresh->key = k;
     fresh->bytes = Charge(*fresh);
@@ -469,7 +490,7 @@ void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash valu
   if (!expire_at) return;
   bool merged = false;
   if (Impl::Entry* e = impl_->Lookup(k)) {
-    auto* old = std::get_if<CachedHash>(&e->value);
+    const CachedHash* old = e->get(static_cast<const CachedHash*>(nullptr));
     if (now >= e->expire_at) {
       impl_->Erase(e, *stats_);
       stats_->expirations.fetch_add(1, std::memory_order_relaxed);

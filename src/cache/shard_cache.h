@@ -97,12 +97,13 @@ class CachedFields {
   std::string_view str(size_t i) const {
     return std::string_view(strings_).substr(cells()[i].bits, cells()[i].len);
   }
-  // Starts loading the cells into the CPU's cache (a lookup's hit is about to be read).
-  void Prefetch() const {
-    const char* p = reinterpret_cast<const char*>(cells());
-    const size_t bytes = std::min(size_, kInline) * sizeof(Cell);
-    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
-    if (bytes) __builtin_prefetch(p + bytes - 1);
+  // Starts loading this object up to the end of its inline cells into the CPU's cache,
+  // reading nothing (a cache entry's hash is about to be looked at).
+  void PrefetchInline() const {
+    const char* p = reinterpret_cast<const char*>(this);
+    const char* end = reinterpret_cast<const char*>(inline_ + kInline);
+    for (; p < end; p += 64) __builtin_prefetch(p);
+    __builtin_prefetch(end - 1);
   }
   // Drops unused capacity (before the fields are stored).
   void Compact();
