@@ -50,7 +50,8 @@ uint64_t StringHeap(const std::string& s) {
 uint64_t HeapBytes(const CachedHash& h) { return h.fields.HeapBytes(); }
 
 uint64_t HeapBytes(const CachedList& l) {
-  return Block(l.members.capacity() * sizeof(int64_t)) + Block(l.bad.capacity() * sizeof(uint32_t));
+  return Block(l.members.heap_capacity() * sizeof(int64_t)) +
+         Block(l.bad.capacity() * sizeof(uint32_t));
 }
 
 }  // namespace
@@ -173,8 +174,9 @@ struct ShardCache::Impl {
     }
     void Prefetch(const CachedList*) const {
       const char* p = reinterpret_cast<const char*>(this);
-      __builtin_prefetch(p);
-      __builtin_prefetch(reinterpret_cast<const char*>(&list + 1) - 1);
+      const char* end = reinterpret_cast<const char*>(&list + 1);
+      for (; p < end; p += 64) __builtin_prefetch(p);
+      __builtin_prefetch(end - 1);
     }
   };
 

@@ -33,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "data/value.h"
@@ -73,6 +74,19 @@ struct CachedField {
 class CachedFields {
  public:
   static constexpr size_t kInline = 8;
+
+  CachedFields() = default;
+  CachedFields(const CachedFields&) = default;
+  CachedFields& operator=(const CachedFields&) = default;
+  // A moved-from one is empty.
+  CachedFields(CachedFields&& o) noexcept { *this = std::move(o); }
+  CachedFields& operator=(CachedFields&& o) noexcept {
+    std::copy_n(o.inline_, std::min(o.size_, kInline), inline_);
+    heap_ = std::move(o.heap_);
+    strings_ = std::move(o.strings_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
 
   size_t size() const { return size_; }
   void resize(size_t n);
@@ -135,11 +149,63 @@ struct CachedHash {
   CachedFields fields;  // indexed by field; size > every set bit of known
 };
 
+// A list's members: up to kInline of them (a media list's head) inside the object, so
+// that a cache entry's members share the entry's heap block (a hit costs one memory
+// access less); more go to the heap.
+class CachedMembers {
+ public:
+  static constexpr size_t kInline = 12;
+
+  CachedMembers() = default;
+  CachedMembers(const CachedMembers&) = default;
+  CachedMembers& operator=(const CachedMembers&) = default;
+  // A moved-from one is empty.
+  CachedMembers(CachedMembers&& o) noexcept { *this = std::move(o); }
+  CachedMembers& operator=(CachedMembers&& o) noexcept {
+    std::copy_n(o.inline_, std::min(o.size_, kInline), inline_);
+    heap_ = std::move(o.heap_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
+  CachedMembers(const std::vector<int64_t>& v) {  // NOLINT: implicit, as a vector
+    reserve(v.size());
+    for (int64_t m : v) push_back(m);
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const int64_t* data() const { return size_ <= kInline ? inline_ : heap_.data(); }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  void reserve(size_t n) {
+    if (n > kInline) heap_.reserve(n);
+  }
+  void push_back(int64_t m) {
+    if (size_ < kInline) {
+      inline_[size_++] = m;
+      return;
+    }
+    if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
+    heap_.push_back(m);
+    ++size_;
+  }
+  // The heap block's capacity, in members (0 while they are inline).
+  size_t heap_capacity() const { return heap_.capacity(); }
+  friend bool operator==(const CachedMembers& a, const std::vector<int64_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  size_t size_ = 0;
+  int64_t inline_[kInline] = {};  // the members while size_ <= kInline
+  std::vector<int64_t> heap_;     // the members while size_ > kInline
+};
+
 // The head of a list: LRANGE key 0 asked-1.
 struct CachedList {
-  uint32_t asked = 0;            // how many members were asked for
-  std::vector<int64_t> members;  // what Redis returned, in order (≤ asked); bad ids as 0
-  std::vector<uint32_t> bad;     // positions in members that were not ids (ascending)
+  uint32_t asked = 0;         // how many members were asked for
+  CachedMembers members;      // what Redis returned, in order (≤ asked); bad ids as 0
+  std::vector<uint32_t> bad;  // positions in members that were not ids (ascending)
   // The whole list is known: Redis returned fewer members than asked.
   bool complete() const { return members.size() < asked; }
   // Serves LRANGE 0 count-1.

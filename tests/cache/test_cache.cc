@@ -301,7 +301,7 @@ TEST_SUITE("cache") {
     Fixture f(each * 16);
     f.PutList(Media(1), List(4, {1, 2, 3, 4}));  // exactly 1/16: stored
     CHECK(f.cache.FindList(Media(1)) != nullptr);
-    f.PutList(Media(2), List(8, {1, 2, 3, 4, 5, 6, 7, 8}));  // more members: not stored
+    f.PutList(Media(2), List(40, std::vector<int64_t>(40, 7)));  // more members: not stored
     CHECK(f.cache.FindList(Media(2)) == nullptr);
     // A too large value leaves the older entry of its key alone.
     f.PutList(Media(1), List(500, std::vector<int64_t>(500, 9)));
