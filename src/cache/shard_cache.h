@@ -95,13 +95,13 @@ class CachedFields {
   void Set(size_t i, const CachedField& f);
   // Field i = from's field j. REQUIRES: &from != this.
   void Set(size_t i, const CachedFields& from, size_t j) {
-    Cell c = from.cells()[j];
-    if (c.kind == kStr) {
-      std::string_view s = from.str(j);
-      c.bits = strings_.size();
-      strings_.append(s);
+    const Cell& src = from.cells()[j];
+    Cell& dst = cells()[i];
+    dst = src;  // 16 bytes, copied whole
+    if (src.kind == kStr) {
+      dst.bits = strings_.size();
+      strings_.append(from.str(j));
     }
-    cells()[i] = c;
   }
   CachedField::State state(size_t i) const { return cells()[i].state; }
   // The value of field i (REQUIRES: state(i) == kValue and the value has that type).
@@ -132,6 +132,7 @@ class CachedFields {
     uint32_t len = 0;   // str's length
     CachedField::State state = CachedField::State::kMissing;
     Kind kind = kNone;
+    uint16_t unused = 0;  // no padding: a copy moves two whole words
   };
   const Cell* cells() const { return size_ <= kInline ? inline_ : heap_.data(); }
   Cell* cells() { return size_ <= kInline ? inline_ : heap_.data(); }
