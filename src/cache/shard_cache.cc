@@ -4,9 +4,14 @@
 // the stats (relaxed atomics).
 #include "cache/shard_cache.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <unordered_map>
 #include <utility>
 
@@ -192,7 +197,85 @@ struct ShardCache::Impl {
   // while the cache fills: each entry is charged two slots.
   static constexpr uint64_t kEntryOverhead = Block(sizeof(Entry)) + 2 * sizeof(Slot);
 
-  std::unique_ptr<Slot[]> slots;
+  // Large caches live on transparent huge pages: a lookup reads a random slot among
+  // megabytes of them and a random entry among tens of megabytes, and with 4 KiB pages
+  // nearly every such read would also miss the TLB (a page walk, before the miss
+  // itself). Small budgets keep to the heap as it is: a 2 MiB page would be most of them.
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static void* AllocHuge(size_t bytes) {
+    void* p = std::aligned_alloc(kHugePage, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages
+    return p;
+  }
+
+  // The table's memory; one of 2 MiB or more is rounded up to whole huge pages (at most
+  // 1 MiB more than the slots charged: capacities are powers of 2).
+  struct SlotsFree {
+    void operator()(Slot* p) const { std::free(p); }
+  };
+  using Slots = std::unique_ptr<Slot[], SlotsFree>;
+  static Slots NewSlots(size_t cap) {
+    size_t bytes = cap * sizeof(Slot);
+    void* p = nullptr;
+    if (bytes >= kHugePage) {
+      p = AllocHuge((bytes + kHugePage - 1) / kHugePage * kHugePage);
+    } else if ((p = std::malloc(bytes)) == nullptr) {
+      throw std::bad_alloc();
+    }
+    Slot* slots = static_cast<Slot*>(p);
+    std::uninitialized_value_construct_n(slots, cap);
+    return Slots(slots);
+  }
+
+  // The entries' memory: with a budget of kArenaMinBudget or more, 2 MiB chunks on huge
+  // pages cut into entry-sized cells, freed cells reused (a free list), the chunks kept
+  // until the cache goes: entries never outnumber budget / kEntryOverhead, so the chunks
+  // stay within the budget plus one chunk. Else the heap.
+  struct EntryArena {
+    static constexpr uint64_t kArenaMinBudget = 16 * kHugePage;
+    static constexpr size_t kCell = (sizeof(Entry) + alignof(Entry) - 1) & ~(alignof(Entry) - 1);
+    const bool huge;
+    std::vector<void*> chunks;
+    char* next = nullptr;  // the current chunk's first unused cell
+    char* end = nullptr;   // the end of its last whole cell
+    void* free_list = nullptr;
+
+    explicit EntryArena(uint64_t budget) : huge(budget >= kArenaMinBudget) {}
+    EntryArena(const EntryArena&) = delete;
+    EntryArena& operator=(const EntryArena&) = delete;
+    ~EntryArena() {
+      for (void* c : chunks) std::free(c);
+    }
+    void* Allocate() {
+      if (!huge) return ::operator new(sizeof(Entry));
+      if (free_list != nullptr) return std::exchange(free_list, *static_cast<void**>(free_list));
+      if (next == end) {
+        chunks.push_back(AllocHuge(kHugePage));
+        next = static_cast<char*>(chunks.back());
+        end = next + kHugePage / kCell * kCell;
+      }
+      return std::exchange(next, next + kCell);
+    }
+    void Free(void* p) {
+      if (!huge) return ::operator delete(p);
+      *static_cast<void**>(p) = std::exchange(free_list, p);
+    }
+  };
+
+  template <typename T>
+  Entry* NewEntry(T&& value) {
+    return new (arena.Allocate()) Entry(std::move(value));
+  }
+  void DeleteEntry(Entry* e) {
+    e->~Entry();
+    arena.Free(e);
+  }
+
+  explicit Impl(uint64_t budget) : arena(budget) {}
+
+  EntryArena arena;  // before everything that holds entries: it goes last
+  Slots slots;
   size_t mask = 0;  // capacity - 1; capacity 0 while nothing was stored
   size_t size = 0;
 
@@ -210,7 +293,7 @@ struct ShardCache::Impl {
   uint64_t flushed_at = 0;  // seq of the last InvalidateAll
 
   ~Impl() {
-    for (Entry* e = head; e != nullptr;) delete std::exchange(e, e->older);
+    for (Entry* e = head; e != nullptr;) DeleteEntry(std::exchange(e, e->older));
   }
 
   size_t capacity() const { return slots ? mask + 1 : 0; }
@@ -230,7 +313,7 @@ struct ShardCache::Impl {
   void Grow() {
     const size_t old_cap = capacity();
     const size_t cap = old_cap ? 2 * old_cap : 16;
-    std::unique_ptr<Slot[]> old = std::exchange(slots, std::make_unique<Slot[]>(cap));
+    Slots old = std::exchange(slots, NewSlots(cap));
     mask = cap - 1;
     for (size_t i = 0; i < old_cap; ++i)
       if (old[i].entry != nullptr) slots[Probe(old[i].key, KeyHash{}(old[i].key))] = old[i];
@@ -253,11 +336,6 @@ struct ShardCache::Impl {
     --size;
   }
 
-  static uint64_t Charge(const Entry& e) {
-    uint64_t heap = e.is_hash ? HeapBytes(e.hash) : HeapBytes(e.list);
-    return kEntryOverhead + heap;
-  }
-
   void PushHead(Entry* e) {
     e->older = head;
     e->newer = nullptr;
@@ -278,7 +356,7 @@ struct ShardCache::Impl {
     bytes -= e->bytes;
     stats.bytes.fetch_sub(static_cast<int64_t>(e->bytes), std::memory_order_relaxed);
     stats.entries.fetch_sub(1, std::memory_order_relaxed);
-    delete e;
+    DeleteEntry(e);
   }
 
   // SIEVE: from the hand (or the tail) towards the head, clearing visited bits, wrapping
@@ -361,24 +439,26 @@ struct ShardCache::Impl {
   template <typename T>
   void Put(CacheStats& stats, uint64_t budget, const CacheKey& k, T&& value, uint64_t expire_at,
            bool merged) {
-    auto fresh = std::make_unique<Entry>(std::move(value));
-    fresh->expire_at = expire_at;
-    fresh->key = k;
-    fresh->bytes = Charge(*fresh);
-    if (fresh->bytes > budget / 16) return;  // not stored; an older entry stays
+    const uint64_t charge = kEntryOverhead + HeapBytes(value);
+    if (charge > budget / 16) return;  // not stored; an older entry stays
 
+    bool visited = false;
     if (Entry* old = Lookup(k)) {
       if (merged) {
-        fresh->visited = old->visited;
-        fresh->expire_at = std::min(fresh->expire_at, old->expire_at);
+        visited = old->visited;
+        expire_at = std::min(expire_at, old->expire_at);
       }
       Erase(old, stats);
     }
     // Evicting before inserting keeps the new entry out of the hand's way (as SIEVE).
-    while (bytes + fresh->bytes > budget && size > 0) EvictOne(stats);
+    while (bytes + charge > budget && size > 0) EvictOne(stats);
 
     if (10 * (size + 1) > 7 * capacity()) Grow();
-    Entry* e = fresh.release();
+    Entry* e = NewEntry(std::move(value));
+    e->expire_at = expire_at;
+    e->key = k;
+    e->visited = visited;
+    e->bytes = charge;
     Slot& slot = slots[Probe(k, KeyHash{}(k))];
     assert(slot.entry == nullptr);
     slot = {k, e};
@@ -424,7 +504,7 @@ bool ReadTicket::Storable(const CacheKey& k) const {
 // ShardCache ----------------------------------------------------------------------------
 
 ShardCache::ShardCache(Options opts, std::function<uint64_t()> now_ms)
-    : opts_(opts), now_ms_(std::move(now_ms)), impl_(std::make_unique<Impl>()) {}
+    : opts_(opts), now_ms_(std::move(now_ms)), impl_(std::make_unique<Impl>(opts.budget_bytes)) {}
 
 ShardCache::~ShardCache() {
   // The stats may outlive the cache (shared_stats): leave the gauges as if emptied.
