@@ -152,11 +152,11 @@ struct ShardCache::Impl {
     CacheKey key;
     bool visited = false;  // SIEVE: looked up since the hand last passed
     const bool is_hash;
+    uint32_t bytes = 0;  // what the entry is charged (≤ the budget / 16, and < 4 GiB)
     union {
       CachedHash hash;  // is_hash
       CachedList list;  // !is_hash
     };
-    uint64_t bytes = 0;      // what the entry is charged
     Entry* newer = nullptr;  // FIFO links: towards the head (newest)
     Entry* older = nullptr;  // towards the tail (oldest)
 
@@ -234,7 +234,8 @@ struct ShardCache::Impl {
   // stay within the budget plus one chunk. Else the heap.
   struct EntryArena {
     static constexpr uint64_t kArenaMinBudget = 16 * kHugePage;
-    static constexpr size_t kCell = (sizeof(Entry) + alignof(Entry) - 1) & ~(alignof(Entry) - 1);
+    // Whole cache lines (an item's entry takes 4): a hash's header and cells then span 3.
+    static constexpr size_t kCell = (sizeof(Entry) + 63) & ~size_t{63};
     const bool huge;
     std::vector<void*> chunks;
     char* next = nullptr;  // the current chunk's first unused cell
@@ -440,7 +441,7 @@ struct ShardCache::Impl {
   void Put(CacheStats& stats, uint64_t budget, const CacheKey& k, T&& value, uint64_t expire_at,
            bool merged) {
     const uint64_t charge = kEntryOverhead + HeapBytes(value);
-    if (charge > budget / 16) return;  // not stored; an older entry stays
+    if (charge > budget / 16 || charge > UINT32_MAX) return;  // not stored; an older one stays
 
     bool visited = false;
     if (Entry* old = Lookup(k)) {
@@ -458,7 +459,7 @@ struct ShardCache::Impl {
     e->expire_at = expire_at;
     e->key = k;
     e->visited = visited;
-    e->bytes = charge;
+    e->bytes = static_cast<uint32_t>(charge);
     Slot& slot = slots[Probe(k, KeyHash{}(k))];
     assert(slot.entry == nullptr);
     slot = {k, e};
