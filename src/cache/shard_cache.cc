@@ -4,12 +4,16 @@
 // the stats (relaxed atomics).
 #include "cache/shard_cache.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <unordered_map>
 #include <utility>
-#include <variant>
 
 namespace rankd {
 
@@ -51,15 +55,31 @@ uint64_t StringHeap(const std::string& s) {
 uint64_t HeapBytes(const CachedHash& h) { return h.fields.HeapBytes(); }
 
 uint64_t HeapBytes(const CachedList& l) {
-  return Block(l.members.capacity() * sizeof(int64_t)) + Block(l.bad.capacity() * sizeof(uint32_t));
+  return Block(l.members.heap_capacity() * sizeof(int64_t)) +
+         Block(l.bad.capacity() * sizeof(uint32_t));
 }
 
 }  // namespace
 
 // CachedFields --------------------------------------------------------------------------
 
+void CachedFields::resize(size_t n) {
+  if (n <= kInline) {
+    if (size_ > kInline) {
+      std::copy_n(heap_.data(), n, inline_);
+      heap_ = {};
+    } else {
+      std::fill(inline_ + std::min(size_, n), inline_ + n, Cell{});
+    }
+  } else {
+    if (size_ <= kInline) heap_.assign(inline_, inline_ + size_);
+    heap_.resize(n);
+  }
+  size_ = n;
+}
+
 CachedField CachedFields::operator[](size_t i) const {
-  const Cell& c = cells_[i];
+  const Cell& c = cells()[i];
   CachedField f;
   f.state = c.state;
   switch (c.kind) {
@@ -90,16 +110,16 @@ void CachedFields::Set(size_t i, const CachedField& f) {
     c.kind = kBool;
     c.bits = *b ? 1 : 0;
   }
-  cells_[i] = c;
+  cells()[i] = c;
 }
 
 void CachedFields::Compact() {
-  cells_.shrink_to_fit();
+  heap_.shrink_to_fit();
   strings_.shrink_to_fit();
 }
 
 uint64_t CachedFields::HeapBytes() const {
-  return Block(cells_.capacity() * sizeof(Cell)) + StringHeap(strings_);
+  return Block(heap_.capacity() * sizeof(Cell)) + StringHeap(strings_);
 }
 
 namespace {
@@ -124,14 +144,45 @@ std::optional<uint64_t> ExpireAt(uint64_t now, uint64_t cap, std::optional<uint6
 }  // namespace
 
 struct ShardCache::Impl {
+  // A hash or a list. What a lookup reads comes first: the expiry, the visited bit, which
+  // of the two it holds (a tag here rather than a std::variant's index, which sits after
+  // the value, a cache line further), then the value (a hash's cells are inline).
   struct Entry {
-    std::variant<CachedHash, CachedList> value;
     uint64_t expire_at = 0;  // now_ms at and past which the entry is not served
-    uint64_t bytes = 0;      // what the entry is charged
     CacheKey key;
-    bool visited = false;    // SIEVE: looked up since the hand last passed
+    bool visited = false;  // SIEVE: looked up since the hand last passed
+    const bool is_hash;
+    uint32_t bytes = 0;  // what the entry is charged (≤ the budget / 16, and < 4 GiB)
+    union {
+      CachedHash hash;  // is_hash
+      CachedList list;  // !is_hash
+    };
     Entry* newer = nullptr;  // FIFO links: towards the head (newest)
     Entry* older = nullptr;  // towards the tail (oldest)
+
+    explicit Entry(CachedHash&& h) : is_hash(true), hash(std::move(h)) {}
+    explicit Entry(CachedList&& l) : is_hash(false), list(std::move(l)) {}
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    ~Entry() {
+      if (is_hash)
+        hash.~CachedHash();
+      else
+        list.~CachedList();
+    }
+    const CachedHash* get(const CachedHash*) const { return is_hash ? &hash : nullptr; }
+    const CachedList* get(const CachedList*) const { return is_hash ? nullptr : &list; }
+    // Starts loading what a lookup of a T reads (computes addresses, reads nothing).
+    void Prefetch(const CachedHash*) const {
+      __builtin_prefetch(this);
+      hash.fields.PrefetchInline();
+    }
+    void Prefetch(const CachedList*) const {
+      const char* p = reinterpret_cast<const char*>(this);
+      const char* end = reinterpret_cast<const char*>(&list + 1);
+      for (; p < end; p += 64) __builtin_prefetch(p);
+      __builtin_prefetch(end - 1);
+    }
   };
 
   // The index: open addressing with linear probing over a power-of-two table, grown
@@ -146,7 +197,86 @@ struct ShardCache::Impl {
   // while the cache fills: each entry is charged two slots.
   static constexpr uint64_t kEntryOverhead = Block(sizeof(Entry)) + 2 * sizeof(Slot);
 
-  std::unique_ptr<Slot[]> slots;
+  // Large caches live on transparent huge pages: a lookup reads a random slot among
+  // megabytes of them and a random entry among tens of megabytes, and with 4 KiB pages
+  // nearly every such read would also miss the TLB (a page walk, before the miss
+  // itself). Small budgets keep to the heap as it is: a 2 MiB page would be most of them.
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  static void* AllocHuge(size_t bytes) {
+    void* p = std::aligned_alloc(kHugePage, bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    madvise(p, bytes, MADV_HUGEPAGE);  // a hint: without THP, 4 KiB pages
+    return p;
+  }
+
+  // The table's memory; one of 2 MiB or more is rounded up to whole huge pages (at most
+  // 1 MiB more than the slots charged: capacities are powers of 2).
+  struct SlotsFree {
+    void operator()(Slot* p) const { std::free(p); }
+  };
+  using Slots = std::unique_ptr<Slot[], SlotsFree>;
+  static Slots NewSlots(size_t cap) {
+    size_t bytes = cap * sizeof(Slot);
+    void* p = nullptr;
+    if (bytes >= kHugePage) {
+      p = AllocHuge((bytes + kHugePage - 1) / kHugePage * kHugePage);
+    } else if ((p = std::malloc(bytes)) == nullptr) {
+      throw std::bad_alloc();
+    }
+    Slot* slots = static_cast<Slot*>(p);
+    std::uninitialized_value_construct_n(slots, cap);
+    return Slots(slots);
+  }
+
+  // The entries' memory: with a budget of kArenaMinBudget or more, 2 MiB chunks on huge
+  // pages cut into entry-sized cells, freed cells reused (a free list), the chunks kept
+  // until the cache goes: entries never outnumber budget / kEntryOverhead, so the chunks
+  // stay within the budget plus one chunk. Else the heap.
+  struct EntryArena {
+    static constexpr uint64_t kArenaMinBudget = 16 * kHugePage;
+    // Whole cache lines (an item's entry takes 4): a hash's header and cells then span 3.
+    static constexpr size_t kCell = (sizeof(Entry) + 63) & ~size_t{63};
+    const bool huge;
+    std::vector<void*> chunks;
+    char* next = nullptr;  // the current chunk's first unused cell
+    char* end = nullptr;   // the end of its last whole cell
+    void* free_list = nullptr;
+
+    explicit EntryArena(uint64_t budget) : huge(budget >= kArenaMinBudget) {}
+    EntryArena(const EntryArena&) = delete;
+    EntryArena& operator=(const EntryArena&) = delete;
+    ~EntryArena() {
+      for (void* c : chunks) std::free(c);
+    }
+    void* Allocate() {
+      if (!huge) return ::operator new(sizeof(Entry));
+      if (free_list != nullptr) return std::exchange(free_list, *static_cast<void**>(free_list));
+      if (next == end) {
+        chunks.push_back(AllocHuge(kHugePage));
+        next = static_cast<char*>(chunks.back());
+        end = next + kHugePage / kCell * kCell;
+      }
+      return std::exchange(next, next + kCell);
+    }
+    void Free(void* p) {
+      if (!huge) return ::operator delete(p);
+      *static_cast<void**>(p) = std::exchange(free_list, p);
+    }
+  };
+
+  template <typename T>
+  Entry* NewEntry(T&& value) {
+    return new (arena.Allocate()) Entry(std::move(value));
+  }
+  void DeleteEntry(Entry* e) {
+    e->~Entry();
+    arena.Free(e);
+  }
+
+  explicit Impl(uint64_t budget) : arena(budget) {}
+
+  EntryArena arena;  // before everything that holds entries: it goes last
+  Slots slots;
   size_t mask = 0;  // capacity - 1; capacity 0 while nothing was stored
   size_t size = 0;
 
@@ -164,7 +294,7 @@ struct ShardCache::Impl {
   uint64_t flushed_at = 0;  // seq of the last InvalidateAll
 
   ~Impl() {
-    for (Entry* e = head; e != nullptr;) delete std::exchange(e, e->older);
+    for (Entry* e = head; e != nullptr;) DeleteEntry(std::exchange(e, e->older));
   }
 
   size_t capacity() const { return slots ? mask + 1 : 0; }
@@ -184,7 +314,7 @@ struct ShardCache::Impl {
   void Grow() {
     const size_t old_cap = capacity();
     const size_t cap = old_cap ? 2 * old_cap : 16;
-    std::unique_ptr<Slot[]> old = std::exchange(slots, std::make_unique<Slot[]>(cap));
+    Slots old = std::exchange(slots, NewSlots(cap));
     mask = cap - 1;
     for (size_t i = 0; i < old_cap; ++i)
       if (old[i].entry != nullptr) slots[Probe(old[i].key, KeyHash{}(old[i].key))] = old[i];
@@ -207,11 +337,6 @@ struct ShardCache::Impl {
     --size;
   }
 
-  static uint64_t Charge(const Entry& e) {
-    uint64_t heap = std::visit([](const auto& v) { return HeapBytes(v); }, e.value);
-    return kEntryOverhead + heap;
-  }
-
   void PushHead(Entry* e) {
     e->older = head;
     e->newer = nullptr;
@@ -232,7 +357,7 @@ struct ShardCache::Impl {
     bytes -= e->bytes;
     stats.bytes.fetch_sub(static_cast<int64_t>(e->bytes), std::memory_order_relaxed);
     stats.entries.fetch_sub(1, std::memory_order_relaxed);
-    delete e;
+    DeleteEntry(e);
   }
 
   // SIEVE: from the hand (or the tail) towards the head, clearing visited bits, wrapping
@@ -278,7 +403,7 @@ struct ShardCache::Impl {
         size_t j = i - kAhead;
         Entry* e = slots[Probe(keys[j], hashes[j % kRing])].entry;
         found[j % kRing] = e;
-        if (e) __builtin_prefetch(e);
+        if (e) e->Prefetch(static_cast<const T*>(nullptr));
       }
       if (i >= 2 * kAhead) {
         size_t j = i - 2 * kAhead;
@@ -287,8 +412,8 @@ struct ShardCache::Impl {
         if (e != nullptr) {
           if (now >= e->expire_at) {
             expired = true;
-          } else if ((v = std::get_if<T>(&e->value))) {
-            e->visited = true;
+          } else if ((v = e->get(static_cast<const T*>(nullptr)))) {
+            if (!e->visited) e->visited = true;  // no store (a dirty line) when it is set
             Prefetch(*v);
           }
         }
@@ -306,33 +431,35 @@ struct ShardCache::Impl {
     }
   }
 
-  static void Prefetch(const CachedHash& h) { h.fields.Prefetch(); }
+  static void Prefetch(const CachedHash&) {}  // its cells are in the entry, prefetched
   static void Prefetch(const CachedList& l) { __builtin_prefetch(l.members.data()); }
 
   // Stores `value` for `k` (replacing an older entry), evicting for the budget first.
   // `merged`: `value` includes the older entry's fields, so its expiry (no field may
   // outlive the cap) and visited bit carry over.
-  void Put(CacheStats& stats, uint64_t budget, const CacheKey& k,
-           std::variant<CachedHash, CachedList> value, uint64_t expire_at, bool merged) {
-    auto fresh = std::make_unique<Entry>();
-    fresh->value = std::move(value);
-    fresh->expire_at = expire_at;
-    fresh->key = k;
-    fresh->bytes = Charge(*fresh);
-    if (fresh->bytes > budget / 16) return;  // not stored; an older entry stays
+  template <typename T>
+  void Put(CacheStats& stats, uint64_t budget, const CacheKey& k, T&& value, uint64_t expire_at,
+           bool merged) {
+    const uint64_t charge = kEntryOverhead + HeapBytes(value);
+    if (charge > budget / 16 || charge > UINT32_MAX) return;  // not stored; an older one stays
 
+    bool visited = false;
     if (Entry* old = Lookup(k)) {
       if (merged) {
-        fresh->visited = old->visited;
-        fresh->expire_at = std::min(fresh->expire_at, old->expire_at);
+        visited = old->visited;
+        expire_at = std::min(expire_at, old->expire_at);
       }
       Erase(old, stats);
     }
     // Evicting before inserting keeps the new entry out of the hand's way (as SIEVE).
-    while (bytes + fresh->bytes > budget && size > 0) EvictOne(stats);
+    while (bytes + charge > budget && size > 0) EvictOne(stats);
 
     if (10 * (size + 1) > 7 * capacity()) Grow();
-    Entry* e = fresh.release();
+    Entry* e = NewEntry(std::move(value));
+    e->expire_at = expire_at;
+    e->key = k;
+    e->visited = visited;
+    e->bytes = static_cast<uint32_t>(charge);
     Slot& slot = slots[Probe(k, KeyHash{}(k))];
     assert(slot.entry == nullptr);
     slot = {k, e};
@@ -378,7 +505,7 @@ bool ReadTicket::Storable(const CacheKey& k) const {
 // ShardCache ----------------------------------------------------------------------------
 
 ShardCache::ShardCache(Options opts, std::function<uint64_t()> now_ms)
-    : opts_(opts), now_ms_(std::move(now_ms)), impl_(std::make_unique<Impl>()) {}
+    : opts_(opts), now_ms_(std::move(now_ms)), impl_(std::make_unique<Impl>(opts.budget_bytes)) {}
 
 ShardCache::~ShardCache() {
   // The stats may outlive the cache (shared_stats): leave the gauges as if emptied.
@@ -446,7 +573,7 @@ void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash valu
   if (!expire_at) return;
   bool merged = false;
   if (Impl::Entry* e = impl_->Lookup(k)) {
-    auto* old = std::get_if<CachedHash>(&e->value);
+    const CachedHash* old = e->get(static_cast<const CachedHash*>(nullptr));
     if (now >= e->expire_at) {
       impl_->Erase(e, *stats_);
       stats_->expirations.fetch_add(1, std::memory_order_relaxed);

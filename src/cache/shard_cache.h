@@ -23,6 +23,7 @@
 // cache must outlive every ReadTicket (the shard destroys it after its requests ended).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cstdint>
@@ -32,6 +33,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "data/value.h"
@@ -66,33 +68,57 @@ struct CachedField {
 // strings' bytes in one buffer. A field's value is one of i64, f64, str or bool (any
 // other Value is kept as no value: no field has another type). A hash entry's fields,
 // and a features node's per-request copies of them (cells copy without allocating).
+// Up to kInline cells (a user's or an item's fields) live inside the object, so that a
+// cache entry's cells share the entry's heap block: a hit costs one memory access less.
+// More cells (a features node's per-request copy) go to the heap.
 class CachedFields {
  public:
-  size_t size() const { return cells_.size(); }
-  void resize(size_t n) { cells_.resize(n); }
+  static constexpr size_t kInline = 8;
+
+  CachedFields() = default;
+  CachedFields(const CachedFields&) = default;
+  CachedFields& operator=(const CachedFields&) = default;
+  // A moved-from one is empty.
+  CachedFields(CachedFields&& o) noexcept { *this = std::move(o); }
+  CachedFields& operator=(CachedFields&& o) noexcept {
+    std::copy_n(o.inline_, std::min(o.size_, kInline), inline_);
+    heap_ = std::move(o.heap_);
+    strings_ = std::move(o.strings_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
+
+  size_t size() const { return size_; }
+  void resize(size_t n);
   // Field i, rebuilt (a copy).
   CachedField operator[](size_t i) const;
   void Set(size_t i, const CachedField& f);
   // Field i = from's field j. REQUIRES: &from != this.
   void Set(size_t i, const CachedFields& from, size_t j) {
-    Cell c = from.cells_[j];
-    if (c.kind == kStr) {
-      std::string_view s = from.str(j);
-      c.bits = strings_.size();
-      strings_.append(s);
+    const Cell& src = from.cells()[j];
+    Cell& dst = cells()[i];
+    dst = src;  // 16 bytes, copied whole
+    if (src.kind == kStr) {
+      dst.bits = strings_.size();
+      strings_.append(from.str(j));
     }
-    cells_[i] = c;
   }
-  CachedField::State state(size_t i) const { return cells_[i].state; }
+  CachedField::State state(size_t i) const { return cells()[i].state; }
   // The value of field i (REQUIRES: state(i) == kValue and the value has that type).
-  int64_t i64(size_t i) const { return static_cast<int64_t>(cells_[i].bits); }
-  double f64(size_t i) const { return std::bit_cast<double>(cells_[i].bits); }
-  bool boolean(size_t i) const { return cells_[i].bits != 0; }
+  int64_t i64(size_t i) const { return static_cast<int64_t>(cells()[i].bits); }
+  double f64(size_t i) const { return std::bit_cast<double>(cells()[i].bits); }
+  bool boolean(size_t i) const { return cells()[i].bits != 0; }
   std::string_view str(size_t i) const {
-    return std::string_view(strings_).substr(cells_[i].bits, cells_[i].len);
+    return std::string_view(strings_).substr(cells()[i].bits, cells()[i].len);
   }
-  // Starts loading the cells into the CPU's cache (a lookup's hit is about to be read).
-  void Prefetch() const { __builtin_prefetch(cells_.data()); }
+  // Starts loading this object up to the end of its inline cells into the CPU's cache,
+  // reading nothing (a cache entry's hash is about to be looked at).
+  void PrefetchInline() const {
+    const char* p = reinterpret_cast<const char*>(this);
+    const char* end = reinterpret_cast<const char*>(inline_ + kInline);
+    for (; p < end; p += 64) __builtin_prefetch(p);
+    __builtin_prefetch(end - 1);
+  }
   // Drops unused capacity (before the fields are stored).
   void Compact();
   // What the fields take on the heap (as malloc sizes blocks).
@@ -106,9 +132,15 @@ class CachedFields {
     uint32_t len = 0;   // str's length
     CachedField::State state = CachedField::State::kMissing;
     Kind kind = kNone;
+    uint16_t unused = 0;  // no padding: a copy moves two whole words
   };
-  std::vector<Cell> cells_;
-  std::string strings_;  // str values' bytes (a field set again leaves its old bytes)
+  const Cell* cells() const { return size_ <= kInline ? inline_ : heap_.data(); }
+  Cell* cells() { return size_ <= kInline ? inline_ : heap_.data(); }
+
+  size_t size_ = 0;
+  Cell inline_[kInline];    // the cells while size_ <= kInline
+  std::vector<Cell> heap_;  // the cells while size_ > kInline
+  std::string strings_;     // str values' bytes (a field set again leaves its old bytes)
 };
 
 // A user or item hash: the fields read so far, by the task's field index.
@@ -118,11 +150,63 @@ struct CachedHash {
   CachedFields fields;  // indexed by field; size > every set bit of known
 };
 
+// A list's members: up to kInline of them (a media list's head) inside the object, so
+// that a cache entry's members share the entry's heap block (a hit costs one memory
+// access less); more go to the heap.
+class CachedMembers {
+ public:
+  static constexpr size_t kInline = 12;
+
+  CachedMembers() = default;
+  CachedMembers(const CachedMembers&) = default;
+  CachedMembers& operator=(const CachedMembers&) = default;
+  // A moved-from one is empty.
+  CachedMembers(CachedMembers&& o) noexcept { *this = std::move(o); }
+  CachedMembers& operator=(CachedMembers&& o) noexcept {
+    std::copy_n(o.inline_, std::min(o.size_, kInline), inline_);
+    heap_ = std::move(o.heap_);
+    size_ = std::exchange(o.size_, 0);
+    return *this;
+  }
+  CachedMembers(const std::vector<int64_t>& v) {  // NOLINT: implicit, as a vector
+    reserve(v.size());
+    for (int64_t m : v) push_back(m);
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const int64_t* data() const { return size_ <= kInline ? inline_ : heap_.data(); }
+  const int64_t* begin() const { return data(); }
+  const int64_t* end() const { return data() + size_; }
+  int64_t operator[](size_t i) const { return data()[i]; }
+  void reserve(size_t n) {
+    if (n > kInline) heap_.reserve(n);
+  }
+  void push_back(int64_t m) {
+    if (size_ < kInline) {
+      inline_[size_++] = m;
+      return;
+    }
+    if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
+    heap_.push_back(m);
+    ++size_;
+  }
+  // The heap block's capacity, in members (0 while they are inline).
+  size_t heap_capacity() const { return heap_.capacity(); }
+  friend bool operator==(const CachedMembers& a, const std::vector<int64_t>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  size_t size_ = 0;
+  int64_t inline_[kInline] = {};  // the members while size_ <= kInline
+  std::vector<int64_t> heap_;     // the members while size_ > kInline
+};
+
 // The head of a list: LRANGE key 0 asked-1.
 struct CachedList {
-  uint32_t asked = 0;            // how many members were asked for
-  std::vector<int64_t> members;  // what Redis returned, in order (≤ asked); bad ids as 0
-  std::vector<uint32_t> bad;     // positions in members that were not ids (ascending)
+  uint32_t asked = 0;         // how many members were asked for
+  CachedMembers members;      // what Redis returned, in order (≤ asked); bad ids as 0
+  std::vector<uint32_t> bad;  // positions in members that were not ids (ascending)
   // The whole list is known: Redis returned fewer members than asked.
   bool complete() const { return members.size() < asked; }
   // Serves LRANGE 0 count-1.

@@ -69,6 +69,36 @@ void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, RedisSt
 
 ColumnPtr Finished(ColumnBuilder& col) { return Share(std::move(col).Finish()); }
 
+constexpr uint32_t kNotAsked = UINT32_MAX;
+
+// features: the fixed-width column of field f (i64, f64 or bool; `values` its storage in
+// `col`), written in place: row r holds cell reply_of_row[r] * nf + f, or null. The same
+// column as ColumnBuilder makes (nulls hold 0), without its per-cell dispatch.
+template <class T, class Get>
+void FillFixed(Column& col, PoolVector<T>& values, const CachedFields& cells,
+               std::span<const uint32_t> reply_of_row, size_t f, size_t nf, RedisStats& stats,
+               Get get) {
+  const size_t rows = reply_of_row.size();
+  values.resize(rows);
+  uint64_t missing = 0, unparsable = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    const uint32_t k = reply_of_row[r];
+    if (k == kNotAsked) {
+      col.validity.SetNull(r, rows);
+      continue;
+    }
+    const size_t i = k * nf + f;
+    switch (cells.state(i)) {
+      case CachedField::State::kValue: values[r] = get(i); continue;
+      case CachedField::State::kMissing: ++missing; break;
+      case CachedField::State::kUnparsable: ++unparsable; break;
+    }
+    col.validity.SetNull(r, rows);
+  }
+  if (missing) Bump(stats.fields_missing, missing);
+  if (unparsable) Bump(stats.fields_unparsable, unparsable);
+}
+
 }  // namespace
 
 Result<InputIds> IdsOf(const RowSet& in) {
@@ -230,19 +260,41 @@ RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& 
   // values are counted per row, as they reach the response.
   const size_t rows = input.physical_rows();
   const size_t nf = fields.size();
-  constexpr uint32_t kNotAsked = UINT32_MAX;
   std::vector<uint32_t> reply_of_row(rows, kNotAsked);
   for (size_t i = 0; i < ids.ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
   RowSet out = input;
   for (size_t f = 0; f < nf; ++f) {
-    ColumnBuilder col(*ItemFieldType(fields[f]), rows);
-    for (uint32_t k : reply_of_row) {
-      if (k == kNotAsked)
-        col.AppendNulls(1);
-      else
-        AppendCell(col, cells, k * nf + f, *src.stats);
+    const ColumnType type = *ItemFieldType(fields[f]);
+    if (type == ColumnType::kStr) {
+      ColumnBuilder col(type, rows);
+      for (uint32_t k : reply_of_row) {
+        if (k == kNotAsked)
+          col.AppendNulls(1);
+        else
+          AppendCell(col, cells, k * nf + f, *src.stats);
+      }
+      out.SetColumn(fields[f], Finished(col));
+      continue;
     }
-    out.SetColumn(fields[f], Finished(col));
+    Column col;
+    col.type = type;
+    RedisStats& stats = *src.stats;
+    switch (type) {
+      case ColumnType::kI64:
+        FillFixed(col, col.i64, cells, reply_of_row, f, nf, stats,
+                  [&](size_t i) { return cells.i64(i); });
+        break;
+      case ColumnType::kF64:
+        FillFixed(col, col.f64, cells, reply_of_row, f, nf, stats,
+                  [&](size_t i) { return cells.f64(i); });
+        break;
+      case ColumnType::kBool:
+        FillFixed(col, col.b, cells, reply_of_row, f, nf, stats,
+                  [&](size_t i) { return static_cast<uint8_t>(cells.boolean(i) ? 1 : 0); });
+        break;
+      case ColumnType::kStr: break;
+    }
+    out.SetColumn(fields[f], Share(std::move(col)));
   }
   return out;
 }
