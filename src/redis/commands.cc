@@ -27,7 +27,7 @@ char* PutHeader(char* p, char type, size_t n) {
 }
 
 char* Put(char* p, std::string_view s) {
-  std::memcpy(p, s.data(), s.size());
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());  // an empty view's data() may be null
   return p + s.size();
 }
 
