@@ -383,12 +383,15 @@ def test_reload_keeps_old_on_broken_and_serves_new():
 
 
 def test_drain_finishes_requests_in_flight():
-    s = Rankd(plans_dir(TEST_PLANS), extra_args=["--deadline-ms", "5000", "--drain-timeout-ms", "5000"])
+    # 2 s requests: the SIGTERM must land while they run, after the metrics poll saw them
+    # (under sanitizers on a busy machine that poll alone can take a few hundred ms).
+    plans = dict(TEST_PLANS, slow_2s=sleep_plan("slow_2s", 2000))
+    s = Rankd(plans_dir(plans), extra_args=["--deadline-ms", "8000", "--drain-timeout-ms", "8000"])
     results = []
 
     def one():
         try:
-            results.append(s.rank({"plan": "slow", "user_id": 1}))
+            results.append(s.rank({"plan": "slow_2s", "user_id": 1}))
         except Exception as e:  # noqa: BLE001
             results.append(e)
     threads = [threading.Thread(target=one) for _ in range(5)]
