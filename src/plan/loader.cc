@@ -306,6 +306,7 @@ class Loader {
         if (r.arg != arg) continue;
         const ParamDecl& d = plan.params.decls[r.decl];
         most = d.max ? *d.max : 0;
+        node.rows_read_param = static_cast<int32_t>(r.decl);
       }
       if (most >= 1 && most < 4294967295.0) node.rows_read = static_cast<uint32_t>(most);
     }

@@ -54,6 +54,10 @@ struct PlanNode {
   // reader is a take of at most that many, and it is not the plan's output), so a sort
   // need only order that many. 0: every row may be read. Set at load.
   uint32_t rows_read = 0;
+  // When that take's count is a request parameter: its index in Plan::params.decls, so a
+  // run orders only the count this request asked for (rows_read is then the param's max,
+  // or 0 without one). -1 otherwise.
+  int32_t rows_read_param = -1;
   // The work of one input row, in rows of a cheap CPU task (vm, filter): the scheduler
   // runs a CPU node inline on the loop only while rows x row_cost stays small. Set at
   // load: a model's row costs a tree walk per tree.

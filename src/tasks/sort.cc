@@ -252,6 +252,10 @@ Result<RowSet> RunSort(const TaskContext& ctx, RowSets in) {
   if (!col) return Fail(col.error());
   // Only the rows a following take reads must be in order (PlanNode::rows_read).
   size_t first = ctx.node ? ctx.node->rows_read : 0;
+  if (ctx.node && ctx.node->rows_read_param >= 0 && ctx.params) {
+    const auto* count = std::get_if<int64_t>(&(*ctx.params)[ctx.node->rows_read_param]);
+    if (count && *count >= 1 && (first == 0 || uint64_t(*count) < first)) first = size_t(*count);
+  }
   std::optional<Selection> rows =
       SortRows(rs, **col, ctx.args->Str("order") == "desc", first, CancelCheckOf(ctx));
   if (!rows) return Fail(CancelledError("sort"));

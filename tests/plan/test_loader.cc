@@ -199,6 +199,11 @@ TEST_SUITE("plan_loader") {
                            base + take("t", "s", R"({"param": "n"})") +
                            R"(], "output": {"node": "t"}})";
     CHECK(rows_read(with_max, "s") == 40);
+    // ...and the param, so that a run orders only the count its request asked for.
+    auto p = Load(with_max);
+    REQUIRE(p.has_value());
+    CHECK((*p)->nodes[static_cast<size_t>((*p)->node_index("s"))].rows_read_param == 0);
+    CHECK((*p)->nodes[static_cast<size_t>((*p)->node_index("t"))].rows_read_param == -1);
     CHECK(rows_read(Doc(base + take("t", "s", R"({"param": "limit"})"), "t"), "s") == 0);
   }
 

@@ -118,8 +118,16 @@ TEST_SUITE("cpu_tasks") {
       Call full("sort", {{"key", std::string("score")}, {"order", order}});
       std::vector<int64_t> want = Ids(full.Run({in}));
       for (uint32_t k = 1; k <= 62; ++k) {
+        // The cut-off as set at load, or as this request's take count (a plan param
+        // whose max is larger, or absent).
         Call part("sort", {{"key", std::string("score")}, {"order", order}});
-        part.node.rows_read = k;
+        if (k % 2) {
+          part.node.rows_read = k;
+        } else {
+          part.node.rows_read = k % 4 ? 0 : 200;
+          part.node.rows_read_param = 1;
+          part.params = {Value(std::string("x")), Value(int64_t{k})};
+        }
         std::vector<int64_t> got = Ids(part.Run({in}));
         REQUIRE(got.size() == want.size());
         size_t n = std::min<size_t>(k, got.size());
