@@ -63,23 +63,8 @@ uint64_t HeapBytes(const CachedList& l) {
 
 // CachedFields --------------------------------------------------------------------------
 
-void CachedFields::resize(size_t n) {
-  if (n <= kInline) {
-    if (size_ > kInline) {
-      std::copy_n(heap_.data(), n, inline_);
-      heap_ = {};
-    } else {
-      std::fill(inline_ + std::min(size_, n), inline_ + n, Cell{});
-    }
-  } else {
-    if (size_ <= kInline) heap_.assign(inline_, inline_ + size_);
-    heap_.resize(n);
-  }
-  size_ = n;
-}
-
 CachedField CachedFields::operator[](size_t i) const {
-  const Cell& c = cells()[i];
+  const Cell& c = cells_[i];
   CachedField f;
   f.state = c.state;
   switch (c.kind) {
@@ -110,16 +95,11 @@ void CachedFields::Set(size_t i, const CachedField& f) {
     c.kind = kBool;
     c.bits = *b ? 1 : 0;
   }
-  cells()[i] = c;
-}
-
-void CachedFields::Compact() {
-  heap_.shrink_to_fit();
-  strings_.shrink_to_fit();
+  cells_[i] = c;
 }
 
 uint64_t CachedFields::HeapBytes() const {
-  return Block(heap_.capacity() * sizeof(Cell)) + StringHeap(strings_);
+  return Block(cells_.heap_capacity() * sizeof(Cell)) + StringHeap(strings_);
 }
 
 namespace {

@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/inline_vector.h"
 #include "data/value.h"
 
 namespace rankd {
@@ -75,52 +76,42 @@ class CachedFields {
  public:
   static constexpr size_t kInline = 8;
 
-  CachedFields() = default;
-  CachedFields(const CachedFields&) = default;
-  CachedFields& operator=(const CachedFields&) = default;
-  // A moved-from one is empty.
-  CachedFields(CachedFields&& o) noexcept { *this = std::move(o); }
-  CachedFields& operator=(CachedFields&& o) noexcept {
-    std::copy_n(o.inline_, std::min(o.size_, kInline), inline_);
-    heap_ = std::move(o.heap_);
-    strings_ = std::move(o.strings_);
-    size_ = std::exchange(o.size_, 0);
-    return *this;
-  }
-
-  size_t size() const { return size_; }
-  void resize(size_t n);
+  size_t size() const { return cells_.size(); }
+  void resize(size_t n) { cells_.resize(n); }
   // Field i, rebuilt (a copy).
   CachedField operator[](size_t i) const;
   void Set(size_t i, const CachedField& f);
   // Field i = from's field j. REQUIRES: &from != this.
   void Set(size_t i, const CachedFields& from, size_t j) {
-    const Cell& src = from.cells()[j];
-    Cell& dst = cells()[i];
+    const Cell& src = from.cells_[j];
+    Cell& dst = cells_[i];
     dst = src;  // 16 bytes, copied whole
     if (src.kind == kStr) {
       dst.bits = strings_.size();
       strings_.append(from.str(j));
     }
   }
-  CachedField::State state(size_t i) const { return cells()[i].state; }
+  CachedField::State state(size_t i) const { return cells_[i].state; }
   // The value of field i (REQUIRES: state(i) == kValue and the value has that type).
-  int64_t i64(size_t i) const { return static_cast<int64_t>(cells()[i].bits); }
-  double f64(size_t i) const { return std::bit_cast<double>(cells()[i].bits); }
-  bool boolean(size_t i) const { return cells()[i].bits != 0; }
+  int64_t i64(size_t i) const { return static_cast<int64_t>(cells_[i].bits); }
+  double f64(size_t i) const { return std::bit_cast<double>(cells_[i].bits); }
+  bool boolean(size_t i) const { return cells_[i].bits != 0; }
   std::string_view str(size_t i) const {
-    return std::string_view(strings_).substr(cells()[i].bits, cells()[i].len);
+    return std::string_view(strings_).substr(cells_[i].bits, cells_[i].len);
   }
   // Starts loading this object up to the end of its inline cells into the CPU's cache,
   // reading nothing (a cache entry's hash is about to be looked at).
   void PrefetchInline() const {
     const char* p = reinterpret_cast<const char*>(this);
-    const char* end = reinterpret_cast<const char*>(inline_ + kInline);
+    const char* end = reinterpret_cast<const char*>(&strings_);
     for (; p < end; p += 64) __builtin_prefetch(p);
     __builtin_prefetch(end - 1);
   }
   // Drops unused capacity (before the fields are stored).
-  void Compact();
+  void Compact() {
+    cells_.shrink_to_fit();
+    strings_.shrink_to_fit();
+  }
   // What the fields take on the heap (as malloc sizes blocks).
   uint64_t HeapBytes() const;
 
@@ -134,13 +125,10 @@ class CachedFields {
     Kind kind = kNone;
     uint16_t unused = 0;  // no padding: a copy moves two whole words
   };
-  const Cell* cells() const { return size_ <= kInline ? inline_ : heap_.data(); }
-  Cell* cells() { return size_ <= kInline ? inline_ : heap_.data(); }
 
-  size_t size_ = 0;
-  Cell inline_[kInline];    // the cells while size_ <= kInline
-  std::vector<Cell> heap_;  // the cells while size_ > kInline
-  std::string strings_;     // str values' bytes (a field set again leaves its old bytes)
+  // A moved-from one is empty (InlineVector's move; a moved-from string is empty too).
+  InlineVector<Cell, kInline> cells_;
+  std::string strings_;  // str values' bytes (a field set again leaves its old bytes)
 };
 
 // A user or item hash: the fields read so far, by the task's field index.
@@ -150,57 +138,10 @@ struct CachedHash {
   CachedFields fields;  // indexed by field; size > every set bit of known
 };
 
-// A list's members: up to kInline of them (a media list's head) inside the object, so
-// that a cache entry's members share the entry's heap block (a hit costs one memory
-// access less); more go to the heap.
-class CachedMembers {
- public:
-  static constexpr size_t kInline = 12;
-
-  CachedMembers() = default;
-  CachedMembers(const CachedMembers&) = default;
-  CachedMembers& operator=(const CachedMembers&) = default;
-  // A moved-from one is empty.
-  CachedMembers(CachedMembers&& o) noexcept { *this = std::move(o); }
-  CachedMembers& operator=(CachedMembers&& o) noexcept {
-    std::copy_n(o.inline_, std::min(o.size_, kInline), inline_);
-    heap_ = std::move(o.heap_);
-    size_ = std::exchange(o.size_, 0);
-    return *this;
-  }
-  CachedMembers(const std::vector<int64_t>& v) {  // NOLINT: implicit, as a vector
-    reserve(v.size());
-    for (int64_t m : v) push_back(m);
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  const int64_t* data() const { return size_ <= kInline ? inline_ : heap_.data(); }
-  const int64_t* begin() const { return data(); }
-  const int64_t* end() const { return data() + size_; }
-  int64_t operator[](size_t i) const { return data()[i]; }
-  void reserve(size_t n) {
-    if (n > kInline) heap_.reserve(n);
-  }
-  void push_back(int64_t m) {
-    if (size_ < kInline) {
-      inline_[size_++] = m;
-      return;
-    }
-    if (size_ == kInline) heap_.assign(inline_, inline_ + kInline);
-    heap_.push_back(m);
-    ++size_;
-  }
-  // The heap block's capacity, in members (0 while they are inline).
-  size_t heap_capacity() const { return heap_.capacity(); }
-  friend bool operator==(const CachedMembers& a, const std::vector<int64_t>& b) {
-    return std::equal(a.begin(), a.end(), b.begin(), b.end());
-  }
-
- private:
-  size_t size_ = 0;
-  int64_t inline_[kInline] = {};  // the members while size_ <= kInline
-  std::vector<int64_t> heap_;     // the members while size_ > kInline
-};
+// A list's members: up to 12 of them (a media list's head) inside the object, so that a
+// cache entry's members share the entry's heap block (a hit costs one memory access
+// less); more go to the heap.
+using CachedMembers = InlineVector<int64_t, 12>;
 
 // The head of a list: LRANGE key 0 asked-1.
 struct CachedList {

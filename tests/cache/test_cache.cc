@@ -52,7 +52,7 @@ CacheKey Follow(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind
 CachedList List(uint32_t asked, std::vector<int64_t> members) {
   CachedList l;
   l.asked = asked;
-  l.members = std::move(members);
+  l.members.assign(members);
   return l;
 }
 
