@@ -78,24 +78,17 @@ CachedField CachedFields::operator[](size_t i) const {
 }
 
 void CachedFields::Set(size_t i, const CachedField& f) {
-  Cell c;
-  c.state = f.state;
+  SetNoValue(i, f.state);
+  if (f.state != CachedField::State::kValue) return;
   if (const auto* v = std::get_if<int64_t>(&f.value)) {
-    c.kind = kI64;
-    c.bits = static_cast<uint64_t>(*v);
+    SetI64(i, *v);
   } else if (const auto* d = std::get_if<double>(&f.value)) {
-    c.kind = kF64;
-    c.bits = std::bit_cast<uint64_t>(*d);
+    SetF64(i, *d);
   } else if (const auto* s = std::get_if<std::string>(&f.value)) {
-    c.kind = kStr;
-    c.bits = strings_.size();
-    c.len = static_cast<uint32_t>(s->size());
-    strings_.append(*s);
+    SetStr(i, *s);
   } else if (const auto* b = std::get_if<bool>(&f.value)) {
-    c.kind = kBool;
-    c.bits = *b ? 1 : 0;
+    SetBool(i, *b);
   }
-  cells_[i] = c;
 }
 
 uint64_t CachedFields::HeapBytes() const {

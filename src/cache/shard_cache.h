@@ -81,6 +81,15 @@ class CachedFields {
   // Field i, rebuilt (a copy).
   CachedField operator[](size_t i) const;
   void Set(size_t i, const CachedField& f);
+  // Field i holds this value (state kValue), or has no value in `state`.
+  void SetI64(size_t i, int64_t v) { cells_[i] = {static_cast<uint64_t>(v), 0, kValue, kI64}; }
+  void SetF64(size_t i, double v) { cells_[i] = {std::bit_cast<uint64_t>(v), 0, kValue, kF64}; }
+  void SetBool(size_t i, bool v) { cells_[i] = {v ? 1u : 0u, 0, kValue, kBool}; }
+  void SetStr(size_t i, std::string_view v) {
+    cells_[i] = {strings_.size(), static_cast<uint32_t>(v.size()), kValue, kStr};
+    strings_.append(v);
+  }
+  void SetNoValue(size_t i, CachedField::State state) { cells_[i] = {0, 0, state, kNone}; }
   // Field i = from's field j. REQUIRES: &from != this.
   void Set(size_t i, const CachedFields& from, size_t j) {
     const Cell& src = from.cells_[j];
@@ -118,6 +127,7 @@ class CachedFields {
  private:
   // The Value alternative a cell holds (its index in Value).
   enum Kind : uint8_t { kNone = 0, kI64 = 1, kF64 = 2, kStr = 3, kBool = 4 };
+  static constexpr CachedField::State kValue = CachedField::State::kValue;
   struct Cell {
     uint64_t bits = 0;  // i64, f64's bits, bool, or str's offset in strings_
     uint32_t len = 0;   // str's length

@@ -85,7 +85,7 @@ class InlineVector {
 
  private:
   size_t size_ = 0;
-  T inline_[N] = {};      // the elements while size_ <= N
+  T inline_[N] = {};     // the elements while size_ <= N
   std::vector<T> heap_;  // the elements while size_ > N
 };
 

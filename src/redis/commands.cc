@@ -101,6 +101,42 @@ RedisCommands& RedisCommands::JoinedKey(std::string_view a, std::string_view b,
   return *this;
 }
 
+RedisCommands::Shape RedisCommands::MakeShape(std::string_view name,
+                                              std::span<const std::string> after) {
+  // Encoded by a batch of one command, its bytes then split around the key.
+  RedisCommands one;
+  one.Add(static_cast<int>(2 + after.size())).Arg(name).Key({}, {});
+  for (const std::string& a : after) one.Arg(a);
+  const std::string_view wire = one.wire();
+  const size_t key_header = one.cmds_->back().key_at - 4;  // "$0\r\n" of the empty key
+  Shape s;
+  s.head.assign(wire.substr(0, key_header));
+  s.tail.assign(wire.substr(key_header + 6));  // past "$0\r\n\r\n"
+  return s;
+}
+
+RedisCommands& RedisCommands::Keyed(const Shape& shape, std::string_view prefix,
+                                    std::string_view kind, int64_t id) {
+  char digits[24];
+  const std::string_view num(
+      digits, static_cast<size_t>(std::to_chars(digits, digits + 24, id).ptr - digits));
+  const size_t len = prefix.size() + kind.size() + num.size();
+  Cmd& cmd = cmds_->emplace_back();
+  cmd.start = buf_->size();
+  cmd.args_left = 0;
+  Extend(shape.head.size() + kMaxHeader + len + 2 + shape.tail.size(), [&](char* p) {
+    char* const at = p;
+    p = PutHeader(Put(p, shape.head), '$', len);
+    cmd.key_at = cmd.start + static_cast<size_t>(p - at);
+    cmd.key_len = static_cast<uint32_t>(len);
+    p = Put(Put(Put(p, prefix), kind), num);
+    *p++ = '\r';
+    *p++ = '\n';
+    return Put(p, shape.tail);
+  });
+  return *this;
+}
+
 RedisCommands& RedisCommands::Append(RedisCommand& command) {
   const std::string_view wire = command.wire();
   const std::string_view key = command.key();

@@ -21,10 +21,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/block_pool.h"
 #include "core/free_list.h"
 #include "redis/command.h"
 
@@ -40,6 +42,18 @@ class RedisCommands {
   // Key() of a command is its key (what a cluster routes by).
   RedisCommands& Key(std::string_view prefix, std::string_view suffix);
   RedisCommands& Key(std::string_view prefix, std::string_view kind, int64_t id);
+
+  // The same command for many keys (HMGET <key> f1 f2 f3 for each item of a batch): the
+  // bytes around the key are encoded once, into a Shape, and each Keyed() writes one
+  // command in one step. `after`: the arguments that follow the key.
+  struct Shape {
+    PoolString head;  // "*<argc>" and the command's name
+    PoolString tail;  // the arguments after the key
+  };
+  static Shape MakeShape(std::string_view name, std::span<const std::string> after);
+  // One command of `shape` for the key prefix + kind + id (its key, as Key()).
+  RedisCommands& Keyed(const Shape& shape, std::string_view prefix, std::string_view kind,
+                       int64_t id);
 
   // A command built on its own (tests, tools, fixed commands): its bytes copied.
   RedisCommands& Append(RedisCommand& command);

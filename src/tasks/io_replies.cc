@@ -117,38 +117,23 @@ Result<InputIds> IdsOf(const RowSet& in) {
   return out;
 }
 
-CachedField DecodeField(RespView r, ColumnType type) {
-  CachedField out;
-  if (!r.is_string()) return out;  // kMissing
-  out.state = CachedField::State::kValue;
+void DecodeField(RespView r, ColumnType type, CachedFields& cells, size_t i) {
+  if (!r.is_string()) return cells.SetNoValue(i, CachedField::State::kMissing);
   const std::string_view s = r.str();
   switch (type) {
     case ColumnType::kI64:
-      if (auto v = ParseStrictInt<int64_t>(s)) {
-        out.value = *v;
-        return out;
-      }
+      if (auto v = ParseStrictInt<int64_t>(s)) return cells.SetI64(i, *v);
       break;
     case ColumnType::kF64:
-      if (auto v = ParseF64(s)) {
-        out.value = *v;
-        return out;
-      }
+      if (auto v = ParseF64(s)) return cells.SetF64(i, *v);
       break;
-    case ColumnType::kStr: out.value = std::string(s); return out;
+    case ColumnType::kStr: return cells.SetStr(i, s);
     case ColumnType::kBool:
-      if (s == "1" || s == "true") {
-        out.value = true;
-        return out;
-      }
-      if (s == "0" || s == "false") {
-        out.value = false;
-        return out;
-      }
+      if (s == "1" || s == "true") return cells.SetBool(i, true);
+      if (s == "0" || s == "false") return cells.SetBool(i, false);
       break;
   }
-  out.state = CachedField::State::kUnparsable;
-  return out;
+  cells.SetNoValue(i, CachedField::State::kUnparsable);
 }
 
 Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, RespView r) {
@@ -169,17 +154,17 @@ Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, RespView 
     ++it;
   }
   for (size_t f = 0; f < names.size(); ++f)
-    out.fields.Set(f, DecodeField(values[f], *UserFieldType(names[f])));
+    DecodeField(values[f], *UserFieldType(names[f]), out.fields, f);
   return out;
 }
 
 Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
-                        RespView r, std::span<CachedField> cells) {
+                        RespView r, CachedFields& cells, size_t first) {
   if (!r.is_array() || r.size() != types.size())
     return Fail(BadReply(src, "HMGET", KeyOf(src, "item:", id), r));
   size_t f = 0;
   for (RespView e : r) {
-    cells[f] = DecodeField(e, types[f]);
+    DecodeField(e, types[f], cells, first + f);
     ++f;
   }
   return {};
@@ -241,15 +226,6 @@ void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& 
     }
     out.push_back(list.members[i]);
   }
-}
-
-RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
-                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                   std::span<const CachedField> cells) {
-  CachedFields copy;
-  copy.resize(cells.size());
-  for (size_t i = 0; i < cells.size(); ++i) copy.Set(i, cells[i]);
-  return FeatureRows(src, input, ids, reply_of, fields, copy);
 }
 
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,

@@ -49,16 +49,17 @@ Result<InputIds> IdsOf(const RowSet& in);
 
 // ---- decoding ------------------------------------------------------------------------
 
-// One hash field's value as Redis sent it (a bulk string, or nil when missing), typed.
-CachedField DecodeField(RespView r, ColumnType type);
+// One hash field's value as Redis sent it (a bulk string, or nil when missing), typed,
+// into cells' field i.
+void DecodeField(RespView r, ColumnType type, CachedFields& cells, size_t i);
 
 // HGETALL user:{user_id} -> the user's fields by UserFields() index (all known).
 Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, RespView r);
 
-// HMGET item:{id} fields... -> one cell per field (`types[f]` its type), into `cells`.
-// REQUIRES: cells.size() == types.size().
+// HMGET item:{id} fields... -> one cell per field (`types[f]` its type), into cells
+// first, first + 1, ... REQUIRES: cells.size() >= first + types.size().
 Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
-                        RespView r, std::span<CachedField> cells);
+                        RespView r, CachedFields& cells, size_t first);
 
 // LRANGE {kind}{id} 0 asked-1 -> the list's head.
 Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int64_t id,
@@ -80,9 +81,6 @@ Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_
 // id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].
 // REQUIRES: every field is an item field. (The span form copies the cells first; the
 // features task builds CachedFields directly.)
-RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
-                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                   std::span<const CachedField> cells);
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    const CachedFields& cells);

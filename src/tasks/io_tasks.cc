@@ -341,10 +341,13 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   const size_t per = cu.store ? 2 : 1;  // HMGET (+ PTTL)
   RedisCommands cmds;
   cmds.Reserve(missed.size() * per, missed.size() * per * (48 + p.prefix().size() + 16 * nf));
-  for (uint32_t k : missed) {
-    cmds.Add(2 + static_cast<int>(nf)).Arg("HMGET").Key(p.prefix(), "item:", distinct[k]);
-    for (const auto& f : fields) cmds.Arg(f);
-    if (cu.store) cmds.Add(2).Arg("PTTL").Key(p.prefix(), "item:", distinct[k]);
+  if (!missed.empty()) {
+    const RedisCommands::Shape hmget = RedisCommands::MakeShape("HMGET", fields);
+    const RedisCommands::Shape pttl = RedisCommands::MakeShape("PTTL", {});
+    for (uint32_t k : missed) {
+      cmds.Keyed(hmget, p.prefix(), "item:", distinct[k]);
+      if (cu.store) cmds.Keyed(pttl, p.prefix(), "item:", distinct[k]);
+    }
   }
   if (!cmds.empty()) {
     const uint64_t sent_ms = NowMs();
@@ -352,21 +355,17 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
     if (!replies)
       co_return Fail(
           std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-    // read[m * nf + f]: field f of distinct[missed[m]], as decoded (and stored).
-    std::vector<CachedField> read(missed.size() * nf);
     for (size_t m = 0; m < missed.size(); ++m) {
       const uint32_t k = missed[m];
-      std::span<CachedField> out(read.data() + m * nf, nf);
-      if (auto ok = DecodeItem(src, distinct[k], types, (*replies)[m * per], out); !ok)
+      if (auto ok = DecodeItem(src, distinct[k], types, (*replies)[m * per], cells, k * nf); !ok)
         co_return Fail(std::move(ok.error()));
-      for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, out[f]);
     }
     if (cu.store) {
       for (size_t m = 0; m < missed.size(); ++m) {
         if (!ticket.Storable(keys[m])) continue;
         CachedHash h;
         h.fields.resize(ItemFields().size());
-        for (size_t f = 0; f < nf; ++f) h.fields.Set(field_index[f], read[m * nf + f]);
+        for (size_t f = 0; f < nf; ++f) h.fields.Set(field_index[f], cells, missed[m] * nf + f);
         h.known = need;
         cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
       }

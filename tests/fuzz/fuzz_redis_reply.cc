@@ -90,12 +90,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < want && i < all.size(); ++i) fields.push_back(all[i]);
   if (fields.empty()) fields.push_back(all[0]);
   for (const auto& f : fields) types.push_back(*ItemFieldType(f));
-  std::vector<CachedField> cells(replies.size() * fields.size());
+  CachedFields cells;
+  cells.resize(replies.size() * fields.size());
   bool decoded = true;
-  for (size_t k = 0; k < replies.size() && decoded; ++k) {
-    std::span<CachedField> out(cells.data() + k * fields.size(), fields.size());
-    decoded = DecodeItem(src, ids[k], types, replies[k], out).has_value();
-  }
+  for (size_t k = 0; k < replies.size() && decoded; ++k)
+    decoded = DecodeItem(src, ids[k], types, replies[k], cells, k * fields.size()).has_value();
   if (decoded) (void)FeatureRows(src, input, *in_ids, reply_of, fields, cells);
 
   // SMISMEMBER over every id asked about: the first reply answers it.

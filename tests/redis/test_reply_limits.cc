@@ -275,6 +275,26 @@ TEST_CASE("commands: one buffer, each command's bytes and key in place") {
   CHECK(share.wire(1) == c.wire(1));
 }
 
+TEST_CASE("commands: a shape encoded once gives the same bytes and key as Add/Arg/Key") {
+  const std::vector<std::string> fields = {"likes", "quality", "a-field-name-of-12+"};
+  const RedisCommands::Shape hmget = RedisCommands::MakeShape("HMGET", fields);
+  const RedisCommands::Shape pttl = RedisCommands::MakeShape("PTTL", {});
+  for (int64_t id : {int64_t{0}, int64_t{7}, int64_t{-12345678901}, INT64_MAX}) {
+    for (std::string prefix : {"", "tenant-a:"}) {
+      RedisCommands want, got;
+      want.Add(5).Arg("HMGET").Key(prefix, "item:", id);
+      for (const auto& f : fields) want.Arg(f);
+      want.Add(2).Arg("PTTL").Key(prefix, "item:", id);
+      got.Keyed(hmget, prefix, "item:", id).Keyed(pttl, prefix, "item:", id);
+      REQUIRE(got.size() == 2);
+      CHECK(got.wire() == want.wire());
+      CHECK(got.key(0) == want.key(0));
+      CHECK(got.key(1) == want.key(1));
+      CHECK(got.Describe(0) == want.Describe(0));
+    }
+  }
+}
+
 TEST_CASE("resp replies: gathered from parts, placed by reference, read in place") {
   // Two node batches' replies, one short enough to live in its string object (SSO).
   RespReplies a, b;
