@@ -3,6 +3,11 @@
 // (concat). Strings are dictionary-encoded as they come: one code per distinct string,
 // in order of first appearance.
 //
+// One exception, on purpose: `features` writes its numeric columns in place from the
+// decoded cells (FillFixed in tasks/io_replies.cc), a value or a null bit per row with no
+// per-cell dispatch; it is the hottest column-building loop of a feed request, and it
+// must give the same Column as this builder (nulls hold 0), which its tests check.
+//
 // Threads: one builder per thread; the result is an ordinary immutable Column.
 #pragma once
 

@@ -12,6 +12,7 @@
 
 #include "cache/cache_sink.h"
 #include "cache/shard_cache.h"
+#include "data/column_builder.h"
 #include "redis_server.h"
 #include "tasks/task.h"
 #include "test_shard.h"
@@ -250,6 +251,16 @@ TEST_CASE("features: HMGET per row, typed columns added or replaced, null where 
   CHECK(std::get<double>(At(*r, "score", 2)) == 0.3);
   CHECK(Read(f.stats().fields_unparsable) == 2);
   CHECK(Read(f.stats().fields_missing) == 5);
+  // The numeric columns are written in place (not by ColumnBuilder): the same Column as
+  // the builder makes, nulls holding 0.
+  ColumnBuilder likes(ColumnType::kI64, 3);
+  likes.AppendI64(12);
+  likes.AppendNulls(2);
+  const Column want = std::move(likes).Finish();
+  const Column& got = *r->column("likes");
+  CHECK(std::vector<int64_t>(got.i64.begin(), got.i64.end()) ==
+        std::vector<int64_t>(want.i64.begin(), want.i64.end()));
+  for (uint32_t row = 0; row < 3; ++row) CHECK(got.valid(row) == want.valid(row));
 }
 
 TEST_CASE("features keeps the input's selection and asks only about selected rows") {
