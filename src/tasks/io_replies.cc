@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/parse_f64.h"
 #include "core/parse_int.h"
 #include "data/column_builder.h"
 #include "tasks/schemas.h"
@@ -14,16 +15,6 @@
 namespace rankd {
 
 namespace {
-
-// ---- strict parsing -----------------------------------------------------------------
-
-std::optional<double> ParseF64(std::string_view s) {
-  double v = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || !std::isfinite(v))
-    return std::nullopt;
-  return v;
-}
 
 std::string KeyOf(const ReplySource& src, std::string_view kind, int64_t id) {
   return std::string(src.prefix) + std::string(kind) + std::to_string(id);
@@ -125,7 +116,7 @@ void DecodeField(RespView r, ColumnType type, CachedFields& cells, size_t i) {
       if (auto v = ParseStrictInt<int64_t>(s)) return cells.SetI64(i, *v);
       break;
     case ColumnType::kF64:
-      if (auto v = ParseF64(s)) return cells.SetF64(i, *v);
+      if (auto v = ParseStrictF64(s)) return cells.SetF64(i, *v);
       break;
     case ColumnType::kStr: return cells.SetStr(i, s);
     case ColumnType::kBool:
