@@ -43,9 +43,9 @@ void RedisCommands::Extend(size_t max, Write write) {
       old + max, [&](char* p, size_t) { return static_cast<size_t>(write(p + old) - p); });
 }
 
-void RedisCommands::Counted() {
-  assert(!cmds_->empty() && cmds_->back().args_left > 0);
-  --cmds_->back().args_left;
+void RedisCommands::Counted(int n) {
+  assert(!cmds_->empty() && cmds_->back().args_left >= n);
+  cmds_->back().args_left -= n;
 }
 
 RedisCommands& RedisCommands::Add(int argc) {
@@ -70,6 +70,22 @@ RedisCommands& RedisCommands::Arg(int64_t v) {
   char tmp[24];
   auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, v);
   return Arg(std::string_view(tmp, static_cast<size_t>(end - tmp)));
+}
+
+RedisCommands& RedisCommands::Args(std::span<const int64_t> values) {
+  Counted(static_cast<int>(values.size()));
+  // "$<len>\r\n<digits>\r\n": at most 4 + 2 + 20 + 2 bytes a value.
+  Extend(values.size() * 28, [&](char* p) {
+    for (const int64_t v : values) {
+      char digits[24];
+      const size_t len = static_cast<size_t>(std::to_chars(digits, digits + 24, v).ptr - digits);
+      p = Put(PutHeader(p, '$', len), std::string_view(digits, len));
+      *p++ = '\r';
+      *p++ = '\n';
+    }
+    return p;
+  });
+  return *this;
 }
 
 RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view suffix) {

@@ -38,6 +38,8 @@ class RedisCommands {
   RedisCommands& Add(int argc);
   RedisCommands& Arg(std::string_view a);
   RedisCommands& Arg(int64_t v);
+  // One argument per value, in order (SMISMEMBER's ids): one buffer extension for all.
+  RedisCommands& Args(std::span<const int64_t> values);
   // `prefix` + `suffix` as one argument: a key under an endpoint's prefix. The first
   // Key() of a command is its key (what a cluster routes by).
   RedisCommands& Key(std::string_view prefix, std::string_view suffix);
@@ -100,7 +102,7 @@ class RedisCommands {
   void Extend(size_t max, Write write);
   // One key argument: the concatenation a + b + c.
   RedisCommands& JoinedKey(std::string_view a, std::string_view b, std::string_view c);
-  void Counted();  // one argument of the current command written
+  void Counted(int n = 1);  // n arguments of the current command written
 
   // The buffers come from this thread's free list (core/free_list.h) and go back to it; a
   // string's own small buffer is not worth keeping, nor a block over these caps.

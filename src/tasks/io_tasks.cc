@@ -387,7 +387,7 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, RowSets in) {
   cmds.Reserve(1, 64 + p.prefix().size() + 24 * ids->ids.size());
   cmds.Add(2 + static_cast<int>(ids->ids.size())).Arg("SMISMEMBER");
   cmds.Key(p.prefix(), "seen:", ctx.user_id);
-  for (int64_t id : ids->ids) cmds.Arg(id);
+  cmds.Args(ids->ids);
   auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node

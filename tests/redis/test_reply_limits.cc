@@ -295,6 +295,18 @@ TEST_CASE("commands: a shape encoded once gives the same bytes and key as Add/Ar
   }
 }
 
+TEST_CASE("commands: Args writes each value as Arg does") {
+  const std::vector<int64_t> ids = {0, 7, -1, 1234567890, INT64_MIN, INT64_MAX};
+  RedisCommands want, got;
+  want.Add(2 + static_cast<int>(ids.size())).Arg("SMISMEMBER").Key("p:", "seen:", 3);
+  for (int64_t id : ids) want.Arg(id);
+  got.Add(2 + static_cast<int>(ids.size())).Arg("SMISMEMBER").Key("p:", "seen:", 3).Args(ids);
+  got.Add(2).Arg("GET").Key("p:", "x").Args({});  // none: nothing written
+  want.Add(2).Arg("GET").Key("p:", "x");
+  CHECK(got.wire() == want.wire());
+  CHECK(got.key(0) == "p:seen:3");
+}
+
 TEST_CASE("resp replies: gathered from parts, placed by reference, read in place") {
   // Two node batches' replies, one short enough to live in its string object (SSO).
   RespReplies a, b;
