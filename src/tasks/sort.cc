@@ -46,7 +46,11 @@ bool SelectFirst(PoolVector<Entry>& e, size_t cut, Before before, const CancelCh
   const auto at = [&](PoolVector<Entry>& v, size_t i) {
     return v.begin() + static_cast<ptrdiff_t>(i);
   };
-  size_t taken = std::min(e.size(), cut + block);
+  if (e.size() <= cut + block) {  // one step: in place, nothing to copy or poll
+    std::nth_element(e.begin(), at(e, cut), e.end(), before);
+    return true;
+  }
+  size_t taken = cut + block;
   PoolVector<Entry> best(e.begin(), at(e, taken));
   size_t rejected = 0;  // e[0, rejected) holds the entries dropped so far; always < taken
   for (;;) {
