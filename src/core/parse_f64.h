@@ -41,8 +41,8 @@ inline std::optional<double> ParseStrictF64(std::string_view s) {
     }
   }
   // "1." and ".5" are left to from_chars, as is every other form.
-  const bool plain = p == end && digits >= 1 && digits <= 15 &&
-                     (point < 0 || (point >= 1 && digits > point));
+  const bool plain =
+      p == end && digits >= 1 && digits <= 15 && (point < 0 || (point >= 1 && digits > point));
   if (plain) {
     const double v = static_cast<double>(m) / kPow10[point < 0 ? 0 : digits - point];
     return neg ? -v : v;
