@@ -500,12 +500,20 @@ void Runner::Unary(const Instr& ins) {
       std::memcpy(v, va, n);
     }
   };
+  // log, log1p and exp are libm calls, not vector code: a null row skips its call.
+  auto call = [&](auto fn) {
+    for (size_t k = 0; k < n; ++k) {
+      double r = va[k] ? fn(x[k]) : 0.0;
+      o[k] = r;
+      v[k] = va[k] & Finite(r);
+    }
+  };
   switch (ins.op) {
     case Op::kNeg: apply([](double d) { return -d; }); break;
     case Op::kAbs: apply([](double d) { return std::fabs(d); }); break;
-    case Op::kLog: apply([](double d) { return std::log(d); }); break;
-    case Op::kLog1p: apply([](double d) { return std::log1p(d); }); break;
-    case Op::kExp: apply([](double d) { return std::exp(d); }); break;
+    case Op::kLog: call([](double d) { return std::log(d); }); break;
+    case Op::kLog1p: call([](double d) { return std::log1p(d); }); break;
+    case Op::kExp: call([](double d) { return std::exp(d); }); break;
     case Op::kSqrt: apply([](double d) { return std::sqrt(d); }); break;
     default: break;
   }
