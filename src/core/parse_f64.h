@@ -3,9 +3,9 @@
 // (no spaces, no '+', no "inf" or "nan"); out-of-range values are rejected.
 //
 // Inline, with a fast path: a feed request parses hundreds of fields like "0.734". A
-// plain decimal of at most 15 significant digits and at most 22 after the point is
-// m / 10^k with m < 2^53 and 10^k both exact doubles, and one IEEE division of exact
-// operands is correctly rounded — the same double from_chars gives. Anything else goes
+// plain decimal of at most 15 digits is m / 10^k with m < 2^53 and k <= 15, both exact
+// doubles, and one IEEE division of exact operands is correctly rounded — the same
+// double from_chars gives. Anything else goes
 // to from_chars.
 // Threads: any thread (pure).
 #pragma once
@@ -20,9 +20,8 @@
 namespace rankd {
 
 inline std::optional<double> ParseStrictF64(std::string_view s) {
-  static constexpr double kPow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
-                                      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-                                      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+  static constexpr double kPow10[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                      1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
   const char* p = s.data();
   const char* const end = p + s.size();
   const bool neg = p != end && *p == '-';

@@ -31,6 +31,21 @@ char* Put(char* p, std::string_view s) {
   return p + s.size();
 }
 
+char* PutCrlf(char* p) {
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
+
+// One bulk argument "$<len>\r\n<bytes>\r\n" at p; returns its end. kMaxHeader +
+// s.size() + 2 bytes at most.
+char* PutBulk(char* p, std::string_view s) { return PutCrlf(Put(PutHeader(p, '$', s.size()), s)); }
+
+// v's decimal digits, written into `buf`.
+std::string_view Digits(int64_t v, char (&buf)[20]) {
+  return {buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)};
+}
+
 }  // namespace
 
 // Each piece is written straight into the buffer after one capacity check
@@ -57,32 +72,21 @@ RedisCommands& RedisCommands::Add(int argc) {
 
 RedisCommands& RedisCommands::Arg(std::string_view a) {
   Counted();
-  Extend(kMaxHeader + a.size() + 2, [&](char* p) {
-    p = Put(PutHeader(p, '$', a.size()), a);
-    *p++ = '\r';
-    *p++ = '\n';
-    return p;
-  });
+  Extend(kMaxHeader + a.size() + 2, [&](char* p) { return PutBulk(p, a); });
   return *this;
 }
 
 RedisCommands& RedisCommands::Arg(int64_t v) {
-  char tmp[24];
-  auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, v);
-  return Arg(std::string_view(tmp, static_cast<size_t>(end - tmp)));
+  char buf[20];
+  return Arg(Digits(v, buf));
 }
 
 RedisCommands& RedisCommands::Args(std::span<const int64_t> values) {
   Counted(static_cast<int>(values.size()));
   // "$<len>\r\n<digits>\r\n": at most 4 + 2 + 20 + 2 bytes a value.
   Extend(values.size() * 28, [&](char* p) {
-    for (const int64_t v : values) {
-      char digits[24];
-      const size_t len = static_cast<size_t>(std::to_chars(digits, digits + 24, v).ptr - digits);
-      p = Put(PutHeader(p, '$', len), std::string_view(digits, len));
-      *p++ = '\r';
-      *p++ = '\n';
-    }
+    char buf[20];
+    for (const int64_t v : values) p = PutBulk(p, Digits(v, buf));
     return p;
   });
   return *this;
@@ -93,9 +97,8 @@ RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view suff
 }
 
 RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view kind, int64_t id) {
-  char tmp[24];
-  auto [end, ec] = std::to_chars(tmp, tmp + sizeof tmp, id);
-  return JoinedKey(prefix, kind, std::string_view(tmp, static_cast<size_t>(end - tmp)));
+  char buf[20];
+  return JoinedKey(prefix, kind, Digits(id, buf));
 }
 
 RedisCommands& RedisCommands::JoinedKey(std::string_view a, std::string_view b,
@@ -108,34 +111,26 @@ RedisCommands& RedisCommands::JoinedKey(std::string_view a, std::string_view b,
     cmd.key_at = buf_->size() + h.size();
     cmd.key_len = static_cast<uint32_t>(len);
   }
-  Extend(h.size() + len + 2, [&](char* p) {
-    p = Put(Put(Put(Put(p, h), a), b), c);
-    *p++ = '\r';
-    *p++ = '\n';
-    return p;
-  });
+  Extend(h.size() + len + 2, [&](char* p) { return PutCrlf(Put(Put(Put(Put(p, h), a), b), c)); });
   return *this;
 }
 
 RedisCommands::Shape RedisCommands::MakeShape(std::string_view name,
                                               std::span<const std::string> after) {
-  // Encoded by a batch of one command, its bytes then split around the key.
+  // Encoded as a command of its own with the key left out (Keyed writes it in between).
   RedisCommands one;
-  one.Add(static_cast<int>(2 + after.size())).Arg(name).Key({}, {});
-  for (const std::string& a : after) one.Arg(a);
-  const std::string_view wire = one.wire();
-  const size_t key_header = one.cmds_->back().key_at - 4;  // "$0\r\n" of the empty key
+  one.Add(static_cast<int>(2 + after.size())).Arg(name);
   Shape s;
-  s.head.assign(wire.substr(0, key_header));
-  s.tail.assign(wire.substr(key_header + 6));  // past "$0\r\n\r\n"
+  s.head.assign(one.wire());
+  for (const std::string& a : after) one.Arg(a);
+  s.tail.assign(one.wire().substr(s.head.size()));
   return s;
 }
 
 RedisCommands& RedisCommands::Keyed(const Shape& shape, std::string_view prefix,
                                     std::string_view kind, int64_t id) {
-  char digits[24];
-  const std::string_view num(
-      digits, static_cast<size_t>(std::to_chars(digits, digits + 24, id).ptr - digits));
+  char buf[20];
+  const std::string_view num = Digits(id, buf);
   const size_t len = prefix.size() + kind.size() + num.size();
   Cmd& cmd = cmds_->emplace_back();
   cmd.start = buf_->size();
@@ -145,10 +140,7 @@ RedisCommands& RedisCommands::Keyed(const Shape& shape, std::string_view prefix,
     p = PutHeader(Put(p, shape.head), '$', len);
     cmd.key_at = cmd.start + static_cast<size_t>(p - at);
     cmd.key_len = static_cast<uint32_t>(len);
-    p = Put(Put(Put(p, prefix), kind), num);
-    *p++ = '\r';
-    *p++ = '\n';
-    return Put(p, shape.tail);
+    return Put(PutCrlf(Put(Put(Put(p, prefix), kind), num)), shape.tail);
   });
   return *this;
 }

@@ -79,8 +79,7 @@ Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_
 
 // features: the input plus one typed column per field. `cells` holds, for each distinct
 // id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].
-// REQUIRES: every field is an item field. (The span form copies the cells first; the
-// features task builds CachedFields directly.)
+// REQUIRES: every field is an item field.
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    const CachedFields& cells);
