@@ -33,13 +33,24 @@ ColumnType ToColumnType(VType t) {
 template <class T>
 class Scatter {
  public:
-  Scatter(const RowSet& in, PoolVector<T>& dst)
-      : sel_(in.selection()), dst_(dst), words_((in.physical_rows() + 63) / 64, 0) {
-    dst_.assign(in.physical_rows(), T{});
+  // scalar: the program's result is one value for every row.
+  Scatter(const RowSet& in, PoolVector<T>& dst, bool scalar)
+      : sel_(in.selection()),
+        dense_(!sel_ && !scalar),
+        dst_(dst),
+        words_((in.physical_rows() + 63) / 64, 0) {
+    // Dense blocks write every row, in order: each grows the column by its own rows
+    // (zeroed while they are in cache), not the whole column up front.
+    if (dense_) {
+      dst_.clear();
+      dst_.reserve(in.physical_rows());
+    } else {
+      dst_.assign(in.physical_rows(), T{});
+    }
   }
   template <class Src>
   void Block(size_t begin, size_t n, const Slot& s, bool scalar, const Src* src) {
-    if (!sel_ && !scalar) return Dense(begin, n, s.v, src);
+    if (dense_) return Dense(begin, n, s.v, src);
     for (size_t k = 0; k < n; ++k) {
       size_t i = scalar ? 0 : k;
       uint32_t r = sel_ ? (*sel_)[begin + k] : static_cast<uint32_t>(begin + k);
@@ -56,6 +67,8 @@ class Scatter {
   // per-row loop above.
   template <class Src>
   void Dense(size_t begin, size_t n, const uint8_t* __restrict v, const Src* __restrict src) {
+    assert(dst_.size() == begin);
+    dst_.resize(begin + n);
     T* __restrict d = dst_.data() + begin;
     if constexpr (std::is_same_v<T, double> && std::is_same_v<Src, double>) {
       // A bit-select: GCC 12 does not vectorise `?:` on a byte condition over doubles.
@@ -84,6 +97,7 @@ class Scatter {
 
  private:
   const Selection* sel_;
+  const bool dense_;  // no selection and a vector result: Dense
   PoolVector<T>& dst_;
   PoolVector<uint64_t> words_;
   size_t valid_ = 0;
@@ -188,8 +202,8 @@ class ProgramExpr final : public CompiledExpr {
            PoolVector<T>& dst, Validity& validity, const Src* Slot::*field,
            std::shared_ptr<const StringDict>* dict = nullptr) const {
     FrameLease lease;
-    Scatter<T> out(in, dst);
     const bool scalar = p_.regs[p_.result].scalar;
+    Scatter<T> out(in, dst, scalar);
     bool done = expr::RunProgram(p_, in, params, lease.frame(), cancelled,
                                  [&](size_t begin, size_t n, const Slot& s) {
                                    // Every block's string codes index the same dictionary:

@@ -115,9 +115,10 @@ CmpOp Flip(CmpOp op) {
 
 // Gives each register a frame slot, reusing the slot of a register after its last
 // reader (linear scan over the straight-line code). An instruction's output never shares
-// a slot with its operands (the kernels are not written for aliasing), and a kCastF64
-// output borrows its operand's validity buffer, so the operand's slot stays taken as
-// long as the cast's value is read. The result's slot is never reused.
+// a slot with its operands (the kernels are not written for aliasing), and an output
+// that borrows its operand's validity buffer (BorrowsValidity) keeps the operand's slot
+// taken as long as the output is read. The result's slot is never reused. Runs after
+// MarkUnchecked, which decides which unary ops borrow.
 void AssignSlots(Program& p) {
   constexpr size_t kNever = std::numeric_limits<size_t>::max();
   std::vector<size_t> last(p.regs.size(), 0);
@@ -125,7 +126,7 @@ void AssignSlots(Program& p) {
   last[p.result] = kNever;
   for (size_t k = p.code.size(); k-- > 0;) {
     const Instr& in = p.code[k];
-    if (in.op == Op::kCastF64) last[in.a] = std::max(last[in.a], last[in.out]);
+    if (BorrowsValidity(in)) last[in.a] = std::max(last[in.a], last[in.out]);
   }
   // The registers whose slot frees up after each instruction.
   std::vector<std::vector<Reg>> dies_after(p.code.size());

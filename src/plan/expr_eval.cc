@@ -59,19 +59,23 @@ std::shared_ptr<const StringDict> OneString(std::string s) {
 
 using DictPtr = std::shared_ptr<const StringDict>;
 
-// The numeric kernels (expr_kernels.h) compiled twice, for baseline x86-64 (SSE2) and for
-// AVX2, the dynamic loader picking one per machine (GCC function multiversioning, an
-// ifunc): AVX2 doubles the vector width and has what GCC 12 needs to vectorise f64
-// compares into bytes, which stay scalar on SSE2. `flatten` inlines the templated kernels
-// into each clone, so that they are vectorised for its target. Measured on ops/bench vm
-// (AMD EPYC, AVX2, median of 3): filter 0.88 -> 0.62 of its baseline; vm within noise.
+// The numeric kernels (expr_kernels.h) compiled three times, for baseline x86-64 (SSE2),
+// AVX2 and x86-64-v4 (AVX-512), the dynamic loader picking one per machine (GCC function
+// multiversioning, an ifunc): AVX2 doubles the vector width and has what GCC 12 needs to
+// vectorise f64 compares into bytes, which stay scalar on SSE2; AVX-512 doubles it again
+// and compares into mask registers. `flatten` inlines the templated kernels into each
+// clone, so that they are vectorised for its target. Results are the same in every clone
+// (one IEEE operation per step; -ffp-contract=off in meson.build). Measured
+// on ops/bench vm (AMD EPYC, median of 3): filter 0.88 -> 0.62 of its baseline with AVX2,
+// 0.74 -> 0.64 with AVX-512 added on a machine that has it; vm within noise.
 // Not under TSan nor with the fuzz build's coverage callbacks (RANKD_FUZZ_COVERAGE): the
 // dynamic loader runs the ifunc resolvers while relocating, before those runtimes are
 // set up, and the instrumented resolver crashes (seen under TSan: SIGSEGV in a resolver
 // called from _dl_relocate_object). Those builds run the baseline kernels.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_THREAD__) && !defined(RANKD_FUZZ_COVERAGE)
-#define RANKD_VECTOR_CLONES __attribute__((target_clones("avx2", "default"), flatten))
+#define RANKD_VECTOR_CLONES \
+  __attribute__((target_clones("arch=x86-64-v4", "avx2", "default"), flatten))
 #else
 #define RANKD_VECTOR_CLONES
 #endif
@@ -487,7 +491,9 @@ void Runner::Unary(const Instr& ins) {
   out.f = o;
   const double* x = a.f;
   const uint8_t* va = a.v;
+  // Unchecked, the output borrows the operand's validity (BorrowsValidity).
   const bool check = !ins.unchecked;
+  if (!check) out.v = va;
   auto apply = [&](auto fn) {
     if (check) {
       for (size_t k = 0; k < n; ++k) {
@@ -497,15 +503,18 @@ void Runner::Unary(const Instr& ins) {
       }
     } else {
       for (size_t k = 0; k < n; ++k) o[k] = fn(x[k]);
-      std::memcpy(v, va, n);
     }
   };
   // log, log1p and exp are libm calls, not vector code: a null row skips its call.
   auto call = [&](auto fn) {
-    for (size_t k = 0; k < n; ++k) {
-      double r = va[k] ? fn(x[k]) : 0.0;
-      o[k] = r;
-      v[k] = va[k] & Finite(r);
+    if (check) {
+      for (size_t k = 0; k < n; ++k) {
+        double r = va[k] ? fn(x[k]) : 0.0;
+        o[k] = r;
+        v[k] = va[k] & Finite(r);
+      }
+    } else {
+      for (size_t k = 0; k < n; ++k) o[k] = va[k] ? fn(x[k]) : 0.0;
     }
   };
   switch (ins.op) {

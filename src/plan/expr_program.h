@@ -105,6 +105,22 @@ void ForEachOperand(const Instr& in, F&& f) {
   }
 }
 
+// Whether `in`'s output borrows its operand's validity buffer instead of writing its own
+// (the same rows are valid): a cast, and an unchecked f64 unary op. The operand's slot
+// then stays taken while the output is read (AssignSlots).
+inline bool BorrowsValidity(const Instr& in) {
+  switch (in.op) {
+    case Op::kCastF64: return true;
+    case Op::kNeg:
+    case Op::kAbs:
+    case Op::kLog:
+    case Op::kLog1p:
+    case Op::kExp:
+    case Op::kSqrt: return in.unchecked;
+    default: return false;
+  }
+}
+
 // Bounds on what the compiler accepts (docs/plan.md, "Expressions"), so that whatever loads
 // also runs: nodes are the JSON objects of the tree (leaves, ops and predicates), depth
 // the longest root-to-leaf chain of them (a lone leaf has depth 1). The compiler recurses
