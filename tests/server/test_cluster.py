@@ -141,8 +141,8 @@ def env():
         extra, names = all_plans()
         plans = plans_dir(dict(extra, **{f"{p}_patient": patient_plan(p) for p in RESHARD_PLANS}))
         _env.update(cluster=cluster, single=single, names=names,
-                    on_single=Rankd(plans, redis=single, shards=2),
-                    on_cluster=Rankd(plans, redis=cluster, shards=2))
+                    on_single=Rankd(plans, redis=single, shards=2).wait_ready(),
+                    on_cluster=Rankd(plans, redis=cluster, shards=2).wait_ready())
     return _env
 
 
@@ -229,7 +229,7 @@ def test_reads_from_replicas_answer_like_the_masters():
     wait_until(synced, timeout=30, what="the replicas to reach their masters' offsets")
     before = {r: read_calls(cluster, r) for r, _ in pairs}
     _, names = all_plans()
-    reader = Rankd(plans_dir({}), redis=ReplicaReads(cluster), shards=2)
+    reader = Rankd(plans_dir({}), redis=ReplicaReads(cluster), shards=2).wait_ready()
     try:
         # Replica connections are made with the first slot map: wait until reads use them.
         def on_replicas():
@@ -388,7 +388,7 @@ def check_cache_through_reshard_and_writes(tracking):
             plan = cache_plan(name, cached)
             plans[plan["name"]] = plan
     rankd = Rankd(plans_dir(plans), redis=cluster, shards=2,
-                  extra_args=["--cache-mb", "16", "--cache-tracking", tracking])
+                  extra_args=["--cache-mb", "16", "--cache-tracking", tracking]).wait_ready()
     try:
         viewers = range(1, 81)
         before = {}

@@ -329,6 +329,16 @@ class Rankd:
         status, _, _ = self.request("GET", "/healthz")
         return status == 200
 
+    def wait_ready(self, timeout=30):
+        """Waits until /readyz answers 200: every shard has its Redis endpoints (a cluster's
+        slot map included). /healthz, which the constructor waits for, says only that rankd
+        serves HTTP."""
+        def ready():
+            self._exited()
+            return self.request("GET", "/readyz")[0] == 200
+        wait_until(ready, timeout=timeout, what=f"rankd on port {self.port} to be ready")
+        return self
+
     def stderr(self):
         with open(self.log_path) as f:
             return f.read()
