@@ -171,6 +171,7 @@ Status Server::Start() {
     // With --port 0 the first shard picks the port and the others join it.
     if (opts_.port == 0) opts_.port = shard->port();
   }
+  started_.store(true, std::memory_order_release);
   LogInfo("rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) +
           " with " + std::to_string(opts_.shards) + " shard(s), " +
           std::to_string(plans_->plans.size()) + " plan(s) from " + opts_.plans);
@@ -265,6 +266,7 @@ std::string Server::ReadinessReasons() const {
       return "draining: still serving until --drain-delay-ms ends, then closing";
     case Phase::kDraining: return "draining: closed to new connections, finishing requests";
   }
+  if (!started_.load(std::memory_order_acquire)) return "starting: not every shard listens yet";
   if (plan_count_.load(std::memory_order_acquire) == 0) return "no plans loaded";
   std::string why;
   for (const auto& s : shards_)

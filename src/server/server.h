@@ -85,6 +85,9 @@ class Server {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
   std::atomic<size_t> plan_count_{0};     // for readiness, from any thread
+  // Every shard listens (Start has returned): until then shard 0 may answer /readyz while
+  // the others are still starting. Set by the main thread, read by any.
+  std::atomic<bool> started_{false};
   // Where a SIGTERM/SIGINT has got to; only moves forward.
   enum class Phase { kServing, kDrainDelay, kDraining };
   std::atomic<Phase> phase_{Phase::kServing};
