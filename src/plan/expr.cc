@@ -36,6 +36,7 @@ class Scatter {
   // scalar: the program's result is one value for every row.
   Scatter(const RowSet& in, PoolVector<T>& dst, bool scalar)
       : sel_(in.selection()),
+        scalar_(scalar),
         dense_(!sel_ && !scalar),
         dst_(dst),
         words_((in.physical_rows() + 63) / 64, 0) {
@@ -49,10 +50,10 @@ class Scatter {
     }
   }
   template <class Src>
-  void Block(size_t begin, size_t n, const Slot& s, bool scalar, const Src* src) {
+  void Block(size_t begin, size_t n, const Slot& s, const Src* src) {
     if (dense_) return Dense(begin, n, s.v, src);
     for (size_t k = 0; k < n; ++k) {
-      size_t i = scalar ? 0 : k;
+      size_t i = scalar_ ? 0 : k;
       uint32_t r = sel_ ? (*sel_)[begin + k] : static_cast<uint32_t>(begin + k);
       uint8_t v = s.v[i];
       dst_[r] = v ? static_cast<T>(src[i]) : T{};
@@ -97,6 +98,7 @@ class Scatter {
 
  private:
   const Selection* sel_;
+  const bool scalar_;
   const bool dense_;  // no selection and a vector result: Dense
   PoolVector<T>& dst_;
   PoolVector<uint64_t> words_;
@@ -202,8 +204,7 @@ class ProgramExpr final : public CompiledExpr {
            PoolVector<T>& dst, Validity& validity, const Src* Slot::*field,
            std::shared_ptr<const StringDict>* dict = nullptr) const {
     FrameLease lease;
-    const bool scalar = p_.regs[p_.result].scalar;
-    Scatter<T> out(in, dst, scalar);
+    Scatter<T> out(in, dst, p_.regs[p_.result].scalar);
     bool done = expr::RunProgram(p_, in, params, lease.frame(), cancelled,
                                  [&](size_t begin, size_t n, const Slot& s) {
                                    // Every block's string codes index the same dictionary:
@@ -212,7 +213,7 @@ class ProgramExpr final : public CompiledExpr {
                                      assert(!*dict || *dict == s.dict);
                                      *dict = s.dict;
                                    }
-                                   out.Block(begin, n, s, scalar, s.*field);
+                                   out.Block(begin, n, s, s.*field);
                                  });
     if (done) out.Finish(validity);
     return done;

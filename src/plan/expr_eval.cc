@@ -465,9 +465,11 @@ void Runner::Unary(const Instr& ins) {
   Slot& out = S(ins.out);
   const Slot& a = S(ins.a);
   size_t n = Len(ins.out);
-  uint8_t* v = Alloc(out.own_v, n);
-  out.v = v;
-  if (StorageOf(T(ins.out)) == Storage::kI64) {
+  // Unchecked, the output borrows the operand's validity (BorrowsValidity); else its own.
+  const bool check = !ins.unchecked;
+  uint8_t* v = check ? Alloc(out.own_v, n) : nullptr;
+  out.v = check ? v : a.v;
+  if (StorageOf(T(ins.out)) == Storage::kI64) {  // never unchecked (f64 only)
     int64_t* o = Alloc(out.own_i, n);
     out.i = o;
     const int64_t* x = a.i;
@@ -491,9 +493,6 @@ void Runner::Unary(const Instr& ins) {
   out.f = o;
   const double* x = a.f;
   const uint8_t* va = a.v;
-  // Unchecked, the output borrows the operand's validity (BorrowsValidity).
-  const bool check = !ins.unchecked;
-  if (!check) out.v = va;
   auto apply = [&](auto fn) {
     if (check) {
       for (size_t k = 0; k < n; ++k) {
