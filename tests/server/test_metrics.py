@@ -62,8 +62,11 @@ def test_every_answer_a_route_can_give_is_exported_from_start():
             for route, method, code in [("/rank", "POST", "504"), ("/rank", "POST", "422"),
                                         ("/rank", "GET", "405"), ("/readyz", "GET", "503"),
                                         ("/plans/{name}", "HEAD", "404"), ("other", "POST", "404")]:
-                assert metric_value(text, "rankd_http_requests_total", route=route, method=method,
-                                    code=code, shard=shard) == 0, (route, method, code, shard)
+                got = metric_value(text, "rankd_http_requests_total", route=route, method=method,
+                                   code=code, shard=shard)
+                # The harness asked /readyz while rankd started (no Redis here: 503).
+                want_zero = route != "/readyz"
+                assert got is not None and (got == 0 or not want_zero), (route, method, code, shard, got)
     finally:
         s.stop()
 

@@ -339,9 +339,15 @@ class Rankd:
         return True
 
     def _healthy(self):
+        """Serves HTTP on every shard: /healthz is 200 and /readyz no longer says
+        "starting" (shard 0 answers while the others still start; their metric series and
+        listeners come with them). /readyz may still fail for Redis: see wait_ready."""
         self._exited()
         status, _, _ = self.request("GET", "/healthz")
-        return status == 200
+        if status != 200:
+            return False
+        status, _, body = self.request("GET", "/readyz")
+        return status == 200 or b"starting" not in body
 
     def wait_ready(self, timeout=30):
         """Waits until /readyz answers 200: every shard has its Redis endpoints (a cluster's
