@@ -156,6 +156,11 @@ def answer(rankd, plan, user, deadline_ms=None):
     return status, body
 
 
+def degraded(answer_):
+    """The optional nodes an answer (status, body) went without."""
+    return answer_[1].get("degraded") if isinstance(answer_[1], dict) else None
+
+
 def test_every_plan_answers_the_same_on_the_cluster():
     e = env()
     rng = random.Random(14)
@@ -168,6 +173,13 @@ def test_every_plan_answers_the_same_on_the_cluster():
         for user in [1, 2, USERS] + rng.sample(range(3, USERS), VIEWERS_PER_PLAN - 3):
             want = answer(e["on_single"], plan, user)
             got = answer(e["on_cluster"], plan, user)
+            # An optional node past its own timeout (degraded) on a slow sanitizer build
+            # says nothing about the cluster: ask both again, a few times at most.
+            for _ in range(3):
+                if got == want or not (degraded(want) or degraded(got)):
+                    break
+                want = answer(e["on_single"], plan, user)
+                got = answer(e["on_cluster"], plan, user)
             assert want[0] == 200, (plan, user, want)
             assert got == want, (plan, user, got, want)
             checked += 1
@@ -229,20 +241,23 @@ def test_reads_from_replicas_answer_like_the_masters():
     wait_until(synced, timeout=30, what="the replicas to reach their masters' offsets")
     before = {r: read_calls(cluster, r) for r, _ in pairs}
     _, names = all_plans()
-    reader = Rankd(plans_dir({}), redis=ReplicaReads(cluster), shards=2).wait_ready()
+    # feed_patient: feed without its nodes' timeouts, so that an optional node that runs
+    # out of time under a sanitizer (degraded) cannot make the two answers differ.
+    reader = Rankd(plans_dir({"feed_patient": patient_plan("feed")}), redis=ReplicaReads(cluster),
+                   shards=2).wait_ready()
     try:
         # Replica connections are made with the first slot map: wait until reads use them.
         def on_replicas():
-            assert answer(reader, "feed", 1) == answer(e["on_single"], "feed", 1)
+            assert answer(reader, "feed_patient", 1) == answer(e["on_single"], "feed_patient", 1)
             return all(read_calls(cluster, r) > before[r] for r, _ in pairs)
 
         wait_until(on_replicas, timeout=20, what="reads to reach every replica")
         for user in range(1, 41):
             # A generous deadline: sanitizer builds on a busy machine are slow, and a 504
             # would say nothing about what replicas answer.
-            want = answer(e["on_single"], "feed", user, deadline_ms=10000)
+            want = answer(e["on_single"], "feed_patient", user, deadline_ms=10000)
             assert want[0] == 200, want
-            got = answer(reader, "feed", user, deadline_ms=10000)
+            got = answer(reader, "feed_patient", user, deadline_ms=10000)
             assert got == want, (user, got, want)
         calls = {r: read_calls(cluster, r) - before[r] for r, _ in pairs}
         text = reader.metrics()
