@@ -1,7 +1,7 @@
-// ShardCache (shard_cache.h): a flat open-addressing index from CacheKey to an entry (a
-// heap block), the entries threaded on one intrusive FIFO for SIEVE eviction, and a map of the keys
-// being read from Redis for the invalidation race. Threads: the shard's loop thread only, except
-// the stats (relaxed atomics).
+// ShardCache (shard_cache.h): a flat open-addressing index from CacheKey to an entry
+// (cache_entry.h), the entries threaded on one intrusive FIFO for SIEVE eviction, and a map of
+// the keys being read from Redis for the invalidation race. Threads: the shard's loop thread only,
+// except the stats (relaxed atomics).
 #include "cache/shard_cache.h"
 
 #include <sys/mman.h>
@@ -45,58 +45,6 @@ constexpr uint64_t Block(uint64_t n) {
   return n == 0 ? 0 : std::max<uint64_t>(32, (n + 8 + 15) & ~uint64_t{15});
 }
 
-// What a std::string holds inline: a string allocates only past this.
-const size_t kSsoCapacity = std::string().capacity();
-
-uint64_t StringHeap(const std::string& s) {
-  return s.capacity() > kSsoCapacity ? Block(s.capacity() + 1) : 0;
-}
-
-uint64_t HeapBytes(const CachedHash& h) { return h.fields.HeapBytes(); }
-
-uint64_t HeapBytes(const CachedList& l) {
-  return Block(l.members.heap_capacity() * sizeof(int64_t)) +
-         Block(l.bad.capacity() * sizeof(uint32_t));
-}
-
-}  // namespace
-
-// CachedFields --------------------------------------------------------------------------
-
-CachedField CachedFields::operator[](size_t i) const {
-  const Cell& c = cells_[i];
-  CachedField f;
-  f.state = c.state;
-  switch (c.kind) {
-    case kNone: break;
-    case kI64: f.value = i64(i); break;
-    case kF64: f.value = f64(i); break;
-    case kStr: f.value = std::string(str(i)); break;
-    case kBool: f.value = boolean(i); break;
-  }
-  return f;
-}
-
-void CachedFields::Set(size_t i, const CachedField& f) {
-  SetNoValue(i, f.state);
-  if (f.state != CachedField::State::kValue) return;
-  if (const auto* v = std::get_if<int64_t>(&f.value)) {
-    SetI64(i, *v);
-  } else if (const auto* d = std::get_if<double>(&f.value)) {
-    SetF64(i, *d);
-  } else if (const auto* s = std::get_if<std::string>(&f.value)) {
-    SetStr(i, *s);
-  } else if (const auto* b = std::get_if<bool>(&f.value)) {
-    SetBool(i, *b);
-  }
-}
-
-uint64_t CachedFields::HeapBytes() const {
-  return Block(cells_.heap_capacity() * sizeof(Cell)) + StringHeap(strings_);
-}
-
-namespace {
-
 // Copies the fields `from` knows into `into` (same `exists`): newer reads win.
 void MergeHash(CachedHash& into, CachedHash&& from) {
   if (into.fields.size() < from.fields.size()) into.fields.resize(from.fields.size());
@@ -117,46 +65,7 @@ std::optional<uint64_t> ExpireAt(uint64_t now, uint64_t cap, std::optional<uint6
 }  // namespace
 
 struct ShardCache::Impl {
-  // A hash or a list. What a lookup reads comes first: the expiry, the visited bit, which
-  // of the two it holds (a tag here rather than a std::variant's index, which sits after
-  // the value, a cache line further), then the value (a hash's cells are inline).
-  struct Entry {
-    uint64_t expire_at = 0;  // now_ms at and past which the entry is not served
-    CacheKey key;
-    bool visited = false;  // SIEVE: looked up since the hand last passed
-    const bool is_hash;
-    uint32_t bytes = 0;  // what the entry is charged (≤ the budget / 16, and < 4 GiB)
-    union {
-      CachedHash hash;  // is_hash
-      CachedList list;  // !is_hash
-    };
-    Entry* newer = nullptr;  // FIFO links: towards the head (newest)
-    Entry* older = nullptr;  // towards the tail (oldest)
-
-    explicit Entry(CachedHash&& h) : is_hash(true), hash(std::move(h)) {}
-    explicit Entry(CachedList&& l) : is_hash(false), list(std::move(l)) {}
-    Entry(const Entry&) = delete;
-    Entry& operator=(const Entry&) = delete;
-    ~Entry() {
-      if (is_hash)
-        hash.~CachedHash();
-      else
-        list.~CachedList();
-    }
-    const CachedHash* get(const CachedHash*) const { return is_hash ? &hash : nullptr; }
-    const CachedList* get(const CachedList*) const { return is_hash ? nullptr : &list; }
-    // Starts loading what a lookup of a T reads (computes addresses, reads nothing).
-    void Prefetch(const CachedHash*) const {
-      __builtin_prefetch(this);
-      hash.fields.PrefetchInline();
-    }
-    void Prefetch(const CachedList*) const {
-      const char* p = reinterpret_cast<const char*>(this);
-      const char* end = reinterpret_cast<const char*>(&list + 1);
-      for (; p < end; p += 64) __builtin_prefetch(p);
-      __builtin_prefetch(end - 1);
-    }
-  };
+  using Entry = CacheEntry;
 
   // The index: open addressing with linear probing over a power-of-two table, grown
   // (doubled) past a load of 0.7, erased by backward shift (no tombstones: a probe ends
@@ -167,8 +76,9 @@ struct ShardCache::Impl {
     Entry* entry = nullptr;  // null: the slot is empty
   };
   // The table doubles past a load of 0.7 (and never shrinks), so its load is 0.35–0.7
-  // while the cache fills: each entry is charged two slots.
-  static constexpr uint64_t kEntryOverhead = Block(sizeof(Entry)) + 2 * sizeof(Slot);
+  // while the cache fills: each entry is charged two slots. Entries are arena cells of
+  // their own size (EntryArena).
+  static constexpr uint64_t kEntryOverhead = sizeof(Entry) + 2 * sizeof(Slot);
 
   // Large caches live on transparent huge pages: a lookup reads a random slot among
   // megabytes of them and a random entry among tens of megabytes, and with 4 KiB pages
@@ -201,45 +111,45 @@ struct ShardCache::Impl {
     return Slots(slots);
   }
 
-  // The entries' memory: with a budget of kArenaMinBudget or more, 2 MiB chunks on huge
-  // pages cut into entry-sized cells, freed cells reused (a free list), the chunks kept
-  // until the cache goes: entries never outnumber budget / kEntryOverhead, so the chunks
-  // stay within the budget plus one chunk. Else the heap.
+  // The entries' memory: chunks cut into entry-sized cells (aligned to cache lines, which
+  // malloc would pad), freed cells reused (a free list), the chunks kept until the cache
+  // goes. Entries never outnumber budget / kEntryOverhead, so the chunks stay within the
+  // budget plus one chunk: a chunk is 1/16 of the budget, at least 64 KiB and at most a
+  // 2 MiB huge page (budgets of 32 MiB or more).
   struct EntryArena {
-    static constexpr uint64_t kArenaMinBudget = 16 * kHugePage;
-    // Whole cache lines (an item's entry takes 4): a hash's header and cells then span 3.
-    static constexpr size_t kCell = (sizeof(Entry) + 63) & ~size_t{63};
-    const bool huge;
+    static constexpr size_t kCell = sizeof(Entry);  // whole cache lines
+    const size_t chunk_bytes;
     std::vector<void*> chunks;
     char* next = nullptr;  // the current chunk's first unused cell
     char* end = nullptr;   // the end of its last whole cell
     void* free_list = nullptr;
 
-    explicit EntryArena(uint64_t budget) : huge(budget >= kArenaMinBudget) {}
+    explicit EntryArena(uint64_t budget)
+        : chunk_bytes(std::clamp<uint64_t>(std::bit_floor(std::max<uint64_t>(budget / 16, 1)),
+                                           uint64_t{64} << 10, kHugePage)) {}
     EntryArena(const EntryArena&) = delete;
     EntryArena& operator=(const EntryArena&) = delete;
     ~EntryArena() {
       for (void* c : chunks) std::free(c);
     }
     void* Allocate() {
-      if (!huge) return ::operator new(sizeof(Entry));
       if (free_list != nullptr) return std::exchange(free_list, *static_cast<void**>(free_list));
       if (next == end) {
-        chunks.push_back(AllocHuge(kHugePage));
-        next = static_cast<char*>(chunks.back());
-        end = next + kHugePage / kCell * kCell;
+        void* chunk = chunk_bytes == kHugePage ? AllocHuge(kHugePage)
+                                               : std::aligned_alloc(alignof(Entry), chunk_bytes);
+        if (chunk == nullptr) throw std::bad_alloc();
+        chunks.push_back(chunk);
+        next = static_cast<char*>(chunk);
+        end = next + chunk_bytes / kCell * kCell;
       }
       return std::exchange(next, next + kCell);
     }
-    void Free(void* p) {
-      if (!huge) return ::operator delete(p);
-      *static_cast<void**>(p) = std::exchange(free_list, p);
-    }
+    void Free(void* p) { *static_cast<void**>(p) = std::exchange(free_list, p); }
   };
 
   template <typename T>
-  Entry* NewEntry(T&& value) {
-    return new (arena.Allocate()) Entry(std::move(value));
+  Entry* NewEntry(const CacheKey& k, const T& value) {
+    return new (arena.Allocate()) Entry(k, value);
   }
   void DeleteEntry(Entry* e) {
     e->~Entry();
@@ -351,13 +261,14 @@ struct ShardCache::Impl {
   // (then their heap data) kAhead keys before they are read, so that the cache misses
   // of a batch overlap. Expired entries are not served; they are dropped after the
   // batch (a key may repeat in it: nothing moves while the batch is read).
-  template <typename T>
+  template <typename Ref>
   void FindMany(CacheStats& stats, uint64_t now, std::span<const CacheKey> keys,
-                std::span<const T*> out) {
+                std::span<Ref> out) {
     assert(out.size() == keys.size());
+    constexpr bool kHash = std::is_same_v<Ref, HashRef>;
     const size_t n = keys.size();
     if (size == 0) {
-      std::fill(out.begin(), out.end(), nullptr);
+      std::fill(out.begin(), out.end(), Ref{});
       return;
     }
     constexpr size_t kAhead = 8;
@@ -376,18 +287,19 @@ struct ShardCache::Impl {
         size_t j = i - kAhead;
         Entry* e = slots[Probe(keys[j], hashes[j % kRing])].entry;
         found[j % kRing] = e;
-        if (e) e->Prefetch(static_cast<const T*>(nullptr));
+        if (e) __builtin_prefetch(e);  // its first line: all a hit reads, unless spilled
       }
       if (i >= 2 * kAhead) {
         size_t j = i - 2 * kAhead;
         Entry* e = found[j % kRing];
-        const T* v = nullptr;
+        Ref v;
         if (e != nullptr) {
           if (now >= e->expire_at) {
             expired = true;
-          } else if ((v = e->get(static_cast<const T*>(nullptr)))) {
+          } else if (e->is_hash == kHash) {
+            v = Ref(e);
             if (!e->visited) e->visited = true;  // no store (a dirty line) when it is set
-            Prefetch(*v);
+            if (e->spilled) __builtin_prefetch(e->spill);
           }
         }
         out[j] = v;
@@ -404,16 +316,13 @@ struct ShardCache::Impl {
     }
   }
 
-  static void Prefetch(const CachedHash&) {}  // its cells are in the entry, prefetched
-  static void Prefetch(const CachedList& l) { __builtin_prefetch(l.members.data()); }
-
   // Stores `value` for `k` (replacing an older entry), evicting for the budget first.
   // `merged`: `value` includes the older entry's fields, so its expiry (no field may
   // outlive the cap) and visited bit carry over.
   template <typename T>
-  void Put(CacheStats& stats, uint64_t budget, const CacheKey& k, T&& value, uint64_t expire_at,
-           bool merged) {
-    const uint64_t charge = kEntryOverhead + HeapBytes(value);
+  void Put(CacheStats& stats, uint64_t budget, const CacheKey& k, const T& value,
+           uint64_t expire_at, bool merged) {
+    const uint64_t charge = kEntryOverhead + Block(Entry::SpillBytes(value));
     if (charge > budget / 16 || charge > UINT32_MAX) return;  // not stored; an older one stays
 
     bool visited = false;
@@ -428,9 +337,8 @@ struct ShardCache::Impl {
     while (bytes + charge > budget && size > 0) EvictOne(stats);
 
     if (10 * (size + 1) > 7 * capacity()) Grow();
-    Entry* e = NewEntry(std::move(value));
+    Entry* e = NewEntry(k, value);
     e->expire_at = expire_at;
-    e->key = k;
     e->visited = visited;
     e->bytes = static_cast<uint32_t>(charge);
     Slot& slot = slots[Probe(k, KeyHash{}(k))];
@@ -486,32 +394,32 @@ ShardCache::~ShardCache() {
   stats_->entries.fetch_sub(static_cast<int64_t>(impl_->size), std::memory_order_relaxed);
 }
 
-const CachedHash* ShardCache::FindHash(const CacheKey& k) {
-  const CachedHash* out = nullptr;
-  FindHashes(std::span<const CacheKey>(&k, 1), std::span<const CachedHash*>(&out, 1));
+HashRef ShardCache::FindHash(const CacheKey& k) {
+  HashRef out;
+  FindHashes(std::span<const CacheKey>(&k, 1), std::span<HashRef>(&out, 1));
   return out;
 }
 
-const CachedList* ShardCache::FindList(const CacheKey& k) {
-  const CachedList* out = nullptr;
-  FindLists(std::span<const CacheKey>(&k, 1), std::span<const CachedList*>(&out, 1));
+ListRef ShardCache::FindList(const CacheKey& k) {
+  ListRef out;
+  FindLists(std::span<const CacheKey>(&k, 1), std::span<ListRef>(&out, 1));
   return out;
 }
 
-void ShardCache::FindHashes(std::span<const CacheKey> keys, std::span<const CachedHash*> out) {
+void ShardCache::FindHashes(std::span<const CacheKey> keys, std::span<HashRef> out) {
   if (impl_->size == 0) {
-    std::fill(out.begin(), out.end(), nullptr);
+    std::fill(out.begin(), out.end(), HashRef{});
     return;
   }
-  impl_->FindMany<CachedHash>(*stats_, now_ms_(), keys, out);
+  impl_->FindMany<HashRef>(*stats_, now_ms_(), keys, out);
 }
 
-void ShardCache::FindLists(std::span<const CacheKey> keys, std::span<const CachedList*> out) {
+void ShardCache::FindLists(std::span<const CacheKey> keys, std::span<ListRef> out) {
   if (impl_->size == 0) {
-    std::fill(out.begin(), out.end(), nullptr);
+    std::fill(out.begin(), out.end(), ListRef{});
     return;
   }
-  impl_->FindMany<CachedList>(*stats_, now_ms_(), keys, out);
+  impl_->FindMany<ListRef>(*stats_, now_ms_(), keys, out);
 }
 
 void ShardCache::RecordLookups(uint64_t hits, uint64_t misses) {
@@ -540,26 +448,24 @@ void ShardCache::EndRead(ReadTicket& t) {
 
 void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash value,
                          std::optional<uint64_t> key_ttl_ms) {
-  if (opts_.budget_bytes == 0 || !t.Storable(k)) return;
+  if (opts_.budget_bytes == 0 || !t.Storable(k) || !CacheEntry::Encodable(value)) return;
   uint64_t now = now_ms_();
   std::optional<uint64_t> expire_at = ExpireAt(now, opts_.ttl_cap_ms, key_ttl_ms);
   if (!expire_at) return;
   bool merged = false;
   if (Impl::Entry* e = impl_->Lookup(k)) {
-    const CachedHash* old = e->get(static_cast<const CachedHash*>(nullptr));
     if (now >= e->expire_at) {
       impl_->Erase(e, *stats_);
       stats_->expirations.fetch_add(1, std::memory_order_relaxed);
-    } else if (old && old->exists == value.exists) {
+    } else if (e->is_hash && e->exists == value.exists) {
       // Merge into a copy: if the merged entry is too large, the old one stays as it was.
-      CachedHash both = *old;
+      CachedHash both = HashRef(e).ToHash();
       MergeHash(both, std::move(value));
       value = std::move(both);
       merged = true;
     }
   }
-  value.fields.Compact();
-  impl_->Put(*stats_, opts_.budget_bytes, k, std::move(value), *expire_at, merged);
+  impl_->Put(*stats_, opts_.budget_bytes, k, value, *expire_at, merged);
 }
 
 void ShardCache::PutList(const ReadTicket& t, const CacheKey& k, CachedList value,
@@ -567,7 +473,7 @@ void ShardCache::PutList(const ReadTicket& t, const CacheKey& k, CachedList valu
   if (opts_.budget_bytes == 0 || !t.Storable(k)) return;
   std::optional<uint64_t> expire_at = ExpireAt(now_ms_(), opts_.ttl_cap_ms, key_ttl_ms);
   if (!expire_at) return;
-  impl_->Put(*stats_, opts_.budget_bytes, k, std::move(value), *expire_at, false);
+  impl_->Put(*stats_, opts_.budget_bytes, k, value, *expire_at, false);
 }
 
 void ShardCache::Invalidate(uint16_t endpoint, std::string_view key) {

@@ -36,133 +36,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/inline_vector.h"
-#include "data/value.h"
+#include "cache/cache_entry.h"
+#include "cache/cached_values.h"
 
 namespace rankd {
-
-// The key families the cache holds (docs/data.md); the Redis key is the endpoint's
-// prefix + the family's prefix + the id.
-enum class CacheKind : uint8_t { kUser, kFollow, kRecs, kMedia, kItem };
-
-struct CacheKey {
-  uint16_t endpoint = 0;  // the shard's endpoint index (RedisPools order)
-  CacheKind kind = CacheKind::kUser;
-  int64_t id = 0;
-  friend bool operator==(const CacheKey&, const CacheKey&) = default;
-};
-
-// "user:", "follow:", "recs:", "media:", "item:".
-std::string_view CacheKindPrefix(CacheKind k);
-// A Redis key without the endpoint's prefix -> its family and id; nullopt for keys the
-// cache never holds (other families, ids that are not strict decimal i64).
-std::optional<std::pair<CacheKind, int64_t>> ParseCacheKey(std::string_view key);
-
-// One hash field as the task decoded it.
-struct CachedField {
-  enum class State : uint8_t { kMissing, kUnparsable, kValue };
-  State state = State::kMissing;
-  Value value;  // i64, f64, str or bool when kValue
-};
-
-// Hash fields stored compactly: a 16-byte cell each (state, type, 8-byte payload), the
-// strings' bytes in one buffer. A field's value is one of i64, f64, str or bool (any
-// other Value is kept as no value: no field has another type). A hash entry's fields,
-// and a features node's per-request copies of them (cells copy without allocating).
-// Up to kInline cells (a user's or an item's fields) live inside the object, so that a
-// cache entry's cells share the entry's heap block: a hit costs one memory access less.
-// More cells (a features node's per-request copy) go to the heap.
-class CachedFields {
- public:
-  static constexpr size_t kInline = 8;
-
-  size_t size() const { return cells_.size(); }
-  void resize(size_t n) { cells_.resize(n); }
-  // Field i, rebuilt (a copy).
-  CachedField operator[](size_t i) const;
-  void Set(size_t i, const CachedField& f);
-  // Field i holds this value (state kValue), or has no value in `state`.
-  void SetI64(size_t i, int64_t v) { cells_[i] = {static_cast<uint64_t>(v), 0, kValue, kI64}; }
-  void SetF64(size_t i, double v) { cells_[i] = {std::bit_cast<uint64_t>(v), 0, kValue, kF64}; }
-  void SetBool(size_t i, bool v) { cells_[i] = {v ? 1u : 0u, 0, kValue, kBool}; }
-  void SetStr(size_t i, std::string_view v) {
-    cells_[i] = {strings_.size(), static_cast<uint32_t>(v.size()), kValue, kStr};
-    strings_.append(v);
-  }
-  void SetNoValue(size_t i, CachedField::State state) { cells_[i] = {0, 0, state, kNone}; }
-  // Field i = from's field j. REQUIRES: &from != this.
-  void Set(size_t i, const CachedFields& from, size_t j) {
-    const Cell& src = from.cells_[j];
-    Cell& dst = cells_[i];
-    dst = src;  // 16 bytes, copied whole
-    if (src.kind == kStr) {
-      dst.bits = strings_.size();
-      strings_.append(from.str(j));
-    }
-  }
-  CachedField::State state(size_t i) const { return cells_[i].state; }
-  // The value of field i (REQUIRES: state(i) == kValue and the value has that type).
-  int64_t i64(size_t i) const { return static_cast<int64_t>(cells_[i].bits); }
-  double f64(size_t i) const { return std::bit_cast<double>(cells_[i].bits); }
-  bool boolean(size_t i) const { return cells_[i].bits != 0; }
-  std::string_view str(size_t i) const {
-    return std::string_view(strings_).substr(cells_[i].bits, cells_[i].len);
-  }
-  // Starts loading this object up to the end of its inline cells into the CPU's cache,
-  // reading nothing (a cache entry's hash is about to be looked at).
-  void PrefetchInline() const {
-    const char* p = reinterpret_cast<const char*>(this);
-    const char* end = reinterpret_cast<const char*>(&strings_);
-    for (; p < end; p += 64) __builtin_prefetch(p);
-    __builtin_prefetch(end - 1);
-  }
-  // Drops unused capacity (before the fields are stored).
-  void Compact() {
-    cells_.shrink_to_fit();
-    strings_.shrink_to_fit();
-  }
-  // What the fields take on the heap (as malloc sizes blocks).
-  uint64_t HeapBytes() const;
-
- private:
-  // The Value alternative a cell holds (its index in Value).
-  enum Kind : uint8_t { kNone = 0, kI64 = 1, kF64 = 2, kStr = 3, kBool = 4 };
-  static constexpr CachedField::State kValue = CachedField::State::kValue;
-  struct Cell {
-    uint64_t bits = 0;  // i64, f64's bits, bool, or str's offset in strings_
-    uint32_t len = 0;   // str's length
-    CachedField::State state = CachedField::State::kMissing;
-    Kind kind = kNone;
-    uint16_t unused = 0;  // no padding: a copy moves two whole words
-  };
-
-  // A moved-from one is empty (InlineVector's move; a moved-from string is empty too).
-  InlineVector<Cell, kInline> cells_;
-  std::string strings_;  // str values' bytes (a field set again leaves its old bytes)
-};
-
-// A user or item hash: the fields read so far, by the task's field index.
-struct CachedHash {
-  bool exists = true;   // false: the key did not exist (HGETALL gave nothing)
-  uint64_t known = 0;   // bit f set: fields[f] holds field f
-  CachedFields fields;  // indexed by field; size > every set bit of known
-};
-
-// A list's members: up to 12 of them (a media list's head) inside the object, so that a
-// cache entry's members share the entry's heap block (a hit costs one memory access
-// less); more go to the heap.
-using CachedMembers = InlineVector<int64_t, 12>;
-
-// The head of a list: LRANGE key 0 asked-1.
-struct CachedList {
-  uint32_t asked = 0;         // how many members were asked for
-  CachedMembers members;      // what Redis returned, in order (≤ asked); bad ids as 0
-  std::vector<uint32_t> bad;  // positions in members that were not ids (ascending)
-  // The whole list is known: Redis returned fewer members than asked.
-  bool complete() const { return members.size() < asked; }
-  // Serves LRANGE 0 count-1.
-  bool Covers(uint32_t count) const { return count <= asked || complete(); }
-};
 
 struct CacheStats {
   using Counter = std::atomic<uint64_t>;
@@ -209,27 +86,28 @@ class ShardCache {
   ShardCache(const ShardCache&) = delete;
   ShardCache& operator=(const ShardCache&) = delete;
 
-  // The entry of `k`, or nullptr (absent, or past its expiry: then dropped). The pointer
-  // is valid until the next call that changes the cache. A lookup marks the entry
+  // The entry of `k`, or an empty view (absent, or past its expiry: then dropped). The
+  // view is valid until the next call that changes the cache. A lookup marks the entry
   // visited (eviction); it counts nothing: the task says what it could use through
   // RecordLookups.
-  const CachedHash* FindHash(const CacheKey& k);
-  const CachedList* FindList(const CacheKey& k);
+  HashRef FindHash(const CacheKey& k);
+  ListRef FindList(const CacheKey& k);
   // out[i] = FindHash(keys[i]) (FindList), for all keys at once: the lookups' memory
   // accesses overlap (prefetched a few keys ahead), so a node should look all of its keys
-  // up in one call. The pointers stay valid until the next call that changes the cache;
+  // up in one call. The views stay valid until the next call that changes the cache;
   // a key may repeat. REQUIRES: out.size() == keys.size().
-  void FindHashes(std::span<const CacheKey> keys, std::span<const CachedHash*> out);
-  void FindLists(std::span<const CacheKey> keys, std::span<const CachedList*> out);
+  void FindHashes(std::span<const CacheKey> keys, std::span<HashRef> out);
+  void FindLists(std::span<const CacheKey> keys, std::span<ListRef> out);
   void RecordLookups(uint64_t hits, uint64_t misses);
 
   ReadTicket BeginRead(std::span<const CacheKey> keys);
 
   // Stores the value read under `t` for `k` (replacing an older entry; for a hash whose
   // entry exists with the same `exists`, the fields are merged into it). Does nothing
-  // when !t.Storable(k), when the budget is 0, or when the entry alone would take more
-  // than 1/16 of the budget. `key_ttl_ms`: the key's remaining TTL in Redis (PTTL), when
-  // it has one: the entry then expires no later than the key.
+  // when !t.Storable(k), when the budget is 0, when the entry alone would take more
+  // than 1/16 of the budget, or for a hash with a field index of 32 or more. `key_ttl_ms`: the
+  // key's remaining TTL in Redis (PTTL), when it has one: the entry then expires no later than the
+  // key.
   void PutHash(const ReadTicket& t, const CacheKey& k, CachedHash value,
                std::optional<uint64_t> key_ttl_ms);
   void PutList(const ReadTicket& t, const CacheKey& k, CachedList value,

@@ -207,15 +207,20 @@ Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_
   return {};
 }
 
-void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out) {
-  const size_t n = std::min<size_t>(count, list.members.size());
-  auto bad = list.bad.begin();
+void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> bad, uint32_t count,
+                   PoolVector<int64_t>& out) {
+  const size_t n = std::min<size_t>(count, members.size());
+  if (bad.empty()) {
+    out.insert(out.end(), members.begin(), members.begin() + static_cast<ptrdiff_t>(n));
+    return;
+  }
+  auto next_bad = bad.begin();
   for (size_t i = 0; i < n; ++i) {
-    if (bad != list.bad.end() && *bad == i) {
-      ++bad;
+    if (next_bad != bad.end() && *next_bad == i) {
+      ++next_bad;
       continue;
     }
-    out.push_back(list.members[i]);
+    out.push_back(members[i]);
   }
 }
 

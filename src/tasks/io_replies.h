@@ -70,8 +70,17 @@ Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int
 // viewer: one row (id + typed user fields), or zero rows when the user does not exist.
 RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user);
 
-// The ids of LRANGE 0 count-1 of `list` (members that are ids; REQUIRES: list.Covers(count)).
-void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out);
+// The ids of LRANGE 0 count-1 of a list head (its members that are ids: `bad` holds the
+// positions of those that are not, ascending; REQUIRES: the head covers count).
+void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> bad, uint32_t count,
+                   PoolVector<int64_t>& out);
+inline void AppendListIds(ListRef list, uint32_t count, PoolVector<int64_t>& out) {
+  AppendListIds(list.members(), list.bad(), count, out);
+}
+inline void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out) {
+  AppendListIds(std::span<const int64_t>(list.members.data(), list.members.size()), list.bad, count,
+                out);
+}
 // The same straight from an LRANGE {kind}{id} 0 asked-1 reply, for a list that is not
 // going to the cache: DecodeList then AppendListIds, without the CachedList.
 Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_t id,

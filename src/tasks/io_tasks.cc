@@ -130,9 +130,9 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
   CacheUse cu = CacheFor(ctx, p);
   const CacheKey key = cu.Key(CacheKind::kUser, ctx.user_id);
   if (cu) {
-    if (const CachedHash* h = cu.cache->FindHash(key)) {
+    if (HashRef h = cu.cache->FindHash(key)) {
       cu.Record(1, 0);
-      co_return UserRows(src, ctx.user_id, *h);
+      co_return UserRows(src, ctx.user_id, h.ToHash());
     }
     cu.Record(0, 1);
   }
@@ -173,7 +173,7 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(ids.size());
-  std::vector<const CachedList*> found;
+  std::vector<ListRef> found;
   if (cu) {
     std::vector<CacheKey> all(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) all[i] = cu.Key(kind, ids[i]);
@@ -184,9 +184,9 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   size_t nkeys = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (cu) {
-      if (const CachedList* l = found[i]; l && l->Covers(asked)) {
+      if (ListRef l = found[i]; l && l.Covers(asked)) {
         auto begin = static_cast<uint32_t>(hit_ids.size());
-        AppendListIds(*l, asked, hit_ids);
+        AppendListIds(l, asked, hit_ids);
         hit_span[i] = {begin, static_cast<uint32_t>(hit_ids.size())};
         continue;
       }
@@ -316,7 +316,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   std::vector<uint32_t> missed;  // indexes into distinct
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(distinct.size());
-  std::vector<const CachedHash*> found;
+  std::vector<HashRef> found;
   if (cu) {
     std::vector<CacheKey> all(distinct.size());
     for (size_t k = 0; k < distinct.size(); ++k) all[k] = cu.Key(CacheKind::kItem, distinct[k]);
@@ -327,8 +327,8 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   size_t nkeys = 0;
   for (size_t k = 0; k < distinct.size(); ++k) {
     if (cu) {
-      if (const CachedHash* h = found[k]; h && (h->known & need) == need) {
-        for (size_t f = 0; f < nf; ++f) cells.Set(k * nf + f, h->fields, field_index[f]);
+      if (HashRef h = found[k]; h && (h.known() & need) == need) {
+        for (size_t f = 0; f < nf; ++f) h.CopyField(field_index[f], cells, k * nf + f);
         continue;
       }
       keys[nkeys++] = keys[k];

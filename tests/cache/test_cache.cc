@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -43,6 +44,15 @@ struct Fixture {
     ReadTicket t = cache.BeginRead(std::array{k});
     cache.PutHash(t, k, std::move(h), ttl);
   }
+  // Copies of what a lookup finds (nullopt: a miss).
+  std::optional<CachedList> FindList(const CacheKey& k) {
+    rankd::ListRef l = cache.FindList(k);
+    return l ? std::optional(l.ToList()) : std::nullopt;
+  }
+  std::optional<CachedHash> FindHash(const CacheKey& k) {
+    rankd::HashRef h = cache.FindHash(k);
+    return h ? std::optional(h.ToHash()) : std::nullopt;
+  }
 };
 
 CacheKey User(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind::kUser, id}; }
@@ -75,25 +85,25 @@ constexpr uint64_t kBig = 64 << 20;  // a budget nothing here comes near
 TEST_SUITE("cache") {
   TEST_CASE("hash and list: misses, hits, kinds") {
     Fixture f(kBig);
-    CHECK(f.cache.FindList(Media(1)) == nullptr);
-    CHECK(f.cache.FindHash(User(1)) == nullptr);
+    CHECK(f.FindList(Media(1)) == std::nullopt);
+    CHECK(f.FindHash(User(1)) == std::nullopt);
 
     f.PutList(Media(1), List(10, {5, 6, 7}));
     f.PutHash(User(1), Hash({{0, Value{int64_t{42}}}, {1, Value{std::string("de")}}}));
-    const CachedList* l = f.cache.FindList(Media(1));
-    REQUIRE(l != nullptr);
+    std::optional<CachedList> l = f.FindList(Media(1));
+    REQUIRE(l != std::nullopt);
     CHECK(l->members == std::vector<int64_t>{5, 6, 7});
     CHECK(l->asked == 10);
-    const CachedHash* h = f.cache.FindHash(User(1));
-    REQUIRE(h != nullptr);
+    std::optional<CachedHash> h = f.FindHash(User(1));
+    REQUIRE(h != std::nullopt);
     CHECK(h->exists);
     CHECK(h->known == 0b11);
     CHECK(std::get<int64_t>(h->fields[0].value) == 42);
     CHECK(std::get<std::string>(h->fields[1].value) == "de");
 
     // Same id, other families: other keys.
-    CHECK(f.cache.FindList(Follow(1)) == nullptr);
-    CHECK(f.cache.FindHash({0, CacheKind::kItem, 1}) == nullptr);
+    CHECK(f.FindList(Follow(1)) == std::nullopt);
+    CHECK(f.FindHash({0, CacheKind::kItem, 1}) == std::nullopt);
     CHECK(f.entries() == 2);
 
     // A lookup counts nothing; RecordLookups does.
@@ -107,8 +117,8 @@ TEST_SUITE("cache") {
     Fixture f(kBig);
     f.PutList(Media(1), List(2, {1, 2}));
     f.PutList(Media(1), List(50, {1, 2, 3}));
-    const CachedList* l = f.cache.FindList(Media(1));
-    REQUIRE(l != nullptr);
+    std::optional<CachedList> l = f.FindList(Media(1));
+    REQUIRE(l != std::nullopt);
     CHECK(l->asked == 50);
     CHECK(l->members.size() == 3);
     CHECK(f.entries() == 1);
@@ -136,14 +146,101 @@ TEST_SUITE("cache") {
     CHECK_FALSE(none.Covers(1));
   }
 
+  TEST_CASE("ListRef: the same answers as the CachedList it holds") {
+    Fixture f(kBig);
+    int64_t id = 0;
+    for (const CachedList& l : {List(10, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}), List(10, {1, 2, 3}),
+                                List(5, {}), List(0, {})}) {
+      f.PutList(Media(++id), l);
+      rankd::ListRef r = f.cache.FindList(Media(id));
+      REQUIRE(r);
+      for (uint32_t count : {0u, 1u, 3u, 5u, 10u, 11u, 1000u})
+        CHECK(r.Covers(count) == l.Covers(count));
+      CHECK(r.complete() == l.complete());
+    }
+  }
+
+  // Entries keep up to 5 fields or members in their first cache line and spill the rest
+  // (and strings over 7 bytes) to a heap block: every shape must come back as it went in.
+  TEST_CASE("entries: values round-trip inline and spilled") {
+    Fixture f(kBig);
+    using State = CachedField::State;
+    for (size_t nfields : {1u, 4u, 5u, 6u, 7u, 31u}) {
+      CAPTURE(nfields);
+      CachedHash in;
+      in.fields.resize(32);
+      for (size_t i = 0; i < nfields; ++i) {
+        const size_t field = nfields == 31 ? i : 2 * i;  // gaps between known fields
+        switch (i % 7) {
+          case 0: in.fields.SetI64(field, -static_cast<int64_t>(i) - 1); break;
+          case 1: in.fields.SetF64(field, 0.25 * static_cast<double>(i)); break;
+          case 2: in.fields.SetStr(field, "short7!"); break;                // 7 bytes: inline
+          case 3: in.fields.SetStr(field, std::string(9 + i, 'x')); break;  // spilled
+          case 4: in.fields.SetBool(field, true); break;
+          case 5: in.fields.SetNoValue(field, State::kMissing); break;
+          case 6: in.fields.SetNoValue(field, State::kUnparsable); break;
+        }
+        in.known |= uint64_t{1} << field;
+      }
+      const CacheKey k = User(static_cast<int64_t>(nfields));
+      f.PutHash(k, in);
+      rankd::HashRef r = f.cache.FindHash(k);
+      REQUIRE(r);
+      CHECK(r.known() == in.known);
+      for (uint64_t bits = in.known; bits != 0; bits &= bits - 1) {
+        const auto field = static_cast<size_t>(std::countr_zero(bits));
+        CAPTURE(field);
+        CHECK(r.state(field) == in.fields.state(field));
+        rankd::CachedFields out;
+        out.resize(1);
+        r.CopyField(field, out, 0);
+        CHECK(out.state(0) == in.fields.state(field));
+        CHECK(out.kind(0) == in.fields.kind(field));
+        CHECK(out[0].value == in.fields[field].value);
+      }
+    }
+    // Lists: members inline up to 5, then spilled; non-id positions always spilled.
+    for (size_t n : {0u, 1u, 5u, 6u, 60u}) {
+      CAPTURE(n);
+      CachedList in;
+      in.asked = 60;
+      for (size_t i = 0; i < n; ++i) in.members.push_back(static_cast<int64_t>(i * 1000 + 7));
+      for (size_t i = 1; i < n; i += 4) {
+        in.members[i] = 0;
+        in.bad.push_back(static_cast<uint32_t>(i));
+      }
+      f.PutList(Media(static_cast<int64_t>(100 + n)), in);
+      std::optional<CachedList> out = f.FindList(Media(static_cast<int64_t>(100 + n)));
+      REQUIRE(out != std::nullopt);
+      CHECK(out->asked == 60);
+      CHECK(out->members == std::vector<int64_t>(in.members.begin(), in.members.end()));
+      CHECK(out->bad == in.bad);
+    }
+  }
+
+  TEST_CASE("entries: a spill is charged, a hash with a field index of 32 or more is not kept") {
+    Fixture f(kBig);
+    f.PutList(Media(1), List(5, {1, 2, 3, 4, 5}));
+    const int64_t inline_bytes = f.bytes();
+    f.PutList(Media(2), List(60, std::vector<int64_t>(60, 9)));
+    CHECK(f.bytes() - inline_bytes >= inline_bytes + 60 * 8);  // the entry + its spill
+
+    CachedHash wide;
+    wide.fields.resize(33);
+    wide.fields.SetI64(32, 1);
+    wide.known = uint64_t{1} << 32;
+    f.PutHash(User(1), wide);
+    CHECK(f.FindHash(User(1)) == std::nullopt);
+  }
+
   TEST_CASE("hash fields merge into an entry with the same exists") {
     Fixture f(kBig);
     f.PutHash(User(7), Hash({{0, Value{int64_t{1}}}, {2, Value{2.5}}}));
     int64_t before = f.bytes();
     std::string long_text(200, 'x');
     f.PutHash(User(7), Hash({{1, Value{true}}, {2, Value{3.5}}, {4, Value{long_text}}}));
-    const CachedHash* h = f.cache.FindHash(User(7));
-    REQUIRE(h != nullptr);
+    std::optional<CachedHash> h = f.FindHash(User(7));
+    REQUIRE(h != std::nullopt);
     CHECK(h->known == 0b10111);
     REQUIRE(h->fields.size() == 5);
     CHECK(std::get<int64_t>(h->fields[0].value) == 1);   // kept
@@ -160,15 +257,15 @@ TEST_SUITE("cache") {
     missing.fields.Set(5, CachedField{CachedField::State::kMissing, Value{}});
     missing.known = uint64_t{1} << 5;
     f.PutHash(User(7), std::move(missing));
-    h = f.cache.FindHash(User(7));
-    REQUIRE(h != nullptr);
+    h = f.FindHash(User(7));
+    REQUIRE(h != std::nullopt);
     CHECK(h->known == 0b110111);
     CHECK(h->fields[5].state == CachedField::State::kMissing);
 
     // The key vanished: another `exists` replaces the entry.
     f.PutHash(User(7), Hash({}, /*exists=*/false));
-    h = f.cache.FindHash(User(7));
-    REQUIRE(h != nullptr);
+    h = f.FindHash(User(7));
+    REQUIRE(h != std::nullopt);
     CHECK_FALSE(h->exists);
     CHECK(h->known == 0);
     CHECK(f.entries() == 1);
@@ -184,21 +281,21 @@ TEST_SUITE("cache") {
     f.PutList(Media(3), List(5, {1}), 5000);  // the key's TTL, capped: 1000
     f.PutList(Media(4), List(5, {1}), 0);     // expires now: not stored
     CHECK(f.entries() == 3);
-    CHECK(f.cache.FindList(Media(4)) == nullptr);
+    CHECK(f.FindList(Media(4)) == std::nullopt);
 
     f.now += 99;
-    CHECK(f.cache.FindList(Media(2)) != nullptr);
+    CHECK(f.FindList(Media(2)) != std::nullopt);
     f.now += 1;
-    CHECK(f.cache.FindList(Media(2)) == nullptr);
+    CHECK(f.FindList(Media(2)) == std::nullopt);
     CHECK(f.cache.stats().expirations.load() == 1);
     CHECK(f.entries() == 2);
 
     f.now += 899;  // 999 after the put
-    CHECK(f.cache.FindList(Media(1)) != nullptr);
-    CHECK(f.cache.FindList(Media(3)) != nullptr);
+    CHECK(f.FindList(Media(1)) != std::nullopt);
+    CHECK(f.FindList(Media(3)) != std::nullopt);
     f.now += 1;
-    CHECK(f.cache.FindList(Media(1)) == nullptr);
-    CHECK(f.cache.FindList(Media(3)) == nullptr);
+    CHECK(f.FindList(Media(1)) == std::nullopt);
+    CHECK(f.FindList(Media(3)) == std::nullopt);
     CHECK(f.cache.stats().expirations.load() == 3);
     CHECK(f.entries() == 0);
     CHECK(f.bytes() == 0);
@@ -210,13 +307,13 @@ TEST_SUITE("cache") {
     f.now += 600;
     f.PutHash(User(1), Hash({{1, Value{int64_t{2}}}}));
     f.now += 400;  // the first field's cap ran out
-    CHECK(f.cache.FindHash(User(1)) == nullptr);
+    CHECK(f.FindHash(User(1)) == std::nullopt);
     // An expired entry is not merged into: the new read starts afresh.
     f.PutHash(User(1), Hash({{0, Value{int64_t{1}}}}));
     f.now += 500;
     f.PutHash(User(1), Hash({{1, Value{int64_t{2}}}}));
-    const CachedHash* h = f.cache.FindHash(User(1));
-    REQUIRE(h != nullptr);
+    std::optional<CachedHash> h = f.FindHash(User(1));
+    REQUIRE(h != std::nullopt);
     CHECK(h->known == 0b11);
   }
 
@@ -225,7 +322,7 @@ TEST_SUITE("cache") {
     Fixture probe(kBig);
     probe.PutList(Media(0), List(4, {1, 2, 3, 4}));
     const int64_t each = probe.bytes();
-    CHECK(each > static_cast<int64_t>(sizeof(CachedList) + 4 * sizeof(int64_t)));
+    CHECK(each > static_cast<int64_t>(sizeof(rankd::CacheEntry)));  // the entry + its slots
 
     const int working_set = 2000;
     const uint64_t budget = static_cast<uint64_t>(each) * working_set / 10;
@@ -234,7 +331,7 @@ TEST_SUITE("cache") {
     for (int i = 0; i < hot; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
     for (int i = hot; i < working_set; ++i) {
       for (int h = 0; h < hot; ++h) {
-        if (const CachedList* l = f.cache.FindList(Media(h)); l == nullptr) {
+        if (std::optional<CachedList> l = f.FindList(Media(h)); l == std::nullopt) {
           f.PutList(Media(h), List(4, {1, 2, 3, 4}));  // a miss is read and stored again
         }
       }
@@ -245,7 +342,7 @@ TEST_SUITE("cache") {
     CHECK(f.entries() == f.bytes() / each);
     CHECK(f.entries() >= working_set / 10 - 1);
     // The hot keys survived the scan of cold ones: visited entries are passed over.
-    for (int h = 0; h < hot; ++h) CHECK(f.cache.FindList(Media(h)) != nullptr);
+    for (int h = 0; h < hot; ++h) CHECK(f.FindList(Media(h)) != std::nullopt);
   }
 
   TEST_CASE("a large budget (entries in huge-page chunks): eviction reuses their cells") {
@@ -261,19 +358,19 @@ TEST_SUITE("cache") {
     CHECK(f.cache.stats().evictions.load() > 0);
     CHECK(f.entries() == f.bytes() / each);
     for (int64_t i = n - 100; i < n; ++i) {  // the newest are there, intact
-      const CachedHash* h = f.cache.FindHash(User(i));
-      REQUIRE(h != nullptr);
+      std::optional<CachedHash> h = f.FindHash(User(i));
+      REQUIRE(h != std::nullopt);
       CHECK(std::get<int64_t>(h->fields[0].value) == i);
       CHECK(std::get<std::string>(h->fields[1].value) == std::string(100, 'u'));
     }
     f.cache.Invalidate(0, "user:" + std::to_string(n - 1));
-    CHECK(f.cache.FindHash(User(n - 1)) == nullptr);
+    CHECK(f.FindHash(User(n - 1)) == std::nullopt);
     f.cache.InvalidateAll(0);
     CHECK(f.entries() == 0);
     CHECK(f.bytes() == 0);
     f.PutList(Media(1), List(4, {1, 2, 3, 4}));  // freed cells serve again
-    REQUIRE(f.cache.FindList(Media(1)) != nullptr);
-    CHECK(f.cache.FindList(Media(1))->members == std::vector<int64_t>{1, 2, 3, 4});
+    REQUIRE(f.FindList(Media(1)) != std::nullopt);
+    CHECK(f.FindList(Media(1))->members == std::vector<int64_t>{1, 2, 3, 4});
   }
 
   TEST_CASE("SIEVE: unvisited entries go first, visited ones stay, no move on a hit") {
@@ -285,17 +382,17 @@ TEST_SUITE("cache") {
     for (int i = 0; i < n; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
     CHECK(f.entries() == n);
     CHECK(f.cache.stats().evictions.load() == 0);
-    for (int i = 0; i < n; i += 2) REQUIRE(f.cache.FindList(Media(i)) != nullptr);  // even
+    for (int i = 0; i < n; i += 2) REQUIRE(f.FindList(Media(i)) != std::nullopt);  // even
 
     for (int i = n; i < n + n / 2; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
     CHECK(f.cache.stats().evictions.load() == n / 2);
     for (int i = 0; i < n; ++i) {
       CAPTURE(i);
-      CHECK((f.cache.FindList(Media(i)) != nullptr) == (i % 2 == 0));
+      CHECK((f.FindList(Media(i)) != std::nullopt) == (i % 2 == 0));
     }
     // The hand went once over the old entries (clearing the evens' bits) and stopped at
     // the first new one; the new entries were never passed over.
-    for (int i = n; i < n + n / 2; ++i) CHECK(f.cache.FindList(Media(i)) != nullptr);
+    for (int i = n; i < n + n / 2; ++i) CHECK(f.FindList(Media(i)) != std::nullopt);
   }
 
   TEST_CASE("SIEVE: the hand resumes where it stopped") {
@@ -305,18 +402,18 @@ TEST_SUITE("cache") {
     const int n = 16;  // the least an entry may be of the budget
     Fixture f(static_cast<uint64_t>(each) * n);
     for (int i = 0; i < n; ++i) f.PutList(Media(i), List(4, {1, 2, 3, 4}));
-    f.cache.FindList(Media(0));
-    f.cache.FindList(Media(1));
+    f.FindList(Media(0));
+    f.FindList(Media(1));
     f.PutList(Media(n), List(4, {1, 2, 3, 4}));  // the hand clears 0 and 1, evicts 2
-    CHECK(f.cache.FindList(Media(2)) == nullptr);
-    for (int i = 3; i < n; ++i) f.cache.FindList(Media(i));
+    CHECK(f.FindList(Media(2)) == std::nullopt);
+    for (int i = 3; i < n; ++i) f.FindList(Media(i));
     // The hand goes on from 3 (clearing 3..15) and takes the unvisited newest entry; LRU
     // would take 0, and a hand restarting at the tail would too.
     f.PutList(Media(n + 1), List(4, {1, 2, 3, 4}));
-    CHECK(f.cache.FindList(Media(n)) == nullptr);
+    CHECK(f.FindList(Media(n)) == std::nullopt);
     for (int i : {0, 1, 3, n - 1, n + 1}) {
       CAPTURE(i);
-      CHECK(f.cache.FindList(Media(i)) != nullptr);
+      CHECK(f.FindList(Media(i)) != std::nullopt);
     }
     CHECK(f.cache.stats().evictions.load() == 2);
   }
@@ -328,13 +425,13 @@ TEST_SUITE("cache") {
 
     Fixture f(each * 16);
     f.PutList(Media(1), List(4, {1, 2, 3, 4}));  // exactly 1/16: stored
-    CHECK(f.cache.FindList(Media(1)) != nullptr);
+    CHECK(f.FindList(Media(1)) != std::nullopt);
     f.PutList(Media(2), List(40, std::vector<int64_t>(40, 7)));  // more members: not stored
-    CHECK(f.cache.FindList(Media(2)) == nullptr);
+    CHECK(f.FindList(Media(2)) == std::nullopt);
     // A too large value leaves the older entry of its key alone.
     f.PutList(Media(1), List(500, std::vector<int64_t>(500, 9)));
-    const CachedList* l = f.cache.FindList(Media(1));
-    REQUIRE(l != nullptr);
+    std::optional<CachedList> l = f.FindList(Media(1));
+    REQUIRE(l != std::nullopt);
     CHECK(l->asked == 4);
     CHECK(f.entries() == 1);
     CHECK(f.bytes() == static_cast<int64_t>(each));
@@ -342,8 +439,8 @@ TEST_SUITE("cache") {
     Fixture zero(0);
     zero.PutList(Media(1), List(1, {1}));
     zero.PutHash(User(1), Hash({}));
-    CHECK(zero.cache.FindList(Media(1)) == nullptr);
-    CHECK(zero.cache.FindHash(User(1)) == nullptr);
+    CHECK(zero.FindList(Media(1)) == std::nullopt);
+    CHECK(zero.FindHash(User(1)) == std::nullopt);
     CHECK(zero.entries() == 0);
     CHECK(zero.bytes() == 0);
   }
@@ -353,10 +450,10 @@ TEST_SUITE("cache") {
     f.PutList(Follow(5), List(10, {1}));
     f.PutHash(User(5), Hash({{0, Value{int64_t{1}}}}));
     f.cache.Invalidate(0, "follow:5");
-    CHECK(f.cache.FindList(Follow(5)) == nullptr);
-    CHECK(f.cache.FindHash(User(5)) != nullptr);
+    CHECK(f.FindList(Follow(5)) == std::nullopt);
+    CHECK(f.FindHash(User(5)) != std::nullopt);
     f.cache.Invalidate(0, "user:5");
-    CHECK(f.cache.FindHash(User(5)) == nullptr);
+    CHECK(f.FindHash(User(5)) == std::nullopt);
     f.cache.Invalidate(0, "user:6");     // not held
     f.cache.Invalidate(0, "session:1");  // never held
     CHECK(f.cache.stats().invalidations.load() == 4);
@@ -380,7 +477,7 @@ TEST_SUITE("cache") {
       CHECK(later.Storable(Media(1)));
       CHECK_FALSE(t.Storable(Media(1)));
       f.cache.PutList(later, Media(1), List(3, {1}), std::nullopt);
-      CHECK(f.cache.FindList(Media(1)) != nullptr);
+      CHECK(f.FindList(Media(1)) != std::nullopt);
       f.cache.Invalidate(0, "media:1");
       CHECK_FALSE(later.Storable(Media(1)));
     }
@@ -388,9 +485,9 @@ TEST_SUITE("cache") {
     f.cache.PutList(t, Media(1), List(3, {1}), std::nullopt);
     f.cache.PutList(t, Media(2), List(3, {2}), std::nullopt);
     f.cache.PutHash(t, User(3), Hash({{0, Value{int64_t{3}}}}), std::nullopt);
-    CHECK(f.cache.FindList(Media(1)) == nullptr);
-    CHECK(f.cache.FindList(Media(2)) != nullptr);
-    CHECK(f.cache.FindHash(User(3)) != nullptr);
+    CHECK(f.FindList(Media(1)) == std::nullopt);
+    CHECK(f.FindList(Media(2)) != std::nullopt);
+    CHECK(f.FindHash(User(3)) != std::nullopt);
   }
 
   TEST_CASE("InvalidateAll during a read: nothing of it is stored") {
@@ -404,13 +501,13 @@ TEST_SUITE("cache") {
     CHECK_FALSE(t.Storable(Media(2, 1)));
     CHECK_FALSE(t.Storable(User(2, 1)));
     f.cache.PutList(t, Media(2, 1), List(3, {1}), std::nullopt);
-    CHECK(f.cache.FindList(Media(2, 1)) == nullptr);
+    CHECK(f.FindList(Media(2, 1)) == std::nullopt);
     // Only endpoint 0's entries went.
-    CHECK(f.cache.FindList(Media(1, 0)) == nullptr);
-    CHECK(f.cache.FindList(Media(1, 1)) != nullptr);
+    CHECK(f.FindList(Media(1, 0)) == std::nullopt);
+    CHECK(f.FindList(Media(1, 1)) != std::nullopt);
     // Reads begun after it store again.
     f.PutList(Media(2, 1), List(3, {1}));
-    CHECK(f.cache.FindList(Media(2, 1)) != nullptr);
+    CHECK(f.FindList(Media(2, 1)) != std::nullopt);
   }
 
   TEST_CASE("endpoints are separate") {
@@ -418,11 +515,11 @@ TEST_SUITE("cache") {
     f.PutHash(User(7, 0), Hash({{0, Value{int64_t{0}}}}));
     f.PutHash(User(7, 1), Hash({{0, Value{int64_t{1}}}}));
     CHECK(f.entries() == 2);
-    CHECK(std::get<int64_t>(f.cache.FindHash(User(7, 1))->fields[0].value) == 1);
+    CHECK(std::get<int64_t>(f.FindHash(User(7, 1))->fields[0].value) == 1);
     f.cache.Invalidate(1, "user:7");
-    CHECK(f.cache.FindHash(User(7, 1)) == nullptr);
-    REQUIRE(f.cache.FindHash(User(7, 0)) != nullptr);
-    CHECK(std::get<int64_t>(f.cache.FindHash(User(7, 0))->fields[0].value) == 0);
+    CHECK(f.FindHash(User(7, 1)) == std::nullopt);
+    REQUIRE(f.FindHash(User(7, 0)) != std::nullopt);
+    CHECK(std::get<int64_t>(f.FindHash(User(7, 0))->fields[0].value) == 0);
   }
 
   TEST_CASE("ParseCacheKey") {
@@ -452,7 +549,7 @@ TEST_SUITE("cache") {
     ReadTicket empty;
     CHECK_FALSE(empty.Storable(Media(1)));
     f.cache.PutList(empty, Media(1), List(3, {1}), std::nullopt);
-    CHECK(f.cache.FindList(Media(1)) == nullptr);
+    CHECK(f.FindList(Media(1)) == std::nullopt);
 
     ReadTicket b;
     {
