@@ -79,7 +79,15 @@ struct alignas(64) CacheEntry {
   // ---- a hash's cells: cell c holds the c-th field of `known`
   static size_t TagBytes(size_t n) { return (n + 7) & ~size_t{7}; }
   size_t CellOf(size_t field) const {
-    return static_cast<size_t>(std::popcount(known & ((uint64_t{1} << field) - 1)));
+    return PopCount32(static_cast<uint32_t>(known & ((uint64_t{1} << field) - 1)));
+  }
+  // std::popcount without the POPCNT instruction (not in baseline x86-64) is a libgcc
+  // call; this is a few inline instructions, on the path of every field of every hit.
+  static size_t PopCount32(uint32_t x) {
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0fu;
+    return (x * 0x01010101u) >> 24;
   }
   uint8_t tag(size_t c) const {
     return spilled ? static_cast<uint8_t>(spill[c]) : cells.tags[c];
@@ -87,7 +95,7 @@ struct alignas(64) CacheEntry {
   uint64_t value(size_t c) const {
     if (!spilled) return cells.values[c];
     uint64_t v;
-    std::memcpy(&v, spill + TagBytes(std::popcount(known)) + 8 * c, 8);
+    std::memcpy(&v, spill + TagBytes(PopCount32(known)) + 8 * c, 8);
     return v;
   }
   // ---- a list's members and non-id positions
