@@ -29,7 +29,7 @@ namespace rankd {
 struct alignas(64) CacheEntry {
   static constexpr size_t kInlineCells = 5;
   static constexpr size_t kInlineMembers = 5;
-  static constexpr size_t kShortStr = 7;  // longest string kept in its cell's payload
+  static constexpr size_t kShortStr = 7;    // longest string kept in its cell's payload
   static constexpr size_t kMaxFields = 32;  // `known` has one bit per field
 
   // A cell's tag: bits 0-1 its state, 2-4 its kind, 5-7 a short string's length.
@@ -51,8 +51,8 @@ struct alignas(64) CacheEntry {
       uint64_t values[kInlineCells];
     } cells;  // hash, unless spilled
     struct {
-      uint32_t size;  // members held (≤ asked)
-      uint32_t nbad;  // positions that were not ids (in the spill)
+      uint32_t size;                    // members held (≤ asked)
+      uint32_t nbad;                    // positions that were not ids (in the spill)
       int64_t members[kInlineMembers];  // unless spilled
     } list;
   };
@@ -89,9 +89,7 @@ struct alignas(64) CacheEntry {
     x = (x + (x >> 4)) & 0x0f0f0f0fu;
     return (x * 0x01010101u) >> 24;
   }
-  uint8_t tag(size_t c) const {
-    return spilled ? static_cast<uint8_t>(spill[c]) : cells.tags[c];
-  }
+  uint8_t tag(size_t c) const { return spilled ? static_cast<uint8_t>(spill[c]) : cells.tags[c]; }
   uint64_t value(size_t c) const {
     if (!spilled) return cells.values[c];
     uint64_t v;
