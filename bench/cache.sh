@@ -183,9 +183,10 @@ kill "$writer_pid" 2>/dev/null || true
 
 base_cmd="$rankd serve --host 127.0.0.1 --port ${port[uncached]} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error --cache-mb 0 (the same build, plans and Redis), under the same wrk load and writes"
 python3 - "$tmp/rounds.jsonl" "$threads" "$conns" "$secs" "$viewers" "${plans[*]}" "$tracking" \
-  "$cache_mb" "$hsets" "$lpushes" "$warm" <<'PY' |
+  "$cache_mb" "$hsets" "$lpushes" "$warm" "$hot_viewers" <<'PY' |
 import json, os, statistics, sys
-rounds_file, threads, conns, secs, viewers, plan_names, tracking, cache_mb, hsets, lpushes, warm = sys.argv[1:]
+(rounds_file, threads, conns, secs, viewers, plan_names, tracking, cache_mb, hsets, lpushes, warm,
+ hot_viewers) = sys.argv[1:]
 by = {}
 for line in open(rounds_file):
     row = json.loads(line)
@@ -256,7 +257,7 @@ if ("cached", "home_light_hot") in by:
     whole, _ = summary(by[("uncached", "home_light")], "cpu_us_per_req", 1)
     print(json.dumps({"name": "home_light_hot_share", "value": round(hot / whole, 3),
                       "unit": "ratio", "hot_us": round(hot, 1), "uncached_us": round(whole, 1),
-                      "hot_viewers": int(os.environ.get("HOT_VIEWERS", "3")),
+                      "hot_viewers": int(hot_viewers),
                       "note": "cached home_light over a handful of viewers (every lookup, key and "
                               "branch hot) / home_light's uncached over all viewers: the ratio "
                               "if the cached path's cache and branch misses cost nothing", **ctx}))

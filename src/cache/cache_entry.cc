@@ -59,9 +59,18 @@ CacheEntry::CacheEntry(const CacheKey& k, const CachedHash& h)
     uint64_t v = 0;
     if (state == State::kValue) {
       switch (h.fields.kind(f)) {
-        case CachedFields::kI64: kind = kI64, v = static_cast<uint64_t>(h.fields.i64(f)); break;
-        case CachedFields::kF64: kind = kF64, v = std::bit_cast<uint64_t>(h.fields.f64(f)); break;
-        case CachedFields::kBool: kind = kBool, v = h.fields.boolean(f) ? 1 : 0; break;
+        case CachedFields::kI64:
+          kind = kI64;
+          v = static_cast<uint64_t>(h.fields.i64(f));
+          break;
+        case CachedFields::kF64:
+          kind = kF64;
+          v = std::bit_cast<uint64_t>(h.fields.f64(f));
+          break;
+        case CachedFields::kBool:
+          kind = kBool;
+          v = h.fields.boolean(f) ? 1 : 0;
+          break;
         case CachedFields::kStr: {
           const std::string_view s = h.fields.str(f);
           if (s.size() <= kShortStr) {
