@@ -24,12 +24,13 @@
 # bench/alloc_count.py). ALLOC_SITES=md: also the top 10 as Markdown tables.
 # Env: PLANS ("fixed_rank feed home_light"), MIN_REQUESTS (10000), WRK_SECONDS (5, at
 # least; longer when the warm-up's rate says MIN_REQUESTS needs it), WRK_THREADS (1),
-# WRK_CONNS (16), VIEWERS (2000).
+# WRK_CONNS (16), VIEWERS (2000), CACHE_MB (0: rankd's --cache-mb; the shipped plans mark
+# their media and features nodes "cache": true, so CACHE_MB=64 counts the cached path).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 root=${RANKD_ROOT:?run through ops/bench}
 threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-16} min_secs=${WRK_SECONDS:-5}
-min_requests=${MIN_REQUESTS:-10000} viewers=${VIEWERS:-2000}
+min_requests=${MIN_REQUESTS:-10000} viewers=${VIEWERS:-2000} cache_mb=${CACHE_MB:-0}
 sites=${ALLOC_SITES:-} sample_every=${ALLOC_SITES_EVERY:-16}
 read -r -a plans <<< "${PLANS:-fixed_rank feed home_light}"
 source "$root/bench/lib.sh"
@@ -53,7 +54,7 @@ for v in "${variants[@]}"; do
   env LD_PRELOAD="$hook" RANKD_ALLOC_COUNT_FILE="$tmp/count_$v.bin" \
     ${sites:+RANKD_ALLOC_SITES=$sample_every} \
     "${bin[$v]}" serve --host 127.0.0.1 --port "${port[$v]}" --shards 2 --plans "$tmp/plans" \
-    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error &
+    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error --cache-mb "$cache_mb" &
   pid[$v]=$!
   bench_pids+=("${pid[$v]}")
   wait_http "http://127.0.0.1:${port[$v]}/readyz"

@@ -364,6 +364,47 @@ TEST_CASE("sort top-N: stable first rows; cancelled: stops at the first poll") {
   }
 }
 
+// Top-N over the input shapes that slow a quickselect or break a careless partition
+// (sorted, reversed, all equal, few distinct values, organ pipe, sawtooth, random): the
+// first rows are always those of a stable sort, and every row is kept.
+TEST_CASE("sort top-N: the first rows of a stable sort, whatever the input's shape") {
+  const size_t n = 1500;
+  std::vector<std::pair<const char*, std::vector<double>>> shapes;
+  auto shape = [&](const char* name, auto f) {
+    std::vector<double> v(n);
+    for (size_t i = 0; i < n; ++i) v[i] = f(i);
+    shapes.emplace_back(name, std::move(v));
+  };
+  shape("sorted", [](size_t i) { return static_cast<double>(i); });
+  shape("reversed", [](size_t i) { return static_cast<double>(n - i); });
+  shape("all equal", [](size_t) { return 1.0; });
+  shape("few distinct", [](size_t i) { return static_cast<double>((i * 7) % 3); });
+  shape("organ pipe", [](size_t i) { return static_cast<double>(std::min(i, n - i)); });
+  shape("sawtooth", [](size_t i) { return static_cast<double>(i % 37); });
+  shape("random", [](size_t i) { return static_cast<double>((i * 2654435761u) % 1000003); });
+  for (const auto& [name, scores] : shapes) {
+    RowSet rs = Scored(scores);
+    for (bool desc : {true, false}) {
+      Selection want = rs.LogicalRows();
+      std::stable_sort(want.begin(), want.end(), [&](uint32_t a, uint32_t b) {
+        return desc ? scores[a] > scores[b] : scores[a] < scores[b];
+      });
+      for (size_t first : {size_t{1}, size_t{2}, size_t{17}, size_t{30}, n / 2, n - 1}) {
+        CAPTURE(name);
+        CAPTURE(desc);
+        CAPTURE(first);
+        auto got = SortRows(rs, *rs.column("score"), desc, first, {});
+        REQUIRE(got);
+        CHECK(Selection(got->begin(), got->begin() + static_cast<ptrdiff_t>(first)) ==
+              Selection(want.begin(), want.begin() + static_cast<ptrdiff_t>(first)));
+        Selection every = *got;
+        std::sort(every.begin(), every.end());
+        CHECK(every == rs.LogicalRows());
+      }
+    }
+  }
+}
+
 // vm and filter hand the task's token to the expression VM: cancelled, they return the
 // cancelled error instead of a result.
 TEST_CASE("vm and filter: cancelled runs return the cancelled error") {
