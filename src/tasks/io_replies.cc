@@ -62,13 +62,50 @@ ColumnPtr Finished(ColumnBuilder& col) { return Share(std::move(col).Finish()); 
 
 constexpr uint32_t kNotAsked = UINT32_MAX;
 
+// Where FeatureRows reads distinct id k's field f: decoded replies, with any cache hits
+// copied in (ReplyCells), or the cache's entries themselves when every id hit and no
+// batch went out meanwhile (CachedEntries: no copy through cells).
+struct ReplyCells {
+  const CachedFields& cells;
+  size_t nf;
+  CachedField::State state(size_t k, size_t f) const { return cells.state(k * nf + f); }
+  template <class T>
+  T get(size_t k, size_t f) const {
+    const size_t i = k * nf + f;
+    if constexpr (std::is_same_v<T, int64_t>) return cells.i64(i);
+    if constexpr (std::is_same_v<T, double>) return cells.f64(i);
+    if constexpr (std::is_same_v<T, uint8_t>) return static_cast<uint8_t>(cells.boolean(i) ? 1 : 0);
+  }
+  void Append(ColumnBuilder& col, size_t k, size_t f, RedisStats& stats) const {
+    AppendCell(col, cells, k * nf + f, stats);
+  }
+};
+
+struct CachedEntries {
+  std::span<const HashRef> found;       // by distinct id
+  std::span<const size_t> field_index;  // the node's field f is the entry's field_index[f]
+  CachedField::State state(size_t k, size_t f) const { return found[k].state(field_index[f]); }
+  template <class T>
+  T get(size_t k, size_t f) const {
+    const uint64_t bits = found[k].fixed_bits(field_index[f]);
+    if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(bits);
+    if constexpr (std::is_same_v<T, double>) return std::bit_cast<double>(bits);
+    if constexpr (std::is_same_v<T, uint8_t>) return static_cast<uint8_t>(bits != 0 ? 1 : 0);
+  }
+  void Append(ColumnBuilder& col, size_t k, size_t f, RedisStats& stats) const {
+    CachedFields one;  // a string field: rare among item fields; through one cell
+    one.resize(1);
+    found[k].CopyField(field_index[f], one, 0);
+    AppendCell(col, one, 0, stats);
+  }
+};
+
 // features: the fixed-width column of field f (i64, f64 or bool; `values` its storage in
-// `col`), written in place: row r holds cell reply_of_row[r] * nf + f, or null. The same
-// column as ColumnBuilder makes (nulls hold 0), without its per-cell dispatch.
-template <class T, class Get>
-void FillFixed(Column& col, PoolVector<T>& values, const CachedFields& cells,
-               std::span<const uint32_t> reply_of_row, size_t f, size_t nf, RedisStats& stats,
-               Get get) {
+// `col`), written in place: row r holds distinct id reply_of_row[r]'s field f, or null.
+// The same column as ColumnBuilder makes (nulls hold 0), without its per-cell dispatch.
+template <class T, class Source>
+void FillFixed(Column& col, PoolVector<T>& values, const Source& source,
+               std::span<const uint32_t> reply_of_row, size_t f, RedisStats& stats) {
   const size_t rows = reply_of_row.size();
   values.resize(rows);
   uint64_t missing = 0, unparsable = 0;
@@ -78,9 +115,8 @@ void FillFixed(Column& col, PoolVector<T>& values, const CachedFields& cells,
       col.validity.SetNull(r, rows);
       continue;
     }
-    const size_t i = k * nf + f;
-    switch (cells.state(i)) {
-      case CachedField::State::kValue: values[r] = get(i); continue;
+    switch (source.state(k, f)) {
+      case CachedField::State::kValue: values[r] = source.template get<T>(k, f); continue;
       case CachedField::State::kMissing: ++missing; break;
       case CachedField::State::kUnparsable: ++unparsable; break;
     }
@@ -88,6 +124,45 @@ void FillFixed(Column& col, PoolVector<T>& values, const CachedFields& cells,
   }
   if (missing) Bump(stats.fields_missing, missing);
   if (unparsable) Bump(stats.fields_unparsable, unparsable);
+}
+
+// features: the input plus one typed column per field, read from `source`.
+template <class Source>
+RowSet FeatureRowsFrom(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                       std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                       const Source& source) {
+  // Columns span the input's physical rows (so its selection vector still applies);
+  // rows outside the selection, or with a null id, stay null. Missing and unparsable
+  // values are counted per row, as they reach the response.
+  const size_t rows = input.physical_rows();
+  std::vector<uint32_t> reply_of_row(rows, kNotAsked);
+  for (size_t i = 0; i < ids.ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
+  RowSet out = input;
+  RedisStats& stats = *src.stats;
+  for (size_t f = 0; f < fields.size(); ++f) {
+    const ColumnType type = *ItemFieldType(fields[f]);
+    if (type == ColumnType::kStr) {
+      ColumnBuilder col(type, rows);
+      for (uint32_t k : reply_of_row) {
+        if (k == kNotAsked)
+          col.AppendNulls(1);
+        else
+          source.Append(col, k, f, stats);
+      }
+      out.SetColumn(fields[f], Finished(col));
+      continue;
+    }
+    Column col;
+    col.type = type;
+    switch (type) {
+      case ColumnType::kI64: FillFixed(col, col.i64, source, reply_of_row, f, stats); break;
+      case ColumnType::kF64: FillFixed(col, col.f64, source, reply_of_row, f, stats); break;
+      case ColumnType::kBool: FillFixed(col, col.b, source, reply_of_row, f, stats); break;
+      case ColumnType::kStr: break;
+    }
+    out.SetColumn(fields[f], Share(std::move(col)));
+  }
+  return out;
 }
 
 }  // namespace
@@ -227,48 +302,13 @@ void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> b
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    const CachedFields& cells) {
-  // Columns span the input's physical rows (so its selection vector still applies);
-  // rows outside the selection, or with a null id, stay null. Missing and unparsable
-  // values are counted per row, as they reach the response.
-  const size_t rows = input.physical_rows();
-  const size_t nf = fields.size();
-  std::vector<uint32_t> reply_of_row(rows, kNotAsked);
-  for (size_t i = 0; i < ids.ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
-  RowSet out = input;
-  for (size_t f = 0; f < nf; ++f) {
-    const ColumnType type = *ItemFieldType(fields[f]);
-    if (type == ColumnType::kStr) {
-      ColumnBuilder col(type, rows);
-      for (uint32_t k : reply_of_row) {
-        if (k == kNotAsked)
-          col.AppendNulls(1);
-        else
-          AppendCell(col, cells, k * nf + f, *src.stats);
-      }
-      out.SetColumn(fields[f], Finished(col));
-      continue;
-    }
-    Column col;
-    col.type = type;
-    RedisStats& stats = *src.stats;
-    switch (type) {
-      case ColumnType::kI64:
-        FillFixed(col, col.i64, cells, reply_of_row, f, nf, stats,
-                  [&](size_t i) { return cells.i64(i); });
-        break;
-      case ColumnType::kF64:
-        FillFixed(col, col.f64, cells, reply_of_row, f, nf, stats,
-                  [&](size_t i) { return cells.f64(i); });
-        break;
-      case ColumnType::kBool:
-        FillFixed(col, col.b, cells, reply_of_row, f, nf, stats,
-                  [&](size_t i) { return static_cast<uint8_t>(cells.boolean(i) ? 1 : 0); });
-        break;
-      case ColumnType::kStr: break;
-    }
-    out.SetColumn(fields[f], Share(std::move(col)));
-  }
-  return out;
+  return FeatureRowsFrom(src, input, ids, reply_of, fields, ReplyCells{cells, fields.size()});
+}
+
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   std::span<const HashRef> found, std::span<const size_t> field_index) {
+  return FeatureRowsFrom(src, input, ids, reply_of, fields, CachedEntries{found, field_index});
 }
 
 Result<RowSet> SeenFilterRows(const ReplySource& src, int64_t user_id, const RowSet& input,

@@ -92,6 +92,12 @@ Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    const CachedFields& cells);
+// The same from the cache's entries, when every distinct id hit: found[k] is distinct id
+// k's entry and field f of the node is the entry's field_index[f]. REQUIRES: the entries
+// hold every field asked and the cache has not changed since they were found.
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   std::span<const HashRef> found, std::span<const size_t> field_index);
 
 // seen_filter: the SMISMEMBER seen:{user_id} ids... reply -> the input without the seen
 // rows (rows with a null id stay).

@@ -310,9 +310,6 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
       reply_of[i] = slots[s] - 1;
     }
   }
-  // cells[k * nf + f]: field f of distinct[k]; hits are copied in now.
-  CachedFields cells;
-  cells.resize(distinct.size() * nf);
   std::vector<uint32_t> missed;  // indexes into distinct
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(distinct.size());
@@ -327,16 +324,27 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   size_t nkeys = 0;
   for (size_t k = 0; k < distinct.size(); ++k) {
     if (cu) {
-      if (HashRef h = found[k]; h && (h.known() & need) == need) {
-        for (size_t f = 0; f < nf; ++f) h.CopyField(field_index[f], cells, k * nf + f);
-        continue;
-      }
+      if (HashRef h = found[k]; h && (h.known() & need) == need) continue;
       keys[nkeys++] = keys[k];
     }
     missed.push_back(static_cast<uint32_t>(k));
   }
   keys.resize(nkeys);
   if (cu) cu.Record(distinct.size() - missed.size(), missed.size());
+  // Every id hit: the columns are read from the entries (nothing suspends before).
+  if (missed.empty() && cu)
+    co_return FeatureRows(src, input, *ids, reply_of, fields, found, field_index);
+  // cells[k * nf + f]: field f of distinct[k]. The hits are copied in now: the cache may
+  // change while the batch is out.
+  CachedFields cells;
+  cells.resize(distinct.size() * nf);
+  for (size_t k = 0, m = 0; k < distinct.size(); ++k) {
+    if (m < missed.size() && missed[m] == k) {
+      ++m;
+      continue;
+    }
+    for (size_t f = 0; f < nf; ++f) found[k].CopyField(field_index[f], cells, k * nf + f);
+  }
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // HMGET (+ PTTL)
   RedisCommands cmds;

@@ -445,6 +445,27 @@ TEST_CASE("cached reads: the same rows as uncached, a warm cache sends nothing, 
   CHECK(std::get<int64_t>(At(items2, "likes", 0)) == 5);
   CHECK(IsNull(At(items2, "likes", 1)));
   CHECK(std::get<std::string>(At(items2, "category", 0)) == "news");
+  // Hits and a miss (item:12 does not exist) in one run, then all of them hit (the
+  // columns then come from the entries, not copied cells): the same rows both times,
+  // and as uncached.
+  auto uncached_items = RunIo(*f.shard, "features", {{"fields", fields}}, {Ids({11, 12, 10})});
+  REQUIRE(uncached_items.has_value());
+  auto [mixed, mixed_lookups] = f.Run("features", {{"fields", fields}}, {Ids({11, 12, 10})});
+  CHECK(mixed_lookups.hits == 2);
+  CHECK(mixed_lookups.misses == 1);
+  auto [all_hit, all_hit_lookups] = f.Run("features", {{"fields", fields}}, {Ids({11, 12, 10})});
+  CHECK(all_hit_lookups.hits == 3);
+  for (const RowSet* rs : {&mixed, &all_hit}) {
+    for (const char* field : {"likes", "category"}) {
+      for (size_t row = 0; row < 3; ++row) {
+        CAPTURE(field);
+        CAPTURE(row);
+        CHECK(At(*rs, field, row) == At(*uncached_items, field, row));
+      }
+    }
+  }
+  CHECK(std::get<int64_t>(At(all_hit, "likes", 2)) == 5);
+  CHECK(IsNull(At(all_hit, "likes", 1)));
 
   // A write reaches the cache through the tracker: the next read misses and sees it.
   const uint64_t before = f.shard->OnLoop([&] { return Read(f.cache->stats().invalidations); });
