@@ -119,9 +119,17 @@ class HashRef {
   CachedField::State state(size_t f) const {
     return static_cast<CachedField::State>(e_->tag(e_->CellOf(f)) & 3);
   }
-  // Field f's value as CachedFields holds a fixed-width one: an i64's or f64's bits, a
-  // bool as 0 or 1. REQUIRES: state(f) == kValue and the field is an i64, f64 or bool.
-  uint64_t fixed_bits(size_t f) const { return e_->value(e_->CellOf(f)); }
+  // Field f's state and, when it holds a fixed-width value, that value as CachedFields
+  // holds it: an i64's or f64's bits, a bool as 0 or 1 (else unspecified).
+  // REQUIRES: known() has bit f.
+  struct Fixed {
+    CachedField::State state;
+    uint64_t bits;
+  };
+  Fixed fixed(size_t f) const {
+    const size_t c = e_->CellOf(f);
+    return {static_cast<CachedField::State>(e_->tag(c) & 3), e_->value(c)};
+  }
   // into[i] = field f. REQUIRES: known() has bit f.
   void CopyField(size_t f, CachedFields& into, size_t i) const {
     const size_t c = e_->CellOf(f);

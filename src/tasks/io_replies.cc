@@ -68,13 +68,16 @@ constexpr uint32_t kNotAsked = UINT32_MAX;
 struct ReplyCells {
   const CachedFields& cells;
   size_t nf;
-  CachedField::State state(size_t k, size_t f) const { return cells.state(k * nf + f); }
+  // Distinct id k's field f: its state, and its value into `into` when it has one.
   template <class T>
-  T get(size_t k, size_t f) const {
+  CachedField::State Read(size_t k, size_t f, T& into) const {
     const size_t i = k * nf + f;
-    if constexpr (std::is_same_v<T, int64_t>) return cells.i64(i);
-    if constexpr (std::is_same_v<T, double>) return cells.f64(i);
-    if constexpr (std::is_same_v<T, uint8_t>) return static_cast<uint8_t>(cells.boolean(i) ? 1 : 0);
+    const CachedField::State state = cells.state(i);
+    if (state != CachedField::State::kValue) return state;
+    if constexpr (std::is_same_v<T, int64_t>) into = cells.i64(i);
+    if constexpr (std::is_same_v<T, double>) into = cells.f64(i);
+    if constexpr (std::is_same_v<T, uint8_t>) into = static_cast<uint8_t>(cells.boolean(i) ? 1 : 0);
+    return state;
   }
   void Append(ColumnBuilder& col, size_t k, size_t f, RedisStats& stats) const {
     AppendCell(col, cells, k * nf + f, stats);
@@ -84,13 +87,13 @@ struct ReplyCells {
 struct CachedEntries {
   std::span<const HashRef> found;       // by distinct id
   std::span<const size_t> field_index;  // the node's field f is the entry's field_index[f]
-  CachedField::State state(size_t k, size_t f) const { return found[k].state(field_index[f]); }
   template <class T>
-  T get(size_t k, size_t f) const {
-    const uint64_t bits = found[k].fixed_bits(field_index[f]);
-    if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(bits);
-    if constexpr (std::is_same_v<T, double>) return std::bit_cast<double>(bits);
-    if constexpr (std::is_same_v<T, uint8_t>) return static_cast<uint8_t>(bits != 0 ? 1 : 0);
+  CachedField::State Read(size_t k, size_t f, T& into) const {
+    const HashRef::Fixed v = found[k].fixed(field_index[f]);
+    if constexpr (std::is_same_v<T, int64_t>) into = static_cast<int64_t>(v.bits);
+    if constexpr (std::is_same_v<T, double>) into = std::bit_cast<double>(v.bits);
+    if constexpr (std::is_same_v<T, uint8_t>) into = static_cast<uint8_t>(v.bits != 0 ? 1 : 0);
+    return v.state;
   }
   void Append(ColumnBuilder& col, size_t k, size_t f, RedisStats& stats) const {
     CachedFields one;  // a string field: rare among item fields; through one cell
@@ -115,11 +118,12 @@ void FillFixed(Column& col, PoolVector<T>& values, const Source& source,
       col.validity.SetNull(r, rows);
       continue;
     }
-    switch (source.state(k, f)) {
-      case CachedField::State::kValue: values[r] = source.template get<T>(k, f); continue;
+    switch (source.template Read<T>(k, f, values[r])) {
+      case CachedField::State::kValue: continue;
       case CachedField::State::kMissing: ++missing; break;
       case CachedField::State::kUnparsable: ++unparsable; break;
     }
+    values[r] = T{};
     col.validity.SetNull(r, rows);
   }
   if (missing) Bump(stats.fields_missing, missing);
