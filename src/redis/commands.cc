@@ -46,6 +46,18 @@ std::string_view Digits(int64_t v, char (&buf)[20]) {
   return {buf, static_cast<size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)};
 }
 
+// One integer argument "$<len>\r\n<digits>\r\n" at p; returns its end. The digits are
+// copied as a fixed 20 bytes (inline moves, not a libc call per argument: SMISMEMBER
+// formats hundreds), so p needs kMaxBulkInt bytes of room, not just what it writes.
+constexpr size_t kMaxBulkInt = 5 + 20 + 2;
+char* PutBulkInt(char* p, int64_t v) {
+  char buf[20];
+  const std::string_view digits = Digits(v, buf);
+  p = PutHeader(p, '$', digits.size());
+  std::memcpy(p, buf, sizeof buf);
+  return PutCrlf(p + digits.size());
+}
+
 }  // namespace
 
 // Each piece is written straight into the buffer after one capacity check
@@ -83,10 +95,8 @@ RedisCommands& RedisCommands::Arg(int64_t v) {
 
 RedisCommands& RedisCommands::Args(std::span<const int64_t> values) {
   Counted(static_cast<int>(values.size()));
-  // "$<len>\r\n<digits>\r\n": at most 4 + 2 + 20 + 2 bytes a value.
-  Extend(values.size() * 28, [&](char* p) {
-    char buf[20];
-    for (const int64_t v : values) p = PutBulk(p, Digits(v, buf));
+  Extend(values.size() * kMaxBulkInt, [&](char* p) {
+    for (const int64_t v : values) p = PutBulkInt(p, v);
     return p;
   });
   return *this;
