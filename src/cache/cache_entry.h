@@ -90,10 +90,15 @@ struct alignas(64) CacheEntry {
     return (x * 0x01010101u) >> 24;
   }
   uint8_t tag(size_t c) const { return spilled ? static_cast<uint8_t>(spill[c]) : cells.tags[c]; }
+  // Cell c's 8-byte payload, in memory (a short string's bytes are its first ones).
+  const char* payload(size_t c) const {
+    return spilled ? spill + TagBytes(PopCount32(known)) + 8 * c
+                   : reinterpret_cast<const char*>(&cells.values[c]);
+  }
   uint64_t value(size_t c) const {
     if (!spilled) return cells.values[c];
     uint64_t v;
-    std::memcpy(&v, spill + TagBytes(PopCount32(known)) + 8 * c, 8);
+    std::memcpy(&v, payload(c), 8);
     return v;
   }
   // ---- a list's members and non-id positions
@@ -129,6 +134,15 @@ class HashRef {
   Fixed fixed(size_t f) const {
     const size_t c = e_->CellOf(f);
     return {static_cast<CachedField::State>(e_->tag(c) & 3), e_->value(c)};
+  }
+  // Field f's string, in the entry (valid as long as the view).
+  // REQUIRES: state(f) == kValue and the field is a string.
+  std::string_view str(size_t f) const {
+    const size_t c = e_->CellOf(f);
+    const uint8_t tag = e_->tag(c);
+    if (((tag >> 2) & 7) == CacheEntry::kShort) return {e_->payload(c), size_t{tag} >> 5};
+    const uint64_t v = e_->value(c);
+    return {e_->spill + (v >> 32), v & 0xffffffffu};
   }
   // into[i] = field f. REQUIRES: known() has bit f.
   void CopyField(size_t f, CachedFields& into, size_t i) const {

@@ -1,5 +1,8 @@
 #include "data/column_builder.h"
 
+#include <cstring>
+#include <functional>
+
 namespace rankd {
 
 ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
@@ -15,11 +18,50 @@ ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
   }
 }
 
+namespace {
+
+// A string's slot hash: up to 8 bytes are read as one word and mixed (splitmix64's
+// finalizer), longer ones go through std::hash.
+uint64_t HashOf(std::string_view s) {
+  uint64_t x;
+  if (s.size() <= 8) {
+    x = s.size();
+    if (!s.empty()) {
+      uint64_t bytes = 0;
+      std::memcpy(&bytes, s.data(), s.size());
+      x ^= bytes * 0x9e3779b97f4a7c15ULL;
+    }
+  } else {
+    x = std::hash<std::string_view>{}(s);
+  }
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
 uint32_t ColumnBuilder::Code(std::string_view s) {
-  auto [it, inserted] =
-      codes_.try_emplace(std::string(s), static_cast<uint32_t>(dict_->values.size()));
-  if (inserted) dict_->values.emplace_back(s);
-  return it->second;
+  if (slots_.empty()) slots_.assign(16, 0);
+  size_t mask = slots_.size() - 1;
+  size_t i = HashOf(s) & mask;
+  for (; slots_[i] != 0; i = (i + 1) & mask)
+    if (dict_->values[slots_[i] - 1] == s) return slots_[i] - 1;
+  const auto code = static_cast<uint32_t>(dict_->values.size());
+  dict_->values.emplace_back(s);
+  slots_[i] = code + 1;
+  if (2 * dict_->values.size() > slots_.size()) {  // past half full: double, re-place all
+    slots_.assign(2 * slots_.size(), 0);
+    mask = slots_.size() - 1;
+    for (uint32_t c = 0; c < dict_->values.size(); ++c) {
+      size_t j = HashOf(dict_->values[c]) & mask;
+      while (slots_[j] != 0) j = (j + 1) & mask;
+      slots_[j] = c + 1;
+    }
+  }
+  return code;
 }
 
 void ColumnBuilder::AppendOne(const Column& col, uint32_t row) {

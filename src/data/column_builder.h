@@ -13,7 +13,6 @@
 
 #include <span>
 #include <string>
-#include <unordered_map>
 
 #include "data/row_set.h"
 
@@ -44,7 +43,11 @@ class ColumnBuilder {
   size_t size_ = 0;
   std::vector<size_t> null_rows_;
   std::shared_ptr<StringDict> dict_;
-  std::unordered_map<std::string, uint32_t> codes_;
+  // The codes of the strings seen so far: open addressing (linear probing, load ≤ 0.5)
+  // over code + 1 (0: empty), the string itself being dict_->values[code]. One block,
+  // and no string built per lookup: a feed request encodes ~700 short strings (country
+  // codes), where a std::unordered_map<std::string, ...> took ~25 ns each.
+  std::vector<uint32_t> slots_;
 };
 
 }  // namespace rankd

@@ -36,20 +36,22 @@ Error BadReply(const ReplySource& src, std::string_view command, const std::stri
   return e;
 }
 
+// A cell without a value (missing or unparsable) becomes a null of `col`, counted;
+// false when it has a value (nothing appended).
+bool AppendNoValue(ColumnBuilder& col, CachedField::State state, RedisStats& stats) {
+  switch (state) {
+    case CachedField::State::kMissing: Bump(stats.fields_missing); break;
+    case CachedField::State::kUnparsable: Bump(stats.fields_unparsable); break;
+    case CachedField::State::kValue: return false;
+  }
+  col.AppendNulls(1);
+  return true;
+}
+
 // Appends one decoded cell to `col` (typed by the column); a missing or unparsable
 // value becomes a null and is counted.
 void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, RedisStats& stats) {
-  switch (cells.state(i)) {
-    case CachedField::State::kMissing:
-      Bump(stats.fields_missing);
-      col.AppendNulls(1);
-      return;
-    case CachedField::State::kUnparsable:
-      Bump(stats.fields_unparsable);
-      col.AppendNulls(1);
-      return;
-    case CachedField::State::kValue: break;
-  }
+  if (AppendNoValue(col, cells.state(i), stats)) return;
   switch (col.type()) {
     case ColumnType::kI64: col.AppendI64(cells.i64(i)); break;
     case ColumnType::kF64: col.AppendF64(cells.f64(i)); break;
@@ -95,11 +97,10 @@ struct CachedEntries {
     if constexpr (std::is_same_v<T, uint8_t>) into = static_cast<uint8_t>(v.bits != 0 ? 1 : 0);
     return v.state;
   }
+  // A string field.
   void Append(ColumnBuilder& col, size_t k, size_t f, RedisStats& stats) const {
-    CachedFields one;  // a string field: rare among item fields; through one cell
-    one.resize(1);
-    found[k].CopyField(field_index[f], one, 0);
-    AppendCell(col, one, 0, stats);
+    const HashRef h = found[k];
+    if (!AppendNoValue(col, h.state(field_index[f]), stats)) col.AppendStr(h.str(field_index[f]));
   }
 };
 

@@ -416,6 +416,7 @@ TEST_CASE("cached reads: the same rows as uncached, a warm cache sends nothing, 
   f.Cmd({"RPUSH", "media:2", "20"});
   f.Cmd({"HSET", "item:10", "likes", "5", "category", "news"});
   f.Cmd({"HSET", "item:11", "likes", "oops"});
+  f.Cmd({"HSET", "item:13", "likes", "1", "category", "longer than a cell"});
   const std::vector<std::string> fields = {"likes", "category"};
 
   auto uncached_media = RunIo(*f.shard, "media", {{"per_author", int64_t{3}}}, {Ids({1, 2, 1})});
@@ -448,16 +449,19 @@ TEST_CASE("cached reads: the same rows as uncached, a warm cache sends nothing, 
   // Hits and a miss (item:12 does not exist) in one run, then all of them hit (the
   // columns then come from the entries, not copied cells): the same rows both times,
   // and as uncached.
-  auto uncached_items = RunIo(*f.shard, "features", {{"fields", fields}}, {Ids({11, 12, 10})});
+  // item:13's category is too long for its cell (kept in the entry's spill).
+  auto uncached_items = RunIo(*f.shard, "features", {{"fields", fields}}, {Ids({11, 12, 10, 13})});
   REQUIRE(uncached_items.has_value());
-  auto [mixed, mixed_lookups] = f.Run("features", {{"fields", fields}}, {Ids({11, 12, 10})});
+  auto [mixed, mixed_lookups] = f.Run("features", {{"fields", fields}}, {Ids({11, 12, 10, 13})});
   CHECK(mixed_lookups.hits == 2);
-  CHECK(mixed_lookups.misses == 1);
-  auto [all_hit, all_hit_lookups] = f.Run("features", {{"fields", fields}}, {Ids({11, 12, 10})});
-  CHECK(all_hit_lookups.hits == 3);
+  CHECK(mixed_lookups.misses == 2);
+  auto [all_hit, all_hit_lookups] =
+      f.Run("features", {{"fields", fields}}, {Ids({11, 12, 10, 13})});
+  CHECK(all_hit_lookups.hits == 4);
+  CHECK(std::get<std::string>(At(all_hit, "category", 3)) == "longer than a cell");
   for (const RowSet* rs : {&mixed, &all_hit}) {
     for (const char* field : {"likes", "category"}) {
-      for (size_t row = 0; row < 3; ++row) {
+      for (size_t row = 0; row < 4; ++row) {
         CAPTURE(field);
         CAPTURE(row);
         CHECK(At(*rs, field, row) == At(*uncached_items, field, row));

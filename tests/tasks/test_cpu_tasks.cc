@@ -364,6 +364,30 @@ TEST_CASE("sort top-N: stable first rows; cancelled: stops at the first poll") {
   }
 }
 
+// Strings are dictionary-encoded in order of first appearance: one code per distinct
+// string, whatever its length (the short ones are hashed as one word), with embedded
+// NUL bytes and the empty string distinct, across the dictionary's growth.
+TEST_CASE("column builder: one code per distinct string, in order of first appearance") {
+  std::vector<std::string> distinct = {"",
+                                       std::string("a\0", 2),
+                                       "a",
+                                       "abcdefgh",
+                                       "abcdefghi",
+                                       std::string(8, '\0'),
+                                       std::string(9, '\0')};
+  for (int i = 0; i < 200; ++i) distinct.push_back("s" + std::to_string(i * 7919));
+  ColumnBuilder b(ColumnType::kStr, 0);
+  for (int pass = 0; pass < 3; ++pass)
+    for (const std::string& s : distinct) b.AppendStr(s);
+  Column col = std::move(b).Finish();
+  REQUIRE(col.dict->values == distinct);
+  for (size_t row = 0; row < col.str_code.size(); ++row) {
+    CAPTURE(row);
+    CHECK(col.str_code[row] == row % distinct.size());
+    CHECK(col.str(static_cast<uint32_t>(row)) == distinct[row % distinct.size()]);
+  }
+}
+
 // Top-N over the input shapes that slow a quickselect or break a careless partition
 // (sorted, reversed, all equal, few distinct values, organ pipe, sawtooth, random): the
 // first rows are always those of a stable sort, and every row is kept.
