@@ -20,43 +20,58 @@ ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
 
 namespace {
 
-// A string's slot hash: up to 8 bytes are read as one word and mixed (splitmix64's
-// finalizer), longer ones go through std::hash.
-uint64_t HashOf(std::string_view s) {
-  uint64_t x;
-  if (s.size() <= 8) {
-    x = s.size();
-    if (!s.empty()) {
-      uint64_t bytes = 0;
-      std::memcpy(&bytes, s.data(), s.size());
-      x ^= bytes * 0x9e3779b97f4a7c15ULL;
-    }
-  } else {
-    x = std::hash<std::string_view>{}(s);
+uint64_t Load32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// A string's key: up to 8 bytes packed into one word from fixed-size loads (two
+// overlapping 4-byte ones, or three single bytes), so that for a given length two keys
+// are equal only when the strings are; a longer string's std::hash.
+uint64_t KeyOf(std::string_view s) {
+  const char* p = s.data();
+  const size_t n = s.size();
+  if (n >= 4 && n <= 8) return Load32(p) | (Load32(p + n - 4) << 32);
+  if (n > 0 && n < 4) {
+    const auto byte = [](char c) { return static_cast<uint64_t>(static_cast<unsigned char>(c)); };
+    return byte(p[0]) | (byte(p[n / 2]) << 8) | (byte(p[n - 1]) << 16);
   }
+  return n == 0 ? 0 : std::hash<std::string_view>{}(s);
+}
+
+// The slot hash of a key and length (splitmix64's finalizer).
+size_t SlotHash(uint64_t key, size_t size) {
+  uint64_t x = key ^ (size * 0x9e3779b97f4a7c15ULL);
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ULL;
   x ^= x >> 27;
   x *= 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
+  return static_cast<size_t>(x ^ (x >> 31));
 }
 
 }  // namespace
 
 uint32_t ColumnBuilder::Code(std::string_view s) {
   if (slots_.empty()) slots_.assign(16, 0);
+  const uint64_t key = KeyOf(s);
+  const size_t n = s.size();
   size_t mask = slots_.size() - 1;
-  size_t i = HashOf(s) & mask;
-  for (; slots_[i] != 0; i = (i + 1) & mask)
-    if (dict_->values[slots_[i] - 1] == s) return slots_[i] - 1;
+  size_t i = SlotHash(key, n) & mask;
+  for (; slots_[i] != 0; i = (i + 1) & mask) {
+    const uint32_t code = slots_[i] - 1;
+    const Known& k = known_[code];
+    if (k.key == key && k.size == n && (n <= 8 || dict_->values[code] == s)) return code;
+  }
   const auto code = static_cast<uint32_t>(dict_->values.size());
   dict_->values.emplace_back(s);
+  known_.push_back({key, n});
   slots_[i] = code + 1;
-  if (2 * dict_->values.size() > slots_.size()) {  // past half full: double, re-place all
+  if (2 * known_.size() > slots_.size()) {  // past half full: double, re-place all
     slots_.assign(2 * slots_.size(), 0);
     mask = slots_.size() - 1;
-    for (uint32_t c = 0; c < dict_->values.size(); ++c) {
-      size_t j = HashOf(dict_->values[c]) & mask;
+    for (uint32_t c = 0; c < known_.size(); ++c) {
+      size_t j = SlotHash(known_[c].key, known_[c].size) & mask;
       while (slots_[j] != 0) j = (j + 1) & mask;
       slots_[j] = c + 1;
     }

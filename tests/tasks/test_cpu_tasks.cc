@@ -375,6 +375,10 @@ TEST_CASE("column builder: one code per distinct string, in order of first appea
                                        "abcdefghi",
                                        std::string(8, '\0'),
                                        std::string(9, '\0')};
+  // Differing only in a middle byte, at each length of a packed key.
+  for (const char* s : {"ab", "abc", "axc", "abcd", "axcd", "abcde", "abxde", "abcdefg", "abcxefg",
+                        "abcdefgh0", "abcdxfgh0"})
+    distinct.push_back(s);
   for (int i = 0; i < 200; ++i) distinct.push_back("s" + std::to_string(i * 7919));
   ColumnBuilder b(ColumnType::kStr, 0);
   for (int pass = 0; pass < 3; ++pass)
