@@ -104,28 +104,52 @@ struct CachedEntries {
   }
 };
 
-// features: the fixed-width column of field f (i64, f64 or bool; `values` its storage in
-// `col`), written in place: row r holds distinct id reply_of_row[r]'s field f, or null.
-// The same column as ColumnBuilder makes (nulls hold 0), without its per-cell dispatch.
-template <class T, class Source>
-void FillFixed(Column& col, PoolVector<T>& values, const Source& source,
-               std::span<const uint32_t> reply_of_row, size_t f, RedisStats& stats) {
+// features: one fixed-width column (i64, f64 or bool) of the node's field f.
+struct FixedColumn {
+  size_t f;
+  Column col;
+};
+
+// Writes the fixed-width columns in place, row by row with all of a row's fields
+// together (so each distinct id's entry or cells are read once, not once per field):
+// row r holds distinct id reply_of_row[r]'s field, or null. The same columns as
+// ColumnBuilder makes (nulls hold 0), without its per-cell dispatch.
+template <class Source>
+void FillFixed(std::span<FixedColumn> out, const Source& source,
+               std::span<const uint32_t> reply_of_row, RedisStats& stats) {
   const size_t rows = reply_of_row.size();
-  values.resize(rows);
+  for (FixedColumn& c : out) {
+    switch (c.col.type) {
+      case ColumnType::kI64: c.col.i64.resize(rows); break;
+      case ColumnType::kF64: c.col.f64.resize(rows); break;
+      case ColumnType::kBool: c.col.b.resize(rows); break;
+      case ColumnType::kStr: break;
+    }
+  }
   uint64_t missing = 0, unparsable = 0;
   for (size_t r = 0; r < rows; ++r) {
     const uint32_t k = reply_of_row[r];
-    if (k == kNotAsked) {
-      col.validity.SetNull(r, rows);
-      continue;
+    for (FixedColumn& c : out) {
+      if (k != kNotAsked) {
+        CachedField::State state = CachedField::State::kMissing;
+        switch (c.col.type) {
+          case ColumnType::kI64: state = source.Read(k, c.f, c.col.i64[r]); break;
+          case ColumnType::kF64: state = source.Read(k, c.f, c.col.f64[r]); break;
+          case ColumnType::kBool: state = source.Read(k, c.f, c.col.b[r]); break;
+          case ColumnType::kStr: break;
+        }
+        if (state == CachedField::State::kValue) continue;
+        missing += state == CachedField::State::kMissing;
+        unparsable += state == CachedField::State::kUnparsable;
+        switch (c.col.type) {  // a null holds 0
+          case ColumnType::kI64: c.col.i64[r] = 0; break;
+          case ColumnType::kF64: c.col.f64[r] = 0; break;
+          case ColumnType::kBool: c.col.b[r] = 0; break;
+          case ColumnType::kStr: break;
+        }
+      }
+      c.col.validity.SetNull(r, rows);
     }
-    switch (source.template Read<T>(k, f, values[r])) {
-      case CachedField::State::kValue: continue;
-      case CachedField::State::kMissing: ++missing; break;
-      case CachedField::State::kUnparsable: ++unparsable; break;
-    }
-    values[r] = T{};
-    col.validity.SetNull(r, rows);
   }
   if (missing) Bump(stats.fields_missing, missing);
   if (unparsable) Bump(stats.fields_unparsable, unparsable);
@@ -142,31 +166,29 @@ RowSet FeatureRowsFrom(const ReplySource& src, const RowSet& input, const InputI
   const size_t rows = input.physical_rows();
   std::vector<uint32_t> reply_of_row(rows, kNotAsked);
   for (size_t i = 0; i < ids.ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
-  RowSet out = input;
   RedisStats& stats = *src.stats;
+  std::vector<ColumnPtr> cols(fields.size());
+  std::vector<FixedColumn> fixed;
   for (size_t f = 0; f < fields.size(); ++f) {
     const ColumnType type = *ItemFieldType(fields[f]);
-    if (type == ColumnType::kStr) {
-      ColumnBuilder col(type, rows);
-      for (uint32_t k : reply_of_row) {
-        if (k == kNotAsked)
-          col.AppendNulls(1);
-        else
-          source.Append(col, k, f, stats);
-      }
-      out.SetColumn(fields[f], Finished(col));
+    if (type != ColumnType::kStr) {
+      fixed.push_back({f, Column{}});
+      fixed.back().col.type = type;
       continue;
     }
-    Column col;
-    col.type = type;
-    switch (type) {
-      case ColumnType::kI64: FillFixed(col, col.i64, source, reply_of_row, f, stats); break;
-      case ColumnType::kF64: FillFixed(col, col.f64, source, reply_of_row, f, stats); break;
-      case ColumnType::kBool: FillFixed(col, col.b, source, reply_of_row, f, stats); break;
-      case ColumnType::kStr: break;
+    ColumnBuilder col(type, rows);
+    for (uint32_t k : reply_of_row) {
+      if (k == kNotAsked)
+        col.AppendNulls(1);
+      else
+        source.Append(col, k, f, stats);
     }
-    out.SetColumn(fields[f], Share(std::move(col)));
+    cols[f] = Finished(col);
   }
+  FillFixed(fixed, source, reply_of_row, stats);
+  for (FixedColumn& c : fixed) cols[c.f] = Share(std::move(c.col));
+  RowSet out = input;
+  for (size_t f = 0; f < fields.size(); ++f) out.SetColumn(fields[f], std::move(cols[f]));
   return out;
 }
 
