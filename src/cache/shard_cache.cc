@@ -15,26 +15,17 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/mix.h"
+
 namespace rankd {
 
 namespace {
-
-// splitmix64's finalizer: ids are often small and dense, so they need mixing before
-// libstdc++ takes them modulo the bucket count.
-uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
 
 struct KeyHash {
   // noexcept (and cheap): libstdc++ then keeps no hash code in each node.
   size_t operator()(const CacheKey& k) const noexcept {
     uint64_t tag = (uint64_t{k.endpoint} << 8) | static_cast<uint8_t>(k.kind);
-    return Mix(static_cast<uint64_t>(k.id) ^ Mix(tag + 0x9e3779b97f4a7c15ULL));
+    return Mix64(static_cast<uint64_t>(k.id) ^ Mix64(tag + 0x9e3779b97f4a7c15ULL));
   }
 };
 

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <functional>
 
+#include "core/mix.h"
+
 namespace rankd {
 
 ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
@@ -40,14 +42,9 @@ uint64_t KeyOf(std::string_view s) {
   return n == 0 ? 0 : std::hash<std::string_view>{}(s);
 }
 
-// The slot hash of a key and length (splitmix64's finalizer).
+// The slot hash of a key and length.
 size_t SlotHash(uint64_t key, size_t size) {
-  uint64_t x = key ^ (size * 0x9e3779b97f4a7c15ULL);
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  return static_cast<size_t>(x ^ (x >> 31));
+  return static_cast<size_t>(Mix64(key ^ (size * 0x9e3779b97f4a7c15ULL)));
 }
 
 }  // namespace

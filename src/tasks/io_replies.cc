@@ -70,7 +70,8 @@ constexpr uint32_t kNotAsked = UINT32_MAX;
 struct ReplyCells {
   const CachedFields& cells;
   size_t nf;
-  // Distinct id k's field f: its state, and its value into `into` when it has one.
+  // Distinct id k's field f: its state, and its value into `into` when it has one
+  // (`into` is left alone otherwise). CachedEntries' Read is the same.
   template <class T>
   CachedField::State Read(size_t k, size_t f, T& into) const {
     const size_t i = k * nf + f;
@@ -92,6 +93,7 @@ struct CachedEntries {
   template <class T>
   CachedField::State Read(size_t k, size_t f, T& into) const {
     const HashRef::Fixed v = found[k].fixed(field_index[f]);
+    if (v.state != CachedField::State::kValue) return v.state;
     if constexpr (std::is_same_v<T, int64_t>) into = static_cast<int64_t>(v.bits);
     if constexpr (std::is_same_v<T, double>) into = std::bit_cast<double>(v.bits);
     if constexpr (std::is_same_v<T, uint8_t>) into = static_cast<uint8_t>(v.bits != 0 ? 1 : 0);
@@ -110,7 +112,8 @@ struct FixedColumn {
   Column col;
 };
 
-// Writes the fixed-width columns in place, row by row with all of a row's fields
+// Writes the fixed-width columns in place (a source writes only values, so a null keeps
+// the 0 of the resize), row by row with all of a row's fields
 // together (so each distinct id's entry or cells are read once, not once per field):
 // row r holds distinct id reply_of_row[r]'s field, or null. The same columns as
 // ColumnBuilder makes (nulls hold 0), without its per-cell dispatch.
@@ -141,12 +144,6 @@ void FillFixed(std::span<FixedColumn> out, const Source& source,
         if (state == CachedField::State::kValue) continue;
         missing += state == CachedField::State::kMissing;
         unparsable += state == CachedField::State::kUnparsable;
-        switch (c.col.type) {  // a null holds 0
-          case ColumnType::kI64: c.col.i64[r] = 0; break;
-          case ColumnType::kF64: c.col.f64[r] = 0; break;
-          case ColumnType::kBool: c.col.b[r] = 0; break;
-          case ColumnType::kStr: break;
-        }
       }
       c.col.validity.SetNull(r, rows);
     }
