@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "core/awaitables.h"
+#include "core/mix.h"
 #include "core/parse_int.h"
 
 namespace rankd {
@@ -45,13 +46,6 @@ Redirect ParseRedirect(std::string_view err) {
 }
 
 std::string AddressText(const RedisAddress& a) { return a.host + ":" + std::to_string(a.port); }
-
-uint64_t NextRandom(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
 
@@ -248,7 +242,7 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
     });
   }
   if (installed || map_ || closed_) co_return;
-  loop_.timers().Start(100 + NextRandom(rng_) % 100, [this, alive] {
+  loop_.timers().Start(100 + SplitMix64(rng_) % 100, [this, alive] {
     if (*alive) RefreshSlotMap();
   });
 }
@@ -419,7 +413,7 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
     }
     if (again.empty()) co_return std::move(replies).Simplified();
     if (!pause_for.empty()) {
-      uint64_t ms = kRetryPauseMinMs + NextRandom(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
+      uint64_t ms = kRetryPauseMinMs + SplitMix64(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
       if (deadline && ms_until(*deadline) <= ms)
         co_return Fail(Unavailable("cluster is down or reconfiguring",
                                    "no time left to retry after: " + pause_for));

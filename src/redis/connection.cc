@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/log.h"
+#include "core/mix.h"
 #include "redis/reader.h"
 
 namespace rankd {
@@ -42,12 +43,6 @@ std::string PickAddress(const addrinfo* res) {
   return {};
 }
 
-uint64_t SplitMix(uint64_t& s) {
-  uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 }  // namespace
 
 RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
@@ -221,7 +216,7 @@ void RedisConnection::ScheduleRetry() {
   int shift = std::min(failures_in_a_row_ - 1, 16);
   uint64_t delay = std::min(opts_.backoff_max_ms, opts_.backoff_min_ms << shift);
   uint64_t half = delay / 2;
-  uint64_t jittered = half + (half > 0 ? SplitMix(rng_) % (delay - half + 1) : delay);
+  uint64_t jittered = half + (half > 0 ? SplitMix64(rng_) % (delay - half + 1) : delay);
   SetState(State::kBackoff);
   ArmTimer(jittered, [](uv_timer_t* t) {
     auto* self = static_cast<RedisConnection*>(t->data);

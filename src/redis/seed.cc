@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/mix.h"
 #include "redis/cluster_slots.h"
 #include "redis/reply.h"
 
@@ -21,12 +22,6 @@ namespace {
 
 // ---- deterministic randomness ------------------------------------------------------
 
-uint64_t Mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 enum Stream : uint64_t { kPermutation = 1, kProfile, kFollow, kItems, kRecs, kSeen };
 
 // splitmix64, one stream per (seed, user, purpose): a user's data does not depend on
@@ -34,8 +29,8 @@ enum Stream : uint64_t { kPermutation = 1, kProfile, kFollow, kItems, kRecs, kSe
 class Rng {
  public:
   Rng(uint64_t seed, uint64_t user, Stream stream)
-      : s_(Mix(seed * 0x9e3779b97f4a7c15ULL + Mix(user * 0x100000001b3ULL + stream))) {}
-  uint64_t Next() { return Mix(s_ += 0x9e3779b97f4a7c15ULL); }
+      : s_(Mix64(seed * 0x9e3779b97f4a7c15ULL + Mix64(user * 0x100000001b3ULL + stream))) {}
+  uint64_t Next() { return SplitMix64(s_); }
   // Uniform in [0, n); the modulo bias (< n / 2^64) does not matter here.
   int64_t Below(int64_t n) { return static_cast<int64_t>(Next() % static_cast<uint64_t>(n)); }
   // Uniform in (0, 1], from 53 bits: plain IEEE arithmetic, same everywhere.

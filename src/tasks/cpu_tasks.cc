@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <unordered_set>
 
+#include "core/distinct_keys.h"
 #include "tasks/schemas.h"
 #include "tasks/task.h"
 
@@ -58,31 +59,14 @@ Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
 template <class Key, class KeyOf>
 Selection FirstOfEach(const RowSet& rs, const Column& col, KeyOf key_of) {
   if constexpr (std::is_same_v<Key, int64_t> || std::is_same_v<Key, uint64_t>) {
-    // 64-bit keys: an open-addressing set in one block (linear probing, load ≤ 0.5),
-    // not a heap node per key. A slot holds the key's index in `keys` + 1 (0: empty).
-    const size_t cap = std::bit_ceil(std::max<size_t>(16, 2 * rs.size()));
-    const int shift = 64 - std::countr_zero(cap);
-    std::vector<uint32_t> slots(cap, 0);
-    std::vector<Key> keys;
-    keys.reserve(rs.size());
+    // 64-bit keys: DistinctKeys, one block rather than a heap node per key.
+    DistinctKeys<Key> seen(rs.size());
     bool seen_null = false;
     Selection keep;
     keep.reserve(rs.size());
     for (size_t i = 0; i < rs.size(); ++i) {
       uint32_t r = rs.row(i);
-      bool fresh;
-      if (col.valid(r)) {
-        const Key k = key_of(r);
-        size_t s = static_cast<size_t>((static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ULL) >> shift);
-        while (slots[s] != 0 && keys[slots[s] - 1] != k) s = (s + 1) & (cap - 1);
-        fresh = slots[s] == 0;
-        if (fresh) {
-          keys.push_back(k);
-          slots[s] = static_cast<uint32_t>(keys.size());
-        }
-      } else {
-        fresh = !std::exchange(seen_null, true);
-      }
+      bool fresh = col.valid(r) ? seen.Add(key_of(r)).first : !std::exchange(seen_null, true);
       if (fresh) keep.push_back(r);
     }
     return keep;

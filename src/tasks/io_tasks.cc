@@ -19,7 +19,6 @@
 #include <uv.h>
 
 #include <algorithm>
-#include <bit>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,6 +26,7 @@
 #include <vector>
 
 #include "cache/shard_cache.h"
+#include "core/distinct_keys.h"
 #include "redis/pools.h"
 #include "tasks/io_replies.h"
 #include "tasks/schemas.h"
@@ -292,23 +292,10 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   // and ask once per distinct id and give every row with that id the same cells.
   std::vector<uint32_t> reply_of(ids->ids.size());
   std::vector<int64_t> distinct;
-  distinct.reserve(ids->ids.size());
   {
-    // An open-addressing set of the ids seen (linear probing, load ≤ 0.5): the slot
-    // holds k + 1 (0: empty), one block for all ids rather than a node per id.
-    const size_t cap = std::bit_ceil(std::max<size_t>(16, 2 * ids->ids.size()));
-    const int shift = 64 - std::countr_zero(cap);
-    std::vector<uint32_t> slots(cap, 0);
-    for (size_t i = 0; i < ids->ids.size(); ++i) {
-      const int64_t id = ids->ids[i];
-      size_t s = static_cast<size_t>((static_cast<uint64_t>(id) * 0x9e3779b97f4a7c15ULL) >> shift);
-      while (slots[s] != 0 && distinct[slots[s] - 1] != id) s = (s + 1) & (cap - 1);
-      if (slots[s] == 0) {
-        distinct.push_back(id);
-        slots[s] = static_cast<uint32_t>(distinct.size());
-      }
-      reply_of[i] = slots[s] - 1;
-    }
+    DistinctKeys<int64_t> seen(ids->ids.size());
+    for (size_t i = 0; i < ids->ids.size(); ++i) reply_of[i] = seen.Add(ids->ids[i]).index;
+    distinct = std::move(seen.keys());
   }
   std::vector<uint32_t> missed;  // indexes into distinct
   std::vector<CacheKey> keys;    // of the misses

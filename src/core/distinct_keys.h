@@ -1,0 +1,57 @@
+// DistinctKeys: the distinct 64-bit keys of a sequence, in order of first appearance,
+// with each key's position among them. For the tasks that meet each id once: dedupe
+// keeps a row per key, features asks Redis (or the cache) once per distinct item.
+//
+// An open-addressing set in one block (linear probing, load ≤ 0.5; a slot holds the
+// key's position + 1, 0: empty), not a heap node per key as std::unordered_set would
+// take: at a few hundred ids a request, the nodes' allocations were most of the time.
+//
+// Threads: a value type; one thread at a time per instance.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace rankd {
+
+template <class Key>
+class DistinctKeys {
+  static_assert(sizeof(Key) == 8, "a 64-bit integer key");
+
+ public:
+  // Room for up to `max_keys` distinct keys (more: undefined).
+  explicit DistinctKeys(size_t max_keys)
+      : cap_(std::bit_ceil(std::max<size_t>(16, 2 * max_keys))),
+        shift_(64 - std::countr_zero(cap_)),
+        slots_(cap_, 0) {
+    keys_.reserve(max_keys);
+  }
+
+  struct Seen {
+    uint32_t index;  // the key's position in keys()
+    bool first;      // this call added it
+  };
+  Seen Add(Key k) {
+    // Fibonacci hashing: ids are often dense, and the top bits of the product spread them.
+    size_t s = static_cast<size_t>((static_cast<uint64_t>(k) * 0x9e3779b97f4a7c15ULL) >> shift_);
+    while (slots_[s] != 0 && keys_[slots_[s] - 1] != k) s = (s + 1) & (cap_ - 1);
+    if (slots_[s] != 0) return {slots_[s] - 1, false};
+    keys_.push_back(k);
+    slots_[s] = static_cast<uint32_t>(keys_.size());
+    return {slots_[s] - 1, true};
+  }
+
+  const std::vector<Key>& keys() const { return keys_; }
+  std::vector<Key>& keys() { return keys_; }
+
+ private:
+  size_t cap_;
+  int shift_;
+  std::vector<uint32_t> slots_;
+  std::vector<Key> keys_;
+};
+
+}  // namespace rankd
