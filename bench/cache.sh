@@ -18,6 +18,8 @@
 #                                 measured run / requests; writes and invalidation pushes
 #                                 included (target ratio <= 0.25)
 #   <plan>_redis_commands_per_request  (rankd_redis_commands_total deltas)
+# each with "ratio" (value / baseline, the medians') and "round_ratios" (each round's
+# cached / uncached) with their "median_round_ratio": on a noisy machine the two differ.
 # and of the cached rankd alone, from its /metrics (summed over shards):
 #   <plan>_hit_ratio              hits / (hits + misses) over the measured run
 #   <plan>_invalidations_per_s    rankd_cache_invalidations_total delta / the run's seconds
@@ -231,6 +233,11 @@ for plan in plan_names.split():
              "baseline": round(bvalue, 3), "ratio": round(value / bvalue, 3) if bvalue else None}
         d.update(extra, rounds=vals, spread=[min(vals), max(vals)],
                  baseline_rounds=bvals, baseline_spread=[min(bvals), max(bvals)], plan=plan, **ctx)
+        # Round i's cached and uncached runs are neighbours in time: their ratio sees the
+        # same machine state, which the ratio of the two medians (the "ratio") may not.
+        if all(bvals):
+            per_round = [round(a / b, 3) for a, b in zip(vals, bvals)]
+            d.update(round_ratios=per_round, median_round_ratio=round(statistics.median(per_round), 3))
         print(json.dumps(d))
     for key, name, unit, extra in (
             ("hit_ratio", "hit_ratio", "ratio",
