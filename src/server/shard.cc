@@ -24,8 +24,6 @@ double SecondsSince(TimePoint t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-const http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
-
 }  // namespace
 
 Shard::Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics)

@@ -31,6 +31,9 @@ namespace rankd {
 struct RedisStats;
 class Server;
 
+// The extra header of every 503 a shard answers (overload, not ready, no Redis).
+inline constexpr http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
+
 class Shard {
  public:
   Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics);

@@ -17,8 +17,6 @@ namespace rankd {
 
 namespace {
 
-const http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
-
 // Counts one admitted request until the last holder of RunPlan's hold lets go, which
 // may be a CPU worker finishing abandoned work.
 struct LiveRequest {

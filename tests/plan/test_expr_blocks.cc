@@ -74,7 +74,7 @@ struct Gen {
 // n physical rows: a (i64), x (f64), s (str, 10 values), u (str, a value per row: its
 // dictionary outgrows any block), all with nulls; with `shuffled`, a selection of about
 // 90% of the rows in random order.
-RowSet Rows(size_t n, bool shuffled, std::mt19937_64& rng) {
+RowSet RandomRows(size_t n, bool shuffled, std::mt19937_64& rng) {
   Cells<int64_t> a(n);
   Cells<double> x(n);
   Cells<std::string> s(n), u(n);
@@ -122,7 +122,7 @@ TEST_CASE("blocks: random programs give the same values whole and in pieces cut 
   size_t compiled = 0;
   for (size_t n : {size_t{0}, size_t{1}, b - 1, b, b + 1, 2 * b + 3}) {
     for (bool shuffled : {false, true}) {
-      ExprFixture fx = Fixture(Rows(n, shuffled, rng));
+      ExprFixture fx = Fixture(RandomRows(n, shuffled, rng));
       const RowSet& rs = fx.rows;
       // Pieces of 1,000 logical rows: each is one block, cut away from the 4096s.
       const size_t piece = 1000;
@@ -173,7 +173,7 @@ TEST_CASE("blocks: random programs give the same values whole and in pieces cut 
 // poll dozens of times when let finish).
 TEST_CASE("blocks: a cancelled evaluation or selection stops at its first poll") {
   std::mt19937_64 rng(5);
-  ExprFixture fx = Fixture(Rows(200'000, true, rng));
+  ExprFixture fx = Fixture(RandomRows(200'000, true, rng));
   int polls = 0;
   CancelCheck count = [&] { return ++polls, false; };
   CancelCheck cancel_first = [&] { return ++polls >= 1; };

@@ -94,9 +94,9 @@ def test_pipelined_metrics_flood_keeps_memory_bounded():
     try:
         req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 12 * 1024 + b"\r\n\r\n"
         result = []
-        t = threading.Thread(target=lambda: result.append(flood(rankd.port, req, conns=8, seconds=15)))
+        t = threading.Thread(target=lambda: result.append(flood(rankd.port, req, conns=8, seconds=10)))
         t.start()
-        # Sample points within the 15 s flood (the stimulus), not waits for an event.
+        # Sample points within the 10 s flood (the stimulus), not waits for an event.
         time.sleep(3)
         warm = proc_status_kib(rankd.proc.pid, "VmRSS")
         time.sleep(5)
