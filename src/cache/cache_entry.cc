@@ -35,7 +35,10 @@ uint64_t CacheEntry::SpillBytes(const CachedHash& h) {
 
 uint64_t CacheEntry::SpillBytes(const CachedList& l) {
   const size_t n = l.members.size();
-  return (n > kInlineMembers ? 8 * n : 0) + sizeof(uint32_t) * l.bad.size();
+  if (l.scores.empty() && !l.str_members)
+    return (n > kInlineMembers ? 8 * n : 0) + sizeof(uint32_t) * l.bad.size();
+  return ScoresAt(n, l.bad.size(), n > kInlineMembers) + (l.scores.empty() ? 0 : 8 * n) +
+         (l.str_members ? l.strs.size() : 0);
 }
 
 CacheEntry::CacheEntry(const CacheKey& k, const CachedHash& h)
@@ -108,6 +111,13 @@ CacheEntry::CacheEntry(const CacheKey& k, const CachedList& l)
   if (list.nbad != 0)
     std::memcpy(spill + (spilled ? 8 * size_t{list.size} : 0), l.bad.data(),
                 sizeof(uint32_t) * list.nbad);
+  has_scores = !l.scores.empty();
+  str_members = l.str_members;
+  if (has_scores)
+    std::memcpy(spill + ScoresAt(list.size, list.nbad, spilled), l.scores.data(),
+                8 * size_t{list.size});
+  if (str_members && !l.strs.empty())
+    std::memcpy(const_cast<char*>(strs()), l.strs.data(), l.strs.size());
 }
 
 CachedHash HashRef::ToHash() const {
@@ -128,6 +138,12 @@ CachedList ListRef::ToList() const {
   l.members.assign(members());
   const std::span<const uint32_t> b = bad();
   l.bad.assign(b.begin(), b.end());
+  if (has_scores()) l.scores.assign(scores().begin(), scores().end());
+  l.str_members = str_members();
+  if (l.str_members) {
+    l.members.resize(0);
+    for (size_t i = 0; i < e_->list.size; ++i) l.AddStr(str(i));
+  }
   return l;
 }
 

@@ -63,6 +63,10 @@ struct alignas(64) CacheEntry {
   char* spill = nullptr;        // malloc'ed; null when everything is inline
   uint32_t spill_bytes = 0;
   uint32_t bytes = 0;  // what the entry is charged (≤ the budget / 16, and < 4 GiB)
+  // A list's: it has scores (a zset's) / its members are strings. On line 1: the demo's
+  // lists (i64 ids, no scores) never read it.
+  bool has_scores = false;
+  bool str_members = false;
 
   // REQUIRES: Encodable(h) and SpillBytes(h) < 4 GiB (the cache charges it first).
   CacheEntry(const CacheKey& k, const CachedHash& h);
@@ -107,6 +111,18 @@ struct alignas(64) CacheEntry {
   }
   const uint32_t* bad() const {
     return reinterpret_cast<const uint32_t*>(spill + (spilled ? 8 * size_t{list.size} : 0));
+  }
+  // Where a list's scores start in the spill: after its members (when spilled) and its
+  // non-id positions, 8-aligned; its strings follow the scores.
+  static size_t ScoresAt(size_t n, size_t nbad, bool spilled) {
+    return ((spilled ? 8 * n : 0) + 4 * nbad + 7) & ~size_t{7};
+  }
+  const double* scores() const {
+    return reinterpret_cast<const double*>(spill + ScoresAt(list.size, list.nbad, spilled));
+  }
+  const char* strs() const {
+    return spill + ScoresAt(list.size, list.nbad, spilled) +
+           (has_scores ? 8 * size_t{list.size} : 0);
   }
 };
 static_assert(sizeof(CacheEntry) == 128, "an entry is two cache lines");
@@ -190,6 +206,15 @@ class ListRef {
   bool complete() const { return e_->list.size < e_->asked; }
   // Serves LRANGE 0 count-1.
   bool Covers(uint32_t count) const { return count <= asked() || complete(); }
+  bool has_scores() const { return e_->has_scores; }
+  bool str_members() const { return e_->str_members; }
+  // A zset's scores, one per member. REQUIRES: has_scores().
+  std::span<const double> scores() const { return {e_->scores(), e_->list.size}; }
+  // Member i as a string. REQUIRES: str_members().
+  std::string_view str(size_t i) const {
+    const auto v = static_cast<uint64_t>(e_->members()[i]);
+    return {e_->strs() + (v >> 32), v & 0xffffffffu};
+  }
   // The whole list head, copied.
   CachedList ToList() const;
 

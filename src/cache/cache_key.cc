@@ -1,43 +1,38 @@
-// The cache's key families and the parsing of an invalidated Redis key back into one
-// (shard_cache.h). Threads: any thread (pure).
-#include <array>
-#include <optional>
-#include <string_view>
-#include <utility>
+// The cache's key of a str id (cached_values.h StrIdKey). Threads: any thread (pure, after
+// the seed's one-time draw).
+#include <cstring>
+#include <random>
 
-#include "cache/shard_cache.h"
-#include "core/parse_int.h"
+#include "cache/cached_values.h"
+#include "core/mix.h"
 
 namespace rankd {
 
 namespace {
 
-constexpr std::array<std::pair<CacheKind, std::string_view>, 5> kPrefixes{{
-    {CacheKind::kUser, "user:"},
-    {CacheKind::kFollow, "follow:"},
-    {CacheKind::kRecs, "recs:"},
-    {CacheKind::kMedia, "media:"},
-    {CacheKind::kItem, "item:"},
-}};
+uint64_t Seed() {
+  static const uint64_t seed = [] {
+    std::random_device rd;
+    return (uint64_t{rd()} << 32) ^ rd();
+  }();
+  return seed;
+}
 
 }  // namespace
 
-std::string_view CacheKindPrefix(CacheKind k) {
-  for (const auto& [kind, prefix] : kPrefixes)
-    if (kind == k) return prefix;
-  return {};
-}
-
-std::optional<std::pair<CacheKind, int64_t>> ParseCacheKey(std::string_view key) {
-  for (const auto& [kind, prefix] : kPrefixes) {
-    if (!key.starts_with(prefix)) continue;
-    // ParseStrictInt refuses '+', spaces, trailing bytes and overflow. It takes leading
-    // zeros ("user:007" -> 7): at worst an extra invalidation of user:7, which is safe.
-    std::optional<int64_t> id = ParseStrictInt<int64_t>(key.substr(prefix.size()));
-    if (!id) return std::nullopt;
-    return std::pair{kind, *id};
+int64_t StrIdKey(std::string_view id) {
+  // 8 bytes a round through splitmix64's finalizer, keyed by the seed and the length.
+  uint64_t h = Seed() ^ Mix64(id.size() + 0x9e3779b97f4a7c15ULL);
+  size_t i = 0;
+  for (; i + 8 <= id.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, id.data() + i, 8);
+    h = Mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
   }
-  return std::nullopt;
+  uint64_t w = 0;
+  std::memcpy(&w, id.data() + i, id.size() - i);
+  h = Mix64(h ^ w ^ (uint64_t{id.size() - i} << 59));
+  return static_cast<int64_t>(h);
 }
 
 }  // namespace rankd

@@ -8,36 +8,51 @@
 #include <bit>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/inline_vector.h"
+#include "core/parse_int.h"
 #include "data/value.h"
 
 namespace rankd {
 
-// The key families the cache holds (docs/data.md); the Redis key is the endpoint's
-// prefix + the family's prefix + the id.
-enum class CacheKind : uint8_t { kUser, kFollow, kRecs, kMedia, kItem };
-
+// A cached value's key: a family of the loaded schema (plan/schema.h Family::cache_id, the
+// same for the same definition across reloads) and an id. A str id is keyed by
+// StrIdKey(id).
 struct CacheKey {
   uint16_t endpoint = 0;  // the shard's endpoint index (RedisPools order)
-  CacheKind kind = CacheKind::kUser;
+  uint32_t family = 0;    // Family::cache_id
   int64_t id = 0;
   friend bool operator==(const CacheKey&, const CacheKey&) = default;
 };
 
-// "user:", "follow:", "recs:", "media:", "item:".
-std::string_view CacheKindPrefix(CacheKind k);
-// A Redis key without the endpoint's prefix -> its family and id; nullopt for keys the
-// cache never holds (other families, ids that are not strict decimal i64).
-std::optional<std::pair<CacheKind, int64_t>> ParseCacheKey(std::string_view key);
+// A str id's key: a 64-bit hash keyed by a random seed drawn once per process, so that
+// ids cannot be chosen to collide. Two distinct ids of one family share an entry with
+// probability ~2^-64 per pair (docs/cache.md).
+int64_t StrIdKey(std::string_view id);
+
+// A family whose values the cache may hold, as an invalidated Redis key is matched to it:
+// the key (without the endpoint's prefix) is key_prefix + id + key_suffix.
+struct CacheFamily {
+  uint32_t family = 0;  // Family::cache_id
+  std::string key_prefix;
+  std::string key_suffix;
+  bool str_ids = false;  // else the id is strict decimal i64
+};
+// The cache keys of `key` (without the endpoint's prefix): one per family whose whole
+// template matches it with a valid id (ids of i64 families strict decimal).
+template <class Fn>
+void ForEachCacheKey(std::span<const CacheFamily> families, uint16_t endpoint, std::string_view key,
+                     Fn&& fn);
 
 // One hash field as the task decoded it.
 struct CachedField {
-  enum class State : uint8_t { kMissing, kUnparsable, kValue };
+  // kBad: null, already counted where it was decoded (a json value that was no object).
+  enum class State : uint8_t { kMissing, kUnparsable, kValue, kBad };
   State state = State::kMissing;
   Value value;  // i64, f64, str or bool when kValue
 };
@@ -114,15 +129,47 @@ struct CachedHash {
 // decoding one allocates nothing; more go to the heap.
 using CachedMembers = InlineVector<int64_t, 12>;
 
-// The head of a list: LRANGE key 0 asked-1.
+// The head of a list or sorted set: LRANGE key 0 asked-1 (ZRANGE key 0 asked-1 REV
+// WITHSCORES). Members are i64 ids, or strings (str_members: members[i] is then the
+// offset << 32 | length of member i in `strs`).
 struct CachedList {
-  uint32_t asked = 0;         // how many members were asked for
-  CachedMembers members;      // what Redis returned, in order (≤ asked); bad ids as 0
-  std::vector<uint32_t> bad;  // positions in members that were not ids (ascending)
+  uint32_t asked = 0;          // how many members were asked for
+  CachedMembers members;       // what Redis returned, in order (≤ asked); bad ids as 0
+  std::vector<uint32_t> bad;   // positions in members that were not ids (ascending)
+  std::vector<double> scores;  // a zset's: one per member (empty: a list, or scores not kept)
+  bool str_members = false;
+  std::string strs;  // str members' bytes
   // The whole list is known: Redis returned fewer members than asked.
   bool complete() const { return members.size() < asked; }
   // Serves LRANGE 0 count-1.
   bool Covers(uint32_t count) const { return count <= asked || complete(); }
+  // Member i as a string. REQUIRES: str_members.
+  std::string_view str(size_t i) const {
+    const auto v = static_cast<uint64_t>(members[i]);
+    return std::string_view(strs).substr(v >> 32, v & 0xffffffffu);
+  }
+  void AddStr(std::string_view s) {
+    members.push_back(static_cast<int64_t>((uint64_t{strs.size()} << 32) | s.size()));
+    strs.append(s);
+  }
 };
+
+template <class Fn>
+void ForEachCacheKey(std::span<const CacheFamily> families, uint16_t endpoint, std::string_view key,
+                     Fn&& fn) {
+  for (const CacheFamily& f : families) {
+    if (key.size() <= f.key_prefix.size() + f.key_suffix.size()) continue;
+    if (!key.starts_with(f.key_prefix) || !key.ends_with(f.key_suffix)) continue;
+    const std::string_view id =
+        key.substr(f.key_prefix.size(), key.size() - f.key_prefix.size() - f.key_suffix.size());
+    if (f.str_ids) {
+      fn(CacheKey{endpoint, f.family, StrIdKey(id)});
+    } else if (std::optional<int64_t> v = ParseStrictInt<int64_t>(id)) {
+      // ParseStrictInt refuses '+', spaces, trailing bytes and overflow. It takes leading
+      // zeros ("user:007" -> 7): at worst an extra invalidation of user:7, which is safe.
+      fn(CacheKey{endpoint, f.family, *v});
+    }
+  }
+}
 
 }  // namespace rankd

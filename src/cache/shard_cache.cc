@@ -24,7 +24,7 @@ namespace {
 struct KeyHash {
   // noexcept (and cheap): libstdc++ then keeps no hash code in each node.
   size_t operator()(const CacheKey& k) const noexcept {
-    uint64_t tag = (uint64_t{k.endpoint} << 8) | static_cast<uint8_t>(k.kind);
+    uint64_t tag = (uint64_t{k.endpoint} << 32) | k.family;
     return Mix64(static_cast<uint64_t>(k.id) ^ Mix64(tag + 0x9e3779b97f4a7c15ULL));
   }
 };
@@ -164,8 +164,15 @@ struct ShardCache::Impl {
     uint64_t invalidated = 0;  // seq of the key's last Invalidate while read, 0: none
   };
   std::unordered_map<CacheKey, Pending, KeyHash> pending;
-  uint64_t seq = 0;         // bumped by every Invalidate / InvalidateAll
-  uint64_t flushed_at = 0;  // seq of the last InvalidateAll
+  uint64_t seq = 0;                   // bumped by every Invalidate / InvalidateAll
+  uint64_t flushed_at = 0;            // seq of the last InvalidateAll (or SetFamilies)
+  std::vector<CacheFamily> families;  // of the installed schema (SetFamilies)
+
+  bool Holds(uint32_t family) const {
+    for (const CacheFamily& f : families)
+      if (f.family == family) return true;
+    return false;
+  }
 
   ~Impl() {
     for (Entry* e = head; e != nullptr;) DeleteEntry(std::exchange(e, e->older));
@@ -439,7 +446,9 @@ void ShardCache::EndRead(ReadTicket& t) {
 
 void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash value,
                          std::optional<uint64_t> key_ttl_ms) {
-  if (opts_.budget_bytes == 0 || !t.Storable(k) || !CacheEntry::Encodable(value)) return;
+  if (opts_.budget_bytes == 0 || !t.Storable(k) || !CacheEntry::Encodable(value) ||
+      !impl_->Holds(k.family))
+    return;
   uint64_t now = now_ms_();
   std::optional<uint64_t> expire_at = ExpireAt(now, opts_.ttl_cap_ms, key_ttl_ms);
   if (!expire_at) return;
@@ -461,7 +470,7 @@ void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash valu
 
 void ShardCache::PutList(const ReadTicket& t, const CacheKey& k, CachedList value,
                          std::optional<uint64_t> key_ttl_ms) {
-  if (opts_.budget_bytes == 0 || !t.Storable(k)) return;
+  if (opts_.budget_bytes == 0 || !t.Storable(k) || !impl_->Holds(k.family)) return;
   std::optional<uint64_t> expire_at = ExpireAt(now_ms_(), opts_.ttl_cap_ms, key_ttl_ms);
   if (!expire_at) return;
   impl_->Put(*stats_, opts_.budget_bytes, k, value, *expire_at, false);
@@ -469,13 +478,22 @@ void ShardCache::PutList(const ReadTicket& t, const CacheKey& k, CachedList valu
 
 void ShardCache::Invalidate(uint16_t endpoint, std::string_view key) {
   stats_->invalidations.fetch_add(1, std::memory_order_relaxed);
-  std::optional<std::pair<CacheKind, int64_t>> parsed = ParseCacheKey(key);
-  if (!parsed) return;  // never held, never read through a ticket
-  CacheKey k{endpoint, parsed->first, parsed->second};
-  ++impl_->seq;
-  if (Impl::Entry* e = impl_->Lookup(k)) impl_->Erase(e, *stats_);
-  if (auto it = impl_->pending.find(k); it != impl_->pending.end())
-    it->second.invalidated = impl_->seq;
+  ForEachCacheKey(impl_->families, endpoint, key, [&](const CacheKey& k) {
+    ++impl_->seq;
+    if (Impl::Entry* e = impl_->Lookup(k)) impl_->Erase(e, *stats_);
+    if (auto it = impl_->pending.find(k); it != impl_->pending.end())
+      it->second.invalidated = impl_->seq;
+  });
+}
+
+void ShardCache::SetFamilies(std::vector<CacheFamily> families) {
+  impl_->families = std::move(families);
+  impl_->flushed_at = ++impl_->seq;  // no read begun before may store
+  for (Impl::Entry* e = impl_->head; e != nullptr;) {
+    Impl::Entry* older = e->older;
+    if (!impl_->Holds(e->key.family)) impl_->Erase(e, *stats_);
+    e = older;
+  }
 }
 
 void ShardCache::InvalidateAll(uint16_t endpoint) {

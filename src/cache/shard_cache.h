@@ -113,10 +113,14 @@ class ShardCache {
   void PutList(const ReadTicket& t, const CacheKey& k, CachedList value,
                std::optional<uint64_t> key_ttl_ms);
 
-  // Redis said `key` (without the endpoint's prefix) of `endpoint` changed: drops its
-  // entry and marks an in-flight read of it. Keys the cache never holds are ignored
-  // (still counted).
+  // Redis said `key` (without the endpoint's prefix) of `endpoint` changed: drops the
+  // entry of every family whose whole template matches it and marks in-flight reads of
+  // them. Keys the cache never holds are ignored (still counted).
   void Invalidate(uint16_t endpoint, std::string_view key);
+  // The families of the installed schema: what Invalidate matches keys against and what
+  // may be stored. Drops the entries of every other family, and no read begun before
+  // stores. Call before the requests of a new schema's snapshot start.
+  void SetFamilies(std::vector<CacheFamily> families);
   // Tracking of `endpoint` was lost or Redis flushed: drops its entries; every read in
   // flight (any endpoint) becomes unstorable.
   void InvalidateAll(uint16_t endpoint);

@@ -21,4 +21,28 @@ using Value =
 
 inline bool IsNull(const Value& v) { return v.index() == 0; }
 
+// A request's user_id (docs/api.md): an integer >= 0, or a string when the plan's viewer
+// family is keyed by str ids (docs/data.md).
+struct UserId {
+  UserId() = default;
+  UserId(int64_t n) : num(n) {}  // NOLINT: an integer id converts implicitly
+  static UserId Str(std::string s) {
+    UserId u;
+    u.str = std::move(s);
+    u.is_str = true;
+    return u;
+  }
+  int64_t num = 0;
+  std::string str;
+  bool is_str = false;
+  // The id as text: its decimal digits or the string itself.
+  std::string Text() const { return is_str ? str : std::to_string(num); }
+};
+
+// An id of a row or a request: an i64, or a str id (a view; `num` unused).
+struct IdRef {
+  int64_t num = 0;
+  std::string_view str;
+};
+
 }  // namespace rankd

@@ -75,12 +75,13 @@ std::optional<ColumnType> ParseType(std::string_view s) {
 
 class Loader {
  public:
-  Loader(std::string_view file, const OpCatalog& ops, const ModelSet* models)
-      : w_{std::string(file)}, ops_(ops), models_(models) {}
+  Loader(std::string_view file, const OpCatalog& ops, const ModelSet* models, SchemaPtr schema)
+      : w_{std::string(file)}, ops_(ops), models_(models), schema_(std::move(schema)) {}
 
   Result<PlanPtr> Load(std::string_view text) {
     auto plan = std::make_shared<Plan>();
     plan->file = w_.file;
+    plan->schema = schema_ ? schema_ : DemoSchema();
     plan->json = std::string(text);
     simdjson::dom::parser parser;
     element root;
@@ -389,16 +390,59 @@ class Loader {
           !s)
         return s;
       if (auto s = BindModel(node, input_cols, plan); !s) return s;
-      SchemaArgs sa{in_types, in_ids, node.args, node.expr.get()};
+      if (auto s = BindFamily(node, plan); !s) return s;
+      SchemaArgs sa{in_types, in_ids, node.args, node.expr.get(), node.family};
       auto out = node.schema->output(sa);
       if (!out) return Fail(w_.Node(node.id, "", out.error().message));
       node.out_types = std::move(*out);
     }
+    if (auto s = UserIdType(plan); !s) return s;
     if (!plan.output_columns.empty()) {
       const PlanNode& o = plan.nodes[plan.output];
       for (const auto& c : plan.output_columns)
         if (!o.out_types.find(c))
           return Fail(w_.Err("output.columns: node '" + o.id + "' has no column '" + c + "'"));
+    }
+    return {};
+  }
+
+  // A node whose op takes `family` points at that family of the plan's schema.
+  Status BindFamily(PlanNode& node, const Plan& plan) {
+    const auto& specs = node.schema->params;
+    auto it = std::find_if(specs.begin(), specs.end(),
+                           [](const TaskParamSpec& p) { return p.name == "family"; });
+    if (it == specs.end()) return {};
+    const std::string& name = node.args.Str("family");
+    node.family = plan.schema->Find(name);
+    if (node.family == nullptr) {
+      std::string known;
+      for (const KeyFamily& f : plan.schema->families)
+        known += (known.empty() ? "" : ", ") + f.name;
+      return Fail(w_.Node(node.id, "params.family",
+                          "unknown family '" + name + "' (" +
+                              (plan.schema->builtin ? "the demo schema" : "schema.json") +
+                              " declares: " + known + ")"));
+    }
+    return {};
+  }
+
+  // The plan's user_id type: that of the families its viewer and seen_filter nodes read.
+  Status UserIdType(Plan& plan) {
+    const PlanNode* first = nullptr;
+    for (const PlanNode& n : plan.nodes) {
+      if (!n.schema->keyed_by_user || n.family == nullptr) continue;
+      if (first == nullptr) {
+        first = &n;
+        plan.user_id_type = n.family->id_type;
+      } else if (n.family->id_type != plan.user_id_type) {
+        return Fail(w_.Node(
+            n.id, "params.family",
+            "family '" + n.family->name + "' is keyed by " +
+                std::string(ColumnTypeName(n.family->id_type)) + " ids but node '" + first->id +
+                "' reads family '" + first->family->name + "' keyed by " +
+                std::string(ColumnTypeName(plan.user_id_type)) +
+                " ids: both are keyed by the request's user_id, so their id types must agree"));
+      }
     }
     return {};
   }
@@ -620,6 +664,7 @@ class Loader {
   Where w_;
   const OpCatalog& ops_;
   const ModelSet* models_;
+  SchemaPtr schema_;
   std::unordered_map<std::string, uint32_t> index_;
   std::vector<object> node_json_;
   std::vector<uint32_t> topo_;
@@ -628,23 +673,24 @@ class Loader {
 }  // namespace
 
 Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const OpCatalog& ops,
-                             const ModelSet* models) {
-  return Loader(file, ops, models).Load(text);
+                             const ModelSet* models, SchemaPtr schema) {
+  return Loader(file, ops, models, std::move(schema)).Load(text);
 }
 
-Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops,
-                             const ModelSet* models) {
+Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops, const ModelSet* models,
+                             SchemaPtr schema) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Fail(Error::BadRequest(path + ": cannot read the file"));
   std::stringstream ss;
   ss << in.rdbuf();
-  return LoadPlanText(ss.str(), path, ops, models);
+  return LoadPlanText(ss.str(), path, ops, models, std::move(schema));
 }
 
 namespace {
 
 constexpr std::string_view kPlanSuffix = ".plan.json";
 constexpr std::string_view kModelSuffix = ".model.json";
+constexpr std::string_view kSchemaFile = "schema.json";
 
 // The files of `dir` named *<suffix> (with a non-empty stem), sorted: the order they
 // load in.
@@ -670,6 +716,7 @@ std::string PlanDirFingerprint(const std::string& dir) {
   std::vector<std::string> models = FolderFiles(dir, kModelSuffix, ec);
   if (ec) return "unlistable: " + ec.message();
   files.insert(files.end(), models.begin(), models.end());
+  files.push_back((std::filesystem::path(dir) / kSchemaFile).string());
   std::string out;
   for (const auto& f : files) {
     struct stat st {};
@@ -692,14 +739,27 @@ Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
   std::vector<std::string> model_files = FolderFiles(dir, kModelSuffix, ec);
   if (ec) return Fail(Error::BadRequest(dir + ": cannot list the plans folder: " + ec.message()));
   PlanSet set;
-  // Models first: plans bind to them. Every model of the folder is checked, used or not.
+  // The schema first: plans are typed by it. No schema.json: the demo schema.
+  const std::string schema_path = (fs::path(dir) / kSchemaFile).string();
+  if (fs::exists(schema_path, ec)) {
+    std::ifstream in(schema_path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in && !in.eof()) return Fail(Error::BadRequest(schema_path + ": cannot read the file"));
+    auto schema = ParseSchema(ss.str(), schema_path);
+    if (!schema) return Fail(schema.error());
+    set.schema = std::move(*schema);
+  } else {
+    set.schema = DemoSchema();
+  }
+  // Models next: plans bind to them. Every model of the folder is checked, used or not.
   for (const auto& f : model_files) {
     auto model = LoadModelFile(f, model_limits);
     if (!model) return Fail(model.error());
     set.models.emplace((*model)->name(), std::move(*model));
   }
   for (const auto& f : files) {
-    auto plan = LoadPlanFile(f, ops, &set.models);
+    auto plan = LoadPlanFile(f, ops, &set.models, set.schema);
     if (!plan) return Fail(plan.error());
     std::string stem = fs::path(f).filename().string();
     stem.resize(stem.size() - kPlanSuffix.size());

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "plan/expr.h"
+#include "plan/schema.h"
 
 namespace rankd {
 
@@ -96,6 +97,7 @@ struct SchemaArgs {
   std::span<const std::string_view> input_ids;  // node ids of the inputs, same order
   const TaskArgs& args;                         // literals; a `{"param"}` slot holds its default
   const CompiledExpr* expr = nullptr;           // the compiled kExprId param, if the op has one
+  const KeyFamily* family = nullptr;  // the schema family of its `family` param, if it has one
 };
 
 // The node's output columns, or an error whose message names the field (the loader
@@ -109,6 +111,9 @@ struct OpSchema {
   std::vector<TaskParamSpec> params;
   SchemaFn output = nullptr;
   bool is_io = false;
+  // Its `family` param's family is keyed by the request's user_id (viewer, seen_filter):
+  // the family's id type is the plan's user_id type.
+  bool keyed_by_user = false;
 };
 
 // Where the loader looks ops up. Implemented by TaskRegistry (src/tasks/task.h).

@@ -49,6 +49,7 @@ struct PlanNode {
   std::shared_ptr<const CompiledExpr> expr;  // ops with a kExprId param
   std::shared_ptr<const CompiledPred> pred;  // ops with a kPredId param
   NodeModel model;                           // ops with a kModel param
+  const KeyFamily* family = nullptr;         // ops with a `family` param (Plan::schema's)
   ColumnTypes out_types;                     // typed at load
   // > 0: whoever reads this node's output reads only its first `rows_read` rows (its one
   // reader is a take of at most that many, and it is not the plan's output), so a sort
@@ -75,6 +76,10 @@ struct Plan {
   uint32_t output = 0;
   std::vector<std::string> output_columns;  // empty: all columns of the output node
   std::vector<ModelPtr> models;             // the models its nodes use, in node order, once each
+  SchemaPtr schema;                         // what its nodes' families point into
+  // The type of the request's user_id: the id type of the families its viewer and
+  // seen_filter nodes read (i64 when it has neither).
+  ColumnType user_id_type = ColumnType::kI64;
 
   // Index of the node named `id`, or -1. Load time and tests only (linear).
   int node_index(std::string_view id) const;
@@ -89,6 +94,7 @@ using ModelSet = std::unordered_map<std::string, ModelPtr>;
 struct PlanSet {
   std::unordered_map<std::string, PlanPtr> plans;
   ModelSet models;
+  SchemaPtr schema;  // the folder's schema.json, or the built-in demo schema
   PlanPtr Find(std::string_view name) const {
     auto it = plans.find(std::string(name));
     return it == plans.end() ? nullptr : it->second;

@@ -56,6 +56,10 @@ class RedisClient {
   // (or the sink hears OnInvalidateAll). A reader checks this before it sends the reads
   // it may cache: a loss after that reaches the sink as OnInvalidateAll.
   virtual bool tracking_ready() const = 0;
+  // BCAST tracking's prefixes changed (a reload's new schema): tracking restarts with
+  // them, and the sink hears OnInvalidateAll at once (what changes meanwhile is not
+  // heard). Nothing when tracking is off, the mode is not BCAST, or they are the same.
+  virtual void SetTrackingPrefixes(std::vector<std::string> prefixes) = 0;
 
   // Fails queued and in-flight batches with unavailable and closes every connection.
   // Idempotent. REQUIRES: not inside a hiredis callback.

@@ -325,6 +325,14 @@ void RedisClusterPool::SetBucket(size_t b) {
   bucket_owner_[b] = same ? *first : kMixed;
 }
 
+void RedisClusterPool::SetTrackingPrefixes(std::vector<std::string> prefixes) {
+  loop_.AssertInLoopThread();
+  if (!tracking_ || closed_) return;
+  tracking_->bcast_prefixes = prefixes;
+  for (auto& n : nodes_)
+    if (!n->retired) n->pool->SetTrackingPrefixes(prefixes);
+}
+
 void RedisClusterPool::EnableTracking(const TrackingConfig& config) {
   loop_.AssertInLoopThread();
   if (tracking_ || closed_) return;

@@ -71,6 +71,7 @@ class RedisClusterPool final : public RedisClient {
   void EnableTracking(const TrackingConfig& config) override;
   // Every node in the slot map tracks.
   bool tracking_ready() const override;
+  void SetTrackingPrefixes(std::vector<std::string> prefixes) override;
 
  private:
   struct Round;

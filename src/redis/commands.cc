@@ -111,17 +111,38 @@ RedisCommands& RedisCommands::Key(std::string_view prefix, std::string_view kind
   return JoinedKey(prefix, kind, Digits(id, buf));
 }
 
-RedisCommands& RedisCommands::JoinedKey(std::string_view a, std::string_view b,
-                                        std::string_view c) {
+RedisCommands& RedisCommands::Key(std::string_view prefix, KeyTemplate t, int64_t id) {
+  char buf[20];
+  return JoinedKey(prefix, t.before, Digits(id, buf), t.after);
+}
+
+RedisCommands& RedisCommands::Key(std::string_view prefix, KeyTemplate t, std::string_view id) {
+  return JoinedKey(prefix, t.before, id, t.after);
+}
+
+RedisCommands& RedisCommands::Args(std::span<const std::string_view> values) {
+  Counted(static_cast<int>(values.size()));
+  size_t max = 0;
+  for (std::string_view v : values) max += kMaxHeader + v.size() + 2;
+  Extend(max, [&](char* p) {
+    for (std::string_view v : values) p = PutBulk(p, v);
+    return p;
+  });
+  return *this;
+}
+
+RedisCommands& RedisCommands::JoinedKey(std::string_view a, std::string_view b, std::string_view c,
+                                        std::string_view d) {
   Counted();
-  const size_t len = a.size() + b.size() + c.size();
+  const size_t len = a.size() + b.size() + c.size() + d.size();
   char header[kMaxHeader];
   const std::string_view h(header, static_cast<size_t>(PutHeader(header, '$', len) - header));
   if (Cmd& cmd = cmds_->back(); cmd.key_len == 0) {
     cmd.key_at = buf_->size() + h.size();
     cmd.key_len = static_cast<uint32_t>(len);
   }
-  Extend(h.size() + len + 2, [&](char* p) { return PutCrlf(Put(Put(Put(Put(p, h), a), b), c)); });
+  Extend(h.size() + len + 2,
+         [&](char* p) { return PutCrlf(Put(Put(Put(Put(Put(p, h), a), b), c), d)); });
   return *this;
 }
 
@@ -140,8 +161,23 @@ RedisCommands::Shape RedisCommands::MakeShape(std::string_view name,
 RedisCommands& RedisCommands::Keyed(const Shape& shape, std::string_view prefix,
                                     std::string_view kind, int64_t id) {
   char buf[20];
-  const std::string_view num = Digits(id, buf);
-  const size_t len = prefix.size() + kind.size() + num.size();
+  return KeyedText(shape, prefix, {kind, {}}, Digits(id, buf));
+}
+
+RedisCommands& RedisCommands::Keyed(const Shape& shape, std::string_view prefix, KeyTemplate t,
+                                    int64_t id) {
+  char buf[20];
+  return KeyedText(shape, prefix, t, Digits(id, buf));
+}
+
+RedisCommands& RedisCommands::Keyed(const Shape& shape, std::string_view prefix, KeyTemplate t,
+                                    std::string_view id) {
+  return KeyedText(shape, prefix, t, id);
+}
+
+RedisCommands& RedisCommands::KeyedText(const Shape& shape, std::string_view prefix, KeyTemplate t,
+                                        std::string_view num) {
+  const size_t len = prefix.size() + t.before.size() + num.size() + t.after.size();
   Cmd& cmd = cmds_->emplace_back();
   cmd.start = buf_->size();
   cmd.args_left = 0;
@@ -150,7 +186,7 @@ RedisCommands& RedisCommands::Keyed(const Shape& shape, std::string_view prefix,
     p = PutHeader(Put(p, shape.head), '$', len);
     cmd.key_at = cmd.start + static_cast<size_t>(p - at);
     cmd.key_len = static_cast<uint32_t>(len);
-    return Put(PutCrlf(Put(Put(Put(p, prefix), kind), num)), shape.tail);
+    return Put(PutCrlf(Put(Put(Put(Put(p, prefix), t.before), num), t.after)), shape.tail);
   });
   return *this;
 }

@@ -32,6 +32,12 @@
 
 namespace rankd {
 
+// A key template's text around its id (a schema family's "item:{id}" is {"item:", ""}).
+struct KeyTemplate {
+  std::string_view before;
+  std::string_view after;
+};
+
 class RedisCommands {
  public:
   // Starts the next command, of `argc` arguments.
@@ -44,6 +50,11 @@ class RedisCommands {
   // Key() of a command is its key (what a cluster routes by).
   RedisCommands& Key(std::string_view prefix, std::string_view suffix);
   RedisCommands& Key(std::string_view prefix, std::string_view kind, int64_t id);
+  // A key of a template: prefix + t.before + id + t.after (an i64 id as decimal text).
+  RedisCommands& Key(std::string_view prefix, KeyTemplate t, int64_t id);
+  RedisCommands& Key(std::string_view prefix, KeyTemplate t, std::string_view id);
+  // One argument per string (SMISMEMBER's str ids).
+  RedisCommands& Args(std::span<const std::string_view> values);
 
   // The same command for many keys (HMGET <key> f1 f2 f3 for each item of a batch): the
   // bytes around the key are encoded once, into a Shape, and each Keyed() writes one
@@ -56,6 +67,10 @@ class RedisCommands {
   // One command of `shape` for the key prefix + kind + id (its key, as Key()).
   RedisCommands& Keyed(const Shape& shape, std::string_view prefix, std::string_view kind,
                        int64_t id);
+  // The same for the key prefix + t.before + id + t.after.
+  RedisCommands& Keyed(const Shape& shape, std::string_view prefix, KeyTemplate t, int64_t id);
+  RedisCommands& Keyed(const Shape& shape, std::string_view prefix, KeyTemplate t,
+                       std::string_view id);
 
   // A command built on its own (tests, tools, fixed commands): its bytes copied.
   RedisCommands& Append(RedisCommand& command);
@@ -101,7 +116,10 @@ class RedisCommands {
   template <class Write>
   void Extend(size_t max, Write write);
   // One key argument: the concatenation a + b + c.
-  RedisCommands& JoinedKey(std::string_view a, std::string_view b, std::string_view c);
+  RedisCommands& JoinedKey(std::string_view a, std::string_view b, std::string_view c,
+                           std::string_view d = {});
+  RedisCommands& KeyedText(const Shape& shape, std::string_view prefix, KeyTemplate t,
+                           std::string_view id);
   void Counted(int n = 1);  // n arguments of the current command written
 
   // The buffers come from this thread's free list (core/free_list.h) and go back to it; a

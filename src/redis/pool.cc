@@ -158,6 +158,20 @@ void RedisPool::EnableTracking(const TrackingConfig& config) {
   tracker_->Start();
 }
 
+void RedisPool::SetTrackingPrefixes(std::vector<std::string> prefixes) {
+  loop_.AssertInLoopThread();
+  if (!tracking_ || closed_ || tracking_->mode != TrackingMode::kBcast ||
+      tracking_->bcast_prefixes == prefixes)
+    return;
+  tracking_->bcast_prefixes = std::move(prefixes);
+  tracker_.reset();  // its connection closes: Redis forgets its prefixes
+  tracker_id_ = 0;
+  tracking_->sink->OnInvalidateAll();
+  tracker_ = std::make_unique<RedisTracker>(loop_, endpoint_, opts_, *stats_, *tracking_,
+                                            [this] { OnTrackerChange(); });
+  tracker_->Start();
+}
+
 bool RedisPool::tracking_ready() const {
   loop_.AssertInLoopThread();
   return tracker_ && tracker_->redirect_id() != 0 && tracking_error_.empty() && !closed_;

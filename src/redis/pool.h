@@ -65,6 +65,7 @@ class RedisPool final : public RedisClient {
 
   void EnableTracking(const TrackingConfig& config) override;
   bool tracking_ready() const override;
+  void SetTrackingPrefixes(std::vector<std::string> prefixes) override;
 
  private:
   friend struct PendingBatch;

@@ -42,11 +42,6 @@ struct RedisStats {
   Counter failed_unavailable{0};  // batches failed: no connection / connection lost
   Counter failed_deadline{0};     // batches failed: deadline passed first
   Counter failed_backend{0};      // batches failed: their connection dropped a bad reply
-  // Values the IO tasks read: a missing or unparsable field becomes a null cell, a
-  // non-id list/set member is dropped; counted here, never a request error (docs/data.md).
-  Counter fields_missing{0};     // hash field absent (or the whole key)
-  Counter fields_unparsable{0};  // text that does not parse as the field's type
-  Counter bad_ids{0};            // list/set members that are not decimal ids (dropped)
   // Connections.
   Counter connects{0};                       // connections that completed the handshake
   Counter connect_failures{0};               // attempts that failed (refused, timeout, AUTH, ...)

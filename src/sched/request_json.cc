@@ -2,10 +2,39 @@
 
 #include <simdjson.h>
 
+#include "plan/schema.h"
+
 namespace rankd {
 
 using simdjson::dom::element;
 using simdjson::dom::element_type;
+
+namespace {
+// A JSON value for a message, cut to 64 bytes.
+std::string ShortJson(element v) {
+  std::string s = simdjson::to_string(v);
+  if (s.size() > 64) s = s.substr(0, 64) + "...";
+  return s;
+}
+}  // namespace
+
+Result<void> CheckUserIdType(const UserId& id, ColumnType type, std::string_view plan) {
+  if (type == ColumnType::kStr) {
+    if (!id.is_str)
+      return Fail(
+          Error::BadRequest("user_id: plan '" + std::string(plan) +
+                            "' is keyed by string user ids: send user_id as a JSON string"));
+    if (!ValidStrId(id.str))
+      return Fail(Error::BadRequest("user_id: must be 1..256 bytes without '{' or '}' (got " +
+                                    std::to_string(id.str.size()) + " bytes)"));
+    return {};
+  }
+  if (id.is_str)
+    return Fail(
+        Error::BadRequest("user_id: plan '" + std::string(plan) +
+                          "' is keyed by integer user ids: send user_id as an integer >= 0"));
+  return {};
+}
 
 Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
   thread_local simdjson::dom::parser parser;
@@ -30,10 +59,15 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
   if (obj["user_id"].get(v)) return Fail(Error::BadRequest("user_id: missing"));
   if (v.type() == element_type::UINT64)
     return Fail(Error::BadRequest("user_id: " + simdjson::to_string(v) + " does not fit in i64"));
-  if (v.type() != element_type::INT64 || int64_t(v.get_int64()) < 0)
+  if (v.type() == element_type::STRING) {
+    req.user_id.is_str = true;
+    req.user_id.str = std::string(std::string_view(v.get_string()));
+  } else if (v.type() != element_type::INT64 || int64_t(v.get_int64()) < 0) {
     return Fail(
-        Error::BadRequest("user_id: must be an integer >= 0, got " + simdjson::to_string(v)));
-  req.user_id = v.get_int64();
+        Error::BadRequest("user_id: must be an integer >= 0 or a string, got " + ShortJson(v)));
+  } else {
+    req.user_id.num = v.get_int64();
+  }
   if (!obj["params"].get(v)) {
     simdjson::dom::object params;
     if (v.get_object().get(params)) return Fail(Error::BadRequest("params: must be an object"));

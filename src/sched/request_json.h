@@ -16,7 +16,7 @@ namespace rankd {
 
 struct RankRequest {
   std::string plan;
-  int64_t user_id = 0;
+  UserId user_id;  // an integer or a string as sent; CheckUserIdType against the plan
   GivenParams params;
   std::optional<int64_t> deadline_ms;  // 1..60000 when given
   bool explain = false;
@@ -26,5 +26,9 @@ struct RankRequest {
 // a param value that is no scalar at all (invalid_param). Unknown top-level fields are
 // ignored. With require_plan false (`rankd run`) a missing "plan" is allowed.
 Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan = true);
+
+// The user_id must have the plan's user_id type (Plan::user_id_type): else bad_request
+// naming user_id and the plan.
+Result<void> CheckUserIdType(const UserId& id, ColumnType type, std::string_view plan);
 
 }  // namespace rankd

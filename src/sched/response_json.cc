@@ -68,7 +68,10 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out) {
   out += "{\"plan\":";
   AppendJsonString(plan.name, out);
   out += ",\"user_id\":";
-  AppendJsonInt(r.user_id, out);
+  if (r.user_id.is_str)
+    AppendJsonString(r.user_id.str, out);
+  else
+    AppendJsonInt(r.user_id.num, out);
   out += ",\"items\":[";
   for (size_t i = 0; i < rows.size(); ++i) {
     if (i) out += ',';

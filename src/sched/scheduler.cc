@@ -65,6 +65,7 @@ struct RequestState {
   ParamValues values;
   std::pmr::vector<TaskArgs> resolved;   // args of nodes with {"param"} refs; reserved, stable
   std::pmr::vector<TaskContext> ctxs;    // by node index
+  UserId user_id;                        // what ctxs' user_id views
   std::pmr::vector<uint32_t> pending;    // inputs not yet produced
   std::pmr::vector<uint32_t> consumers;  // successor edges that have not read the output yet
   std::pmr::vector<RowSet> outputs;
@@ -270,6 +271,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   st->plan = req.plan;
   st->hold = std::move(hold);
   st->values = std::move(*values);
+  st->user_id = req.user_id;
   st->start = start;
   st->deadline = req.deadline;
   size_t with_refs = 0;
@@ -283,7 +285,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     ctx.redis = env.redis;
     ctx.cache = env.cache;
     ctx.cache_lookups = &st->stats[i].cache;
-    ctx.user_id = req.user_id;
+    ctx.user_id = {st->user_id.num, st->user_id.str};
     ctx.node = &node;
     ctx.params = &st->values;
     ctx.request_deadline = req.deadline;

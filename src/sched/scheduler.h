@@ -53,7 +53,7 @@ struct ExecEnv {
 
 struct RunRequest {
   PlanPtr plan;
-  int64_t user_id = 0;
+  UserId user_id;  // of the plan's user_id type (Plan::user_id_type)
   GivenParams params;
   Deadline deadline;  // absolute; none = no request deadline
 };
@@ -71,7 +71,7 @@ struct NodeStat {
 
 struct RunResult {
   PlanPtr plan;
-  int64_t user_id = 0;
+  UserId user_id;
   RowSet output;                       // the output node's rows
   std::vector<uint32_t> degraded;      // optional nodes that failed or timed out, by index
   std::vector<Error> degraded_errors;  // why, in the same order (for the log)

@@ -2,10 +2,12 @@
 
 #include <uv.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
 #include "redis/pools.h"
+#include "tasks/cache_families.h"
 
 namespace rankd {
 
@@ -28,6 +30,8 @@ ShardCache& ShardRuntime::OpenCache(const ShardCache::Options& opts, TrackingMod
   loop().AssertInLoopThread();
   cache_ = std::make_unique<ShardCache>(opts, [] { return uv_hrtime() / 1000000; });
   env_.cache = cache_.get();
+  applied_schema_ = plans_ ? plans_->schema : nullptr;
+  if (applied_schema_) cache_->SetFamilies(CacheFamiliesOf(*applied_schema_));
   if (redis_ && opts.budget_bytes > 0) {
     const auto& pools = redis_->pools();
     for (size_t i = 0; i < pools.size(); ++i) {
@@ -35,13 +39,23 @@ ShardCache& ShardRuntime::OpenCache(const ShardCache::Options& opts, TrackingMod
       TrackingConfig config;
       config.sink = sinks_.back().get();
       config.mode = mode;
-      for (CacheKind k : {CacheKind::kUser, CacheKind::kFollow, CacheKind::kRecs, CacheKind::kMedia,
-                          CacheKind::kItem})
-        config.bcast_prefixes.emplace_back(CacheKindPrefix(k));
+      if (applied_schema_) config.bcast_prefixes = TrackingPrefixesOf(*applied_schema_);
       pools[i]->EnableTracking(config);
     }
   }
   return *cache_;
+}
+
+void ShardRuntime::ApplySchema() {
+  if (!cache_ || !plans_ || plans_->schema == applied_schema_) return;
+  applied_schema_ = plans_->schema;
+  if (!applied_schema_) return;
+  // Entries of families whose definition changed (or that are gone) are dropped, and no
+  // read begun under the old schema stores, before a request of the new one starts.
+  cache_->SetFamilies(CacheFamiliesOf(*applied_schema_));
+  if (redis_ && cache_->budget_bytes() > 0)
+    for (const auto& pool : redis_->pools())
+      pool->SetTrackingPrefixes(TrackingPrefixesOf(*applied_schema_));
 }
 
 RedisPools& ShardRuntime::OpenRedis(const std::vector<RedisEndpoint>& endpoints,
@@ -70,6 +84,7 @@ bool ShardRuntime::WaitRedisReady(int ms) {
 void ShardRuntime::InstallPlans(std::shared_ptr<const PlanSet> plans) {
   loop().AssertInLoopThread();
   plans_ = std::move(plans);
+  ApplySchema();
 }
 
 const std::shared_ptr<const PlanSet>& ShardRuntime::plans() const {

@@ -58,7 +58,8 @@ class ShardRuntime : public LoopRuntime {
   bool WaitRedisReady(int ms);
 
   // The plan snapshot new requests start with; a request keeps the one it started with
-  // (its PlanPtr), so replacing it frees nothing a request still uses.
+  // (its PlanPtr), so replacing it frees nothing a request still uses. A new schema is
+  // applied to the cache first (ShardCache::SetFamilies, the tracking prefixes).
   void InstallPlans(std::shared_ptr<const PlanSet> plans);
   const std::shared_ptr<const PlanSet>& plans() const;
 
@@ -71,7 +72,10 @@ class ShardRuntime : public LoopRuntime {
   std::unique_ptr<ShardCache> cache_;
   std::vector<std::unique_ptr<CacheSink>> sinks_;
   std::shared_ptr<const PlanSet> plans_;
+  SchemaPtr applied_schema_;  // the schema the cache's families and tracking follow
   ExecEnv env_;
+
+  void ApplySchema();
 };
 
 }  // namespace rankd

@@ -62,6 +62,8 @@ int CmdRun(const std::vector<std::string>& argv) {
   if (!plan)
     return PrintError(Error::UnknownPlan("plan: '" + req->plan + "' is not loaded from " + dir));
 
+  if (auto ok = CheckUserIdType(req->user_id, plan->user_id_type, plan->name); !ok)
+    return PrintError(ok.error());
   ShardRuntime runtime("run", /*cpu_threads=*/2);
   runtime.Start();
   bool uses_redis = !redis_flags.empty();

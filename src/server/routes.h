@@ -28,6 +28,7 @@ enum class Route : uint8_t {
   kMetrics,
   kPlans,
   kPlan,
+  kSchema,
   kOther,  // not a route: any path no row matches (404 not_found to every method)
   kCount,
 };
@@ -52,6 +53,7 @@ inline constexpr RouteSpec kRoutes[] = {
     {Route::kMetrics, "/metrics", "GET, HEAD", {200, 404, 503}},
     {Route::kPlans, "/plans", "GET, HEAD", {200}},
     {Route::kPlan, "/plans/{name}", "GET, HEAD", {200, 404}},
+    {Route::kSchema, "/schema", "GET, HEAD", {200}},
 };
 
 constexpr bool RoutesInEnumOrder() {

@@ -348,9 +348,20 @@ void Server::AddCollectors() {
     auto late = Family("rankd_redis_late_replies_total", "Replies that came after their deadline",
                        MetricType::Counter);
     auto conns = Family("rankd_redis_connections", "Redis connections by state", MetricType::Gauge);
-    auto values = Family("rankd_redis_bad_values_total",
-                         "Values read from Redis that became null or were dropped, by kind",
-                         MetricType::Counter);
+    auto values =
+        Family("rankd_redis_bad_values_total",
+               "Values read from Redis that became null or were dropped, by family and kind",
+               MetricType::Counter);
+    ForEachFamilyValueStats([&](const std::string& family, const FamilyValueStats& v) {
+      const std::pair<const char*, double> kinds[] = {
+          {"missing_field", Read(v.missing_field)},
+          {"unparsable_field", Read(v.unparsable_field)},
+          {"bad_id", Read(v.bad_id)},
+          {"bad_json", Read(v.bad_json)}};
+      for (const auto& [kind, n] : kinds)
+        values.metric.push_back(
+            Sample({{"family", family}, {"kind", kind}}, n, MetricType::Counter));
+    });
     auto lat = Family("rankd_redis_batch_duration_seconds",
                       "Time from sending a batch to its last reply", MetricType::Histogram);
     // Redis Cluster endpoints only: single servers keep their series as they were.
@@ -374,8 +385,7 @@ void Server::AddCollectors() {
                "Redis Cluster slot maps fetched from each node and installed", MetricType::Counter);
     for (const auto& ep : endpoints) {
       double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
-             disconnects = 0, live = 0, lte = 0, sum_us = 0, missing = 0, unparsable = 0,
-             bad_ids = 0, backend = 0, bad_replies = 0;
+             disconnects = 0, live = 0, lte = 0, sum_us = 0, backend = 0, bad_replies = 0;
       uint64_t count = 0;
       std::array<uint64_t, RedisStats::kLatencyBoundsUs.size() + 1> buckets{};
       for (const auto& [name, st] : stats) {
@@ -391,9 +401,6 @@ void Server::AddCollectors() {
         disconnects += Read(st->disconnects);
         live += static_cast<double>(st->connections_live.load(std::memory_order_relaxed));
         lte += Read(st->late_replies);
-        missing += Read(st->fields_missing);
-        unparsable += Read(st->fields_unparsable);
-        bad_ids += Read(st->bad_ids);
         sum_us += Read(st->latency_sum_us);
         count += Read(st->latency_count);
         for (size_t i = 0; i < buckets.size(); ++i) buckets[i] += Read(st->latency_buckets[i]);
@@ -410,10 +417,6 @@ void Server::AddCollectors() {
       late.metric.push_back(Sample({{"endpoint", ep}}, lte, MetricType::Counter));
       conns.metric.push_back(
           Sample({{"endpoint", ep}, {"state", "live"}}, live, MetricType::Gauge));
-      const std::pair<const char*, double> value_kinds[] = {
-          {"missing_field", missing}, {"unparsable_field", unparsable}, {"bad_id", bad_ids}};
-      for (const auto& [kind, v] : value_kinds)
-        values.metric.push_back(Sample({{"endpoint", ep}, {"kind", kind}}, v, MetricType::Counter));
       ClientMetric h;
       h.label = {{"endpoint", ep}};
       h.histogram.sample_count = count;

@@ -219,7 +219,7 @@ void Shard::PublishHttpCounters(const http::HttpCounters& now, http::HttpCounter
 // --- routes -----------------------------------------------------------------------
 
 void Shard::AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
-                      TimePoint t0, const Plan* plan, int64_t user_id) {
+                      TimePoint t0, const Plan* plan, const UserId& user_id) {
   loop().AssertInLoopThread();
   std::string line = R"({"shard":)";
   AppendJsonInt(id_, line);
@@ -233,7 +233,10 @@ void Shard::AccessLog(std::string_view request_id, Route route, std::string_view
     line += R"(,"plan":)";
     AppendJsonString(plan->name, line);
     line += R"(,"user_id":)";
-    AppendJsonInt(user_id, line);
+    if (user_id.is_str)
+      AppendJsonString(user_id.str, line);
+    else
+      AppendJsonInt(user_id.num, line);
   }
   line += R"(,"status":)";
   AppendJsonInt(status, line);
@@ -264,8 +267,18 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
         return AnswerError(req, res, route,
                            Error::NotFound("/metrics is served on the metrics address only"), t0);
       return HandleMetrics(req, res, /*metrics_address=*/false);
+    case Route::kSchema: return HandleSchema(req, res);
     default: return HandlePlans(req, res, route);
   }
+}
+
+// {"sha256", "builtin", "schema"}: the loaded schema's file as it was read (docs/api.md).
+void Shard::HandleSchema(http::Request& req, http::Responder& res) {
+  const SchemaPtr& schema = runtime_.plans()->schema;
+  const SchemaPtr s = schema ? schema : DemoSchema();
+  std::string body = R"({"sha256":")" + s->sha256 + R"(","builtin":)" +
+                     (s->builtin ? "true" : "false") + R"(,"schema":)" + s->json + "}";
+  Answer(req, res, Route::kSchema, 200, body, req.read_done);
 }
 
 void Shard::Answer(const http::Request& req, http::Responder& res, Route route, int status,
@@ -279,7 +292,7 @@ void Shard::Answer(const http::Request& req, http::Responder& res, Route route, 
   // (from any shard) finds it counted.
   shard_metrics_->CountHttp(route, req.method, status, SecondsSince(t0));
   res.Send(r);
-  if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, 0);
+  if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, {});
 }
 
 void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
@@ -350,7 +363,7 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
     shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
     holder->Send(r);
-    if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, 0);
+    if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, {});
   };
   if (!server_.RequestScrape(loop(), metrics_address, std::move(done))) {
     ++scrapes_refused_;

@@ -71,6 +71,7 @@ class Shard {
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   void OnRequest(http::Request req, http::Responder res);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
+  void HandleSchema(http::Request& req, http::Responder& res);
   void HandlePlans(http::Request& req, http::Responder& res, Route route);
   void HandleReadyz(const http::Request& req, http::Responder& res);
   // metrics_address: asked on --metrics-port (its own queue bound).
@@ -89,7 +90,7 @@ class Shard {
   // the server's writer thread; dropped and counted when the ring is full. plan is null
   // outside /rank.
   void AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
-                 TimePoint t0, const Plan* plan, int64_t user_id);
+                 TimePoint t0, const Plan* plan, const UserId& user_id);
 
   const int id_;
   ServeOptions opts_;

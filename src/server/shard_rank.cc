@@ -71,6 +71,8 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   if (it == runtime_.plans()->plans.end())
     return AnswerError(req, res, Route::kRank,
                        Error::UnknownPlan("plan: '" + rr.plan + "' is not loaded"), t0);
+  if (auto ok = CheckUserIdType(rr.user_id, it->second->user_id_type, rr.plan); !ok)
+    return AnswerError(req, res, Route::kRank, ok.error(), t0);
   // The request holds its plan's metric children until it has answered: a reload may
   // replace the shard's snapshot meanwhile.
   PlanMetricsPtr pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*it->second) : nullptr;
@@ -84,7 +86,7 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   }
   RunRequest run;
   run.plan = it->second;
-  run.user_id = rr.user_id;
+  run.user_id = std::move(rr.user_id);
   run.params = std::move(rr.params);
   // The deadline counts from the moment the request was fully read (docs/api.md).
   run.deadline = t0 + std::chrono::milliseconds(rr.deadline_ms.value_or(opts_.deadline_ms));
@@ -98,7 +100,7 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
 Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
                           PlanMetricsPtr pm, TimePoint t0) {
   PlanPtr plan = run.plan;
-  int64_t user_id = run.user_id;
+  UserId user_id = run.user_id;
   auto live =
       std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), live_requests_);
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));

@@ -1,36 +1,41 @@
 // io_replies.h: what the Redis-backed tasks make of their replies.
 #include "tasks/io_replies.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <optional>
 
 #include "core/parse_f64.h"
 #include "core/parse_int.h"
 #include "data/column_builder.h"
-#include "tasks/schemas.h"
+#include "redis/stats.h"
 
 namespace rankd {
 
 namespace {
 
-std::string KeyOf(const ReplySource& src, std::string_view kind, int64_t id) {
-  return std::string(src.prefix) + std::string(kind) + std::to_string(id);
+using State = CachedField::State;
+
+std::string KeyText(const ReplySource& src, IdRef id) {
+  const KeyFamily& f = *src.family;
+  return std::string(src.prefix) + f.key_prefix +
+         (f.id_type == ColumnType::kStr ? std::string(id.str) : std::to_string(id.num)) +
+         f.key_suffix;
 }
 
 // backend_error for an error reply or a reply of the wrong shape. The client is told
 // the command, the endpoint's name and the kind of reply; the key, the address and the
 // raw Redis error text go to the detail (the log).
-Error BadReply(const ReplySource& src, std::string_view command, const std::string& key,
-               RespView r) {
+Error BadReply(const ReplySource& src, std::string_view command, IdRef id, RespView r) {
   std::string what = r.is_error()
                          ? "error reply"
                          : "unexpected " + std::string(RedisReplyKindName(r.kind())) + " reply";
   Error e = Error::Backend(std::string(command) + " at redis endpoint " +
                            std::string(src.endpoint) + ": " + what);
-  e.detail = std::string(command) + " " + key + " at redis endpoint " +
+  e.detail = std::string(command) + " " + KeyText(src, id) + " at redis endpoint " +
              (src.address ? src.address->Label() : "?") + ": " +
              (r.is_error() ? std::string(r.str()) : what);
   return e;
@@ -38,11 +43,12 @@ Error BadReply(const ReplySource& src, std::string_view command, const std::stri
 
 // A cell without a value (missing or unparsable) becomes a null of `col`, counted;
 // false when it has a value (nothing appended).
-bool AppendNoValue(ColumnBuilder& col, CachedField::State state, RedisStats& stats) {
+bool AppendNoValue(ColumnBuilder& col, State state, FamilyValueStats& stats) {
   switch (state) {
-    case CachedField::State::kMissing: Bump(stats.fields_missing); break;
-    case CachedField::State::kUnparsable: Bump(stats.fields_unparsable); break;
-    case CachedField::State::kValue: return false;
+    case State::kMissing: Bump(stats.missing_field); break;
+    case State::kUnparsable: Bump(stats.unparsable_field); break;
+    case State::kBad: break;  // counted when decoded
+    case State::kValue: return false;
   }
   col.AppendNulls(1);
   return true;
@@ -50,7 +56,7 @@ bool AppendNoValue(ColumnBuilder& col, CachedField::State state, RedisStats& sta
 
 // Appends one decoded cell to `col` (typed by the column); a missing or unparsable
 // value becomes a null and is counted.
-void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, RedisStats& stats) {
+void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, FamilyValueStats& stats) {
   if (AppendNoValue(col, cells.state(i), stats)) return;
   switch (col.type()) {
     case ColumnType::kI64: col.AppendI64(cells.i64(i)); break;
@@ -73,16 +79,16 @@ struct ReplyCells {
   // Distinct id k's field f: its state, and its value into `into` when it has one
   // (`into` is left alone otherwise). CachedEntries' Read is the same.
   template <class T>
-  CachedField::State Read(size_t k, size_t f, T& into) const {
+  State Read(size_t k, size_t f, T& into) const {
     const size_t i = k * nf + f;
-    const CachedField::State state = cells.state(i);
-    if (state != CachedField::State::kValue) return state;
+    const State state = cells.state(i);
+    if (state != State::kValue) return state;
     if constexpr (std::is_same_v<T, int64_t>) into = cells.i64(i);
     if constexpr (std::is_same_v<T, double>) into = cells.f64(i);
     if constexpr (std::is_same_v<T, uint8_t>) into = static_cast<uint8_t>(cells.boolean(i) ? 1 : 0);
     return state;
   }
-  void Append(ColumnBuilder& col, size_t k, size_t f, RedisStats& stats) const {
+  void Append(ColumnBuilder& col, size_t k, size_t f, FamilyValueStats& stats) const {
     AppendCell(col, cells, k * nf + f, stats);
   }
 };
@@ -91,16 +97,16 @@ struct CachedEntries {
   std::span<const HashRef> found;       // by distinct id
   std::span<const size_t> field_index;  // the node's field f is the entry's field_index[f]
   template <class T>
-  CachedField::State Read(size_t k, size_t f, T& into) const {
+  State Read(size_t k, size_t f, T& into) const {
     const HashRef::Fixed v = found[k].fixed(field_index[f]);
-    if (v.state != CachedField::State::kValue) return v.state;
+    if (v.state != State::kValue) return v.state;
     if constexpr (std::is_same_v<T, int64_t>) into = static_cast<int64_t>(v.bits);
     if constexpr (std::is_same_v<T, double>) into = std::bit_cast<double>(v.bits);
     if constexpr (std::is_same_v<T, uint8_t>) into = static_cast<uint8_t>(v.bits != 0 ? 1 : 0);
     return v.state;
   }
   // A string field.
-  void Append(ColumnBuilder& col, size_t k, size_t f, RedisStats& stats) const {
+  void Append(ColumnBuilder& col, size_t k, size_t f, FamilyValueStats& stats) const {
     const HashRef h = found[k];
     if (!AppendNoValue(col, h.state(field_index[f]), stats)) col.AppendStr(h.str(field_index[f]));
   }
@@ -119,7 +125,7 @@ struct FixedColumn {
 // ColumnBuilder makes (nulls hold 0), without its per-cell dispatch.
 template <class Source>
 void FillFixed(std::span<FixedColumn> out, const Source& source,
-               std::span<const uint32_t> reply_of_row, RedisStats& stats) {
+               std::span<const uint32_t> reply_of_row, FamilyValueStats& stats) {
   const size_t rows = reply_of_row.size();
   for (FixedColumn& c : out) {
     switch (c.col.type) {
@@ -134,40 +140,40 @@ void FillFixed(std::span<FixedColumn> out, const Source& source,
     const uint32_t k = reply_of_row[r];
     for (FixedColumn& c : out) {
       if (k != kNotAsked) {
-        CachedField::State state = CachedField::State::kMissing;
+        State state = State::kMissing;
         switch (c.col.type) {
           case ColumnType::kI64: state = source.Read(k, c.f, c.col.i64[r]); break;
           case ColumnType::kF64: state = source.Read(k, c.f, c.col.f64[r]); break;
           case ColumnType::kBool: state = source.Read(k, c.f, c.col.b[r]); break;
           case ColumnType::kStr: break;
         }
-        if (state == CachedField::State::kValue) continue;
-        missing += state == CachedField::State::kMissing;
-        unparsable += state == CachedField::State::kUnparsable;
+        if (state == State::kValue) continue;
+        missing += state == State::kMissing;
+        unparsable += state == State::kUnparsable;
       }
       c.col.validity.SetNull(r, rows);
     }
   }
-  if (missing) Bump(stats.fields_missing, missing);
-  if (unparsable) Bump(stats.fields_unparsable, unparsable);
+  if (missing) Bump(stats.missing_field, missing);
+  if (unparsable) Bump(stats.unparsable_field, unparsable);
 }
 
 // features: the input plus one typed column per field, read from `source`.
 template <class Source>
 RowSet FeatureRowsFrom(const ReplySource& src, const RowSet& input, const InputIds& ids,
                        std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                       const Source& source) {
+                       std::span<const size_t> field_index, const Source& source) {
   // Columns span the input's physical rows (so its selection vector still applies);
   // rows outside the selection, or with a null id, stay null. Missing and unparsable
   // values are counted per row, as they reach the response.
   const size_t rows = input.physical_rows();
   std::vector<uint32_t> reply_of_row(rows, kNotAsked);
-  for (size_t i = 0; i < ids.ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
-  RedisStats& stats = *src.stats;
+  for (size_t i = 0; i < ids.size(); ++i) reply_of_row[ids.rows[i]] = reply_of[i];
+  FamilyValueStats& stats = src.values();
   std::vector<ColumnPtr> cols(fields.size());
   std::vector<FixedColumn> fixed;
   for (size_t f = 0; f < fields.size(); ++f) {
-    const ColumnType type = *ItemFieldType(fields[f]);
+    const ColumnType type = ColumnTypeOf(src.family->fields[field_index[f]].type);
     if (type != ColumnType::kStr) {
       fixed.push_back({f, Column{}});
       fixed.back().col.type = type;
@@ -189,121 +195,228 @@ RowSet FeatureRowsFrom(const ReplySource& src, const RowSet& input, const InputI
   return out;
 }
 
+// A list member's text as an id of `type`: nullopt when it is none.
+bool ValidMember(std::string_view s, ColumnType type, int64_t& num) {
+  if (type == ColumnType::kStr) return ValidStrId(s);
+  std::optional<int64_t> v = ParseStrictInt<int64_t>(s);
+  if (!v) return false;
+  num = *v;
+  return true;
+}
+
+// A zset score as Redis 7 sends it in RESP2: decimal text, "inf" or "-inf".
+double ParseScore(std::string_view s) {
+  if (auto v = ParseStrictF64(s)) return *v;
+  if (s == "inf" || s == "+inf") return HUGE_VAL;
+  if (s == "-inf") return -HUGE_VAL;
+  return std::nan("");
+}
+
 }  // namespace
 
-Result<InputIds> IdsOf(const RowSet& in) {
+Result<InputIds> IdsOf(const RowSet& in, const KeyFamily& family) {
   const Column* id = in.column("id");
-  if (id == nullptr || id->type != ColumnType::kI64)
-    return Fail(Error::Internal("input has no i64 'id' column"));
+  if (id == nullptr || (id->type != ColumnType::kI64 && id->type != ColumnType::kStr))
+    return Fail(Error::Internal("input has no i64 or str 'id' column"));
   InputIds out;
-  out.ids.reserve(in.size());
+  out.type = id->type;
   out.rows.reserve(in.size());
+  if (id->type == ColumnType::kI64) {
+    out.ids.reserve(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      uint32_t r = in.row(i);
+      if (!id->valid(r)) continue;
+      out.ids.push_back(id->i64[r]);
+      out.rows.push_back(r);
+    }
+    return out;
+  }
+  out.strs.reserve(in.size());
+  uint64_t bad = 0;
   for (size_t i = 0; i < in.size(); ++i) {
     uint32_t r = in.row(i);
     if (!id->valid(r)) continue;
-    out.ids.push_back(id->i64[r]);
+    const std::string_view s = id->str(r);
+    if (!ValidStrId(s)) {
+      ++bad;
+      continue;
+    }
+    out.strs.push_back(s);
     out.rows.push_back(r);
   }
+  if (bad) Bump(family.values->bad_id, bad);
   return out;
 }
 
-void DecodeField(RespView r, ColumnType type, CachedFields& cells, size_t i) {
-  if (!r.is_string()) return cells.SetNoValue(i, CachedField::State::kMissing);
+void DecodeField(RespView r, FieldType type, CachedFields& cells, size_t i) {
+  if (!r.is_string()) return cells.SetNoValue(i, State::kMissing);
   const std::string_view s = r.str();
   switch (type) {
-    case ColumnType::kI64:
+    case FieldType::kI64:
       if (auto v = ParseStrictInt<int64_t>(s)) return cells.SetI64(i, *v);
       break;
-    case ColumnType::kF64:
+    case FieldType::kF64:
       if (auto v = ParseStrictF64(s)) return cells.SetF64(i, *v);
       break;
-    case ColumnType::kStr: return cells.SetStr(i, s);
-    case ColumnType::kBool:
-      if (s == "1" || s == "true") return cells.SetBool(i, true);
-      if (s == "0" || s == "false") return cells.SetBool(i, false);
+    case FieldType::kStr: return cells.SetStr(i, s);
+    case FieldType::kBool:
+      if (s == "1" || s == "true") return cells.SetI64(i, 1);
+      if (s == "0" || s == "false") return cells.SetI64(i, 0);
       break;
   }
-  cells.SetNoValue(i, CachedField::State::kUnparsable);
+  cells.SetNoValue(i, State::kUnparsable);
 }
 
-Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, RespView r) {
-  if (!r.is_array() || r.size() % 2 != 0)
-    return Fail(BadReply(src, "HGETALL", KeyOf(src, "user:", user_id), r));
-  const auto& names = UserFields();
+Result<CachedHash> DecodeHashAll(const ReplySource& src, IdRef id, RespView r) {
+  if (!r.is_array() || r.size() % 2 != 0) return Fail(BadReply(src, "HGETALL", id, r));
+  const auto& fields = src.family->fields;
   CachedHash out;
   out.exists = r.size() > 0;
-  out.fields.resize(names.size());
-  out.known = (uint64_t{1} << names.size()) - 1;
+  const size_t n = std::min<size_t>(fields.size(), 64);  // `known` has 64 bits
+  out.fields.resize(n);
+  out.known = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
   // One pass over the pairs; a field named twice takes its last value. Unnamed: nil.
-  std::array<RespView, 64> values{};  // a user hash has at most 64 known fields (`known`)
+  std::array<RespView, 64> values{};
   for (auto it = r.begin(); it != r.end();) {
     const std::string_view name = it->str();
     ++it;
-    for (size_t f = 0; f < names.size(); ++f)
-      if (name == names[f]) values[f] = *it;
+    for (size_t f = 0; f < n; ++f)
+      if (name == fields[f].name) values[f] = *it;
     ++it;
   }
-  for (size_t f = 0; f < names.size(); ++f)
-    DecodeField(values[f], *UserFieldType(names[f]), out.fields, f);
+  for (size_t f = 0; f < n; ++f) DecodeField(values[f], fields[f].type, out.fields, f);
   return out;
 }
 
-Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
-                        RespView r, CachedFields& cells, size_t first) {
-  if (!r.is_array() || r.size() != types.size())
-    return Fail(BadReply(src, "HMGET", KeyOf(src, "item:", id), r));
+bool DecodeJsonFields(const ReplySource& src, std::string_view text, std::span<const size_t> fields,
+                      CachedFields& cells, size_t first) {
+  thread_local simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  simdjson::dom::object obj;
+  if (text.size() > kMaxJsonValue || parser.parse(text.data(), text.size()).get(root) ||
+      root.get(obj)) {
+    Bump(src.values().bad_json);
+    for (size_t f = 0; f < fields.size(); ++f) cells.SetNoValue(first + f, State::kBad);
+    return false;
+  }
+  for (size_t f = 0; f < fields.size(); ++f) {
+    const SchemaField& field = src.family->fields[fields[f]];
+    const size_t i = first + f;
+    simdjson::dom::element v;
+    // at_key finds the first member of that name: on a duplicate the first wins.
+    if (obj.at_key(field.name).get(v) || v.is_null()) {
+      cells.SetNoValue(i, State::kMissing);
+      continue;
+    }
+    bool ok = false;
+    switch (field.type) {
+      case FieldType::kI64:
+        if (v.type() == simdjson::dom::element_type::INT64) {
+          cells.SetI64(i, int64_t(v.get_int64()));
+          ok = true;
+        }
+        break;
+      case FieldType::kF64:
+        if (v.is_number()) {
+          const double d = double(v.get_double());
+          if (std::isfinite(d)) {
+            cells.SetF64(i, d);
+            ok = true;
+          }
+        }
+        break;
+      case FieldType::kStr:
+        if (v.is_string()) {
+          cells.SetStr(i, std::string_view(v.get_string()));
+          ok = true;
+        }
+        break;
+      case FieldType::kBool:
+        if (v.is_bool()) {
+          cells.SetI64(i, bool(v.get_bool()) ? 1 : 0);
+          ok = true;
+        }
+        break;
+    }
+    if (!ok) cells.SetNoValue(i, State::kUnparsable);
+  }
+  return true;
+}
+
+Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size_t> fields,
+                          RespView r, CachedFields& cells, size_t first) {
+  if (src.family->type == FamilyType::kJson) {
+    if (!r.is_array() || r.size() != 1) return Fail(BadReply(src, "MGET", id, r));
+    const RespView v = *r.begin();
+    if (!v.is_string()) {  // nil: no such key
+      for (size_t f = 0; f < fields.size(); ++f) cells.SetNoValue(first + f, State::kMissing);
+      return {};
+    }
+    DecodeJsonFields(src, v.str(), fields, cells, first);
+    return {};
+  }
+  if (!r.is_array() || r.size() != fields.size()) return Fail(BadReply(src, "HMGET", id, r));
   size_t f = 0;
   for (RespView e : r) {
-    DecodeField(e, types[f], cells, first + f);
+    DecodeField(e, src.family->fields[fields[f]].type, cells, first + f);
     ++f;
   }
   return {};
 }
 
-Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int64_t id,
-                              uint32_t asked, RespView r) {
-  if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, id), r));
+Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, bool scores,
+                              RespView r) {
+  const bool zset = src.family->type == FamilyType::kZset;
+  if (!r.is_array() || (zset && r.size() % 2 != 0))
+    return Fail(BadReply(src, zset ? "ZRANGE" : "LRANGE", id, r));
+  const ColumnType type = src.family->members_type;
   CachedList out;
   out.asked = asked;
-  out.members.reserve(r.size());
-  for (RespView e : r) {
-    auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str()) : std::nullopt;
-    if (!v) {
-      Bump(src.stats->bad_ids);
+  out.str_members = type == ColumnType::kStr;
+  const size_t n = zset ? r.size() / 2 : r.size();
+  out.members.reserve(n);
+  if (zset && scores) out.scores.reserve(n);
+  uint64_t bad = 0;
+  for (auto it = r.begin(); it != r.end(); ++it) {
+    const RespView e = *it;
+    int64_t num = 0;
+    const bool ok = e.is_string() && ValidMember(e.str(), type, num);
+    if (!ok) {
+      ++bad;
       out.bad.push_back(static_cast<uint32_t>(out.members.size()));
     }
-    out.members.push_back(v.value_or(0));
+    if (out.str_members)
+      out.AddStr(ok ? e.str() : std::string_view());
+    else
+      out.members.push_back(num);
+    if (zset) {
+      ++it;
+      if (scores) out.scores.push_back(it->is_string() ? ParseScore(it->str()) : std::nan(""));
+    }
   }
+  if (bad) Bump(src.values().bad_id, bad);
   return out;
 }
 
-RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user) {
+RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fields,
+                  const CachedHash& user) {
   const size_t rows = user.exists ? 1 : 0;
   RowSet out;
-  out.SetColumn(
-      "id", Share(Column::I64(user.exists ? PoolVector<int64_t>{user_id} : PoolVector<int64_t>{})));
-  const auto& names = UserFields();
-  for (size_t f = 0; f < names.size(); ++f) {
-    ColumnBuilder col(*UserFieldType(names[f]), rows);
-    if (user.exists) AppendCell(col, user.fields, f, *src.stats);
-    out.SetColumn(names[f], Finished(col));
+  if (src.family->id_type == ColumnType::kStr) {
+    ColumnBuilder col(ColumnType::kStr, rows);
+    if (user.exists) col.AppendStr(id.str);
+    out.SetColumn("id", Finished(col));
+  } else {
+    out.SetColumn("id", Share(Column::I64(user.exists ? PoolVector<int64_t>{id.num}
+                                                      : PoolVector<int64_t>{})));
+  }
+  for (size_t f = 0; f < fields.size(); ++f) {
+    const SchemaField& field = src.family->fields[fields[f]];
+    ColumnBuilder col(ColumnTypeOf(field.type), rows);
+    if (user.exists) AppendCell(col, user.fields, fields[f], src.values());
+    out.SetColumn(field.name, Finished(col));
   }
   return out;
-}
-
-Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_t id,
-                           uint32_t asked, RespView r, PoolVector<int64_t>& out) {
-  if (!r.is_array()) return Fail(BadReply(src, "LRANGE", KeyOf(src, kind, id), r));
-  uint32_t i = 0;
-  for (RespView e : r) {
-    auto v = e.is_string() ? ParseStrictInt<int64_t>(e.str()) : std::nullopt;
-    if (!v)
-      Bump(src.stats->bad_ids);
-    else if (i < asked)
-      out.push_back(*v);
-    ++i;
-  }
-  return {};
 }
 
 void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> bad, uint32_t count,
@@ -323,22 +436,86 @@ void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> b
   }
 }
 
-RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
-                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                   const CachedFields& cells) {
-  return FeatureRowsFrom(src, input, ids, reply_of, fields, ReplyCells{cells, fields.size()});
+namespace {
+
+// AppendList for a CachedList or a ListRef.
+template <class List>
+void AppendListOf(const List& list, size_t size, bool str_members, std::span<const uint32_t> bad,
+                  std::span<const double> list_scores, uint32_t count, uint32_t from, bool scores,
+                  ListRows& out) {
+  const size_t n = std::min<size_t>(count, size);
+  auto next_bad = bad.begin();
+  for (size_t i = 0; i < n; ++i) {
+    if (next_bad != bad.end() && *next_bad == i) {
+      ++next_bad;
+      continue;
+    }
+    if (str_members)
+      out.AddStr(list.str(i));
+    else
+      out.ids.push_back(list.members()[i]);
+    if (scores) {
+      const double s = i < list_scores.size() ? list_scores[i] : std::nan("");
+      const bool ok = std::isfinite(s);
+      out.scores.push_back(ok ? s : 0.0);
+      out.score_valid.push_back(ok ? 1 : 0);
+    }
+    out.from.push_back(from);
+  }
+}
+
+// CachedList's members as a span, the way ListRef gives them.
+struct CachedListView {
+  const CachedList& l;
+  std::span<const int64_t> members() const { return {l.members.data(), l.members.size()}; }
+  std::string_view str(size_t i) const { return l.str(i); }
+};
+
+}  // namespace
+
+void ListRows::AppendRange(const ListRows& o, size_t b, size_t e, uint32_t src) {
+  if (!o.strs.empty())
+    for (size_t i = b; i < e; ++i) AddStr(o.str(i));
+  else
+    ids.insert(ids.end(), o.ids.begin() + static_cast<ptrdiff_t>(b),
+               o.ids.begin() + static_cast<ptrdiff_t>(e));
+  if (!o.scores.empty()) {
+    scores.insert(scores.end(), o.scores.begin() + static_cast<ptrdiff_t>(b),
+                  o.scores.begin() + static_cast<ptrdiff_t>(e));
+    score_valid.insert(score_valid.end(), o.score_valid.begin() + static_cast<ptrdiff_t>(b),
+                       o.score_valid.begin() + static_cast<ptrdiff_t>(e));
+  }
+  from.resize(from.size() + (e - b), src);
+}
+
+void AppendList(const CachedList& list, uint32_t count, uint32_t from, bool scores, ListRows& out) {
+  AppendListOf(CachedListView{list}, list.members.size(), list.str_members, list.bad, list.scores,
+               count, from, scores, out);
+}
+
+void AppendList(ListRef list, uint32_t count, uint32_t from, bool scores, ListRows& out) {
+  AppendListOf(list, list.members().size(), list.str_members(), list.bad(),
+               list.has_scores() ? list.scores() : std::span<const double>(), count, from, scores,
+               out);
 }
 
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                   std::span<const HashRef> found, std::span<const size_t> field_index) {
-  return FeatureRowsFrom(src, input, ids, reply_of, fields, CachedEntries{found, field_index});
+                   std::span<const size_t> field_index, const CachedFields& cells) {
+  return FeatureRowsFrom(src, input, ids, reply_of, fields, field_index,
+                         ReplyCells{cells, fields.size()});
 }
 
-Result<RowSet> SeenFilterRows(const ReplySource& src, int64_t user_id, const RowSet& input,
+RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
+                   std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
+                   std::span<const size_t> field_index, std::span<const HashRef> found) {
+  return FeatureRowsFrom(src, input, ids, reply_of, fields, field_index,
+                         CachedEntries{found, field_index});
+}
+
+Result<RowSet> SeenFilterRows(const ReplySource& src, IdRef user_id, const RowSet& input,
                               const InputIds& ids, RespView r) {
-  if (!r.is_array() || r.size() != ids.ids.size())
-    return Fail(BadReply(src, "SMISMEMBER", KeyOf(src, "seen:", user_id), r));
+  if (!r.is_array() || r.size() != ids.size()) return Fail(BadReply(src, "SMISMEMBER", user_id, r));
   // Keep the logical order: rows with a null id were never asked about and stay.
   std::vector<uint8_t> seen(input.physical_rows(), 0);
   size_t i = 0;

@@ -1,17 +1,19 @@
-// The reply -> rows half of the Redis-backed tasks (io_tasks.cc), kept apart from the IO
-// so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
+// The reply -> rows half of the Redis-backed tasks (io_tasks.cc, read_through.h), kept
+// apart from the IO so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
 //
 // Replies are read in place (redis/resp.h: a RespView into the batch's RESP bytes, no
-// reply tree, no string per value) and decoded into the values the shard's cache holds
-// (cache/shard_cache.h: CachedHash, CachedList, CachedField, CachedFields), whether or not the node
-// caches, and rows are built from those values: a hit and a fresh reply take the same road.
-// Decoding fails with a backend_error naming the command, the key and the endpoint when a reply has
-// the wrong shape. Values are parsed strictly: a field that is missing or does not parse
-// becomes null and is counted when it reaches a row (fields_missing,
-// fields_unparsable); a list member that is not an id is dropped and counted when it is
-// decoded (bad_ids).
+// reply tree, no string per value) and decoded by the family's declared types
+// (plan/schema.h) into the values the shard's cache holds (cache/shard_cache.h:
+// CachedHash, CachedList, CachedFields), whether or not the node caches, and rows are
+// built from those values: a hit and a fresh reply take the same road. Decoding fails
+// with a backend_error naming the command, the key and the endpoint when a reply has the
+// wrong shape. Values are parsed strictly: a field that is missing or does not parse
+// becomes null and is counted when it reaches a row (missing_field, unparsable_field); a
+// json value that is no object, invalid or over 1 MiB nulls the row's fields and is
+// counted once when decoded (bad_json); a member that is no valid id is dropped and
+// counted when decoded (bad_id). Counters are the family's (KeyFamily::values).
 //
-// Threads: any; they touch nothing but their arguments (and `stats`, relaxed atomics).
+// Threads: any; they touch nothing but their arguments (and the counters, relaxed atomics).
 #pragma once
 
 #include <cstdint>
@@ -23,85 +25,117 @@
 #include "cache/shard_cache.h"
 #include "core/error.h"
 #include "data/row_set.h"
+#include "plan/schema.h"
 #include "redis/endpoint.h"
 #include "redis/resp.h"
-#include "redis/stats.h"
 
 namespace rankd {
 
 // Where replies came from, for messages and counters.
-// Views into the endpoint, which outlives the request: building one costs nothing.
+// Views into the endpoint and the plan, which outlive the request: building one costs nothing.
 struct ReplySource {
   std::string_view endpoint;  // the endpoint's configured name: what clients are told
   std::string_view prefix;    // its key prefix
   // Its address and db, for the log only (Error::detail); nullptr: unknown (tests).
   const RedisEndpoint* address;
-  RedisStats* stats;  // REQUIRES: non-null
+  const KeyFamily* family;  // REQUIRES: non-null
+  FamilyValueStats& values() const { return *family->values; }
 };
 
+// The largest json value decoded; a larger one is bad_json.
+inline constexpr size_t kMaxJsonValue = size_t{1} << 20;
+
 // The input's ids in logical order, with the physical row each came from; rows whose id
-// is null are skipped (they name no key). Internal error when there is no i64 `id`.
+// is null are skipped (they name no key), as are str ids that are no valid id
+// (ValidStrId: counted as bad_id of `family`). Internal error when there is no `id`.
 struct InputIds {
-  std::vector<int64_t> ids;
+  ColumnType type = ColumnType::kI64;
+  std::vector<int64_t> ids;            // kI64
+  std::vector<std::string_view> strs;  // kStr: views into the input column's dictionary
   std::vector<uint32_t> rows;
+  size_t size() const { return rows.size(); }
+  IdRef at(size_t i) const {
+    return type == ColumnType::kStr ? IdRef{0, strs[i]} : IdRef{ids[i], {}};
+  }
 };
-Result<InputIds> IdsOf(const RowSet& in);
+Result<InputIds> IdsOf(const RowSet& in, const KeyFamily& family);
 
 // ---- decoding ------------------------------------------------------------------------
 
 // One hash field's value as Redis sent it (a bulk string, or nil when missing), typed,
 // into cells' field i.
-void DecodeField(RespView r, ColumnType type, CachedFields& cells, size_t i);
+void DecodeField(RespView r, FieldType type, CachedFields& cells, size_t i);
 
-// HGETALL user:{user_id} -> the user's fields by UserFields() index (all known).
-Result<CachedHash> DecodeUser(const ReplySource& src, int64_t user_id, RespView r);
+// HGETALL {key} of a hash family -> its declared fields by index (all known); `exists`
+// false when the key held nothing.
+Result<CachedHash> DecodeHashAll(const ReplySource& src, IdRef id, RespView r);
 
-// HMGET item:{id} fields... -> one cell per field (`types[f]` its type), into cells
-// first, first + 1, ... REQUIRES: cells.size() >= first + types.size().
-Result<void> DecodeItem(const ReplySource& src, int64_t id, std::span<const ColumnType> types,
-                        RespView r, CachedFields& cells, size_t first);
+// HMGET {key} fields... (hash) or MGET {key} (json) -> one cell per field (`fields[f]`
+// the family's field index), into cells first, first + 1, ...
+// REQUIRES: cells.size() >= first + fields.size().
+Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size_t> fields,
+                          RespView r, CachedFields& cells, size_t first);
+// The json object `text` -> those fields; a value that is no object nulls them (kBad)
+// and counts bad_json. Returns whether it was an object.
+bool DecodeJsonFields(const ReplySource& src, std::string_view text, std::span<const size_t> fields,
+                      CachedFields& cells, size_t first);
 
-// LRANGE {kind}{id} 0 asked-1 -> the list's head.
-Result<CachedList> DecodeList(const ReplySource& src, std::string_view kind, int64_t id,
-                              uint32_t asked, RespView r);
+// LRANGE {key} 0 asked-1, or ZRANGE {key} 0 asked-1 REV WITHSCORES for a zset family
+// (scores kept when `scores`) -> the head, its members typed by the family's members type.
+Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, bool scores,
+                              RespView r);
 
 // ---- rows ----------------------------------------------------------------------------
 
-// viewer: one row (id + typed user fields), or zero rows when the user does not exist.
-RowSet UserRows(const ReplySource& src, int64_t user_id, const CachedHash& user);
+// viewer: one row (id + the fields `fields` by family index, read from user.fields at
+// those indexes), or zero rows when the key does not exist.
+RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fields,
+                  const CachedHash& user);
 
-// The ids of LRANGE 0 count-1 of a list head (its members that are ids: `bad` holds the
-// positions of those that are not, ascending; REQUIRES: the head covers count).
+// The members of list heads, appended for LRANGE 0 count-1: ids (or strings), their
+// scores (when asked: null for a non-finite score), and the input index each came from.
+struct ListRows {
+  PoolVector<int64_t> ids;
+  std::string str_bytes;       // str members' bytes
+  std::vector<uint64_t> strs;  // str member i: offset << 32 | length in str_bytes
+  PoolVector<double> scores;
+  PoolVector<uint8_t> score_valid;
+  std::vector<uint32_t> from;
+
+  size_t size() const { return from.size(); }
+  std::string_view str(size_t i) const {
+    return std::string_view(str_bytes).substr(strs[i] >> 32, strs[i] & 0xffffffffu);
+  }
+  void AddStr(std::string_view s) {
+    strs.push_back((uint64_t{str_bytes.size()} << 32) | s.size());
+    str_bytes.append(s);
+  }
+  // Rows [b, e) of `o`, as coming from input index `from`.
+  void AppendRange(const ListRows& o, size_t b, size_t e, uint32_t from);
+};
+// A head's bad positions are skipped; `scores`: append its scores too.
+void AppendList(const CachedList& list, uint32_t count, uint32_t from, bool scores, ListRows& out);
+void AppendList(ListRef list, uint32_t count, uint32_t from, bool scores, ListRows& out);
+// i64 ids straight into `out` (no str members, no scores): the demo's lists' fast path.
 void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> bad, uint32_t count,
                    PoolVector<int64_t>& out);
-inline void AppendListIds(ListRef list, uint32_t count, PoolVector<int64_t>& out) {
-  AppendListIds(list.members(), list.bad(), count, out);
-}
-inline void AppendListIds(const CachedList& list, uint32_t count, PoolVector<int64_t>& out) {
-  AppendListIds(std::span<const int64_t>(list.members.data(), list.members.size()), list.bad, count,
-                out);
-}
-// The same straight from an LRANGE {kind}{id} 0 asked-1 reply, for a list that is not
-// going to the cache: DecodeList then AppendListIds, without the CachedList.
-Result<void> AppendListIds(const ReplySource& src, std::string_view kind, int64_t id,
-                           uint32_t asked, RespView r, PoolVector<int64_t>& out);
 
-// features: the input plus one typed column per field. `cells` holds, for each distinct
-// id k (`reply_of[i]` the k of ids.ids[i]), its fields' cells at [k * fields.size() + f].
-// REQUIRES: every field is an item field.
+// features: the input plus one typed column per field (the node's field f is the family's
+// field_index[f], named fields[f]). `cells` holds, for each distinct id k (`reply_of[i]`
+// the k of the i-th input id), its fields' cells at [k * fields.size() + f].
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                   const CachedFields& cells);
+                   std::span<const size_t> field_index, const CachedFields& cells);
 // The same from the cache's entries, when every distinct id hit: found[k] is distinct id
-// k's entry and field f of the node is the entry's field_index[f]. REQUIRES: the entries
-// hold every field asked and the cache has not changed since they were found.
+// k's entry. REQUIRES: the entries hold every field asked and the cache has not changed
+// since they were found.
 RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& ids,
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
-                   std::span<const HashRef> found, std::span<const size_t> field_index);
+                   std::span<const size_t> field_index, std::span<const HashRef> found);
 
-// seen_filter: the SMISMEMBER seen:{user_id} ids... reply -> the input without the seen
+// seen_filter: the SMISMEMBER {key of user_id} ids... reply -> the input without the seen
 // rows (rows with a null id stay).
-Result<RowSet> SeenFilterRows(const ReplySource& src, int64_t user_id, const RowSet& input,
+Result<RowSet> SeenFilterRows(const ReplySource& src, IdRef user_id, const RowSet& input,
                               const InputIds& ids, RespView r);
 
 }  // namespace rankd

@@ -2,17 +2,18 @@
 // seen_filter); their specs are in io_specs.cc, what they make of the replies in
 // io_replies.cc.
 //
-// Every run builds all of its commands first and sends them as one RedisClient::Batch:
-// one write, one round trip, however many input rows. Error replies (WRONGTYPE) and
-// replies of the wrong type become backend_error (the key and the Redis text in the
-// error's detail, for the log); a lost or refused connection is unavailable; the node's
-// deadline is the batch's.
+// Every node reads one schema family (plan/schema.h) through one mechanism, ReadHashes
+// for hash and json families and ReadLists for list and zset families: look the keys up
+// in the shard's cache (a node with `cache: true` in a process with a cache), send one
+// pipelined batch for the misses (one write, one round trip however many rows), decode
+// the replies by the family's declared types, store what was read. Hits are copied out
+// before the batch is sent (the cache may change while it is out). When the endpoint's
+// tracking is ready each missed key's PTTL is asked too and the value is stored, unless an
+// invalidation of that key arrived meanwhile (ReadTicket).
 //
-// A node with `cache: true` in a process with a cache (docs/cache.md) first looks its
-// keys up in the shard's cache, copies what it found (the cache may change while the
-// batch is out), and sends commands only for the keys it missed, still as one batch.
-// When the endpoint's tracking is ready it also asks each missed key's PTTL and stores
-// what came back, unless an invalidation of that key arrived meanwhile (ReadTicket).
+// Error replies (WRONGTYPE) and replies of the wrong type become backend_error (the key
+// and the Redis text in the error's detail, for the log); a lost or refused connection
+// is unavailable; the node's deadline is the batch's.
 //
 // Threads: runs execute on the request's loop thread, the thread that owns ctx.redis
 // and ctx.cache.
@@ -22,11 +23,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "cache/shard_cache.h"
 #include "core/distinct_keys.h"
+#include "data/column_builder.h"
 #include "redis/pools.h"
 #include "tasks/io_replies.h"
 #include "tasks/schemas.h"
@@ -36,55 +39,19 @@ namespace rankd {
 
 namespace {
 
-// The pool of the node's `endpoint` parameter.
-Result<RedisClient*> PoolFor(const TaskContext& ctx) {
-  const std::string& name = ctx.args->Str("endpoint");
-  if (ctx.redis == nullptr)
-    return Fail(Error::Unavailable("no Redis is configured in this process"));
-  RedisClient* pool = ctx.redis->Get(name);
-  if (pool == nullptr)
-    return Fail(Error::Unavailable("redis endpoint '" + name +
-                                   "' is not configured (see --redis NAME=URL)"));
-  return pool;
-}
-
-ReplySource SourceOf(RedisClient& pool) {
-  return {pool.endpoint().name, pool.prefix(), &pool.endpoint(), &pool.mutable_stats()};
-}
-
-// Where every per-row IO task starts: the pool of the node's endpoint and the ids of
-// its input rows.
-struct RowIo {
-  RedisClient* pool;
-  InputIds ids;
-};
-
-Result<RowIo> StartRowIo(const TaskContext& ctx, const RowSet& in) {
-  auto pool = PoolFor(ctx);
-  if (!pool) return Fail(pool.error());
-  auto ids = IdsOf(in);
-  if (!ids) return Fail(ids.error());
-  return RowIo{*pool, std::move(*ids)};
-}
-
-// The members' ids of each input row's list, and for each the input id it came from.
-struct Expanded {
-  PoolVector<int64_t> ids;
-  PoolVector<int64_t> from;
-};
-
-// ---- the cache ----------------------------------------------------------------------
-
 // How a node reads through the shard's cache; inactive (cache == nullptr) when the node
 // does not cache or the process has no cache.
 struct CacheUse {
   ShardCache* cache = nullptr;
   uint16_t endpoint = 0;
+  uint32_t family = 0;
   bool store = false;  // the endpoint's tracking is ready: reads may be stored
   CacheLookups* lookups = nullptr;
 
   explicit operator bool() const { return cache != nullptr; }
-  CacheKey Key(CacheKind kind, int64_t id) const { return {endpoint, kind, id}; }
+  CacheKey Key(IdRef id, bool str) const {
+    return {endpoint, family, str ? StrIdKey(id.str) : id.num};
+  }
   void Record(uint64_t hits, uint64_t misses) const {
     cache->RecordLookups(hits, misses);
     if (lookups) lookups->hits += hits, lookups->misses += misses;
@@ -95,17 +62,60 @@ struct CacheUse {
   }
 };
 
-CacheUse CacheFor(const TaskContext& ctx, RedisClient& pool) {
-  CacheUse u;
-  if (ctx.cache == nullptr || ctx.cache->budget_bytes() == 0 || !ctx.args->Bool("cache")) return u;
-  int index = ctx.redis->IndexOf(ctx.args->Str("endpoint"));
-  if (index < 0) return u;
-  u.cache = ctx.cache;
-  u.endpoint = static_cast<uint16_t>(index);
-  u.store = pool.tracking_ready();
-  u.lookups = ctx.cache_lookups;
-  if (u.lookups) u.lookups->used = true;
-  return u;
+// What every node starts with: the pool of its `endpoint`, its family, and how it uses
+// the cache.
+struct FamilyIo {
+  RedisClient* pool = nullptr;
+  const KeyFamily* family = nullptr;
+  ReplySource src;
+  KeyTemplate key;
+  CacheUse cu;
+  bool str_ids() const { return family->id_type == ColumnType::kStr; }
+  CacheKey CacheKeyOf(IdRef id) const { return cu.Key(id, str_ids()); }
+  // The key of `id` as one argument of the current command.
+  void AddKey(RedisCommands& cmds, IdRef id) const {
+    if (str_ids())
+      cmds.Key(pool->prefix(), key, id.str);
+    else
+      cmds.Key(pool->prefix(), key, id.num);
+  }
+  void AddKeyed(RedisCommands& cmds, const RedisCommands::Shape& shape, IdRef id) const {
+    if (str_ids())
+      cmds.Keyed(shape, pool->prefix(), key, id.str);
+    else
+      cmds.Keyed(shape, pool->prefix(), key, id.num);
+  }
+};
+
+// `cacheable`: whether the node may use the cache at all (a features node asking a field
+// the cache cannot hold may not).
+Result<FamilyIo> StartIo(const TaskContext& ctx, bool cacheable = true) {
+  const std::string& name = ctx.args->Str("endpoint");
+  if (ctx.redis == nullptr)
+    return Fail(Error::Unavailable("no Redis is configured in this process"));
+  RedisClient* pool = ctx.redis->Get(name);
+  if (pool == nullptr)
+    return Fail(Error::Unavailable("redis endpoint '" + name +
+                                   "' is not configured (see --redis NAME=URL)"));
+  FamilyIo io;
+  io.pool = pool;
+  io.family = ctx.node->family;
+  io.src = {pool->endpoint().name, pool->prefix(), &pool->endpoint(), io.family};
+  io.key = {io.family->key_prefix, io.family->key_suffix};
+  const TaskArgs& args = *ctx.args;
+  if (cacheable && ctx.cache != nullptr && ctx.cache->budget_bytes() != 0 &&
+      io.family->cacheable() && args.Index("cache") < args.size() && args.Bool("cache")) {
+    int index = ctx.redis->IndexOf(name);
+    if (index >= 0) {
+      io.cu.cache = ctx.cache;
+      io.cu.endpoint = static_cast<uint16_t>(index);
+      io.cu.family = io.family->cache_id;
+      io.cu.store = pool->tracking_ready();
+      io.cu.lookups = ctx.cache_lookups;
+      if (io.cu.lookups) io.cu.lookups->used = true;
+    }
+  }
+  return io;
 }
 
 // The key's remaining TTL from a PTTL reply, when it has one, counted from when the
@@ -120,63 +130,208 @@ std::optional<uint64_t> KeyTtl(RespView pttl, uint64_t sent_ms) {
 
 uint64_t NowMs() { return uv_hrtime() / 1000000; }
 
-// ---- viewer -------------------------------------------------------------------------
-
-Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
-  auto pool = PoolFor(ctx);
-  if (!pool) co_return Fail(pool.error());
-  RedisClient& p = **pool;
-  ReplySource src = SourceOf(p);
-  CacheUse cu = CacheFor(ctx, p);
-  const CacheKey key = cu.Key(CacheKind::kUser, ctx.user_id);
-  if (cu) {
-    if (HashRef h = cu.cache->FindHash(key)) {
-      cu.Record(1, 0);
-      co_return UserRows(src, ctx.user_id, h.ToHash());
-    }
-    cu.Record(0, 1);
+// The distinct ids of `ids` (candidates often repeat an item: before a dedupe, or from
+// several sources): each is looked up and asked once, and every row with that id gets the
+// same cells. reply_of[i]: the distinct index of ids.at(i).
+struct Distinct {
+  std::vector<IdRef> ids;
+  std::vector<uint32_t> reply_of;
+};
+Distinct DistinctIds(const InputIds& ids) {
+  Distinct d;
+  d.reply_of.resize(ids.size());
+  if (ids.type == ColumnType::kI64) {
+    DistinctKeys<int64_t> seen(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) d.reply_of[i] = seen.Add(ids.ids[i]).index;
+    d.ids.reserve(seen.keys().size());
+    for (int64_t v : seen.keys()) d.ids.push_back({v, {}});
+    return d;
   }
-  ReadTicket ticket = cu ? cu.Begin(std::span<const CacheKey>(&key, 1)) : ReadTicket{};
-  RedisCommands cmds;
-  cmds.Add(2).Arg("HGETALL").Key(p.prefix(), "user:", ctx.user_id);
-  if (cu.store) cmds.Add(2).Arg("PTTL").Key(p.prefix(), "user:", ctx.user_id);
-  const uint64_t sent_ms = NowMs();
-  auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-  if (!replies)
-    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  auto user = DecodeUser(src, ctx.user_id, (*replies)[0]);
-  if (!user) co_return Fail(std::move(user.error()));
-  RowSet rows = UserRows(src, ctx.user_id, *user);
-  if (cu.store && ticket.Storable(key))
-    cu.cache->PutHash(ticket, key, std::move(*user), KeyTtl((*replies)[1], sent_ms));
-  co_return rows;
+  std::unordered_map<std::string_view, uint32_t> seen;
+  seen.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto [it, fresh] = seen.emplace(ids.strs[i], static_cast<uint32_t>(d.ids.size()));
+    if (fresh) d.ids.push_back({0, ids.strs[i]});
+    d.reply_of[i] = it->second;
+  }
+  return d;
 }
 
-// ---- follow, recommendation, media: one LRANGE per input row --------------------------
+// ---- hash and json families: ReadHashes -----------------------------------------------
 
-// LRANGE {kind}{id} 0 count-1 for every input id (from the cache where it holds one).
-Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, CacheKind kind,
-                                   int64_t count) {
-  auto io = StartRowIo(ctx, in);
+// What ReadHashes read: for distinct id k, fields[f] in cells[k * nf + f] and whether its
+// key exists; or, when every id hit (all_hit), the cache's entries themselves in `found`.
+struct HashReads {
+  CachedFields cells;
+  std::vector<uint8_t> exists;
+  std::vector<HashRef> found;
+  bool all_hit = false;
+};
+
+// Reads `fields` (the family's field indexes) of every id of `ids`: HMGET for a hash
+// family, MGET for a json one; `whole`: the viewer's read of every declared field of one
+// key (HGETALL for a hash, so that a key without fields is told from a missing one).
+Task<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
+                                   std::span<const IdRef> ids, std::span<const size_t> fields,
+                                   bool whole) {
+  const CacheUse& cu = io.cu;
+  const size_t nf = fields.size();
+  const bool json = io.family->type == FamilyType::kJson;
+  uint64_t need = 0;  // the fields a cached entry must hold
+  for (size_t f : fields) need |= uint64_t{1} << f;
+  HashReads out;
+  std::vector<uint32_t> missed;  // indexes into ids
+  std::vector<CacheKey> keys;    // of the misses
+  missed.reserve(ids.size());
+  if (cu) {
+    std::vector<CacheKey> all(ids.size());
+    for (size_t k = 0; k < ids.size(); ++k) all[k] = io.CacheKeyOf(ids[k]);
+    out.found.resize(ids.size());
+    cu.cache->FindHashes(all, out.found);
+    keys = std::move(all);  // the misses' keys, compacted below
+  }
+  size_t nkeys = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (cu) {
+      if (HashRef h = out.found[k]; h && (h.known() & need) == need) continue;
+      keys[nkeys++] = keys[k];
+    }
+    missed.push_back(static_cast<uint32_t>(k));
+  }
+  keys.resize(nkeys);
+  if (cu) cu.Record(ids.size() - missed.size(), missed.size());
+  out.exists.assign(ids.size(), 1);
+  // Every id hit: the values are read from the entries (nothing suspends before).
+  if (missed.empty() && cu) {
+    out.all_hit = true;
+    for (size_t k = 0; k < ids.size(); ++k) out.exists[k] = out.found[k].exists();
+    co_return out;
+  }
+  out.cells.resize(ids.size() * nf);
+  for (size_t k = 0, m = 0; k < ids.size(); ++k) {
+    if (m < missed.size() && missed[m] == k) {
+      ++m;
+      continue;
+    }
+    out.exists[k] = out.found[k].exists();
+    for (size_t f = 0; f < nf; ++f) out.found[k].CopyField(fields[f], out.cells, k * nf + f);
+  }
+  out.found.clear();
+  ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
+  const size_t per = cu.store ? 2 : 1;  // the read (+ PTTL)
+  RedisCommands cmds;
+  cmds.Reserve(missed.size() * per, missed.size() * per *
+                                        (48 + io.pool->prefix().size() + io.key.before.size() +
+                                         io.key.after.size() + (json ? 0 : 16 * nf)));
+  if (!missed.empty()) {
+    std::vector<std::string> names;
+    if (!json && !whole)
+      for (size_t f : fields) names.push_back(io.family->fields[f].name);
+    const RedisCommands::Shape read = RedisCommands::MakeShape(json    ? "MGET"
+                                                               : whole ? "HGETALL"
+                                                                       : "HMGET",
+                                                               names);
+    const RedisCommands::Shape pttl = RedisCommands::MakeShape("PTTL", {});
+    for (uint32_t k : missed) {
+      io.AddKeyed(cmds, read, ids[k]);
+      if (cu.store) io.AddKeyed(cmds, pttl, ids[k]);
+    }
+  }
+  const uint64_t sent_ms = NowMs();
+  auto replies = co_await io.pool->Batch(std::move(cmds), ctx.deadline);
+  if (!replies)
+    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+  for (size_t m = 0; m < missed.size(); ++m) {
+    const uint32_t k = missed[m];
+    const RespView r = (*replies)[m * per];
+    if (whole && !json) {
+      auto h = DecodeHashAll(io.src, ids[k], r);
+      if (!h) co_return Fail(std::move(h.error()));
+      out.exists[k] = h->exists;
+      for (size_t f = 0; f < nf; ++f) out.cells.Set(k * nf + f, h->fields, fields[f]);
+      continue;
+    }
+    if (auto ok = DecodeFields(io.src, ids[k], fields, r, out.cells, k * nf); !ok)
+      co_return Fail(std::move(ok.error()));
+    if (json && r.is_array() && r.size() == 1 && !r.begin()->is_string()) out.exists[k] = 0;
+  }
+  if (cu.store) {
+    for (size_t m = 0; m < missed.size(); ++m) {
+      if (!ticket.Storable(keys[m])) continue;
+      const uint32_t k = missed[m];
+      CachedHash h;
+      h.exists = out.exists[k] != 0;
+      h.fields.resize(nf == 0 ? 0 : *std::max_element(fields.begin(), fields.end()) + 1);
+      for (size_t f = 0; f < nf; ++f) h.fields.Set(fields[f], out.cells, k * nf + f);
+      h.known = need;
+      cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
+    }
+  }
+  co_return out;
+}
+
+// Whether a node's fields can be held by the cache (CacheEntry::kMaxFields).
+bool CacheableFields(std::span<const size_t> fields) {
+  for (size_t f : fields)
+    if (f >= CacheEntry::kMaxFields) return false;
+  return true;
+}
+
+// ---- viewer -------------------------------------------------------------------------
+
+IdRef UserIdOf(const TaskContext& ctx) { return ctx.user_id; }
+
+Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
+  const KeyFamily& family = *ctx.node->family;
+  // The node's columns: `fields`, or every declared field.
+  const std::vector<std::string>& asked = ctx.args->StrList("fields");
+  std::vector<size_t> columns;
+  if (asked.empty()) {
+    for (size_t f = 0; f < family.fields.size(); ++f) columns.push_back(f);
+  } else {
+    for (const std::string& name : asked) columns.push_back(*family.FieldIndex(name));
+  }
+  // The whole hash is read (HGETALL, or the json object) and kept: the same entry serves
+  // every viewer node of that family, whatever fields it shows.
+  std::vector<size_t> all(std::min<size_t>(family.fields.size(), 64));
+  for (size_t f = 0; f < all.size(); ++f) all[f] = f;
+  auto io = StartIo(ctx, CacheableFields(all));
   if (!io) co_return Fail(io.error());
-  RedisClient& p = *io->pool;
-  const std::vector<int64_t>& ids = io->ids.ids;
-  const std::string_view prefix = CacheKindPrefix(kind);
-  const auto asked = static_cast<uint32_t>(count);
-  ReplySource src = SourceOf(p);
-  CacheUse cu = CacheFor(ctx, p);
+  const IdRef id = UserIdOf(ctx);
+  auto read = co_await ReadHashes(ctx, *io, std::span<const IdRef>(&id, 1), all, true);
+  if (!read) co_return Fail(std::move(read.error()));
+  CachedHash user;
+  user.exists = read->exists[0] != 0;
+  user.fields.resize(all.size());
+  for (size_t f = 0; f < all.size(); ++f) {
+    if (read->all_hit)
+      read->found[0].CopyField(f, user.fields, f);
+    else
+      user.fields.Set(f, read->cells, f);
+  }
+  co_return ViewerRows(io->src, id, columns, user);
+}
 
-  // Hits are copied out now, into hit_ids[hit_span[i]]; misses go to Redis.
-  constexpr uint32_t kMiss = UINT32_MAX;
-  std::vector<std::pair<uint32_t, uint32_t>> hit_span(ids.size(), {kMiss, kMiss});
-  PoolVector<int64_t> hit_ids;
+// ---- follow, recommendation, media: ReadLists ------------------------------------------
+
+// LRANGE {key} 0 count-1 (ZRANGE {key} 0 count-1 REV WITHSCORES for a zset) for every
+// input id (from the cache where it holds one), appended in input order.
+Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, const InputIds& ids,
+                                 int64_t count, bool scores) {
+  const CacheUse& cu = io.cu;
+  const auto asked = static_cast<uint32_t>(count);
+  const bool zset = io.family->type == FamilyType::kZset;
+  // A zset is cached with its scores whatever this node keeps, so that every node of the
+  // family can use the entry.
+  const bool read_scores = scores || (zset && cu.store);
+  ListRows out;
+  std::vector<ListRef> found;
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
   missed.reserve(ids.size());
-  std::vector<ListRef> found;
   if (cu) {
     std::vector<CacheKey> all(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) all[i] = cu.Key(kind, ids[i]);
+    for (size_t i = 0; i < ids.size(); ++i) all[i] = io.CacheKeyOf(ids.at(i));
     found.resize(ids.size());
     cu.cache->FindLists(all, found);
     keys = std::move(all);  // the misses' keys, compacted below
@@ -184,57 +339,70 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   size_t nkeys = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     if (cu) {
-      if (ListRef l = found[i]; l && l.Covers(asked)) {
-        auto begin = static_cast<uint32_t>(hit_ids.size());
-        AppendListIds(l, asked, hit_ids);
-        hit_span[i] = {begin, static_cast<uint32_t>(hit_ids.size())};
-        continue;
-      }
+      if (ListRef l = found[i]; l && l.Covers(asked) && (!zset || l.has_scores())) continue;
       keys[nkeys++] = keys[i];
     }
     missed.push_back(static_cast<uint32_t>(i));
   }
   keys.resize(nkeys);
   if (cu) cu.Record(ids.size() - missed.size(), missed.size());
+  // Hits are copied out now (into hit_rows[hit_span[i]]): the cache may change while the
+  // batch is out.
+  constexpr uint32_t kMiss = UINT32_MAX;
+  std::vector<std::pair<uint32_t, uint32_t>> hit_span(ids.size(), {kMiss, kMiss});
+  ListRows hit_rows;
+  for (size_t i = 0, m = 0; i < ids.size() && cu; ++i) {
+    if (m < missed.size() && missed[m] == i) {
+      ++m;
+      continue;
+    }
+    const auto begin = static_cast<uint32_t>(hit_rows.size());
+    AppendList(found[i], asked, static_cast<uint32_t>(i), scores, hit_rows);
+    hit_span[i] = {begin, static_cast<uint32_t>(hit_rows.size())};
+  }
   ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
-  const size_t per = cu.store ? 2 : 1;  // LRANGE (+ PTTL)
+  const size_t per = cu.store ? 2 : 1;  // LRANGE / ZRANGE (+ PTTL)
   RedisCommands cmds;
-  cmds.Reserve(missed.size() * per, missed.size() * per * (48 + p.prefix().size()));
+  cmds.Reserve(missed.size() * per,
+               missed.size() * per *
+                   (64 + io.pool->prefix().size() + io.key.before.size() + io.key.after.size()));
   for (uint32_t i : missed) {
-    cmds.Add(4).Arg("LRANGE").Key(p.prefix(), prefix, ids[i]).Arg(int64_t{0}).Arg(count - 1);
-    if (cu.store) cmds.Add(2).Arg("PTTL").Key(p.prefix(), prefix, ids[i]);
+    const IdRef id = ids.at(i);
+    if (zset) {
+      cmds.Add(read_scores ? 6 : 5).Arg("ZRANGE");
+      io.AddKey(cmds, id);
+      cmds.Arg(int64_t{0}).Arg(count - 1).Arg("REV");
+      if (read_scores) cmds.Arg("WITHSCORES");
+    } else {
+      cmds.Add(4).Arg("LRANGE");
+      io.AddKey(cmds, id);
+      cmds.Arg(int64_t{0}).Arg(count - 1);
+    }
+    if (cu.store) {
+      cmds.Add(2).Arg("PTTL");
+      io.AddKey(cmds, id);
+    }
   }
   RespReplies replies;
   const uint64_t sent_ms = NowMs();
   if (!cmds.empty()) {
-    auto r = co_await p.Batch(std::move(cmds), ctx.deadline);
+    auto r = co_await io.pool->Batch(std::move(cmds), ctx.deadline);
     if (!r)
       co_return Fail(std::move(r.error()));  // names the endpoint; the scheduler adds the node
     replies = std::move(*r);
   }
-  // Lists that go to the cache are decoded into entries; the others straight into ids.
-  std::vector<CachedList> lists;
-  if (cu.store) {
-    lists.reserve(missed.size());
-    for (size_t m = 0; m < missed.size(); ++m) {
-      auto l = DecodeList(src, prefix, ids[missed[m]], asked, replies[m * per]);
-      if (!l) co_return Fail(std::move(l.error()));
-      lists.push_back(std::move(*l));
-    }
+  // ZRANGE without WITHSCORES answers members only: decoded as a list of the family.
+  std::vector<CachedList> lists(missed.size());
+  for (size_t m = 0; m < missed.size(); ++m) {
+    auto l = DecodeList(io.src, ids.at(missed[m]), asked, read_scores, replies[m * per]);
+    if (!l) co_return Fail(std::move(l.error()));
+    lists[m] = std::move(*l);
   }
-  Expanded out;
-  size_t m = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (hit_span[i].first != kMiss) {
-      out.ids.insert(out.ids.end(), hit_ids.begin() + hit_span[i].first,
-                     hit_ids.begin() + hit_span[i].second);
-    } else if (cu.store) {
-      AppendListIds(lists[m++], asked, out.ids);
-    } else {
-      auto ok = AppendListIds(src, prefix, ids[i], asked, replies[m++ * per], out.ids);
-      if (!ok) co_return Fail(std::move(ok.error()));
-    }
-    out.from.resize(out.ids.size(), ids[i]);
+  for (size_t i = 0, m = 0; i < ids.size(); ++i) {
+    if (hit_span[i].first != kMiss)
+      out.AppendRange(hit_rows, hit_span[i].first, hit_span[i].second, static_cast<uint32_t>(i));
+    else
+      AppendList(lists[m++], asked, static_cast<uint32_t>(i), scores, out);
   }
   if (cu.store) {
     for (size_t k = 0; k < missed.size(); ++k)
@@ -245,148 +413,92 @@ Task<Result<Expanded>> ExpandLists(const TaskContext& ctx, const RowSet& in, Cac
   co_return out;
 }
 
-RowSet IdRows(PoolVector<int64_t> ids) {
+ColumnPtr IdColumn(const ListRows& rows, ColumnType type) {
+  if (type == ColumnType::kI64) return Share(Column::I64(rows.ids));
+  ColumnBuilder col(ColumnType::kStr, rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) col.AppendStr(rows.str(i));
+  return Share(std::move(col).Finish());
+}
+
+// The list members' rows: id, the score_as column, and (media) the source_as column.
+Task<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, std::string_view count_param,
+                             bool media) {
+  auto io = StartIo(ctx);
+  if (!io) co_return Fail(io.error());
+  auto ids = IdsOf(in.at(0), *io->family);
+  if (!ids) co_return Fail(ids.error());
+  const std::string& score_as = ctx.args->Str("score_as");
+  auto read = co_await ReadLists(ctx, *io, *ids, ctx.args->I64(count_param), !score_as.empty());
+  if (!read) co_return Fail(std::move(read.error()));
   RowSet out;
-  out.SetColumn("id", Share(Column::I64(std::move(ids))));
-  return out;
-}
-
-// follow and recommendation: the members of each input row's list, as ids.
-Task<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, CacheKind kind) {
-  auto e = co_await ExpandLists(ctx, in.at(0), kind, ctx.args->I64("fanout"));
-  if (!e) co_return Fail(e.error());
-  co_return IdRows(std::move(e->ids));
-}
-
-Task<Result<RowSet>> RunMedia(const TaskContext& ctx, RowSets in) {
-  auto e = co_await ExpandLists(ctx, in.at(0), CacheKind::kMedia, ctx.args->I64("per_author"));
-  if (!e) co_return Fail(e.error());
-  RowSet out = IdRows(std::move(e->ids));
-  out.SetColumn("author", Share(Column::I64(std::move(e->from))));
+  out.SetColumn("id", IdColumn(*read, io->family->members_type));
+  if (media) {
+    const size_t n = read->from.size();
+    if (ids->type == ColumnType::kI64) {
+      PoolVector<int64_t> from(n);
+      for (size_t i = 0; i < n; ++i) from[i] = ids->ids[read->from[i]];
+      out.SetColumn(ctx.args->Str("source_as"), Share(Column::I64(std::move(from))));
+    } else {
+      ColumnBuilder col(ColumnType::kStr, n);
+      for (uint32_t i : read->from) col.AppendStr(ids->strs[i]);
+      out.SetColumn(ctx.args->Str("source_as"), Share(std::move(col).Finish()));
+    }
+  }
+  if (!score_as.empty()) {
+    Column scores = Column::F64(std::move(read->scores));
+    for (size_t r = 0; r < read->score_valid.size(); ++r)
+      if (!read->score_valid[r]) scores.validity.SetNull(r, read->score_valid.size());
+    out.SetColumn(score_as, Share(std::move(scores)));
+  }
   co_return out;
 }
 
-// ---- features: one HMGET per distinct id -------------------------------------------
+// ---- features: one HMGET (MGET) per distinct id ----------------------------------------
 
 Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   const RowSet& input = in.at(0);
-  auto io = StartRowIo(ctx, input);
-  if (!io) co_return Fail(io.error());
-  RedisClient& p = *io->pool;
-  const InputIds* ids = &io->ids;
+  const KeyFamily& family = *ctx.node->family;
   const auto& fields = ctx.args->StrList("fields");
-  const size_t nf = fields.size();
-  ReplySource src = SourceOf(p);
-  CacheUse cu = CacheFor(ctx, p);
-  // The fields by their index in the item hash's field list (the cache's), their types
-  // and the mask a cached entry must know.
-  std::vector<size_t> field_index(nf);
-  std::vector<ColumnType> types(nf);
-  uint64_t need = 0;
-  for (size_t f = 0; f < nf; ++f) {
-    field_index[f] = *ItemFieldIndex(fields[f]);
-    types[f] = *ItemFieldType(fields[f]);
-    need |= uint64_t{1} << field_index[f];
-  }
-  // Candidates often repeat an item (before a dedupe, or from several sources): look up
-  // and ask once per distinct id and give every row with that id the same cells.
-  std::vector<uint32_t> reply_of(ids->ids.size());
-  std::vector<int64_t> distinct;
-  {
-    DistinctKeys<int64_t> seen(ids->ids.size());
-    for (size_t i = 0; i < ids->ids.size(); ++i) reply_of[i] = seen.Add(ids->ids[i]).index;
-    distinct = std::move(seen.keys());
-  }
-  std::vector<uint32_t> missed;  // indexes into distinct
-  std::vector<CacheKey> keys;    // of the misses
-  missed.reserve(distinct.size());
-  std::vector<HashRef> found;
-  if (cu) {
-    std::vector<CacheKey> all(distinct.size());
-    for (size_t k = 0; k < distinct.size(); ++k) all[k] = cu.Key(CacheKind::kItem, distinct[k]);
-    found.resize(distinct.size());
-    cu.cache->FindHashes(all, found);
-    keys = std::move(all);  // the misses' keys, compacted below
-  }
-  size_t nkeys = 0;
-  for (size_t k = 0; k < distinct.size(); ++k) {
-    if (cu) {
-      if (HashRef h = found[k]; h && (h.known() & need) == need) continue;
-      keys[nkeys++] = keys[k];
-    }
-    missed.push_back(static_cast<uint32_t>(k));
-  }
-  keys.resize(nkeys);
-  if (cu) cu.Record(distinct.size() - missed.size(), missed.size());
-  // Every id hit: the columns are read from the entries (nothing suspends before).
-  if (missed.empty() && cu)
-    co_return FeatureRows(src, input, *ids, reply_of, fields, found, field_index);
-  // cells[k * nf + f]: field f of distinct[k]. The hits are copied in now: the cache may
-  // change while the batch is out.
-  CachedFields cells;
-  cells.resize(distinct.size() * nf);
-  for (size_t k = 0, m = 0; k < distinct.size(); ++k) {
-    if (m < missed.size() && missed[m] == k) {
-      ++m;
-      continue;
-    }
-    for (size_t f = 0; f < nf; ++f) found[k].CopyField(field_index[f], cells, k * nf + f);
-  }
-  ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
-  const size_t per = cu.store ? 2 : 1;  // HMGET (+ PTTL)
-  RedisCommands cmds;
-  cmds.Reserve(missed.size() * per, missed.size() * per * (48 + p.prefix().size() + 16 * nf));
-  if (!missed.empty()) {
-    const RedisCommands::Shape hmget = RedisCommands::MakeShape("HMGET", fields);
-    const RedisCommands::Shape pttl = RedisCommands::MakeShape("PTTL", {});
-    for (uint32_t k : missed) {
-      cmds.Keyed(hmget, p.prefix(), "item:", distinct[k]);
-      if (cu.store) cmds.Keyed(pttl, p.prefix(), "item:", distinct[k]);
-    }
-  }
-  if (!cmds.empty()) {
-    const uint64_t sent_ms = NowMs();
-    auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
-    if (!replies)
-      co_return Fail(
-          std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-    for (size_t m = 0; m < missed.size(); ++m) {
-      const uint32_t k = missed[m];
-      if (auto ok = DecodeItem(src, distinct[k], types, (*replies)[m * per], cells, k * nf); !ok)
-        co_return Fail(std::move(ok.error()));
-    }
-    if (cu.store) {
-      for (size_t m = 0; m < missed.size(); ++m) {
-        if (!ticket.Storable(keys[m])) continue;
-        CachedHash h;
-        h.fields.resize(ItemFields().size());
-        for (size_t f = 0; f < nf; ++f) h.fields.Set(field_index[f], cells, missed[m] * nf + f);
-        h.known = need;
-        cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
-      }
-    }
-  }
-  co_return FeatureRows(src, input, *ids, reply_of, fields, cells);
+  std::vector<size_t> field_index(fields.size());
+  for (size_t f = 0; f < fields.size(); ++f) field_index[f] = *family.FieldIndex(fields[f]);
+  auto io = StartIo(ctx, CacheableFields(field_index));
+  if (!io) co_return Fail(io.error());
+  auto ids = IdsOf(input, family);
+  if (!ids) co_return Fail(ids.error());
+  Distinct distinct = DistinctIds(*ids);
+  auto read = co_await ReadHashes(ctx, *io, distinct.ids, field_index, false);
+  if (!read) co_return Fail(std::move(read.error()));
+  if (read->all_hit)
+    co_return FeatureRows(io->src, input, *ids, distinct.reply_of, fields, field_index,
+                          read->found);
+  co_return FeatureRows(io->src, input, *ids, distinct.reply_of, fields, field_index, read->cells);
 }
 
 // ---- seen_filter: one SMISMEMBER for all rows ---------------------------------------
 
 Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, RowSets in) {
   const RowSet& input = in.at(0);
-  auto io = StartRowIo(ctx, input);
+  auto io = StartIo(ctx, false);
   if (!io) co_return Fail(io.error());
-  RedisClient& p = *io->pool;
-  const InputIds* ids = &io->ids;
-  if (ids->ids.empty()) co_return input;
+  auto ids = IdsOf(input, *io->family);
+  if (!ids) co_return Fail(ids.error());
+  if (ids->size() == 0) co_return input;
+  const IdRef user = UserIdOf(ctx);
   RedisCommands cmds;
-  cmds.Reserve(1, 64 + p.prefix().size() + 24 * ids->ids.size());
-  cmds.Add(2 + static_cast<int>(ids->ids.size())).Arg("SMISMEMBER");
-  cmds.Key(p.prefix(), "seen:", ctx.user_id);
-  cmds.Args(ids->ids);
-  auto replies = co_await p.Batch(std::move(cmds), ctx.deadline);
+  size_t bytes = 64 + io->pool->prefix().size() + io->key.before.size() + io->key.after.size() +
+                 user.str.size();
+  for (std::string_view s : ids->strs) bytes += 16 + s.size();
+  cmds.Reserve(1, bytes + 24 * ids->ids.size());
+  cmds.Add(2 + static_cast<int>(ids->size())).Arg("SMISMEMBER");
+  io->AddKey(cmds, user);
+  if (ids->type == ColumnType::kI64)
+    cmds.Args(ids->ids);
+  else
+    cmds.Args(std::span<const std::string_view>(ids->strs));
+  auto replies = co_await io->pool->Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  co_return SeenFilterRows(SourceOf(p), ctx.user_id, input, *ids, (*replies)[0]);
+  co_return SeenFilterRows(io->src, user, input, *ids, (*replies)[0]);
 }
 
 }  // namespace
@@ -394,12 +506,14 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, RowSets in) {
 void RegisterIoTaskRuns(TaskRegistry& r) {
   r.SetAsyncRun("viewer", &RunViewer);
   r.SetAsyncRun("follow", [](const TaskContext& ctx, RowSets in) {
-    return RunList(ctx, std::move(in), CacheKind::kFollow);
+    return RunList(ctx, std::move(in), "fanout", false);
   });
   r.SetAsyncRun("recommendation", [](const TaskContext& ctx, RowSets in) {
-    return RunList(ctx, std::move(in), CacheKind::kRecs);
+    return RunList(ctx, std::move(in), "fanout", false);
   });
-  r.SetAsyncRun("media", &RunMedia);
+  r.SetAsyncRun("media", [](const TaskContext& ctx, RowSets in) {
+    return RunList(ctx, std::move(in), "per_author", true);
+  });
   r.SetAsyncRun("features", &RunFeatures);
   r.SetAsyncRun("seen_filter", &RunSeenFilter);
 }

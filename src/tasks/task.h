@@ -46,12 +46,12 @@ struct TaskContext {
   RedisPools* redis = nullptr;            // nullptr when the process has no Redis (tests, `run`)
   ShardCache* cache = nullptr;            // the shard's cache; nullptr when the process has none
   CacheLookups* cache_lookups = nullptr;  // where this run reports them; may be null
-  int64_t user_id = 0;
-  const PlanNode* node = nullptr;       // id, op, compiled expr/pred, output types
-  const TaskArgs* args = nullptr;       // this request's task parameters, resolved and checked
-  const ParamValues* params = nullptr;  // this request's plan parameters, by decl index
-  Deadline request_deadline;            // the whole request's
-  Deadline deadline;                    // this node's: min(request, start + node timeout)
+  IdRef user_id;                          // its str view points into the request's state
+  const PlanNode* node = nullptr;         // id, op, compiled expr/pred, output types
+  const TaskArgs* args = nullptr;         // this request's task parameters, resolved and checked
+  const ParamValues* params = nullptr;    // this request's plan parameters, by decl index
+  Deadline request_deadline;              // the whole request's
+  Deadline deadline;                      // this node's: min(request, start + node timeout)
   // Set once nobody needs this run's result (the request answered, the node's timeout
   // race was lost). Long CPU runs poll cancelled() at least every millisecond of work
   // and return early; their result is discarded anyway.

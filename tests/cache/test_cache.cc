@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,18 +18,30 @@
 using rankd::CachedField;
 using rankd::CachedHash;
 using rankd::CachedList;
+using rankd::CacheFamily;
 using rankd::CacheKey;
-using rankd::CacheKind;
 using rankd::ReadTicket;
 using rankd::ShardCache;
 using rankd::Value;
 
 namespace {
 
+// The demo's cached families under fixed ids (a loaded schema's come from KeyFamily::cache_id).
+enum Fam : uint32_t { kUser = 1, kFollow, kRecs, kMedia, kItem };
+std::vector<CacheFamily> DemoFamilies() {
+  return {{kUser, "user:", "", false},
+          {kFollow, "follow:", "", false},
+          {kRecs, "recs:", "", false},
+          {kMedia, "media:", "", false},
+          {kItem, "item:", "", false}};
+}
+
 // A cache on a clock the test moves by hand.
 struct Fixture {
   explicit Fixture(uint64_t budget, uint64_t ttl_cap_ms = 60000)
-      : cache({.budget_bytes = budget, .ttl_cap_ms = ttl_cap_ms}, [this] { return now; }) {}
+      : cache({.budget_bytes = budget, .ttl_cap_ms = ttl_cap_ms}, [this] { return now; }) {
+    cache.SetFamilies(DemoFamilies());
+  }
   uint64_t now = 1000;
   ShardCache cache;
 
@@ -55,9 +68,9 @@ struct Fixture {
   }
 };
 
-CacheKey User(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind::kUser, id}; }
-CacheKey Media(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind::kMedia, id}; }
-CacheKey Follow(int64_t id, uint16_t endpoint = 0) { return {endpoint, CacheKind::kFollow, id}; }
+CacheKey User(int64_t id, uint16_t endpoint = 0) { return {endpoint, kUser, id}; }
+CacheKey Media(int64_t id, uint16_t endpoint = 0) { return {endpoint, kMedia, id}; }
+CacheKey Follow(int64_t id, uint16_t endpoint = 0) { return {endpoint, kFollow, id}; }
 
 CachedList List(uint32_t asked, std::vector<int64_t> members) {
   CachedList l;
@@ -103,7 +116,7 @@ TEST_SUITE("cache") {
 
     // Same id, other families: other keys.
     CHECK(f.FindList(Follow(1)) == std::nullopt);
-    CHECK(f.FindHash({0, CacheKind::kItem, 1}) == std::nullopt);
+    CHECK(f.FindHash({0, kItem, 1}) == std::nullopt);
     CHECK(f.entries() == 2);
 
     // A lookup counts nothing; RecordLookups does.
@@ -522,25 +535,82 @@ TEST_SUITE("cache") {
     CHECK(std::get<int64_t>(f.FindHash(User(7, 0))->fields[0].value) == 0);
   }
 
-  TEST_CASE("ParseCacheKey") {
-    using rankd::ParseCacheKey;
-    using P = std::pair<CacheKind, int64_t>;
-    CHECK(ParseCacheKey("user:1") == P{CacheKind::kUser, 1});
-    CHECK(ParseCacheKey("follow:0") == P{CacheKind::kFollow, 0});
-    CHECK(ParseCacheKey("recs:-5") == P{CacheKind::kRecs, -5});
-    CHECK(ParseCacheKey("media:9223372036854775807") == P{CacheKind::kMedia, INT64_MAX});
-    CHECK(ParseCacheKey("item:-9223372036854775808") == P{CacheKind::kItem, INT64_MIN});
+  TEST_CASE("ForEachCacheKey: a key is matched to every family whose whole template fits") {
+    using P = std::pair<uint32_t, int64_t>;
+    auto keys = [](const std::vector<CacheFamily>& fams, std::string_view key) {
+      std::vector<P> out;
+      rankd::ForEachCacheKey(fams, 0, key, [&](const CacheKey& k) {
+        out.push_back({k.family, k.id});
+      });
+      return out;
+    };
+    const auto demo = DemoFamilies();
+    CHECK(keys(demo, "user:1") == std::vector<P>{{kUser, 1}});
+    CHECK(keys(demo, "follow:0") == std::vector<P>{{kFollow, 0}});
+    CHECK(keys(demo, "recs:-5") == std::vector<P>{{kRecs, -5}});
+    CHECK(keys(demo, "media:9223372036854775807") == std::vector<P>{{kMedia, INT64_MAX}});
+    CHECK(keys(demo, "item:-9223372036854775808") == std::vector<P>{{kItem, INT64_MIN}});
     for (const char* bad :
          {"", "user:", "user", "user:+1", "user: 1", "user:1 ", "user:1a",
           "user:9223372036854775808", "item:-9223372036854775809", "user:-", "users:1", "User:1",
           "feed:1", ":1", "user:1:2", "item:0x10", "media:1.5"}) {
       CAPTURE(bad);
-      CHECK_FALSE(ParseCacheKey(bad).has_value());
+      CHECK(keys(demo, bad).empty());
     }
-    for (auto k : {CacheKind::kUser, CacheKind::kFollow, CacheKind::kRecs, CacheKind::kMedia,
-                   CacheKind::kItem}) {
-      std::string key = std::string(rankd::CacheKindPrefix(k)) + "12";
-      CHECK(ParseCacheKey(key) == P{k, 12});
+    // Templates with text after {id}, overlapping prefixes and str ids.
+    const std::vector<CacheFamily> fams = {
+        {10, "p:", ":a", true}, {11, "p:", "", true}, {12, "p:x", ":a", false}};
+    const int64_t ab = rankd::StrIdKey("ab");
+    CHECK(keys(fams, "p:ab:a") == std::vector<P>{{10, ab}, {11, rankd::StrIdKey("ab:a")}});
+    CHECK(keys(fams, "p:x7:a") ==
+          std::vector<P>{{10, rankd::StrIdKey("x7")}, {11, rankd::StrIdKey("x7:a")}, {12, 7}});
+    CHECK(keys(fams, "p::a") == std::vector<P>{{11, rankd::StrIdKey(":a")}});  // empty id: not 10
+    CHECK(rankd::StrIdKey("ab") == ab);
+    CHECK(rankd::StrIdKey("ab") != rankd::StrIdKey("ba"));
+    CHECK(rankd::StrIdKey("") != rankd::StrIdKey(std::string_view("\0", 1)));
+  }
+
+  TEST_CASE(
+      "SetFamilies drops the entries of families no longer held, and no earlier read stores") {
+    Fixture f(kBig);
+    CachedList l;
+    l.asked = 1;
+    l.members.push_back(5);
+    f.PutList(Media(1), l);
+    f.PutList(Follow(1), l);
+    ReadTicket t = f.cache.BeginRead(std::array{Media(2)});
+    auto fams = DemoFamilies();
+    fams.erase(fams.begin() + 1);  // follow goes
+    f.cache.SetFamilies(fams);
+    CHECK(f.FindList(Follow(1)) == std::nullopt);
+    CHECK(f.FindList(Media(1)) != std::nullopt);
+    f.cache.PutList(t, Media(2), l, std::nullopt);  // begun before: not stored
+    CHECK(f.FindList(Media(2)) == std::nullopt);
+    f.PutList(Follow(3), l);  // a family not held is never stored
+    CHECK(f.FindList(Follow(3)) == std::nullopt);
+  }
+
+  TEST_CASE("lists with str members and scores round-trip through an entry") {
+    Fixture f(kBig);
+    for (size_t n : {size_t{0}, size_t{3}, size_t{5}, size_t{6}, size_t{40}}) {
+      CAPTURE(n);
+      CachedList l;
+      l.asked = static_cast<uint32_t>(n + 1);
+      l.str_members = true;
+      for (size_t i = 0; i < n; ++i) {
+        l.AddStr(i == 2 ? std::string() : "member-" + std::to_string(i * 7919));
+        l.scores.push_back(i == 1 ? std::numeric_limits<double>::infinity()
+                                  : 0.5 * static_cast<double>(i));
+      }
+      if (n > 2) l.bad.push_back(2);
+      f.PutList(Media(static_cast<int64_t>(100 + n)), l);
+      auto got = f.FindList(Media(static_cast<int64_t>(100 + n)));
+      REQUIRE(got);
+      CHECK(got->str_members);
+      CHECK(got->members.size() == n);
+      CHECK(got->scores == l.scores);
+      CHECK(got->bad == l.bad);
+      for (size_t i = 0; i < n; ++i) CHECK(got->str(i) == l.str(i));
     }
   }
 

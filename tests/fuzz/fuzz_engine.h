@@ -22,7 +22,7 @@ namespace rankd::fuzz {
 // Plans with sleep or busy_cpu nodes are not run (they only wait, and would slow the
 // fuzzer down); nullopt then.
 inline std::optional<Result<RunResult>> RunWithoutRedis(const PlanPtr& plan, GivenParams params,
-                                                        int64_t user_id) {
+                                                        UserId user_id) {
   for (const PlanNode& n : plan->nodes)
     if (n.op == "sleep" || n.op == "busy_cpu") return std::nullopt;
   // Never stopped: it serves every input till the process exits. Work a run left behind

@@ -48,13 +48,36 @@ RowSet InputRows(size_t n) {
   return rows.WithSelection(std::move(sel));
 }
 
+// The families the replies are decoded as: the demo's hashes and lists, and a json
+// family, a zset and lists of str members.
+const Schema& FuzzSchema() {
+  static const SchemaPtr schema = [] {
+    auto s = ParseSchema(R"({"schema_version": 1, "families": {
+      "user": {"type": "hash", "key": "user:{id}", "fields": {"country": "str", "age": "i64", "vip": "bool"}},
+      "item": {"type": "hash", "key": "item:{id}", "fields": {"likes": "i64", "quality": "f64", "category": "str", "nsfw": "bool"}},
+      "doc": {"type": "json", "key": "doc:{id}:v1", "fields": {"likes": "i64", "quality": "f64", "category": "str", "nsfw": "bool"}},
+      "follow": {"type": "list", "key": "follow:{id}"},
+      "watch": {"type": "zset", "key": "w:{id}", "id": "str", "members": "str"},
+      "seen": {"type": "set", "key": "seen:{id}"}}})",
+                         "fuzz schema");
+    if (!s) __builtin_trap();
+    return *s;
+  }();
+  return *schema;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   RespReplies replies = ReadReplies(std::string_view(reinterpret_cast<const char*>(data), size));
   if (replies.empty()) return 0;
-  static RedisStats stats;
-  ReplySource src{"fuzz", "pre:", nullptr, &stats};
+  const Schema& schema = FuzzSchema();
+  auto source = [&](const char* family) {
+    return ReplySource{"fuzz", "pre:", nullptr, schema.Find(family)};
+  };
+  const ReplySource user = source("user"), item = source("item"), doc = source("doc"),
+                    follow = source("follow"), watch = source("watch"), seen = source("seen");
+  const std::vector<size_t> user_fields = {0, 1, 2};
 
   for (size_t i = 0; i < replies.size(); ++i) {
     RespView r = replies[i];
@@ -62,42 +85,56 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RedisReply copy = r.ToReply();
     if (copy.kind != r.kind() || r.End() != replies.raw(i).data() + replies.raw(i).size())
       __builtin_trap();
-    if (auto user = DecodeUser(src, 7, r)) (void)UserRows(src, 7, *user);
+    if (auto u = DecodeHashAll(user, {7, {}}, r)) (void)ViewerRows(user, {7, {}}, user_fields, *u);
+    // Each reply as a json value too, when it is a string.
+    if (r.is_string()) {
+      CachedFields cells;
+      cells.resize(4);
+      const std::vector<size_t> all = {0, 1, 2, 3};
+      DecodeJsonFields(doc, r.str(), all, cells, 0);
+    }
   }
 
-  // One LRANGE reply per input id, decoded and expanded as a 3-member head.
+  // One LRANGE reply per input id, decoded and expanded as a 3-member head; the same as a
+  // zset of str members with scores.
   std::vector<int64_t> ids;
-  PoolVector<int64_t> members;
+  ListRows members;
   for (size_t i = 0; i < replies.size(); ++i) {
     ids.push_back(static_cast<int64_t>(i + 1));
-    if (auto list = DecodeList(src, "follow:", ids.back(), 3, replies[i]))
-      if (list->Covers(3)) AppendListIds(*list, 3, members);
+    if (auto list = DecodeList(follow, {ids.back(), {}}, 3, false, replies[i]))
+      if (list->Covers(3)) AppendList(*list, 3, static_cast<uint32_t>(i), false, members);
+    if (auto list = DecodeList(watch, {0, "a"}, 3, true, replies[i]))
+      AppendList(*list, 3, static_cast<uint32_t>(i), true, members);
   }
 
-  // The rows asked about: the distinct non-null ids 1..n, one HMGET reply each (the
-  // duplicate id 1 shares the first), as RunFeatures batches them.
+  // The rows asked about: the distinct non-null ids 1..n, one HMGET (and one MGET) reply
+  // each (the duplicate id 1 shares the first), as RunFeatures batches them.
   RowSet input = InputRows(replies.size());
-  Result<InputIds> in_ids = IdsOf(input);
+  Result<InputIds> in_ids = IdsOf(input, *item.family);
   if (!in_ids) __builtin_trap();
   Selection reply_of;
   for (int64_t id : in_ids->ids) reply_of.push_back(static_cast<uint32_t>(id - 1));
   // The fields: those of the item fields a first reply's length picks, so that an HMGET
   // reply of any length can match.
-  const std::vector<std::string>& all = ItemFields();
-  size_t want = replies[0].size();
+  const size_t want = replies[0].size();
   std::vector<std::string> fields;
-  std::vector<ColumnType> types;
-  for (size_t i = 0; i < want && i < all.size(); ++i) fields.push_back(all[i]);
-  if (fields.empty()) fields.push_back(all[0]);
-  for (const auto& f : fields) types.push_back(*ItemFieldType(f));
-  CachedFields cells;
-  cells.resize(replies.size() * fields.size());
-  bool decoded = true;
-  for (size_t k = 0; k < replies.size() && decoded; ++k)
-    decoded = DecodeItem(src, ids[k], types, replies[k], cells, k * fields.size()).has_value();
-  if (decoded) (void)FeatureRows(src, input, *in_ids, reply_of, fields, cells);
+  std::vector<size_t> field_index;
+  for (size_t i = 0; i < want && i < item.family->fields.size(); ++i) {
+    fields.push_back(item.family->fields[i].name);
+    field_index.push_back(i);
+  }
+  if (fields.empty()) fields.push_back(item.family->fields[0].name), field_index.push_back(0);
+  for (const ReplySource* src : {&item, &doc}) {
+    CachedFields cells;
+    cells.resize(replies.size() * fields.size());
+    bool decoded = true;
+    for (size_t k = 0; k < replies.size() && decoded; ++k)
+      decoded = DecodeFields(*src, {ids[k], {}}, field_index, replies[k], cells, k * fields.size())
+                    .has_value();
+    if (decoded) (void)FeatureRows(*src, input, *in_ids, reply_of, fields, field_index, cells);
+  }
 
   // SMISMEMBER over every id asked about: the first reply answers it.
-  (void)SeenFilterRows(src, 7, input, *in_ids, replies[0]);
+  (void)SeenFilterRows(seen, {7, {}}, input, *in_ids, replies[0]);
   return 0;
 }

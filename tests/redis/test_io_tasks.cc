@@ -14,6 +14,7 @@
 #include "cache/shard_cache.h"
 #include "data/column_builder.h"
 #include "redis_server.h"
+#include "tasks/cache_families.h"
 #include "tasks/task.h"
 #include "test_shard.h"
 
@@ -94,7 +95,10 @@ Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::stri
   ctx.redis = &shard.pools();
   ctx.cache = cache;
   ctx.cache_lookups = lookups;
-  ctx.user_id = user_id;
+  ctx.user_id = {user_id, {}};
+  if (std::any_of(spec->params.begin(), spec->params.end(),
+                  [](const TaskParamSpec& p) { return p.name == "family"; }))
+    node.family = DemoSchema()->Find(args.Str("family"));
   ctx.node = &node;
   ctx.args = &args;
   ctx.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
@@ -112,6 +116,26 @@ struct Fixture {
   }
   void Cmd(const std::vector<std::string>& args) { REQUIRE_FALSE(server.Command(args).is_error()); }
   const RedisStats& stats() { return shard->pool().stats(); }
+  // A demo family's value counter (FamilyValueStats, process-wide) since the fixture began.
+  uint64_t Values(const std::string& family, std::atomic<uint64_t> FamilyValueStats::*kind) {
+    return Read(DemoSchema()->Find(family)->values->*kind) - start_.at(family + KindName(kind));
+  }
+
+ private:
+  static std::string KindName(std::atomic<uint64_t> FamilyValueStats::*kind) {
+    return kind == &FamilyValueStats::missing_field      ? "/missing"
+           : kind == &FamilyValueStats::unparsable_field ? "/unparsable"
+           : kind == &FamilyValueStats::bad_id           ? "/bad_id"
+                                                         : "/bad_json";
+  }
+  std::map<std::string, uint64_t> start_ = [] {
+    std::map<std::string, uint64_t> m;
+    for (const KeyFamily& fam : DemoSchema()->families)
+      for (auto kind : {&FamilyValueStats::missing_field, &FamilyValueStats::unparsable_field,
+                        &FamilyValueStats::bad_id, &FamilyValueStats::bad_json})
+        m[fam.name + KindName(kind)] = Read(fam.values->*kind);
+    return m;
+  }();
 };
 
 }  // namespace
@@ -147,8 +171,8 @@ TEST_CASE("viewer: missing and unparsable fields are null and counted") {
   CHECK(IsNull(At(*r, "lang", 0)));
   CHECK(IsNull(At(*r, "age", 0)));
   CHECK(IsNull(At(*r, "premium", 0)));
-  CHECK(Read(f.stats().fields_missing) == 1);
-  CHECK(Read(f.stats().fields_unparsable) == 2);
+  CHECK(f.Values("user", &FamilyValueStats::missing_field) == 1);
+  CHECK(f.Values("user", &FamilyValueStats::unparsable_field) == 2);
 }
 
 TEST_CASE(
@@ -176,7 +200,7 @@ TEST_CASE("follow and recommendation: LRANGE 0 fanout-1 per input row, in input 
   auto r = RunIo(*f.shard, "follow", {{"fanout", int64_t{2}}}, {Ids({1, 3, 2})});
   REQUIRE(r.has_value());
   CHECK(IdsOf(*r) == std::vector<int64_t>{10, 11, 20});
-  CHECK(Read(f.stats().bad_ids) == 1);  // "oops" dropped
+  CHECK(f.Values("follow", &FamilyValueStats::bad_id) == 1);  // "oops" dropped
 
   auto all = RunIo(*f.shard, "follow", {{"fanout", int64_t{100}}}, {Ids({2})});
   REQUIRE(all);
@@ -249,8 +273,8 @@ TEST_CASE("features: HMGET per row, typed columns added or replaced, null where 
   CHECK(IsNull(At(*r, "nsfw", 1)));  // missing field
   for (auto col : {"likes", "quality", "category", "nsfw"}) CHECK(IsNull(At(*r, col, 2)));
   CHECK(std::get<double>(At(*r, "score", 2)) == 0.3);
-  CHECK(Read(f.stats().fields_unparsable) == 2);
-  CHECK(Read(f.stats().fields_missing) == 5);
+  CHECK(f.Values("item", &FamilyValueStats::unparsable_field) == 2);
+  CHECK(f.Values("item", &FamilyValueStats::missing_field) == 5);
   // The numeric columns are written in place (not by ColumnBuilder): the same Column as
   // the builder makes, nulls holding 0.
   ColumnBuilder likes(ColumnType::kI64, 3);
@@ -283,7 +307,6 @@ TEST_CASE("features asks once per distinct id; every row with that id gets the v
   f.Cmd({"HSET", "item:8", "likes", "80"});
   RowSet in = Ids({7, 8, 7, 7, 9, 8});  // item:9 does not exist
   uint64_t commands0 = Read(f.stats().commands);
-  uint64_t missing0 = Read(f.stats().fields_missing);
   auto r = RunIo(*f.shard, "features", {{"fields", std::vector<std::string>{"likes"}}}, {in});
   REQUIRE(r.has_value());
   CHECK(Read(f.stats().commands) - commands0 == 3);
@@ -291,7 +314,7 @@ TEST_CASE("features asks once per distinct id; every row with that id gets the v
   for (size_t i : {0, 2, 3}) CHECK(std::get<int64_t>(At(*r, "likes", i)) == 70);
   for (size_t i : {1, 5}) CHECK(std::get<int64_t>(At(*r, "likes", i)) == 80);
   CHECK(IsNull(At(*r, "likes", 4)));
-  CHECK(Read(f.stats().fields_missing) - missing0 == 1);  // per row that shows it
+  CHECK(f.Values("item", &FamilyValueStats::missing_field) == 1);  // per row that shows it
 }
 
 TEST_CASE("features: an item key of the wrong type is a backend_error naming the key") {
@@ -382,11 +405,12 @@ struct CachedFixture : Fixture {
     shard->OnLoop([&] {
       cache = std::make_unique<ShardCache>(ShardCache::Options{.budget_bytes = 1 << 20},
                                            [] { return uv_hrtime() / 1000000; });
+      cache->SetFamilies(CacheFamiliesOf(*DemoSchema()));
       sink = std::make_unique<CacheSink>(*cache, 0);
       TrackingConfig config;
       config.sink = sink.get();
       config.mode = mode;
-      config.bcast_prefixes = {"user:", "follow:", "recs:", "media:", "item:"};
+      config.bcast_prefixes = TrackingPrefixesOf(*DemoSchema());
       shard->pool().EnableTracking(config);
     });
     REQUIRE(

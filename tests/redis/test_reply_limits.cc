@@ -301,7 +301,7 @@ TEST_CASE("commands: Args writes each value as Arg does") {
   want.Add(2 + static_cast<int>(ids.size())).Arg("SMISMEMBER").Key("p:", "seen:", 3);
   for (int64_t id : ids) want.Arg(id);
   got.Add(2 + static_cast<int>(ids.size())).Arg("SMISMEMBER").Key("p:", "seen:", 3).Args(ids);
-  got.Add(2).Arg("GET").Key("p:", "x").Args({});  // none: nothing written
+  got.Add(2).Arg("GET").Key("p:", "x").Args(std::span<const int64_t>{});  // none: nothing written
   want.Add(2).Arg("GET").Key("p:", "x");
   CHECK(got.wire() == want.wire());
   CHECK(got.key(0) == "p:seen:3");

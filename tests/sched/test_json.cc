@@ -16,7 +16,8 @@ TEST_SUITE("request_json") {
           "deadline_ms": 100, "explain": true, "extra": [1]})");
     REQUIRE(r.has_value());
     CHECK(r->plan == "feed");
-    CHECK(r->user_id == 42);
+    CHECK(r->user_id.num == 42);
+    CHECK_FALSE(r->user_id.is_str);
     REQUIRE(r->params.size() == 4);
     CHECK(std::get<double>(r->params[0].second) == 0.5);
     CHECK(std::get<int64_t>(r->params[1].second) == 3);
