@@ -90,12 +90,10 @@ type Dflt<D extends string, Allowed extends string> = D extends Allowed ? D : ne
 type FamilyOpt<Fam extends string, D extends string, Allowed extends string> = [D] extends [Allowed]
   ? { /** The schema family to read (default: the op's demo name). */ family?: Fam }
   : { /** The schema family to read (this schema has no fitting family of the op's default name). */ family: Fam };
-/** `scoreAs` only on a zset family: anything else is a type error on `scoreAs`. */
-type ScoreAsCheck<S extends SchemaDecl, Fam extends string, A extends string> = [A] extends [never]
-  ? {}
-  : TypeOfFamily<S, Fam> extends "zset"
-    ? {}
-    : { scoreAs: `error: scoreAs needs a zset family; '${Fam}' is a ${TypeOfFamily<S, Fam> & string}` };
+/** `scoreAs`: a column name on a zset family; on any other family its type is an error message. */
+type ScoreAsOpt<S extends SchemaDecl, Fam extends string, A extends string> = TypeOfFamily<S, Fam> extends "zset"
+  ? A
+  : `error: scoreAs needs a zset family; '${Fam}' is a ${TypeOfFamily<S, Fam> & string}`;
 
 /** Options every node takes. */
 export interface NodeOpts {
@@ -395,13 +393,13 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
    * member. fanout 1..1000 (100). On a zset, `scoreAs` names an f64 column for the score.
    */
   follow<const Fam extends SeqFam<S, C["id"]> = Dflt<"follow", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
-    o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: A } & FamilyOpt<Fam, "follow", SeqFam<S, C["id"]>> & ScoreAsCheck<S, Fam, A> & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never,
+    o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "follow", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never,
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
     return this.plan.task("follow", [this], o, (r) => this.plan.expand(r, "follow", o as never, "fanout", "fanout", 100, 1000));
   }
   /** Like `follow`, reading the family `family` (default `recs`): rows id = recommended id. fanout 1..1000 (100). */
   recommendation<const Fam extends SeqFam<S, C["id"]> = Dflt<"recs", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
-    o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: A } & FamilyOpt<Fam, "recs", SeqFam<S, C["id"]>> & ScoreAsCheck<S, Fam, A> & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never,
+    o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "recs", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never,
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
     return this.plan.task("recommendation", [this], o, (r) => this.plan.expand(r, "recs", o as never, "fanout", "fanout", 100, 1000));
   }
@@ -410,7 +408,7 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
    * rows id = member, and the column `sourceAs` (default `author`) = the input row's id.
    */
   media<const Fam extends SeqFam<S, C["id"]> = Dflt<"media", SeqFam<S, C["id"]>>, const N extends number = 10, const A extends string = never, const Src extends string = "author">(
-    o: { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64">; sourceAs?: Src; scoreAs?: A } & FamilyOpt<Fam, "media", SeqFam<S, C["id"]>> & ScoreAsCheck<S, Fam, A> & CacheOpt & NodeOpts & IntCheck<N, "perAuthor"> = {} as never,
+    o: { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64">; sourceAs?: Src; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "media", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "perAuthor"> = {} as never,
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in Src]: C["id"] } & { [k in A]: "f64" }>>, S> {
     return this.plan.task("media", [this], o, (r) => this.plan.expand(r, "media", o as never, "perAuthor", "per_author", 10, 100));
   }
