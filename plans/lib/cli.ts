@@ -66,7 +66,8 @@ export async function compileDirs(dirs: string[]): Promise<Map<string, string>> 
   const tsconfig = path.join(EXT, "tsconfig.json");
   const config = {
     extends: path.join(ROOT, "tsconfig.json"),
-    compilerOptions: { rootDir, outDir: EXT, noEmit: false },
+    // ES modules whatever the folder's package.json says: the output runs under plans/ ("type": "module").
+    compilerOptions: { rootDir, outDir: EXT, noEmit: false, module: "esnext", moduleResolution: "bundler" },
     include: dirs.flatMap((d) => [path.join(d, "schema.gen.ts"), path.join(d, "*.plan.ts")]),
     exclude: [],
   };
