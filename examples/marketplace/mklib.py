@@ -95,7 +95,14 @@ class Redis:
         return self.pipeline([args])[0]
 
     def close(self):
+        self.rfile.close()
         self.sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 ENCODINGS = ("native", "i64")
