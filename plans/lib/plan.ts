@@ -90,6 +90,8 @@ type Dflt<D extends string, Allowed extends string> = D extends Allowed ? D : ne
 type FamilyOpt<Fam extends string, D extends string, Allowed extends string> = [D] extends [Allowed]
   ? { /** The schema family to read (default: the op's demo name). */ family?: Fam }
   : { /** The schema family to read (this schema has no fitting family of the op's default name). */ family: Fam };
+/** The options argument: optional when the op's default family D fits, else required (it must name the family). */
+type OptArg<D extends string, Allowed extends string, O> = [D] extends [Allowed] ? [o?: O] : [o: O];
 /** `scoreAs`: a column name on a zset family; on any other family its type is an error message. */
 type ScoreAsOpt<S extends SchemaDecl, Fam extends string, A extends string> = TypeOfFamily<S, Fam> extends "zset"
   ? A
@@ -393,13 +395,13 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
    * member. fanout 1..1000 (100). On a zset, `scoreAs` names an f64 column for the score.
    */
   follow<const Fam extends SeqFam<S, C["id"]> = Dflt<"follow", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
-    o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "follow", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never,
+    ...[o = {} as never]: OptArg<"follow", SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "follow", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
     return this.plan.task("follow", [this], o, (r) => this.plan.expand(r, "follow", o as never, "fanout", "fanout", 100, 1000));
   }
   /** Like `follow`, reading the family `family` (default `recs`): rows id = recommended id. fanout 1..1000 (100). */
   recommendation<const Fam extends SeqFam<S, C["id"]> = Dflt<"recs", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
-    o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "recs", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never,
+    ...[o = {} as never]: OptArg<"recs", SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "recs", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
     return this.plan.task("recommendation", [this], o, (r) => this.plan.expand(r, "recs", o as never, "fanout", "fanout", 100, 1000));
   }
@@ -408,7 +410,7 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
    * rows id = member, and the column `sourceAs` (default `author`) = the input row's id.
    */
   media<const Fam extends SeqFam<S, C["id"]> = Dflt<"media", SeqFam<S, C["id"]>>, const N extends number = 10, const A extends string = never, const Src extends string = "author">(
-    o: { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64">; sourceAs?: Src; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "media", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "perAuthor"> = {} as never,
+    ...[o = {} as never]: OptArg<"media", SeqFam<S, C["id"]>, { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64">; sourceAs?: Src; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "media", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "perAuthor">>
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in Src]: C["id"] } & { [k in A]: "f64" }>>, S> {
     return this.plan.task("media", [this], o, (r) => this.plan.expand(r, "media", o as never, "perAuthor", "per_author", 10, 100));
   }
@@ -433,7 +435,7 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
   }
   /** Drops rows whose id is a member of the `set` family `family` (default `seen`) keyed by the request's user_id. */
   seenFilter<const Fam extends SetFamilyOf<S, C["id"]> = Dflt<"seen", SetFamilyOf<S, C["id"]>>>(
-    o: { endpoint?: Endpoint } & FamilyOpt<Fam, "seen", SetFamilyOf<S, C["id"]>> & NodeOpts = {} as never,
+    ...[o = {} as never]: OptArg<"seen", SetFamilyOf<S, C["id"]>, { endpoint?: Endpoint } & FamilyOpt<Fam, "seen", SetFamilyOf<S, C["id"]>> & NodeOpts>
   ): Node<C, S> {
     return this.plan.task("seen_filter", [this], o, (r) => {
       checkKeys("seen_filter", o, ["endpoint", "family"]);
@@ -600,7 +602,7 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
    * `fields`, in that order); zero rows for a missing key.
    */
   viewer<const Fam extends FieldFam<S> = Dflt<"user", FieldFam<S>>, const F extends readonly [FieldName<Fams<S>[Fam]>, ...FieldName<Fams<S>[Fam]>[]] = never>(
-    o: { endpoint?: Endpoint; fields?: F } & FamilyOpt<Fam, "user", FieldFam<S>> & CacheOpt & NodeOpts = {} as never,
+    ...[o = {} as never]: OptArg<"user", FieldFam<S>, { endpoint?: Endpoint; fields?: F } & FamilyOpt<Fam, "user", FieldFam<S>> & CacheOpt & NodeOpts>
   ): Node<AsCols<Simplify<{ id: IdOf<Fams<S>[Fam]> } & FieldCols<Fams<S>[Fam], [F] extends [never] ? FieldName<Fams<S>[Fam]> : F[number]>>>, S> {
     return this.plan.task("viewer", [], o, (r) => {
       checkKeys("viewer", o, ["endpoint", "family", "cache", "fields"]);
