@@ -127,6 +127,8 @@ interface NodeRec {
   call: string; // "take() at feed.plan.ts:12:5"
   /** A `model` node's model and feature map: checked against the model file at compile time. */
   model?: { name: string; features: ReadonlyMap<string, string> };
+  /** viewer and seen_filter: the family keyed by the request's user_id (its id type must be the user_id's). */
+  userKeyed?: Family;
 }
 
 const DIST_LIB = path.dirname(fileURLToPath(import.meta.url));
@@ -275,6 +277,7 @@ class PlanBuilder {
     const seen = new Set<string>();
     for (const x of v) {
       if (typeof x !== "string" || !f.fields.has(x)) fail(`fields: ${JSON.stringify(x)} is not a field of '${f.name}' (${declared()})`);
+      if (x === "id") fail(`fields: field 'id' of '${f.name}' would replace the id column; rename the field in the schema`);
       if (seen.has(x)) fail(`fields: '${x}' is listed twice`);
       seen.add(x);
     }
@@ -441,6 +444,7 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
       checkKeys("seen_filter", o, ["endpoint", "family"]);
       this.plan.endpoint(r, o.endpoint);
       const fam = this.plan.family(r, (o as { family?: unknown }).family, "seen", ["set"]);
+      r.userKeyed = fam;
       this.plan.sameIds(r, fam, "members");
     });
   }
@@ -608,9 +612,11 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
       checkKeys("viewer", o, ["endpoint", "family", "cache", "fields"]);
       this.plan.endpoint(r, o.endpoint);
       const fam = this.plan.family(r, (o as { family?: unknown }).family, "user", ["hash", "json"]);
+      r.userKeyed = fam;
       this.plan.cache(r, o.cache);
       const fields = this.plan.fields(fam, o.fields);
       if (fields) r.params.push(["fields", fields]);
+      else if (fam.fields.has("id")) fail(`family '${fam.name}' has a field 'id', which would replace the id column; give fields without it`);
       r.cols = new Map([["id", fam.id]]);
       for (const f of fields ?? fam.fields.keys()) r.cols.set(f, fieldCol(fam.fields.get(f)!));
     });
@@ -805,6 +811,17 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
     for (let k = 2; taken.has(id); k++) id = `${n.op}_${k}`;
     taken.add(id);
     ids.set(n, id);
+  }
+
+  // The request's user_id keys the viewer's family and seen_filter's set: one id type for all
+  // (the viewer's, or i64 when the plan has no viewer).
+  const keyed = b.nodes.filter((n) => n.userKeyed);
+  const first = keyed.find((n) => n.op === "viewer");
+  const userId = first?.userKeyed!.id ?? "i64";
+  for (const n of keyed) {
+    const f = n.userKeyed!;
+    if (f.id !== userId)
+      fail(`${n.call}: family '${f.name}' is keyed by ${f.id} ids, but the request's user_id is ${userId} (${first ? `the viewer family '${first.userKeyed!.name}' is keyed by ${userId} ids` : "the plan has no viewer"})`);
   }
 
   // Model nodes: the model file must be in the plan folder and its features must read numeric columns.

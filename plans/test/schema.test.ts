@@ -23,6 +23,8 @@ const market = withSchema({
     hidden: { type: "set", key: "mk:hidden:{id}", id: "str", members: "str" },
     legacy: { type: "list", key: "mk:legacy:{id}" },
     nums: { type: "zset", key: "mk:nums:{id}", id: "str" },
+    legacy_seen: { type: "set", key: "mk:ls:{id}", members: "str" },
+    odd: { type: "hash", key: "mk:odd:{id}", id: "str", fields: { id: "i64", x: "f64" } },
   },
 });
 
@@ -121,6 +123,9 @@ const cases: [string, B, RegExp, ((spec: any) => any)?][] = [
   ["seen set of another member type", (c) => c.fixedSource().seenFilter({ family: "hidden" }), /seen_filter\(\) .*family 'hidden' holds str members but the input's id column is i64/, market.definePlan],
   ["no default family in this schema", (c) => c.viewer(), /viewer\(\) .*family: schema\.json has no family 'user' \(the default\); give family \(hash or json families in schema\.json: account, listing\)/, market.definePlan],
   ["str field in arithmetic", (c) => c.viewer({ family: "account" }).recommendation().features({ family: "listing", fields: ["title"] }).vm({ outKey: "s", expr: "title * 2" }), /vm\(\) .*\*: operand title is str; arithmetic needs numbers/, market.definePlan],
+  ["seen set keyed by another type than user_id", (c) => c.viewer({ family: "account" }).recommendation().seenFilter({ family: "legacy_seen" }), /seen_filter\(\) at test\/schema\.test\.ts:\d+:\d+: family 'legacy_seen' is keyed by i64 ids, but the request's user_id is str \(the viewer family 'account' is keyed by str ids\)/, market.definePlan],
+  ["viewer of a family with a field named id", (c) => c.viewer({ family: "odd" }), /family 'odd' has a field 'id', which would replace the id column/, market.definePlan],
+  ["features field named id", (c) => c.viewer({ family: "account" }).recommendation().features({ family: "odd", fields: ["x", "id"] }), /fields: field 'id' of 'odd' would replace the id column/, market.definePlan],
   ["concat of str and i64 ids", (c) => c.viewer({ family: "account" }).recommendation().concat(c.fixedSource()), /concat\(\) .*column 'id' is str in an earlier input but i64 in input 2/, market.definePlan],
 ];
 for (const [name, build, want, def] of cases) {
