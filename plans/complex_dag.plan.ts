@@ -1,5 +1,5 @@
 // A 10-node DAG: two scored branches merged, sorted and cut.
-import { definePlan, E, EP, Key } from "./lib/index.js";
+import { definePlan, E, EP, Key } from "./schema.gen.js";
 
 export default definePlan({
   name: "complex_dag",

@@ -1,5 +1,5 @@
 // A diamond: the join waits for both branches.
-import { definePlan, EP } from "./lib/index.js";
+import { definePlan, EP } from "./schema.gen.js";
 
 export default definePlan({
   name: "diamond",

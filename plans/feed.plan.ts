@@ -1,5 +1,5 @@
 // The home feed: follow graph + recs, hydrated, scored, filtered.
-import { definePlan } from "./lib/index.js";
+import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
   name: "feed",

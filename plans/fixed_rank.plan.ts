@@ -1,6 +1,6 @@
 // Test/benchmark plan without IO: 100 fixed rows (id = score = 1..100) rescored as
 // score * 2.0 + id (= 3 * id, an exact double), top 20 by score: ids 100..81, scores 300..243.
-import { definePlan, E } from "./lib/index.js";
+import { definePlan, E } from "./schema.gen.js";
 
 export default definePlan({
   name: "fixed_rank",

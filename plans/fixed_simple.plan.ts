@@ -1,5 +1,5 @@
 // Test/benchmark plan without IO: the first 5 of 10 fixed rows.
-import { definePlan } from "./lib/index.js";
+import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
   name: "fixed_simple",

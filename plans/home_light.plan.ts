@@ -1,7 +1,7 @@
 // A lighter home feed, the second plan `ops/bench feed` measures: about 240 Redis
 // commands per request against feed's ~690 (viewer 1 + follow 1 + media 40 + recs 1 +
 // seen 1 + features ~195 after dedupe), and a seen filter, which feed lacks.
-import { definePlan } from "./lib/index.js";
+import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
   name: "home_light",

@@ -1,5 +1,5 @@
 // IO then a chain of CPU tasks. Shows the expression-string syntax.
-import { definePlan, EP, Key } from "./lib/index.js";
+import { definePlan, EP, Key } from "./schema.gen.js";
 
 export default definePlan({
   name: "mixed_pipeline",

@@ -1,6 +1,6 @@
 // Two IO branches run in parallel. A plan has one output node, so the
 // branches are joined by concat (follow rows first, then recs).
-import { definePlan, EP } from "./lib/index.js";
+import { definePlan, EP } from "./schema.gen.js";
 
 export default definePlan({
   name: "parallel_fanout",

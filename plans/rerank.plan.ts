@@ -1,7 +1,7 @@
 // Two-phase ranking: a cheap score over every candidate keeps the top k, and only those
 // pay for the rest of their features and the learned model (rerank.model.json, trained by
 // ops/lib/train-demo-model), which orders the final page.
-import { definePlan } from "./lib/index.js";
+import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
   name: "rerank",

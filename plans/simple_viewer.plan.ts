@@ -1,5 +1,5 @@
 // A single source node: the smallest plan.
-import { definePlan, EP } from "./lib/index.js";
+import { definePlan, EP } from "./schema.gen.js";
 
 export default definePlan({
   name: "simple_viewer",

@@ -1,5 +1,5 @@
 // Source → CPU (filter): one IO node, then a predicate.
-import { definePlan, E, EP, Key, Pred } from "./lib/index.js";
+import { definePlan, E, EP, Key, Pred } from "./schema.gen.js";
 
 export default definePlan({
   name: "viewer_filter",

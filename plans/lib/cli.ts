@@ -1,21 +1,30 @@
 // The plan compiler's command line.
 //   node dist/lib/cli.js build   writes <name>.plan.json for every <name>.plan.ts
 //   node dist/lib/cli.js check   fails when a committed <name>.plan.json differs from its source
-//   options: --json-dir DIR (where the .plan.json files are, and the model files their
-//   `model` nodes read; default: the plans folder), names…
-// (npm run build / npm run check run tsc first; the plans are loaded from dist/.)
+//   options:
+//     --json-dir DIR   where the .plan.json files are, and the model files their `model` nodes
+//                      read (default: the plans folder); names…
+//     --dir DIR        compile the plans folder DIR instead of plans/ (its <name>.plan.ts, its
+//                      schema.json, its JSON next to the sources); may be repeated. The
+//                      folder's schema.gen.ts is generated and tsc compiles it (to dist/ext/).
+//     --examples       every plans folder under ../examples/ (a folder holding *.plan.ts)
+// (npm run build / npm run check run gen-schema and tsc first; the plans are loaded from dist/.)
 
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { planText, type PlanDef } from "./plan.js";
+import { DEMO_SCHEMA } from "./schema.js";
 
 process.setSourceMapsEnabled(true); // call sites in errors point into the .ts sources
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const DIST = path.join(ROOT, "dist");
+const EXT = path.join(DIST, "ext");
+const EXAMPLES = path.resolve(ROOT, "..", "examples");
 
-/** The plan names in ROOT: every <name>.plan.ts, sorted. */
+/** The plan names in a folder: every <name>.plan.ts, sorted. */
 export function planNames(root = ROOT): string[] {
   return fs
     .readdirSync(root)
@@ -24,38 +33,81 @@ export function planNames(root = ROOT): string[] {
     .sort();
 }
 
-/** Loads dist/<name>.plan.js and returns the JSON text its plan compiles to; `planDir` is
+/** The plans folders under examples/: each folder (up to two levels down) holding a *.plan.ts. */
+export function exampleDirs(root = EXAMPLES): string[] {
+  const out: string[] = [];
+  const walk = (d: string, depth: number) => {
+    if (!fs.existsSync(d)) return;
+    const ents = fs.readdirSync(d, { withFileTypes: true });
+    if (ents.some((e) => e.isFile() && e.name.endsWith(".plan.ts"))) out.push(d);
+    if (depth < 2) for (const e of ents) if (e.isDirectory() && e.name !== "node_modules" && !e.name.startsWith(".")) walk(path.join(d, e.name), depth + 1);
+  };
+  walk(root, 0);
+  return out.sort();
+}
+
+/** The deepest folder that holds all of `paths`. */
+function commonDir(paths: string[]): string {
+  let c = paths[0];
+  while (!paths.every((p) => p === c || p.startsWith(c.endsWith(path.sep) ? c : c + path.sep))) c = path.dirname(c);
+  return c;
+}
+
+/**
+ * Compiles other plans folders: writes each one's schema.gen.ts, then runs tsc over their
+ * plans with this package's settings into dist/ext/. Returns, per folder, where its
+ * compiled plans are.
+ */
+export async function compileDirs(dirs: string[]): Promise<Map<string, string>> {
+  const gen = await import(pathToFileURL(path.join(ROOT, "lib", "gen-schema.mjs")).href);
+  for (const d of dirs) gen.writeGenerated(d);
+  const rootDir = commonDir([ROOT, ...dirs]);
+  fs.mkdirSync(EXT, { recursive: true });
+  const tsconfig = path.join(EXT, "tsconfig.json");
+  const config = {
+    extends: path.join(ROOT, "tsconfig.json"),
+    // ES modules whatever the folder's package.json says: the output runs under plans/ ("type": "module").
+    compilerOptions: { rootDir, outDir: EXT, noEmit: false, module: "esnext", moduleResolution: "bundler" },
+    include: dirs.flatMap((d) => [path.join(d, "schema.gen.ts"), path.join(d, "*.plan.ts")]),
+    exclude: [],
+  };
+  fs.writeFileSync(tsconfig, JSON.stringify(config, null, 2) + "\n");
+  const tsc = spawnSync(process.execPath, [path.join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", tsconfig], { encoding: "utf8" });
+  if (tsc.status !== 0) throw new Error(`tsc failed:\n${tsc.stdout}${tsc.stderr}`);
+  return new Map(dirs.map((d) => [d, path.join(EXT, path.relative(rootDir, d))]));
+}
+
+/** The schema a folder's plans must be typed with: its schema.json, or the demo schema. */
+function folderSchema(dir: string): unknown {
+  const f = path.join(dir, "schema.json");
+  return fs.existsSync(f) ? JSON.parse(fs.readFileSync(f, "utf8")) : DEMO_SCHEMA;
+}
+
+/** Loads <distDir>/<name>.plan.js and returns the JSON text its plan compiles to; `planDir` is
  *  the folder the JSON is served from, where the plan's model files must be. */
-export async function compileFile(name: string, planDir = ROOT): Promise<string> {
-  const mod = await import(pathToFileURL(path.join(DIST, `${name}.plan.js`)).href);
+export async function compileFile(name: string, planDir = ROOT, distDir = DIST, srcDir = ROOT): Promise<string> {
+  const mod = await import(pathToFileURL(path.join(distDir, `${name}.plan.js`)).href);
   const def = mod.default as PlanDef | undefined;
   if (!def || def.kind !== "rankd-plan") throw new Error(`the default export is not definePlan({...})`);
   if (def.name !== name) throw new Error(`plan name '${def.name}' differs from the file name '${name}.plan.ts'`);
+  if (JSON.stringify(def.schema) !== JSON.stringify(folderSchema(srcDir)))
+    throw new Error(`the plan is typed with another schema than ${fs.existsSync(path.join(srcDir, "schema.json")) ? "this folder's schema.json" : "the demo schema (this folder has no schema.json)"}; import definePlan from "./schema.gen.js"`);
   return planText(def, { planDir });
 }
 
-async function main(argv: string[]): Promise<number> {
-  const cmd = argv[0];
-  if (cmd !== "build" && cmd !== "check") {
-    console.error("usage: cli.js build|check [--json-dir DIR] [name...]");
-    return 2;
-  }
-  let jsonDir = ROOT;
-  const args = argv.slice(1);
-  const j = args.indexOf("--json-dir");
-  if (j >= 0) {
-    jsonDir = path.resolve(args[j + 1] ?? ".");
-    args.splice(j, 2);
-  }
+/** build or check the plans `names` (all when empty) of one folder. Returns the number of failures. */
+async function run(cmd: "build" | "check", srcDir: string, distDir: string, jsonDir: string, args: string[]): Promise<number> {
   const all = args.length === 0;
-  const names = all ? planNames() : args.map((a) => path.basename(a).replace(/\.plan\.(ts|json)$/, ""));
+  const names = all ? planNames(srcDir) : args.map((a) => path.basename(a).replace(/\.plan\.(ts|json)$/, ""));
+  const shown = (f: string) => (srcDir === ROOT ? f : path.join(path.relative(process.cwd(), srcDir) || ".", f));
+  const fix = srcDir === ROOT ? "npm --prefix plans run build" : `node plans/dist/lib/cli.js build --dir ${path.relative(path.dirname(ROOT), srcDir)}`;
   let bad = 0;
   for (const name of names) {
-    const src = `${name}.plan.ts`;
+    const src = shown(`${name}.plan.ts`);
     const out = path.join(jsonDir, `${name}.plan.json`);
     let text: string;
     try {
-      text = await compileFile(name, jsonDir);
+      text = await compileFile(name, jsonDir, distDir, srcDir);
     } catch (e) {
       console.error(`${src}: error: ${(e as Error).message}`);
       bad++;
@@ -64,12 +116,12 @@ async function main(argv: string[]): Promise<number> {
     const old = fs.existsSync(out) ? fs.readFileSync(out, "utf8") : undefined;
     if (cmd === "build") {
       if (old !== text) fs.writeFileSync(out, text);
-      console.log(`${old === text ? "unchanged" : "wrote"} ${name}.plan.json`);
+      console.log(`${old === text ? "unchanged" : "wrote"} ${shown(`${name}.plan.json`)}`);
     } else if (old === undefined) {
-      console.error(`${name}.plan.json: missing; run npm --prefix plans run build and commit it`);
+      console.error(`${shown(`${name}.plan.json`)}: missing; run ${fix} and commit it`);
       bad++;
     } else if (old !== text) {
-      console.error(`${name}.plan.json: differs from what ${src} compiles to; run npm --prefix plans run build and commit it`);
+      console.error(`${shown(`${name}.plan.json`)}: differs from what ${name}.plan.ts compiles to; run ${fix} and commit it`);
       bad++;
     }
   }
@@ -77,12 +129,57 @@ async function main(argv: string[]): Promise<number> {
     const sources = new Set(names);
     for (const f of fs.readdirSync(jsonDir).filter((f) => f.endsWith(".plan.json")).sort()) {
       if (!sources.has(f.slice(0, -".plan.json".length))) {
-        console.error(`${f}: has no ${f.replace(/json$/, "ts")} source`);
+        console.error(`${shown(f)}: has no ${f.replace(/json$/, "ts")} source`);
         bad++;
       }
     }
   }
-  if (cmd === "check" && bad === 0) console.log(`ok: ${names.length} plans match their sources`);
+  if (cmd === "check" && bad === 0) console.log(`ok: ${names.length} plans${srcDir === ROOT ? "" : ` of ${shown("")}`} match their sources`);
+  return bad;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const cmd = argv[0];
+  if (cmd !== "build" && cmd !== "check") {
+    console.error("usage: cli.js build|check [--json-dir DIR] [--dir DIR]... [--examples] [name...]");
+    return 2;
+  }
+  let jsonDir: string | undefined;
+  const dirs: string[] = [];
+  const args: string[] = [];
+  let examples = false;
+  for (let i = 1; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--json-dir") jsonDir = path.resolve(argv[++i] ?? ".");
+    else if (a === "--dir") dirs.push(path.resolve(argv[++i] ?? "."));
+    else if (a === "--examples") {
+      examples = true;
+      dirs.push(...exampleDirs());
+    }
+    else args.push(a);
+  }
+  const others = [...new Set(dirs.filter((d) => d !== ROOT))];
+  if ((dirs.length === 0 && !examples) || dirs.includes(ROOT)) {
+    const bad = await run(cmd, ROOT, DIST, jsonDir ?? ROOT, args);
+    if (others.length === 0) return bad ? 1 : 0;
+  }
+  if (others.length === 0) {
+    console.log(`--examples: no plans folder under ${EXAMPLES}`);
+    return 0;
+  }
+  if (jsonDir !== undefined && others.length > 1) {
+    console.error("--json-dir applies to one folder only");
+    return 2;
+  }
+  let outs: Map<string, string>;
+  try {
+    outs = await compileDirs(others);
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    return 1;
+  }
+  let bad = 0;
+  for (const d of others) bad += await run(cmd, d, outs.get(d)!, jsonDir ?? d, args);
   return bad ? 1 : 0;
 }
 

@@ -1,6 +1,11 @@
-// rankd plan DSL: import { definePlan, E, Pred } from "./lib/index.js" in a <name>.plan.ts.
-export { definePlan, planText, Ctx, Node, Output, EP, Key, ITEM_FIELDS, VIEWER_COLUMNS } from "./plan.js";
-export type { PlanDef, PlanSpec, CompileOptions, ParamDecl, ParamDecls, ParamRefs, NodeOpts, CacheOpt, Cols, ColRefs, Endpoint, ItemField, ExprArg, PredArg, IntArg, BoolArg } from "./plan.js";
+// rankd plan DSL. A plans folder's <name>.plan.ts imports { definePlan, E, Pred, … } from
+// "./schema.gen.js", the module lib/gen-schema.mjs writes from the folder's schema.json (it
+// re-exports this module with a definePlan bound to that schema). This module's own
+// definePlan is bound to the demo schema.
+export { definePlan, withSchema, planText, Ctx, Node, Output, EP, Key } from "./plan.js";
+export type { PlanDef, PlanSpec, CompileOptions, ParamDecl, ParamDecls, ParamRefs, NodeOpts, CacheOpt, Cols, ColRefs, Endpoint, ExprArg, PredArg, IntArg, BoolArg } from "./plan.js";
+export { DEMO_SCHEMA, checkSchema } from "./schema.js";
+export type { SchemaDecl, DemoSchema, FamilyDecl, FieldType, IdType, FamilyType, Schema, Family } from "./schema.js";
 export { E, Expr, Pred, ParamRef, PlanError } from "./expr.js";
 export type { ColType, VT, CmpOp } from "./expr.js";
 export { parseExpr, parsePred } from "./parse.js";

@@ -3,6 +3,7 @@
 // Column sets are tracked twice: in the types (Node<C>, so unknown columns are tsc errors)
 // and at run time (so the compiler can type expressions exactly as the C++ loader will).
 
+import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { F64, stringify, canonical, type Json } from "./json.js";
@@ -12,18 +13,13 @@ import {
 } from "./expr.js";
 import { parseExpr, parsePred } from "./parse.js";
 import { checkModelInputs, checkNumericColumn, readModelFeatures } from "./model.js";
+import {
+  DEMO_SCHEMA, checkSchema, fieldCol,
+  type DemoSchema, type Family, type FamilyOf, type IdType, type FamilyType, type FieldCols, type FieldName, type Fams, type IdOf,
+  type MembersOf, type Schema, type SchemaDecl, type SetFamilyOf, type TypeOfFamily,
+} from "./schema.js";
 
-// ---- data model (docs/data.md) -------------------------------------------------------
-
-/** Item hash fields (`item:{iid}`, docs/data.md) and their column types. */
-export const ITEM_FIELDS = {
-  author: "i64", likes: "i64", age_s: "i64", category: "str", country: "str", quality: "f64", nsfw: "i64",
-} as const;
-export type ItemFields = typeof ITEM_FIELDS;
-export type ItemField = keyof ItemFields;
-
-/** Columns of `viewer`: id = user_id plus the profile fields of `user:{uid}`. */
-export const VIEWER_COLUMNS = { id: "i64", country: "str", lang: "str", age: "i64", premium: "i64" } as const;
+// ---- data model (docs/data.md): the families of the plans folder's schema.json (lib/schema.ts) ----
 
 /** Redis endpoints of the server configuration. Add a name here to use another endpoint. */
 export const EP = { redis: { redis_default: "redis_default" } } as const;
@@ -49,7 +45,7 @@ type NumColName<C extends Cols> = { [K in keyof C & string]: C[K] extends "i64" 
 type Union2<A extends Cols, B extends Cols> = Simplify<{
   [K in keyof A | keyof B]: K extends keyof A ? A[K] : K extends keyof B ? B[K] : never;
 }>;
-type ColsOf<N> = N extends Node<infer C> ? C : never;
+type ColsOf<N> = N extends Node<infer C, any> ? C : never;
 type KeysOfUnion<U> = U extends unknown ? keyof U : never;
 type UnionAll<U extends Cols> = Simplify<{ [K in KeysOfUnion<U>]: U extends unknown ? (K extends keyof U ? U[K] : never) : never }>;
 
@@ -79,6 +75,27 @@ export interface CacheOpt {
   /** Serve keys from the shard's cache (when the server runs with `--cache-mb`); written only when given. */
   cache?: boolean;
 }
+
+// ---- schema families in option types (lib/schema.ts) -------------------------------------
+
+/** list and zset families keyed by ids of type I. */
+type SeqFam<S extends SchemaDecl, I> = FamilyOf<S, "list" | "zset", I>;
+/** hash and json families (keyed by ids of type I). */
+type FieldFam<S extends SchemaDecl, I = IdType> = FamilyOf<S, "hash" | "json", I>;
+/** T, known to be a column set. */
+type AsCols<T> = T extends Cols ? T : never;
+/** The op's default family when the schema has it with the right type, else never (then `family` is required). */
+type Dflt<D extends string, Allowed extends string> = D extends Allowed ? D : never;
+/** `family`: optional when the op's default family D fits (it is then not written to the JSON), else required. */
+type FamilyOpt<Fam extends string, D extends string, Allowed extends string> = [D] extends [Allowed]
+  ? { /** The schema family to read (default: the op's demo name). */ family?: Fam }
+  : { /** The schema family to read (this schema has no fitting family of the op's default name). */ family: Fam };
+/** The options argument: optional when the op's default family D fits, else required (it must name the family). */
+type OptArg<D extends string, Allowed extends string, O> = [D] extends [Allowed] ? [o?: O] : [o: O];
+/** `scoreAs`: a column name on a zset family; on any other family its type is an error message. */
+type ScoreAsOpt<S extends SchemaDecl, Fam extends string, A extends string> = TypeOfFamily<S, Fam> extends "zset"
+  ? A
+  : `error: scoreAs needs a zset family; '${Fam}' is a ${TypeOfFamily<S, Fam> & string}`;
 
 /** Options every node takes. */
 export interface NodeOpts {
@@ -110,10 +127,20 @@ interface NodeRec {
   call: string; // "take() at feed.plan.ts:12:5"
   /** A `model` node's model and feature map: checked against the model file at compile time. */
   model?: { name: string; features: ReadonlyMap<string, string> };
+  /** viewer and seen_filter: the family keyed by the request's user_id (its id type must be the user_id's). */
+  userKeyed?: Family;
 }
 
 const DIST_LIB = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(DIST_LIB, "..", "..");
+/** The plans package (plans/): the first folder above this file that holds lib/plan.ts. The
+ *  library also runs from a second copy under dist/ext/… when `cli.js --dir` compiles
+ *  another plans folder, so this is found, not assumed to be dist/lib/../.. . */
+const ROOT = (() => {
+  for (let d = path.dirname(DIST_LIB); ; d = path.dirname(d)) {
+    if (fs.existsSync(path.join(d, "lib", "plan.ts")) && fs.existsSync(path.join(d, "package.json"))) return d;
+    if (path.dirname(d) === d) return path.resolve(DIST_LIB, "..", "..");
+  }
+})();
 const SRC_LIB = path.join(ROOT, "lib");
 
 /** Where the plan author called us: the first stack frame outside this library. */
@@ -138,12 +165,13 @@ function fail(msg: string): never {
 }
 
 class PlanBuilder {
+  constructor(readonly schema: Schema) {}
   readonly nodes: NodeRec[] = [];
   readonly paramTypes = new Map<string, ColType>();
   readonly decls = new Map<string, ParamDecl>();
 
   /** Runs `body` for the call `op`; errors are prefixed with the call and its location. */
-  task<C extends Cols>(op: string, inputs: Node<any>[], opts: NodeOpts | undefined, body: (rec: NodeRec) => void): Node<C> {
+  task<C extends Cols, S extends SchemaDecl = any>(op: string, inputs: Node<any, any>[], opts: NodeOpts | undefined, body: (rec: NodeRec) => void): Node<C, S> {
     const call = `${op}() at ${callSite()}`;
     try {
       const ins = inputs.map((n, i) => {
@@ -155,7 +183,7 @@ class PlanBuilder {
       applyOpts(rec, opts);
       body(rec);
       this.nodes.push(rec);
-      return new Node<C>(this, rec);
+      return new Node<C, S>(this, rec);
     } catch (e) {
       if (e instanceof PlanError) throw new PlanError(`${call}: ${e.message}`);
       throw e;
@@ -205,6 +233,87 @@ class PlanBuilder {
     if (v instanceof ParamRef) fail(`cache takes a literal boolean, not a request parameter ('${v.paramName}')`);
     if (typeof v !== "boolean") fail(`cache must be a boolean, got ${JSON.stringify(v)}`);
     rec.params.push(["cache", v]);
+  }
+
+  /**
+   * The family `v` (default `dflt`) of one of the types `kinds`; writes `family` to the JSON
+   * only when it differs from the op's default, so plans of the demo schema compile as before.
+   */
+  family(rec: NodeRec, v: unknown, dflt: string, kinds: readonly FamilyType[]): Family {
+    const fams = this.schema.families;
+    const kindText = kinds.join(" or ");
+    const fitting = () => {
+      const names = [...fams.values()].filter((f) => kinds.includes(f.type)).map((f) => f.name);
+      return names.length ? `${kindText} families in ${this.schema.source}: ${names.join(", ")}` : `${this.schema.source} declares no ${kindText} family`;
+    };
+    if (v === undefined) {
+      const f = fams.get(dflt);
+      if (!f) fail(`family: ${this.schema.source} has no family '${dflt}' (the default); give family (${fitting()})`);
+      if (!kinds.includes(f.type)) fail(`family: the default family '${dflt}' is a ${f.type} family, not ${kindText}; give family (${fitting()})`);
+      return f;
+    }
+    if (typeof v !== "string") fail(`family must be a family name, got ${JSON.stringify(v)}`);
+    const f = fams.get(v) ?? fail(`family: unknown family ${JSON.stringify(v)} (${fitting()})`);
+    if (!kinds.includes(f.type)) fail(`family '${v}' is a ${f.type} family; ${rec.op} reads a ${kindText} family (${fitting()})`);
+    if (v !== dflt) rec.params.push(["family", v]);
+    return f;
+  }
+
+  /** The input's id column must have the type of the family's ids (`id`) or members (`members`). */
+  sameIds(rec: NodeRec, f: Family, which: "id" | "members"): void {
+    const t = rec.inputs[0].cols.get("id");
+    const want = which === "id" ? f.id : f.members;
+    if (t !== want)
+      fail(which === "id"
+        ? `family '${f.name}' is keyed by ${want} ids but the input's id column is ${t}`
+        : `family '${f.name}' holds ${want} members but the input's id column is ${t}`);
+  }
+
+  /** A non-empty list of distinct declared fields of a hash/json family, or undefined when `v` is. */
+  fields(f: Family, v: unknown): string[] | undefined {
+    if (v === undefined) return undefined;
+    const declared = () => `${[...f.fields.keys()].join(", ")}`;
+    if (!Array.isArray(v) || v.length === 0) fail(`fields must be a non-empty list of fields of '${f.name}' (${declared()})`);
+    const seen = new Set<string>();
+    for (const x of v) {
+      if (typeof x !== "string" || !f.fields.has(x)) fail(`fields: ${JSON.stringify(x)} is not a field of '${f.name}' (${declared()})`);
+      if (x === "id") fail(`fields: field 'id' of '${f.name}' would replace the id column; rename the field in the schema`);
+      if (seen.has(x)) fail(`fields: '${x}' is listed twice`);
+      seen.add(x);
+    }
+    return [...(v as string[])];
+  }
+
+  /** A column name given as an option (`scoreAs`, `sourceAs`). */
+  colName(name: string, v: unknown): string {
+    if (typeof v !== "string" || !ID_RE.test(v)) fail(`${name} ${JSON.stringify(v)} is not a valid column name`);
+    if (v === "id") fail(`${name}: the id column is the member's id; name another column`);
+    return v;
+  }
+
+  /** follow / recommendation / media: a list or zset family keyed by the input's ids. */
+  expand(rec: NodeRec, dflt: string, o: Record<string, unknown>, countOpt: string, countJson: string, dfltCount: number, max: number): void {
+    const media = rec.op === "media";
+    checkKeys(rec.op, o, ["endpoint", "family", "cache", countOpt, ...(media ? ["sourceAs"] : []), "scoreAs"]);
+    this.endpoint(rec, o.endpoint);
+    const fam = this.family(rec, o.family, dflt, ["list", "zset"]);
+    this.sameIds(rec, fam, "id");
+    this.cache(rec, o.cache);
+    rec.params.push([countJson, this.int(countOpt, o[countOpt] ?? dfltCount, 1, max)]);
+    const inputId = rec.inputs[0].cols.get("id")!;
+    rec.cols = new Map([["id", fam.members]]);
+    if (media) {
+      const src = o.sourceAs === undefined ? "author" : this.colName("sourceAs", o.sourceAs);
+      if (src !== "author") rec.params.push(["source_as", src]);
+      rec.cols.set(src, inputId);
+    }
+    if (o.scoreAs !== undefined) {
+      const sc = this.colName("scoreAs", o.scoreAs);
+      if (fam.type !== "zset") fail(`scoreAs: family '${fam.name}' is a ${fam.type}; only a zset family has scores`);
+      if (rec.cols.has(sc)) fail(`scoreAs: column '${sc}' is also the sourceAs column`);
+      rec.params.push(["score_as", sc]);
+      rec.cols.set(sc, "f64");
+    }
   }
 
   column(rec: NodeRec, name: string, v: unknown): string {
@@ -277,70 +386,70 @@ function colRefs(cols: Map<string, ColType>): object {
 // ---- the public builder ----------------------------------------------------------------
 
 /** A node of the plan whose rows have the columns C. Methods add a node that takes this one as input. */
-export class Node<C extends Cols = Cols> {
+export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
+  declare readonly __schema: S;
   declare readonly __cols: C;
   /** @internal */
   constructor(readonly plan: PlanBuilder, readonly rec: NodeRec) {}
 
-  /** `LRANGE follow:{id} 0 fanout-1` per row → rows id = followee. fanout 1..1000 (100). */
-  follow<const N extends number = 100>(o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64"> } & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never): Node<IdCol> {
-    return this.plan.task("follow", [this], o, (r) => {
-      checkKeys("follow", o, ["endpoint", "cache", "fanout"]);
-      this.plan.endpoint(r, o.endpoint);
-      this.plan.cache(r, o.cache);
-      r.params.push(["fanout", this.plan.int("fanout", o.fanout ?? 100, 1, 1000)]);
-      r.cols = new Map([["id", "i64"]]);
-    });
+  /**
+   * Per row: the ids of the `list` or `zset` family `family` (default `follow`) keyed by the
+   * row's id (`LRANGE key 0 fanout-1`, or `ZRANGE key 0 fanout-1 REV WITHSCORES`) → rows id =
+   * member. fanout 1..1000 (100). On a zset, `scoreAs` names an f64 column for the score.
+   */
+  follow<const Fam extends SeqFam<S, C["id"]> = Dflt<"follow", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
+    ...[o = {} as never]: OptArg<"follow", SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "follow", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
+  ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
+    return this.plan.task("follow", [this], o, (r) => this.plan.expand(r, "follow", o as never, "fanout", "fanout", 100, 1000));
   }
-  /** `LRANGE recs:{id} 0 fanout-1` per row → rows id = item id. fanout 1..1000 (100). */
-  recommendation<const N extends number = 100>(o: { endpoint?: Endpoint; fanout?: N | ParamRef<"i64"> } & CacheOpt & NodeOpts & IntCheck<N, "fanout"> = {} as never): Node<IdCol> {
-    return this.plan.task("recommendation", [this], o, (r) => {
-      checkKeys("recommendation", o, ["endpoint", "cache", "fanout"]);
-      this.plan.endpoint(r, o.endpoint);
-      this.plan.cache(r, o.cache);
-      r.params.push(["fanout", this.plan.int("fanout", o.fanout ?? 100, 1, 1000)]);
-      r.cols = new Map([["id", "i64"]]);
-    });
+  /** Like `follow`, reading the family `family` (default `recs`): rows id = recommended id. fanout 1..1000 (100). */
+  recommendation<const Fam extends SeqFam<S, C["id"]> = Dflt<"recs", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
+    ...[o = {} as never]: OptArg<"recs", SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "recs", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
+  ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
+    return this.plan.task("recommendation", [this], o, (r) => this.plan.expand(r, "recs", o as never, "fanout", "fanout", 100, 1000));
   }
-  /** `LRANGE media:{id} 0 per_author-1` per row → rows id = item id, author = input id. perAuthor 1..100 (10). */
-  media<const N extends number = 10>(o: { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64"> } & CacheOpt & NodeOpts & IntCheck<N, "perAuthor"> = {} as never): Node<{ id: "i64"; author: "i64" }> {
-    return this.plan.task("media", [this], o, (r) => {
-      checkKeys("media", o, ["endpoint", "cache", "perAuthor"]);
-      this.plan.endpoint(r, o.endpoint);
-      this.plan.cache(r, o.cache);
-      r.params.push(["per_author", this.plan.int("perAuthor", o.perAuthor ?? 10, 1, 100)]);
-      r.cols = new Map([["id", "i64"], ["author", "i64"]]);
-    });
+  /**
+   * Like `follow`, reading the family `family` (default `media`), perAuthor 1..100 (10) per row;
+   * rows id = member, and the column `sourceAs` (default `author`) = the input row's id.
+   */
+  media<const Fam extends SeqFam<S, C["id"]> = Dflt<"media", SeqFam<S, C["id"]>>, const N extends number = 10, const A extends string = never, const Src extends string = "author">(
+    ...[o = {} as never]: OptArg<"media", SeqFam<S, C["id"]>, { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64">; sourceAs?: Src; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "media", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "perAuthor">>
+  ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in Src]: C["id"] } & { [k in A]: "f64" }>>, S> {
+    return this.plan.task("media", [this], o, (r) => this.plan.expand(r, "media", o as never, "perAuthor", "per_author", 10, 100));
   }
-  /** `HMGET item:{id} fields…` → the input plus one typed column per field (null where missing). */
-  features<const F extends readonly [ItemField, ...ItemField[]]>(
-    o: { endpoint?: Endpoint; fields: F } & CacheOpt & NodeOpts,
-  ): Node<Simplify<Omit<C, F[number]> & { [K in F[number]]: ItemFields[K] }>> {
+  /**
+   * Per row: the fields `fields` of the `hash` or `json` family `family` (default `item`) keyed
+   * by the row's id (`HMGET`, or `MGET` for json) → the input plus one typed column per field
+   * (added, or replacing a column of that name; null where missing).
+   */
+  features<const Fam extends FieldFam<S, C["id"]> = Dflt<"item", FieldFam<S, C["id"]>>, const F extends readonly [FieldName<Fams<S>[Fam]>, ...FieldName<Fams<S>[Fam]>[]] = never>(
+    o: { endpoint?: Endpoint; fields: F } & FamilyOpt<Fam, "item", FieldFam<S, C["id"]>> & CacheOpt & NodeOpts,
+  ): Node<AsCols<Simplify<Omit<C, F[number]> & FieldCols<Fams<S>[Fam], F[number]>>>, S> {
     return this.plan.task("features", [this], o, (r) => {
-      checkKeys("features", o, ["endpoint", "cache", "fields"]);
+      checkKeys("features", o, ["endpoint", "family", "cache", "fields"]);
       this.plan.endpoint(r, o.endpoint);
+      const fam = this.plan.family(r, (o as { family?: unknown }).family, "item", ["hash", "json"]);
+      this.plan.sameIds(r, fam, "id");
       this.plan.cache(r, o.cache);
-      const fields = o.fields as readonly unknown[];
-      if (!Array.isArray(fields) || fields.length === 0) fail(`fields must be a non-empty list of item fields (${Object.keys(ITEM_FIELDS).join(", ")})`);
-      const seen = new Set<string>();
-      for (const f of fields) {
-        if (typeof f !== "string" || !(f in ITEM_FIELDS)) fail(`fields: ${JSON.stringify(f)} is not an item field (${Object.keys(ITEM_FIELDS).join(", ")})`);
-        if (seen.has(f)) fail(`fields: '${f}' is listed twice`);
-        seen.add(f);
-        r.cols.set(f, ITEM_FIELDS[f as ItemField]);
-      }
-      r.params.push(["fields", [...fields] as string[]]);
+      const fields = this.plan.fields(fam, o.fields) ?? fail(`fields must be a non-empty list of fields of '${fam.name}' (${[...fam.fields.keys()].join(", ")})`);
+      for (const f of fields) r.cols.set(f, fieldCol(fam.fields.get(f)!));
+      r.params.push(["fields", fields]);
     });
   }
-  /** Drops rows whose id is in `seen:{user_id}`. */
-  seenFilter(o: { endpoint?: Endpoint } & NodeOpts = {}): Node<C> {
+  /** Drops rows whose id is a member of the `set` family `family` (default `seen`) keyed by the request's user_id. */
+  seenFilter<const Fam extends SetFamilyOf<S, C["id"]> = Dflt<"seen", SetFamilyOf<S, C["id"]>>>(
+    ...[o = {} as never]: OptArg<"seen", SetFamilyOf<S, C["id"]>, { endpoint?: Endpoint } & FamilyOpt<Fam, "seen", SetFamilyOf<S, C["id"]>> & NodeOpts>
+  ): Node<C, S> {
     return this.plan.task("seen_filter", [this], o, (r) => {
-      checkKeys("seen_filter", o, ["endpoint"]);
+      checkKeys("seen_filter", o, ["endpoint", "family"]);
       this.plan.endpoint(r, o.endpoint);
+      const fam = this.plan.family(r, (o as { family?: unknown }).family, "seen", ["set"]);
+      r.userKeyed = fam;
+      this.plan.sameIds(r, fam, "members");
     });
   }
   /** Evaluates `expr` per row into the column `outKey` (added or replaced). */
-  vm<const K extends string, T extends ColType = any>(o: { outKey: K; expr: ExprArg<C, T> } & NodeOpts): Node<Simplify<Omit<C, K> & { [k in K]: T }>> {
+  vm<const K extends string, T extends ColType = any>(o: { outKey: K; expr: ExprArg<C, T> } & NodeOpts): Node<Simplify<Omit<C, K> & { [k in K]: T }>, S> {
     return this.plan.task("vm", [this], o, (r) => {
       checkKeys("vm", o, ["outKey", "expr"]);
       if (typeof o.outKey !== "string" || !ID_RE.test(o.outKey)) fail(`outKey ${JSON.stringify(o.outKey)} is not a valid column name`);
@@ -359,7 +468,7 @@ export class Node<C extends Cols = Cols> {
    */
   model<const K extends string>(
     o: { model: string; outKey: K; features?: { readonly [feature: string]: NumColName<C> }; output?: "default" | "margin" } & NodeOpts,
-  ): Node<Simplify<Omit<C, K> & { [k in K]: "f64" }>> {
+  ): Node<Simplify<Omit<C, K> & { [k in K]: "f64" }>, S> {
     return this.plan.task("model", [this], o, (r) => {
       checkKeys("model", o, ["model", "outKey", "features", "output"]);
       if (typeof o.model !== "string" || !FILE_STEM_RE.test(o.model)) fail(`model ${JSON.stringify(o.model)} is not a model name (letters, digits, _ or -)`);
@@ -386,14 +495,14 @@ export class Node<C extends Cols = Cols> {
     });
   }
   /** Keeps the rows where the predicate is true. */
-  filter(o: { pred: PredArg<C> } & NodeOpts): Node<C> {
+  filter(o: { pred: PredArg<C> } & NodeOpts): Node<C, S> {
     return this.plan.task("filter", [this], o, (r) => {
       checkKeys("filter", o, ["pred"]);
       r.params.push(["pred", { pred: this.plan.pred(r, o.pred) }]);
     });
   }
   /** Stable sort by one column; nulls last in either order. */
-  sort(o: { key: ColName<C>; order: "desc" | "asc" } & NodeOpts): Node<C> {
+  sort(o: { key: ColName<C>; order: "desc" | "asc" } & NodeOpts): Node<C, S> {
     return this.plan.task("sort", [this], o, (r) => {
       checkKeys("sort", o, ["key", "order"]);
       const key = this.plan.column(r, "key", o.key);
@@ -402,32 +511,32 @@ export class Node<C extends Cols = Cols> {
     });
   }
   /** The first `count` rows; count 1..10000. */
-  take<const N extends number>(o: { count: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count">): Node<C> {
+  take<const N extends number>(o: { count: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count">): Node<C, S> {
     return this.plan.task("take", [this], o, (r) => {
       checkKeys("take", o, ["count"]);
       r.params.push(["count", this.plan.int("count", o.count, 1, 10000)]);
     });
   }
   /** Rows of this node, then of `other` (or of each of `others`); columns are the union. */
-  concat<D extends Cols>(other: Node<D>, o?: NodeOpts): Node<Union2<C, D>>;
-  concat<const Ns extends readonly [Node<any>, ...Node<any>[]]>(others: Ns, o?: NodeOpts): Node<UnionAll<C | ColsOf<Ns[number]>>>;
-  concat(others: Node<any> | readonly Node<any>[], o?: NodeOpts): Node<any> {
-    const list = Array.isArray(others) ? [this, ...others] : [this, others as Node<any>];
+  concat<D extends Cols>(other: Node<D, any>, o?: NodeOpts): Node<Union2<C, D>, S>;
+  concat<const Ns extends readonly [Node<any, any>, ...Node<any, any>[]]>(others: Ns, o?: NodeOpts): Node<UnionAll<C | ColsOf<Ns[number]>>, S>;
+  concat(others: Node<any, any> | readonly Node<any, any>[], o?: NodeOpts): Node<any, any> {
+    const list = Array.isArray(others) ? [this, ...others] : [this, others as Node<any, any>];
     return concatNodes(this.plan, list, o);
   }
   /** Keeps the first row of each distinct value of `key` (default id). */
-  dedupe(o: { key?: ColName<C> } & NodeOpts = {}): Node<C> {
+  dedupe(o: { key?: ColName<C> } & NodeOpts = {}): Node<C, S> {
     return this.plan.task("dedupe", [this], o, (r) => {
       checkKeys("dedupe", o, ["key"]);
       r.params.push(["key", this.plan.column(r, "key", o.key ?? "id")]);
     });
   }
   /** Waits `durationMs` (0..60000) on a timer, then passes the rows through, or fails. */
-  sleep<const N extends number>(o: { durationMs: N | ParamRef<"i64">; failAfterSleep?: BoolArg } & NodeOpts & IntCheck<N, "durationMs">): Node<C> {
+  sleep<const N extends number>(o: { durationMs: N | ParamRef<"i64">; failAfterSleep?: BoolArg } & NodeOpts & IntCheck<N, "durationMs">): Node<C, S> {
     return sleepNode(this.plan, [this], o);
   }
   /** Spins a CPU thread for `durationMs` (0..60000), then passes the rows through. */
-  busyCpu<const N extends number>(o: { durationMs: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "durationMs">): Node<C> {
+  busyCpu<const N extends number>(o: { durationMs: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "durationMs">): Node<C, S> {
     return busyNode(this.plan, [this], o);
   }
   /** Marks this node as the plan's output, listing the response columns (default: all). */
@@ -454,10 +563,10 @@ export class Node<C extends Cols = Cols> {
 /** The plan's output: a node and the columns of the response. */
 export class Output<C extends Cols = Cols> {
   declare readonly __cols: C;
-  constructor(readonly node: Node<any>, readonly columns: readonly string[]) {}
+  constructor(readonly node: Node<any, any>, readonly columns: readonly string[]) {}
 }
 
-function concatNodes(plan: PlanBuilder, list: readonly Node<any>[], o: NodeOpts | undefined): Node<any> {
+function concatNodes(plan: PlanBuilder, list: readonly Node<any, any>[], o: NodeOpts | undefined): Node<any, any> {
   return plan.task("concat", [...list], o, (r) => {
     checkKeys("concat", o, []);
     if (list.length < 2) fail(`concat needs at least 2 inputs, got ${list.length}`);
@@ -472,14 +581,14 @@ function concatNodes(plan: PlanBuilder, list: readonly Node<any>[], o: NodeOpts 
   });
 }
 
-function sleepNode(plan: PlanBuilder, inputs: Node<any>[], o: { durationMs: unknown; failAfterSleep?: unknown } & NodeOpts): Node<any> {
+function sleepNode(plan: PlanBuilder, inputs: Node<any, any>[], o: { durationMs: unknown; failAfterSleep?: unknown } & NodeOpts): Node<any, any> {
   return plan.task("sleep", inputs, o, (r) => {
     checkKeys("sleep", o, ["durationMs", "failAfterSleep"]);
     r.params.push(["duration_ms", plan.int("durationMs", o?.durationMs, 0, 60000)], ["fail_after_sleep", plan.bool("failAfterSleep", o.failAfterSleep ?? false)]);
   });
 }
 
-function busyNode(plan: PlanBuilder, inputs: Node<any>[], o: { durationMs: unknown } & NodeOpts): Node<any> {
+function busyNode(plan: PlanBuilder, inputs: Node<any, any>[], o: { durationMs: unknown } & NodeOpts): Node<any, any> {
   return plan.task("busy_cpu", inputs, o, (r) => {
     checkKeys("busy_cpu", o, ["durationMs"]);
     r.params.push(["duration_ms", plan.int("durationMs", o?.durationMs, 0, 60000)]);
@@ -487,21 +596,33 @@ function busyNode(plan: PlanBuilder, inputs: Node<any>[], o: { durationMs: unkno
 }
 
 /** What `build` receives: the source tasks (no input) and n-ary concat. */
-export class Ctx {
+export class Ctx<S extends SchemaDecl = DemoSchema> {
   /** @internal */
   constructor(private readonly plan: PlanBuilder) {}
 
-  /** `HGETALL user:{user_id}` → one row (id = user_id, profile fields); zero rows for a missing user. */
-  viewer(o: { endpoint?: Endpoint } & CacheOpt & NodeOpts = {}): Node<typeof VIEWER_COLUMNS> {
+  /**
+   * The request's viewer: the `hash` or `json` family `family` (default `user`) keyed by the
+   * request's user_id → one row, id = user_id plus the family's fields (all declared fields, or
+   * `fields`, in that order); zero rows for a missing key.
+   */
+  viewer<const Fam extends FieldFam<S> = Dflt<"user", FieldFam<S>>, const F extends readonly [FieldName<Fams<S>[Fam]>, ...FieldName<Fams<S>[Fam]>[]] = never>(
+    ...[o = {} as never]: OptArg<"user", FieldFam<S>, { endpoint?: Endpoint; fields?: F } & FamilyOpt<Fam, "user", FieldFam<S>> & CacheOpt & NodeOpts>
+  ): Node<AsCols<Simplify<{ id: IdOf<Fams<S>[Fam]> } & FieldCols<Fams<S>[Fam], [F] extends [never] ? FieldName<Fams<S>[Fam]> : F[number]>>>, S> {
     return this.plan.task("viewer", [], o, (r) => {
-      checkKeys("viewer", o, ["endpoint", "cache"]);
+      checkKeys("viewer", o, ["endpoint", "family", "cache", "fields"]);
       this.plan.endpoint(r, o.endpoint);
+      const fam = this.plan.family(r, (o as { family?: unknown }).family, "user", ["hash", "json"]);
+      r.userKeyed = fam;
       this.plan.cache(r, o.cache);
-      r.cols = new Map(Object.entries(VIEWER_COLUMNS));
+      const fields = this.plan.fields(fam, o.fields);
+      if (fields) r.params.push(["fields", fields]);
+      else if (fam.fields.has("id")) fail(`family '${fam.name}' has a field 'id', which would replace the id column; give fields without it`);
+      r.cols = new Map([["id", fam.id]]);
+      for (const f of fields ?? fam.fields.keys()) r.cols.set(f, fieldCol(fam.fields.get(f)!));
     });
   }
   /** Rows id = 1..count and score = id (f64); count 0..100000 (10). No IO. */
-  fixedSource<const N extends number = 10>(o: { count?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count"> = {} as never): Node<{ id: "i64"; score: "f64" }> {
+  fixedSource<const N extends number = 10>(o: { count?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count"> = {} as never): Node<{ id: "i64"; score: "f64" }, S> {
     return this.plan.task("fixed_source", [], o, (r) => {
       checkKeys("fixed_source", o, ["count"]);
       r.params.push(["count", this.plan.int("count", o.count ?? 10, 0, 100000)]);
@@ -509,15 +630,15 @@ export class Ctx {
     });
   }
   /** A source that waits `durationMs` (0..60000) then yields zero rows, or fails. */
-  sleep<const N extends number>(o: { durationMs: N | ParamRef<"i64">; failAfterSleep?: BoolArg } & NodeOpts & IntCheck<N, "durationMs">): Node<IdCol> {
+  sleep<const N extends number>(o: { durationMs: N | ParamRef<"i64">; failAfterSleep?: BoolArg } & NodeOpts & IntCheck<N, "durationMs">): Node<IdCol, S> {
     return sleepNode(this.plan, [], o);
   }
   /** A source that spins a CPU thread for `durationMs` (0..60000), then yields zero rows. */
-  busyCpu<const N extends number>(o: { durationMs: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "durationMs">): Node<IdCol> {
+  busyCpu<const N extends number>(o: { durationMs: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "durationMs">): Node<IdCol, S> {
     return busyNode(this.plan, [], o);
   }
   /** Rows of each input in order; columns are the union, missing cells null. */
-  concat<const Ns extends readonly [Node<any>, Node<any>, ...Node<any>[]]>(inputs: Ns, o?: NodeOpts): Node<UnionAll<ColsOf<Ns[number]>>> {
+  concat<const Ns extends readonly [Node<any, any>, Node<any, any>, ...Node<any, any>[]]>(inputs: Ns, o?: NodeOpts): Node<UnionAll<ColsOf<Ns[number]>>, S> {
     if (!Array.isArray(inputs)) fail(`concat() at ${callSite()}: inputs must be an array of nodes`);
     return concatNodes(this.plan, inputs, o);
   }
@@ -525,13 +646,13 @@ export class Ctx {
 
 // ---- definePlan and the compiler -------------------------------------------------------
 
-export interface PlanSpec<Ps extends ParamDecls> {
+export interface PlanSpec<Ps extends ParamDecls, S extends SchemaDecl = DemoSchema> {
   /** The plan's name: the file must be `<name>.plan.ts`. */
   name: string;
   description?: string;
   params?: Ps;
   /** Builds the DAG and returns its output node (or `node.output([...columns])`). */
-  build: (ctx: Ctx, P: ParamRefs<Ps>) => Node<any> | Output<any>;
+  build: (ctx: Ctx<S>, P: ParamRefs<Ps>) => Node<any, any> | Output<any>;
 }
 
 export interface CompileOptions {
@@ -542,29 +663,56 @@ export interface CompileOptions {
 export interface PlanDef {
   readonly name: string;
   readonly kind: "rankd-plan";
+  /** The schema the plan is typed and checked with (its folder's schema.json, or the demo schema). */
+  readonly schema: SchemaDecl;
   /** The plan JSON object (docs/plan.md); throws PlanError on misuse. */
   compile(opts?: CompileOptions): Json;
+  /** The plan file text (planText). */
+  text(opts?: CompileOptions): string;
 }
 
-export function definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps>): PlanDef {
-  const site = callSite();
+/**
+ * The DSL bound to a schema: `withSchema(SCHEMA).definePlan({...})` types families and fields
+ * by SCHEMA (an `as const` value, as in the `schema.gen.ts` that lib/gen-schema.mjs writes
+ * for a plans folder) and checks them when the plan compiles. `source` names the schema in
+ * messages. The schema is checked (docs/data.md) when a plan compiles.
+ */
+export function withSchema<const S extends SchemaDecl>(decl: S, source = "schema.json") {
+  let checked: Schema | undefined;
+  const schema = () => (checked ??= checkSchema(decl, source));
   return {
-    name: spec?.name,
-    kind: "rankd-plan",
-    compile: (opts?: CompileOptions) => {
-      try {
-        return compile(spec as PlanSpec<ParamDecls>, site, opts?.planDir ?? ROOT);
-      } catch (e) {
-        if (e instanceof PlanError) throw new PlanError(`plan '${spec?.name}': ${e.message}`);
-        throw e;
-      }
+    schema: decl,
+    definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, S>): PlanDef {
+      const site = callSite();
+      const def: PlanDef = {
+        name: spec?.name,
+        kind: "rankd-plan",
+        schema: decl,
+        text: (opts?: CompileOptions) => stringify(def.compile(opts)),
+        compile: (opts?: CompileOptions) => {
+          try {
+            return compile(spec as unknown as PlanSpec<ParamDecls, SchemaDecl>, site, opts?.planDir ?? ROOT, schema());
+          } catch (e) {
+            if (e instanceof PlanError) throw new PlanError(`plan '${spec?.name}': ${e.message}`);
+            throw e;
+          }
+        },
+      };
+      return def;
     },
   };
 }
 
+const demo = withSchema(DEMO_SCHEMA, "the demo schema");
+/**
+ * definePlan over the demo schema (docs/data.md). A plans folder's plans import the
+ * definePlan of their folder's `schema.gen.ts` instead, which is bound to its schema.json.
+ */
+export const definePlan: <const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, DemoSchema>) => PlanDef = demo.definePlan;
+
 /** The plan file text: deterministic 2-space JSON with a trailing newline. */
 export function planText(def: PlanDef, opts?: CompileOptions): string {
-  return stringify(def.compile(opts));
+  return def.text(opts);
 }
 
 function paramJson(name: string, d: ParamDecl): Json {
@@ -605,14 +753,14 @@ function paramJson(name: string, d: ParamDecl): Json {
   }
 }
 
-function compile(spec: PlanSpec<ParamDecls>, site: string, planDir: string): Json {
+function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: string, schema: Schema): Json {
   if (typeof spec !== "object" || spec === null) fail(`definePlan at ${site}: expects {name, params, build}`);
   if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
   if (typeof spec.build !== "function") fail(`definePlan at ${site}: build must be a function`);
   for (const k of Object.keys(spec)) if (!["name", "description", "params", "build"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
 
-  const b = new PlanBuilder();
+  const b = new PlanBuilder(schema);
   const params: Record<string, Json> = {};
   for (const [name, d] of Object.entries(spec.params ?? {})) {
     params[name] = paramJson(name, d);
@@ -663,6 +811,17 @@ function compile(spec: PlanSpec<ParamDecls>, site: string, planDir: string): Jso
     for (let k = 2; taken.has(id); k++) id = `${n.op}_${k}`;
     taken.add(id);
     ids.set(n, id);
+  }
+
+  // The request's user_id keys the viewer's family and seen_filter's set: one id type for all
+  // (the viewer's, or i64 when the plan has no viewer).
+  const keyed = b.nodes.filter((n) => n.userKeyed);
+  const first = keyed.find((n) => n.op === "viewer");
+  const userId = first?.userKeyed!.id ?? "i64";
+  for (const n of keyed) {
+    const f = n.userKeyed!;
+    if (f.id !== userId)
+      fail(`${n.call}: family '${f.name}' is keyed by ${f.id} ids, but the request's user_id is ${userId} (${first ? `the viewer family '${first.userKeyed!.name}' is keyed by ${userId} ids` : "the plan has no viewer"})`);
   }
 
   // Model nodes: the model file must be in the plan folder and its features must read numeric columns.

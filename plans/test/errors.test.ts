@@ -36,7 +36,7 @@ const cases: [string, B, RegExp, ParamDecls?][] = [
   ["bad endpoint", (c) => c.viewer({ endpoint: "" }), /endpoint must be an endpoint name/],
   ["cache not a bool", (c) => c.viewer().follow().media({ cache: "yes" }), /media\(\) .*cache must be a boolean, got "yes"/],
   ["cache as a request param", (c, P) => c.viewer({ cache: P.warm }), /viewer\(\) .*cache takes a literal boolean, not a request parameter \('warm'\)/, { warm: { type: "bool", default: true } }],
-  ["cache on seen_filter", (c) => c.viewer().follow().seenFilter({ cache: true }), /seen_filter\(\) .*unknown option 'cache' \(allowed: endpoint, id, optional, timeoutMs\)/],
+  ["cache on seen_filter", (c) => c.viewer().follow().seenFilter({ cache: true }), /seen_filter\(\) .*unknown option 'cache' \(allowed: endpoint, family, id, optional, timeoutMs\)/],
   ["cache on a CPU task", (c) => c.fixedSource().take({ count: 1, cache: true }), /take\(\) .*unknown option 'cache'/],
   ["sort order", (c) => c.fixedSource().sort({ key: "score", order: "up" }), /order must be "desc" or "asc"/],
   // params
@@ -61,7 +61,7 @@ const cases: [string, B, RegExp, ParamDecls?][] = [
   ["output unknown column", (c) => c.fixedSource().output(["id", "likes"]), /output\(\) .*unknown column "likes"/],
   ["output duplicate column", (c) => c.fixedSource().output(["id", "id"]), /column 'id' is listed twice/],
   ["features empty", (c) => c.viewer().follow().features({ fields: [] }), /fields must be a non-empty list/],
-  ["features unknown field", (c) => c.viewer().follow().features({ fields: ["views"] }), /fields: "views" is not an item field/],
+  ["features unknown field", (c) => c.viewer().follow().features({ fields: ["views"] }), /fields: "views" is not a field of 'item' \(author, likes, age_s, category, country, quality, nsfw\)/],
   ["features duplicate field", (c) => c.viewer().follow().features({ fields: ["likes", "likes"] }), /fields: 'likes' is listed twice/],
   ["vm replaces id", (c) => c.fixedSource().vm({ outKey: "id", expr: "id + 1" }), /vm may not replace the id column/],
   ["vm bad outKey", (c) => c.fixedSource().vm({ outKey: "a b", expr: "id" }), /outKey "a b" is not a valid column name/],

@@ -136,3 +136,42 @@ test("check fails, naming the file, when a JSON differs or is missing or has no 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the plans folders of examples/ match their sources (cli check --examples)", () => {
+  const r = spawnSync(process.execPath, [CLI, "check", "--examples"], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /ok: 1 plans of \S*examples\/marketplace\/plans\S* match their sources/);
+  assert.match(r.stdout, /ok: 1 plans of \S*examples\/marketplace\/i64\S* match their sources/);
+});
+
+test("the marketplace's i64 twin is the same plan: the same JSON over another schema", () => {
+  const ex = path.resolve(ROOT, "..", "examples", "marketplace");
+  const native = fs.readFileSync(path.join(ex, "plans", "market.plan.json"), "utf8");
+  assert.equal(fs.readFileSync(path.join(ex, "i64", "market.plan.json"), "utf8"), native);
+  const src = (d: string) => fs.readFileSync(path.join(ex, d, "market.plan.ts"), "utf8").replace(/^(\/\/.*\n)+/, "");
+  assert.equal(src("i64"), src("plans"));
+  const schemas = ["plans", "i64"].map((d) => JSON.parse(fs.readFileSync(path.join(ex, d, "schema.json"), "utf8")).families);
+  assert.deepEqual(Object.keys(schemas[0]), Object.keys(schemas[1]));
+});
+
+test("a plan typed with another schema than its folder's fails check, naming the fix", () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "plans-other-"));
+  try {
+    fs.writeFileSync(path.join(dir, "schema.json"), JSON.stringify({ schema_version: 1, families: { user: { type: "hash", key: "u:{id}", fields: { a: "i64" } } } }));
+    const lib = path.relative(dir, path.join(ROOT, "lib", "index.js")).split(path.sep).join("/");
+    fs.writeFileSync(path.join(dir, "p.plan.ts"), `import { definePlan } from "${lib}";\nexport default definePlan({ name: "p", build: (c) => c.fixedSource() });\n`);
+    const r = spawnSync(process.execPath, [CLI, "build", "--dir", dir], { encoding: "utf8" });
+    assert.equal(r.status, 1, r.stdout + r.stderr);
+    assert.match(r.stderr, /p\.plan\.ts: error: the plan is typed with another schema than this folder's schema\.json; import definePlan from "\.\/schema\.gen\.js"/);
+    fs.writeFileSync(path.join(dir, "p.plan.ts"), `import { definePlan } from "./schema.gen.js";\nexport default definePlan({ name: "p", build: (c) => c.viewer().vm({ outKey: "b", expr: (r) => r.a.add(1) }) });\n`);
+    const ok = spawnSync(process.execPath, [CLI, "build", "--dir", dir], { encoding: "utf8" });
+    assert.equal(ok.status, 0, ok.stdout + ok.stderr);
+    assert.deepEqual(JSON.parse(fs.readFileSync(path.join(dir, "p.plan.json"), "utf8")).nodes[0].params, { endpoint: "redis_default" });
+    fs.writeFileSync(path.join(dir, "p.plan.ts"), `import { definePlan } from "./schema.gen.js";\nexport default definePlan({ name: "p", build: (c) => c.viewer({ fields: ["b"] }) });\n`);
+    const bad = spawnSync(process.execPath, [CLI, "build", "--dir", dir], { encoding: "utf8" });
+    assert.equal(bad.status, 1);
+    assert.match(bad.stderr, /tsc failed:[\s\S]*p\.plan\.ts\(2,\d+\): error TS2322: Type '"b"' is not assignable/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
