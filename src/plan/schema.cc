@@ -140,8 +140,7 @@ class SchemaParser {
       if (!ValidName(name))
         return Fail(Err("", "families",
                         "'" + std::string(name) + "' is not a valid name ([a-z_][a-z0-9_]{0,63})"));
-      if (!names.insert(std::string(name)).second)
-        return Fail(Err(name, "", "declared twice"));
+      if (!names.insert(std::string(name)).second) return Fail(Err(name, "", "declared twice"));
       if (names.size() > kMaxFamilies)
         return Fail(Err("", "families", "more than " + std::to_string(kMaxFamilies) + " families"));
       auto f = ParseFamily(name, def);
@@ -174,8 +173,9 @@ class SchemaParser {
     if (type->get(s)) return Fail(Err(name, "type", "must be a string"));
     auto t = ParseFamilyType(s);
     if (!t)
-      return Fail(Err(name, "type",
-                      "unknown type '" + std::string(s) + "' (expected hash, json, list, zset, set)"));
+      return Fail(
+          Err(name, "type",
+              "unknown type '" + std::string(s) + "' (expected hash, json, list, zset, set)"));
     f.type = *t;
     if (!key) return Fail(Err(name, "key", "missing"));
     if (key->get(s)) return Fail(Err(name, "key", "must be a string"));
@@ -189,8 +189,8 @@ class SchemaParser {
       if (f.has_fields())
         return Fail(Err(name, "members", "only list, zset and set families have members"));
       if (members->get(s) || !ParseIdType(s))
-        return Fail(
-            Err(name, "members", "must be \"i64\" or \"str\", got " + simdjson::to_string(*members)));
+        return Fail(Err(name, "members",
+                        "must be \"i64\" or \"str\", got " + simdjson::to_string(*members)));
       f.members_type = *ParseIdType(s);
     }
     if (fields && !f.has_fields())
@@ -233,8 +233,9 @@ class SchemaParser {
     for (auto [field, type] : obj) {
       const std::string where = "fields." + std::string(field);
       if (!ValidName(field))
-        return Fail(Err(name, "fields",
-                        "'" + std::string(field) + "' is not a valid name ([a-z_][a-z0-9_]{0,63})"));
+        return Fail(
+            Err(name, "fields",
+                "'" + std::string(field) + "' is not a valid name ([a-z_][a-z0-9_]{0,63})"));
       if (!seen.insert(field).second) return Fail(Err(name, where, "declared twice"));
       if (seen.size() > kMaxFields)
         return Fail(Err(name, "fields", "more than " + std::to_string(kMaxFields) + " fields"));

@@ -38,7 +38,7 @@ struct FamilyValueStats {
   std::atomic<uint64_t> missing_field{0};     // a declared field absent (or the whole key)
   std::atomic<uint64_t> unparsable_field{0};  // a value not of its declared type
   std::atomic<uint64_t> bad_id{0};            // a member or id that is no valid id (dropped)
-  std::atomic<uint64_t> bad_json{0};          // a json value that is no object, invalid, or too large
+  std::atomic<uint64_t> bad_json{0};  // a json value that is no object, invalid, or too large
 };
 // Calls fn(family name, stats) for every family ever loaded, in name order.
 void ForEachFamilyValueStats(
@@ -52,9 +52,9 @@ struct SchemaField {
 struct KeyFamily {
   std::string name;
   FamilyType type = FamilyType::kHash;
-  std::string key;         // the template, e.g. "item:{id}"
-  std::string key_prefix;  // its text before {id}
-  std::string key_suffix;  // and after
+  std::string key;                             // the template, e.g. "item:{id}"
+  std::string key_prefix;                      // its text before {id}
+  std::string key_suffix;                      // and after
   ColumnType id_type = ColumnType::kI64;       // kI64 or kStr: what fills {id}
   ColumnType members_type = ColumnType::kI64;  // list, zset, set: kI64 or kStr
   std::vector<SchemaField> fields;             // hash, json: in declaration order
@@ -78,9 +78,9 @@ struct KeyFamily {
 
 struct Schema {
   std::vector<KeyFamily> families;  // in declaration order
-  std::string json;              // the file's text (or the built-in's): GET /schema
-  std::string sha256;            // of `json`
-  bool builtin = false;          // the demo schema, no schema.json in the folder
+  std::string json;                 // the file's text (or the built-in's): GET /schema
+  std::string sha256;               // of `json`
+  bool builtin = false;             // the demo schema, no schema.json in the folder
 
   const KeyFamily* Find(std::string_view name) const;
 };
