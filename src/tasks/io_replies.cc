@@ -272,11 +272,12 @@ Result<CachedHash> DecodeHashAll(const ReplySource& src, IdRef id, RespView r) {
   const auto& fields = src.family->fields;
   CachedHash out;
   out.exists = r.size() > 0;
-  const size_t n = std::min<size_t>(fields.size(), 64);  // `known` has 64 bits
+  const size_t n = fields.size();
   out.fields.resize(n);
-  out.known = n == 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
+  // `known` has 64 bits: a hash of more fields is never cached (CacheEntry::kMaxFields).
+  out.known = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
   // One pass over the pairs; a field named twice takes its last value. Unnamed: nil.
-  std::array<RespView, 64> values{};
+  std::vector<RespView> values(n);
   for (auto it = r.begin(); it != r.end();) {
     const std::string_view name = it->str();
     ++it;

@@ -177,8 +177,9 @@ Task<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
   const CacheUse& cu = io.cu;
   const size_t nf = fields.size();
   const bool json = io.family->type == FamilyType::kJson;
-  uint64_t need = 0;  // the fields a cached entry must hold
-  for (size_t f : fields) need |= uint64_t{1} << f;
+  uint64_t need = 0;  // the fields a cached entry must hold (all below 32 when cu is on)
+  if (cu)
+    for (size_t f : fields) need |= uint64_t{1} << f;
   HashReads out;
   std::vector<uint32_t> missed;  // indexes into ids
   std::vector<CacheKey> keys;    // of the misses
@@ -293,7 +294,7 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
   }
   // The whole hash is read (HGETALL, or the json object) and kept: the same entry serves
   // every viewer node of that family, whatever fields it shows.
-  std::vector<size_t> all(std::min<size_t>(family.fields.size(), 64));
+  std::vector<size_t> all(family.fields.size());
   for (size_t f = 0; f < all.size(); ++f) all[f] = f;
   auto io = StartIo(ctx, CacheableFields(all));
   if (!io) co_return Fail(io.error());
