@@ -368,15 +368,16 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
 Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, bool scores,
                               RespView r) {
   const bool zset = src.family->type == FamilyType::kZset;
-  if (!r.is_array() || (zset && r.size() % 2 != 0))
+  const bool pairs = zset && scores;  // WITHSCORES: member, score, member, score, ...
+  if (!r.is_array() || (pairs && r.size() % 2 != 0))
     return Fail(BadReply(src, zset ? "ZRANGE" : "LRANGE", id, r));
   const ColumnType type = src.family->members_type;
   CachedList out;
   out.asked = asked;
   out.str_members = type == ColumnType::kStr;
-  const size_t n = zset ? r.size() / 2 : r.size();
+  const size_t n = pairs ? r.size() / 2 : r.size();
   out.members.reserve(n);
-  if (zset && scores) out.scores.reserve(n);
+  if (pairs) out.scores.reserve(n);
   uint64_t bad = 0;
   for (auto it = r.begin(); it != r.end(); ++it) {
     const RespView e = *it;
@@ -390,9 +391,9 @@ Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, 
       out.AddStr(ok ? e.str() : std::string_view());
     else
       out.members.push_back(num);
-    if (zset) {
+    if (pairs) {
       ++it;
-      if (scores) out.scores.push_back(it->is_string() ? ParseScore(it->str()) : std::nan(""));
+      out.scores.push_back(it->is_string() ? ParseScore(it->str()) : std::nan(""));
     }
   }
   if (bad) Bump(src.values().bad_id, bad);

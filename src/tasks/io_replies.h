@@ -80,8 +80,9 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
 bool DecodeJsonFields(const ReplySource& src, std::string_view text, std::span<const size_t> fields,
                       CachedFields& cells, size_t first);
 
-// LRANGE {key} 0 asked-1, or ZRANGE {key} 0 asked-1 REV WITHSCORES for a zset family
-// (scores kept when `scores`) -> the head, its members typed by the family's members type.
+// LRANGE {key} 0 asked-1, or ZRANGE {key} 0 asked-1 REV [WITHSCORES] for a zset family
+// (`scores`: the reply has WITHSCORES pairs, and the scores are kept) -> the head, its
+// members typed by the family's members type.
 Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, bool scores,
                               RespView r);
 

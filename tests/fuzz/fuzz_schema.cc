@@ -25,7 +25,8 @@ std::string OpPlan(const KeyFamily& f, std::string_view op) {
   std::string fields;
   if (f.has_fields()) fields = R"(, "fields": [")" + f.fields[0].name + R"("])";
   std::string node = R"({"node_id": "n", "op": ")" + std::string(op) + R"(", "inputs": ["v"],
-      "params": {"family": ")" + f.name + "\"" + fields + "}}";
+      "params": {"family": ")" +
+                     f.name + "\"" + fields + "}}";
   return R"({"schema_version": 1, "name": "p", "nodes": [
       {"node_id": "v", "op": "viewer", "inputs": [], "params": {}}, )" +
          node + R"(], "output": {"node": "n"}})";
@@ -45,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const KeyFamily& f : (*schema)->families) {
     if (f.key.find("{id}") == std::string::npos || f.values == nullptr) __builtin_trap();
     for (std::string_view op : {"follow", "features", "seen_filter", "media"})
-      (void)LoadPlanText(OpPlan(f, op), "fuzz.plan.json", TaskRegistry::Default(), nullptr, *schema);
+      (void)LoadPlanText(OpPlan(f, op), "fuzz.plan.json", TaskRegistry::Default(), nullptr,
+                         *schema);
   }
   if (plan_text.empty()) return 0;
   Result<PlanPtr> plan =

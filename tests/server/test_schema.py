@@ -151,11 +151,25 @@ CUSTOM_PLAN = {
 }
 
 
+# The same zset read without its scores (ZRANGE without WITHSCORES), cached and not.
+NOSCORE_PLAN = {
+    "schema_version": 1, "name": "noscore",
+    "nodes": [
+        {"node_id": "v", "op": "viewer", "inputs": [], "params": {"family": "who", "fields": ["lang"]}},
+        {"node_id": "r", "op": "recommendation", "inputs": ["v"], "params": {"family": "pick", "fanout": 3}},
+        {"node_id": "c", "op": "recommendation", "inputs": ["v"],
+         "params": {"family": "pick", "fanout": 3, "cache": True}},
+        {"node_id": "j", "op": "concat", "inputs": ["r", "c"], "params": {}},
+    ],
+    "output": {"node": "j"},
+}
+
+
 def custom_folder(schema=CUSTOM_SCHEMA, plans=None):
     d = temp_dir("schema-")
     with open(os.path.join(d, "schema.json"), "w") as f:
         json.dump(schema, f)
-    for p in plans or [CUSTOM_PLAN]:
+    for p in plans if plans is not None else [CUSTOM_PLAN, NOSCORE_PLAN]:
         with open(os.path.join(d, p["name"] + ".plan.json"), "w") as f:
             json.dump(p, f)
     return d
@@ -185,6 +199,9 @@ def test_custom_templates_types_and_invalidation_in_both_tracking_modes():
         assert rows["d-a"] == {"id": "d-a", "s": 3, "n": 1, "x": 1.5, "tag": "a", "ok": 0}
         assert rows["d-b"] == {"id": "d-b", "s": 2, "n": None, "x": None, "tag": None, "ok": None}
         assert rows["d-e"]["n"] == 9223372036854775807 and rows["d-e"]["tag"] == "é"
+        for _ in range(2):
+            ids = [r["id"] for r in rank(s, "noscore", "u1")["items"]]
+            assert ids == ["d-e", "d-a", "d-b"] * 2, ids
         text = s.metrics()
         assert metric_value(text, "rankd_redis_bad_values_total", family="doc", kind="bad_json") >= 1
         assert metric_value(text, "rankd_redis_bad_values_total", family="pick", kind="bad_id") >= 1
