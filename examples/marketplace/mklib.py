@@ -8,6 +8,8 @@ Encodings (docs/rank-your-own-data.md):
   i64     i64/schema.json: the same data over i64 ids (123, 4567), listings as hashes,
           keys under mk64:
 """
+import json
+import os
 import socket
 from urllib.parse import unquote, urlparse, parse_qs
 
@@ -109,14 +111,19 @@ ENCODINGS = ("native", "i64")
 
 
 class Layout:
-    """Ids and keys of one encoding; `prefix` is the endpoint's key prefix (default none)."""
+    """Ids and keys of one encoding: keys come from the key templates of the encoding's
+    schema.json (plans/ or i64/), so the generator, the reference and rankd read one
+    layout; `prefix` is the endpoint's key prefix (default none)."""
 
     def __init__(self, encoding="native", prefix=""):
         if encoding not in ENCODINGS:
             raise ValueError(f"encoding must be one of {ENCODINGS}")
         self.encoding = encoding
         self.native = encoding == "native"
-        self.p = prefix + ("mk:" if self.native else "mk64:")
+        self.prefix = prefix
+        folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plans" if self.native else "i64")
+        with open(os.path.join(folder, "schema.json")) as f:
+            self.templates = {name: fam["key"] for name, fam in json.load(f)["families"].items()}
 
     def account_id(self, n):
         return f"acct-{n:06d}" if self.native else str(n)
@@ -124,20 +131,6 @@ class Layout:
     def listing_id(self, n):
         return f"lst-{n:08d}" if self.native else str(n)
 
-    def account(self, aid):
-        return f"{self.p}account:{aid}"
-
-    def listing(self, lid):
-        return f"{self.p}listing:{lid}"
-
-    def watch(self, aid):
-        return f"{self.p}watch:{aid}"
-
-    def shop(self, aid):
-        return f"{self.p}shop:{aid}"
-
-    def recs(self, aid):
-        return f"{self.p}recs:{aid}"
-
-    def hidden(self, aid):
-        return f"{self.p}hidden:{aid}"
+    def key(self, family, id_text):
+        """The key of `id_text` in `family` (account, listing, watch, shop, recs, hidden)."""
+        return self.prefix + self.templates[family].replace("{id}", id_text)

@@ -132,7 +132,7 @@ class Generate(unittest.TestCase):
         r = Redis(SERVER.url(7))
         self.addCleanup(r.close)
         lay = Layout("native")
-        keys = [lay.listing(lay.listing_id(n)) for n in range(3000)]
+        keys = [lay.key("listing", lay.listing_id(n)) for n in range(3000)]
         docs = r.pipeline([("GET", k) for k in keys])
         kinds = {"not_json": 0, "not_object": 0, "wrong_type": 0}
         for d in docs:
@@ -148,8 +148,8 @@ class Generate(unittest.TestCase):
                 kinds["wrong_type"] += 1
         self.assertTrue(all(kinds.values()), kinds)
         self.assertLess(sum(kinds.values()), 3000 * 0.02, kinds)
-        self.assertEqual(r.call("TYPE", lay.account("acct-000001")), b"hash")
-        self.assertEqual(r.call("TYPE", lay.listing("lst-00000001")), b"string")
+        self.assertEqual(r.call("TYPE", lay.key("account", "acct-000001")), b"hash")
+        self.assertEqual(r.call("TYPE", lay.key("listing", "lst-00000001")), b"string")
 
 
 class Encodings(unittest.TestCase):

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/inline_vector.h"
+#include "core/key_template.h"
 #include "core/parse_int.h"
 #include "data/value.h"
 
@@ -42,6 +43,7 @@ struct CacheFamily {
   std::string key_prefix;
   std::string key_suffix;
   bool str_ids = false;  // else the id is strict decimal i64
+  KeyTemplate key_template() const { return {key_prefix, key_suffix}; }
 };
 // The cache keys of `key` (without the endpoint's prefix): one per family whose whole
 // template matches it with a valid id (ids of i64 families strict decimal).
@@ -158,13 +160,11 @@ template <class Fn>
 void ForEachCacheKey(std::span<const CacheFamily> families, uint16_t endpoint, std::string_view key,
                      Fn&& fn) {
   for (const CacheFamily& f : families) {
-    if (key.size() <= f.key_prefix.size() + f.key_suffix.size()) continue;
-    if (!key.starts_with(f.key_prefix) || !key.ends_with(f.key_suffix)) continue;
-    const std::string_view id =
-        key.substr(f.key_prefix.size(), key.size() - f.key_prefix.size() - f.key_suffix.size());
+    const std::optional<std::string_view> id = f.key_template().IdIn(key);
+    if (!id) continue;
     if (f.str_ids) {
-      fn(CacheKey{endpoint, f.family, StrIdKey(id)});
-    } else if (std::optional<int64_t> v = ParseStrictInt<int64_t>(id)) {
+      fn(CacheKey{endpoint, f.family, StrIdKey(*id)});
+    } else if (std::optional<int64_t> v = ParseStrictInt<int64_t>(*id)) {
       // ParseStrictInt refuses '+', spaces, trailing bytes and overflow. It takes leading
       // zeros ("user:007" -> 7): at worst an extra invalidation of user:7, which is safe.
       fn(CacheKey{endpoint, f.family, *v});

@@ -168,6 +168,16 @@ struct ShardCache::Impl {
   uint64_t flushed_at = 0;            // seq of the last InvalidateAll (or SetFamilies)
   std::vector<CacheFamily> families;  // of the installed schema (SetFamilies)
 
+  // Erases every entry whose key `drop` says (a walk over all of them).
+  template <class Pred>
+  void EraseIf(CacheStats& stats, Pred drop) {
+    for (Entry* e = head; e != nullptr;) {
+      Entry* older = e->older;
+      if (drop(e->key)) Erase(e, stats);
+      e = older;
+    }
+  }
+
   bool Holds(uint32_t family) const {
     for (const CacheFamily& f : families)
       if (f.family == family) return true;
@@ -489,21 +499,13 @@ void ShardCache::Invalidate(uint16_t endpoint, std::string_view key) {
 void ShardCache::SetFamilies(std::vector<CacheFamily> families) {
   impl_->families = std::move(families);
   impl_->flushed_at = ++impl_->seq;  // no read begun before may store
-  for (Impl::Entry* e = impl_->head; e != nullptr;) {
-    Impl::Entry* older = e->older;
-    if (!impl_->Holds(e->key.family)) impl_->Erase(e, *stats_);
-    e = older;
-  }
+  impl_->EraseIf(*stats_, [&](const CacheKey& k) { return !impl_->Holds(k.family); });
 }
 
 void ShardCache::InvalidateAll(uint16_t endpoint) {
   stats_->invalidations.fetch_add(1, std::memory_order_relaxed);
   impl_->flushed_at = ++impl_->seq;
-  for (Impl::Entry* e = impl_->head; e != nullptr;) {
-    Impl::Entry* older = e->older;
-    if (e->key.endpoint == endpoint) impl_->Erase(e, *stats_);
-    e = older;
-  }
+  impl_->EraseIf(*stats_, [&](const CacheKey& k) { return k.endpoint == endpoint; });
 }
 
 }  // namespace rankd

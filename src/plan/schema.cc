@@ -41,28 +41,39 @@ bool ValidName(std::string_view s) {
   return true;
 }
 
-std::optional<FamilyType> ParseFamilyType(std::string_view s) {
-  if (s == "hash") return FamilyType::kHash;
-  if (s == "json") return FamilyType::kJson;
-  if (s == "list") return FamilyType::kList;
-  if (s == "zset") return FamilyType::kZset;
-  if (s == "set") return FamilyType::kSet;
+// The names of each enum, both ways (parsing and messages).
+template <class T>
+struct Named {
+  std::string_view name;
+  T value;
+};
+constexpr Named<FamilyType> kFamilyTypes[] = {{"hash", FamilyType::kHash},
+                                              {"json", FamilyType::kJson},
+                                              {"list", FamilyType::kList},
+                                              {"zset", FamilyType::kZset},
+                                              {"set", FamilyType::kSet}};
+constexpr Named<FieldType> kFieldTypes[] = {{"i64", FieldType::kI64},
+                                            {"f64", FieldType::kF64},
+                                            {"str", FieldType::kStr},
+                                            {"bool", FieldType::kBool}};
+constexpr Named<ColumnType> kIdTypes[] = {{"i64", ColumnType::kI64}, {"str", ColumnType::kStr}};
+
+template <class T, size_t N>
+std::optional<T> ByName(const Named<T> (&table)[N], std::string_view s) {
+  for (const auto& e : table)
+    if (e.name == s) return e.value;
   return std::nullopt;
+}
+template <class T, size_t N>
+std::string_view NameOf(const Named<T> (&table)[N], T v) {
+  for (const auto& e : table)
+    if (e.value == v) return e.name;
+  return "?";
 }
 
-std::optional<FieldType> ParseFieldType(std::string_view s) {
-  if (s == "i64") return FieldType::kI64;
-  if (s == "f64") return FieldType::kF64;
-  if (s == "str") return FieldType::kStr;
-  if (s == "bool") return FieldType::kBool;
-  return std::nullopt;
-}
-
-std::optional<ColumnType> ParseIdType(std::string_view s) {
-  if (s == "i64") return ColumnType::kI64;
-  if (s == "str") return ColumnType::kStr;
-  return std::nullopt;
-}
+std::optional<FamilyType> ParseFamilyType(std::string_view s) { return ByName(kFamilyTypes, s); }
+std::optional<FieldType> ParseFieldType(std::string_view s) { return ByName(kFieldTypes, s); }
+std::optional<ColumnType> ParseIdType(std::string_view s) { return ByName(kIdTypes, s); }
 
 // Process-wide: one id per distinct family definition (KeyFamily::cache_id).
 uint32_t FamilyCacheId(const KeyFamily& f) {
@@ -262,26 +273,8 @@ void ForEachFamilyValueStats(
   for (const auto& [name, stats] : StatsByName()) fn(name, *stats);
 }
 
-std::string_view FamilyTypeName(FamilyType t) {
-  switch (t) {
-    case FamilyType::kHash: return "hash";
-    case FamilyType::kJson: return "json";
-    case FamilyType::kList: return "list";
-    case FamilyType::kZset: return "zset";
-    case FamilyType::kSet: return "set";
-  }
-  return "?";
-}
-
-std::string_view FieldTypeName(FieldType t) {
-  switch (t) {
-    case FieldType::kI64: return "i64";
-    case FieldType::kF64: return "f64";
-    case FieldType::kStr: return "str";
-    case FieldType::kBool: return "bool";
-  }
-  return "?";
-}
+std::string_view FamilyTypeName(FamilyType t) { return NameOf(kFamilyTypes, t); }
+std::string_view FieldTypeName(FieldType t) { return NameOf(kFieldTypes, t); }
 
 ColumnType ColumnTypeOf(FieldType t) {
   switch (t) {
@@ -297,12 +290,6 @@ std::optional<size_t> KeyFamily::FieldIndex(std::string_view field) const {
   for (size_t i = 0; i < fields.size(); ++i)
     if (fields[i].name == field) return i;
   return std::nullopt;
-}
-
-std::optional<std::string_view> KeyFamily::MatchKey(std::string_view k) const {
-  if (k.size() <= key_prefix.size() + key_suffix.size()) return std::nullopt;
-  if (!k.starts_with(key_prefix) || !k.ends_with(key_suffix)) return std::nullopt;
-  return k.substr(key_prefix.size(), k.size() - key_prefix.size() - key_suffix.size());
 }
 
 const KeyFamily* Schema::Find(std::string_view name) const {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/key_template.h"
 #include "data/value.h"
 
 namespace rankd {
@@ -69,11 +70,14 @@ struct KeyFamily {
   // Whether its values may be kept in the shard cache (a set is asked per request).
   bool cacheable() const { return type != FamilyType::kSet; }
   std::optional<size_t> FieldIndex(std::string_view name) const;
+  KeyTemplate key_template() const { return {key_prefix, key_suffix}; }
   // The Redis key of id `id` (without the endpoint's prefix).
   std::string KeyOf(std::string_view id) const { return key_prefix + std::string(id) + key_suffix; }
   // The id text of `key` (without the endpoint's prefix) when the whole template matches
   // it (a non-empty id between its prefix and suffix), else nullopt.
-  std::optional<std::string_view> MatchKey(std::string_view key) const;
+  std::optional<std::string_view> MatchKey(std::string_view key) const {
+    return key_template().IdIn(key);
+  }
 };
 
 struct Schema {

@@ -28,15 +28,10 @@
 
 #include "core/block_pool.h"
 #include "core/free_list.h"
+#include "core/key_template.h"
 #include "redis/command.h"
 
 namespace rankd {
-
-// A key template's text around its id (a schema family's "item:{id}" is {"item:", ""}).
-struct KeyTemplate {
-  std::string_view before;
-  std::string_view after;
-};
 
 class RedisCommands {
  public:

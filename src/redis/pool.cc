@@ -153,6 +153,10 @@ void RedisPool::EnableTracking(const TrackingConfig& config) {
   loop_.AssertInLoopThread();
   if (tracking_ || closed_) return;
   tracking_ = config;
+  StartTracker();
+}
+
+void RedisPool::StartTracker() {
   tracker_ = std::make_unique<RedisTracker>(loop_, endpoint_, opts_, *stats_, *tracking_,
                                             [this] { OnTrackerChange(); });
   tracker_->Start();
@@ -167,9 +171,7 @@ void RedisPool::SetTrackingPrefixes(std::vector<std::string> prefixes) {
   tracker_.reset();  // its connection closes: Redis forgets its prefixes
   tracker_id_ = 0;
   tracking_->sink->OnInvalidateAll();
-  tracker_ = std::make_unique<RedisTracker>(loop_, endpoint_, opts_, *stats_, *tracking_,
-                                            [this] { OnTrackerChange(); });
-  tracker_->Start();
+  StartTracker();
 }
 
 bool RedisPool::tracking_ready() const {

@@ -76,6 +76,8 @@ class RedisPool final : public RedisClient {
   void OnTrackingReply(RespView reply);
 
   void OnConnectionChange(size_t i);
+  // A tracker for tracking_ (a new connection to the endpoint), started.
+  void StartTracker();
   void OnTrackerChange();
   // Before a batch goes out on conns_[i]: turns its tracking on (or re-points it at a
   // new tracker) in the same write, ahead of the batch's reads.

@@ -21,9 +21,8 @@ using State = CachedField::State;
 
 std::string KeyText(const ReplySource& src, IdRef id) {
   const KeyFamily& f = *src.family;
-  return std::string(src.prefix) + f.key_prefix +
-         (f.id_type == ColumnType::kStr ? std::string(id.str) : std::to_string(id.num)) +
-         f.key_suffix;
+  return std::string(src.prefix) +
+         f.KeyOf(f.id_type == ColumnType::kStr ? std::string(id.str) : std::to_string(id.num));
 }
 
 // backend_error for an error reply or a reply of the wrong shape. The client is told

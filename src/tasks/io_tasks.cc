@@ -101,10 +101,10 @@ Result<FamilyIo> StartIo(const TaskContext& ctx, bool cacheable = true) {
   io.pool = pool;
   io.family = ctx.node->family;
   io.src = {pool->endpoint().name, pool->prefix(), &pool->endpoint(), io.family};
-  io.key = {io.family->key_prefix, io.family->key_suffix};
-  const TaskArgs& args = *ctx.args;
+  io.key = io.family->key_template();
+  // `cacheable` is false for the ops without a `cache` param (seen_filter).
   if (cacheable && ctx.cache != nullptr && ctx.cache->budget_bytes() != 0 &&
-      io.family->cacheable() && args.Index("cache") < args.size() && args.Bool("cache")) {
+      io.family->cacheable() && ctx.args->Bool("cache")) {
     int index = ctx.redis->IndexOf(name);
     if (index >= 0) {
       io.cu.cache = ctx.cache;
@@ -280,8 +280,6 @@ bool CacheableFields(std::span<const size_t> fields) {
 
 // ---- viewer -------------------------------------------------------------------------
 
-IdRef UserIdOf(const TaskContext& ctx) { return ctx.user_id; }
-
 Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
   const KeyFamily& family = *ctx.node->family;
   // The node's columns: `fields`, or every declared field.
@@ -298,7 +296,7 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
   for (size_t f = 0; f < all.size(); ++f) all[f] = f;
   auto io = StartIo(ctx, CacheableFields(all));
   if (!io) co_return Fail(io.error());
-  const IdRef id = UserIdOf(ctx);
+  const IdRef id = ctx.user_id;
   auto read = co_await ReadHashes(ctx, *io, std::span<const IdRef>(&id, 1), all, true);
   if (!read) co_return Fail(std::move(read.error()));
   CachedHash user;
@@ -484,7 +482,7 @@ Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, RowSets in) {
   auto ids = IdsOf(input, *io->family);
   if (!ids) co_return Fail(ids.error());
   if (ids->size() == 0) co_return input;
-  const IdRef user = UserIdOf(ctx);
+  const IdRef user = ctx.user_id;
   RedisCommands cmds;
   size_t bytes = 64 + io->pool->prefix().size() + io->key.before.size() + io->key.after.size() +
                  user.str.size();
