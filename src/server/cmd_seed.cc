@@ -1,13 +1,13 @@
 // `rankd seed`: writes the demo data set (docs/data.md) into a Redis server
-// (src/redis/seed.h), deterministic for --seed, refusing a non-empty database unless
+// (src/server/seed.h), deterministic for --seed, refusing a non-empty database unless
 // --flush. Prints one summary line.
 //
-// Threads: the main thread (synchronous, pipelined hiredis).
+// Threads: the main thread (the seeder runs its own loop and waits for it).
 #include <cstdio>
 
 #include "redis/endpoint.h"
-#include "redis/seed.h"
 #include "server/commands.h"
+#include "server/seed.h"
 
 namespace rankd {
 

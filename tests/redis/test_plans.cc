@@ -7,9 +7,9 @@
 
 #include "core/thread_pool.h"
 #include "plan/loader.h"
-#include "redis/seed.h"
 #include "redis_server.h"
 #include "sched/scheduler.h"
+#include "server/seed.h"
 #include "test_shard.h"
 
 using namespace rankd;

@@ -1,6 +1,4 @@
-#include "redis/seed.h"
-
-#include <hiredis/hiredis.h>
+#include "server/seed.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,12 +7,17 @@
 #include <numeric>
 #include <optional>
 #include <string_view>
+#include <thread>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
 #include "core/mix.h"
+#include "plan/schema.h"
 #include "redis/cluster_slots.h"
-#include "redis/reply.h"
+#include "redis/pool.h"
+#include "redis/pools.h"
+#include "sched/shard_runtime.h"
 
 namespace rankd {
 
@@ -118,64 +121,40 @@ std::vector<int64_t> Distinct(int64_t want, F draw) {
 
 // ---- the writer ---------------------------------------------------------------------
 
-// Pipelined synchronous writer: appends commands and reads the replies back every
-// `batch` commands, so a batch costs one round trip.
+// How long any one round trip of the seeder may take.
+constexpr auto kRoundTrip = std::chrono::seconds(60);
+
+Deadline RoundTripDeadline() { return Clock::now() + kRoundTrip; }
+
+// Pipelined writer on rankd's own Redis client (the endpoint's pool on a CLI
+// ShardRuntime; a cluster's routing sends each command to its slot's master): commands are
+// encoded into one batch, sent every `batch` commands, and their replies checked, so a
+// batch costs one round trip. Called from the main thread; the batches run on the loop.
 class Writer {
  public:
-  // One context per server; `slot_server[slot]` picks a command's server by its key's
-  // slot (a cluster), or is empty (one server).
-  Writer(std::vector<redisContext*> servers, std::vector<int16_t> slot_server, int batch)
-      : servers_(std::move(servers)),
-        slot_server_(std::move(slot_server)),
-        pending_(servers_.size(), 0),
-        batch_(batch) {}
+  Writer(ShardRuntime& rt, RedisClient& client, int batch)
+      : rt_(rt), client_(client), batch_(batch) {}
 
-  Status Send(const std::vector<std::string>& args) {
-    argv_.clear();
-    lens_.clear();
-    for (const auto& a : args) {
-      argv_.push_back(a.data());
-      lens_.push_back(a.size());
-    }
-    size_t server = slot_server_.empty()
-                        ? 0
-                        : static_cast<size_t>(slot_server_[static_cast<size_t>(KeySlot(args[1]))]);
-    redisContext* c = servers_[server];
-    if (redisAppendCommandArgv(c, static_cast<int>(argv_.size()), argv_.data(), lens_.data()) !=
-        REDIS_OK)
-      return Fail(
-          Error::Unavailable(std::string("seed: cannot queue ") + args[0] + ": " + c->errstr));
-    ++pending_[server];
-    ++total_pending_;
+  // `CMD key args...`: the key under the endpoint's prefix (its first Key(): the command's
+  // routing key).
+  Status Send(std::string_view cmd, const std::string& key, const std::vector<std::string>& args) {
+    cmds_.Add(static_cast<int>(2 + args.size())).Arg(cmd).Key(client_.prefix(), key);
+    for (const auto& a : args) cmds_.Arg(a);
     ++commands_;
-    if (total_pending_ >= batch_) return Flush();
+    if (static_cast<int>(cmds_.size()) >= batch_) return Flush();
     return {};
   }
 
-  // Writes every server's commands first, then reads the replies: one round trip,
-  // whatever the number of servers.
   Status Flush() {
-    if (total_pending_ == 0) return {};
+    if (cmds_.empty()) return {};
     ++round_trips_;
-    for (redisContext* c : servers_) {
-      for (int done = 0; !done;)
-        if (redisBufferWrite(c, &done) != REDIS_OK)
-          return Fail(Error::Unavailable(std::string("seed: connection lost: ") + c->errstr));
-    }
-    for (size_t i = 0; i < servers_.size(); ++i) {
-      redisContext* c = servers_[i];
-      for (; pending_[i] > 0; --pending_[i]) {
-        void* raw = nullptr;
-        if (redisGetReply(c, &raw) != REDIS_OK)
-          return Fail(Error::Unavailable(std::string("seed: connection lost: ") + c->errstr));
-        std::unique_ptr<redisReply, void (*)(void*)> r(static_cast<redisReply*>(raw),
-                                                       freeReplyObject);
-        if (r->type == REDIS_REPLY_ERROR)
-          return Fail(
-              Error::Backend("seed: Redis refused a write: " + std::string(r->str, r->len)));
-      }
-    }
-    total_pending_ = 0;
+    auto replies =
+        rt_.Run(client_.Batch(std::exchange(cmds_, RedisCommands{}), RoundTripDeadline()));
+    if (!replies) return Fail(Error(replies.error().code, "seed: " + replies.error().message));
+    for (size_t i = 0; i < replies->size(); ++i)
+      if ((*replies)[i].is_error())
+        return Fail(
+            Error::Backend("seed: Redis refused a write: " + std::string((*replies)[i].str())));
     return {};
   }
 
@@ -183,15 +162,12 @@ class Writer {
   int64_t round_trips() const { return round_trips_; }
 
  private:
-  std::vector<redisContext*> servers_;
-  std::vector<int16_t> slot_server_;
-  std::vector<int> pending_;
+  ShardRuntime& rt_;
+  RedisClient& client_;
   int batch_;
-  int total_pending_ = 0;
+  RedisCommands cmds_;
   int64_t commands_ = 0;
   int64_t round_trips_ = 0;
-  std::vector<const char*> argv_;
-  std::vector<size_t> lens_;
 };
 
 Status CheckOptions(const SeedOptions& o) {
@@ -203,26 +179,6 @@ Status CheckOptions(const SeedOptions& o) {
   if (o.seen < 0 || o.seen > 100000) return bad("--seen must be in 0..100000");
   if (o.pipeline < 1) return bad("pipeline must be positive");
   return {};
-}
-
-// One synchronous command outside the pipeline (handshake, DBSIZE, FLUSHDB).
-Result<std::unique_ptr<redisReply, void (*)(void*)>> Call(redisContext* c, const std::string& where,
-                                                          std::vector<std::string> args) {
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* raw = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  if (raw == nullptr)
-    return Fail(Error::Unavailable("seed: " + where + ": " + args[0] + " failed: " + c->errstr));
-  std::unique_ptr<redisReply, void (*)(void*)> r(raw, freeReplyObject);
-  if (r->type == REDIS_REPLY_ERROR)
-    return Fail(Error::Backend("seed: " + where + ": " + args[0] +
-                               " failed: " + std::string(r->str, r->len)));
-  return r;
 }
 
 }  // namespace
@@ -238,36 +194,6 @@ std::string SeedSummary::OneLine() const {
 
 namespace {
 
-using RedisPtr = std::unique_ptr<redisContext, void (*)(redisContext*)>;
-
-// Connects, authenticates and selects the database; an empty database, or one that
-// --flush allows emptying, is ready to seed.
-Result<RedisPtr> OpenEmptyDb(const RedisEndpoint& ep, bool flush, const std::string& where) {
-  timeval tv{5, 0};
-  RedisPtr ctx(redisConnectWithTimeout(ep.host.c_str(), ep.port, tv), redisFree);
-  if (!ctx || ctx->err)
-    return Fail(Error::Unavailable("seed: cannot connect to " + where + ": " +
-                                   (ctx ? ctx->errstr : "out of memory")));
-  redisContext* c = ctx.get();
-  if (!ep.password.empty()) {
-    auto r = ep.user.empty() ? Call(c, where, {"AUTH", ep.password})
-                             : Call(c, where, {"AUTH", ep.user, ep.password});
-    if (!r) return Fail(r.error());
-  }
-  if (ep.db != 0)
-    if (auto r = Call(c, where, {"SELECT", std::to_string(ep.db)}); !r) return Fail(r.error());
-  auto size = Call(c, where, {"DBSIZE"});
-  if (!size) return Fail(size.error());
-  if ((*size)->integer > 0) {
-    if (!flush)
-      return Fail(Error::InvalidParam("seed: database " + where + " holds " +
-                                      std::to_string((*size)->integer) +
-                                      " keys; refusing to write into it without --flush"));
-    if (auto r = Call(c, where, {"FLUSHDB"}); !r) return Fail(r.error());
-  }
-  return ctx;
-}
-
 // Writes one user's keys at a time. Each kind of data draws from its own stream
 // (Rng(seed, user, kind)), so the data set depends only on the options, never on the
 // order or the split of this code.
@@ -280,8 +206,7 @@ class UserSeeder {
         n_(o.users),
         m_(o.media),
         follows_(std::min(o.follows, o.users - 1)),
-        total_items_(o.users * o.media),
-        p_(o.endpoint.prefix) {}
+        total_items_(o.users * o.media) {}
 
   Status Seed(int64_t u) {
     auto home = Profile(u);
@@ -299,12 +224,30 @@ class UserSeeder {
   SeedSummary& summary() { return sum_; }
 
  private:
-  // `CMD key ids...` (RPUSH or SADD); nothing for no ids.
-  Status PushIds(const char* cmd, const std::string& key, const std::vector<int64_t>& ids) {
+  // `CMD key ids...` (RPUSH or SADD) for the key of `id` in `family`; nothing for no ids.
+  Status PushIds(const char* cmd, const KeyFamily& family, int64_t id,
+                 const std::vector<int64_t>& ids) {
     if (ids.empty()) return {};
-    args_ = {cmd, key};
+    args_.clear();
     for (int64_t v : ids) args_.push_back(Dec(v));
-    return w_.Send(args_);
+    return w_.Send(cmd, family.KeyOf(Dec(id)), args_);
+  }
+
+  // HSET of the key of `id` in `family`: every declared field, in declaration order, its
+  // value from `values` by name. REQUIRES: `values` names every field (the demo schema's).
+  Status HashSet(const KeyFamily& family, int64_t id,
+                 std::initializer_list<std::pair<std::string_view, std::string>> values) {
+    args_.clear();
+    for (const SchemaField& f : family.fields) {
+      auto it = std::find_if(values.begin(), values.end(),
+                             [&](const auto& v) { return v.first == f.name; });
+      if (it == values.end())
+        return Fail(Error::Internal("seed: no value for field '" + f.name + "' of family '" +
+                                    family.name + "'"));
+      args_.push_back(f.name);
+      args_.push_back(it->second);
+    }
+    return w_.Send("HSET", family.KeyOf(Dec(id)), args_);
   }
 
   Result<const Country*> Profile(int64_t u) {
@@ -313,8 +256,9 @@ class UserSeeder {
     const char* lang = prof.Below(100) < 80 ? home.lang : "en";
     int64_t age = 13 + prof.Below(23) + prof.Below(23) + prof.Below(23);  // a bell over 13..79
     int64_t premium = prof.Below(100) < 15 ? 1 : 0;
-    if (auto s = w_.Send({"HSET", p_ + "user:" + Dec(u), "country", home.code, "lang", lang, "age",
-                          Dec(age), "premium", Dec(premium)});
+    if (auto s = HashSet(
+            user_, u,
+            {{"country", home.code}, {"lang", lang}, {"age", Dec(age)}, {"premium", Dec(premium)}});
         !s)
       return Fail(s.error());
     return &home;
@@ -332,7 +276,7 @@ class UserSeeder {
       if (v != u && std::find(followees.begin(), followees.end(), v) == followees.end())
         followees.push_back(v);
     }
-    if (auto s = PushIds("RPUSH", p_ + "follow:" + Dec(u), followees); !s) return Fail(s.error());
+    if (auto s = PushIds("RPUSH", follow_, u, followees); !s) return Fail(s.error());
     sum_.follow_edges += static_cast<int64_t>(followees.size());
     return followees;
   }
@@ -348,7 +292,7 @@ class UserSeeder {
     std::sort(ages.begin(), ages.end());
     std::vector<int64_t> ids;
     for (int64_t k = 0; k < m_; ++k) ids.push_back(DemoItemId(u, k, m_));
-    if (auto s = PushIds("RPUSH", p_ + "media:" + Dec(u), ids); !s) return s;
+    if (auto s = PushIds("RPUSH", media_, u, ids); !s) return s;
     for (int64_t k = 0; k < m_; ++k) {
       // Likes: Pareto tail (alpha = 1) from one uniform draw: P(likes > x) = 20/(x+20).
       int64_t likes = std::min<int64_t>(kMaxLikes, static_cast<int64_t>(20.0 / items.Unit()) - 20);
@@ -360,10 +304,14 @@ class UserSeeder {
       std::snprintf(quality, sizeof quality, "%d.%03d", static_cast<int>(milli / 1000),
                     static_cast<int>(milli % 1000));
       int64_t nsfw = items.Below(1000) < 20 ? 1 : 0;
-      if (auto s =
-              w_.Send({"HSET", p_ + "item:" + Dec(DemoItemId(u, k, m_)), "author", Dec(u), "likes",
-                       Dec(likes), "age_s", Dec(ages[static_cast<size_t>(k)]), "category", category,
-                       "country", country, "quality", quality, "nsfw", Dec(nsfw)});
+      if (auto s = HashSet(item_, DemoItemId(u, k, m_),
+                           {{"author", Dec(u)},
+                            {"likes", Dec(likes)},
+                            {"age_s", Dec(ages[static_cast<size_t>(k)])},
+                            {"category", category},
+                            {"country", country},
+                            {"quality", quality},
+                            {"nsfw", Dec(nsfw)}});
           !s)
         return s;
     }
@@ -379,7 +327,7 @@ class UserSeeder {
       int64_t k = std::min(rec.Below(m_), rec.Below(m_));
       return DemoItemId(author, k, m_);
     });
-    if (auto s = PushIds("RPUSH", p_ + "recs:" + Dec(u), recs); !s) return Fail(s.error());
+    if (auto s = PushIds("RPUSH", recs_, u, recs); !s) return Fail(s.error());
     sum_.recs += static_cast<int64_t>(recs.size());
     return recs;
   }
@@ -400,7 +348,7 @@ class UserSeeder {
       if (kind == 1 && !recs.empty()) return recs[below(std::max<size_t>(1, recs.size() / 2))];
       return 1 + see.Below(total_items_);
     });
-    if (auto s = PushIds("SADD", p_ + "seen:" + Dec(u), seen); !s) return s;
+    if (auto s = PushIds("SADD", seen_, u, seen); !s) return s;
     sum_.seen += static_cast<int64_t>(seen.size());
     return {};
   }
@@ -409,7 +357,14 @@ class UserSeeder {
   Writer& w_;
   Popularity pop_;
   const int64_t n_, m_, follows_, total_items_;
-  const std::string& p_;
+  // The demo schema's families (plan/schema.h): the keys are their templates'.
+  const SchemaPtr schema_ = DemoSchema();
+  const KeyFamily& user_ = *schema_->Find("user");
+  const KeyFamily& follow_ = *schema_->Find("follow");
+  const KeyFamily& media_ = *schema_->Find("media");
+  const KeyFamily& item_ = *schema_->Find("item");
+  const KeyFamily& recs_ = *schema_->Find("recs");
+  const KeyFamily& seen_ = *schema_->Find("seen");
   SeedSummary sum_;
   std::vector<std::string> args_;  // reused: one allocation for every list command
 };
@@ -422,65 +377,83 @@ std::string WhereOf(const RedisEndpoint& ep) {
   return ep.host + ":" + std::to_string(ep.port) + "/" + std::to_string(ep.db);
 }
 
-// The servers to write to: the endpoint itself, or every master of its cluster (found
-// through its first seed that answers CLUSTER SLOTS), each empty or emptied; and, for a
-// cluster, which of them owns each slot.
-struct Servers {
-  std::vector<RedisPtr> contexts;
-  std::vector<int16_t> slot_server;
-};
+// Waits up to 5 s for `client` (on rt's loop) to be live; unavailable, naming `where`, if
+// it is not, or as soon as a connection attempt failed.
+Status WaitLive(ShardRuntime& rt, const RedisClient& client, const std::string& where) {
+  for (int i = 0; i < 1000; ++i) {
+    auto [live, failed, why] = rt.OnLoop([&] {
+      return std::tuple(client.live(), client.stats().connect_failures.load() > 0,
+                        client.NotLiveReason());
+    });
+    if (live) return {};
+    if (failed || i == 999)
+      return Fail(Error::Unavailable("seed: cannot connect to " + where + ": " + why));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return {};
+}
 
-Result<Servers> OpenServers(const RedisEndpoint& ep, bool flush) {
-  Servers out;
-  if (!ep.is_cluster()) {
-    auto ctx = OpenEmptyDb(ep, flush, WhereOf(ep));
-    if (!ctx) return Fail(ctx.error());
-    out.contexts.push_back(std::move(*ctx));
-    return out;
-  }
-  std::optional<SlotMap> map;
-  std::string why;
-  for (const auto& seed : ep.cluster_seeds) {
-    RedisEndpoint node = ep.AtNode(seed);
-    timeval tv{5, 0};
-    RedisPtr ctx(redisConnectWithTimeout(node.host.c_str(), node.port, tv), redisFree);
-    if (!ctx || ctx->err) {
-      why = "cannot connect to " + WhereOf(node) + ": " + (ctx ? ctx->errstr : "out of memory");
-      continue;
-    }
-    if (!node.password.empty()) {
-      auto r = node.user.empty()
-                   ? Call(ctx.get(), WhereOf(node), {"AUTH", node.password})
-                   : Call(ctx.get(), WhereOf(node), {"AUTH", node.user, node.password});
-      if (!r) return Fail(r.error());
-    }
-    auto slots = Call(ctx.get(), WhereOf(node), {"CLUSTER", "SLOTS"});
-    if (!slots) return Fail(slots.error());
-    auto m = SlotMap::FromClusterSlots(RedisReply::FromHiredis(slots->get()), seed);
-    if (!m) return Fail(Error::Backend("seed: " + WhereOf(node) + ": " + m.error().message));
-    map = std::move(*m);
-    break;
-  }
-  if (!map) return Fail(Error::Unavailable("seed: " + why));
-  out.slot_server.assign(kClusterSlots, -1);
+// One command on `client`, its reply copied (off the request path: a tool's handshake).
+Result<RedisReply> Call(ShardRuntime& rt, RedisClient& client, const std::string& where,
+                        std::vector<std::string> args) {
+  RedisCommands cmds;
+  cmds.Add(static_cast<int>(args.size()));
+  for (const auto& a : args) cmds.Arg(a);
+  auto replies = rt.Run(client.Batch(std::move(cmds), RoundTripDeadline()));
+  if (!replies)
+    return Fail(Error(replies.error().code, "seed: " + where + ": " + replies.error().message));
+  RedisReply r = (*replies)[0].ToReply();
+  if (r.is_error())
+    return Fail(Error::Backend("seed: " + where + ": " + args[0] + " failed: " + r.str));
+  return r;
+}
+
+// The database of `ep` (one server, never a cluster) is empty, or emptied when `flush`
+// allows it; on a connection of its own, closed after.
+Status EmptyDb(ShardRuntime& rt, const RedisEndpoint& ep, bool flush) {
+  const std::string where = WhereOf(ep);
+  RedisClientOptions opts;
+  auto pool = rt.OnLoop([&] { return std::make_unique<RedisPool>(rt.loop(), ep, opts); });
+  auto check = [&]() -> Status {
+    if (auto ok = WaitLive(rt, *pool, where); !ok) return ok;
+    auto size = Call(rt, *pool, where, {"DBSIZE"});
+    if (!size) return Fail(size.error());
+    if (size->integer == 0) return {};
+    if (!flush)
+      return Fail(Error::InvalidParam("seed: database " + where + " holds " +
+                                      std::to_string(size->integer) +
+                                      " keys; refusing to write into it without --flush"));
+    if (auto r = Call(rt, *pool, where, {"FLUSHDB"}); !r) return Fail(r.error());
+    return {};
+  };
+  Status ok = check();
+  rt.OnLoop([&] {
+    pool->Close();
+    pool.reset();
+  });
+  return ok;
+}
+
+// The servers that hold the data: the endpoint itself, or every master of its cluster
+// (the slot map asked of the cluster through its client); every slot must be served.
+Result<std::vector<RedisEndpoint>> Masters(ShardRuntime& rt, RedisClient& client,
+                                           const RedisEndpoint& ep) {
+  if (!ep.is_cluster()) return std::vector<RedisEndpoint>{ep};
+  // Its argument 1 routes CLUSTER SLOTS to some master; any node answers for the cluster.
+  auto slots = Call(rt, client, WhereOf(ep), {"CLUSTER", "SLOTS"});
+  if (!slots) return Fail(slots.error());
+  auto map = SlotMap::FromClusterSlots(*slots, ep.cluster_seeds.front());
+  if (!map) return Fail(Error::Backend("seed: " + WhereOf(ep) + ": " + map.error().message));
+  for (int slot = 0; slot < kClusterSlots; ++slot)
+    if (map->MasterOf(slot) < 0)
+      return Fail(Error::Unavailable("seed: the cluster does not serve every slot"));
+  std::vector<RedisEndpoint> out;
+  std::vector<int> seen;
   for (const auto& range : map->ranges()) {
-    const RedisAddress& master = map->nodes()[static_cast<size_t>(range.master)];
-    int16_t server = -1;
-    for (size_t i = 0; i < out.contexts.size(); ++i)
-      if (out.contexts[i]->tcp.port == master.port && out.contexts[i]->tcp.host == master.host)
-        server = static_cast<int16_t>(i);
-    if (server < 0) {
-      RedisEndpoint node = ep.AtNode(master);
-      auto ctx = OpenEmptyDb(node, flush, WhereOf(node));
-      if (!ctx) return Fail(ctx.error());
-      out.contexts.push_back(std::move(*ctx));
-      server = static_cast<int16_t>(out.contexts.size() - 1);
-    }
-    std::fill(out.slot_server.begin() + range.first, out.slot_server.begin() + range.last + 1,
-              server);
+    if (std::find(seen.begin(), seen.end(), range.master) != seen.end()) continue;
+    seen.push_back(range.master);
+    out.push_back(ep.AtNode(map->nodes()[static_cast<size_t>(range.master)]));
   }
-  if (std::find(out.slot_server.begin(), out.slot_server.end(), -1) != out.slot_server.end())
-    return Fail(Error::Unavailable("seed: the cluster does not serve every slot"));
   return out;
 }
 
@@ -489,11 +462,22 @@ Result<Servers> OpenServers(const RedisEndpoint& ep, bool flush) {
 Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
   if (auto ok = CheckOptions(o); !ok) return Fail(ok.error());
   auto t0 = std::chrono::steady_clock::now();
-  auto servers = OpenServers(o.endpoint, o.flush);
-  if (!servers) return Fail(servers.error());
-  std::vector<redisContext*> contexts;
-  for (auto& c : servers->contexts) contexts.push_back(c.get());
-  Writer w(std::move(contexts), std::move(servers->slot_server), o.pipeline);
+  ShardRuntime rt("seed", /*cpu_threads=*/1);
+  rt.Start();
+  RedisClientOptions opts;
+  RedisPools& pools = rt.OnLoop(
+      [&]() -> RedisPools& { return rt.OpenRedis(std::vector<RedisEndpoint>{o.endpoint}, opts); });
+  RedisClient& client = *rt.OnLoop([&] { return pools.pools().front().get(); });
+  if (auto ok = WaitLive(
+          rt, client,
+          o.endpoint.is_cluster() ? "cluster " + WhereOf(o.endpoint) : WhereOf(o.endpoint));
+      !ok)
+    return Fail(ok.error());
+  auto masters = Masters(rt, client, o.endpoint);
+  if (!masters) return Fail(masters.error());
+  for (const RedisEndpoint& m : *masters)
+    if (auto ok = EmptyDb(rt, m, o.flush); !ok) return Fail(ok.error());
+  Writer w(rt, client, o.pipeline);
   UserSeeder seeder(o, w);
   for (int64_t u = 1; u <= o.users; ++u)
     if (auto s = seeder.Seed(u); !s) return Fail(s.error());
@@ -502,6 +486,7 @@ Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
   sum.commands = w.commands();
   sum.round_trips = w.round_trips();
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rt.Stop();
   return sum;
 }
 

@@ -1,13 +1,15 @@
-// The demo data set (docs/data.md), written into a Redis server or a Redis Cluster
-// (each command to the master of its key's slot, every master's share of a pipeline
-// sent before any reply is read): users with profiles,
+// The demo data set (docs/data.md), written through rankd's own Redis client into a Redis
+// server or a Redis Cluster (its routing sends each command to the master of its key's
+// slot), at the keys of the built-in demo schema's templates (plan/schema.h): users with
+// profiles,
 // Zipf-like follows, media, item features, recs and seen sets. Deterministic for a seed:
 // every value comes from our own splitmix64 streams (never std:: distributions, whose
 // output differs between standard libraries), one stream per user and purpose, and the
 // commands are sent in a fixed order, so the same seed gives byte-identical contents.
 //
-// Threads: SeedDemoData blocks the calling thread (synchronous hiredis, pipelined);
-// call it from a CLI thread, never from a loop thread.
+// Threads: SeedDemoData blocks the calling thread (it runs a loop of its own, a CLI
+// ShardRuntime, and waits for each pipelined batch); call it from a CLI thread, never
+// from a loop thread.
 #pragma once
 
 #include <cstdint>
