@@ -364,39 +364,84 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
   return {};
 }
 
-Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, bool scores,
-                              RespView r) {
+namespace {
+
+// Walks an LRANGE / ZRANGE reply of `src`'s family: member(position, ok, text, num, score)
+// for each member (ok: it is a valid id of the members type; text for str members, num
+// for i64 ones; score NaN without scores); counts the bad ones. backend_error for a reply
+// of the wrong shape.
+template <class Member>
+Result<void> ForEachMember(const ReplySource& src, IdRef id, bool scores, RespView r,
+                           Member&& member) {
   const bool zset = src.family->type == FamilyType::kZset;
   const bool pairs = zset && scores;  // WITHSCORES: member, score, member, score, ...
   if (!r.is_array() || (pairs && r.size() % 2 != 0))
     return Fail(BadReply(src, zset ? "ZRANGE" : "LRANGE", id, r));
   const ColumnType type = src.family->members_type;
-  CachedList out;
-  out.asked = asked;
-  out.str_members = type == ColumnType::kStr;
-  const size_t n = pairs ? r.size() / 2 : r.size();
-  out.members.reserve(n);
-  if (pairs) out.scores.reserve(n);
   uint64_t bad = 0;
-  for (auto it = r.begin(); it != r.end(); ++it) {
+  uint32_t position = 0;
+  for (auto it = r.begin(); it != r.end(); ++it, ++position) {
     const RespView e = *it;
     int64_t num = 0;
     const bool ok = e.is_string() && ValidMember(e.str(), type, num);
-    if (!ok) {
-      ++bad;
-      out.bad.push_back(static_cast<uint32_t>(out.members.size()));
-    }
-    if (out.str_members)
-      out.AddStr(ok ? e.str() : std::string_view());
-    else
-      out.members.push_back(num);
+    bad += !ok;
+    double score = std::nan("");
     if (pairs) {
       ++it;
-      out.scores.push_back(it->is_string() ? ParseScore(it->str()) : std::nan(""));
+      if (it->is_string()) score = ParseScore(it->str());
     }
+    member(position, ok, ok ? e.str() : std::string_view(), num, score);
   }
   if (bad) Bump(src.values().bad_id, bad);
+  return {};
+}
+
+void AppendScore(double s, ListRows& out) {
+  const bool ok = std::isfinite(s);
+  out.scores.push_back(ok ? s : 0.0);
+  out.score_valid.push_back(ok ? 1 : 0);
+}
+
+}  // namespace
+
+Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, bool scores,
+                              RespView r) {
+  CachedList out;
+  out.asked = asked;
+  out.str_members = src.family->members_type == ColumnType::kStr;
+  const bool pairs = src.family->type == FamilyType::kZset && scores;
+  if (r.is_array()) {
+    out.members.reserve(pairs ? r.size() / 2 : r.size());
+    if (pairs) out.scores.reserve(r.size() / 2);
+  }
+  auto ok = ForEachMember(
+      src, id, scores, r,
+      [&](uint32_t position, bool valid, std::string_view text, int64_t num, double score) {
+        if (!valid) out.bad.push_back(position);
+        if (out.str_members)
+          out.AddStr(text);
+        else
+          out.members.push_back(num);
+        if (pairs) out.scores.push_back(score);
+      });
+  if (!ok) return Fail(ok.error());
   return out;
+}
+
+Result<void> AppendList(const ReplySource& src, IdRef id, uint32_t count, uint32_t from,
+                        bool scores, RespView r, ListRows& out) {
+  const bool str = src.family->members_type == ColumnType::kStr;
+  return ForEachMember(
+      src, id, scores, r,
+      [&](uint32_t position, bool valid, std::string_view text, int64_t num, double score) {
+        if (!valid || position >= count) return;
+        if (str)
+          out.AddStr(text);
+        else
+          out.ids.push_back(num);
+        if (scores) AppendScore(score, out);
+        out.from.push_back(from);
+      });
 }
 
 RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fields,
@@ -455,12 +500,7 @@ void AppendListOf(const List& list, size_t size, bool str_members, std::span<con
       out.AddStr(list.str(i));
     else
       out.ids.push_back(list.members()[i]);
-    if (scores) {
-      const double s = i < list_scores.size() ? list_scores[i] : std::nan("");
-      const bool ok = std::isfinite(s);
-      out.scores.push_back(ok ? s : 0.0);
-      out.score_valid.push_back(ok ? 1 : 0);
-    }
+    if (scores) AppendScore(i < list_scores.size() ? list_scores[i] : std::nan(""), out);
     out.from.push_back(from);
   }
 }

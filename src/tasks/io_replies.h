@@ -117,6 +117,10 @@ struct ListRows {
 // A head's bad positions are skipped; `scores`: append its scores too.
 void AppendList(const CachedList& list, uint32_t count, uint32_t from, bool scores, ListRows& out);
 void AppendList(ListRef list, uint32_t count, uint32_t from, bool scores, ListRows& out);
+// The same straight from an LRANGE / ZRANGE reply of the family, for a head that is not
+// going to the cache: DecodeList then AppendList, without the CachedList.
+Result<void> AppendList(const ReplySource& src, IdRef id, uint32_t count, uint32_t from,
+                        bool scores, RespView r, ListRows& out);
 // i64 ids straight into `out` (no str members, no scores): the demo's lists' fast path.
 void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> bad, uint32_t count,
                    PoolVector<int64_t>& out);

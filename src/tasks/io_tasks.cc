@@ -390,18 +390,24 @@ Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
       co_return Fail(std::move(r.error()));  // names the endpoint; the scheduler adds the node
     replies = std::move(*r);
   }
-  // ZRANGE without WITHSCORES answers members only: decoded as a list of the family.
-  std::vector<CachedList> lists(missed.size());
-  for (size_t m = 0; m < missed.size(); ++m) {
+  // Heads that go to the cache are decoded into entries; the others straight into rows.
+  std::vector<CachedList> lists(cu.store ? missed.size() : 0);
+  for (size_t m = 0; m < lists.size(); ++m) {
     auto l = DecodeList(io.src, ids.at(missed[m]), asked, read_scores, replies[m * per]);
     if (!l) co_return Fail(std::move(l.error()));
     lists[m] = std::move(*l);
   }
   for (size_t i = 0, m = 0; i < ids.size(); ++i) {
-    if (hit_span[i].first != kMiss)
-      out.AppendRange(hit_rows, hit_span[i].first, hit_span[i].second, static_cast<uint32_t>(i));
-    else
-      AppendList(lists[m++], asked, static_cast<uint32_t>(i), scores, out);
+    const auto from = static_cast<uint32_t>(i);
+    if (hit_span[i].first != kMiss) {
+      out.AppendRange(hit_rows, hit_span[i].first, hit_span[i].second, from);
+    } else if (cu.store) {
+      AppendList(lists[m++], asked, from, scores, out);
+    } else if (auto ok =
+                   AppendList(io.src, ids.at(i), asked, from, read_scores, replies[m++ * per], out);
+               !ok) {
+      co_return Fail(std::move(ok.error()));
+    }
   }
   if (cu.store) {
     for (size_t k = 0; k < missed.size(); ++k)
