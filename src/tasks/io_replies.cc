@@ -440,7 +440,7 @@ Result<void> AppendList(const ReplySource& src, IdRef id, uint32_t count, uint32
         else
           out.ids.push_back(num);
         if (scores) AppendScore(score, out);
-        out.from.push_back(from);
+        if (out.with_from) out.from.push_back(from);
       });
 }
 
@@ -501,7 +501,7 @@ void AppendListOf(const List& list, size_t size, bool str_members, std::span<con
     else
       out.ids.push_back(list.members()[i]);
     if (scores) AppendScore(i < list_scores.size() ? list_scores[i] : std::nan(""), out);
-    out.from.push_back(from);
+    if (out.with_from) out.from.push_back(from);
   }
 }
 
@@ -526,7 +526,7 @@ void ListRows::AppendRange(const ListRows& o, size_t b, size_t e, uint32_t src) 
     score_valid.insert(score_valid.end(), o.score_valid.begin() + static_cast<ptrdiff_t>(b),
                        o.score_valid.begin() + static_cast<ptrdiff_t>(e));
   }
-  from.resize(from.size() + (e - b), src);
+  if (with_from) from.resize(from.size() + (e - b), src);
 }
 
 void AppendList(const CachedList& list, uint32_t count, uint32_t from, bool scores, ListRows& out) {

@@ -101,9 +101,10 @@ struct ListRows {
   std::vector<uint64_t> strs;  // str member i: offset << 32 | length in str_bytes
   PoolVector<double> scores;
   PoolVector<uint8_t> score_valid;
-  std::vector<uint32_t> from;
+  std::vector<uint32_t> from;  // kept only when with_from (media's source_as)
+  bool with_from = true;
 
-  size_t size() const { return from.size(); }
+  size_t size() const { return strs.empty() ? ids.size() : strs.size(); }
   std::string_view str(size_t i) const {
     return std::string_view(str_bytes).substr(strs[i] >> 32, strs[i] & 0xffffffffu);
   }

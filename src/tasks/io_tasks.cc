@@ -316,7 +316,7 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
 // LRANGE {key} 0 count-1 (ZRANGE {key} 0 count-1 REV WITHSCORES for a zset) for every
 // input id (from the cache where it holds one), appended in input order.
 Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, const InputIds& ids,
-                                 int64_t count, bool scores) {
+                                 int64_t count, bool scores, bool with_from) {
   const CacheUse& cu = io.cu;
   const auto asked = static_cast<uint32_t>(count);
   const bool zset = io.family->type == FamilyType::kZset;
@@ -324,6 +324,7 @@ Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   // family can use the entry.
   const bool read_scores = scores || (zset && cu.store);
   ListRows out;
+  out.with_from = with_from;
   std::vector<ListRef> found;
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
@@ -350,6 +351,7 @@ Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   constexpr uint32_t kMiss = UINT32_MAX;
   std::vector<std::pair<uint32_t, uint32_t>> hit_span(ids.size(), {kMiss, kMiss});
   ListRows hit_rows;
+  hit_rows.with_from = false;  // AppendRange gives each range its input index
   for (size_t i = 0, m = 0; i < ids.size() && cu; ++i) {
     if (m < missed.size() && missed[m] == i) {
       ++m;
@@ -418,8 +420,8 @@ Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   co_return out;
 }
 
-ColumnPtr IdColumn(const ListRows& rows, ColumnType type) {
-  if (type == ColumnType::kI64) return Share(Column::I64(rows.ids));
+ColumnPtr IdColumn(ListRows& rows, ColumnType type) {
+  if (type == ColumnType::kI64) return Share(Column::I64(std::move(rows.ids)));
   ColumnBuilder col(ColumnType::kStr, rows.size());
   for (size_t i = 0; i < rows.size(); ++i) col.AppendStr(rows.str(i));
   return Share(std::move(col).Finish());
@@ -433,7 +435,8 @@ Task<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, std::string_vie
   auto ids = IdsOf(in.at(0), *io->family);
   if (!ids) co_return Fail(ids.error());
   const std::string& score_as = ctx.args->Str("score_as");
-  auto read = co_await ReadLists(ctx, *io, *ids, ctx.args->I64(count_param), !score_as.empty());
+  auto read = co_await ReadLists(ctx, *io, *ids, ctx.args->I64(count_param), !score_as.empty(),
+                                 /*with_from=*/media);
   if (!read) co_return Fail(std::move(read.error()));
   RowSet out;
   out.SetColumn("id", IdColumn(*read, io->family->members_type));
