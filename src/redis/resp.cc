@@ -85,11 +85,6 @@ RespView::Iterator RespView::begin() const {
   return it;
 }
 
-RespViewIterator& RespViewIterator::operator++() {
-  if (--left_ > 0) cur_ = RespView(cur_.End());
-  return *this;
-}
-
 RedisReply RespView::ToReply() const {
   RedisReply out;
   out.kind = kind_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "core/parse_f64.h"
@@ -68,6 +69,8 @@ void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, FamilyV
 ColumnPtr Finished(ColumnBuilder& col) { return Share(std::move(col).Finish()); }
 
 constexpr uint32_t kNotAsked = UINT32_MAX;
+// A member without a score (a list's, or a zset's read without WITHSCORES).
+constexpr double kNoScore = std::numeric_limits<double>::quiet_NaN();
 
 // Where FeatureRows reads distinct id k's field f: decoded replies, with any cache hits
 // copied in (ReplyCells), or the cache's entries themselves when every id hit and no
@@ -208,7 +211,7 @@ double ParseScore(std::string_view s) {
   if (auto v = ParseStrictF64(s)) return *v;
   if (s == "inf" || s == "+inf") return HUGE_VAL;
   if (s == "-inf") return -HUGE_VAL;
-  return std::nan("");
+  return kNoScore;
 }
 
 }  // namespace
@@ -266,26 +269,20 @@ void DecodeField(RespView r, FieldType type, CachedFields& cells, size_t i) {
   cells.SetNoValue(i, State::kUnparsable);
 }
 
-Result<CachedHash> DecodeHashAll(const ReplySource& src, IdRef id, RespView r) {
+Result<bool> DecodeHashAll(const ReplySource& src, IdRef id, RespView r, CachedFields& cells,
+                           size_t first) {
   if (!r.is_array() || r.size() % 2 != 0) return Fail(BadReply(src, "HGETALL", id, r));
   const auto& fields = src.family->fields;
-  CachedHash out;
-  out.exists = r.size() > 0;
-  const size_t n = fields.size();
-  out.fields.resize(n);
-  // `known` has 64 bits: a hash of more fields is never cached (CacheEntry::kMaxFields).
-  out.known = n >= 64 ? ~uint64_t{0} : (uint64_t{1} << n) - 1;
-  // One pass over the pairs; a field named twice takes its last value. Unnamed: nil.
-  std::vector<RespView> values(n);
+  for (size_t f = 0; f < fields.size(); ++f) cells.SetNoValue(first + f, State::kMissing);
+  // One pass over the pairs; a field named twice takes its last value. Unnamed: missing.
   for (auto it = r.begin(); it != r.end();) {
     const std::string_view name = it->str();
     ++it;
-    for (size_t f = 0; f < n; ++f)
-      if (name == fields[f].name) values[f] = *it;
+    for (size_t f = 0; f < fields.size(); ++f)
+      if (name == fields[f].name) DecodeField(*it, fields[f].type, cells, first + f);
     ++it;
   }
-  for (size_t f = 0; f < n; ++f) DecodeField(values[f], fields[f].type, out.fields, f);
-  return out;
+  return r.size() > 0;
 }
 
 bool DecodeJsonFields(const ReplySource& src, std::string_view text, std::span<const size_t> fields,
@@ -380,17 +377,20 @@ Result<void> ForEachMember(const ReplySource& src, IdRef id, bool scores, RespVi
   const ColumnType type = src.family->members_type;
   uint64_t bad = 0;
   uint32_t position = 0;
-  for (auto it = r.begin(); it != r.end(); ++it, ++position) {
-    const RespView e = *it;
+  auto one = [&](RespView e, double score) {
     int64_t num = 0;
     const bool ok = e.is_string() && ValidMember(e.str(), type, num);
     bad += !ok;
-    double score = std::nan("");
-    if (pairs) {
+    member(position++, ok, ok ? e.str() : std::string_view(), num, score);
+  };
+  if (!pairs) {
+    for (RespView e : r) one(e, kNoScore);
+  } else {
+    for (auto it = r.begin(); it != r.end(); ++it) {
+      const RespView e = *it;
       ++it;
-      if (it->is_string()) score = ParseScore(it->str());
+      one(e, it->is_string() ? ParseScore(it->str()) : kNoScore);
     }
-    member(position, ok, ok ? e.str() : std::string_view(), num, score);
   }
   if (bad) Bump(src.values().bad_id, bad);
   return {};
@@ -431,7 +431,7 @@ Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, 
 Result<void> AppendList(const ReplySource& src, IdRef id, uint32_t count, uint32_t from,
                         bool scores, RespView r, ListRows& out) {
   const bool str = src.family->members_type == ColumnType::kStr;
-  return ForEachMember(
+  auto ok = ForEachMember(
       src, id, scores, r,
       [&](uint32_t position, bool valid, std::string_view text, int64_t num, double score) {
         if (!valid || position >= count) return;
@@ -440,46 +440,30 @@ Result<void> AppendList(const ReplySource& src, IdRef id, uint32_t count, uint32
         else
           out.ids.push_back(num);
         if (scores) AppendScore(score, out);
-        if (out.with_from) out.from.push_back(from);
       });
+  out.FromUpTo(from);
+  return ok;
 }
 
-RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fields,
-                  const CachedHash& user) {
-  const size_t rows = user.exists ? 1 : 0;
+RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fields, bool exists,
+                  const CachedFields& cells) {
+  const size_t rows = exists ? 1 : 0;
   RowSet out;
   if (src.family->id_type == ColumnType::kStr) {
     ColumnBuilder col(ColumnType::kStr, rows);
-    if (user.exists) col.AppendStr(id.str);
+    if (exists) col.AppendStr(id.str);
     out.SetColumn("id", Finished(col));
   } else {
-    out.SetColumn("id", Share(Column::I64(user.exists ? PoolVector<int64_t>{id.num}
-                                                      : PoolVector<int64_t>{})));
+    out.SetColumn("id",
+                  Share(Column::I64(exists ? PoolVector<int64_t>{id.num} : PoolVector<int64_t>{})));
   }
   for (size_t f = 0; f < fields.size(); ++f) {
     const SchemaField& field = src.family->fields[fields[f]];
     ColumnBuilder col(ColumnTypeOf(field.type), rows);
-    if (user.exists) AppendCell(col, user.fields, fields[f], src.values());
+    if (exists) AppendCell(col, cells, fields[f], src.values());
     out.SetColumn(field.name, Finished(col));
   }
   return out;
-}
-
-void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> bad, uint32_t count,
-                   PoolVector<int64_t>& out) {
-  const size_t n = std::min<size_t>(count, members.size());
-  if (bad.empty()) {
-    out.insert(out.end(), members.begin(), members.begin() + static_cast<ptrdiff_t>(n));
-    return;
-  }
-  auto next_bad = bad.begin();
-  for (size_t i = 0; i < n; ++i) {
-    if (next_bad != bad.end() && *next_bad == i) {
-      ++next_bad;
-      continue;
-    }
-    out.push_back(members[i]);
-  }
 }
 
 namespace {
@@ -500,9 +484,9 @@ void AppendListOf(const List& list, size_t size, bool str_members, std::span<con
       out.AddStr(list.str(i));
     else
       out.ids.push_back(list.members()[i]);
-    if (scores) AppendScore(i < list_scores.size() ? list_scores[i] : std::nan(""), out);
-    if (out.with_from) out.from.push_back(from);
+    if (scores) AppendScore(i < list_scores.size() ? list_scores[i] : kNoScore, out);
   }
+  out.FromUpTo(from);
 }
 
 // CachedList's members as a span, the way ListRef gives them.
@@ -526,7 +510,7 @@ void ListRows::AppendRange(const ListRows& o, size_t b, size_t e, uint32_t src) 
     score_valid.insert(score_valid.end(), o.score_valid.begin() + static_cast<ptrdiff_t>(b),
                        o.score_valid.begin() + static_cast<ptrdiff_t>(e));
   }
-  if (with_from) from.resize(from.size() + (e - b), src);
+  FromUpTo(src);
 }
 
 void AppendList(const CachedList& list, uint32_t count, uint32_t from, bool scores, ListRows& out) {

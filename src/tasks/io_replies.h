@@ -66,9 +66,11 @@ Result<InputIds> IdsOf(const RowSet& in, const KeyFamily& family);
 // into cells' field i.
 void DecodeField(RespView r, FieldType type, CachedFields& cells, size_t i);
 
-// HGETALL {key} of a hash family -> its declared fields by index (all known); `exists`
-// false when the key held nothing.
-Result<CachedHash> DecodeHashAll(const ReplySource& src, IdRef id, RespView r);
+// HGETALL {key} of a hash family -> every declared field f into cells first + f (missing
+// when the hash lacks it); whether the key existed (held any field).
+// REQUIRES: cells.size() >= first + the family's field count.
+Result<bool> DecodeHashAll(const ReplySource& src, IdRef id, RespView r, CachedFields& cells,
+                           size_t first);
 
 // HMGET {key} fields... (hash) or MGET {key} (json) -> one cell per field (`fields[f]`
 // the family's field index), into cells first, first + 1, ...
@@ -88,10 +90,10 @@ Result<CachedList> DecodeList(const ReplySource& src, IdRef id, uint32_t asked, 
 
 // ---- rows ----------------------------------------------------------------------------
 
-// viewer: one row (id + the fields `fields` by family index, read from user.fields at
-// those indexes), or zero rows when the key does not exist.
-RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fields,
-                  const CachedHash& user);
+// viewer: one row (id + the fields `fields`, family indexes, read from cells at those
+// indexes), or zero rows when the key does not exist.
+RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fields, bool exists,
+                  const CachedFields& cells);
 
 // The members of list heads, appended for LRANGE 0 count-1: ids (or strings), their
 // scores (when asked: null for a non-finite score), and the input index each came from.
@@ -112,6 +114,10 @@ struct ListRows {
     strs.push_back((uint64_t{str_bytes.size()} << 32) | s.size());
     str_bytes.append(s);
   }
+  // The rows appended since the last call came from input index `input` (with_from).
+  void FromUpTo(uint32_t input) {
+    if (with_from) from.resize(size(), input);
+  }
   // Rows [b, e) of `o`, as coming from input index `from`.
   void AppendRange(const ListRows& o, size_t b, size_t e, uint32_t from);
 };
@@ -122,9 +128,6 @@ void AppendList(ListRef list, uint32_t count, uint32_t from, bool scores, ListRo
 // going to the cache: DecodeList then AppendList, without the CachedList.
 Result<void> AppendList(const ReplySource& src, IdRef id, uint32_t count, uint32_t from,
                         bool scores, RespView r, ListRows& out);
-// i64 ids straight into `out` (no str members, no scores): the demo's lists' fast path.
-void AppendListIds(std::span<const int64_t> members, std::span<const uint32_t> bad, uint32_t count,
-                   PoolVector<int64_t>& out);
 
 // features: the input plus one typed column per field (the node's field f is the family's
 // field_index[f], named fields[f]). `cells` holds, for each distinct id k (`reply_of[i]`

@@ -245,11 +245,10 @@ Task<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
   for (size_t m = 0; m < missed.size(); ++m) {
     const uint32_t k = missed[m];
     const RespView r = (*replies)[m * per];
-    if (whole && !json) {
-      auto h = DecodeHashAll(io.src, ids[k], r);
-      if (!h) co_return Fail(std::move(h.error()));
-      out.exists[k] = h->exists;
-      for (size_t f = 0; f < nf; ++f) out.cells.Set(k * nf + f, h->fields, fields[f]);
+    if (whole && !json) {  // fields is every declared field, in order
+      auto exists = DecodeHashAll(io.src, ids[k], r, out.cells, k * nf);
+      if (!exists) co_return Fail(std::move(exists.error()));
+      out.exists[k] = *exists;
       continue;
     }
     if (auto ok = DecodeFields(io.src, ids[k], fields, r, out.cells, k * nf); !ok)
@@ -299,16 +298,11 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
   const IdRef id = ctx.user_id;
   auto read = co_await ReadHashes(ctx, *io, std::span<const IdRef>(&id, 1), all, true);
   if (!read) co_return Fail(std::move(read.error()));
-  CachedHash user;
-  user.exists = read->exists[0] != 0;
-  user.fields.resize(all.size());
-  for (size_t f = 0; f < all.size(); ++f) {
-    if (read->all_hit)
-      read->found[0].CopyField(f, user.fields, f);
-    else
-      user.fields.Set(f, read->cells, f);
+  if (read->all_hit) {  // the entry's fields, copied: ViewerRows reads cells
+    read->cells.resize(all.size());
+    for (size_t f : all) read->found[0].CopyField(f, read->cells, f);
   }
-  co_return ViewerRows(io->src, id, columns, user);
+  co_return ViewerRows(io->src, id, columns, read->exists[0] != 0, read->cells);
 }
 
 // ---- follow, recommendation, media: ReadLists ------------------------------------------
@@ -325,6 +319,10 @@ Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   const bool read_scores = scores || (zset && cu.store);
   ListRows out;
   out.with_from = with_from;
+  // Most heads are whole (media lists of a few items, feeds of fanout): room for them all.
+  const size_t expect = ids.size() * std::min<size_t>(asked, 1024);
+  if (io.family->members_type == ColumnType::kI64) out.ids.reserve(expect);
+  if (with_from) out.from.reserve(expect);
   std::vector<ListRef> found;
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses

@@ -85,7 +85,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RedisReply copy = r.ToReply();
     if (copy.kind != r.kind() || r.End() != replies.raw(i).data() + replies.raw(i).size())
       __builtin_trap();
-    if (auto u = DecodeHashAll(user, {7, {}}, r)) (void)ViewerRows(user, {7, {}}, user_fields, *u);
+    CachedFields cells;
+    cells.resize(user_fields.size());
+    if (auto exists = DecodeHashAll(user, {7, {}}, r, cells, 0))
+      (void)ViewerRows(user, {7, {}}, user_fields, *exists, cells);
     // Each reply as a json value too, when it is a string.
     if (r.is_string()) {
       CachedFields cells;
