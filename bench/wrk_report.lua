@@ -4,6 +4,9 @@
 -- user id drawn uniformly from 0..N-1 (so that a run does not hit one user's hot keys).
 local body = os.getenv("WRK_BODY")
 local users = tonumber(os.getenv("WRK_USERS") or "")
+-- WRK_USER_FORMAT (string.format, default "%d"): how the drawn id is written ("%06d" for
+-- the marketplace's acct-000123).
+local user_format = os.getenv("WRK_USER_FORMAT") or "%d"
 if body and #body > 0 then
   wrk.method = "POST"
   wrk.body = body
@@ -22,7 +25,7 @@ end
 
 if users and body and #body > 0 then
   request = function()
-    local b = body:gsub("%$USER", tostring(math.random(0, users - 1)))
+    local b = body:gsub("%$USER", string.format(user_format, math.random(0, users - 1)))
     return wrk.format(nil, nil, nil, b)
   end
 end

@@ -103,7 +103,13 @@ struct ListRows {
   std::vector<uint64_t> strs;  // str member i: offset << 32 | length in str_bytes
   PoolVector<double> scores;
   PoolVector<uint8_t> score_valid;
-  std::vector<uint32_t> from;  // kept only when with_from (media's source_as)
+  // Rows [previous head's end, end) came from input index `input`; kept only when
+  // with_from (media's source_as column).
+  struct Head {
+    uint32_t end;
+    uint32_t input;
+  };
+  std::vector<Head> heads;
   bool with_from = true;
 
   size_t size() const { return strs.empty() ? ids.size() : strs.size(); }
@@ -116,7 +122,7 @@ struct ListRows {
   }
   // The rows appended since the last call came from input index `input` (with_from).
   void FromUpTo(uint32_t input) {
-    if (with_from) from.resize(size(), input);
+    if (with_from) heads.push_back({static_cast<uint32_t>(size()), input});
   }
   // Rows [b, e) of `o`, as coming from input index `from`.
   void AppendRange(const ListRows& o, size_t b, size_t e, uint32_t from);

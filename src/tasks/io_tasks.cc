@@ -232,7 +232,8 @@ Task<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
                                                                : whole ? "HGETALL"
                                                                        : "HMGET",
                                                                names);
-    const RedisCommands::Shape pttl = RedisCommands::MakeShape("PTTL", {});
+    const RedisCommands::Shape pttl =
+        cu.store ? RedisCommands::MakeShape("PTTL", {}) : RedisCommands::Shape{};
     for (uint32_t k : missed) {
       io.AddKeyed(cmds, read, ids[k]);
       if (cu.store) io.AddKeyed(cmds, pttl, ids[k]);
@@ -322,7 +323,6 @@ Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   // Most heads are whole (media lists of a few items, feeds of fanout): room for them all.
   const size_t expect = ids.size() * std::min<size_t>(asked, 1024);
   if (io.family->members_type == ColumnType::kI64) out.ids.reserve(expect);
-  if (with_from) out.from.reserve(expect);
   std::vector<ListRef> found;
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
@@ -436,17 +436,21 @@ Task<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, std::string_vie
   auto read = co_await ReadLists(ctx, *io, *ids, ctx.args->I64(count_param), !score_as.empty(),
                                  /*with_from=*/media);
   if (!read) co_return Fail(std::move(read.error()));
+  const size_t n = read->size();
   RowSet out;
   out.SetColumn("id", IdColumn(*read, io->family->members_type));
-  if (media) {
-    const size_t n = read->from.size();
+  if (media) {  // the input id of every row, head by head
     if (ids->type == ColumnType::kI64) {
       PoolVector<int64_t> from(n);
-      for (size_t i = 0; i < n; ++i) from[i] = ids->ids[read->from[i]];
+      size_t r = 0;
+      for (const ListRows::Head& h : read->heads)
+        for (; r < h.end; ++r) from[r] = ids->ids[h.input];
       out.SetColumn(ctx.args->Str("source_as"), Share(Column::I64(std::move(from))));
     } else {
       ColumnBuilder col(ColumnType::kStr, n);
-      for (uint32_t i : read->from) col.AppendStr(ids->strs[i]);
+      size_t r = 0;
+      for (const ListRows::Head& h : read->heads)
+        for (; r < h.end; ++r) col.AppendStr(ids->strs[h.input]);
       out.SetColumn(ctx.args->Str("source_as"), Share(std::move(col).Finish()));
     }
   }
