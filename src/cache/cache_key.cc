@@ -1,6 +1,5 @@
 // The cache's key of a str id (cached_values.h StrIdKey). Threads: any thread (pure, after
 // the seed's one-time draw).
-#include <cstring>
 #include <random>
 
 #include "cache/cached_values.h"
@@ -20,19 +19,6 @@ uint64_t Seed() {
 
 }  // namespace
 
-int64_t StrIdKey(std::string_view id) {
-  // 8 bytes a round through splitmix64's finalizer, keyed by the seed and the length.
-  uint64_t h = Seed() ^ Mix64(id.size() + 0x9e3779b97f4a7c15ULL);
-  size_t i = 0;
-  for (; i + 8 <= id.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, id.data() + i, 8);
-    h = Mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
-  }
-  uint64_t w = 0;
-  std::memcpy(&w, id.data() + i, id.size() - i);
-  h = Mix64(h ^ w ^ (uint64_t{id.size() - i} << 59));
-  return static_cast<int64_t>(h);
-}
+int64_t StrIdKey(std::string_view id) { return static_cast<int64_t>(HashBytes(id, Seed())); }
 
 }  // namespace rankd

@@ -2,6 +2,8 @@
 // with each key's position among them. For the tasks that meet each id once: dedupe
 // keeps a row per key, features asks Redis (or the cache) once per distinct item.
 //
+// DistinctStrings: the same for strings (a str id column).
+//
 // An open-addressing set in one block (linear probing, load ≤ 0.5; a slot holds the
 // key's position + 1, 0: empty), not a heap node per key as std::unordered_set would
 // take: at a few hundred ids a request, the nodes' allocations were most of the time.
@@ -13,7 +15,10 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
+
+#include "core/mix.h"
 
 namespace rankd {
 
@@ -52,6 +57,39 @@ class DistinctKeys {
   int shift_;
   std::vector<uint32_t> slots_;
   std::vector<Key> keys_;
+};
+
+// The same for strings (views the caller keeps alive while it adds): a slot matches on
+// the string's hash (core/mix.h HashBytes), then on its bytes.
+class DistinctStrings {
+ public:
+  explicit DistinctStrings(size_t max_keys)
+      : cap_(std::bit_ceil(std::max<size_t>(16, 2 * max_keys))), slots_(cap_, 0) {
+    keys_.reserve(max_keys);
+    hashes_.reserve(max_keys);
+  }
+
+  using Seen = DistinctKeys<uint64_t>::Seen;
+  Seen Add(std::string_view k) {
+    const uint64_t h = HashBytes(k, 0x243f6a8885a308d3ULL);
+    size_t s = static_cast<size_t>(h) & (cap_ - 1);
+    for (; slots_[s] != 0; s = (s + 1) & (cap_ - 1)) {
+      const uint32_t i = slots_[s] - 1;
+      if (hashes_[i] == h && keys_[i] == k) return {i, false};
+    }
+    keys_.push_back(k);
+    hashes_.push_back(h);
+    slots_[s] = static_cast<uint32_t>(keys_.size());
+    return {slots_[s] - 1, true};
+  }
+
+  const std::vector<std::string_view>& keys() const { return keys_; }
+
+ private:
+  size_t cap_;
+  std::vector<uint32_t> slots_;
+  std::vector<std::string_view> keys_;
+  std::vector<uint64_t> hashes_;
 };
 
 }  // namespace rankd

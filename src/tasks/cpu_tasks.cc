@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <bit>
 #include <type_traits>
-#include <unordered_set>
 
 #include "core/distinct_keys.h"
 #include "tasks/schemas.h"
@@ -58,27 +57,17 @@ Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
 // Keeps the first logical row of each distinct key value; all nulls count as one value.
 template <class Key, class KeyOf>
 Selection FirstOfEach(const RowSet& rs, const Column& col, KeyOf key_of) {
-  if constexpr (std::is_same_v<Key, int64_t> || std::is_same_v<Key, uint64_t>) {
-    // 64-bit keys: DistinctKeys, one block rather than a heap node per key.
-    DistinctKeys<Key> seen(rs.size());
-    bool seen_null = false;
-    Selection keep;
-    keep.reserve(rs.size());
-    for (size_t i = 0; i < rs.size(); ++i) {
-      uint32_t r = rs.row(i);
-      bool fresh = col.valid(r) ? seen.Add(key_of(r)).first : !std::exchange(seen_null, true);
-      if (fresh) keep.push_back(r);
-    }
-    return keep;
-  }
-  std::unordered_set<Key> seen;
+  // One block rather than a heap node per key: DistinctKeys for 64-bit keys,
+  // DistinctStrings for strings.
+  using Set =
+      std::conditional_t<std::is_same_v<Key, std::string_view>, DistinctStrings, DistinctKeys<Key>>;
+  Set seen(rs.size());
   bool seen_null = false;
   Selection keep;
   keep.reserve(rs.size());
-  seen.reserve(rs.size());
   for (size_t i = 0; i < rs.size(); ++i) {
     uint32_t r = rs.row(i);
-    bool fresh = col.valid(r) ? seen.insert(key_of(r)).second : !std::exchange(seen_null, true);
+    bool fresh = col.valid(r) ? seen.Add(key_of(r)).first : !std::exchange(seen_null, true);
     if (fresh) keep.push_back(r);
   }
   return keep;
@@ -101,7 +90,7 @@ Result<RowSet> RunDedupe(const TaskContext& ctx, RowSets in) {
       });
       break;
     case ColumnType::kBool:
-      keep = FirstOfEach<uint8_t>(rs, *col, [&](uint32_t r) { return col->b[r]; });
+      keep = FirstOfEach<int64_t>(rs, *col, [&](uint32_t r) { return int64_t{col->b[r]}; });
       break;
     case ColumnType::kStr:
       keep = FirstOfEach<std::string_view>(rs, *col, [&](uint32_t r) { return col->str(r); });

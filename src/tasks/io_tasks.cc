@@ -23,7 +23,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -147,13 +146,10 @@ Distinct DistinctIds(const InputIds& ids) {
     for (int64_t v : seen.keys()) d.ids.push_back({v, {}});
     return d;
   }
-  std::unordered_map<std::string_view, uint32_t> seen;
-  seen.reserve(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto [it, fresh] = seen.emplace(ids.strs[i], static_cast<uint32_t>(d.ids.size()));
-    if (fresh) d.ids.push_back({0, ids.strs[i]});
-    d.reply_of[i] = it->second;
-  }
+  DistinctStrings seen(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) d.reply_of[i] = seen.Add(ids.strs[i]).index;
+  d.ids.reserve(seen.keys().size());
+  for (std::string_view s : seen.keys()) d.ids.push_back({0, s});
   return d;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/distinct_keys.h"
@@ -46,5 +47,27 @@ TEST_CASE("DistinctKeys agrees with a map on dense, strided and colliding keys")
       }
       CHECK(d.keys().size() == want.size());
     }
+  }
+}
+
+TEST_CASE("DistinctStrings agrees with a map: lengths around 8, shared prefixes, empty") {
+  for (size_t n : {1u, 16u, 17u, 300u, 2000u}) {
+    uint64_t rng = 7 + n;
+    std::vector<std::string> pool;
+    for (size_t i = 0; i < n; ++i)
+      pool.push_back(i % 5 == 0 ? std::string(i % 11, 'x')  // lengths 0..10
+                                : "lst-" + std::to_string(rankd::SplitMix64(rng) % n));  // prefix
+    std::vector<std::string_view> in;
+    for (size_t i = 0; i < 2 * n; ++i) in.push_back(pool[rankd::SplitMix64(rng) % n]);
+    rankd::DistinctStrings d(in.size());
+    std::map<std::string_view, uint32_t> want;
+    for (std::string_view k : in) {
+      auto [it, fresh] = want.try_emplace(k, static_cast<uint32_t>(want.size()));
+      auto s = d.Add(k);
+      REQUIRE(s.first == fresh);
+      REQUIRE(s.index == it->second);
+      REQUIRE(d.keys()[s.index] == k);
+    }
+    CHECK(d.keys().size() == want.size());
   }
 }
