@@ -148,7 +148,7 @@ std::vector<uint32_t> HandFilter(const RowSet& rs) {
   const Column& country = *rs.column("country");
   std::vector<uint8_t> allowed(country.dict->values.size());
   for (size_t k = 0; k < allowed.size(); ++k) {
-    const std::string& s = country.dict->values[k];
+    const std::string_view s = country.dict->values[k];
     allowed[k] = s == "US" || s == "FR" || s == "DE" || s == "GB";
   }
   std::vector<uint32_t> out;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -46,9 +47,42 @@ class Validity {
   PoolVector<uint64_t> bits_;
 };
 
+// The strings of a dictionary, in code order, their bytes in one buffer (a column of
+// hundreds of distinct titles is two allocations, not one per string past 15 bytes).
+// A view it hands out is valid until the next push_back.
+class StringValues {
+ public:
+  StringValues() = default;
+  StringValues(std::initializer_list<std::string_view> values) {
+    for (std::string_view v : values) push_back(v);
+  }
+  size_t size() const { return ends_.size(); }
+  bool empty() const { return ends_.empty(); }
+  std::string_view operator[](size_t i) const {
+    const uint32_t begin = i == 0 ? 0 : ends_[i - 1];
+    return std::string_view(bytes_).substr(begin, ends_[i] - begin);
+  }
+  void push_back(std::string_view s) {
+    bytes_.append(s);
+    ends_.push_back(static_cast<uint32_t>(bytes_.size()));
+  }
+  void emplace_back(std::string_view s = {}) { push_back(s); }
+  void reserve(size_t n) { ends_.reserve(n); }
+  friend bool operator==(const StringValues& a, const std::vector<std::string>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < b.size(); ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  }
+
+ private:
+  std::string bytes_;
+  std::vector<uint32_t> ends_;  // value i is bytes_[ends_[i - 1], ends_[i])
+};
+
 // String dictionary of one column: codes index `values`.
 struct StringDict {
-  std::vector<std::string> values;
+  StringValues values;
 };
 
 struct Column {

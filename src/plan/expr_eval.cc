@@ -574,11 +574,11 @@ const uint32_t* Runner::UnifyDicts(Reg ra, Reg rb, Slot& out, Scratch<uint32_t>&
     index.reserve(av.size() + bv.size());
     for (size_t k = 0; k < av.size(); ++k) index.try_emplace(av[k], static_cast<uint32_t>(k));
     m.remap.resize(bv.size());
-    std::vector<const std::string*> extra;
+    std::vector<std::string_view> extra;  // views into b's dictionary, which stays put
     for (size_t k = 0; k < bv.size(); ++k) {
       auto [it, inserted] =
           index.try_emplace(bv[k], static_cast<uint32_t>(av.size() + extra.size()));
-      if (inserted) extra.push_back(&bv[k]);
+      if (inserted) extra.push_back(bv[k]);
       m.remap[k] = it->second;
     }
     if (extra.empty()) {
@@ -587,7 +587,7 @@ const uint32_t* Runner::UnifyDicts(Reg ra, Reg rb, Slot& out, Scratch<uint32_t>&
       auto d = std::make_shared<StringDict>();
       d->values.reserve(av.size() + extra.size());
       d->values = av;
-      for (const std::string* s : extra) d->values.push_back(*s);
+      for (std::string_view s : extra) d->values.push_back(s);
       m.dict = std::move(d);
     }
   }
@@ -794,7 +794,7 @@ void Runner::In(const Instr& ins) {
   switch (StorageOf(T(ins.a))) {
     case Storage::kStr: {
       const auto& dict = a.dict->values;
-      auto has = [&](const std::string& s) {
+      auto has = [&](std::string_view s) {
         return std::binary_search(set.strings.begin(), set.strings.end(), s);
       };
       // As in CmpStr: the table once per run, when the run's rows outnumber its cost.
