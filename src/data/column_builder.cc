@@ -1,5 +1,6 @@
 #include "data/column_builder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -13,10 +14,17 @@ ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
     case ColumnType::kI64: col_.i64.reserve(reserve); break;
     case ColumnType::kF64: col_.f64.reserve(reserve); break;
     case ColumnType::kBool: col_.b.reserve(reserve); break;
-    case ColumnType::kStr:
+    case ColumnType::kStr: {
       col_.str_code.reserve(reserve);
       dict_ = std::make_shared<StringDict>();
+      // Room for as many distinct strings as rows, up to a bound (most str columns of a
+      // request are ids, each distinct): no growth step per doubling. Reserving touches
+      // no memory, so a column of few distinct values pays only the allocations' size.
+      const size_t distinct = std::min<size_t>(reserve, 4096);
+      known_.reserve(distinct);
+      dict_->values.reserve(distinct, 8 * distinct);
       break;
+    }
   }
 }
 

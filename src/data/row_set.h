@@ -67,7 +67,11 @@ class StringValues {
     ends_.push_back(static_cast<uint32_t>(bytes_.size()));
   }
   void emplace_back(std::string_view s = {}) { push_back(s); }
-  void reserve(size_t n) { ends_.reserve(n); }
+  // Room for n strings of `bytes` bytes in all.
+  void reserve(size_t n, size_t bytes = 0) {
+    ends_.reserve(n);
+    bytes_.reserve(bytes);
+  }
   friend bool operator==(const StringValues& a, const std::vector<std::string>& b) {
     if (a.size() != b.size()) return false;
     for (size_t i = 0; i < b.size(); ++i)
