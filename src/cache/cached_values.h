@@ -71,6 +71,8 @@ class CachedFields {
 
   size_t size() const { return cells_.size(); }
   void resize(size_t n) { cells_.resize(n); }
+  // Room for `bytes` of string values.
+  void reserve_strings(size_t bytes) { strings_.reserve(bytes); }
   // Field i, rebuilt (a copy).
   CachedField operator[](size_t i) const;
   void Set(size_t i, const CachedField& f);

@@ -1,6 +1,7 @@
 #include "data/column_builder.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <functional>
 
@@ -16,13 +17,16 @@ ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
     case ColumnType::kBool: col_.b.reserve(reserve); break;
     case ColumnType::kStr: {
       col_.str_code.reserve(reserve);
-      dict_ = std::make_shared<StringDict>();
+      dict_ = std::allocate_shared<StringDict>(block_pool::Allocator<StringDict>());
       // Room for as many distinct strings as rows, up to a bound (most str columns of a
       // request are ids, each distinct): no growth step per doubling. Reserving touches
       // no memory, so a column of few distinct values pays only the allocations' size.
       const size_t distinct = std::min<size_t>(reserve, 4096);
       known_.reserve(distinct);
       dict_->values.reserve(distinct, 8 * distinct);
+      // The table starts at up to 256 slots (1 KiB, cleared): a column of ids grows it a
+      // few times less, one of a few codes pays little for it.
+      initial_slots_ = std::bit_ceil(std::clamp<size_t>(2 * distinct, 16, 256));
       break;
     }
   }
@@ -58,7 +62,7 @@ size_t SlotHash(uint64_t key, size_t size) {
 }  // namespace
 
 uint32_t ColumnBuilder::Code(std::string_view s) {
-  if (slots_.empty()) slots_.assign(16, 0);
+  if (slots_.empty()) slots_.assign(initial_slots_, 0);
   const uint64_t key = KeyOf(s);
   const size_t n = s.size();
   size_t mask = slots_.size() - 1;

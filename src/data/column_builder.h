@@ -53,8 +53,10 @@ class ColumnBuilder {
     uint64_t key;
     size_t size;
   };
-  std::vector<uint32_t> slots_;
-  std::vector<Known> known_;  // by code
+  // From the block pool: the builder's own tables, freed with it.
+  PoolVector<uint32_t> slots_;
+  size_t initial_slots_ = 16;  // the table's size at its first string
+  PoolVector<Known> known_;    // by code
 };
 
 }  // namespace rankd

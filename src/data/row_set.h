@@ -60,7 +60,7 @@ class StringValues {
   bool empty() const { return ends_.empty(); }
   std::string_view operator[](size_t i) const {
     const uint32_t begin = i == 0 ? 0 : ends_[i - 1];
-    return std::string_view(bytes_).substr(begin, ends_[i] - begin);
+    return std::string_view(bytes_.data() + begin, ends_[i] - begin);
   }
   void push_back(std::string_view s) {
     bytes_.append(s);
@@ -80,8 +80,10 @@ class StringValues {
   }
 
  private:
-  std::string bytes_;
-  std::vector<uint32_t> ends_;  // value i is bytes_[ends_[i - 1], ends_[i])
+  // From the thread's block pool (core/block_pool.h), as a column's cells: a request's
+  // dictionaries take no malloc once the shard is warm.
+  PoolString bytes_;
+  PoolVector<uint32_t> ends_;  // value i is bytes_[ends_[i - 1], ends_[i])
 };
 
 // String dictionary of one column: codes index `values`.

@@ -205,6 +205,8 @@ Task<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
     co_return out;
   }
   out.cells.resize(ids.size() * nf);
+  for (const size_t f : fields)  // room for strings of a few words each
+    if (io.family->fields[f].type == FieldType::kStr) out.cells.reserve_strings(16 * ids.size());
   for (size_t k = 0, m = 0; k < ids.size(); ++k) {
     if (m < missed.size() && missed[m] == k) {
       ++m;
@@ -318,7 +320,13 @@ Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   out.with_from = with_from;
   // Most heads are whole (media lists of a few items, feeds of fanout): room for them all.
   const size_t expect = ids.size() * std::min<size_t>(asked, 1024);
-  if (io.family->members_type == ColumnType::kI64) out.ids.reserve(expect);
+  if (io.family->members_type == ColumnType::kI64) {
+    out.ids.reserve(expect);
+  } else {
+    out.strs.reserve(expect);
+    out.str_bytes.reserve(16 * expect);
+  }
+  if (with_from) out.heads.reserve(ids.size());
   std::vector<ListRef> found;
   std::vector<uint32_t> missed;  // input indexes
   std::vector<CacheKey> keys;    // of the misses
