@@ -646,6 +646,22 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
 
 // ---- definePlan and the compiler -------------------------------------------------------
 
+/**
+ * Served-item logging (docs/plan.md, "log"): the server records a sample of the plan's
+ * requests, each with its served items (and, with `candidates`, the unserved ones), to a
+ * sink, so that models can be trained on what was shown (ops/train-from-log).
+ */
+export interface LogSpec {
+  /** The share of requests recorded, 0..1 (d 0: none). */
+  sample?: number;
+  /** The sink the records go to: a name the server is started with (letters, digits, `_ . -`; 1..64). */
+  sink: string;
+  /** The columns recorded per item, each a column of the output node (d the plan's output columns). */
+  columns?: readonly string[];
+  /** Also record the unserved candidates: the first `top` (1..10000) rows of the node `node` (a node id). */
+  candidates?: { node: string; top: number };
+}
+
 export interface PlanSpec<Ps extends ParamDecls, S extends SchemaDecl = DemoSchema> {
   /** The plan's name: the file must be `<name>.plan.ts`. */
   name: string;
@@ -653,6 +669,8 @@ export interface PlanSpec<Ps extends ParamDecls, S extends SchemaDecl = DemoSche
   params?: Ps;
   /** Builds the DAG and returns its output node (or `node.output([...columns])`). */
   build: (ctx: Ctx<S>, P: ParamRefs<Ps>) => Node<any, any> | Output<any>;
+  /** Served-item logging; without it the plan logs nothing (and its JSON has no `log`). */
+  log?: LogSpec;
 }
 
 export interface CompileOptions {
@@ -758,7 +776,7 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
   if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
   if (typeof spec.build !== "function") fail(`definePlan at ${site}: build must be a function`);
-  for (const k of Object.keys(spec)) if (!["name", "description", "params", "build"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
+  for (const k of Object.keys(spec)) if (!["name", "description", "params", "build", "log"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
 
   const b = new PlanBuilder(schema);
   const params: Record<string, Json> = {};
@@ -874,5 +892,72 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
   const output: Record<string, Json> = { node: ids.get(out.node.rec)! };
   if (out.columns.length > 0) output.columns = [...out.columns];
   plan.output = output;
+  if (spec.log !== undefined) {
+    try {
+      plan.log = logJson(spec.log, out.node.rec, ids.get(out.node.rec)!, b.nodes.map((n) => ids.get(n)!));
+    } catch (e) {
+      if (e instanceof PlanError) throw new PlanError(`definePlan at ${site}: ${e.message}`);
+      throw e;
+    }
+  }
   return plan;
+}
+
+/** Sink names as the server accepts them: a malformed name fails the build here, not the load there. */
+const SINK_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+const LOG_KEYS = ["sample", "sink", "columns", "candidates"];
+const CANDIDATE_KEYS = ["node", "top"];
+
+function onlyKeys(where: string, o: object, allowed: readonly string[]): void {
+  for (const k of Object.keys(o)) if (!allowed.includes(k)) fail(`${where}: unknown field '${k}' (allowed: ${allowed.join(", ")})`);
+}
+
+/**
+ * The top-level `log` object (docs/plan.md, "log: served-item logging"), checked as far as
+ * the plan shows: the columns against the output node's, the candidates node against the
+ * plan's node ids. Whether the server has the sink is known only where it runs (records
+ * for a sink it lacks count as dropped, the load does not fail), so only its name is checked.
+ * `sample` is always written (0.0 when not given) so the JSON says whether logging is on;
+ * `columns` and `candidates` only when given (the server fills the columns' default).
+ */
+function logJson(log: LogSpec, output: NodeRec, outputId: string, nodeIds: readonly string[]): Json {
+  if (typeof log !== "object" || log === null || Array.isArray(log)) fail(`log must be an object {sample?, sink, columns?, candidates?}, got ${JSON.stringify(log)}`);
+  onlyKeys("log", log, LOG_KEYS);
+  const sample: unknown = log.sample === undefined ? 0 : log.sample;
+  if (typeof sample !== "number" || !Number.isFinite(sample)) fail(`log.sample must be a number 0..1 (the share of requests logged), got ${JSON.stringify(log.sample)}`);
+  if (sample < 0 || sample > 1) fail(`log.sample ${sample} is out of bounds 0..1 (the share of requests logged)`);
+  const sink: unknown = log.sink;
+  if (sink === undefined) fail(`log.sink is required: the name of a sink the server is started with`);
+  if (typeof sink !== "string" || !SINK_RE.test(sink))
+    fail(`log.sink must be a sink name (1..64 letters, digits, _, . or -), got ${JSON.stringify(sink)}`);
+  const j: Record<string, Json> = { sample: new F64(sample), sink };
+  if (log.columns !== undefined) j.columns = logColumns(log.columns, output, outputId);
+  if (log.candidates !== undefined) j.candidates = logCandidates(log.candidates, nodeIds);
+  return j;
+}
+
+/** Logged columns: a non-empty list of distinct columns of the output node (not only of its
+ *  `output.columns`: a log may keep what the response leaves out, e.g. a feature). */
+function logColumns(v: unknown, output: NodeRec, outputId: string): string[] {
+  const have = () => `columns of the output node '${outputId}': ${[...output.cols.keys()].join(", ")}`;
+  if (!Array.isArray(v) || v.length === 0) fail(`log.columns must be a non-empty list of columns (${have()})`);
+  const seen = new Set<string>();
+  for (const c of v) {
+    if (typeof c !== "string" || c === "") fail(`log.columns: ${JSON.stringify(c)} is not a column name (${have()})`);
+    if (!output.cols.has(c)) fail(`log.columns: unknown column '${c}' (${have()})`);
+    if (seen.has(c)) fail(`log.columns: '${c}' is listed twice`);
+    seen.add(c);
+  }
+  return [...seen];
+}
+
+function logCandidates(v: unknown, nodeIds: readonly string[]): Json {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) fail(`log.candidates must be an object {node, top}, got ${JSON.stringify(v)}`);
+  onlyKeys("log.candidates", v, CANDIDATE_KEYS);
+  const { node, top } = v as { node?: unknown; top?: unknown };
+  if (typeof node !== "string") fail(`log.candidates.node must be a node id, got ${JSON.stringify(node)} (nodes: ${nodeIds.join(", ")})`);
+  if (!nodeIds.includes(node)) fail(`log.candidates.node: unknown node '${node}' (nodes: ${nodeIds.join(", ")})`);
+  if (typeof top !== "number" || !Number.isInteger(top)) fail(`log.candidates.top must be an integer 1..10000, got ${JSON.stringify(top)}`);
+  if (top < 1 || top > 10000) fail(`log.candidates.top ${top} is out of bounds 1..10000`);
+  return { node, top };
 }
