@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/json_escape.h"
+#include "core/sha256.h"
 #include "plan/bind.h"
 
 namespace rankd {
@@ -83,6 +84,7 @@ class Loader {
     plan->file = w_.file;
     plan->schema = schema_ ? schema_ : DemoSchema();
     plan->json = std::string(text);
+    plan->sha256 = Sha256Hex(text);
     simdjson::dom::parser parser;
     element root;
     if (auto err = parser.parse(plan->json).get(root))
@@ -95,6 +97,7 @@ class Loader {
     if (auto s = Output(obj, *plan); !s) return Fail(s.error());
     if (auto s = Graph(*plan); !s) return Fail(s.error());
     if (auto s = Type(obj, *plan); !s) return Fail(s.error());
+    if (auto s = Log(obj, *plan); !s) return Fail(s.error());
     MarkRowsRead(*plan);
     if (!plan->models.empty()) ListModelsInJson(*plan);
     return PlanPtr(std::move(plan));
@@ -278,6 +281,83 @@ class Loader {
     return {};
   }
 
+  // "log": {"sample", "sink", "columns", "candidates": {"node", "top"}} (PlanLog). After
+  // Type: logged columns are checked against the output node's.
+  Status Log(object obj, Plan& plan) {
+    PlanLog& log = plan.log;
+    for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
+      const PlanNode& n = plan.nodes[i];
+      if (n.op == "viewer" && log.viewer < 0) log.viewer = static_cast<int32_t>(i);
+    }
+    element v;
+    if (obj["log"].get(v)) return {};
+    object lj;
+    if (v.get_object().get(lj)) return Fail(w_.Err("log: must be an object"));
+    for (auto [k, _] : lj)
+      if (k != "sample" && k != "sink" && k != "columns" && k != "candidates")
+        return Fail(w_.Err("log: unknown field '" + std::string(k) + "'"));
+    log.enabled = true;
+    element f;
+    if (!lj["sample"].get(f)) {
+      if (!IsNumber(f)) return Fail(w_.Err("log.sample: must be a number from 0 to 1"));
+      log.sample = IsInt(f) ? double(int64_t(f.get_int64())) : double(f.get_double());
+      if (!(log.sample >= 0 && log.sample <= 1))
+        return Fail(w_.Err("log.sample: " + simdjson::to_string(f) + " is out of bounds 0..1"));
+    }
+    std::string_view s;
+    auto sink_char = [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             c == '_' || c == '-' || c == '.';
+    };
+    if (lj["sink"].get(f) || f.get_string().get(s) || s.empty() || s.size() > 64 ||
+        !std::all_of(s.begin(), s.end(), sink_char))
+      return Fail(w_.Err("log.sink: missing or not a sink name (1 to 64 of A-Z a-z 0-9 _ - .)"));
+    log.sink = std::string(s);
+    const PlanNode& out = plan.nodes[plan.output];
+    if (!lj["columns"].get(f)) {
+      array cols;
+      if (f.get_array().get(cols) || cols.size() == 0)
+        return Fail(w_.Err("log.columns: must be a non-empty array of column names"));
+      for (element c : cols) {
+        if (c.get_string().get(s))
+          return Fail(w_.Err("log.columns: must be a non-empty array of column names"));
+        if (!out.out_types.find(s))
+          return Fail(w_.Err("log.columns: the output node '" + out.id + "' has no column '" +
+                             std::string(s) + "'"));
+        if (std::find(log.columns.begin(), log.columns.end(), s) != log.columns.end())
+          return Fail(w_.Err("log.columns: '" + std::string(s) + "' is listed twice"));
+        log.columns.emplace_back(s);
+      }
+    } else if (!plan.output_columns.empty()) {
+      log.columns = plan.output_columns;
+    } else {
+      for (const auto& [name, type] : out.out_types.cols) log.columns.push_back(name);
+    }
+    if (!lj["candidates"].get(f)) {
+      object cj;
+      if (f.get_object().get(cj))
+        return Fail(w_.Err("log.candidates: must be an object {\"node\", \"top\"}"));
+      for (auto [k, _] : cj)
+        if (k != "node" && k != "top")
+          return Fail(w_.Err("log.candidates: unknown field '" + std::string(k) + "'"));
+      if (cj["node"].get(v) || v.get_string().get(s))
+        return Fail(w_.Err("log.candidates.node: missing or not a node id"));
+      auto it = index_.find(std::string(s));
+      if (it == index_.end())
+        return Fail(w_.Err("log.candidates.node: unknown node '" + std::string(s) + "'"));
+      log.candidates = static_cast<int32_t>(it->second);
+      if (cj["top"].get(v) || !IsInt(v) || int64_t(v.get_int64()) < 1 ||
+          int64_t(v.get_int64()) > 10000)
+        return Fail(w_.Err("log.candidates.top: missing or not an integer from 1 to 10000"));
+      log.candidates_top = static_cast<uint32_t>(int64_t(v.get_int64()));
+    }
+    for (uint32_t i = 0; i < plan.nodes.size(); ++i)
+      if (plan.nodes[i].model.model || static_cast<int32_t>(i) == log.candidates ||
+          static_cast<int32_t>(i) == log.viewer)
+        log.kept.push_back(i);
+    return {};
+  }
+
   // GET /plans/{name} serves the plan's text with the models it uses added:
   // "models": [{"name": ..., "sha256": ...}] as the object's last field.
   static void ListModelsInJson(Plan& plan) {
@@ -299,6 +379,8 @@ class Loader {
     for (uint32_t i = 0; i < plan.nodes.size(); ++i) {
       PlanNode& node = plan.nodes[i];
       if (i == plan.output || node.successors.size() != 1) continue;
+      // A logged plan records the candidates node's first rows in order: all of them.
+      if (static_cast<int32_t>(i) == plan.log.candidates) continue;
       const PlanNode& reader = plan.nodes[node.successors[0]];
       if (reader.op != "take") continue;
       size_t arg = reader.args.Index("count");

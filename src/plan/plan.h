@@ -65,11 +65,27 @@ struct PlanNode {
   uint32_t row_cost = 1;
 };
 
+// The plan's "log" block (docs/served-log.md): which requests are recorded, to which
+// sink, with which columns. Resolved at load.
+struct PlanLog {
+  bool enabled = false;  // the plan has a "log" block
+  double sample = 0;     // 0..1: the share of requests recorded (a request's "log": true too)
+  std::string sink;      // a --served-log name; one the server lacks counts dropped_no_sink
+  std::vector<std::string> columns;  // per-item columns; default: the output's columns
+  int32_t candidates = -1;           // node whose unserved rows follow the served ones; -1: none
+  uint32_t candidates_top = 0;       // how many of them, at most
+  // Nodes whose output a recorded request keeps until it is written: every `model` node,
+  // the candidates node and the first `viewer` node, in node order.
+  std::vector<uint32_t> kept;
+  int32_t viewer = -1;  // the first viewer node, or -1
+};
+
 struct Plan {
   std::string name;
   std::string description;
-  std::string file;  // where it was loaded from, for messages
-  std::string json;  // the file's text, for GET /plans/{name}
+  std::string file;    // where it was loaded from, for messages
+  std::string json;    // the file's text, for GET /plans/{name}
+  std::string sha256;  // of the file's bytes (served-log records name the plan by it)
   ParamDecls params;
   std::vector<PlanNode> nodes;
   std::vector<uint32_t> sources;  // nodes with in_degree 0
@@ -80,6 +96,7 @@ struct Plan {
   // The type of the request's user_id: the id type of the families its viewer and
   // seen_filter nodes read (i64 when it has neither).
   ColumnType user_id_type = ColumnType::kI64;
+  PlanLog log;
 
   // Index of the node named `id`, or -1. Load time and tests only (linear).
   int node_index(std::string_view id) const;

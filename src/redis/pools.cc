@@ -42,17 +42,25 @@ int RedisPools::IndexOf(std::string_view name) const {
 bool RedisPools::Ready() const {
   loop_.AssertInLoopThread();
   if (closed_) return false;
-  for (const auto& p : pools_)
-    if (!p->live()) return false;
+  for (size_t i = 0; i < pools_.size(); ++i)
+    if (!pools_[i]->live() && !(i < exempt_.size() && exempt_[i])) return false;
   return true;
+}
+
+void RedisPools::SetReadyExempt(const std::vector<std::string>& names) {
+  loop_.AssertInLoopThread();
+  exempt_.assign(pools_.size(), false);
+  for (const auto& n : names)
+    if (int i = IndexOf(n); i >= 0) exempt_[static_cast<size_t>(i)] = true;
 }
 
 std::string RedisPools::NotReadyReason() const {
   loop_.AssertInLoopThread();
   if (closed_) return "redis: closed";
   std::string out;
-  for (const auto& p : pools_) {
-    if (p->live()) continue;
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    const auto& p = pools_[i];
+    if (p->live() || (i < exempt_.size() && exempt_[i])) continue;
     if (!out.empty()) out += "; ";
     out += "redis endpoint " + p->endpoint().Label() + ": " + p->NotLiveReason();
   }

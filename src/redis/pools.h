@@ -45,8 +45,12 @@ class RedisPools {
   RedisClient* Get(std::string_view name) const;
   // Its index in pools(), -1 when no such endpoint is configured.
   int IndexOf(std::string_view name) const;
-  // Every endpoint has at least one live connection.
+  // Every endpoint has at least one live connection (but those SetReadyExempt names).
   bool Ready() const;
+  // Endpoints whose connections do not gate Ready(): those only the served log writes
+  // to, so that a dead log sink never takes the replica out of its balancer. Replaces
+  // the previous list; unknown names are ignored. Loop thread.
+  void SetReadyExempt(const std::vector<std::string>& names);
   // "" when Ready(); else which endpoints are not, and why, for /readyz's body.
   std::string NotReadyReason() const;
   const std::vector<std::unique_ptr<RedisClient>>& pools() const { return pools_; }
@@ -59,6 +63,7 @@ class RedisPools {
  private:
   const EventLoop& loop_;
   std::vector<std::unique_ptr<RedisClient>> pools_;
+  std::vector<bool> exempt_;  // by index in pools_
   bool closed_ = false;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // guards the shutdown hook
 };

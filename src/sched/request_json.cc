@@ -106,6 +106,11 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
     if (v.get_bool().get(b)) return Fail(Error::BadRequest("explain: must be a bool"));
     req.explain = b;
   }
+  if (!obj["log"].get(v)) {
+    bool b;
+    if (v.get_bool().get(b)) return Fail(Error::BadRequest("log: must be a bool"));
+    req.log = b;
+  }
   return req;
 }
 

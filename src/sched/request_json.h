@@ -1,5 +1,5 @@
 // The /rank request body of docs/api.md: {"plan", "user_id", "params", "deadline_ms",
-// "explain"}. Shared by the HTTP server and `rankd run`.
+// "explain", "log"}. Shared by the HTTP server and `rankd run`.
 //
 // Threads: any thread (the parser buffer is thread-local).
 #pragma once
@@ -20,6 +20,7 @@ struct RankRequest {
   GivenParams params;
   std::optional<int64_t> deadline_ms;  // 1..60000 when given
   bool explain = false;
+  bool log = false;  // record it in the served log whatever the plan's sample
 };
 
 // Errors are bad_request naming the field ("user_id: must be an integer >= 0"), except

@@ -6,9 +6,7 @@
 
 namespace rankd {
 
-namespace {
-
-void AppendCell(const Column& c, uint32_t row, std::string& out) {
+void AppendJsonCell(const Column& c, uint32_t row, std::string& out) {
   if (!c.valid(row)) {
     out += "null";
     return;
@@ -20,8 +18,6 @@ void AppendCell(const Column& c, uint32_t row, std::string& out) {
     case ColumnType::kStr: AppendJsonString(c.str(row), out); break;
   }
 }
-
-}  // namespace
 
 void AppendJsonDouble(double d, std::string& out) {
   if (!std::isfinite(d)) {
@@ -39,7 +35,8 @@ void AppendJsonInt(int64_t v, std::string& out) {
   out.append(buf, r.ptr);
 }
 
-void AppendRankResponse(const RunResult& r, bool explain, std::string& out) {
+void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
+                        std::string_view served_id) {
   const Plan& plan = *r.plan;
   const RowSet& rows = r.output;
   // The output columns and their `"name":` keys, looked up once.
@@ -81,7 +78,7 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out) {
       if (c) out += ',';
       out += cols[c].first;
       if (cols[c].second)
-        AppendCell(*cols[c].second, row, out);
+        AppendJsonCell(*cols[c].second, row, out);
       else
         out += "null";
     }
@@ -97,6 +94,11 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out) {
     AppendJsonString(plan.nodes[r.degraded[i]].id, out);
   }
   out += ']';
+  if (!served_id.empty()) {
+    out += ",\"served_id\":\"";
+    out += served_id;
+    out += '"';
+  }
   if (explain) {
     out += ",\"nodes\":[";
     for (size_t i = 0; i < r.nodes.size(); ++i) {

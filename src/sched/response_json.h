@@ -14,9 +14,13 @@
 
 namespace rankd {
 
-// {"plan","user_id","items","count","took_us","degraded"[,"nodes"]}
-void AppendRankResponse(const RunResult& r, bool explain, std::string& out);
+// {"plan","user_id","items","count","took_us","degraded"[,"served_id"][,"nodes"]}; the
+// served_id of a request recorded in the served log (docs/served-log.md), else none.
+void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
+                        std::string_view served_id = {});
 void AppendJsonDouble(double d, std::string& out);  // null when not finite
 void AppendJsonInt(int64_t v, std::string& out);
+// Physical row `row` of `c`: null, a number, true/false or a string.
+void AppendJsonCell(const Column& c, uint32_t row, std::string& out);
 
 }  // namespace rankd

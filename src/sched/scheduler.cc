@@ -1,5 +1,6 @@
 #include "sched/scheduler.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <memory_resource>
@@ -69,6 +70,7 @@ struct RequestState {
   std::pmr::vector<uint32_t> pending;    // inputs not yet produced
   std::pmr::vector<uint32_t> consumers;  // successor edges that have not read the output yet
   std::pmr::vector<RowSet> outputs;
+  bool keep_for_log = false;  // outputs of plan->log.kept are copied to readers, not moved
   std::pmr::vector<NodeStat> stats;
   std::pmr::vector<uint32_t> ready;  // FIFO from ready_head
   size_t ready_head = 0;
@@ -133,12 +135,18 @@ void Complete(RequestState& st, uint32_t idx, Result<RowSet> r) {
     if (--st.pending[s] == 0) st.ready.push_back(s);
 }
 
+bool KeptForLog(const RequestState& st, uint32_t idx) {
+  if (!st.keep_for_log) return false;
+  const auto& kept = st.plan->log.kept;
+  return std::find(kept.begin(), kept.end(), idx) != kept.end();
+}
+
 // Inputs in listed order; the last consumer of an output takes it instead of copying.
 RowSets GatherInputs(RequestState& st, const PlanNode& node) {
   RowSets inputs;
   inputs.reserve(node.inputs.size());
   for (uint32_t in : node.inputs) {
-    if (--st.consumers[in] == 0 && in != st.plan->output)
+    if (--st.consumers[in] == 0 && in != st.plan->output && !KeptForLog(st, in))
       inputs.push_back(std::move(st.outputs[in]));
     else
       inputs.push_back(st.outputs[in]);
@@ -274,6 +282,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   st->user_id = req.user_id;
   st->start = start;
   st->deadline = req.deadline;
+  st->keep_for_log = req.keep_for_log;
   size_t with_refs = 0;
   for (const PlanNode& node : plan.nodes) with_refs += node.refs.empty() ? 0 : 1;
   st->resolved.reserve(with_refs);  // TaskContext::args points into it
@@ -315,6 +324,10 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   out.degraded_errors = std::move(st->degraded_errors);
   out.nodes.assign(st->stats.begin(), st->stats.end());
   out.took_us = Micros(start, Clock::now());
+  if (st->keep_for_log) {
+    for (uint32_t k : plan.log.kept) out.kept.push_back(st->outputs[k]);
+    out.params = st->values;
+  }
   co_return out;
 }
 

@@ -56,6 +56,9 @@ struct RunRequest {
   UserId user_id;  // of the plan's user_id type (Plan::user_id_type)
   GivenParams params;
   Deadline deadline;  // absolute; none = no request deadline
+  // The request is recorded (served log): RunResult keeps the outputs of
+  // plan->log.kept and the effective parameters.
+  bool keep_for_log = false;
 };
 
 enum class NodeStatus : uint8_t { kSkipped, kOk, kFailed, kTimeout };
@@ -77,6 +80,10 @@ struct RunResult {
   std::vector<Error> degraded_errors;  // why, in the same order (for the log)
   PoolVector<NodeStat> nodes;          // by node index
   int64_t took_us = 0;
+  // keep_for_log only: the outputs of plan->log.kept (same order; an unrun node's is
+  // empty) and the request's parameter values, defaults filled in.
+  std::vector<RowSet> kept;
+  ParamValues params;
 };
 
 // Runs req.plan. Errors: invalid_param (params, task bounds), deadline_exceeded (the

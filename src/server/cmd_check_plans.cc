@@ -1,9 +1,12 @@
-// rankd check-plans [--plans DIR] [--max-model-bytes N]: loads every plan and model of
-// DIR as the server would; exits 1 with the loader's message (file, node, field) if one
-// is bad.
+// rankd check-plans [--plans DIR] [--max-model-bytes N] [--served-log NAME=URL]...:
+// loads every plan and model of DIR as the server would; exits 1 with the loader's
+// message (file, node, field) if one is bad. Given --served-log (the server's sinks), a
+// plan whose log names another sink is bad too; without it, sink names are not checked
+// (a server counts such records as dropped_no_sink).
 #include <cstdio>
 
 #include "plan/loader.h"
+#include "served/sink_config.h"
 #include "server/commands.h"
 #include "tasks/task.h"
 
@@ -12,15 +15,50 @@ namespace rankd {
 int CmdCheckPlans(const std::vector<std::string>& argv) {
   std::string dir = "plans";
   ModelLimits limits;
+  std::vector<std::string> sink_flags;
   const Flag flags[] = {
       TextFlag("--plans", "DIR", {}, dir),
       IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
+      Flag{"--served-log",
+           {},
+           "NAME=URL",
+           {},
+           [&sink_flags](std::string_view v) -> Status {
+             sink_flags.emplace_back(v);
+             return {};
+           },
+           [] { return std::string(); }},
   };
   if (!ParseCommandFlags("check-plans", argv, flags)) return 2;
+  std::vector<SinkConfig> sinks;
+  for (const auto& v : sink_flags) {
+    auto c = ParseSinkFlag(v);
+    if (!c) {
+      std::fprintf(stderr, "rankd: %s\n", c.error().message.c_str());
+      return 2;
+    }
+    sinks.push_back(std::move(*c));
+  }
   auto set = LoadPlanDir(dir, TaskRegistry::Default(), limits);
   if (!set) {
     std::fprintf(stderr, "%s\n", set.error().message.c_str());
     return 1;
+  }
+  if (!sinks.empty()) {
+    for (const auto& [name, plan] : set->plans) {
+      if (!plan->log.enabled) continue;
+      bool known = false;
+      std::string names;
+      for (const SinkConfig& c : sinks) {
+        known |= c.name == plan->log.sink;
+        names += (names.empty() ? "" : ", ") + c.name;
+      }
+      if (!known) {
+        std::fprintf(stderr, "%s: log.sink: '%s' is not one of the --served-log sinks (%s)\n",
+                     plan->file.c_str(), plan->log.sink.c_str(), names.c_str());
+        return 1;
+      }
+    }
   }
   std::printf("ok: %zu plan(s), %zu model(s) in %s\n", set->plans.size(), set->models.size(),
               dir.c_str());

@@ -19,6 +19,7 @@ int CmdRun(const std::vector<std::string>& args);         // cmd_run.cc
 int CmdBench(const std::vector<std::string>& args);       // cmd_bench.cc
 int CmdCheckPlans(const std::vector<std::string>& args);  // cmd_check_plans.cc
 int CmdSeed(const std::vector<std::string>& args);        // cmd_seed.cc (Redis demo data)
+int CmdReplay(const std::vector<std::string>& args);      // cmd_replay.cc (served logs)
 int CmdServe(const std::vector<std::string>& args);       // cmd_serve.cc (the default)
 
 // Reads a subcommand's flags (cli_flags.h); on an error prints "rankd: <message>", or

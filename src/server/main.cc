@@ -22,7 +22,9 @@ constexpr Command kCommands[] = {
     {"bench", &rankd::CmdBench,
      "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"
      " [--redis NAME=URL]... [--redis-conns K]"},
-    {"check-plans", &rankd::CmdCheckPlans, "[--plans DIR]"},
+    {"check-plans", &rankd::CmdCheckPlans, "[--plans DIR] [--served-log NAME=URL]..."},
+    {"replay", &rankd::CmdReplay,
+     "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"},
     {"seed", &rankd::CmdSeed,
      "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
      "[--flush]"},

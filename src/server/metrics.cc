@@ -162,6 +162,13 @@ Metrics::Metrics(bool enabled)
                             .Name("rankd_access_log_dropped_total")
                             .Help("Access log lines dropped because the shard's log ring was full")
                             .Register(r);
+  served_log_records =
+      &BuildCounter()
+           .Name("rankd_served_log_records_total")
+           .Help(
+               "Served-log records by sink and outcome: written, dropped_full (the shard's "
+               "buffer), dropped_error (the sink failed), dropped_no_sink, dropped_too_large")
+           .Register(r);
   build_info->Add({{"version", RANKD_VERSION}}).Set(1);
   plan_reloads->Add({{"result", "ok"}});
   plan_reloads->Add({{"result", "error"}});

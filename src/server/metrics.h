@@ -70,6 +70,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* cpu_queue_rejects;
   prometheus::Family<prometheus::Counter>* cpu_cancelled;
   prometheus::Family<prometheus::Counter>* access_log_dropped;
+  prometheus::Family<prometheus::Counter>* served_log_records;  // {sink, outcome}
 
  private:
   bool enabled_;

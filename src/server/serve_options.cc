@@ -15,7 +15,8 @@ constexpr std::array<std::string_view, 4> kLogLevelNames = {"error", "warn", "in
 // Every flag of `rankd serve`, bound to `a`: the parser reads it, and --help writes its
 // lines from a table bound to default ServeArgs, so the defaults shown are the ones used.
 // Adding a flag: a field in ServeOptions and a row here.
-std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags) {
+std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags,
+                             std::vector<std::string>& sink_flags) {
   ServeOptions& o = a.options;
   constexpr int64_t kMax = int64_t{1} << 40;
   return {
@@ -135,6 +136,21 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
            },
            [&o] { return std::string(kLogLevelNames[static_cast<size_t>(o.log_level)]); }},
       SwitchFlag("--access-log", "one JSON line per request on stdout", o.access_log),
+      Flag{"--served-log",
+           {},
+           "NAME=URL",
+           "a served-log sink, repeatable (docs/served-log.md):\n"
+           "redis-stream://ENDPOINT?stream=S&maxlen=N or\n"
+           "file:///path/served.jsonl?max_mb=N&keep=K",
+           [&sink_flags](std::string_view v) -> Status {
+             sink_flags.emplace_back(v);
+             return {};
+           },
+           [] { return std::string(); }},
+      IntFlag("--served-log-buffer-bytes", "N",
+              "served-log records a shard holds for its sinks; past it,\n"
+              "new records are dropped and counted ({})",
+              o.served_log_buffer_bytes, 65536, kMax),
       Flag{"--no-metrics",
            {},
            {},
@@ -169,9 +185,9 @@ std::string RouteSummary() {
 const std::string& ServeUsage() {
   static const std::string text = [] {
     ServeArgs defaults;
-    std::vector<std::string> unused;
+    std::vector<std::string> unused, unused_sinks;
     return "usage: rankd serve [flags]      (serve is the default command)\n\nServes " +
-           RouteSummary() + ".\n\n" + FlagUsage(ServeFlags(defaults, unused));
+           RouteSummary() + ".\n\n" + FlagUsage(ServeFlags(defaults, unused, unused_sinks));
   }();
   return text;
 }
@@ -179,8 +195,8 @@ const std::string& ServeUsage() {
 Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   ServeArgs out;
   ServeOptions& o = out.options;
-  std::vector<std::string> redis_flags;
-  if (auto st = ParseFlags(args, ServeFlags(out, redis_flags)); !st) {
+  std::vector<std::string> redis_flags, sink_flags;
+  if (auto st = ParseFlags(args, ServeFlags(out, redis_flags, sink_flags)); !st) {
     if (st.error().code == ErrorCode::kNotFound)
       return Fail(
           Error::BadRequest("unknown flag '" + st.error().message + "' (see rankd serve --help)"));
@@ -195,6 +211,9 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   auto eps = ParseRedisFlags(redis_flags);
   if (!eps) return Fail(Error::BadRequest("--redis: " + eps.error().message));
   o.redis = std::move(*eps);
+  auto sinks = ParseSinkFlags(sink_flags, o.redis);
+  if (!sinks) return Fail(sinks.error());
+  o.served_log = std::move(*sinks);
   return out;
 }
 

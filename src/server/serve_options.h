@@ -14,6 +14,7 @@
 #include "redis/endpoint.h"
 #include "redis/options.h"
 #include "redis/tracking.h"
+#include "served/sink_config.h"
 
 namespace rankd {
 
@@ -54,6 +55,10 @@ struct ServeOptions {
   size_t max_queued_scrapes = 64;               // /metrics waiting, per address, per process
   std::string metrics_host;                     // "" = --host
   int metrics_port = 0;  // 0: /metrics on the main port; else only on this one
+  // The served log (docs/served-log.md): sinks by name, and the bytes of records a shard
+  // holds for all of them before it drops new ones.
+  std::vector<SinkConfig> served_log;
+  size_t served_log_buffer_bytes = 16u << 20;
   LogLevel log_level = LogLevel::kInfo;
   bool access_log = false;
   bool metrics = true;  // --no-metrics: request-path metrics off (for benchmarks)

@@ -152,6 +152,11 @@ Status Server::Start() {
       return Fail(Error::Internal("--metrics-port: " + free.error().message));
   }
   if (opts_.access_log) access_log_ = std::make_unique<AccessLog>(opts_.shards, STDOUT_FILENO);
+  for (const SinkConfig& c : opts_.served_log) {
+    file_sinks_.push_back(c.kind == SinkConfig::Kind::kFile ? std::make_unique<FileSink>(c)
+                                                            : nullptr);
+    file_sink_ptrs_.push_back(file_sinks_.back().get());
+  }
   // Every shard exists before any starts: shard loops read shards_ (readiness), so the
   // vector must not change while they run.
   for (int i = 0; i < opts_.shards; ++i)
@@ -221,6 +226,10 @@ void Server::Shutdown() {
   }
   scrape_pool_.WaitIdle();  // a scrape posts back to its shard's loop: finish it first
   for (auto& s : shards_) s->Stop();
+  // Their writers post to shard loops: they stop (having written what they were given)
+  // while the loops, stopped, still exist.
+  file_sinks_.clear();
+  file_sink_ptrs_.clear();
   shards_.clear();
   access_log_.reset();  // writes the last lines
   LogInfo("stopped");

@@ -18,6 +18,7 @@
 #include "core/event_loop.h"
 #include "core/thread_pool.h"
 #include "plan/plan.h"
+#include "served/file_sink.h"
 #include "server/access_log.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
@@ -64,6 +65,9 @@ class Server {
   // Shard i's access log ring (its loop is the producer); null without --access-log.
   SpscRing* access_log_ring(int shard) { return access_log_ ? &access_log_->ring(shard) : nullptr; }
   int port() const;  // the bound port (useful with --port 0)
+  // The FileSink of each --served-log sink, by index (null for a stream sink). Set
+  // before any shard starts; they outlive the shards' loops.
+  const std::vector<FileSink*>& file_sinks() const { return file_sink_ptrs_; }
 
  private:
   void AddCollectors();
@@ -82,6 +86,8 @@ class Server {
   bool scrape_running_ = false;
   // Before shards_: destroyed (its last lines written) after every shard has stopped.
   std::unique_ptr<AccessLog> access_log_;
+  std::vector<std::unique_ptr<FileSink>> file_sinks_;
+  std::vector<FileSink*> file_sink_ptrs_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;  // main thread
   std::atomic<size_t> plan_count_{0};     // for readiness, from any thread

@@ -65,6 +65,9 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   env.offloads = &offloads_;
   env.cpu_cancelled = &cpu_cancelled_;
   access_log_ = server_.access_log_ring(id_);
+  served_log_ = std::make_unique<ShardServedLog>(
+      loop(), &redis, opts_.served_log, server_.file_sinks(), opts_.served_log_buffer_bytes);
+  ExemptLogOnlyEndpoints();
 
   http::HttpOptions h;
   h.host = opts_.host;
@@ -120,6 +123,23 @@ void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   // Metric children now, not on the request path. Requests still running hold the
   // previous snapshot's children (shared_ptr), so nothing they touch is freed here.
   shard_metrics_->PreparePlans(list);
+  ExemptLogOnlyEndpoints();
+}
+
+// An endpoint only served-log sinks write to does not gate readiness: a dead log sink
+// drops records, it does not take the replica out of its balancer.
+void Shard::ExemptLogOnlyEndpoints() {
+  if (!runtime_.redis() || opts_.served_log.empty()) return;
+  std::vector<std::string> exempt;
+  for (const SinkConfig& c : opts_.served_log)
+    if (c.kind == SinkConfig::Kind::kRedisStream) exempt.push_back(c.endpoint);
+  for (const auto& [name, plan] : runtime_.plans()->plans)
+    for (const PlanNode& node : plan->nodes)
+      for (size_t i = 0; i < node.args.size(); ++i)
+        if (node.args.spec(i).name == "endpoint" &&
+            std::holds_alternative<std::string>(node.args.at(i)))
+          std::erase(exempt, std::get<std::string>(node.args.at(i)));
+  runtime_.redis()->SetReadyExempt(exempt);
 }
 
 void Shard::Drain() {
@@ -129,10 +149,10 @@ void Shard::Drain() {
       drained_.store(true, std::memory_order_release);
       return;
     }
-    // Drained when every listener of the shard is.
+    // Drained when every listener of the shard is, and the served log is flushed.
     auto left = std::make_shared<int>(metrics_listener_ ? 2 : 1);
     auto one_drained = [this, left] {
-      if (--*left == 0) drained_.store(true, std::memory_order_release);
+      if (--*left == 0) FinishDrain();
     };
     listener_->Drain(one_drained);
     if (metrics_listener_) metrics_listener_->Drain(one_drained);
@@ -140,8 +160,20 @@ void Shard::Drain() {
   if (!posted) drained_.store(true, std::memory_order_release);  // never started
 }
 
+void Shard::FinishDrain() {
+  if (!served_log_) {
+    drained_.store(true, std::memory_order_release);
+    return;
+  }
+  served_log_->Flush([this] {
+    PublishServedLogCounts();
+    drained_.store(true, std::memory_order_release);
+  });
+}
+
 void Shard::CloseNow() {
   loop().Post([this] {
+    if (served_log_) served_log_->Abandon();
     if (listener_) listener_->CloseNow();
     if (metrics_listener_) metrics_listener_->CloseNow();
   });
@@ -155,6 +187,15 @@ void Shard::Stop() {
 }
 
 // --- periodic tick: loop lag, gauges, readiness ------------------------------------
+
+void Shard::PublishServedLogCounts() {
+  if (!served_log_) return;
+  served_log_->TakeCounts([this](const std::string& sink, ServedOutcome o, uint64_t n) {
+    metrics_.served_log_records
+        ->Add({{"sink", sink}, {"outcome", std::string(ServedOutcomeName(o))}})
+        .Increment(static_cast<double>(n));
+  });
+}
 
 void Shard::StartLagTimer() {
   // A one-shot timer re-armed every tick: the lag is how much later than asked it fired,
@@ -192,6 +233,7 @@ void Shard::OnTick() {
   shard_metrics_->access_log_dropped->Increment(
       static_cast<double>(access_log_dropped_ - access_log_dropped_published_));
   access_log_dropped_published_ = access_log_dropped_;
+  PublishServedLogCounts();
   if (listener_) PublishHttpCounters(listener_->counters(), http_published_);
   if (metrics_listener_)
     PublishHttpCounters(metrics_listener_->counters(), metrics_http_published_);

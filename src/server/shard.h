@@ -23,6 +23,7 @@
 #include "plan/plan.h"
 #include "sched/scheduler.h"
 #include "sched/shard_runtime.h"
+#include "served/shard_log.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 
@@ -66,8 +67,13 @@ class Shard {
  private:
   Status StartOnLoop(std::shared_ptr<const PlanSet> plans, int port);
   EventLoop& loop() { return runtime_.loop(); }
+  // A request picked for the served log: its id and when it was read (Unix ms).
+  struct LogTicket {
+    std::string served_id;  // empty: not recorded
+    int64_t ts_ms = 0;
+  };
   Task<void> RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
-                     PlanMetricsPtr pm, TimePoint t0);
+                     PlanMetricsPtr pm, TimePoint t0, LogTicket ticket);
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   void OnRequest(http::Request req, http::Responder res);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
@@ -82,6 +88,9 @@ class Shard {
               std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {});
   void AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
                    TimePoint t0, std::span<const http::HeaderField> extra = {});
+  void PublishServedLogCounts();
+  void ExemptLogOnlyEndpoints();
+  void FinishDrain();  // the listeners are drained: flush the served log, then drained()
   void StartLagTimer();
   void OnTick();  // every 100 ms: loop lag, gauges, readiness, published counters
   // The deltas since `published`, which then becomes `now`.
@@ -105,6 +114,7 @@ class Shard {
   CpuOffloadCounts offloads_;                         // counted by the scheduler
   CpuOffloadCounts offloads_published_;               // what the metrics already have
   uint64_t cpu_cancelled_published_ = 0;
+  std::unique_ptr<ShardServedLog> served_log_;
   SpscRing* access_log_ = nullptr;  // producer side; null without --access-log
   uint64_t access_log_dropped_ = 0;
   uint64_t access_log_dropped_published_ = 0;

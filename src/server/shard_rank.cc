@@ -90,15 +90,26 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   run.params = std::move(rr.params);
   // The deadline counts from the moment the request was fully read (docs/api.md).
   run.deadline = t0 + std::chrono::milliseconds(rr.deadline_ms.value_or(opts_.deadline_ms));
+  LogTicket ticket;
+  if (served_log_ && served_log_->Selected(*run.plan, rr.log)) {
+    run.keep_for_log = true;
+    ticket.served_id = served_log_->NewServedId();
+    // Unix time of t0, when the request was fully read.
+    auto since_read = Clock::now() - t0;
+    ticket.ts_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       (std::chrono::system_clock::now() - since_read).time_since_epoch())
+                       .count();
+  }
   live_requests_.fetch_add(1, std::memory_order_relaxed);
-  Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, std::move(pm), t0));
+  Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, std::move(pm), t0,
+                std::move(ticket)));
 }
 
 // The frame owns everything the request touches until it has answered: the plan (run
 // and `plan`), its metric children (pm) and its admission count (`live`, which RunPlan
 // keeps until the request's last CPU job has let go).
 Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
-                          PlanMetricsPtr pm, TimePoint t0) {
+                          PlanMetricsPtr pm, TimePoint t0, LogTicket ticket) {
   PlanPtr plan = run.plan;
   UserId user_id = run.user_id;
   auto live =
@@ -118,7 +129,7 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
   std::span<const http::HeaderField> headers = ok_headers;
   if (result) {
     body->reserve(256 + result->output.size() * 48);
-    AppendRankResponse(*result, explain, *body);
+    AppendRankResponse(*result, explain, *body, ticket.served_id);
   } else {
     status = http::ErrorStatus(result.error().code);
     http::AppendErrorBody(result.error(), *body);
@@ -152,6 +163,9 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
   r.body = *body;
   r.headers = headers;
   res.Send(r);
+  // Recorded after the answer is on its way: the served log costs the request no time.
+  if (result && !ticket.served_id.empty())
+    served_log_->Record(*result, {ticket.served_id, ticket.ts_ms, request_id});
   LogFailures(request_id, *plan, result);
   if (opts_.access_log)
     AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);

@@ -3,8 +3,8 @@
 // feature columns (null becomes NaN; Model::Score takes NaN and +-inf as missing);
 // cancellation is polled between blocks, each about a millisecond of work or less.
 #include <algorithm>
-#include <limits>
 
+#include "tasks/model_input.h"
 #include "tasks/schemas.h"
 #include "tasks/task.h"
 
@@ -25,28 +25,9 @@ size_t BlockRows(const Model& m) {
   return std::clamp<size_t>((size_t{1} << 16) / trees, 64, 1024);
 }
 
-float Missing() { return std::numeric_limits<float>::quiet_NaN(); }
-
 // Feature values of logical rows [begin, begin + n) of `rs` as float32 into `dst`.
 void ToFloats(const RowSet& rs, const Column* col, size_t begin, size_t n, float* dst) {
-  if (!col) {
-    std::fill(dst, dst + n, Missing());
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t r = rs.row(begin + i);
-    float x;
-    if (!col->valid(r)) {
-      x = Missing();
-    } else if (col->type == ColumnType::kI64) {
-      x = static_cast<float>(col->i64[r]);
-    } else if (col->type == ColumnType::kF64) {
-      x = static_cast<float>(col->f64[r]);
-    } else {
-      x = col->b[r] ? 1.0f : 0.0f;
-    }
-    dst[i] = x;  // +-inf (an i64 or f64 beyond float32's range): Score takes it as missing
-  }
+  for (size_t i = 0; i < n; ++i) dst[i] = ModelInput(col, rs.row(begin + i));
 }
 
 Result<RowSet> RunModel(const TaskContext& ctx, RowSets in) {

@@ -1,0 +1,264 @@
+#include "served/record.h"
+
+#include <charconv>
+#include <cmath>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/json_escape.h"
+#include "sched/response_json.h"
+#include "tasks/model_input.h"
+
+namespace rankd {
+
+namespace {
+
+// A kept node's output, and how to find an item's row in it.
+struct Kept {
+  const PlanNode* node = nullptr;
+  const RowSet* rows = nullptr;
+  const Column* id = nullptr;
+  // A model node's score column: a row set holding this very column object holds the
+  // model's rows at the same physical indices (filter, sort and take select; they do not
+  // copy), so its rows map without a lookup.
+  const Column* anchor = nullptr;
+  std::vector<const Column*> features;  // a model node's, in the model's feature order
+  bool indexed = false;  // the id maps below are built (on the first lookup by id)
+  std::unordered_map<int64_t, uint32_t> by_num;
+  std::unordered_map<std::string_view, uint32_t> by_str;
+};
+
+void Index(Kept& k) {
+  k.indexed = true;
+  if (!k.id) return;
+  for (size_t i = 0, n = k.rows->size(); i < n; ++i) {
+    uint32_t r = k.rows->row(i);
+    if (!k.id->valid(r)) continue;
+    if (k.id->type == ColumnType::kStr)
+      k.by_str.emplace(k.id->str(r), r);
+    else if (k.id->type == ColumnType::kI64)
+      k.by_num.emplace(k.id->i64[r], r);
+  }
+}
+
+// The physical row of `k` holding the item at physical row `row` of `from`, or -1: the
+// same row when `from` carries k's anchor column, else the first row with the same id.
+int64_t Locate(Kept& k, const RowSet& from, uint32_t row) {
+  if (k.anchor) {
+    const std::string& key = k.node->args.Str("out_key");
+    if (from.column(key) == k.anchor) return k.anchor->valid(row) ? int64_t{row} : -1;
+  }
+  const Column* id = from.column("id");
+  if (!id || !k.id || id->type != k.id->type || !id->valid(row)) return -1;
+  if (!k.indexed) Index(k);
+  if (id->type == ColumnType::kStr) {
+    auto it = k.by_str.find(id->str(row));
+    return it == k.by_str.end() ? -1 : int64_t{it->second};
+  }
+  if (id->type != ColumnType::kI64) return -1;
+  auto it = k.by_num.find(id->i64[row]);
+  return it == k.by_num.end() ? -1 : int64_t{it->second};
+}
+
+void AppendCellOrNull(const Column* c, uint32_t row, std::string& out) {
+  if (c)
+    AppendJsonCell(*c, row, out);
+  else
+    out += "null";
+}
+
+void AppendValue(const Value& v, std::string& out) {
+  switch (v.index()) {
+    case 1: AppendJsonInt(std::get<int64_t>(v), out); break;
+    case 2: AppendJsonDouble(std::get<double>(v), out); break;
+    case 3: AppendJsonString(std::get<std::string>(v), out); break;
+    case 4: out += std::get<bool>(v) ? "true" : "false"; break;
+    case 5: {
+      out += '[';
+      const auto& list = std::get<std::vector<std::string>>(v);
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (i) out += ',';
+        AppendJsonString(list[i], out);
+      }
+      out += ']';
+      break;
+    }
+    default: out += "null";
+  }
+}
+
+// {"<model node>": {"model","sha256","output","inputs":{...},"score"}, ...} for the
+// item at physical row `row` of `from`; models that did not score it are left out.
+void AppendModels(std::vector<Kept>& models, const RowSet& from, uint32_t row, std::string& out) {
+  out += "\"models\":{";
+  bool first = true;
+  for (Kept& k : models) {
+    int64_t at = Locate(k, from, row);
+    if (at < 0) continue;
+    auto r = static_cast<uint32_t>(at);
+    const NodeModel& bound = k.node->model;
+    if (!first) out += ',';
+    first = false;
+    AppendJsonString(k.node->id, out);
+    out += ":{\"model\":";
+    AppendJsonString(bound.model->name(), out);
+    out += ",\"sha256\":\"";
+    out += bound.model->sha256();
+    out += bound.output == ModelOutput::kMargin ? "\",\"output\":\"margin\",\"inputs\":{"
+                                                : "\",\"output\":\"default\",\"inputs\":{";
+    const auto& names = bound.model->features();
+    for (size_t f = 0; f < names.size(); ++f) {
+      if (f) out += ',';
+      AppendJsonString(names[f], out);
+      out += ':';
+      AppendJsonReal(static_cast<double>(ModelInput(k.features[f], r)), out);
+    }
+    out += "},\"score\":";
+    AppendJsonReal(k.anchor && k.anchor->valid(r) ? k.anchor->f64[r] : NAN, out);
+    out += '}';
+  }
+  out += '}';
+}
+
+// One item: {"id","position","served","score","columns":{...},"models":{...}}.
+void AppendItem(const RowSet& from, uint32_t row, size_t position, bool served,
+                const std::vector<std::string>& columns, std::vector<Kept>& models,
+                std::string& out) {
+  out += "{\"id\":";
+  AppendCellOrNull(from.column("id"), row, out);
+  out += ",\"position\":";
+  AppendJsonInt(static_cast<int64_t>(position), out);
+  out += served ? ",\"served\":true,\"score\":" : ",\"served\":false,\"score\":";
+  AppendCellOrNull(from.column("score"), row, out);
+  out += ",\"columns\":{";
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (c) out += ',';
+    AppendJsonString(columns[c], out);
+    out += ':';
+    AppendCellOrNull(from.column(columns[c]), row, out);
+  }
+  out += "},";
+  AppendModels(models, from, row, out);
+  out += '}';
+}
+
+// The served ids, for telling the candidates node's unserved rows apart.
+struct ServedIds {
+  std::unordered_set<int64_t> nums;
+  std::unordered_set<std::string_view> strs;
+  bool Has(const Column* id, uint32_t row) const {
+    if (!id || !id->valid(row)) return false;
+    if (id->type == ColumnType::kStr) return strs.contains(id->str(row));
+    return id->type == ColumnType::kI64 && nums.contains(id->i64[row]);
+  }
+};
+
+}  // namespace
+
+void AppendJsonReal(double d, std::string& out) {
+  if (!std::isfinite(d)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  auto r = std::fabs(d) >= 1e15 ? std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific)
+                                 : std::to_chars(buf, buf + sizeof buf, d);
+  out.append(buf, r.ptr);
+}
+
+void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& out) {
+  const Plan& plan = *r.plan;
+  const PlanLog& log = plan.log;
+  std::vector<Kept> models;
+  const RowSet* viewer = nullptr;
+  const RowSet* candidates = nullptr;
+  for (size_t i = 0; i < log.kept.size() && i < r.kept.size(); ++i) {
+    uint32_t idx = log.kept[i];
+    const PlanNode& node = plan.nodes[idx];
+    if (static_cast<int32_t>(idx) == log.viewer) viewer = &r.kept[i];
+    if (static_cast<int32_t>(idx) == log.candidates) candidates = &r.kept[i];
+    if (!node.model.model) continue;
+    Kept& k = models.emplace_back();
+    k.node = &node;
+    k.rows = &r.kept[i];
+    k.id = k.rows->column("id");
+    k.anchor = k.rows->column(node.args.Str("out_key"));
+    if (k.anchor && k.anchor->type != ColumnType::kF64) k.anchor = nullptr;
+    for (const std::string& c : node.model.columns) {
+      const Column* col = k.rows->column(c);
+      k.features.push_back(col && col->type != ColumnType::kStr ? col : nullptr);
+    }
+  }
+  const RowSet& rows = r.output;
+  out.reserve(out.size() + 512 + rows.size() * (96 + 16 * log.columns.size()));
+  out += "{\"served_id\":\"";
+  out += h.served_id;
+  out += "\",\"ts_ms\":";
+  AppendJsonInt(h.ts_ms, out);
+  out += ",\"plan\":";
+  AppendJsonString(plan.name, out);
+  out += ",\"plan_sha256\":\"";
+  out += plan.sha256;
+  out += "\",\"user_id\":";
+  if (r.user_id.is_str)
+    AppendJsonString(r.user_id.str, out);
+  else
+    AppendJsonInt(r.user_id.num, out);
+  out += ",\"params\":{";
+  for (size_t i = 0; i < plan.params.decls.size(); ++i) {
+    if (i) out += ',';
+    AppendJsonString(plan.params.decls[i].name, out);
+    out += ':';
+    AppendValue(i < r.params.size() ? r.params[i] : Value{}, out);
+  }
+  out += "},\"request_id\":";
+  AppendJsonString(h.request_id, out);
+  out += ",\"degraded\":[";
+  for (size_t i = 0; i < r.degraded.size(); ++i) {
+    if (i) out += ',';
+    AppendJsonString(plan.nodes[r.degraded[i]].id, out);
+  }
+  out += "],\"experiment\":null,\"variant\":null,\"shadow\":false,\"viewer\":";
+  if (viewer && viewer->size() > 0) {
+    uint32_t vr = viewer->row(0);
+    out += '{';
+    for (size_t c = 0; c < viewer->num_columns(); ++c) {
+      if (c) out += ',';
+      AppendJsonString(viewer->column_name(c), out);
+      out += ':';
+      AppendJsonCell(*viewer->column_at(c), vr, out);
+    }
+    out += '}';
+  } else {
+    out += "null";
+  }
+  out += ",\"items\":[";
+  ServedIds served;
+  const Column* out_id = rows.column("id");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    uint32_t row = rows.row(i);
+    if (i) out += ',';
+    AppendItem(rows, row, i, true, log.columns, models, out);
+    if (candidates && out_id && out_id->valid(row)) {
+      if (out_id->type == ColumnType::kStr)
+        served.strs.insert(out_id->str(row));
+      else if (out_id->type == ColumnType::kI64)
+        served.nums.insert(out_id->i64[row]);
+    }
+  }
+  if (candidates) {
+    const Column* cid = candidates->column("id");
+    size_t written = 0;
+    for (size_t i = 0; i < candidates->size() && written < log.candidates_top; ++i) {
+      uint32_t row = candidates->row(i);
+      if (served.Has(cid, row)) continue;
+      if (rows.size() > 0 || written > 0) out += ',';
+      AppendItem(*candidates, row, i, false, log.columns, models, out);
+      ++written;
+    }
+  }
+  out += "]}";
+}
+
+}  // namespace rankd

@@ -1,0 +1,32 @@
+// The served-log record of one request (docs/served-log.md, "The record"): one JSON
+// object with the request's identity, its viewer row, and per item its id, position,
+// score, logged columns and, per `model` node, the exact float32 inputs the model
+// scored and its score, so a replay reproduces every score bit for bit.
+//
+// Threads: any thread; appends to a caller-owned string.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sched/scheduler.h"
+
+namespace rankd {
+
+struct RecordHeader {
+  std::string_view served_id;   // 32 lowercase hex digits
+  int64_t ts_ms = 0;            // Unix ms when the request was fully read
+  std::string_view request_id;  // the request's X-Request-Id
+};
+
+// Appends the record of `r`, a run with RunRequest::keep_for_log (r.kept holds the
+// outputs of r.plan->log.kept). No trailing newline.
+void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& out);
+
+// A number every JSON reader takes as the same double: the shortest decimal that reads
+// back to `d`, in exponent form from 1e15 up (so that no reader takes it for an integer
+// beyond 64 bits); null when not finite.
+void AppendJsonReal(double d, std::string& out);
+
+}  // namespace rankd

@@ -1,0 +1,246 @@
+#include "served/shard_log.h"
+
+#include <sys/random.h>
+
+#include <chrono>
+
+namespace rankd {
+
+namespace {
+
+// How long records wait in the buffer before a batch leaves (when none is in flight):
+// a loop turn's records go together.
+constexpr uint64_t kSendDelayMs = 1;
+// Records per XADD batch, at most: bounds the command buffer of one batch.
+constexpr size_t kMaxStreamBatch = 512;
+
+uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+}  // namespace
+
+std::string_view ServedOutcomeName(ServedOutcome o) {
+  switch (o) {
+    case ServedOutcome::kWritten: return "written";
+    case ServedOutcome::kDroppedFull: return "dropped_full";
+    case ServedOutcome::kDroppedError: return "dropped_error";
+    case ServedOutcome::kDroppedNoSink: return "dropped_no_sink";
+    case ServedOutcome::kDroppedTooLarge: return "dropped_too_large";
+    case ServedOutcome::kCount: break;
+  }
+  return "unknown";
+}
+
+ShardServedLog::ShardServedLog(EventLoop& loop, RedisPools* redis,
+                               const std::vector<SinkConfig>& sinks,
+                               const std::vector<FileSink*>& files, size_t buffer_bytes)
+    : loop_(loop), budget_(buffer_bytes) {
+  sinks_.resize(sinks.size());
+  for (size_t i = 0; i < sinks.size(); ++i) {
+    Sink& s = sinks_[i];
+    s.config = &sinks[i];
+    s.file = i < files.size() ? files[i] : nullptr;
+    if (sinks[i].kind == SinkConfig::Kind::kRedisStream && redis)
+      s.client = redis->Get(sinks[i].endpoint);
+    by_name_.emplace(sinks[i].name, i);
+  }
+  // Seeded from the kernel: served ids of every shard and process differ.
+  if (::getrandom(rng_, sizeof rng_, 0) != static_cast<ssize_t>(sizeof rng_)) {
+    uint64_t t = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+    for (uint64_t& w : rng_) w = t = t * 6364136223846793005ull + 1442695040888963407ull;
+  }
+}
+
+ShardServedLog::~ShardServedLog() {
+  *alive_ = false;
+  if (send_timer_) loop_.timers().Cancel(send_timer_);
+}
+
+uint64_t ShardServedLog::NextRandom() {
+  uint64_t* s = rng_;
+  uint64_t result = Rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = Rotl(s[3], 45);
+  return result;
+}
+
+bool ShardServedLog::Selected(const Plan& plan, bool forced) {
+  if (!plan.log.enabled) return false;
+  if (forced || plan.log.sample >= 1) return true;
+  if (plan.log.sample <= 0) return false;
+  // 53 random bits as a double in [0, 1).
+  return static_cast<double>(NextRandom() >> 11) * 0x1p-53 < plan.log.sample;
+}
+
+std::string ShardServedLog::NewServedId() {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id(32, '0');
+  for (int half = 0; half < 2; ++half) {
+    uint64_t r = NextRandom();
+    for (int k = 0; k < 16; ++k) id[half * 16 + k] = kHex[(r >> (60 - 4 * k)) & 15];
+  }
+  return id;
+}
+
+void ShardServedLog::Record(const RunResult& r, const RecordHeader& h) {
+  const std::string& name = r.plan->log.sink;
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) {
+    ++no_sink_[name];
+    return;
+  }
+  Sink& s = sinks_[it->second];
+  size_t start = s.buf.size();
+  AppendServedRecord(r, h, s.buf);
+  size_t bytes = s.buf.size() - start + 1;  // with its '\n'
+  if (bytes > kMaxRecordBytes + 1) {
+    s.buf.resize(start);
+    Count(s, ServedOutcome::kDroppedTooLarge);
+    return;
+  }
+  if (pending_ + bytes > budget_) {
+    s.buf.resize(start);
+    Count(s, ServedOutcome::kDroppedFull);
+    return;
+  }
+  s.buf += '\n';
+  s.ends.push_back(static_cast<uint32_t>(s.buf.size()));
+  pending_ += bytes;
+  if (!s.in_flight) ScheduleSend();
+}
+
+void ShardServedLog::ScheduleSend() {
+  if (send_timer_) return;
+  send_timer_ = loop_.timers().Start(kSendDelayMs, [this] {
+    send_timer_ = 0;
+    SendAll();
+  });
+}
+
+void ShardServedLog::SendAll() {
+  for (size_t i = 0; i < sinks_.size(); ++i)
+    if (!sinks_[i].in_flight && !sinks_[i].ends.empty()) Send(i);
+}
+
+void ShardServedLog::Send(size_t i) {
+  Sink& s = sinks_[i];
+  std::string buf;
+  std::vector<uint32_t> ends;
+  if (s.config->kind == SinkConfig::Kind::kRedisStream && s.ends.size() > kMaxStreamBatch) {
+    // The first kMaxStreamBatch records leave; the rest stay, moved to the front.
+    size_t cut = s.ends[kMaxStreamBatch - 1];
+    buf.assign(s.buf, 0, cut);
+    s.buf.erase(0, cut);
+    ends.assign(s.ends.begin(), s.ends.begin() + kMaxStreamBatch);
+    s.ends.erase(s.ends.begin(), s.ends.begin() + kMaxStreamBatch);
+    for (uint32_t& e : s.ends) e -= static_cast<uint32_t>(cut);
+  } else {
+    buf.swap(s.buf);
+    ends.swap(s.ends);
+    s.buf.reserve(buf.capacity());
+  }
+  s.in_flight = true;
+  s.in_flight_bytes = buf.size();
+  if (s.file) {
+    size_t n = ends.size();
+    std::weak_ptr<bool> alive = alive_;
+    EventLoop* loop = &loop_;
+    s.file->Submit(std::move(buf), [this, loop, alive, i, n](bool ok) {
+      loop->Post([this, alive, i, n, ok] {
+        if (alive.expired() || !*alive.lock()) return;
+        Count(sinks_[i], ok ? ServedOutcome::kWritten : ServedOutcome::kDroppedError, n);
+        Sent(i, sinks_[i].in_flight_bytes);
+      });
+    });
+    return;
+  }
+  Spawn(SendStream(i, std::move(buf), std::move(ends)));
+}
+
+Task<void> ShardServedLog::SendStream(size_t i, std::string buf, std::vector<uint32_t> ends) {
+  std::shared_ptr<bool> alive = alive_;
+  Sink& s = sinks_[i];
+  size_t n = ends.size();
+  if (!s.client) {  // unreachable: start-up checks the endpoint exists
+    Count(s, ServedOutcome::kDroppedError, n);
+    Sent(i, buf.size());
+    co_return;
+  }
+  RedisCommands cmds;
+  std::string maxlen = std::to_string(s.config->maxlen);
+  uint32_t begin = 0;
+  for (uint32_t end : ends) {
+    std::string_view record(buf.data() + begin, end - begin - 1);  // less its '\n'
+    cmds.Add(8)
+        .Arg("XADD")
+        .Arg(s.config->stream)
+        .Arg("MAXLEN")
+        .Arg("~")
+        .Arg(maxlen)
+        .Arg("*")
+        .Arg("record")
+        .Arg(record);
+    begin = end;
+  }
+  auto replies = co_await s.client->Batch(
+      std::move(cmds), Clock::now() + std::chrono::milliseconds(kStreamWriteTimeoutMs));
+  if (!*alive) co_return;
+  if (!replies) {
+    Count(s, ServedOutcome::kDroppedError, n);
+  } else {
+    uint64_t failed = 0;
+    for (size_t k = 0; k < replies->size(); ++k) failed += (*replies)[k].is_error() ? 1 : 0;
+    failed += n > replies->size() ? n - replies->size() : 0;
+    Count(s, ServedOutcome::kDroppedError, failed);
+    Count(s, ServedOutcome::kWritten, n - failed);
+  }
+  Sent(i, buf.size());
+}
+
+void ShardServedLog::Sent(size_t i, size_t bytes) {
+  Sink& s = sinks_[i];
+  s.in_flight = false;
+  s.in_flight_bytes = 0;
+  pending_ -= std::min(pending_, bytes);
+  // What waited meanwhile leaves now: a slow sink gets larger batches, not more of them.
+  if (!s.ends.empty()) Send(i);
+  CheckFlushed();
+}
+
+void ShardServedLog::TakeCounts(
+    const std::function<void(const std::string&, ServedOutcome, uint64_t)>& fn) {
+  for (Sink& s : sinks_)
+    for (size_t o = 0; o < s.counts.size(); ++o)
+      if (uint64_t n = std::exchange(s.counts[o], 0))
+        fn(s.config->name, static_cast<ServedOutcome>(o), n);
+  for (auto& [name, n] : no_sink_)
+    if (n) fn(name, ServedOutcome::kDroppedNoSink, std::exchange(n, 0));
+}
+
+void ShardServedLog::Flush(std::function<void()> done) {
+  flushed_ = std::move(done);
+  flushing_ = true;
+  if (send_timer_) {
+    loop_.timers().Cancel(send_timer_);
+    send_timer_ = 0;
+  }
+  SendAll();
+  CheckFlushed();
+}
+
+void ShardServedLog::CheckFlushed() {
+  if (!flushing_ || pending_ > 0) return;
+  flushing_ = false;
+  if (auto done = std::exchange(flushed_, nullptr)) done();
+}
+
+void ShardServedLog::Abandon() {
+  flushing_ = false;
+  if (auto done = std::exchange(flushed_, nullptr)) done();
+}
+
+}  // namespace rankd

@@ -1,0 +1,105 @@
+// ShardServedLog: a shard's side of the served log (docs/served-log.md). It picks the
+// requests to record (the plan's `log.sample`, or the request's "log": true), writes
+// each record into the shard's buffer for the plan's sink — bounded by
+// --served-log-buffer-bytes for all sinks together — and sends the buffers in batches
+// off the request's time: pipelined XADDs from this loop to a redis-stream sink, or whole
+// batches of lines to a file sink's writer thread. At most one batch per sink is in
+// flight; records arriving meanwhile wait in the buffer, so a slow sink makes batches
+// larger, and a dead one fills the buffer and drops records (counted), never a request.
+//
+// Threads: the loop thread of `loop` only. FileSinks outlive it; so does the loop.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/event_loop.h"
+#include "core/task.h"
+#include "redis/pools.h"
+#include "served/file_sink.h"
+#include "served/record.h"
+#include "served/sink_config.h"
+
+namespace rankd {
+
+enum class ServedOutcome : uint8_t {
+  kWritten,
+  kDroppedFull,      // the shard's buffer was full
+  kDroppedError,     // the sink failed the write (or was unreachable)
+  kDroppedNoSink,    // the plan's sink is not one of --served-log
+  kDroppedTooLarge,  // the record was over kMaxRecordBytes
+  kCount
+};
+std::string_view ServedOutcomeName(ServedOutcome o);  // "written", "dropped_full", ...
+
+class ShardServedLog {
+ public:
+  static constexpr size_t kMaxRecordBytes = size_t{1} << 20;
+  // How long a batch may wait for its XADD replies before its records count as errors.
+  static constexpr uint64_t kStreamWriteTimeoutMs = 2000;
+
+  // `files[i]` is sink i's FileSink (null for a stream sink). The stream sinks' clients
+  // are looked up in `redis` (which must outlive this).
+  ShardServedLog(EventLoop& loop, RedisPools* redis, const std::vector<SinkConfig>& sinks,
+                 const std::vector<FileSink*>& files, size_t buffer_bytes);
+  ~ShardServedLog();
+  ShardServedLog(const ShardServedLog&) = delete;
+  ShardServedLog& operator=(const ShardServedLog&) = delete;
+
+  // Whether a request of `plan` is recorded: the plan has a log block, and the request
+  // asked (`forced`) or falls in the plan's sample.
+  bool Selected(const Plan& plan, bool forced);
+  // A fresh served_id: 128 random bits as 32 lowercase hex digits.
+  std::string NewServedId();
+  // Builds the record of `r` (run with keep_for_log) into the buffer of its plan's sink.
+  void Record(const RunResult& r, const RecordHeader& h);
+
+  // Calls fn(sink, outcome, n) for the records counted since the last call.
+  void TakeCounts(const std::function<void(const std::string&, ServedOutcome, uint64_t)>& fn);
+  // Drain: sends everything buffered; `done` runs once nothing is buffered or in flight
+  // (at once when nothing is).
+  void Flush(std::function<void()> done);
+  // The drain gave up: `done` of a Flush runs now; what is still pending is lost.
+  void Abandon();
+
+ private:
+  struct Sink {
+    const SinkConfig* config = nullptr;
+    FileSink* file = nullptr;
+    RedisClient* client = nullptr;
+    std::string buf;            // records, each ending in '\n'
+    std::vector<uint32_t> ends;  // end offset of each record in buf (after its '\n')
+    size_t in_flight_bytes = 0;
+    bool in_flight = false;
+    std::array<uint64_t, static_cast<size_t>(ServedOutcome::kCount)> counts{};
+  };
+  void Count(Sink& s, ServedOutcome o, uint64_t n = 1) { s.counts[static_cast<size_t>(o)] += n; }
+  void ScheduleSend();
+  void SendAll();
+  void Send(size_t i);
+  Task<void> SendStream(size_t i, std::string buf, std::vector<uint32_t> ends);
+  void Sent(size_t i, size_t bytes);  // a batch is done with: its bytes leave the budget
+  void CheckFlushed();
+  uint64_t NextRandom();
+
+  EventLoop& loop_;
+  std::vector<Sink> sinks_;
+  std::unordered_map<std::string, size_t> by_name_;
+  // Records of plans naming a sink this server lacks, by that name.
+  std::unordered_map<std::string, uint64_t> no_sink_;
+  const size_t budget_;
+  size_t pending_ = 0;  // bytes buffered or in flight, every sink
+  TimerQueue::Id send_timer_ = 0;
+  std::function<void()> flushed_;  // a Flush waiting
+  bool flushing_ = false;
+  uint64_t rng_[4];                                             // xoshiro256**
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for posted callbacks
+};
+
+}  // namespace rankd

@@ -1,0 +1,144 @@
+// rankd replay --log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]...
+//              [--plans DIR] [--max-model-bytes N]
+// Scores every model input of a served log again with the plans folder's models and
+// prints one JSON line per model (served/replay.h). Exit 0: scores checked, none of a
+// model with the logged sha256 differs; 1: one differs, or nothing was checked, or the
+// log could not be read; 2: usage.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/run_sync.h"
+#include "plan/loader.h"
+#include "redis/pools.h"
+#include "served/replay.h"
+#include "served/sink_config.h"
+#include "server/cli_redis.h"
+#include "server/commands.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+namespace {
+
+// Records of a JSON-lines file; blank lines are skipped, malformed ones reported.
+bool ReplayFile(const std::string& path, Replay& replay) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "rankd replay: cannot read %s\n", path.c_str());
+    return false;
+  }
+  std::string line;
+  for (uint64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (auto st = replay.Add(line); !st)
+      std::fprintf(stderr, "rankd replay: %s:%llu: skipped: %s\n", path.c_str(),
+                   static_cast<unsigned long long>(n), st.error().message.c_str());
+  }
+  return true;
+}
+
+// XRANGE pages of the stream, oldest first, each entry's `record` field.
+Task<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay) {
+  std::string start = "-";
+  for (;;) {
+    RedisCommands cmds;
+    cmds.Add(6).Arg("XRANGE").Arg(stream).Arg(start).Arg("+").Arg("COUNT").Arg(int64_t{500});
+    auto replies = co_await client.Batch(std::move(cmds), Clock::now() + std::chrono::seconds(30));
+    if (!replies) co_return Fail(replies.error());
+    RespView page = (*replies)[0];
+    if (page.is_error())
+      co_return Fail(Error::BadRequest("XRANGE " + stream + ": " + std::string(page.str())));
+    size_t n = 0;
+    for (RespView entry : page) {
+      ++n;
+      auto it = entry.begin();
+      if (it == entry.end()) continue;
+      std::string id((*it).str());
+      ++it;
+      if (it != entry.end()) {
+        RespView fields = *it;
+        for (auto f = fields.begin(); f != fields.end(); ++f) {
+          std::string_view key = (*f).str();
+          if (++f == fields.end()) break;
+          if (key != "record") continue;
+          std::string record((*f).str());
+          if (auto st = replay.Add(record); !st)
+            std::fprintf(stderr, "rankd replay: %s %s: skipped: %s\n", stream.c_str(), id.c_str(),
+                         st.error().message.c_str());
+        }
+      }
+      start = "(" + id;  // the next page starts after it
+    }
+    if (n < 500) co_return Status{};
+  }
+}
+
+}  // namespace
+
+int CmdReplay(const std::vector<std::string>& argv) {
+  std::string log, dir = "plans";
+  ModelLimits limits;
+  std::vector<std::string> redis_flags;
+  const Flag flags[] = {
+      TextFlag("--log", "FILE|URL", {}, log),
+      TextFlag("--plans", "DIR", {}, dir),
+      IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
+      RedisFlag(redis_flags),
+  };
+  if (!ParseCommandFlags("replay", argv, flags)) return 2;
+  if (log.empty()) {
+    std::fprintf(stderr, "rankd replay: give --log FILE or --log redis-stream://ENDPOINT?stream=S\n");
+    return 2;
+  }
+  auto set = LoadPlanDir(dir, TaskRegistry::Default(), limits);
+  if (!set) {
+    std::fprintf(stderr, "rankd replay: %s\n", set.error().message.c_str());
+    return 2;
+  }
+  Replay replay(set->models);
+  if (log.starts_with("redis-stream://")) {
+    // The same URL form as a sink's; maxlen is irrelevant here, so a dummy one.
+    auto sink = ParseSinkFlag("replay=" + log + (log.find("maxlen=") == std::string::npos
+                                                     ? (log.find('?') == std::string::npos
+                                                            ? "?maxlen=1"
+                                                            : "&maxlen=1")
+                                                     : ""));
+    if (!sink) {
+      std::fprintf(stderr, "rankd replay: --log: %s\n", sink.error().message.c_str());
+      return 2;
+    }
+    auto endpoints = ParseRedisFlags(redis_flags);
+    if (!endpoints) {
+      std::fprintf(stderr, "rankd replay: --redis: %s\n", endpoints.error().message.c_str());
+      return 2;
+    }
+    ShardRuntime runtime("replay", /*cpu_threads=*/1);
+    runtime.Start();
+    RedisPools& pools = OpenCliRedis(runtime, *endpoints, 1);
+    RedisClient* client = pools.Get(sink->endpoint);
+    if (!client) {
+      std::fprintf(stderr, "rankd replay: --log: no --redis endpoint is named '%s'\n",
+                   sink->endpoint.c_str());
+      return 2;
+    }
+    Status read = runtime.Run(ReadStream(*client, sink->stream, replay));
+    runtime.Stop();
+    if (!read) {
+      std::fprintf(stderr, "rankd replay: %s\n", read.error().message.c_str());
+      return 1;
+    }
+  } else {
+    std::string path = log.starts_with("file://") ? log.substr(7) : log;
+    if (!ReplayFile(path, replay)) return 1;
+  }
+  std::fputs(replay.Report().c_str(), stdout);
+  if (replay.ExitCode() != 0) {
+    std::fprintf(stderr, "rankd replay: %llu record(s); %s\n",
+                 static_cast<unsigned long long>(replay.records()),
+                 replay.stats().empty() ? "no model scores to check" : "scores differ");
+  }
+  return replay.ExitCode();
+}
+
+}  // namespace rankd
