@@ -1,0 +1,448 @@
+"""The served log end to end (docs/served-log.md): a real rankd writing records of what it
+served to a real file and a real redis-server stream; the records against the answers
+the clients got, sampling, rotation, sinks that fail and come back while traffic runs,
+the drain's flush, bad flags and plans, `rankd replay`, and the training loop
+(ops/train-from-log with Debian's python3-xgboost, so this file runs under
+/usr/bin/python3): serve, click, train, reload, serve the new model, replay."""
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
+from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, demo_data, metric_value,  # noqa: E402
+                     plans_dir, run_tests, simple_plan, temp_dir, wait_until, write_plan)
+
+USERS = 200
+TRAIN_FROM_LOG = os.path.join(SOURCE_ROOT, "ops", "train-from-log")
+
+_data = {}
+
+
+def data_redis():
+    """One seeded redis-server for every test's data plane."""
+    if "redis" not in _data:
+        _data["redis"] = Redis()
+        demo_data(_data["redis"], USERS)
+    return _data["redis"]
+
+
+def load_plan(name):
+    with open(os.path.join(SOURCE_ROOT, "plans", f"{name}.plan.json")) as f:
+        return json.load(f)
+
+
+def logged(base, name, **log):
+    """plans/BASE as plan NAME with a log block; its optional nodes wait as long as needed
+    (a sanitizer build is slow, and a degraded answer is not what these tests are about)."""
+    p = load_plan(base)
+    p["name"] = name
+    for node in p["nodes"]:
+        node.pop("timeout_ms", None)
+    p["log"] = log
+    return p
+
+
+def records_in(path):
+    out = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    out.append(json.loads(line))
+    return out
+
+
+def counted(rankd, outcome, sink):
+    return metric_value(rankd.metrics(), "rankd_served_log_records_total",
+                        sink=sink, outcome=outcome) or 0
+
+
+def sink_flag(name, url):
+    return ["--served-log", f"{name}={url}"]
+
+
+def file_sink(path, max_mb=64, keep=2):
+    return f"file://{path}?max_mb={max_mb}&keep={keep}"
+
+
+def replay(log, plans, extra=()):
+    out = subprocess.run([RANKD, "replay", "--log", log, "--plans", plans, *extra],
+                         capture_output=True, text=True, timeout=120)
+    lines = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
+    return out.returncode, {x["model"]: x for x in lines}, out.stderr
+
+
+def test_file_records_equal_the_answers():
+    d = temp_dir("rankd-served-")
+    path = os.path.join(d, "served.jsonl")
+    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="main",
+                                        candidates={"node": "top_k", "top": 5})})
+    rankd = Rankd(plans, redis=data_redis(), shards=2,
+                  extra_args=sink_flag("main", file_sink(path))).wait_ready()
+    answers = {}
+    for i in range(30):
+        user = 1 + (i * 7) % USERS
+        limit = 5 + i % 10
+        status, headers, body = rankd.rank({"plan": "logged", "user_id": user,
+                                            "params": {"limit": limit}})
+        assert status == 200, body
+        assert len(body["served_id"]) == 32 and int(body["served_id"], 16) >= 0, body
+        answers[body["served_id"]] = (user, limit, body, headers)
+    wait_until(lambda: counted(rankd, "written", "main") == 30, what="30 records written")
+    recs = {r["served_id"]: r for r in records_in(path)}
+    assert set(recs) == set(answers), "one record per answer, under the answer's served_id"
+    with open(os.path.join(plans, "logged.plan.json"), "rb") as f:
+        plan_sha = hashlib.sha256(f.read()).hexdigest()
+    with open(os.path.join(plans, "rerank.model.json"), "rb") as f:
+        model_sha = hashlib.sha256(f.read()).hexdigest()
+    model_features = None
+    for sid, (user, limit, body, headers) in answers.items():
+        r = recs[sid]
+        assert r["plan"] == "logged" and r["plan_sha256"] == plan_sha
+        assert r["user_id"] == user and r["params"] == {"k": 200, "limit": limit}
+        assert r["experiment"] is None and r["variant"] is None and r["shadow"] is False
+        assert r["degraded"] == body["degraded"]
+        assert r["viewer"]["id"] == user
+        assert isinstance(r["ts_ms"], int) and abs(r["ts_ms"] / 1000 - time.time()) < 120
+        assert len(r["request_id"]) > 0
+        served = [it for it in r["items"] if it["served"]]
+        unserved = [it for it in r["items"] if not it["served"]]
+        assert r["items"][:len(served)] == served, "served items come first"
+        assert len(served) == len(body["items"])
+        for pos, (it, ans) in enumerate(zip(served, body["items"])):
+            assert it["position"] == pos
+            assert it["id"] == ans["id"] and it["score"] == ans["score"]
+            assert it["columns"] == ans, (it["columns"], ans)
+            m = it["models"]["model"]
+            assert m["model"] == "rerank" and m["sha256"] == model_sha and m["output"] == "default"
+            assert m["score"] == ans["score"], "the model's score is the served score"
+            model_features = model_features or list(m["inputs"])
+            assert list(m["inputs"]) == model_features
+        served_ids = {it["id"] for it in served}
+        assert len(unserved) == 5
+        for it in unserved:
+            assert it["id"] not in served_ids and it["position"] >= 0
+            assert set(it["columns"]) == {"id", "score", "author"}
+            assert "model" in it["models"], "the candidates of top_k were all scored"
+    assert model_features == ["likes", "age_s", "quality", "nsfw"]
+    code, stats, err = replay(path, plans)
+    assert code == 0, err
+    checked = sum(len(r["items"]) for r in recs.values())
+    assert stats["rerank"]["checked"] == checked and stats["rerank"]["differ"] == 0, stats
+    assert stats["rerank"]["sha256_mismatch"] == 0 and stats["rerank"]["max_abs_diff"] == 0
+
+    # The model is changed: replay reports every score as of another model, and that
+    # they moved, but fails nothing (no score of the same model differs).
+    changed = temp_dir("rankd-plans-changed-")
+    for f in os.listdir(plans):
+        shutil.copy(os.path.join(plans, f), changed)
+    with open(os.path.join(changed, "rerank.model.json")) as f:
+        model = json.load(f)
+    model["learner"]["learner_model_param"]["base_score"] = "3E-1"
+    with open(os.path.join(changed, "rerank.model.json"), "w") as f:
+        json.dump(model, f)
+    code, stats, err = replay(path, changed)
+    assert code == 0, err
+    assert stats["rerank"]["sha256_mismatch"] == checked and stats["rerank"]["max_abs_diff"] > 0
+    # A model the folder lacks checks nothing: exit 1.
+    os.remove(os.path.join(changed, "rerank.model.json"))
+    os.remove(os.path.join(changed, "rerank.plan.json"))
+    os.remove(os.path.join(changed, "logged.plan.json"))
+    code, stats, err = replay(path, changed)
+    assert code == 1 and stats["rerank"]["missing"] == checked and stats["rerank"]["checked"] == 0
+    assert rankd.stop() == 0
+
+
+def test_sampling_and_asking():
+    d = temp_dir("rankd-served-")
+    path = os.path.join(d, "served.jsonl")
+    plans = plans_dir({"quarter": logged("simple_viewer", "quarter", sample=0.25, sink="main"),
+                       "asked": logged("simple_viewer", "asked", sink="main")})
+    rankd = Rankd(plans, redis=data_redis(),
+                  extra_args=sink_flag("main", file_sink(path))).wait_ready()
+    n = 800
+    conn = rankd.conn()
+    with_id = 0
+    for i in range(n):
+        conn.request("POST", "/rank", json.dumps({"plan": "quarter", "user_id": 1 + i % USERS}))
+        r = conn.getresponse()
+        body = json.loads(r.read())
+        assert r.status == 200
+        with_id += "served_id" in body
+    # Binomial(800, 0.25): mean 200, sd 12.2; 5 sd either side fails once in ~3.5 million.
+    assert 139 <= with_id <= 261, with_id
+    wait_until(lambda: counted(rankd, "written", "main") == with_id, what="the sampled records")
+    assert len(records_in(path)) == with_id
+    # sample 0 (the default): only the requests that ask are recorded.
+    for ask in (False, True, False, True):
+        status, _, body = rankd.rank({"plan": "asked", "user_id": 3, "log": ask})
+        assert status == 200 and ("served_id" in body) == ask, body
+    wait_until(lambda: counted(rankd, "written", "main") == with_id + 2, what="asked records")
+    status, _, body = rankd.rank({"plan": "asked", "user_id": 3, "log": "yes"})
+    assert status == 400 and "log" in body["error"]["message"], body
+    # A plan without a log block records nothing, asked or not.
+    status, _, body = rankd.rank({"plan": "simple_viewer", "user_id": 3, "log": True})
+    assert status == 200 and "served_id" not in body
+    assert rankd.stop() == 0
+
+
+def xlen(redis, stream):
+    return redis.execute("XLEN", stream)
+
+
+def test_stream_sink_survives_its_redis_going_away():
+    logs = Redis()
+    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="s")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=[
+        "--redis", f"logs={logs.url()}",
+        *sink_flag("s", "redis-stream://logs?stream=served&maxlen=100000")]).wait_ready()
+    for i in range(20):
+        assert rankd.rank({"plan": "logged", "user_id": 1 + i})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "s") == 20, what="20 records written")
+    assert xlen(logs, "served") == 20
+    entry = logs.execute("XRANGE", "served", "-", "+", "COUNT", "1")[0]
+    assert entry[1][0] == "record" and json.loads(entry[1][1])["plan"] == "logged"
+
+    logs.stop()
+    for i in range(30):
+        status, _, body = rankd.rank({"plan": "logged", "user_id": 1 + i})
+        assert status == 200, body
+    wait_until(lambda: counted(rankd, "dropped_error", "s") + counted(rankd, "dropped_full", "s")
+               == 30, what="30 records dropped")
+    # A dead log sink does not take the replica out of its balancer.
+    assert rankd.request("GET", "/readyz")[0] == 200
+    logs.start()  # the same port, empty
+
+    def resumed():
+        rankd.rank({"plan": "logged", "user_id": 7})
+        return xlen(logs, "served") > 0
+    wait_until(resumed, timeout=20, what="records written once the sink is back")
+    written = counted(rankd, "written", "s")
+    code, stats, err = replay(f"redis-stream://logs?stream=served", plans,
+                              ["--redis", f"logs={logs.url()}"])
+    assert code == 0 and stats["rerank"]["checked"] > 0, (code, stats, err)
+    assert written >= 21
+    assert rankd.stop() == 0
+
+
+def test_stream_maxlen_trims():
+    logs = Redis()
+    plans = plans_dir({"logged": logged("simple_viewer", "logged", sample=1.0, sink="s")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=[
+        "--redis", f"logs={logs.url()}",
+        *sink_flag("s", "redis-stream://logs?stream=served&maxlen=10")]).wait_ready()
+    conn = rankd.conn()
+    for i in range(400):
+        conn.request("POST", "/rank", json.dumps({"plan": "logged", "user_id": 1 + i % USERS}))
+        assert conn.getresponse().read()
+    wait_until(lambda: counted(rankd, "written", "s") == 400, what="400 records written")
+    # MAXLEN ~: trimmed by whole stream nodes (100 entries by default), never below 10.
+    assert 10 <= xlen(logs, "served") <= 200, xlen(logs, "served")
+    assert rankd.stop() == 0
+
+
+def test_rotation_keeps_k_files():
+    d = temp_dir("rankd-served-")
+    path = os.path.join(d, "served.jsonl")
+    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="f",
+                                        candidates={"node": "top_k", "top": 50})})
+    rankd = Rankd(plans, redis=data_redis(), shards=2,
+                  extra_args=sink_flag("f", file_sink(path, max_mb=1, keep=2))).wait_ready()
+    n = 0
+
+    def lines_kept():
+        return sum(len(records_in(os.path.join(d, f))) for f in os.listdir(d))
+    # Until the oldest file has been deleted once more than K were made: then twice that.
+    while n < 40 or lines_kept() == n:
+        for i in range(20):
+            assert rankd.rank({"plan": "logged", "user_id": 1 + (n + i) % USERS})[0] == 200
+        n += 20
+        wait_until(lambda: counted(rankd, "written", "f") == n, what="records written")
+        assert n < 3000
+    for i in range(n):
+        assert rankd.rank({"plan": "logged", "user_id": 1 + i % USERS})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "f") == 2 * n, what="records written")
+    files = sorted(os.listdir(d))
+    assert files == ["served.jsonl", "served.jsonl.1", "served.jsonl.2"], files
+    for f in files:
+        size = os.path.getsize(os.path.join(d, f))
+        assert size <= (1 << 20) + (1 << 20), (f, size)  # a batch may end past the limit
+        for rec in records_in(os.path.join(d, f)):
+            assert rec["plan"] == "logged"
+    assert rankd.stop() == 0
+
+
+def test_file_that_cannot_be_written_then_can():
+    d = temp_dir("rankd-served-")
+    logdir = os.path.join(d, "logs")
+    os.mkdir(logdir)
+    path = os.path.join(logdir, "served.jsonl")
+    plans = plans_dir({"logged": logged("simple_viewer", "logged", sample=1.0, sink="f")})
+    rankd = Rankd(plans, redis=data_redis(),
+                  extra_args=sink_flag("f", file_sink(path))).wait_ready()
+    for i in range(5):
+        assert rankd.rank({"plan": "logged", "user_id": 1 + i})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "f") == 5, what="5 written")
+    shutil.rmtree(logdir)  # the folder goes: the open file is noticed gone, none can open
+    for i in range(10):
+        assert rankd.rank({"plan": "logged", "user_id": 1 + i})[0] == 200
+    wait_until(lambda: counted(rankd, "dropped_error", "f") == 10, what="10 dropped")
+    os.mkdir(logdir)
+    for i in range(5):
+        assert rankd.rank({"plan": "logged", "user_id": 1 + i})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "f") == 10, what="writing again")
+    assert len(records_in(path)) == 5
+    assert "cannot open" in rankd.stderr()
+    assert rankd.stop() == 0
+
+
+def test_drain_flushes_what_is_buffered():
+    logs = Redis()
+    plans = plans_dir({"logged": logged("simple_viewer", "logged", sample=1.0, sink="s")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=[
+        "--redis", f"logs={logs.url()}", "--drain-timeout-ms", "20000",
+        *sink_flag("s", "redis-stream://logs?stream=served&maxlen=1000")]).wait_ready()
+    logs.suspend()  # the XADDs wait in the kernel's buffers and rankd's
+    for i in range(10):
+        assert rankd.rank({"plan": "logged", "user_id": 1 + i})[0] == 200
+    rankd.signal(signal.SIGTERM)
+    time.sleep(0.5)
+    assert rankd.proc.poll() is None, "the drain waits for the served log"
+    logs.resume()
+    assert rankd.proc.wait(timeout=20) == 0
+    assert xlen(logs, "served") == 10
+
+
+def test_bad_flags_and_plans():
+    plans = plans_dir()
+
+    def start(*flags):
+        return subprocess.run([RANKD, "serve", "--port", "0", "--plans", plans, *flags],
+                              capture_output=True, text=True, timeout=30)
+    for flag, words in [
+            ("x=kafka://broker?topic=t", "unknown scheme"),
+            ("x=redis-stream://redis_default?stream=s", "maxlen"),
+            ("x=redis-stream://nowhere?stream=s&maxlen=10", "no --redis endpoint"),
+            ("x=file:///tmp/x.jsonl?max_mb=1", "keep"),
+            ("x=file://relative.jsonl?max_mb=1&keep=1", "absolute"),
+            ("x=file:///tmp/x.jsonl?max_mb=0&keep=1", "max_mb"),
+            ("x=file:///tmp/x.jsonl?max_mb=1&keep=1&color=red", "unknown parameter"),
+            ("bad name=file:///tmp/x.jsonl?max_mb=1&keep=1", "sink name")]:
+        out = start("--served-log", flag)
+        assert out.returncode == 2 and "--served-log" in out.stderr and words in out.stderr, \
+            (flag, out.returncode, out.stderr)
+
+    def check(plan, *flags):
+        d = plans_dir({plan["name"]: plan})
+        return subprocess.run([RANKD, "check-plans", "--plans", d, *flags],
+                              capture_output=True, text=True, timeout=30)
+    for log, words in [({"sink": "s", "columns": ["nope"]}, "no column 'nope'"),
+                       ({"sink": "s", "candidates": {"node": "zz", "top": 3}}, "unknown node 'zz'"),
+                       ({"sink": "s", "candidates": {"node": "viewer", "top": 0}}, "top"),
+                       ({"sink": "s", "sample": 1.5}, "log.sample"),
+                       ({"sample": 1}, "log.sink"),
+                       ({"sink": "s", "color": 1}, "unknown field 'color'")]:
+        out = check(logged("simple_viewer", "bad", **log))
+        assert out.returncode == 1 and words in out.stderr, (log, out.stderr)
+    good = logged("simple_viewer", "good", sink="elsewhere", sample=0.5)
+    assert check(good).returncode == 0, "sink names are checked only against given sinks"
+    out = check(good, "--served-log", "main=file:///tmp/x.jsonl?max_mb=1&keep=1")
+    assert out.returncode == 1 and "'elsewhere'" in out.stderr and "main" in out.stderr
+    assert check(good, "--served-log", "elsewhere=file:///tmp/x.jsonl?max_mb=1&keep=1") \
+        .returncode == 0
+
+
+def test_no_sink_and_too_large():
+    d = temp_dir("rankd-served-")
+    path = os.path.join(d, "served.jsonl")
+    big = simple_plan("big", [
+        {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 30000}}], "src")
+    big["log"] = {"sink": "f", "sample": 1.0}
+    plans = plans_dir({"nosink": logged("simple_viewer", "nosink", sink="nope", sample=1.0),
+                       "big": big})
+    rankd = Rankd(plans, redis=data_redis(),
+                  extra_args=sink_flag("f", file_sink(path))).wait_ready()
+    for _ in range(3):
+        assert rankd.rank({"plan": "nosink", "user_id": 2})[0] == 200
+    status, _, body = rankd.rank({"plan": "big", "user_id": 2})
+    assert status == 200 and body["count"] == 30000
+    wait_until(lambda: counted(rankd, "dropped_no_sink", "nope") == 3, what="dropped_no_sink")
+    wait_until(lambda: counted(rankd, "dropped_too_large", "f") == 1, what="dropped_too_large")
+    assert records_in(path) == []
+    assert rankd.stop() == 0
+
+
+def test_training_loop_closes():
+    """Serve with logging, click the items a hidden rule likes, train a model on the log,
+    reload, and the new model serves; a replay of the new log agrees with it."""
+    d = temp_dir("rankd-train-")
+    path = os.path.join(d, "served.jsonl")
+    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="f",
+                                        candidates={"node": "top_k", "top": 20})})
+    rankd = Rankd(plans, redis=data_redis(),
+                  extra_args=sink_flag("f", file_sink(path))).wait_ready()
+    for u in range(1, 61):
+        assert rankd.rank({"plan": "logged", "user_id": u, "params": {"limit": 20}})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "f") == 60, what="60 records")
+    rng = random.Random(7)
+    clicks = os.path.join(d, "clicks.jsonl")
+    with open(clicks, "w") as f:
+        for rec in records_in(path):
+            for it in rec["items"]:
+                x = it["models"]["model"]["inputs"]
+                # Young items get clicked: a rule the demo model does not know.
+                young = x["age_s"] is not None and x["age_s"] < 20000
+                if rng.random() < (0.7 if young else 0.05):
+                    f.write(json.dumps({"served_id": rec["served_id"], "id": it["id"]}) + "\n")
+    out = subprocess.run(["/usr/bin/python3", TRAIN_FROM_LOG, "--log", path, "--clicks", clicks,
+                          "--model-node", "model", "--name", "rerank", "--plans", plans,
+                          "--include-unserved"],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert summary["rows"] > 1000 and summary["positives"] > 0, summary
+    with open(os.path.join(plans, "rerank.model.json"), "rb") as f:
+        new_sha = hashlib.sha256(f.read()).hexdigest()
+    rankd.signal(signal.SIGHUP)
+
+    def serving_new():
+        _, _, body = rankd.request("GET", "/plans/logged")
+        return new_sha in body.decode()
+    wait_until(serving_new, what="the retrained model to be served")
+    os.rename(path, path + ".before")
+    for u in range(61, 81):
+        status, _, body = rankd.rank({"plan": "logged", "user_id": u, "params": {"limit": 20}})
+        assert status == 200, body
+    wait_until(lambda: counted(rankd, "written", "f") == 80, what="20 more records")
+    recs = records_in(path)
+    assert recs and all(it["models"]["model"]["sha256"] == new_sha
+                        for r in recs for it in r["items"])
+    code, stats, err = replay(path, plans)
+    assert code == 0 and stats["rerank"]["differ"] == 0 and stats["rerank"]["checked"] > 0, err
+    assert stats["rerank"]["sha256_mismatch"] == 0
+    # The old log against the new model: every score is of another model.
+    code, stats, err = replay(path + ".before", plans)
+    assert stats["rerank"]["sha256_mismatch"] == stats["rerank"]["checked"] > 0
+    assert rankd.stop() == 0
+
+
+if __name__ == "__main__":
+    run_tests([
+        ("file sink: records equal the answers; replay, a changed model", test_file_records_equal_the_answers),
+        ("sampling within bounds; a request may ask", test_sampling_and_asking),
+        ("stream sink: its Redis goes away and comes back", test_stream_sink_survives_its_redis_going_away),
+        ("stream sink: MAXLEN ~ trims", test_stream_maxlen_trims),
+        ("file sink: rotation keeps K files", test_rotation_keeps_k_files),
+        ("file sink: cannot write, then can", test_file_that_cannot_be_written_then_can),
+        ("SIGTERM's drain flushes the served log", test_drain_flushes_what_is_buffered),
+        ("bad sink flags and log blocks", test_bad_flags_and_plans),
+        ("dropped_no_sink and dropped_too_large", test_no_sink_and_too_large),
+        ("the training loop closes", test_training_loop_closes),
+    ])
