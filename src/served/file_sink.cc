@@ -57,7 +57,8 @@ void FileSink::Run() {
 }
 
 bool FileSink::StillOurs() {
-  struct stat open {}, at {};
+  struct stat open {
+  }, at{};
   if (::fstat(fd_, &open) != 0 || ::stat(path_.c_str(), &at) != 0) return false;
   return open.st_ino == at.st_ino && open.st_dev == at.st_dev;
 }

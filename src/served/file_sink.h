@@ -39,9 +39,9 @@ class FileSink {
  private:
   void Run();
   bool Write(const std::string& lines);  // writer thread
-  bool Open();                            // writer thread
-  void Rotate();                          // writer thread
-  bool StillOurs();                       // the open file is still at path_
+  bool Open();                           // writer thread
+  void Rotate();                         // writer thread
+  bool StillOurs();                      // the open file is still at path_
 
   struct Batch {
     std::string lines;

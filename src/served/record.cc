@@ -24,7 +24,7 @@ struct Kept {
   // copy), so its rows map without a lookup.
   const Column* anchor = nullptr;
   std::vector<const Column*> features;  // a model node's, in the model's feature order
-  bool indexed = false;  // the id maps below are built (on the first lookup by id)
+  bool indexed = false;                 // the id maps below are built (on the first lookup by id)
   std::unordered_map<int64_t, uint32_t> by_num;
   std::unordered_map<std::string_view, uint32_t> by_str;
 };
@@ -162,8 +162,9 @@ void AppendJsonReal(double d, std::string& out) {
     return;
   }
   char buf[32];
-  auto r = std::fabs(d) >= 1e15 ? std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific)
-                                 : std::to_chars(buf, buf + sizeof buf, d);
+  auto r = std::fabs(d) >= 1e15
+               ? std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific)
+               : std::to_chars(buf, buf + sizeof buf, d);
   out.append(buf, r.ptr);
 }
 

@@ -75,8 +75,8 @@ Status Replay::Add(std::string_view record) {
       for (size_t f = 0; f < names.size(); ++f) ptrs[f] = &features[f];
       double logged = 0, now = 0;
       if (!ReadNumber(score_json, logged))
-        return Fail(Error::BadRequest("items[].models." + std::string(node) +
-                                      ".score: not a number"));
+        return Fail(
+            Error::BadRequest("items[].models." + std::string(node) + ".score: not a number"));
       model.Score(ptrs, 1, output == "margin" ? ModelOutput::kMargin : ModelOutput::kDefault, &now);
       ++st.checked;
       bool same_model = sha == model.sha256();

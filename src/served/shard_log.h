@@ -73,7 +73,7 @@ class ShardServedLog {
     const SinkConfig* config = nullptr;
     FileSink* file = nullptr;
     RedisClient* client = nullptr;
-    std::string buf;            // records, each ending in '\n'
+    std::string buf;             // records, each ending in '\n'
     std::vector<uint32_t> ends;  // end offset of each record in buf (after its '\n')
     size_t in_flight_bytes = 0;
     bool in_flight = false;

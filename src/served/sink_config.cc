@@ -13,13 +13,14 @@ Error Bad(std::string_view what) { return Error::BadRequest("--served-log: " + s
 bool ValidName(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-' || c == '.';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
   });
 }
 
 // "k=v&k=v" into pairs; false on an empty or '='-less part.
-bool SplitQuery(std::string_view q, std::vector<std::pair<std::string_view, std::string_view>>& out) {
+bool SplitQuery(std::string_view q,
+                std::vector<std::pair<std::string_view, std::string_view>>& out) {
   while (!q.empty()) {
     size_t amp = q.find('&');
     std::string_view part = q.substr(0, amp);
@@ -36,7 +37,8 @@ bool SplitQuery(std::string_view q, std::vector<std::pair<std::string_view, std:
 
 Result<SinkConfig> ParseSinkFlag(std::string_view value) {
   size_t eq = value.find('=');
-  if (eq == std::string_view::npos) return Fail(Bad("'" + std::string(value) + "' is not NAME=URL"));
+  if (eq == std::string_view::npos)
+    return Fail(Bad("'" + std::string(value) + "' is not NAME=URL"));
   SinkConfig c;
   c.name = std::string(value.substr(0, eq));
   c.url = std::string(value.substr(eq + 1));
@@ -58,9 +60,8 @@ Result<SinkConfig> ParseSinkFlag(std::string_view value) {
   std::string_view target = rest.substr(0, qm);
   std::vector<std::pair<std::string_view, std::string_view>> query;
   if (qm == std::string_view::npos || !SplitQuery(rest.substr(qm + 1), query))
-    return Fail(Bad(where + (c.kind == SinkConfig::Kind::kFile
-                                 ? "needs ?max_mb=N&keep=K"
-                                 : "needs ?stream=S&maxlen=N")));
+    return Fail(Bad(where + (c.kind == SinkConfig::Kind::kFile ? "needs ?max_mb=N&keep=K"
+                                                               : "needs ?stream=S&maxlen=N")));
   bool have[2] = {false, false};
   for (auto [k, v] : query) {
     auto number = [&](int64_t lo, int64_t hi) -> Result<int64_t> {
@@ -122,7 +123,8 @@ Result<std::vector<SinkConfig>> ParseSinkFlags(const std::vector<std::string>& v
     if (c->kind == SinkConfig::Kind::kRedisStream &&
         std::none_of(endpoints.begin(), endpoints.end(),
                      [&](const RedisEndpoint& e) { return e.name == c->endpoint; }))
-      return Fail(Bad("sink '" + c->name + "': no --redis endpoint is named '" + c->endpoint + "'"));
+      return Fail(
+          Bad("sink '" + c->name + "': no --redis endpoint is named '" + c->endpoint + "'"));
     out.push_back(std::move(*c));
   }
   return out;

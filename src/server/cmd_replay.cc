@@ -88,7 +88,8 @@ int CmdReplay(const std::vector<std::string>& argv) {
   };
   if (!ParseCommandFlags("replay", argv, flags)) return 2;
   if (log.empty()) {
-    std::fprintf(stderr, "rankd replay: give --log FILE or --log redis-stream://ENDPOINT?stream=S\n");
+    std::fprintf(stderr,
+                 "rankd replay: give --log FILE or --log redis-stream://ENDPOINT?stream=S\n");
     return 2;
   }
   auto set = LoadPlanDir(dir, TaskRegistry::Default(), limits);
@@ -99,11 +100,11 @@ int CmdReplay(const std::vector<std::string>& argv) {
   Replay replay(set->models);
   if (log.starts_with("redis-stream://")) {
     // The same URL form as a sink's; maxlen is irrelevant here, so a dummy one.
-    auto sink = ParseSinkFlag("replay=" + log + (log.find("maxlen=") == std::string::npos
-                                                     ? (log.find('?') == std::string::npos
-                                                            ? "?maxlen=1"
-                                                            : "&maxlen=1")
-                                                     : ""));
+    auto sink =
+        ParseSinkFlag("replay=" + log +
+                      (log.find("maxlen=") == std::string::npos
+                           ? (log.find('?') == std::string::npos ? "?maxlen=1" : "&maxlen=1")
+                           : ""));
     if (!sink) {
       std::fprintf(stderr, "rankd replay: --log: %s\n", sink.error().message.c_str());
       return 2;
