@@ -436,6 +436,36 @@ def test_templated_keys_and_string_ids_on_the_cluster():
     on_single.stop()
 
 
+def test_served_log_stream_on_the_cluster():
+    """A served-log sink writing to a stream on the cluster (docs/served-log.md): every
+    record lands in the stream's slot, and `rankd replay` reads it back through the
+    cluster and reproduces every model score."""
+    e = env()
+    cluster = e["cluster"]
+    plan = patient_plan("rerank")
+    plan["name"] = "logged"
+    plan["log"] = {"sample": 1.0, "sink": "s", "candidates": {"node": "top_k", "top": 5}}
+    plans = plans_dir({"logged": plan})
+    stream = f"served:{random.randrange(1 << 30)}"
+    rankd = Rankd(plans, redis=cluster, shards=2, extra_args=[
+        "--redis", f"logs={cluster.url()}",
+        "--served-log", f"s=redis-stream://logs?stream={stream}&maxlen=10000"]).wait_ready()
+    for u in range(1, 41):
+        status, _, body = rankd.rank({"plan": "logged", "user_id": u}, timeout=30)
+        assert status == 200 and "served_id" in body, body
+    wait_until(lambda: metric_value(rankd.metrics(), "rankd_served_log_records_total",
+                                    sink="s", outcome="written") == 40,
+               timeout=20, what="40 records written to the cluster's stream")
+    assert int(cluster.cli("-c", "XLEN", stream).strip()) == 40
+    out = subprocess.run([RANKD, "replay", "--log", f"redis-stream://logs?stream={stream}",
+                          "--redis", f"logs={cluster.url()}", "--plans", plans],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(out.stdout.splitlines()[0])
+    assert stats["model"] == "rerank" and stats["checked"] > 40 * 5 and stats["differ"] == 0
+    assert rankd.stop() == 0
+
+
 def check_cache_through_reshard_and_writes(tracking):
     """A rankd with --cache-mb 16 (--cache-tracking `tracking`) serves cached and uncached copies of feed and home_light.
     Warmed, then under load, 1,000 slots move while a writer rewrites the `likes` of the
@@ -708,6 +738,7 @@ if __name__ == "__main__":
         ("reads from replicas answer like the masters", test_reads_from_replicas_answer_like_the_masters),
         ("templated keys and string ids on the cluster", test_templated_keys_and_string_ids_on_the_cluster),
         ("resharding under load keeps every answer", test_resharding_under_load_keeps_every_answer),
+        ("a served-log stream on the cluster", test_served_log_stream_on_the_cluster),
         ("the cache (bcast tracking) stays consistent through a reshard and writes",
          test_cache_stays_consistent_through_reshard_and_writes_bcast),
         ("the cache (default tracking) stays consistent through a reshard and writes",
