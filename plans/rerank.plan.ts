@@ -10,6 +10,10 @@ export default definePlan({
     k: { type: "i64", default: 200, min: 1, max: 1000 },
     limit: { type: "i64", default: 50, min: 1, max: 500 },
   },
+  // One request in a hundred is recorded in the served log, with the model's inputs and
+  // the best 20 of the top k that were not served (docs/served-log.md); only a server
+  // started with a `main` sink (ops/run starts one) records them.
+  log: { sample: 0.01, sink: "main", candidates: { node: "top_k", top: 20 } },
   build: (ctx, P) => {
     // cache: media lists and item hashes are shared by many viewers, so they are read through
     // the shard cache (docs/cache.md); the per-viewer reads (viewer, follow, recs) are not.

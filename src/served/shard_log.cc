@@ -70,10 +70,17 @@ uint64_t ShardServedLog::NextRandom() {
 
 bool ShardServedLog::Selected(const Plan& plan, bool forced) {
   if (!plan.log.enabled) return false;
-  if (forced || plan.log.sample >= 1) return true;
-  if (plan.log.sample <= 0) return false;
-  // 53 random bits as a double in [0, 1).
-  return static_cast<double>(NextRandom() >> 11) * 0x1p-53 < plan.log.sample;
+  bool picked = forced || plan.log.sample >= 1 ||
+                // 53 random bits as a double in [0, 1).
+                (plan.log.sample > 0 &&
+                 static_cast<double>(NextRandom() >> 11) * 0x1p-53 < plan.log.sample);
+  if (!picked) return false;
+  if (!by_name_.contains(plan.log.sink)) {
+    // Not recorded (no served_id, nothing kept): only counted.
+    ++no_sink_[plan.log.sink];
+    return false;
+  }
+  return true;
 }
 
 std::string ShardServedLog::NewServedId() {
@@ -87,12 +94,8 @@ std::string ShardServedLog::NewServedId() {
 }
 
 void ShardServedLog::Record(const RunResult& r, const RecordHeader& h) {
-  const std::string& name = r.plan->log.sink;
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) {
-    ++no_sink_[name];
-    return;
-  }
+  auto it = by_name_.find(r.plan->log.sink);
+  if (it == by_name_.end()) return;  // Selected counted it
   Sink& s = sinks_[it->second];
   size_t start = s.buf.size();
   AppendServedRecord(r, h, s.buf);

@@ -52,8 +52,9 @@ class ShardServedLog {
   ShardServedLog(const ShardServedLog&) = delete;
   ShardServedLog& operator=(const ShardServedLog&) = delete;
 
-  // Whether a request of `plan` is recorded: the plan has a log block, and the request
-  // asked (`forced`) or falls in the plan's sample.
+  // Whether a request of `plan` is recorded: the plan has a log block, the request
+  // asked (`forced`) or falls in the plan's sample, and the plan's sink is one of this
+  // server's (else the pick counts as dropped_no_sink, and the request is not recorded).
   bool Selected(const Plan& plan, bool forced);
   // A fresh served_id: 128 random bits as 32 lowercase hex digits.
   std::string NewServedId();
