@@ -70,10 +70,10 @@ uint64_t ShardServedLog::NextRandom() {
 
 bool ShardServedLog::Selected(const Plan& plan, bool forced) {
   if (!plan.log.enabled) return false;
-  bool picked = forced || plan.log.sample >= 1 ||
-                // 53 random bits as a double in [0, 1).
-                (plan.log.sample > 0 &&
-                 static_cast<double>(NextRandom() >> 11) * 0x1p-53 < plan.log.sample);
+  bool picked =
+      forced || plan.log.sample >= 1 ||
+      // 53 random bits as a double in [0, 1).
+      (plan.log.sample > 0 && static_cast<double>(NextRandom() >> 11) * 0x1p-53 < plan.log.sample);
   if (!picked) return false;
   if (!by_name_.contains(plan.log.sink)) {
     // Not recorded (no served_id, nothing kept): only counted.
