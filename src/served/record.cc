@@ -23,10 +23,32 @@ struct Kept {
   // model's rows at the same physical indices (filter, sort and take select; they do not
   // copy), so its rows map without a lookup.
   const Column* anchor = nullptr;
-  std::vector<const Column*> features;  // a model node's, in the model's feature order
-  bool indexed = false;                 // the id maps below are built (on the first lookup by id)
+  const std::string* out_key = nullptr;  // the anchor's name
+  std::vector<const Column*> features;   // a model node's, in the model's feature order
+  // The text that does not change from item to item: `"<node>":{"model":...,"inputs":{`
+  // and each feature's `"<name>":`.
+  std::string head;
+  std::vector<std::string> feature_keys;
+  bool indexed = false;  // the id maps below are built (on the first lookup by id)
   std::unordered_map<int64_t, uint32_t> by_num;
   std::unordered_map<std::string_view, uint32_t> by_str;
+};
+
+// A row set items are written from (the output, or the candidates node), its columns
+// looked up once per record rather than per item.
+struct RowsView {
+  RowsView(const RowSet& rows, const std::vector<std::string>& logged,
+           const std::vector<Kept>& models)
+      : rows(rows), id(rows.column("id")), score(rows.column("score")) {
+    for (const auto& c : logged) columns.push_back(rows.column(c));
+    for (const Kept& k : models)
+      same_rows.push_back(k.anchor != nullptr && rows.column(*k.out_key) == k.anchor);
+  }
+  const RowSet& rows;
+  const Column* id;
+  const Column* score;
+  std::vector<const Column*> columns;  // the logged columns (null: absent)
+  std::vector<bool> same_rows;         // per model: carries its score column, same rows
 };
 
 void Index(Kept& k) {
@@ -42,14 +64,12 @@ void Index(Kept& k) {
   }
 }
 
-// The physical row of `k` holding the item at physical row `row` of `from`, or -1: the
-// same row when `from` carries k's anchor column, else the first row with the same id.
-int64_t Locate(Kept& k, const RowSet& from, uint32_t row) {
-  if (k.anchor) {
-    const std::string& key = k.node->args.Str("out_key");
-    if (from.column(key) == k.anchor) return k.anchor->valid(row) ? int64_t{row} : -1;
-  }
-  const Column* id = from.column("id");
+// The physical row of `k` holding the item at physical row `row` of `from` (model
+// `m`), or -1: the same row when `from` carries k's score column, else the first row
+// with the same id.
+int64_t Locate(Kept& k, const RowsView& from, size_t m, uint32_t row) {
+  if (from.same_rows[m]) return k.anchor->valid(row) ? int64_t{row} : -1;
+  const Column* id = from.id;
   if (!id || !k.id || id->type != k.id->type || !id->valid(row)) return -1;
   if (!k.indexed) Index(k);
   if (id->type == ColumnType::kStr) {
@@ -90,28 +110,20 @@ void AppendValue(const Value& v, std::string& out) {
 
 // {"<model node>": {"model","sha256","output","inputs":{...},"score"}, ...} for the
 // item at physical row `row` of `from`; models that did not score it are left out.
-void AppendModels(std::vector<Kept>& models, const RowSet& from, uint32_t row, std::string& out) {
+void AppendModels(std::vector<Kept>& models, const RowsView& from, uint32_t row, std::string& out) {
   out += "\"models\":{";
   bool first = true;
-  for (Kept& k : models) {
-    int64_t at = Locate(k, from, row);
+  for (size_t m = 0; m < models.size(); ++m) {
+    Kept& k = models[m];
+    int64_t at = Locate(k, from, m, row);
     if (at < 0) continue;
     auto r = static_cast<uint32_t>(at);
-    const NodeModel& bound = k.node->model;
     if (!first) out += ',';
     first = false;
-    AppendJsonString(k.node->id, out);
-    out += ":{\"model\":";
-    AppendJsonString(bound.model->name(), out);
-    out += ",\"sha256\":\"";
-    out += bound.model->sha256();
-    out += bound.output == ModelOutput::kMargin ? "\",\"output\":\"margin\",\"inputs\":{"
-                                                : "\",\"output\":\"default\",\"inputs\":{";
-    const auto& names = bound.model->features();
-    for (size_t f = 0; f < names.size(); ++f) {
+    out += k.head;
+    for (size_t f = 0; f < k.feature_keys.size(); ++f) {
       if (f) out += ',';
-      AppendJsonString(names[f], out);
-      out += ':';
+      out += k.feature_keys[f];
       AppendJsonReal(static_cast<double>(ModelInput(k.features[f], r)), out);
     }
     out += "},\"score\":";
@@ -122,21 +134,20 @@ void AppendModels(std::vector<Kept>& models, const RowSet& from, uint32_t row, s
 }
 
 // One item: {"id","position","served","score","columns":{...},"models":{...}}.
-void AppendItem(const RowSet& from, uint32_t row, size_t position, bool served,
-                const std::vector<std::string>& columns, std::vector<Kept>& models,
-                std::string& out) {
+// `keys` holds the logged columns' `"name":` prefixes.
+void AppendItem(const RowsView& from, uint32_t row, size_t position, bool served,
+                const std::vector<std::string>& keys, std::vector<Kept>& models, std::string& out) {
   out += "{\"id\":";
-  AppendCellOrNull(from.column("id"), row, out);
+  AppendCellOrNull(from.id, row, out);
   out += ",\"position\":";
   AppendJsonInt(static_cast<int64_t>(position), out);
   out += served ? ",\"served\":true,\"score\":" : ",\"served\":false,\"score\":";
-  AppendCellOrNull(from.column("score"), row, out);
+  AppendCellOrNull(from.score, row, out);
   out += ",\"columns\":{";
-  for (size_t c = 0; c < columns.size(); ++c) {
+  for (size_t c = 0; c < keys.size(); ++c) {
     if (c) out += ',';
-    AppendJsonString(columns[c], out);
-    out += ':';
-    AppendCellOrNull(from.column(columns[c]), row, out);
+    out += keys[c];
+    AppendCellOrNull(from.columns[c], row, out);
   }
   out += "},";
   AppendModels(models, from, row, out);
@@ -184,11 +195,24 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     k.node = &node;
     k.rows = &r.kept[i];
     k.id = k.rows->column("id");
-    k.anchor = k.rows->column(node.args.Str("out_key"));
+    k.out_key = &node.args.Str("out_key");
+    k.anchor = k.rows->column(*k.out_key);
     if (k.anchor && k.anchor->type != ColumnType::kF64) k.anchor = nullptr;
     for (const std::string& c : node.model.columns) {
       const Column* col = k.rows->column(c);
       k.features.push_back(col && col->type != ColumnType::kStr ? col : nullptr);
+    }
+    const NodeModel& bound = node.model;
+    AppendJsonString(node.id, k.head);
+    k.head += ":{\"model\":";
+    AppendJsonString(bound.model->name(), k.head);
+    k.head += ",\"sha256\":\"" + bound.model->sha256() + "\",\"output\":\"";
+    k.head += bound.output == ModelOutput::kMargin ? "margin" : "default";
+    k.head += "\",\"inputs\":{";
+    for (const std::string& name : bound.model->features()) {
+      std::string& key = k.feature_keys.emplace_back();
+      AppendJsonString(name, key);
+      key += ':';
     }
   }
   const RowSet& rows = r.output;
@@ -235,12 +259,20 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     out += "null";
   }
   out += ",\"items\":[";
+  std::vector<std::string> keys;
+  keys.reserve(log.columns.size());
+  for (const auto& c : log.columns) {
+    std::string& k = keys.emplace_back();
+    AppendJsonString(c, k);
+    k += ':';
+  }
   ServedIds served;
+  RowsView served_view(rows, log.columns, models);
   const Column* out_id = rows.column("id");
   for (size_t i = 0; i < rows.size(); ++i) {
     uint32_t row = rows.row(i);
     if (i) out += ',';
-    AppendItem(rows, row, i, true, log.columns, models, out);
+    AppendItem(served_view, row, i, true, keys, models, out);
     if (candidates && out_id && out_id->valid(row)) {
       if (out_id->type == ColumnType::kStr)
         served.strs.insert(out_id->str(row));
@@ -249,13 +281,14 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     }
   }
   if (candidates) {
-    const Column* cid = candidates->column("id");
+    RowsView view(*candidates, log.columns, models);
+    const Column* cid = view.id;
     size_t written = 0;
     for (size_t i = 0; i < candidates->size() && written < log.candidates_top; ++i) {
       uint32_t row = candidates->row(i);
       if (served.Has(cid, row)) continue;
       if (rows.size() > 0 || written > 0) out += ',';
-      AppendItem(*candidates, row, i, false, log.columns, models, out);
+      AppendItem(view, row, i, false, keys, models, out);
       ++written;
     }
   }

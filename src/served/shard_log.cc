@@ -52,7 +52,13 @@ ShardServedLog::ShardServedLog(EventLoop& loop, RedisPools* redis,
 
 ShardServedLog::~ShardServedLog() {
   *alive_ = false;
+  Close();
+}
+
+void ShardServedLog::Close() {
+  closed_ = true;
   if (send_timer_) loop_.timers().Cancel(send_timer_);
+  send_timer_ = 0;
 }
 
 uint64_t ShardServedLog::NextRandom() {
@@ -117,7 +123,7 @@ void ShardServedLog::Record(const RunResult& r, const RecordHeader& h) {
 }
 
 void ShardServedLog::ScheduleSend() {
-  if (send_timer_) return;
+  if (send_timer_ || closed_) return;
   send_timer_ = loop_.timers().Start(kSendDelayMs, [this] {
     send_timer_ = 0;
     SendAll();
@@ -130,6 +136,7 @@ void ShardServedLog::SendAll() {
 }
 
 void ShardServedLog::Send(size_t i) {
+  if (closed_) return;
   Sink& s = sinks_[i];
   std::string buf;
   std::vector<uint32_t> ends;

@@ -68,6 +68,8 @@ class ShardServedLog {
   void Flush(std::function<void()> done);
   // The drain gave up: `done` of a Flush runs now; what is still pending is lost.
   void Abandon();
+  // The loop is stopping: no more sends (records still buffered are lost). Idempotent.
+  void Close();
 
  private:
   struct Sink {
@@ -99,6 +101,7 @@ class ShardServedLog {
   TimerQueue::Id send_timer_ = 0;
   std::function<void()> flushed_;  // a Flush waiting
   bool flushing_ = false;
+  bool closed_ = false;
   uint64_t rng_[4];                                             // xoshiro256**
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for posted callbacks
 };

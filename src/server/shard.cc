@@ -106,6 +106,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   runtime_.AtStop([this] {
     loop().timers().Cancel(lag_timer_);
     lag_timer_ = 0;
+    served_log_->Close();
   });
   redis_ready_.store(redis.Ready(), std::memory_order_relaxed);
   return {};
