@@ -36,7 +36,8 @@ inline std::optional<Result<RunResult>> RunWithoutRedis(const PlanPtr& plan, Giv
   RunRequest req{.plan = plan,
                  .user_id = user_id,
                  .params = std::move(params),
-                 .deadline = Clock::now() + std::chrono::milliseconds(500)};
+                 .deadline = Clock::now() + std::chrono::milliseconds(500),
+                 .keep_for_log = plan->log.enabled};
   return runtime->Run(RunPlan(env, std::move(req)));
 }
 

@@ -2,7 +2,8 @@
 // expression compiler) -> whatever loads must run. Each accepted plan then runs
 //  1. every compiled expression and predicate on generated rows of its node's input
 //     types (fuzz_engine.h), values the plan's IO nodes could have fetched, and
-//  2. the whole plan on the scheduler without Redis (IO nodes fail or degrade),
+//  2. the whole plan on the scheduler without Redis (IO nodes fail or degrade), and
+//     for a plan with a `log` block the served-log record of its answer,
 // so that "check-plans accepts it, the first request crashes" is found.
 // Corpus: tests/fuzz/corpus/plan (the shipped plans and more); dictionary plan.dict.
 #include <cstddef>
@@ -12,6 +13,7 @@
 #include "fuzz_engine.h"
 #include "plan/bind.h"
 #include "plan/loader.h"
+#include "served/record.h"
 #include "tasks/task.h"
 
 using namespace rankd;
@@ -39,6 +41,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
-  (void)fuzz::RunWithoutRedis(*plan, {}, 7);
+  auto run = fuzz::RunWithoutRedis(*plan, {}, 7);
+  if (run && *run && p.log.enabled) {
+    std::string record;
+    AppendServedRecord(
+        **run, {.served_id = "0123456789abcdef0123456789abcdef", .ts_ms = 1, .request_id = "fuzz"},
+        record);
+    if (record.empty() || record.front() != '{' || record.back() != '}') __builtin_trap();
+  }
   return 0;
 }
