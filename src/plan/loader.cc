@@ -12,6 +12,7 @@
 #include "core/json_escape.h"
 #include "core/sha256.h"
 #include "plan/bind.h"
+#include "plan/experiments.h"
 
 namespace rankd {
 
@@ -773,6 +774,7 @@ namespace {
 constexpr std::string_view kPlanSuffix = ".plan.json";
 constexpr std::string_view kModelSuffix = ".model.json";
 constexpr std::string_view kSchemaFile = "schema.json";
+constexpr std::string_view kExperimentsFile = "experiments.json";
 
 // The files of `dir` named *<suffix> (with a non-empty stem), sorted: the order they
 // load in.
@@ -799,6 +801,7 @@ std::string PlanDirFingerprint(const std::string& dir) {
   if (ec) return "unlistable: " + ec.message();
   files.insert(files.end(), models.begin(), models.end());
   files.push_back((std::filesystem::path(dir) / kSchemaFile).string());
+  files.push_back((std::filesystem::path(dir) / kExperimentsFile).string());
   std::string out;
   for (const auto& f : files) {
     struct stat st {};
@@ -849,6 +852,19 @@ Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
       return Fail(Error::BadRequest(f + ": name: plan '" + (*plan)->name +
                                     "' must be in a file named " + (*plan)->name + ".plan.json"));
     set.plans.emplace((*plan)->name, std::move(*plan));
+  }
+  // Experiments last: they name plans.
+  const std::string experiments_path = (fs::path(dir) / kExperimentsFile).string();
+  set.experiments = NoExperiments();
+  if (fs::exists(experiments_path, ec)) {
+    std::ifstream in(experiments_path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (!in && !in.eof())
+      return Fail(Error::BadRequest(experiments_path + ": cannot read the file"));
+    auto experiments = ParseExperiments(ss.str(), experiments_path, set.plans);
+    if (!experiments) return Fail(experiments.error());
+    set.experiments = std::move(*experiments);
   }
   return set;
 }

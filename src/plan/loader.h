@@ -25,13 +25,15 @@ Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops,
                              const ModelSet* models = nullptr, SchemaPtr schema = nullptr);
 // The folder's schema.json (the built-in demo schema when there is none), every
 // *.model.json of `dir` (the model's name is the file name without the suffix),
-// then every *.plan.json (a plan's name must match its file name). One bad plan or model
-// rejects the whole set; an empty folder is an empty set.
+// then every *.plan.json (a plan's name must match its file name), then experiments.json
+// (plan/experiments.h; none: no experiments). One bad plan, model or experiment rejects
+// the whole set; an empty folder is an empty set.
 Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
                             const ModelLimits& model_limits = {});
 
 // What LoadPlanDir would read, summarised: the name, size, modification time and inode
-// of every *.plan.json and *.model.json of `dir` and of its schema.json (symlinks followed, so a
+// of every *.plan.json and *.model.json of `dir` and of its schema.json and
+// experiments.json (symlinks followed, so a
 // Kubernetes ConfigMap update, which swaps a symlink, changes it). Equal fingerprints: nothing to
 // reload. Cheap (one stat per file), for polling.
 std::string PlanDirFingerprint(const std::string& dir);

@@ -108,10 +108,14 @@ using PlanPtr = std::shared_ptr<const Plan>;
 using ModelSet = std::unordered_map<std::string, ModelPtr>;
 
 // A loaded plan folder, by plan name, with every model of the folder.
+struct ExperimentSet;  // plan/experiments.h
+
 struct PlanSet {
   std::unordered_map<std::string, PlanPtr> plans;
   ModelSet models;
   SchemaPtr schema;  // the folder's schema.json, or the built-in demo schema
+  // The folder's experiments.json (never null: an empty set without the file).
+  std::shared_ptr<const ExperimentSet> experiments;
   PlanPtr Find(std::string_view name) const {
     auto it = plans.find(std::string(name));
     return it == plans.end() ? nullptr : it->second;

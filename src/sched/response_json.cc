@@ -36,7 +36,7 @@ void AppendJsonInt(int64_t v, std::string& out) {
 }
 
 void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
-                        std::string_view served_id) {
+                        const ResponseExtras& extras) {
   const Plan& plan = *r.plan;
   const RowSet& rows = r.output;
   // The output columns and their `"name":` keys, looked up once.
@@ -94,9 +94,15 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
     AppendJsonString(plan.nodes[r.degraded[i]].id, out);
   }
   out += ']';
-  if (!served_id.empty()) {
+  if (!extras.experiment.empty()) {
+    out += ",\"experiment\":";
+    AppendJsonString(extras.experiment, out);
+    out += ",\"variant\":";
+    AppendJsonString(extras.variant, out);
+  }
+  if (!extras.served_id.empty()) {
     out += ",\"served_id\":\"";
-    out += served_id;
+    out += extras.served_id;
     out += '"';
   }
   if (explain) {

@@ -14,10 +14,17 @@
 
 namespace rankd {
 
-// {"plan","user_id","items","count","took_us","degraded"[,"served_id"][,"nodes"]}; the
-// served_id of a request recorded in the served log (docs/served-log.md), else none.
+// What an answer may add to the run's own fields (empty: left out).
+struct ResponseExtras {
+  std::string_view experiment;  // the experiment that applied (docs/experiments.md)
+  std::string_view variant;     // with it: its variant, or "control"
+  std::string_view served_id;   // the request's served-log record (docs/served-log.md)
+};
+
+// {"plan","user_id","items","count","took_us","degraded"[,"experiment","variant"]
+// [,"served_id"][,"nodes"]}.
 void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
-                        std::string_view served_id = {});
+                        const ResponseExtras& extras = {});
 void AppendJsonDouble(double d, std::string& out);  // null when not finite
 void AppendJsonInt(int64_t v, std::string& out);
 // Physical row `row` of `c`: null, a number, true/false or a string.

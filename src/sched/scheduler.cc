@@ -60,9 +60,10 @@ struct RequestState {
   std::pmr::monotonic_buffer_resource arena;  // before every member that allocates in it
   ExecEnv env;
   PlanPtr plan;
-  std::shared_ptr<void> hold;  // RunPlan's hold: released with the state
-  CancelToken cancel;          // the request's: set when it answers
-  CancelToken* node_cancel;    // by node index; parent: cancel
+  std::shared_ptr<void> hold;                       // RunPlan's hold: released with the state
+  CancelToken cancel;                               // the request's: set when it answers
+  std::shared_ptr<const CancelToken> outer_cancel;  // RunRequest::cancel: cancel's parent
+  CancelToken* node_cancel;                         // by node index; parent: cancel
   ParamValues values;
   std::pmr::vector<TaskArgs> resolved;   // args of nodes with {"param"} refs; reserved, stable
   std::pmr::vector<TaskContext> ctxs;    // by node index
@@ -283,6 +284,8 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   st->start = start;
   st->deadline = req.deadline;
   st->keep_for_log = req.keep_for_log;
+  st->outer_cancel = std::move(req.cancel);
+  st->cancel.set_parent(st->outer_cancel.get());
   size_t with_refs = 0;
   for (const PlanNode& node : plan.nodes) with_refs += node.refs.empty() ? 0 : 1;
   st->resolved.reserve(with_refs);  // TaskContext::args points into it

@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/cancel.h"
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/event_loop.h"
@@ -59,6 +60,9 @@ struct RunRequest {
   // The request is recorded (served log): RunResult keeps the outputs of
   // plan->log.kept and the effective parameters.
   bool keep_for_log = false;
+  // Optional: cancelling it cancels the run's work as the answer does (a shadow run
+  // shed under overload). Kept alive by the run.
+  std::shared_ptr<const CancelToken> cancel;
 };
 
 enum class NodeStatus : uint8_t { kSkipped, kOk, kFailed, kTimeout };

@@ -244,7 +244,16 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     if (i) out += ',';
     AppendJsonString(plan.nodes[r.degraded[i]].id, out);
   }
-  out += "],\"experiment\":null,\"variant\":null,\"shadow\":false,\"viewer\":";
+  out += "],\"experiment\":";
+  if (h.experiment.empty()) {
+    out += "null,\"variant\":null";
+  } else {
+    AppendJsonString(h.experiment, out);
+    out += ",\"variant\":";
+    AppendJsonString(h.variant, out);
+  }
+  out += h.forced ? ",\"forced\":true" : ",\"forced\":false";
+  out += h.shadow ? ",\"shadow\":true,\"viewer\":" : ",\"shadow\":false,\"viewer\":";
   if (viewer && viewer->size() > 0) {
     uint32_t vr = viewer->row(0);
     out += '{';
@@ -272,7 +281,7 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
   for (size_t i = 0; i < rows.size(); ++i) {
     uint32_t row = rows.row(i);
     if (i) out += ',';
-    AppendItem(served_view, row, i, true, keys, models, out);
+    AppendItem(served_view, row, i, !h.shadow, keys, models, out);
     if (candidates && out_id && out_id->valid(row)) {
       if (out_id->type == ColumnType::kStr)
         served.strs.insert(out_id->str(row));

@@ -18,6 +18,10 @@ struct RecordHeader {
   std::string_view served_id;   // 32 lowercase hex digits
   int64_t ts_ms = 0;            // Unix ms when the request was fully read
   std::string_view request_id;  // the request's X-Request-Id
+  std::string_view experiment;  // empty: none applied (null in the record)
+  std::string_view variant;
+  bool forced = false;  // the variant was forced by X-Rankd-Variant
+  bool shadow = false;  // a shadow run: never served, every item "served": false
 };
 
 // Appends the record of `r`, a run with RunRequest::keep_for_log (r.kept holds the

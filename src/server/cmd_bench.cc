@@ -33,7 +33,12 @@ struct BenchState {
 Task<void> Worker(BenchState& b) {
   while (b.issued < b.total) {
     ++b.issued;
-    RunRequest req{.plan = b.plan, .user_id = b.user_id, .params = {}, .deadline = std::nullopt};
+    RunRequest req{.plan = b.plan,
+                   .user_id = b.user_id,
+                   .params = {},
+                   .deadline = std::nullopt,
+                   .keep_for_log = false,
+                   .cancel = {}};
     TimePoint t0 = Clock::now();
     if (b.deadline_ms > 0) req.deadline = t0 + std::chrono::milliseconds(b.deadline_ms);
     auto r = co_await RunPlan(b.env, std::move(req));

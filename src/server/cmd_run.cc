@@ -73,7 +73,9 @@ int CmdRun(const std::vector<std::string>& argv) {
   RunRequest run{.plan = plan,
                  .user_id = req->user_id,
                  .params = std::move(req->params),
-                 .deadline = std::nullopt};
+                 .deadline = std::nullopt,
+                 .keep_for_log = false,
+                 .cancel = {}};
   if (deadline_ms > 0) run.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
   auto result = runtime.Run(RunPlan(runtime.env(), std::move(run)));
   runtime.Stop();  // work abandoned by a timeout ends first

@@ -26,6 +26,12 @@ const prometheus::Histogram::BucketBoundaries kNodeBuckets = {
 const prometheus::Histogram::BucketBoundaries kLagBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1.0};
 
+// Overlap at k: 0 .. 1 in tenths; rank correlation: -1 .. 1 in fifths.
+const prometheus::Histogram::BucketBoundaries kOverlapBuckets = {0.1, 0.2, 0.3, 0.4, 0.5,
+                                                                 0.6, 0.7, 0.8, 0.9, 1.0};
+const prometheus::Histogram::BucketBoundaries kCorrelationBuckets = {-0.8, -0.6, -0.4, -0.2, 0.0,
+                                                                     0.2,  0.4,  0.6,  0.8,  1.0};
+
 size_t StatusIndex(int status) {
   for (size_t i = 0; i < kCountedStatuses.size; ++i)
     if (kCountedStatuses.values[i] == status) return i;
@@ -169,6 +175,41 @@ Metrics::Metrics(bool enabled)
                "Served-log records by sink and outcome: written, dropped_full (the shard's "
                "buffer), dropped_error (the sink failed), dropped_no_sink, dropped_too_large")
            .Register(r);
+  experiment_requests =
+      &BuildCounter()
+           .Name("rankd_experiment_requests_total")
+           .Help(
+               "/rank requests an experiment applied to, by experiment and variant (control "
+               "included)")
+           .Register(r);
+  experiment_forced_ignored = &BuildCounter()
+                                   .Name("rankd_experiment_forced_ignored_total")
+                                   .Help(
+                                       "X-Rankd-Variant headers ignored because rankd runs without "
+                                       "--allow-forced-variants")
+                                   .Register(r);
+  shadow_runs = &BuildCounter()
+                     .Name("rankd_shadow_runs_total")
+                     .Help(
+                         "Shadow plan runs by experiment, plan and outcome: ok, failed, shed "
+                         "(not started: overload or --shadow-max-inflight), cancelled")
+                     .Register(r);
+  shadow_overlap = &BuildHistogram()
+                        .Name("rankd_shadow_overlap_at_k")
+                        .Help(
+                            "|A_k n B_k| / min(k, |A|, |B|) of a shadow's answer B against the "
+                            "primary's A, k = compare_top")
+                        .Register(r);
+  shadow_correlation = &BuildHistogram()
+                            .Name("rankd_shadow_rank_correlation")
+                            .Help(
+                                "Kendall's tau-a of the order of the items both the primary "
+                                "and the shadow returned")
+                            .Register(r);
+  shadow_duration = &BuildHistogram()
+                         .Name("rankd_shadow_duration_seconds")
+                         .Help("Shadow plan run time")
+                         .Register(r);
   build_info->Add({{"version", RANKD_VERSION}}).Set(1);
   plan_reloads->Add({{"result", "ok"}});
   plan_reloads->Add({{"result", "error"}});
@@ -333,6 +374,33 @@ PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
               : nullptr);
   }
   return pm;
+}
+
+ExperimentChildren MakeExperimentChildren(Metrics& m, const ExperimentSet& set) {
+  static constexpr std::string_view kOutcomes[] = {"ok", "failed", "shed", "cancelled"};
+  ExperimentChildren c;
+  c.forced_ignored = &m.experiment_forced_ignored->Add({});
+  for (const Experiment& e : set.experiments) {
+    auto& req = c.requests.emplace_back();
+    req.push_back(&m.experiment_requests->Add(
+        {{"experiment", e.name}, {"variant", std::string(kControlVariant)}}));
+    for (const auto& v : e.variants)
+      req.push_back(&m.experiment_requests->Add({{"experiment", e.name}, {"variant", v.name}}));
+    auto& shadows = c.shadows.emplace_back();
+    for (const auto& sh : e.shadows) {
+      prometheus::Labels labels{{"experiment", e.name}, {"plan", sh.plan->name}};
+      ExperimentChildren::Shadow& out = shadows.emplace_back();
+      for (size_t o = 0; o < out.runs.size(); ++o) {
+        prometheus::Labels l = labels;
+        l.emplace("outcome", std::string(kOutcomes[o]));
+        out.runs[o] = &m.shadow_runs->Add(l);
+      }
+      out.overlap = &m.shadow_overlap->Add(labels, kOverlapBuckets);
+      out.correlation = &m.shadow_correlation->Add(labels, kCorrelationBuckets);
+      out.duration = &m.shadow_duration->Add(labels, kLatencyBuckets);
+    }
+  }
+  return c;
 }
 
 }  // namespace rankd

@@ -26,6 +26,7 @@
 
 #include "core/error.h"
 #include "http/counters.h"
+#include "plan/experiments.h"
 #include "plan/plan.h"
 #include "server/routes.h"
 
@@ -71,6 +72,13 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* cpu_cancelled;
   prometheus::Family<prometheus::Counter>* access_log_dropped;
   prometheus::Family<prometheus::Counter>* served_log_records;  // {sink, outcome}
+  // Experiments (docs/experiments.md).
+  prometheus::Family<prometheus::Counter>* experiment_requests;        // {experiment, variant}
+  prometheus::Family<prometheus::Counter>* experiment_forced_ignored;  // no labels
+  prometheus::Family<prometheus::Counter>* shadow_runs;           // {experiment, plan, outcome}
+  prometheus::Family<prometheus::Histogram>* shadow_overlap;      // {experiment, plan}
+  prometheus::Family<prometheus::Histogram>* shadow_correlation;  // {experiment, plan}
+  prometheus::Family<prometheus::Histogram>* shadow_duration;     // {experiment, plan}
 
  private:
   bool enabled_;
@@ -78,6 +86,24 @@ class Metrics {
   std::vector<Collector> collectors_;
   mutable std::atomic<size_t> last_size_{0};  // sizing hint for the next scrape
 };
+
+// The children of an experiment set (plan/experiments.h), looked up when a shard
+// installs a snapshot, never per request. Series of experiments a reload removed stay
+// (counters are not reset).
+enum class ShadowOutcome : uint8_t { kOk, kFailed, kShed, kCancelled, kCount };
+struct ExperimentChildren {
+  // requests[experiment][0] is control, [1 + v] variant v.
+  std::vector<std::vector<prometheus::Counter*>> requests;
+  struct Shadow {
+    std::array<prometheus::Counter*, static_cast<size_t>(ShadowOutcome::kCount)> runs{};
+    prometheus::Histogram* overlap = nullptr;
+    prometheus::Histogram* correlation = nullptr;
+    prometheus::Histogram* duration = nullptr;
+  };
+  std::vector<std::vector<Shadow>> shadows;  // [experiment][shadow]
+  prometheus::Counter* forced_ignored = nullptr;
+};
+ExperimentChildren MakeExperimentChildren(Metrics& m, const ExperimentSet& set);
 
 class ShardMetrics;
 

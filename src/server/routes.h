@@ -29,6 +29,7 @@ enum class Route : uint8_t {
   kPlans,
   kPlan,
   kSchema,
+  kExperiments,
   kOther,  // not a route: any path no row matches (404 not_found to every method)
   kCount,
 };
@@ -54,6 +55,7 @@ inline constexpr RouteSpec kRoutes[] = {
     {Route::kPlans, "/plans", "GET, HEAD", {200}},
     {Route::kPlan, "/plans/{name}", "GET, HEAD", {200, 404}},
     {Route::kSchema, "/schema", "GET, HEAD", {200}},
+    {Route::kExperiments, "/experiments", "GET, HEAD", {200}},
 };
 
 constexpr bool RoutesInEnumOrder() {

@@ -147,6 +147,13 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
              return {};
            },
            [] { return std::string(); }},
+      SwitchFlag("--allow-forced-variants",
+                 "honour X-Rankd-Variant: EXPERIMENT=VARIANT (QA); without it the\n"
+                 "header is ignored and counted",
+                 o.allow_forced_variants),
+      IntFlag("--shadow-max-inflight", "N",
+              "shadow plan runs a shard may have at once; more are shed ({})",
+              o.shadow_max_inflight, 0, 100000),
       IntFlag("--served-log-buffer-bytes", "N",
               "served-log records a shard holds for its sinks; past it,\n"
               "new records are dropped and counted ({})",

@@ -59,6 +59,10 @@ struct ServeOptions {
   // holds for all of them before it drops new ones.
   std::vector<SinkConfig> served_log;
   size_t served_log_buffer_bytes = 16u << 20;
+  // Experiments (docs/experiments.md): honour X-Rankd-Variant (QA), and the shadow runs
+  // a shard may have at once.
+  bool allow_forced_variants = false;
+  size_t shadow_max_inflight = 16;
   LogLevel log_level = LogLevel::kInfo;
   bool access_log = false;
   bool metrics = true;  // --no-metrics: request-path metrics off (for benchmarks)

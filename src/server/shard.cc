@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "http/api_errors.h"
+#include "plan/experiments.h"
 #include "redis/pools.h"
 #include "sched/request_json.h"
 #include "sched/response_json.h"
@@ -124,6 +125,7 @@ void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   // Metric children now, not on the request path. Requests still running hold the
   // previous snapshot's children (shared_ptr), so nothing they touch is freed here.
   shard_metrics_->PreparePlans(list);
+  experiment_children_ = MakeExperimentChildren(metrics_, *runtime_.plans()->experiments);
   ExemptLogOnlyEndpoints();
 }
 
@@ -311,6 +313,8 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
                            Error::NotFound("/metrics is served on the metrics address only"), t0);
       return HandleMetrics(req, res, /*metrics_address=*/false);
     case Route::kSchema: return HandleSchema(req, res);
+    case Route::kExperiments:
+      return Answer(req, res, route, 200, runtime_.plans()->experiments->json, t0);
     default: return HandlePlans(req, res, route);
   }
 }

@@ -67,13 +67,37 @@ class Shard {
  private:
   Status StartOnLoop(std::shared_ptr<const PlanSet> plans, int port);
   EventLoop& loop() { return runtime_.loop(); }
-  // A request picked for the served log: its id and when it was read (Unix ms).
-  struct LogTicket {
-    std::string served_id;  // empty: not recorded
-    int64_t ts_ms = 0;
+  // What RunRank needs besides the run: how to answer, count and record it.
+  struct RankTicket {
+    bool explain = false;
+    std::string request_id;
+    PlanMetricsPtr pm;  // the children of the plan that runs (a variant's own)
+    TimePoint t0;       // when the request was fully read
+    int64_t deadline_ms = 0;
+    std::string served_id;  // empty: not recorded in the served log
+    int64_t ts_ms = 0;      // Unix ms of t0, for the record
+    // The experiment that applied (null: none), kept alive by `experiments`.
+    ExperimentSetPtr experiments;
+    const Experiment* experiment = nullptr;
+    int experiment_index = -1;
+    int variant = -1;     // -1: control
+    bool forced = false;  // by X-Rankd-Variant
+    GivenParams params;   // as the request gave them, for the shadows
   };
-  Task<void> RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
-                     PlanMetricsPtr pm, TimePoint t0, LogTicket ticket);
+  Task<void> RunRank(RunRequest run, http::Responder res, RankTicket ticket);
+  // --- experiments (shard_experiment.cc) ---
+  // Applies the experiment on run.plan, if one is active: buckets the user (or takes the
+  // forced variant), hands run to the variant's plan with its parameters, fills the
+  // ticket's experiment fields. Errors: a bad X-Rankd-Variant (400), the request's
+  // params against the requested plan (invalid_param).
+  Status PickVariant(const http::Request& req, RunRequest& run, RankTicket& ticket);
+  static std::string_view VariantName(const RankTicket& t);
+  // After the primary answered: the experiment's shadow plans, each for its percent.
+  void StartShadows(const RankTicket& t, const RunResult& primary, const UserId& user);
+  Task<void> RunShadow(RunRequest run, size_t experiment, size_t shadow, RankTicket t,
+                       std::vector<uint64_t> primary_ids);
+  void CancelShadows();  // the primaries need the shard: shadows running stop
+  int64_t UnixMsAt(TimePoint t) const;
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   void OnRequest(http::Request req, http::Responder res);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
@@ -115,6 +139,11 @@ class Shard {
   CpuOffloadCounts offloads_published_;               // what the metrics already have
   uint64_t cpu_cancelled_published_ = 0;
   std::unique_ptr<ShardServedLog> served_log_;
+  ExperimentChildren experiment_children_;  // of the installed snapshot's experiments
+  size_t shadows_running_ = 0;
+  // The running shadows' parent token; replaced by a fresh one each time it is cancelled.
+  std::shared_ptr<CancelToken> shadow_cancel_ = std::make_shared<CancelToken>();
+  uint64_t shadow_rng_ = 0x9e3779b97f4a7c15ull;
   SpscRing* access_log_ = nullptr;  // producer side; null without --access-log
   uint64_t access_log_dropped_ = 0;
   uint64_t access_log_dropped_published_ = 0;

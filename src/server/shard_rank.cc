@@ -67,51 +67,62 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   auto parsed = ParseRankRequest(req.body);
   if (!parsed) return AnswerError(req, res, Route::kRank, parsed.error(), t0);
   RankRequest& rr = *parsed;
-  auto it = runtime_.plans()->plans.find(rr.plan);
-  if (it == runtime_.plans()->plans.end())
+  const auto& snapshot = runtime_.plans();
+  auto it = snapshot->plans.find(rr.plan);
+  if (it == snapshot->plans.end())
     return AnswerError(req, res, Route::kRank,
                        Error::UnknownPlan("plan: '" + rr.plan + "' is not loaded"), t0);
   if (auto ok = CheckUserIdType(rr.user_id, it->second->user_id_type, rr.plan); !ok)
     return AnswerError(req, res, Route::kRank, ok.error(), t0);
-  // The request holds its plan's metric children until it has answered: a reload may
-  // replace the shard's snapshot meanwhile.
-  PlanMetricsPtr pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*it->second) : nullptr;
-  // Admission counts requests until their work has really stopped, so abandoned CPU work
-  // (a 504 whose job still runs) counts against --max-inflight.
-  if (live_requests_.load(std::memory_order_relaxed) >= opts_.max_inflight) {
-    Error e = Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
-                                 std::to_string(opts_.max_inflight) + "; retry later");
-    if (pm) pm->outcomes[1 + static_cast<size_t>(e.code)]->Increment();
-    return AnswerError(req, res, Route::kRank, e, t0, kRetryAfter);
-  }
   RunRequest run;
   run.plan = it->second;
   run.user_id = std::move(rr.user_id);
   run.params = std::move(rr.params);
+  RankTicket ticket;
+  ticket.explain = rr.explain;
+  ticket.t0 = t0;
+  ticket.deadline_ms = rr.deadline_ms.value_or(opts_.deadline_ms);
+  // An experiment on the requested plan may hand the request to a variant plan.
+  if (auto picked = PickVariant(req, run, ticket); !picked)
+    return AnswerError(req, res, Route::kRank, picked.error(), t0);
+  // The request holds its plan's metric children until it has answered: a reload may
+  // replace the shard's snapshot meanwhile.
+  ticket.pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*run.plan) : nullptr;
+  // Admission counts requests until their work has really stopped, so abandoned CPU work
+  // (a 504 whose job still runs) counts against --max-inflight.
+  size_t live = live_requests_.load(std::memory_order_relaxed);
+  if (live >= opts_.max_inflight) {
+    Error e = Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
+                                 std::to_string(opts_.max_inflight) + "; retry later");
+    if (ticket.pm) ticket.pm->outcomes[1 + static_cast<size_t>(e.code)]->Increment();
+    return AnswerError(req, res, Route::kRank, e, t0, kRetryAfter);
+  }
+  if (live + 1 > opts_.max_inflight / 2) CancelShadows();  // primaries first
+  if (ticket.experiment)
+    experiment_children_
+        .requests[static_cast<size_t>(ticket.experiment_index)]
+                 [static_cast<size_t>(ticket.variant + 1)]
+        ->Increment();
   // The deadline counts from the moment the request was fully read (docs/api.md).
-  run.deadline = t0 + std::chrono::milliseconds(rr.deadline_ms.value_or(opts_.deadline_ms));
-  LogTicket ticket;
+  run.deadline = t0 + std::chrono::milliseconds(ticket.deadline_ms);
   if (served_log_ && served_log_->Selected(*run.plan, rr.log)) {
     run.keep_for_log = true;
     ticket.served_id = served_log_->NewServedId();
-    // Unix time of t0, when the request was fully read.
-    auto since_read = Clock::now() - t0;
-    ticket.ts_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       (std::chrono::system_clock::now() - since_read).time_since_epoch())
-                       .count();
+    ticket.ts_ms = UnixMsAt(t0);
   }
+  ticket.request_id = req.request_id;
   live_requests_.fetch_add(1, std::memory_order_relaxed);
-  Spawn(RunRank(std::move(run), std::move(res), rr.explain, req.request_id, std::move(pm), t0,
-                std::move(ticket)));
+  Spawn(RunRank(std::move(run), std::move(res), std::move(ticket)));
 }
 
 // The frame owns everything the request touches until it has answered: the plan (run
-// and `plan`), its metric children (pm) and its admission count (`live`, which RunPlan
-// keeps until the request's last CPU job has let go).
-Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std::string request_id,
-                          PlanMetricsPtr pm, TimePoint t0, LogTicket ticket) {
+// and `plan`), its metric children (ticket.pm), its experiment set and its admission
+// count (`live`, which RunPlan keeps until the request's last CPU job has let go).
+Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket) {
   PlanPtr plan = run.plan;
   UserId user_id = run.user_id;
+  TimePoint t0 = ticket.t0;
+  PlanMetricsPtr& pm = ticket.pm;
   auto live =
       std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), live_requests_);
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));
@@ -129,7 +140,13 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
   std::span<const http::HeaderField> headers = ok_headers;
   if (result) {
     body->reserve(256 + result->output.size() * 48);
-    AppendRankResponse(*result, explain, *body, ticket.served_id);
+    ResponseExtras extras;
+    extras.served_id = ticket.served_id;
+    if (ticket.experiment) {
+      extras.experiment = ticket.experiment->name;
+      extras.variant = VariantName(ticket);
+    }
+    AppendRankResponse(*result, ticket.explain, *body, extras);
   } else {
     status = http::ErrorStatus(result.error().code);
     http::AppendErrorBody(result.error(), *body);
@@ -164,11 +181,24 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, bool explain, std
   r.headers = headers;
   res.Send(r);
   // Recorded after the answer is on its way: the served log costs the request no time.
-  if (result && !ticket.served_id.empty())
-    served_log_->Record(*result, {ticket.served_id, ticket.ts_ms, request_id});
-  LogFailures(request_id, *plan, result);
+  if (result && !ticket.served_id.empty()) {
+    RecordHeader h;
+    h.served_id = ticket.served_id;
+    h.ts_ms = ticket.ts_ms;
+    h.request_id = ticket.request_id;
+    h.forced = ticket.forced;
+    if (ticket.experiment) {
+      h.experiment = ticket.experiment->name;
+      h.variant = VariantName(ticket);
+    }
+    served_log_->Record(*result, h);
+  }
+  // So are the experiment's shadow runs.
+  if (result && ticket.experiment && !ticket.experiment->shadows.empty())
+    StartShadows(ticket, *result, user_id);
+  LogFailures(ticket.request_id, *plan, result);
   if (opts_.access_log)
-    AccessLog(request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
+    AccessLog(ticket.request_id, Route::kRank, "POST", status, t0, plan.get(), user_id);
 }
 
 }  // namespace rankd

@@ -37,7 +37,8 @@ inline std::optional<Result<RunResult>> RunWithoutRedis(const PlanPtr& plan, Giv
                  .user_id = user_id,
                  .params = std::move(params),
                  .deadline = Clock::now() + std::chrono::milliseconds(500),
-                 .keep_for_log = plan->log.enabled};
+                 .keep_for_log = plan->log.enabled,
+                 .cancel = {}};
   return runtime->Run(RunPlan(env, std::move(req)));
 }
 

@@ -44,9 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto run = fuzz::RunWithoutRedis(*plan, {}, 7);
   if (run && *run && p.log.enabled) {
     std::string record;
-    AppendServedRecord(
-        **run, {.served_id = "0123456789abcdef0123456789abcdef", .ts_ms = 1, .request_id = "fuzz"},
-        record);
+    RecordHeader h;
+    h.served_id = "0123456789abcdef0123456789abcdef";
+    h.ts_ms = 1;
+    h.request_id = "fuzz";
+    AppendServedRecord(**run, h, record);
     if (record.empty() || record.front() != '{' || record.back() != '}') __builtin_trap();
   }
   return 0;

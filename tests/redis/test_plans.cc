@@ -27,7 +27,9 @@ Result<RunResult> Run(TestShard& shard, ThreadPool& pool, PlanPtr plan, int64_t 
   RunRequest req{.plan = plan,
                  .user_id = user_id,
                  .params = {},
-                 .deadline = Clock::now() + std::chrono::milliseconds(deadline_ms)};
+                 .deadline = Clock::now() + std::chrono::milliseconds(deadline_ms),
+                 .keep_for_log = false,
+                 .cancel = {}};
   auto r = RunSync(shard.loop(), RunPlan(env, std::move(req)));
   pool.WaitIdle();
   return r;

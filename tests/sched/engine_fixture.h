@@ -35,8 +35,12 @@ struct Engine {
   ExecEnv& env = runtime.env();
   Engine() { runtime.Start(); }
   Result<RunResult> Run(const PlanPtr& plan, int64_t deadline_ms = 0, GivenParams params = {}) {
-    RunRequest req{
-        .plan = plan, .user_id = 1, .params = std::move(params), .deadline = std::nullopt};
+    RunRequest req{.plan = plan,
+                   .user_id = 1,
+                   .params = std::move(params),
+                   .deadline = std::nullopt,
+                   .keep_for_log = false,
+                   .cancel = {}};
     if (deadline_ms > 0) req.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
     if (deadline_ms < 0) req.deadline = Clock::now() - std::chrono::milliseconds(-deadline_ms);
     return runtime.Run(RunPlan(env, std::move(req)));

@@ -88,7 +88,9 @@ Result<RunResult> RunWithDeadlineFromStart(Engine& e, const std::string& json,
     RunRequest req{.plan = std::move(plan),
                    .user_id = 1,
                    .params = {},
-                   .deadline = Clock::now() + std::chrono::milliseconds(deadline_ms)};
+                   .deadline = Clock::now() + std::chrono::milliseconds(deadline_ms),
+                   .keep_for_log = false,
+                   .cancel = {}};
     co_return co_await RunPlan(e.env, std::move(req));
   };
   return RunSync(e.loop, run(e, *plan, deadline_ms));
