@@ -134,7 +134,8 @@ class Parser {
       if (var.name == kControlVariant)
         return Fail(Err(at + ".name", "'control' is reserved (the requested plan itself)"));
       for (const auto& other : e.variants)
-        if (other.name == var.name) return Fail(Err(at + ".name", "duplicate variant '" + var.name + "'"));
+        if (other.name == var.name)
+          return Fail(Err(at + ".name", "duplicate variant '" + var.name + "'"));
       if (vo["plan"].get(v)) return Fail(Err(at + ".plan", "missing"));
       auto plan = PlanNamed(v, at + ".plan");
       if (!plan) return Fail(plan.error());
@@ -159,8 +160,8 @@ class Parser {
       var.first = next;
       var.end = next + var.weight;
       if (var.end > kExperimentBuckets)
-        return Fail(Err("variants", "weights sum to " + std::to_string(var.end) +
-                                        ", over the 10000 buckets"));
+        return Fail(Err("variants",
+                        "weights sum to " + std::to_string(var.end) + ", over the 10000 buckets"));
       next = var.end;
       e.variants.push_back(std::move(var));
     }
@@ -179,7 +180,8 @@ class Parser {
         auto plan = PlanNamed(v, at + ".plan");
         if (!plan) return Fail(plan.error());
         sh.plan = *plan;
-        if (auto st = SameUserIds(*sh.plan, **requested, at + ".plan"); !st) return Fail(st.error());
+        if (auto st = SameUserIds(*sh.plan, **requested, at + ".plan"); !st)
+          return Fail(st.error());
         if (so["percent"].get(v) || !IsNumber(v) || !(NumberOf(v) >= 0 && NumberOf(v) <= 100))
           return Fail(Err(at + ".percent", "missing or not a number from 0 to 100"));
         sh.percent = NumberOf(v);

@@ -28,7 +28,8 @@ std::optional<double> OverlapAtK(std::span<const uint64_t> a, std::span<const ui
                                  size_t k) {
   size_t denom = std::min({k, a.size(), b.size()});
   if (denom == 0) return std::nullopt;
-  std::unordered_set<uint64_t> top_a(a.begin(), a.begin() + static_cast<ptrdiff_t>(std::min(k, a.size())));
+  std::unordered_set<uint64_t> top_a(a.begin(),
+                                     a.begin() + static_cast<ptrdiff_t>(std::min(k, a.size())));
   std::unordered_set<uint64_t> counted;
   size_t common = 0;
   for (size_t i = 0; i < std::min(k, b.size()); ++i)

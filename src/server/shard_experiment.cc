@@ -122,7 +122,8 @@ void Shard::StartShadows(const RankTicket& t, const RunResult& primary, const Us
   for (size_t si = 0; si < e.shadows.size(); ++si) {
     const ExperimentShadow& sh = e.shadows[si];
     // xorshift64*: a draw per shadow, 53 bits as a percent in [0, 100).
-    shadow_rng_ ^= shadow_rng_ >> 12, shadow_rng_ ^= shadow_rng_ << 25, shadow_rng_ ^= shadow_rng_ >> 27;
+    shadow_rng_ ^= shadow_rng_ >> 12, shadow_rng_ ^= shadow_rng_ << 25,
+        shadow_rng_ ^= shadow_rng_ >> 27;
     double draw = static_cast<double>((shadow_rng_ * 2685821657736338717ull) >> 11) * 0x1p-53 * 100;
     if (draw >= sh.percent) continue;
     const auto& children = experiment_children_.shadows;
