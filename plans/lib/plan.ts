@@ -144,7 +144,7 @@ const ROOT = (() => {
 const SRC_LIB = path.join(ROOT, "lib");
 
 /** Where the plan author called us: the first stack frame outside this library. */
-function callSite(): string {
+export function callSite(): string {
   const lines = (new Error().stack ?? "").split("\n").slice(1);
   for (const l of lines) {
     const m = l.match(/\(?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?\s*$/);
@@ -678,9 +678,12 @@ export interface CompileOptions {
   planDir?: string;
 }
 
-export interface PlanDef {
+export interface PlanDef<Ps extends ParamDecls = ParamDecls> {
   readonly name: string;
   readonly kind: "rankd-plan";
+  /** The plan's declared request parameters (`params` of definePlan; {} when none): what an
+   *  experiment's variant may set (lib/experiments.ts). */
+  readonly params: Ps;
   /** The schema the plan is typed and checked with (its folder's schema.json, or the demo schema). */
   readonly schema: SchemaDecl;
   /** The plan JSON object (docs/plan.md); throws PlanError on misuse. */
@@ -700,11 +703,12 @@ export function withSchema<const S extends SchemaDecl>(decl: S, source = "schema
   const schema = () => (checked ??= checkSchema(decl, source));
   return {
     schema: decl,
-    definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, S>): PlanDef {
+    definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, S>): PlanDef<Ps> {
       const site = callSite();
-      const def: PlanDef = {
+      const def: PlanDef<Ps> = {
         name: spec?.name,
         kind: "rankd-plan",
+        params: (spec?.params ?? {}) as Ps,
         schema: decl,
         text: (opts?: CompileOptions) => stringify(def.compile(opts)),
         compile: (opts?: CompileOptions) => {
@@ -726,7 +730,7 @@ const demo = withSchema(DEMO_SCHEMA, "the demo schema");
  * definePlan over the demo schema (docs/data.md). A plans folder's plans import the
  * definePlan of their folder's `schema.gen.ts` instead, which is bound to its schema.json.
  */
-export const definePlan: <const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, DemoSchema>) => PlanDef = demo.definePlan;
+export const definePlan: <const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, DemoSchema>) => PlanDef<Ps> = demo.definePlan;
 
 /** The plan file text: deterministic 2-space JSON with a trailing newline. */
 export function planText(def: PlanDef, opts?: CompileOptions): string {
