@@ -50,7 +50,7 @@ export type VariantSpec<Plans extends PlanSet> = {
 export interface ShadowSpec<Name extends string = string> {
   /** A plan of the folder. */
   plan: Name;
-  /** The share of the experiment's requests that also run the shadow plan, 0..100. */
+  /** The percentage of the experiment's requests that also run the shadow plan, 0..100 (written as a double). */
   percent: number;
   /** How many of the top items are compared, an integer 1..1000 (d 10). JSON `compare_top`. */
   compareTop?: number;
@@ -62,7 +62,7 @@ export interface ExperimentSpec<Plans extends PlanSet> {
   name: string;
   /** The plan name clients ask for: a plan of the folder, with at most one experiment. It serves the control buckets. */
   plan: keyof Plans & string;
-  /** Non-empty: mixed into the bucketing hash, so two experiments split users independently. */
+  /** Non-empty: mixed into the bucketing, so that experiments with different salts split their traffic independently. */
   salt: string;
   /** The variants; their weights sum to at most 10000, the rest is the control. May be empty. */
   variants: readonly VariantSpec<Plans>[];
