@@ -690,6 +690,9 @@ export interface PlanDef<Ps extends ParamDecls = ParamDecls> {
   compile(opts?: CompileOptions): Json;
   /** The plan file text (planText). */
   text(opts?: CompileOptions): string;
+  /** The type of the request's user_id the plan takes (its viewer family's id type; i64 without
+   *  a viewer), as the server derives it; compiles the plan (throws PlanError on misuse). */
+  userIdType(opts?: CompileOptions): IdType;
 }
 
 /**
@@ -711,14 +714,16 @@ export function withSchema<const S extends SchemaDecl>(decl: S, source = "schema
         params: (spec?.params ?? {}) as Ps,
         schema: decl,
         text: (opts?: CompileOptions) => stringify(def.compile(opts)),
-        compile: (opts?: CompileOptions) => {
-          try {
-            return compile(spec as unknown as PlanSpec<ParamDecls, SchemaDecl>, site, opts?.planDir ?? ROOT, schema());
-          } catch (e) {
-            if (e instanceof PlanError) throw new PlanError(`plan '${spec?.name}': ${e.message}`);
-            throw e;
-          }
-        },
+        compile: (opts?: CompileOptions) => compiled(opts).plan,
+        userIdType: (opts?: CompileOptions) => compiled(opts).userId,
+      };
+      const compiled = (opts?: CompileOptions) => {
+        try {
+          return compile(spec as unknown as PlanSpec<ParamDecls, SchemaDecl>, site, opts?.planDir ?? ROOT, schema());
+        } catch (e) {
+          if (e instanceof PlanError) throw new PlanError(`plan '${spec?.name}': ${e.message}`);
+          throw e;
+        }
       };
       return def;
     },
@@ -775,7 +780,7 @@ function paramJson(name: string, d: ParamDecl): Json {
   }
 }
 
-function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: string, schema: Schema): Json {
+function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: string, schema: Schema): { plan: Json; userId: IdType } {
   if (typeof spec !== "object" || spec === null) fail(`definePlan at ${site}: expects {name, params, build}`);
   if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
@@ -904,7 +909,7 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
       throw e;
     }
   }
-  return plan;
+  return { plan, userId };
 }
 
 /** Sink names as the server accepts them: a malformed name fails the build here, not the load there. */
