@@ -101,14 +101,15 @@ export async function compileFile(name: string, planDir = ROOT, distDir = DIST, 
   return planText(def, { planDir });
 }
 
-/** Loads <distDir>/experiments.js and returns the experiments.json text it compiles to. */
-export async function compileExperimentsFile(distDir = DIST, srcDir = ROOT): Promise<string> {
+/** Loads <distDir>/experiments.js and returns the experiments.json text it compiles to; `planDir`
+ *  is the folder the plans are served from (where their model files must be). */
+export async function compileExperimentsFile(distDir = DIST, srcDir = ROOT, planDir = srcDir): Promise<string> {
   const mod = await import(pathToFileURL(path.join(distDir, "experiments.js")).href);
   const def = mod.default as ExperimentsDef | undefined;
   if (!def || def.kind !== "rankd-experiments") throw new Error(`the default export is not defineExperiments([...])`);
   if (JSON.stringify(def.plans) !== JSON.stringify(planNames(srcDir)))
     throw new Error(`the experiments are typed with other plans than this folder's (${planNames(srcDir).join(", ")}); import defineExperiments from "./plans.gen.js"`);
-  return def.text();
+  return def.text({ planDir });
 }
 
 /** An argument naming the experiments (experiments.ts or experiments.json), not a plan. */
@@ -163,7 +164,7 @@ async function run(cmd: "build" | "check", srcDir: string, distDir: string, json
       experiments = true;
       let text: string | undefined;
       try {
-        text = await compileExperimentsFile(distDir, srcDir);
+        text = await compileExperimentsFile(distDir, srcDir, jsonDir);
       } catch (e) {
         console.error(`${shown("experiments.ts")}: error: ${(e as Error).message}`);
         bad++;

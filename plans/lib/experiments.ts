@@ -9,7 +9,8 @@
 // plan of the folder, a parameter the variant's plan does not declare, or a value of the
 // wrong type is a tsc error. The compiler checks the rest (docs/plans.md, "Experiments").
 
-import { callSite, type ParamDecl, type ParamDecls, type PlanDef } from "./plan.js";
+import { callSite, type CompileOptions, type ParamDecl, type ParamDecls, type PlanDef } from "./plan.js";
+import type { IdType } from "./schema.js";
 import { PlanError } from "./expr.js";
 import { F64, stringify, type Json } from "./json.js";
 
@@ -78,10 +79,11 @@ export interface ExperimentsDef {
   readonly kind: "rankd-experiments";
   /** The names of the plans the experiments are typed and checked with, sorted. */
   readonly plans: readonly string[];
-  /** The experiments.json object; throws PlanError on misuse. */
-  compile(): Json;
+  /** The experiments.json object; throws PlanError on misuse. `opts.planDir`: the folder the
+   *  plans are served from (their model files), as for a plan's compile. */
+  compile(opts?: CompileOptions): Json;
   /** The experiments.json text: deterministic 2-space JSON with a trailing newline. */
-  text(): string;
+  text(opts?: CompileOptions): string;
 }
 
 // ---- the DSL bound to a plan set -------------------------------------------------------
@@ -100,10 +102,10 @@ export function withPlans<const Plans extends PlanSet>(plans: Plans, source = "t
       const def: ExperimentsDef = {
         kind: "rankd-experiments",
         plans: Object.keys(plans).sort(),
-        text: () => stringify(def.compile()),
-        compile: () => {
+        text: (opts?: CompileOptions) => stringify(def.compile(opts)),
+        compile: (opts?: CompileOptions) => {
           try {
-            return compileExperiments(experiments as unknown as readonly ExperimentSpec<PlanSet>[], plans, source);
+            return compileExperiments(experiments as unknown as readonly ExperimentSpec<PlanSet>[], plans, source, opts);
           } catch (e) {
             if (e instanceof PlanError) throw new PlanError(`defineExperiments at ${site}: ${e.message}`);
             throw e;
@@ -129,6 +131,14 @@ function fail(msg: string): never {
   throw new PlanError(msg);
 }
 
+/** What the checks of one experiments list share: the plans, their name in messages, and
+ *  each plan's user_id type (undefined when the plan does not compile: it reports that itself). */
+interface Cx {
+  plans: PlanSet;
+  source: string;
+  userId(plan: string): IdType | undefined;
+}
+
 const show = (v: unknown) => (v === undefined ? "undefined" : JSON.stringify(v));
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -140,7 +150,7 @@ function onlyKeys(where: string, o: Record<string, unknown>, allowed: readonly s
   }
 }
 
-function planOf(where: string, v: unknown, plans: PlanSet, source: string): string {
+function planOf(where: string, v: unknown, { plans, source }: Cx): string {
   const names = Object.keys(plans).sort();
   const known = () => (names.length ? `plans of ${source}: ${names.join(", ")}` : `${source} has no plans`);
   if (typeof v !== "string") fail(`${where}: must be a plan name, got ${show(v)} (${known()})`);
@@ -180,14 +190,26 @@ function paramValue(where: string, plan: string, name: string, d: ParamDecl, v: 
   }
 }
 
-function variantJson(where: string, v: unknown, plans: PlanSet, source: string): { name: string; weight: number; json: Json } {
+/**
+ * The requests for `requested` are answered by (or, for a shadow, also run) `plan`: both must
+ * take the same user_id type (the server rejects the file otherwise).
+ */
+function sameUserIds(where: string, plan: string, requested: string, what: string, cx: Cx): void {
+  const [a, b] = [cx.userId(plan), cx.userId(requested)];
+  if (a !== undefined && b !== undefined && a !== b)
+    fail(`${where}: plan '${plan}' takes ${a} user ids, plan '${requested}' ${b}; ${what} runs on the requests for '${requested}', so their user_id types must agree`);
+}
+
+function variantJson(where: string, v: unknown, requested: string, cx: Cx): { name: string; weight: number; json: Json } {
+  const { plans } = cx;
   if (!isObject(v)) fail(`${where} must be an object {name, plan, params?, weight}, got ${show(v)}`);
   onlyKeys(where, v, VARIANT_KEYS);
   const name = v.name;
   if (typeof name !== "string" || name === "") fail(`${where}.name must be a non-empty string, got ${show(name)}`);
   if (name === "control") fail(`${where}.name 'control' is reserved: it names the buckets the experiment's own plan serves`);
   const at = `${where} '${name}'`;
-  const plan = planOf(`${at}: plan`, v.plan, plans, source);
+  const plan = planOf(`${at}: plan`, v.plan, cx);
+  sameUserIds(`${at}: plan`, plan, requested, "a variant", cx);
   const decls: ParamDecls = plans[plan].params ?? {};
   const params: Record<string, Json> = {};
   if (v.params !== undefined) {
@@ -204,10 +226,11 @@ function variantJson(where: string, v: unknown, plans: PlanSet, source: string):
   return { name, weight, json: { name, plan, params, weight } };
 }
 
-function shadowJson(where: string, s: unknown, plans: PlanSet, source: string): Json {
+function shadowJson(where: string, s: unknown, requested: string, cx: Cx): Json {
   if (!isObject(s)) fail(`${where} must be an object {plan, percent, compareTop?}, got ${show(s)}`);
   onlyKeys(where, s, SHADOW_KEYS);
-  const plan = planOf(`${where}.plan`, s.plan, plans, source);
+  const plan = planOf(`${where}.plan`, s.plan, cx);
+  sameUserIds(`${where}.plan`, plan, requested, "a shadow plan", cx);
   const pct = s.percent;
   if (typeof pct !== "number" || !Number.isFinite(pct)) fail(`${where}.percent must be a number 0..100, got ${show(pct)}`);
   if (pct < 0 || pct > 100) fail(`${where}.percent ${pct} is out of bounds 0..100`);
@@ -215,16 +238,16 @@ function shadowJson(where: string, s: unknown, plans: PlanSet, source: string): 
   return { plan, percent: new F64(pct), compare_top: top };
 }
 
-function experimentJson(where: string, x: Record<string, unknown>, plans: PlanSet, source: string): Json {
+function experimentJson(where: string, x: Record<string, unknown>, cx: Cx): Json {
   onlyKeys(where, x, EXPERIMENT_KEYS);
-  const plan = planOf(`${where}: plan`, x.plan, plans, source);
+  const plan = planOf(`${where}: plan`, x.plan, cx);
   if (typeof x.salt !== "string" || x.salt === "") fail(`${where}: salt must be a non-empty string, got ${show(x.salt)}`);
   if (!Array.isArray(x.variants)) fail(`${where}: variants must be an array of {name, plan, params?, weight} (it may be empty), got ${show(x.variants)}`);
   const variants: Json[] = [];
   const names = new Map<string, number>();
   let sum = 0;
   x.variants.forEach((v, i) => {
-    const got = variantJson(`${where}: variants[${i}]`, v, plans, source);
+    const got = variantJson(`${where}: variants[${i}]`, v, plan, cx);
     const prev = names.get(got.name);
     if (prev !== undefined) fail(`${where}: variants[${i}] '${got.name}': the name is also variants[${prev}]'s; variant names are unique within an experiment`);
     names.set(got.name, i);
@@ -236,7 +259,7 @@ function experimentJson(where: string, x: Record<string, unknown>, plans: PlanSe
   const j: Record<string, Json> = { name: x.name as string, plan, salt: x.salt, variants };
   if (x.shadow !== undefined) {
     if (!Array.isArray(x.shadow)) fail(`${where}: shadow must be an array of {plan, percent, compareTop?}, got ${show(x.shadow)}`);
-    j.shadow = x.shadow.map((s, i) => shadowJson(`${where}: shadow[${i}]`, s, plans, source));
+    j.shadow = x.shadow.map((s, i) => shadowJson(`${where}: shadow[${i}]`, s, plan, cx));
   }
   for (const k of ["startMs", "endMs"] as const) {
     const v = x[k];
@@ -249,8 +272,21 @@ function experimentJson(where: string, x: Record<string, unknown>, plans: PlanSe
   return j;
 }
 
-/** The experiments.json object of `experiments` over the plans `plans`. */
-export function compileExperiments(experiments: readonly ExperimentSpec<PlanSet>[], plans: PlanSet, source = "this folder"): Json {
+/** The experiments.json object of `experiments` over the plans `plans` (served from `opts.planDir`). */
+export function compileExperiments(experiments: readonly ExperimentSpec<PlanSet>[], plans: PlanSet, source = "this folder", opts?: CompileOptions): Json {
+  const ids = new Map<string, IdType | undefined>();
+  const userId = (plan: string): IdType | undefined => {
+    if (!ids.has(plan)) {
+      try {
+        ids.set(plan, plans[plan].userIdType(opts));
+      } catch (e) {
+        if (!(e instanceof PlanError)) throw e;
+        ids.set(plan, undefined);
+      }
+    }
+    return ids.get(plan);
+  };
+  const cx: Cx = { plans, source, userId };
   if (!Array.isArray(experiments)) fail(`expects an array of experiments [{name, plan, salt, variants, …}], got ${show(experiments)}`);
   const out: Json[] = [];
   const byName = new Map<string, number>();
@@ -262,7 +298,7 @@ export function compileExperiments(experiments: readonly ExperimentSpec<PlanSet>
     const prev = byName.get(x.name);
     if (prev !== undefined) fail(`${where}: the name is also experiments[${prev}]'s; experiment names are unique (experiments[${i}])`);
     byName.set(x.name, i);
-    const j = experimentJson(where, x, plans, source);
+    const j = experimentJson(where, x, cx);
     const plan = x.plan as string;
     const other = byPlan.get(plan);
     if (other !== undefined) fail(`${where}: plan '${plan}' already has experiment '${other}'; a plan has at most one experiment`);

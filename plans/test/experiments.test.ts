@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { definePlan, withPlans, PlanError, type ExperimentSpec } from "../lib/index.js";
+import { definePlan, withPlans, withSchema, PlanError, type ExperimentSpec } from "../lib/index.js";
 import { compileExperimentsFile } from "../lib/cli.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -118,6 +118,34 @@ test("no experiments, no variants, weight 0, and weights summing to exactly 1000
 test("several experiments, one per plan", () => {
   const j = compile([one, { name: "f", plan: "other", salt: "s2", variants: [{ name: "v", plan: "third", params: { limit: -3 }, weight: 1 }] }]);
   assert.deepEqual(j.experiments.map((e: J) => [e.name, e.plan]), [["e", "base"], ["f", "other"]]);
+});
+
+test("variant and shadow plans take the requested plan's user_id type", () => {
+  // `accounts` reads a viewer family keyed by str ids: its requests carry a string user_id.
+  const strIds = withSchema({ schema_version: 1, families: { user: { type: "hash", key: "acct:{id}", id: "str", fields: { tier: "str" } } } });
+  const accounts = strIds.definePlan({ name: "accounts", build: (c) => c.viewer() });
+  const accounts2 = strIds.definePlan({ name: "accounts2", build: (c) => c.viewer().take({ count: 1 }) });
+  // A plan that does not compile reports its own error (as a plan); the experiment does not repeat it.
+  const broken = definePlan({ name: "broken", build: (c) => c.fixedSource().take({ count: 0 }) });
+  const mixed = withPlans({ base, accounts, accounts2, broken });
+  const err = (x: unknown) => {
+    try {
+      mixed.defineExperiments([x] as never).compile();
+    } catch (e) {
+      assert.ok(e instanceof PlanError, `not a PlanError: ${e}`);
+      return e.message;
+    }
+    assert.fail("compiled without error");
+  };
+  const x = { name: "x", plan: "accounts", salt: "s", variants: [] as unknown[] };
+  assert.match(err({ ...x, variants: [{ name: "v", plan: "base", weight: 1 }] }),
+    /experiment 'x': variants\[0\] 'v': plan: plan 'base' takes i64 user ids, plan 'accounts' str; a variant runs on the requests for 'accounts', so their user_id types must agree/);
+  assert.match(err({ ...x, shadow: [{ plan: "base", percent: 1 }] }),
+    /experiment 'x': shadow\[0\]\.plan: plan 'base' takes i64 user ids, plan 'accounts' str; a shadow plan runs on the requests for 'accounts'/);
+  assert.match(err({ ...x, plan: "base", variants: [{ name: "v", plan: "accounts2", weight: 1 }] }), /plan 'accounts2' takes str user ids, plan 'base' i64/);
+  const ok = JSON.parse(mixed.defineExperiments([{ ...x, variants: [{ name: "v", plan: "accounts2", weight: 1 }], shadow: [{ plan: "broken", percent: 1 }] }] as never).text());
+  assert.deepEqual(ok.experiments[0].variants, [{ name: "v", plan: "accounts2", params: {}, weight: 1 }]);
+  assert.equal(ok.experiments[0].shadow[0].plan, "broken");
 });
 
 test("defineExperiments is lazy and deterministic: the same source gives the same bytes", () => {
