@@ -1,12 +1,17 @@
 // The plan compiler's command line.
-//   node dist/lib/cli.js build   writes <name>.plan.json for every <name>.plan.ts
-//   node dist/lib/cli.js check   fails when a committed <name>.plan.json differs from its source
+//   node dist/lib/cli.js build   writes <name>.plan.json for every <name>.plan.ts, and
+//                                experiments.json when the folder has an experiments.ts
+//   node dist/lib/cli.js check   fails when a committed <name>.plan.json or experiments.json
+//                                differs from its source (or has none)
+//   names: plans to build or check (`feed`, `feed.plan.ts`); `experiments.ts` names the
+//   experiments. Without names: every plan, and the experiments.
 //   options:
-//     --json-dir DIR   where the .plan.json files are, and the model files their `model` nodes
+//     --json-dir DIR   where the .plan.json files (and experiments.json) are, and the model files their `model` nodes
 //                      read (default: the plans folder); names…
 //     --dir DIR        compile the plans folder DIR instead of plans/ (its <name>.plan.ts, its
-//                      schema.json, its JSON next to the sources); may be repeated. The
-//                      folder's schema.gen.ts is generated and tsc compiles it (to dist/ext/).
+//                      experiments.ts, its schema.json, its JSON next to the sources); may be
+//                      repeated. The folder's schema.gen.ts and plans.gen.ts are generated and
+//                      tsc compiles them (to dist/ext/).
 //     --examples       every plans folder under ../examples/ (a folder holding *.plan.ts)
 // (npm run build / npm run check run gen-schema and tsc first; the plans are loaded from dist/.)
 
@@ -15,6 +20,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { planText, type PlanDef } from "./plan.js";
+import type { ExperimentsDef } from "./experiments.js";
 import { DEMO_SCHEMA } from "./schema.js";
 
 process.setSourceMapsEnabled(true); // call sites in errors point into the .ts sources
@@ -68,7 +74,7 @@ export async function compileDirs(dirs: string[]): Promise<Map<string, string>> 
     extends: path.join(ROOT, "tsconfig.json"),
     // ES modules whatever the folder's package.json says: the output runs under plans/ ("type": "module").
     compilerOptions: { rootDir, outDir: EXT, noEmit: false, module: "esnext", moduleResolution: "bundler" },
-    include: dirs.flatMap((d) => [path.join(d, "schema.gen.ts"), path.join(d, "*.plan.ts")]),
+    include: dirs.flatMap((d) => [path.join(d, "schema.gen.ts"), path.join(d, "plans.gen.ts"), path.join(d, "*.plan.ts"), path.join(d, "experiments.ts")]),
     exclude: [],
   };
   fs.writeFileSync(tsconfig, JSON.stringify(config, null, 2) + "\n");
@@ -95,10 +101,25 @@ export async function compileFile(name: string, planDir = ROOT, distDir = DIST, 
   return planText(def, { planDir });
 }
 
+/** Loads <distDir>/experiments.js and returns the experiments.json text it compiles to; `planDir`
+ *  is the folder the plans are served from (where their model files must be). */
+export async function compileExperimentsFile(distDir = DIST, srcDir = ROOT, planDir = srcDir): Promise<string> {
+  const mod = await import(pathToFileURL(path.join(distDir, "experiments.js")).href);
+  const def = mod.default as ExperimentsDef | undefined;
+  if (!def || def.kind !== "rankd-experiments") throw new Error(`the default export is not defineExperiments([...])`);
+  if (JSON.stringify(def.plans) !== JSON.stringify(planNames(srcDir)))
+    throw new Error(`the experiments are typed with other plans than this folder's (${planNames(srcDir).join(", ")}); import defineExperiments from "./plans.gen.js"`);
+  return def.text({ planDir });
+}
+
+/** An argument naming the experiments (experiments.ts or experiments.json), not a plan. */
+const isExperimentsArg = (a: string) => /^experiments\.(ts|json)$/.test(path.basename(a));
+
 /** build or check the plans `names` (all when empty) of one folder. Returns the number of failures. */
 async function run(cmd: "build" | "check", srcDir: string, distDir: string, jsonDir: string, args: string[]): Promise<number> {
   const all = args.length === 0;
-  const names = all ? planNames(srcDir) : args.map((a) => path.basename(a).replace(/\.plan\.(ts|json)$/, ""));
+  const names = all ? planNames(srcDir) : args.filter((a) => !isExperimentsArg(a)).map((a) => path.basename(a).replace(/\.plan\.(ts|json)$/, ""));
+  const withExperiments = all || args.some(isExperimentsArg);
   const shown = (f: string) => (srcDir === ROOT ? f : path.join(path.relative(process.cwd(), srcDir) || ".", f));
   const fix = srcDir === ROOT ? "npm --prefix plans run build" : `node plans/dist/lib/cli.js build --dir ${path.relative(path.dirname(ROOT), srcDir)}`;
   let bad = 0;
@@ -134,14 +155,49 @@ async function run(cmd: "build" | "check", srcDir: string, distDir: string, json
       }
     }
   }
-  if (cmd === "check" && bad === 0) console.log(`ok: ${names.length} plans${srcDir === ROOT ? "" : ` of ${shown("")}`} match their sources`);
+  // experiments.ts → experiments.json; a folder without experiments.ts has no experiments.json.
+  let experiments = false;
+  if (withExperiments) {
+    const out = path.join(jsonDir, "experiments.json");
+    const old = fs.existsSync(out) ? fs.readFileSync(out, "utf8") : undefined;
+    if (fs.existsSync(path.join(srcDir, "experiments.ts"))) {
+      experiments = true;
+      let text: string | undefined;
+      try {
+        text = await compileExperimentsFile(distDir, srcDir, jsonDir);
+      } catch (e) {
+        console.error(`${shown("experiments.ts")}: error: ${(e as Error).message}`);
+        bad++;
+      }
+      if (text === undefined) {
+        // reported above
+      } else if (cmd === "build") {
+        if (old !== text) fs.writeFileSync(out, text);
+        console.log(`${old === text ? "unchanged" : "wrote"} ${shown("experiments.json")}`);
+      } else if (old === undefined) {
+        console.error(`${shown("experiments.json")}: missing; run ${fix} and commit it`);
+        bad++;
+      } else if (old !== text) {
+        console.error(`${shown("experiments.json")}: differs from what experiments.ts compiles to; run ${fix} and commit it`);
+        bad++;
+      }
+    } else if (!all) {
+      console.error(`${shown("experiments.ts")}: missing`);
+      bad++;
+    } else if (cmd === "check" && old !== undefined) {
+      console.error(`${shown("experiments.json")}: has no experiments.ts source`);
+      bad++;
+    }
+  }
+  if (cmd === "check" && bad === 0)
+    console.log(`ok: ${names.length} plans${experiments ? " and experiments.json" : ""}${srcDir === ROOT ? "" : ` of ${shown("")}`} match their sources`);
   return bad;
 }
 
 async function main(argv: string[]): Promise<number> {
   const cmd = argv[0];
   if (cmd !== "build" && cmd !== "check") {
-    console.error("usage: cli.js build|check [--json-dir DIR] [--dir DIR]... [--examples] [name...]");
+    console.error("usage: cli.js build|check [--json-dir DIR] [--dir DIR]... [--examples] [name... | experiments.ts]");
     return 2;
   }
   let jsonDir: string | undefined;

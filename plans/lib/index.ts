@@ -9,3 +9,7 @@ export type { SchemaDecl, DemoSchema, FamilyDecl, FieldType, IdType, FamilyType,
 export { E, Expr, Pred, ParamRef, PlanError } from "./expr.js";
 export type { ColType, VT, CmpOp } from "./expr.js";
 export { parseExpr, parsePred } from "./parse.js";
+// Experiments: a folder's experiments.ts imports { defineExperiments } from "./plans.gen.js",
+// the module lib/gen-schema.mjs writes from the folder's <name>.plan.ts files.
+export { withPlans, compileExperiments, BUCKETS } from "./experiments.js";
+export type { ExperimentSpec, VariantSpec, ShadowSpec, VariantParams, ExperimentsDef, PlanSet, PlanNameOf } from "./experiments.js";

@@ -144,7 +144,7 @@ const ROOT = (() => {
 const SRC_LIB = path.join(ROOT, "lib");
 
 /** Where the plan author called us: the first stack frame outside this library. */
-function callSite(): string {
+export function callSite(): string {
   const lines = (new Error().stack ?? "").split("\n").slice(1);
   for (const l of lines) {
     const m = l.match(/\(?((?:file:\/\/)?\/[^()]*?):(\d+):(\d+)\)?\s*$/);
@@ -678,15 +678,21 @@ export interface CompileOptions {
   planDir?: string;
 }
 
-export interface PlanDef {
+export interface PlanDef<Ps extends ParamDecls = ParamDecls> {
   readonly name: string;
   readonly kind: "rankd-plan";
+  /** The plan's declared request parameters (`params` of definePlan; {} when none): what an
+   *  experiment's variant may set (lib/experiments.ts). */
+  readonly params: Ps;
   /** The schema the plan is typed and checked with (its folder's schema.json, or the demo schema). */
   readonly schema: SchemaDecl;
   /** The plan JSON object (docs/plan.md); throws PlanError on misuse. */
   compile(opts?: CompileOptions): Json;
   /** The plan file text (planText). */
   text(opts?: CompileOptions): string;
+  /** The type of the request's user_id the plan takes (its viewer family's id type; i64 without
+   *  a viewer), as the server derives it; compiles the plan (throws PlanError on misuse). */
+  userIdType(opts?: CompileOptions): IdType;
 }
 
 /**
@@ -700,21 +706,24 @@ export function withSchema<const S extends SchemaDecl>(decl: S, source = "schema
   const schema = () => (checked ??= checkSchema(decl, source));
   return {
     schema: decl,
-    definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, S>): PlanDef {
+    definePlan<const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, S>): PlanDef<Ps> {
       const site = callSite();
-      const def: PlanDef = {
+      const def: PlanDef<Ps> = {
         name: spec?.name,
         kind: "rankd-plan",
+        params: (spec?.params ?? {}) as Ps,
         schema: decl,
         text: (opts?: CompileOptions) => stringify(def.compile(opts)),
-        compile: (opts?: CompileOptions) => {
-          try {
-            return compile(spec as unknown as PlanSpec<ParamDecls, SchemaDecl>, site, opts?.planDir ?? ROOT, schema());
-          } catch (e) {
-            if (e instanceof PlanError) throw new PlanError(`plan '${spec?.name}': ${e.message}`);
-            throw e;
-          }
-        },
+        compile: (opts?: CompileOptions) => compiled(opts).plan,
+        userIdType: (opts?: CompileOptions) => compiled(opts).userId,
+      };
+      const compiled = (opts?: CompileOptions) => {
+        try {
+          return compile(spec as unknown as PlanSpec<ParamDecls, SchemaDecl>, site, opts?.planDir ?? ROOT, schema());
+        } catch (e) {
+          if (e instanceof PlanError) throw new PlanError(`plan '${spec?.name}': ${e.message}`);
+          throw e;
+        }
       };
       return def;
     },
@@ -726,7 +735,7 @@ const demo = withSchema(DEMO_SCHEMA, "the demo schema");
  * definePlan over the demo schema (docs/data.md). A plans folder's plans import the
  * definePlan of their folder's `schema.gen.ts` instead, which is bound to its schema.json.
  */
-export const definePlan: <const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, DemoSchema>) => PlanDef = demo.definePlan;
+export const definePlan: <const Ps extends ParamDecls = {}>(spec: PlanSpec<Ps, DemoSchema>) => PlanDef<Ps> = demo.definePlan;
 
 /** The plan file text: deterministic 2-space JSON with a trailing newline. */
 export function planText(def: PlanDef, opts?: CompileOptions): string {
@@ -771,7 +780,7 @@ function paramJson(name: string, d: ParamDecl): Json {
   }
 }
 
-function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: string, schema: Schema): Json {
+function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: string, schema: Schema): { plan: Json; userId: IdType } {
   if (typeof spec !== "object" || spec === null) fail(`definePlan at ${site}: expects {name, params, build}`);
   if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
@@ -900,7 +909,7 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
       throw e;
     }
   }
-  return plan;
+  return { plan, userId };
 }
 
 /** Sink names as the server accepts them: a malformed name fails the build here, not the load there. */
