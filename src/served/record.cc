@@ -1,7 +1,9 @@
 #include "served/record.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -81,13 +83,6 @@ int64_t Locate(Kept& k, const RowsView& from, size_t m, uint32_t row) {
   return it == k.by_num.end() ? -1 : int64_t{it->second};
 }
 
-void AppendCellOrNull(const Column* c, uint32_t row, std::string& out) {
-  if (c)
-    AppendJsonCell(*c, row, out);
-  else
-    out += "null";
-}
-
 void AppendValue(const Value& v, std::string& out) {
   switch (v.index()) {
     case 1: AppendJsonInt(std::get<int64_t>(v), out); break;
@@ -108,59 +103,146 @@ void AppendValue(const Value& v, std::string& out) {
   }
 }
 
-// {"<model node>": {"model","sha256","output","inputs":{...},"score"}, ...} for the
-// item at physical row `row` of `from`; models that did not score it are left out.
-void AppendModels(std::vector<Kept>& models, const RowsView& from, uint32_t row, std::string& out) {
-  out += "\"models\":{";
+// Writes into a std::string through a raw cursor: Room(n) makes sure n more bytes fit
+// (one check for a whole item), then the writes below copy without checks. The string's
+// size runs ahead of what is written while the cursor is open; Close trims it. A record
+// is thousands of short pieces: this is what keeps building it cheap.
+class Cursor {
+ public:
+  explicit Cursor(std::string& out) : out_(out), used_(out.size()) {}
+  ~Cursor() { Close(); }
+  // Trims the string to what was written; the cursor is done with.
+  void Close() {
+    if (open_) out_.resize(used_);
+    open_ = false;
+  }
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+
+  void Room(size_t n) {
+    if (out_.size() - used_ >= n) return;
+    out_.resize(used_);
+    if (out_.capacity() - used_ < n) out_.reserve(std::max(used_ + n, 2 * out_.capacity()));
+    out_.resize_and_overwrite(out_.capacity(), [](char*, size_t n) { return n; });
+  }
+  size_t used() const { return used_; }
+  void Put(std::string_view s) {
+    std::memcpy(out_.data() + used_, s.data(), s.size());
+    used_ += s.size();
+  }
+  void Put(char c) { out_[used_++] = c; }
+  // Bytes [from, from + n) of what was written, again.
+  void Again(size_t from, size_t n) {
+    std::memmove(out_.data() + used_, out_.data() + from, n);
+    used_ += n;
+  }
+  void Int(int64_t v) {
+    char* p = out_.data() + used_;
+    used_ += static_cast<size_t>(std::to_chars(p, p + 24, v).ptr - p);
+  }
+  void Real(double d) {  // AppendJsonReal's text; at most 24 bytes
+    if (!std::isfinite(d)) return Put("null");
+    if (d != 0 && std::fabs(d) < 1e15 && d == std::trunc(d) && static_cast<int64_t>(d) % 10 != 0)
+      return Int(static_cast<int64_t>(d));
+    char* p = out_.data() + used_;
+    auto r = std::fabs(d) >= 1e15 ? std::to_chars(p, p + 32, d, std::chars_format::scientific)
+                                  : std::to_chars(p, p + 32, d);
+    used_ += static_cast<size_t>(r.ptr - p);
+  }
+  // A cell: null, a number, true/false (at most 32 bytes), or a string, which may be any
+  // length: it goes through the one JSON string writer and reopens the cursor.
+  void Cell(const Column* c, uint32_t row, size_t room_after) {
+    if (!c || !c->valid(row)) return Put("null");
+    switch (c->type) {
+      case ColumnType::kI64: return Int(c->i64[row]);
+      case ColumnType::kF64: {
+        double d = c->f64[row];
+        if (!std::isfinite(d)) return Put("null");
+        char* p = out_.data() + used_;  // AppendJsonDouble's text: the shortest form
+        used_ += static_cast<size_t>(std::to_chars(p, p + 32, d).ptr - p);
+        return;
+      }
+      case ColumnType::kBool: return Put(c->b[row] ? std::string_view("true") : "false");
+      case ColumnType::kStr: {
+        out_.resize(used_);
+        AppendJsonString(c->str(row), out_);
+        used_ = out_.size();
+        return Room(room_after);
+      }
+    }
+  }
+
+ private:
+  std::string& out_;
+  size_t used_;
+  bool open_ = true;
+};
+
+// The most an item writes outside its str cells (which make their own room).
+size_t ItemRoom(const std::vector<std::string>& keys, const std::vector<Kept>& models) {
+  size_t n = 160 + 40 * keys.size();
+  for (const auto& k : keys) n += k.size();
+  for (const Kept& k : models) {
+    n += k.head.size() + 64 + 40 * k.feature_keys.size();
+    for (const auto& f : k.feature_keys) n += f.size();
+  }
+  return n;
+}
+
+// One item: {"id","position","served","score","columns":{...},"models":{...}}, with per
+// model node that scored it {"model","sha256","output","inputs":{...},"score"}. `keys`
+// holds the logged columns' `"name":` prefixes.
+void AppendItem(const RowsView& from, uint32_t row, size_t position, bool served,
+                const std::vector<std::string>& keys, std::vector<Kept>& models, size_t room,
+                Cursor& out) {
+  out.Room(room);
+  out.Put("{\"id\":");
+  out.Cell(from.id, row, room);
+  out.Put(",\"position\":");
+  out.Int(static_cast<int64_t>(position));
+  out.Put(served ? std::string_view(",\"served\":true,\"score\":")
+                 : std::string_view(",\"served\":false,\"score\":"));
+  // Its text is written once: the logged `score` column and the model's score are
+  // mostly the same cell.
+  size_t score_at = out.used();
+  bool numeric_score = !from.score || from.score->type != ColumnType::kStr;
+  out.Cell(from.score, row, room);
+  size_t score_len = out.used() - score_at;
+  out.Put(",\"columns\":{");
+  for (size_t c = 0; c < keys.size(); ++c) {
+    if (c) out.Put(',');
+    out.Put(keys[c]);
+    if (numeric_score && from.columns[c] && from.columns[c] == from.score)
+      out.Again(score_at, score_len);
+    else
+      out.Cell(from.columns[c], row, room);
+  }
+  out.Put("},\"models\":{");
   bool first = true;
   for (size_t m = 0; m < models.size(); ++m) {
     Kept& k = models[m];
     int64_t at = Locate(k, from, m, row);
     if (at < 0) continue;
     auto r = static_cast<uint32_t>(at);
-    if (!first) out += ',';
+    if (!first) out.Put(',');
     first = false;
-    out += k.head;
+    out.Put(k.head);
     for (size_t f = 0; f < k.feature_keys.size(); ++f) {
-      if (f) out += ',';
-      out += k.feature_keys[f];
-      AppendJsonReal(static_cast<double>(ModelInput(k.features[f], r)), out);
+      if (f) out.Put(',');
+      out.Put(k.feature_keys[f]);
+      out.Real(static_cast<double>(ModelInput(k.features[f], r)));
     }
-    out += "},\"score\":";
-    AppendJsonReal(k.anchor && k.anchor->valid(r) ? k.anchor->f64[r] : NAN, out);
-    out += '}';
-  }
-  out += '}';
-}
-
-// One item: {"id","position","served","score","columns":{...},"models":{...}}.
-// `keys` holds the logged columns' `"name":` prefixes.
-void AppendItem(const RowsView& from, uint32_t row, size_t position, bool served,
-                const std::vector<std::string>& keys, std::vector<Kept>& models, std::string& out) {
-  out += "{\"id\":";
-  AppendCellOrNull(from.id, row, out);
-  out += ",\"position\":";
-  AppendJsonInt(static_cast<int64_t>(position), out);
-  out += served ? ",\"served\":true,\"score\":" : ",\"served\":false,\"score\":";
-  size_t score_at = out.size();
-  AppendCellOrNull(from.score, row, out);
-  std::string_view score_text(out.data() + score_at, out.size() - score_at);
-  char score_copy[32];
-  bool reuse = score_text.size() <= sizeof score_copy;  // a number (a str cell may not be)
-  if (reuse) score_text.copy(score_copy, score_text.size());
-  size_t score_len = score_text.size();
-  out += ",\"columns\":{";
-  for (size_t c = 0; c < keys.size(); ++c) {
-    if (c) out += ',';
-    out += keys[c];
-    if (reuse && from.columns[c] && from.columns[c] == from.score)  // the same cell's text
-      out.append(score_copy, score_len);
+    out.Put("},\"score\":");
+    double score = k.anchor && k.anchor->valid(r) ? k.anchor->f64[r] : NAN;
+    // The same value as the item's score, written alike (the shortest form), below 1e15.
+    if (numeric_score && from.score == k.anchor && static_cast<uint32_t>(at) == row &&
+        std::isfinite(score) && std::fabs(score) < 1e15 && score != std::trunc(score))
+      out.Again(score_at, score_len);
     else
-      AppendCellOrNull(from.columns[c], row, out);
+      out.Real(score);
+    out.Put('}');
   }
-  out += "},";
-  AppendModels(models, from, row, out);
-  out += '}';
+  out.Put("}}");
 }
 
 // The served ids, for telling the candidates node's unserved rows apart.
@@ -295,11 +377,13 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
   }
   ServedIds served;
   RowsView served_view(rows, log.columns, models);
+  const size_t room = ItemRoom(keys, models);
+  Cursor cursor(out);
   const Column* out_id = rows.column("id");
   for (size_t i = 0; i < rows.size(); ++i) {
     uint32_t row = rows.row(i);
-    if (i) out += ',';
-    AppendItem(served_view, row, i, !h.shadow, keys, models, out);
+    if (i) cursor.Room(1), cursor.Put(',');
+    AppendItem(served_view, row, i, !h.shadow, keys, models, room, cursor);
     if (candidates && out_id && out_id->valid(row)) {
       if (out_id->type == ColumnType::kStr)
         served.strs.insert(out_id->str(row));
@@ -314,11 +398,12 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     for (size_t i = 0; i < candidates->size() && written < log.candidates_top; ++i) {
       uint32_t row = candidates->row(i);
       if (served.Has(cid, row)) continue;
-      if (rows.size() > 0 || written > 0) out += ',';
-      AppendItem(view, row, i, false, keys, models, out);
+      if (rows.size() > 0 || written > 0) cursor.Room(1), cursor.Put(',');
+      AppendItem(view, row, i, false, keys, models, room, cursor);
       ++written;
     }
   }
+  cursor.Close();
   out += "]}";
 }
 
