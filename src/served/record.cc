@@ -5,16 +5,59 @@
 #include <cmath>
 #include <cstring>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "core/json_escape.h"
+#include "core/mix.h"
 #include "sched/response_json.h"
 #include "tasks/model_input.h"
 
 namespace rankd {
 
 namespace {
+
+// The rows of a row set by id (i64 or str), the first row of each id: an open-addressing
+// table of row numbers, one allocation however many rows (a record looks ids up for
+// every unserved candidate, so node-per-entry maps cost more than the rest of it).
+class IdTable {
+ public:
+  IdTable() = default;
+  IdTable(const Column* id, const RowSet& rows) : id_(id) {
+    if (!id || (id->type != ColumnType::kI64 && id->type != ColumnType::kStr)) return;
+    size_t cap = 16;
+    while (cap < rows.size() * 2) cap <<= 1;
+    slots_.assign(cap, 0);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      uint32_t r = rows.row(i);
+      if (!id->valid(r)) continue;
+      size_t at = Probe(id, r);
+      if (slots_[at] == 0) slots_[at] = r + 1;  // an id seen before keeps its first row
+    }
+  }
+  // The row holding row `row` of `other`'s id, or -1.
+  int64_t Find(const Column* other, uint32_t row) const {
+    if (slots_.empty() || !other || other->type != id_->type || !other->valid(row)) return -1;
+    uint32_t found = slots_[Probe(other, row)];
+    return found == 0 ? -1 : int64_t{found} - 1;
+  }
+
+ private:
+  uint64_t Hash(const Column* c, uint32_t r) const {
+    return c->type == ColumnType::kStr ? HashBytes(c->str(r), 0)
+                                       : Mix64(static_cast<uint64_t>(c->i64[r]));
+  }
+  bool Same(const Column* c, uint32_t r, uint32_t mine) const {
+    return c->type == ColumnType::kStr ? c->str(r) == id_->str(mine) : c->i64[r] == id_->i64[mine];
+  }
+  // The slot of row `r` of `c`'s id: the one holding it, or the empty one where it goes.
+  size_t Probe(const Column* c, uint32_t r) const {
+    size_t mask = slots_.size() - 1;
+    for (size_t at = Hash(c, r) & mask;; at = (at + 1) & mask)
+      if (slots_[at] == 0 || Same(c, r, slots_[at] - 1)) return at;
+  }
+
+  const Column* id_ = nullptr;
+  std::vector<uint32_t> slots_;  // row + 1; 0: empty
+};
 
 // A kept node's output, and how to find an item's row in it.
 struct Kept {
@@ -31,9 +74,8 @@ struct Kept {
   // and each feature's `"<name>":`.
   std::string head;
   std::vector<std::string> feature_keys;
-  bool indexed = false;  // the id maps below are built (on the first lookup by id)
-  std::unordered_map<int64_t, uint32_t> by_num;
-  std::unordered_map<std::string_view, uint32_t> by_str;
+  bool indexed = false;  // `by_id` is built (on the first lookup by id)
+  IdTable by_id;
 };
 
 // A row set items are written from (the output, or the candidates node), its columns
@@ -53,34 +95,16 @@ struct RowsView {
   std::vector<bool> same_rows;         // per model: carries its score column, same rows
 };
 
-void Index(Kept& k) {
-  k.indexed = true;
-  if (!k.id) return;
-  for (size_t i = 0, n = k.rows->size(); i < n; ++i) {
-    uint32_t r = k.rows->row(i);
-    if (!k.id->valid(r)) continue;
-    if (k.id->type == ColumnType::kStr)
-      k.by_str.emplace(k.id->str(r), r);
-    else if (k.id->type == ColumnType::kI64)
-      k.by_num.emplace(k.id->i64[r], r);
-  }
-}
-
 // The physical row of `k` holding the item at physical row `row` of `from` (model
 // `m`), or -1: the same row when `from` carries k's score column, else the first row
 // with the same id.
 int64_t Locate(Kept& k, const RowsView& from, size_t m, uint32_t row) {
   if (from.same_rows[m]) return k.anchor->valid(row) ? int64_t{row} : -1;
-  const Column* id = from.id;
-  if (!id || !k.id || id->type != k.id->type || !id->valid(row)) return -1;
-  if (!k.indexed) Index(k);
-  if (id->type == ColumnType::kStr) {
-    auto it = k.by_str.find(id->str(row));
-    return it == k.by_str.end() ? -1 : int64_t{it->second};
+  if (!k.indexed) {
+    k.by_id = IdTable(k.id, *k.rows);
+    k.indexed = true;
   }
-  if (id->type != ColumnType::kI64) return -1;
-  auto it = k.by_num.find(id->i64[row]);
-  return it == k.by_num.end() ? -1 : int64_t{it->second};
+  return k.by_id.Find(from.id, row);
 }
 
 void AppendValue(const Value& v, std::string& out) {
@@ -245,17 +269,6 @@ void AppendItem(const RowsView& from, uint32_t row, size_t position, bool served
   out.Put("}}");
 }
 
-// The served ids, for telling the candidates node's unserved rows apart.
-struct ServedIds {
-  std::unordered_set<int64_t> nums;
-  std::unordered_set<std::string_view> strs;
-  bool Has(const Column* id, uint32_t row) const {
-    if (!id || !id->valid(row)) return false;
-    if (id->type == ColumnType::kStr) return strs.contains(id->str(row));
-    return id->type == ColumnType::kI64 && nums.contains(id->i64[row]);
-  }
-};
-
 }  // namespace
 
 void AppendJsonReal(double d, std::string& out) {
@@ -375,7 +388,6 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     AppendJsonString(c, k);
     k += ':';
   }
-  ServedIds served;
   RowsView served_view(rows, log.columns, models);
   const size_t room = ItemRoom(keys, models);
   Cursor cursor(out);
@@ -384,20 +396,15 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     uint32_t row = rows.row(i);
     if (i) cursor.Room(1), cursor.Put(',');
     AppendItem(served_view, row, i, !h.shadow, keys, models, room, cursor);
-    if (candidates && out_id && out_id->valid(row)) {
-      if (out_id->type == ColumnType::kStr)
-        served.strs.insert(out_id->str(row));
-      else if (out_id->type == ColumnType::kI64)
-        served.nums.insert(out_id->i64[row]);
-    }
   }
   if (candidates) {
     RowsView view(*candidates, log.columns, models);
     const Column* cid = view.id;
+    IdTable served(out_id, rows);  // which candidates were served
     size_t written = 0;
     for (size_t i = 0; i < candidates->size() && written < log.candidates_top; ++i) {
       uint32_t row = candidates->row(i);
-      if (served.Has(cid, row)) continue;
+      if (served.Find(cid, row) >= 0) continue;
       if (rows.size() > 0 || written > 0) cursor.Room(1), cursor.Put(',');
       AppendItem(view, row, i, false, keys, models, room, cursor);
       ++written;
