@@ -56,7 +56,8 @@ TEST_CASE("100,000 ids fall into the variants as their weights say (chi-square)"
     }
     const std::array<double, 3> expected{0.6 * kIds, 0.25 * kIds, 0.15 * kIds};
     double chi2 = 0;
-    for (size_t k = 0; k < 3; ++k) chi2 += (seen[k] - expected[k]) * (seen[k] - expected[k]) / expected[k];
+    for (size_t k = 0; k < 3; ++k)
+      chi2 += (seen[k] - expected[k]) * (seen[k] - expected[k]) / expected[k];
     CHECK(chi2 < 27.6);  // 2 degrees of freedom: exceeded with p = 1e-6
     double chi2_deciles = 0;
     for (double n : deciles) chi2_deciles += (n - kIds / 10.0) * (n - kIds / 10.0) / (kIds / 10.0);
