@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "core/sha256.h"
+#include "plan/json_values.h"
 
 namespace rankd {
 
@@ -16,24 +17,9 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 using simdjson::dom::object;
 
-bool IsInt(element e) { return e.type() == element_type::INT64; }
-bool IsNumber(element e) {
-  return e.type() == element_type::INT64 || e.type() == element_type::UINT64 ||
-         e.type() == element_type::DOUBLE;
-}
-double NumberOf(element e) {
-  return IsInt(e) ? double(int64_t(e.get_int64())) : double(e.get_double());
-}
-
-std::optional<Value> Scalar(element e) {
-  switch (e.type()) {
-    case element_type::INT64: return Value(int64_t(e.get_int64()));
-    case element_type::DOUBLE: return Value(double(e.get_double()));
-    case element_type::STRING: return Value(std::string(std::string_view(e.get_string())));
-    case element_type::BOOL: return Value(bool(e.get_bool()));
-    default: return std::nullopt;
-  }
-}
+using json::IsInt;
+using json::IsNumber;
+using json::NumberOf;
 
 class Parser {
  public:
@@ -145,7 +131,7 @@ class Parser {
         object po;
         if (v.get_object().get(po)) return Fail(Err(at + ".params", "must be an object"));
         for (auto [k, pv] : po) {
-          auto val = Scalar(pv);
+          auto val = json::Scalar(pv);
           if (!val)
             return Fail(Err(at + ".params." + std::string(k), "must be a number, string or bool"));
           var.params.emplace_back(std::string(k), std::move(*val));

@@ -13,6 +13,7 @@
 #include "core/sha256.h"
 #include "plan/bind.h"
 #include "plan/experiments.h"
+#include "plan/json_values.h"
 
 namespace rankd {
 
@@ -50,22 +51,8 @@ std::string JsonKind(element e) {
   return "?";
 }
 
-bool IsInt(element e) { return e.type() == element_type::INT64; }
-bool IsNumber(element e) {
-  return e.type() == element_type::INT64 || e.type() == element_type::DOUBLE ||
-         e.type() == element_type::UINT64;
-}
-
-// A scalar JSON value as a Value (declared param defaults); nullopt for others.
-std::optional<Value> JsonScalar(element e) {
-  switch (e.type()) {
-    case element_type::INT64: return Value(int64_t(e.get_int64()));
-    case element_type::DOUBLE: return Value(double(e.get_double()));
-    case element_type::STRING: return Value(std::string(std::string_view(e.get_string())));
-    case element_type::BOOL: return Value(bool(e.get_bool()));
-    default: return std::nullopt;
-  }
-}
+using json::IsInt;
+using json::IsNumber;
 
 std::optional<ColumnType> ParseType(std::string_view s) {
   if (s == "i64") return ColumnType::kI64;
@@ -144,7 +131,7 @@ class Loader {
         if (k != "type" && k != "default" && k != "min" && k != "max")
           return Fail(w_.Err(where + ": unknown field '" + std::string(k) + "'"));
       if (decl["default"].get(def)) return Fail(w_.Err(where + ".default: missing"));
-      std::optional<Value> dv = JsonScalar(def);
+      std::optional<Value> dv = json::Scalar(def);
       if (dv) dv = Coerce(*dv, ParamKindOf(d.type));
       if (!dv)
         return Fail(w_.Err(where + ".default: expected " + std::string(tname) + ", got " +
