@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/client_text.h"
+
 namespace rankd {
 
 namespace {
@@ -97,14 +99,14 @@ Result<ParamValues> BindParams(const Plan& plan, const GivenParams& given) {
   for (const auto& [name, v] : given) {
     int idx = plan.params.index_of(name);
     if (idx < 0)
-      return Fail(Error::InvalidParam("params." + name + ": plan '" + plan.name +
+      return Fail(Error::InvalidParam("params." + ClientText(name, 64) + ": plan '" + plan.name +
                                       "' declares no such param"));
     const ParamDecl& d = plan.params.decls[static_cast<size_t>(idx)];
     auto coerced = Coerce(v, ParamKindOf(d.type));
     if (!coerced)
       return Fail(Error::InvalidParam("params." + name + ": expected " +
                                       std::string(ColumnTypeName(d.type)) + ", got " +
-                                      ValueToString(v)));
+                                      ClientText(ValueToString(v), 64)));
     double num = 0;
     bool is_num = false;
     if (auto* i = std::get_if<int64_t>(&*coerced)) num = static_cast<double>(*i), is_num = true;

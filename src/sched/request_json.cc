@@ -2,6 +2,9 @@
 
 #include <simdjson.h>
 
+#include <unordered_set>
+
+#include "core/client_text.h"
 #include "plan/schema.h"
 
 namespace rankd {
@@ -11,10 +14,40 @@ using simdjson::dom::element_type;
 
 namespace {
 // A JSON value for a message, cut to 64 bytes.
-std::string ShortJson(element v) {
-  std::string s = simdjson::to_string(v);
-  if (s.size() > 64) s = s.substr(0, 64) + "...";
-  return s;
+std::string ShortJson(element v) { return ClientText(simdjson::to_string(v), 64); }
+
+// Duplicate keys anywhere in the body are an error: parsers disagree on which one wins
+// (simdjson's lookup takes the first, others the last), so a body that reads one way here
+// and another in a proxy or a log is refused. Objects of up to 8 keys are checked pair by
+// pair, larger ones with a set: linear in the body's size either way.
+Status NoDuplicateKeys(element e) {
+  if (e.type() == element_type::ARRAY) {
+    for (element item : simdjson::dom::array(e))
+      if (auto st = NoDuplicateKeys(item); !st) return st;
+    return {};
+  }
+  if (e.type() != element_type::OBJECT) return {};
+  simdjson::dom::object obj(e);
+  auto duplicate = [](std::string_view key) {
+    return Fail(Error::BadRequest("duplicate key '" + ClientText(key, 64) + "' in the body"));
+  };
+  if (obj.size() <= 8) {
+    std::string_view keys[8];
+    size_t n = 0;
+    for (auto [key, value] : obj) {
+      for (size_t i = 0; i < n; ++i)
+        if (keys[i] == key) return duplicate(key);
+      keys[n++] = key;
+    }
+  } else {
+    std::unordered_set<std::string_view> keys;
+    keys.reserve(obj.size());
+    for (auto [key, value] : obj)
+      if (!keys.insert(key).second) return duplicate(key);
+  }
+  for (auto [key, value] : obj)
+    if (auto st = NoDuplicateKeys(value); !st) return st;
+  return {};
 }
 }  // namespace
 
@@ -47,6 +80,7 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
     return Fail(Error::BadRequest(std::string("invalid JSON: ") + simdjson::error_message(err)));
   simdjson::dom::object obj;
   if (root.get_object().get(obj)) return Fail(Error::BadRequest("the body must be a JSON object"));
+  if (auto st = NoDuplicateKeys(root); !st) return Fail(st.error());
   RankRequest req;
   element v;
   std::string_view s;
@@ -58,7 +92,7 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
   }
   if (obj["user_id"].get(v)) return Fail(Error::BadRequest("user_id: missing"));
   if (v.type() == element_type::UINT64)
-    return Fail(Error::BadRequest("user_id: " + simdjson::to_string(v) + " does not fit in i64"));
+    return Fail(Error::BadRequest("user_id: " + ShortJson(v) + " does not fit in i64"));
   if (v.type() == element_type::STRING) {
     req.user_id.is_str = true;
     req.user_id.str = std::string(std::string_view(v.get_string()));
@@ -85,20 +119,20 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
           break;
         case element_type::BOOL: req.params.emplace_back(name, Value(bool(val.get_bool()))); break;
         case element_type::UINT64:
-          return Fail(Error::InvalidParam("params." + name + ": " + simdjson::to_string(val) +
+          return Fail(Error::InvalidParam("params." + ClientText(name, 64) + ": " + ShortJson(val) +
                                           " does not fit in i64"));
         default:
-          return Fail(Error::InvalidParam("params." + name +
+          return Fail(Error::InvalidParam("params." + ClientText(name, 64) +
                                           ": must be a number, string or bool, got " +
-                                          simdjson::to_string(val)));
+                                          ShortJson(val)));
       }
     }
   }
   if (!obj["deadline_ms"].get(v)) {
     int64_t ms = 0;
     if (v.type() != element_type::INT64 || (ms = v.get_int64()) < 1 || ms > 60000)
-      return Fail(Error::BadRequest("deadline_ms: must be an integer in 1..60000, got " +
-                                    simdjson::to_string(v)));
+      return Fail(
+          Error::BadRequest("deadline_ms: must be an integer in 1..60000, got " + ShortJson(v)));
     req.deadline_ms = ms;
   }
   if (!obj["explain"].get(v)) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "core/client_text.h"
 #include "core/log.h"
 #include "http/api_errors.h"
 #include "plan/experiments.h"
@@ -364,7 +365,7 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
     auto it = runtime_.plans()->plans.find(std::string(name));
     if (it == runtime_.plans()->plans.end())
       return AnswerError(req, res, route,
-                         Error::UnknownPlan("plan '" + std::string(name) + "' is not loaded"), t0);
+                         Error::UnknownPlan("plan '" + ClientText(name) + "' is not loaded"), t0);
     return Answer(req, res, route, 200, it->second->json, t0);
   }
   // {"plans":[{"name","description","params","nodes"}]}, sorted by name.

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/block_pool.h"
+#include "core/client_text.h"
 #include "core/free_list.h"
 #include "core/log.h"
 #include "http/api_errors.h"
@@ -71,7 +72,7 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   auto it = snapshot->plans.find(rr.plan);
   if (it == snapshot->plans.end())
     return AnswerError(req, res, Route::kRank,
-                       Error::UnknownPlan("plan: '" + rr.plan + "' is not loaded"), t0);
+                       Error::UnknownPlan("plan: '" + ClientText(rr.plan) + "' is not loaded"), t0);
   if (auto ok = CheckUserIdType(rr.user_id, it->second->user_id_type, rr.plan); !ok)
     return AnswerError(req, res, Route::kRank, ok.error(), t0);
   RunRequest run;
