@@ -57,8 +57,54 @@ void Log(LogLevel level, std::string_view msg) {
                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms),
                 LevelName(level));
   std::string line(head);
-  line.append(msg);
+  AppendLogSafe(msg, line);
   WriteLine(STDERR_FILENO, line);
+}
+
+namespace {
+// The length of the valid UTF-8 sequence at s[i] (lead byte >= 0x80), or 0.
+size_t Utf8Length(std::string_view s, size_t i) {
+  auto at = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = at(i);
+  size_t n = c >= 0xC2 && c <= 0xDF   ? 2
+             : c >= 0xE0 && c <= 0xEF ? 3
+             : c >= 0xF0 && c <= 0xF4 ? 4
+                                      : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((at(i + k) & 0xC0) != 0x80) return 0;
+  unsigned char c1 = at(i + 1);
+  if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 > 0x9F) || (c == 0xF0 && c1 < 0x90) ||
+      (c == 0xF4 && c1 > 0x8F))
+    return 0;  // overlong, a surrogate, or past U+10FFFF
+  return n;
+}
+}  // namespace
+
+void AppendLogSafe(std::string_view s, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7F) {
+      size_t j = i + 1;
+      while (j < s.size() && static_cast<unsigned char>(s[j]) >= 0x20 &&
+             static_cast<unsigned char>(s[j]) < 0x7F)
+        ++j;
+      out.append(s.substr(i, j - i));
+      i = j;
+      continue;
+    }
+    if (size_t n = c >= 0x80 ? Utf8Length(s, i) : 0) {
+      out.append(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+    ++i;
+  }
 }
 
 void WriteLine(int fd, std::string_view line) {
