@@ -41,52 +41,17 @@ std::string ServerTiming(std::chrono::microseconds took) {
   return out;
 }
 
-// At most one warning line a second per error code, across the process: a client that
-// sends deadline_ms: 1 in a loop must not write a line per request. The next line
-// written for that code ends with "(N suppressed)".
-class WarningRateLimit {
- public:
-  // True when a line of `code` may be written now; `*suppressed` then holds how many were
-  // left out since the last one.
-  bool Allow(ErrorCode code, uint64_t* suppressed) {
-    auto i = static_cast<size_t>(code) % kCodes;
-    int64_t now =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-            .count();
-    int64_t next = next_ms_[i].load(std::memory_order_relaxed);
-    if (now < next || !next_ms_[i].compare_exchange_strong(next, now + 1000)) {
-      skipped_[i].fetch_add(1, std::memory_order_relaxed);
-      return false;
-    }
-    *suppressed = skipped_[i].exchange(0, std::memory_order_relaxed);
-    return true;
-  }
-
- private:
-  static constexpr size_t kCodes = http::kErrorCodeCount;
-  std::atomic<int64_t> next_ms_[kCodes] = {};
-  std::atomic<uint64_t> skipped_[kCodes] = {};
-};
-
-WarningRateLimit& Warnings() {
-  static WarningRateLimit limit;
-  return limit;
-}
-
 // Server errors go to the log with the request id, with the detail clients never see
 // (addresses, keys, raw Redis text); so do the failures behind `degraded` that carry
-// such a detail (a plain optional-node timeout is routine and only counted). Both are
-// rate-limited per error code (WarningRateLimit); Log escapes what Redis put in them.
+// such a detail (a plain optional-node timeout is routine and only counted). Log
+// escapes what Redis put in them.
 void LogFailures(std::string_view request_id, const Plan& plan, const Result<RunResult>& r) {
   auto line = [&](std::string_view node, const Error& e) {
-    uint64_t suppressed = 0;
-    if (!Warnings().Allow(e.code, &suppressed)) return;
     std::string s = "request ";
     s.append(request_id).append(" plan '").append(plan.name).append("'");
     if (!node.empty()) s.append(" degraded node '").append(node).append("'");
     s.append(": ").append(http::ErrorCodeName(e.code)).append(": ").append(e.message);
     if (!e.detail.empty()) s.append(" [").append(e.detail).append("]");
-    if (suppressed) s.append(" (").append(std::to_string(suppressed)).append(" suppressed)");
     LogWarn(s);
   };
   if (!r) {
