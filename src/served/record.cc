@@ -15,6 +15,17 @@ namespace rankd {
 
 namespace {
 
+// AppendJsonReal's text at `p` (at most 32 bytes); returns its end.
+char* WriteJsonReal(char* p, double d) {
+  if (!std::isfinite(d)) return std::copy_n("null", 4, p);
+  // Whole numbers without a trailing zero (most counts) print as integers, which is what
+  // the shortest form is for them, at a fraction of its cost.
+  if (d != 0 && std::fabs(d) < 1e15 && d == std::trunc(d) && static_cast<int64_t>(d) % 10 != 0)
+    return std::to_chars(p, p + 32, static_cast<int64_t>(d)).ptr;
+  return std::fabs(d) >= 1e15 ? std::to_chars(p, p + 32, d, std::chars_format::scientific).ptr
+                              : std::to_chars(p, p + 32, d).ptr;
+}
+
 // The rows of a row set by id (i64 or str), the first row of each id: an open-addressing
 // table of row numbers, one allocation however many rows (a record looks ids up for
 // every unserved candidate, so node-per-entry maps cost more than the rest of it).
@@ -164,14 +175,9 @@ class Cursor {
     char* p = out_.data() + used_;
     used_ += static_cast<size_t>(std::to_chars(p, p + 24, v).ptr - p);
   }
-  void Real(double d) {  // AppendJsonReal's text; at most 24 bytes
-    if (!std::isfinite(d)) return Put("null");
-    if (d != 0 && std::fabs(d) < 1e15 && d == std::trunc(d) && static_cast<int64_t>(d) % 10 != 0)
-      return Int(static_cast<int64_t>(d));
+  void Real(double d) {  // AppendJsonReal's text; at most 32 bytes
     char* p = out_.data() + used_;
-    auto r = std::fabs(d) >= 1e15 ? std::to_chars(p, p + 32, d, std::chars_format::scientific)
-                                  : std::to_chars(p, p + 32, d);
-    used_ += static_cast<size_t>(r.ptr - p);
+    used_ += static_cast<size_t>(WriteJsonReal(p, d) - p);
   }
   // A cell: null, a number, true/false (at most 32 bytes), or a string, which may be any
   // length: it goes through the one JSON string writer and reopens the cursor.
@@ -272,24 +278,8 @@ void AppendItem(const RowsView& from, uint32_t row, size_t position, bool served
 }  // namespace
 
 void AppendJsonReal(double d, std::string& out) {
-  if (!std::isfinite(d)) {
-    out += "null";
-    return;
-  }
-  // Whole numbers without a trailing zero (most counts) print as integers, which is what
-  // the shortest form is for them, at a fraction of its cost.
-  if (d != 0 && std::fabs(d) < 1e15 && d == std::trunc(d)) {
-    auto n = static_cast<int64_t>(d);
-    if (n % 10 != 0) {
-      AppendJsonInt(n, out);
-      return;
-    }
-  }
   char buf[32];
-  auto r = std::fabs(d) >= 1e15
-               ? std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific)
-               : std::to_chars(buf, buf + sizeof buf, d);
-  out.append(buf, r.ptr);
+  out.append(buf, WriteJsonReal(buf, d));
 }
 
 void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& out) {

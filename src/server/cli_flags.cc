@@ -34,19 +34,27 @@ Flag SwitchFlag(std::string_view name, std::string_view help, bool& field, std::
               [&field] { return std::string(field ? "on" : "off"); }};
 }
 
+Flag RepeatedFlag(std::string_view name, std::string_view arg, std::string_view help,
+                  std::vector<std::string>& values, std::function<std::string()> show) {
+  return Flag{name,
+              {},
+              arg,
+              help,
+              [&values](std::string_view v) -> Status {
+                values.emplace_back(v);
+                return {};
+              },
+              show ? std::move(show) : [] { return std::string(); }};
+}
+
 Flag RedisFlag(std::vector<std::string>& values) {
-  return Flag{
-      "--redis",
-      {},
-      "NAME=URL",
+  return RepeatedFlag(
+      "--redis", "NAME=URL",
       "a Redis endpoint, repeatable; URL is\n"
       "redis://[:password@]host:port[/db][?prefix=P]\n"
       "({})",
-      [&values](std::string_view v) -> Status {
-        values.emplace_back(v);
-        return {};
-      },
-      [] { return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl); }};
+      values,
+      [] { return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl); });
 }
 
 Result<int64_t> ParseFlagInt(std::string_view flag, std::string_view value, int64_t lo,

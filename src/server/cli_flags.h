@@ -39,6 +39,10 @@ Flag TextFlag(std::string_view name, std::string_view arg, std::string_view help
 // Sets `field` to true when given.
 Flag SwitchFlag(std::string_view name, std::string_view help, bool& field,
                 std::string_view alias = {});
+// A repeatable flag: each use appends its value to `values`, for the command to read
+// once every flag is; `show` gives what "{}" shows (nothing by default).
+Flag RepeatedFlag(std::string_view name, std::string_view arg, std::string_view help,
+                  std::vector<std::string>& values, std::function<std::string()> show = {});
 // `--redis NAME=URL`, repeatable: each use appends its value to `values`, for
 // ParseRedisFlags once every flag is read; "{}" shows the endpoint used when none is given.
 Flag RedisFlag(std::vector<std::string>& values);

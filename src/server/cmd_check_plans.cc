@@ -19,15 +19,7 @@ int CmdCheckPlans(const std::vector<std::string>& argv) {
   const Flag flags[] = {
       TextFlag("--plans", "DIR", {}, dir),
       IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
-      Flag{"--served-log",
-           {},
-           "NAME=URL",
-           {},
-           [&sink_flags](std::string_view v) -> Status {
-             sink_flags.emplace_back(v);
-             return {};
-           },
-           [] { return std::string(); }},
+      RepeatedFlag("--served-log", "NAME=URL", {}, sink_flags),
   };
   if (!ParseCommandFlags("check-plans", argv, flags)) return 2;
   std::vector<SinkConfig> sinks;

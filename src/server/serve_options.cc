@@ -136,17 +136,11 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
            },
            [&o] { return std::string(kLogLevelNames[static_cast<size_t>(o.log_level)]); }},
       SwitchFlag("--access-log", "one JSON line per request on stdout", o.access_log),
-      Flag{"--served-log",
-           {},
-           "NAME=URL",
-           "a served-log sink, repeatable (docs/served-log.md):\n"
-           "redis-stream://ENDPOINT?stream=S&maxlen=N or\n"
-           "file:///path/served.jsonl?max_mb=N&keep=K",
-           [&sink_flags](std::string_view v) -> Status {
-             sink_flags.emplace_back(v);
-             return {};
-           },
-           [] { return std::string(); }},
+      RepeatedFlag("--served-log", "NAME=URL",
+                   "a served-log sink, repeatable (docs/served-log.md):\n"
+                   "redis-stream://ENDPOINT?stream=S&maxlen=N or\n"
+                   "file:///path/served.jsonl?max_mb=N&keep=K",
+                   sink_flags),
       SwitchFlag("--allow-forced-variants",
                  "honour X-Rankd-Variant: EXPERIMENT=VARIANT (QA); without it the\n"
                  "header is ignored and counted",

@@ -2,6 +2,7 @@
 // shadow plans run after its answer, measured against it.
 #include <chrono>
 
+#include "core/client_text.h"
 #include "core/log.h"
 #include "plan/experiments.h"
 #include "server/shadow_compare.h"
@@ -12,10 +13,11 @@ namespace rankd {
 namespace {
 
 // The variant X-Rankd-Variant forces on `e`: its index (-1: control); nullopt when the
-// header names other experiments only. Errors: a malformed pair, an unknown experiment
-// or variant (the header is a list of EXPERIMENT=VARIANT, comma-separated).
+// header names other experiments only (or `e` is null: none applies, the header is only
+// checked). Errors: a malformed pair, an unknown experiment or variant (the header is a
+// list of EXPERIMENT=VARIANT, comma-separated).
 Result<std::optional<int>> ForcedVariant(std::string_view header, const ExperimentSet& set,
-                                         const Experiment& e) {
+                                         const Experiment* e) {
   std::optional<int> out;
   while (!header.empty()) {
     size_t comma = header.find(',');
@@ -26,19 +28,18 @@ Result<std::optional<int>> ForcedVariant(std::string_view header, const Experime
     if (pair.empty()) continue;
     size_t eq = pair.find('=');
     if (eq == std::string_view::npos)
-      return Fail(Error::BadRequest("X-Rankd-Variant: '" + std::string(pair.substr(0, 64)) +
+      return Fail(Error::BadRequest("X-Rankd-Variant: '" + ClientText(pair, 64) +
                                     "' is not EXPERIMENT=VARIANT"));
     std::string_view name = pair.substr(0, eq), variant = pair.substr(eq + 1);
     const Experiment* named = set.Find(name);
     if (!named)
-      return Fail(Error::BadRequest("X-Rankd-Variant: no experiment '" +
-                                    std::string(name.substr(0, 64)) + "' is loaded"));
+      return Fail(Error::BadRequest("X-Rankd-Variant: no experiment '" + ClientText(name, 64) +
+                                    "' is loaded"));
     auto idx = named->Find(variant);
     if (!idx)
       return Fail(Error::BadRequest("X-Rankd-Variant: experiment '" + named->name +
-                                    "' has no variant '" + std::string(variant.substr(0, 64)) +
-                                    "'"));
-    if (named == &e) out = *idx;
+                                    "' has no variant '" + ClientText(variant, 64) + "'"));
+    if (named == e) out = *idx;
   }
   return out;
 }
@@ -75,25 +76,16 @@ Status Shard::PickVariant(const http::Request& req, RunRequest& run, RankTicket&
     header = {};
   }
   const Experiment* e = set->ForPlan(run.plan->name);
-  if (!e || !e->Active(UnixMsAt(ticket.t0))) {
-    if (!header.empty()) {  // still checked: a QA client learns of a typo
-      for (const Experiment& any : set->experiments)
-        if (auto forced = ForcedVariant(header, *set, any); !forced) return Fail(forced.error());
-      if (set->experiments.empty())
-        if (auto forced = ForcedVariant(header, *set, Experiment{}); !forced)
-          return Fail(forced.error());
-    }
-    return {};
+  if (e && !e->Active(UnixMsAt(ticket.t0))) e = nullptr;
+  std::optional<int> forced;
+  if (!header.empty()) {  // checked even when no experiment applies: a QA typo shows
+    auto f = ForcedVariant(header, *set, e);
+    if (!f) return Fail(f.error());
+    forced = *f;
   }
-  int variant = e->VariantOf(ExperimentBucket(e->salt, run.user_id));
-  if (!header.empty()) {
-    auto forced = ForcedVariant(header, *set, *e);
-    if (!forced) return Fail(forced.error());
-    if (*forced) {
-      variant = **forced;
-      ticket.forced = true;
-    }
-  }
+  if (!e) return {};
+  int variant = forced ? *forced : e->VariantOf(ExperimentBucket(e->salt, run.user_id));
+  ticket.forced = forced.has_value();
   // The request's params are the requested plan's, whichever plan runs them.
   if (auto bound = BindParams(*run.plan, run.params); !bound) return Fail(bound.error());
   ticket.experiments = set;
