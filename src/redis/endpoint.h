@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,26 @@ struct RedisAddress {
   bool operator==(const RedisAddress&) const = default;
 };
 
+class TlsClientContext;  // redis/tls_context.h
+
+// TLS to an endpoint: rediss:// and rediss-cluster:// URLs. The file names come from
+// --redis-tls-ca/--redis-tls-cert/--redis-tls-key, each overridable per URL
+// (?tls_ca=&tls_cert=&tls_key=).
+struct RedisTls {
+  bool enabled = false;
+  std::string ca_file;    // empty: OpenSSL's default trust store
+  std::string cert_file;  // client certificate (mutual TLS): with key_file, or neither
+  std::string key_file;
+  bool verify = true;  // ?tls_verify=off: no certificate or host name check (logged)
+  // Sent as SNI and checked against the server's certificate: the URL's host; for a
+  // cluster's nodes and redirect targets given as IP addresses, the seed URL's host
+  // (AtNode keeps it), since managed clusters' certificates name hosts.
+  std::string server_name;
+  // Loaded from the files above once, at start-up (LoadRedisTls, redis/tls_context.h),
+  // and shared by every shard's connections to the endpoint.
+  std::shared_ptr<const TlsClientContext> context;
+};
+
 struct RedisEndpoint {
   std::string name;  // how plans refer to it ("endpoint": "redis_default")
   std::string host;  // a cluster's: its first seed node
@@ -40,6 +61,7 @@ struct RedisEndpoint {
   // redis-cluster:// only: read commands go to a replica of their slot; connections send
   // READONLY after connecting.
   bool read_from_replica = false;
+  RedisTls tls;
 
   bool is_cluster() const { return !cluster_seeds.empty(); }
   // "redis_default (127.0.0.1:6379)", "shop (cluster 10.0.0.1:7000,10.0.0.2:7000)": how
