@@ -1,9 +1,7 @@
 #include "redis/connection.h"
 
 #include <arpa/inet.h>
-#include <hiredis/hiredis.h>
 #include <netdb.h>
-#include <sys/socket.h>
 
 #include <algorithm>
 #include <cassert>
@@ -12,14 +10,21 @@
 
 #include "core/log.h"
 #include "core/mix.h"
-#include "redis/reader.h"
+#include "redis/command.h"
 
 namespace rankd {
 
 namespace {
-// Tags passed as privdata to the handshake callbacks; the last one makes the connection
-// live.
-enum HandshakeStep : uintptr_t { kAuth = 1, kSelect = 2, kReadonly = 3, kPing = 4 };
+// The handshake's commands, in the order they are sent; PING's reply makes the
+// connection live.
+enum HandshakeStep : uint8_t { kAuth = 1, kSelect = 2, kReadonly = 3, kPing = 4 };
+
+const char* StepName(uint8_t step) {
+  return step == kAuth       ? "AUTH"
+         : step == kSelect   ? "SELECT"
+         : step == kReadonly ? "READONLY"
+                             : "PING";
+}
 
 bool IsIpLiteral(const std::string& host) {
   unsigned char buf[sizeof(in6_addr)];
@@ -59,7 +64,7 @@ RedisConnection::RedisConnection(EventLoop& loop, const RedisEndpoint& endpoint,
 }
 
 RedisConnection::~RedisConnection() {
-  assert(state_ == State::kClosed && ac_ == nullptr);
+  assert(state_ == State::kClosed && transport_ == nullptr);
   if (flush_queued_) loop_.CancelBeforePoll(this);
 }
 
@@ -75,11 +80,7 @@ void RedisConnection::Close() {
   state_ = State::kClosed;
   DisarmTimer();
   AbandonResolve();
-  if (ac_ != nullptr) {
-    last_error_ = "client closed";
-    // Runs every pending callback with a NULL reply, then OnContextCleanup.
-    redisAsyncFree(ac_);
-  }
+  if (transport_ != nullptr) Lose("client closed", Cause::kLink);
 }
 
 void RedisConnection::SetState(State s) {
@@ -124,10 +125,8 @@ void RedisConnection::StartAttempt() {
       self->AbandonResolve();
       return self->FailAttempt(why + " (resolving '" + self->endpoint_.host + "')");
     }
-    if (self->ac_ == nullptr) return;
-    self->last_error_ = std::move(why);
-    // Not inside a hiredis callback: freeing is safe; cleanup schedules the retry.
-    redisAsyncFree(self->ac_);
+    if (self->transport_ == nullptr) return;
+    self->Lose(std::move(why), Cause::kLink);
   });
   if (IsIpLiteral(endpoint_.host)) return Connect(endpoint_.host);
   auto* r = new Resolve{{}, this};
@@ -166,48 +165,42 @@ void RedisConnection::OnResolved(uv_getaddrinfo_t* req, int status, addrinfo* re
 }
 
 void RedisConnection::Connect(const std::string& ip) {
-  // An address literal: hiredis's own lookup of it does not block.
-  redisAsyncContext* ac = redisAsyncConnect(ip.c_str(), endpoint_.port);
-  if (ac == nullptr) return FailAttempt("connect failed: out of memory");
-  if (ac->err) {
-    std::string why = std::string("connect failed: ") + ac->errstr;
-    redisAsyncFree(ac);  // never attached: hiredis left it to us
-    return FailAttempt(std::move(why));
-  }
-  ac->data = this;
-  ac->c.reader->fn = RedisReplyBuilders();  // replies are parsed into RedisReply directly
-  if (int rc = AttachUvAdapter(ac, loop_.uv(), this, opts_.reply_limits); rc < 0) {
-    redisAsyncFree(ac);
-    return FailAttempt(std::string("connect failed: uv_poll_init: ") + uv_strerror(rc));
-  }
-  redisAsyncSetConnectCallback(ac, &RedisConnection::OnConnect);
-  ac_ = ac;
-  // The handshake is queued now and leaves in the first write after the TCP connect.
+  // Certificates name the host of the URL, not the address it resolved to.
+  RedisTls tls = endpoint_.tls;
+  if (tls.server_name.empty()) tls.server_name = endpoint_.host;
+  std::string why;
+  transport_ = RedisTransport::Open(loop_.uv(), ip, endpoint_.port, tls, this, &why);
+  if (transport_ == nullptr) return FailAttempt(std::move(why));
+  mode_ = Mode::kHandshake;
+}
+
+void RedisConnection::OnTransportConnected() { QueueHandshake(); }
+
+// AUTH, SELECT, READONLY as configured, then PING: they leave in one write.
+void RedisConnection::QueueHandshake() {
+  int n = 0;
   if (!endpoint_.password.empty()) {
-    if (endpoint_.user.empty()) {
-      const char* argv[] = {"AUTH", endpoint_.password.c_str()};
-      size_t lens[] = {4, endpoint_.password.size()};
-      redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kAuth), 2, argv, lens);
-    } else {
-      const char* argv[] = {"AUTH", endpoint_.user.c_str(), endpoint_.password.c_str()};
-      size_t lens[] = {4, endpoint_.user.size(), endpoint_.password.size()};
-      redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kAuth), 3, argv, lens);
-    }
+    RedisCommand auth{"AUTH"};
+    if (!endpoint_.user.empty()) auth.Arg(endpoint_.user);
+    auth.Arg(endpoint_.password);
+    Queue(auth.wire());
+    handshake_steps_[n++] = kAuth;
   }
   if (endpoint_.db != 0) {
-    std::string db = std::to_string(endpoint_.db);
-    const char* argv[] = {"SELECT", db.c_str()};
-    size_t lens[] = {6, db.size()};
-    redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kSelect), 2, argv, lens);
+    Queue(RedisCommand{"SELECT"}.Arg(int64_t{endpoint_.db}).wire());
+    handshake_steps_[n++] = kSelect;
   }
   if (endpoint_.read_from_replica) {  // a cluster node that may serve reads as a replica
-    const char* argv[] = {"READONLY"};
-    size_t lens[] = {8};
-    redisAsyncCommandArgv(ac, &OnHandshakeReply, reinterpret_cast<void*>(kReadonly), 1, argv, lens);
+    Queue(RedisCommand{"READONLY"}.wire());
+    handshake_steps_[n++] = kReadonly;
   }
   // PING last: its reply proves the server speaks Redis to us (protected mode, for one,
   // answers the first command with an error).
-  redisAsyncCommand(ac, &OnHandshakeReply, reinterpret_cast<void*>(kPing), "PING");
+  Queue(RedisCommand{"PING"}.wire());
+  handshake_steps_[n++] = kPing;
+  handshake_left_ = n;
+  handshake_step_ = 0;
+  reader_.emplace(opts_.reply_limits);
 }
 
 void RedisConnection::ScheduleRetry() {
@@ -228,6 +221,10 @@ void RedisConnection::ScheduleRetry() {
 void RedisConnection::Write(std::string_view wire) {
   loop_.AssertInLoopThread();
   assert(live() && raw_replies_);
+  Queue(wire);
+}
+
+void RedisConnection::Queue(std::string_view wire) {
   out_.append(wire);
   // Sent just before the loop polls, with whatever else this turn writes; when the
   // socket is full, the writable event sends the rest.
@@ -240,20 +237,19 @@ void RedisConnection::Write(std::string_view wire) {
 void RedisConnection::FlushBeforePoll(void* self) {
   auto* c = static_cast<RedisConnection*>(self);
   c->flush_queued_ = false;
-  if (c->watching_write_ || c->ac_ == nullptr) return;  // the writable event has it
+  if (c->watching_write_ || c->transport_ == nullptr) return;  // the writable event has it
   if (c->SendOut() == SendResult::kPending) {
     c->watching_write_ = true;
-    WatchWritable(c->ac_, true);
+    c->transport_->WatchWritable(true);
   }
 }
 
 RedisConnection::SendResult RedisConnection::SendOut() {
   if (out_sent_ == out_.size()) return SendResult::kDone;
   Bump(stats_.socket_writes);
-  ssize_t n = send(ac_->c.fd, out_.data() + out_sent_, out_.size() - out_sent_, MSG_NOSIGNAL);
+  ptrdiff_t n = transport_->Write(std::string_view(out_).substr(out_sent_));
   if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return SendResult::kPending;
-    OnReadFailed(std::string("write: ") + std::strerror(errno), false);
+    Lose(transport_->error(), Cause::kLink);
     return SendResult::kFailed;
   }
   out_sent_ += static_cast<size_t>(n);
@@ -299,12 +295,68 @@ void RedisConnection::Deliver(std::string_view piece, bool last) {
   w->OnReplyBytes(piece, last);
 }
 
-void RedisConnection::OnRawRead(std::string_view bytes, const std::vector<size_t>& ends) {
+void RedisConnection::OnTransportRead(std::string_view bytes) {
+  switch (mode_) {
+    case Mode::kRaw: return OnRawRead(bytes);
+    case Mode::kHandshake: return OnHandshakeBytes(bytes);
+    case Mode::kPush: return OnPushBytes(bytes);
+    case Mode::kIdle:
+      return Lose("protocol error: a reply no command was waiting for", Cause::kBadReply);
+  }
+}
+
+void RedisConnection::OnHandshakeBytes(std::string_view bytes) {
+  if (auto fed = reader_->Feed(bytes); !fed) return Lose(fed.error().message, Cause::kBadReply);
+  while (transport_ != nullptr) {
+    auto next = reader_->Next();
+    if (!next) return Lose(next.error().message, Cause::kBadReply);
+    if (!*next) return;  // the rest of the reply is on its way
+    if (handshake_left_ == 0)
+      return Lose("protocol error: a reply no command was waiting for", Cause::kBadReply);
+    const uint8_t step = handshake_steps_[handshake_step_++];
+    --handshake_left_;
+    if ((*next)->is_error())
+      return Lose(std::string(StepName(step)) + " failed: " + (*next)->str, Cause::kRefused);
+    if (step == kPing) return GoLive();
+  }
+}
+
+void RedisConnection::GoLive() {
+  if (reader_->ready() > 0)
+    return Lose("protocol error: a reply no command was waiting for", Cause::kBadReply);
+  if (raw_replies_) {
+    mode_ = Mode::kRaw;
+    scanner_.emplace(opts_.reply_limits);
+    reader_.reset();
+  } else {
+    mode_ = Mode::kIdle;  // until EnterPushMode
+  }
+  DisarmTimer();
+  failures_in_a_row_ = 0;
+  last_error_.clear();
+  Bump(stats_.connects);
+  SetState(State::kLive);
+}
+
+void RedisConnection::OnPushBytes(std::string_view bytes) {
+  if (auto fed = reader_->Feed(bytes); !fed) return Lose(fed.error().message, Cause::kBadReply);
+  while (transport_ != nullptr && mode_ == Mode::kPush) {
+    auto next = reader_->Next();
+    if (!next) return Lose(next.error().message, Cause::kBadReply);
+    if (!*next) return;
+    push_->OnPush(std::move(**next));
+  }
+}
+
+void RedisConnection::OnRawRead(std::string_view bytes) {
+  auto ended = scanner_->Scan(bytes, &ends_);
+  if (!ended) return Lose(std::move(ended.error().message), Cause::kBadReply);
+  const std::vector<size_t>& ends = ends_;
   // Replies these bytes touch: the complete ones, and one begun and not ended.
   const size_t tail = ends.empty() ? 0 : ends.back();
   const size_t touched = ends.size() + (tail < bytes.size() ? 1 : 0);
   if (touched > static_cast<size_t>(inflight_))
-    return OnReadFailed("protocol error: a reply no command was waiting for", true);
+    return Lose("protocol error: a reply no command was waiting for", Cause::kBadReply);
   size_t from = 0;
   for (size_t end : ends) {
     Deliver(bytes.substr(from, end - from), true);
@@ -313,19 +365,19 @@ void RedisConnection::OnRawRead(std::string_view bytes, const std::vector<size_t
   if (from < bytes.size()) Deliver(bytes.substr(from), false);
 }
 
-void RedisConnection::OnRawWritable() {
+void RedisConnection::OnTransportWritable() {
   if (SendOut() != SendResult::kDone) return;  // the rest at the next writable event
   watching_write_ = false;
-  WatchWritable(ac_, false);
+  transport_->WatchWritable(false);
 }
 
-void RedisConnection::FailWaiters(const redisAsyncContext* ac) {
+void RedisConnection::FailWaiters() {
   out_.clear();
   out_sent_ = 0;
   watching_write_ = false;
   inflight_ = 0;
   if (awaiting_size_ == 0) return;
-  const Failure f = FailureOf(ac);
+  const Failure f = FailureOf();
   while (awaiting_size_ > 0) {
     ReplyWaiter* w = awaiting_[awaiting_head_].waiter;
     awaiting_head_ = (awaiting_head_ + 1) % awaiting_.size();
@@ -336,119 +388,66 @@ void RedisConnection::FailWaiters(const redisAsyncContext* ac) {
 
 void RedisConnection::EnterPushMode(PushSink* sink) {
   loop_.AssertInLoopThread();
-  assert(live() && inflight_ == 0);
-  SetPushSink(ac_, sink);
+  assert(live() && inflight_ == 0 && mode_ == Mode::kIdle);
+  push_ = sink;
+  mode_ = Mode::kPush;
 }
 
 bool RedisConnection::SendNoReply(std::string_view wire) {
   loop_.AssertInLoopThread();
-  assert(live());
-  if (redisAsyncFormattedCommand(ac_, nullptr, nullptr, wire.data(), wire.size()) != REDIS_OK)
-    return false;
+  if (transport_ == nullptr || mode_ != Mode::kPush) return false;
+  Queue(wire);
   Bump(stats_.commands);
   return true;
 }
 
 void RedisConnection::Drop(std::string why) {
   loop_.AssertInLoopThread();
-  if (ac_ == nullptr || state_ == State::kClosed) return;
-  last_error_ = std::move(why);
-  LogWarn("redis endpoint " + endpoint_.Label() + ": dropped a connection: " + last_error_);
-  redisAsyncFree(ac_);  // cleanup schedules the reconnect
+  if (transport_ == nullptr || state_ == State::kClosed) return;
+  LogWarn("redis endpoint " + endpoint_.Label() + ": dropped a connection: " + why);
+  Lose(std::move(why), Cause::kLink);
 }
 
-std::string RedisConnection::FailureReason(const redisAsyncContext* ac) const {
-  if (ac != nullptr && ac->err != 0 && ac->errstr[0] != '\0')
-    return std::string("connection lost: ") + ac->errstr;
-  if (!last_error_.empty()) return last_error_;
-  return "connection closed";
-}
-
-namespace {
-// hiredis's own reader errors: the bytes, not the link, were bad.
-bool IsReplyError(int err) { return err == REDIS_ERR_PROTOCOL || err == REDIS_ERR_OOM; }
-}  // namespace
-
-RedisConnection::Failure RedisConnection::FailureOf(const redisAsyncContext* ac) const {
-  std::string detail = FailureReason(ac);
-  if (ac != nullptr && ac->err != 0 && IsReplyError(ac->err))
-    return {ErrorCode::kBackendError,
-            ac->err == REDIS_ERR_OOM ? "out of memory reading a reply" : "protocol error",
-            std::move(detail)};
+RedisConnection::Failure RedisConnection::FailureOf() const {
+  std::string detail = last_error_.empty() ? "connection closed" : last_error_;
   if (!bad_reply_.empty()) return {ErrorCode::kBackendError, bad_reply_, std::move(detail)};
   return {ErrorCode::kUnavailable, state_ == State::kClosed ? "client closed" : "connection lost",
           std::move(detail)};
 }
 
-void RedisConnection::OnConnect(const redisAsyncContext* ac, int status) {
-  if (status == REDIS_OK) return;  // the handshake replies decide
-  // hiredis frees the context right after this returns; OnContextCleanup retries.
-  From(ac)->last_error_ = std::string("connect failed: ") + ac->errstr;
+void RedisConnection::OnTransportFailed(std::string why) {
+  Lose(state_ == State::kLive ? "connection lost: " + why : std::move(why), Cause::kLink);
 }
 
-void RedisConnection::OnHandshakeReply(redisAsyncContext* ac, void* reply, void* privdata) {
-  auto* self = From(ac);
-  if (reply == nullptr) return;  // the context is going down; cleanup handles it
-  const RedisReply& r = TakeReply(reply);
-  auto step = reinterpret_cast<uintptr_t>(privdata);
-  if (r.is_error()) {
-    if (self->last_error_.empty()) {  // the first failure of the handshake says why
-      const char* what = step == kAuth       ? "AUTH"
-                         : step == kSelect   ? "SELECT"
-                         : step == kReadonly ? "READONLY"
-                                             : "PING";
-      self->last_error_ = std::string(what) + " failed: " + r.str;
-    }
-    // Safe inside a callback: hiredis disconnects once the pending replies are in.
-    redisAsyncDisconnect(ac);
-    return;
-  }
-  if (step != kPing || (ac->c.flags & REDIS_DISCONNECTING)) return;
-  // hiredis is done with this context's replies: a data connection reads its own.
-  if (self->raw_replies_) SetRawMode(ac);
-  self->DisarmTimer();
-  self->failures_in_a_row_ = 0;
-  self->last_error_.clear();
-  Bump(self->stats_.connects);
-  self->SetState(State::kLive);
-}
-
-void RedisConnection::OnSocketWrite() { Bump(stats_.socket_writes); }
-
-void RedisConnection::OnPollError(int uv_status) {
-  last_error_ = std::string("connection lost: poll error: ") + uv_strerror(uv_status);
-  redisAsyncFree(ac_);
-}
-
-void RedisConnection::OnReadFailed(std::string why, bool bad_reply) {
-  if (bad_reply) {
+void RedisConnection::Lose(std::string why, Cause cause) {
+  const bool was_live = state_ == State::kLive;
+  transport_->Close();
+  transport_ = nullptr;
+  reader_.reset();
+  scanner_.reset();
+  push_ = nullptr;
+  mode_ = Mode::kHandshake;
+  handshake_left_ = 0;
+  if (cause == Cause::kBadReply) {
     bad_reply_ = why;  // quotes no stream bytes: fit for clients
     last_error_ = "bad reply: " + why;
-  } else {
-    last_error_ = "connection lost: " + why;
-  }
-  redisAsyncFree(ac_);
-}
-
-void RedisConnection::OnContextCleanup(const redisAsyncContext* ac) {
-  ac_ = nullptr;
-  FailWaiters(ac);  // as hiredis's NULL replies would have, before the state changes
-  if (!bad_reply_.empty() || (ac->err != 0 && IsReplyError(ac->err))) {
     Bump(stats_.bad_replies);
-    LogWarn("redis endpoint " + endpoint_.Label() + ": dropped a connection over a bad reply: " +
-            (bad_reply_.empty() ? std::string(ac->errstr) : bad_reply_));
+    LogWarn("redis endpoint " + endpoint_.Label() +
+            ": dropped a connection over a bad reply: " + why);
+  } else {
+    last_error_ = std::move(why);
   }
+  FailWaiters();  // before the state changes, as the old NULL replies did
   if (state_ == State::kClosed) return;
-  if (state_ == State::kLive) {
+  if (was_live) {
     Bump(stats_.disconnects);
-    last_error_ = FailureReason(ac);
-    ScheduleRetry();
-    return;
+  } else {
+    // A TLS failure says why once per streak of failures, not once per retry.
+    if (failures_in_a_row_ == 0 && last_error_.starts_with("TLS"))
+      LogWarn("redis endpoint " + endpoint_.Label() + ": " + last_error_ +
+              " (retrying with backoff)");
+    Bump(stats_.connect_failures);
   }
-  if (ac->err != 0 && last_error_.empty())
-    last_error_ = std::string("connect failed: ") + ac->errstr;
-  if (last_error_.empty()) last_error_ = "connect failed";
-  Bump(stats_.connect_failures);
   ScheduleRetry();
 }
 

@@ -1,35 +1,33 @@
-// RedisConnection: one hiredis async context to one endpoint, owned by a RedisPool, with
-// its own reconnect state machine:
+// RedisConnection: one connection to one endpoint, owned by a RedisPool, with its own
+// reconnect state machine:
 //
-//   Backoff --timer--> Connecting --AUTH/SELECT/PING ok--> Live
-//                     (resolve the host name, if it is one; then TCP connect)
-//      ^                   |  (refused, timeout, AUTH error)  |  (reset, EOF, poll error)
-//      +-------------------+----------------------------------+
+//   Backoff --timer--> Connecting --AUTH/SELECT/READONLY/PING ok--> Live
+//                     (resolve the host name, if it is one; then TCP connect, then the
+//                      TLS handshake for a rediss:// endpoint)
+//      ^                   |  (refused, timeout, TLS, AUTH error)  |  (reset, EOF, bad reply)
+//      +-------------------+---------------------------------------+
 //   Close() from any state -> Closed (pending commands fail; no reconnect).
 //
-// A context is never reused: every attempt makes a new one, and the only place that
-// forgets a context is OnContextCleanup, which hiredis calls exactly once whether it
-// freed the context itself (failed connect, lost connection) or we did (timeout, Close).
+// Every attempt opens a new RedisTransport (transport.h: the socket, plain or TLS, on
+// the loop); hiredis is used only to parse the replies of the handshake and of push
+// mode (RedisReplyReader), never for IO.
 //
-// A data connection (raw_replies) stops using hiredis once its handshake is done: it
-// writes its own output buffer (Write: commands appended during a loop turn, sent in one
-// send(2) just before the loop polls — EventLoop::BeforePoll — and only when the socket
-// is full, the rest on writable events) and hands each reply's RESP bytes, as the adapter scanned
-// them, to the ReplyWaiter that Await() queued for it, in order (uv_adapter.h, raw mode). Why:
-// hiredis allocates a callback per command and a reply object per reply; the batches of a feed
-// request send hundreds of commands. Replies awaited are counted here (inflight()), so a reply no
-// command waits for fails the connection in O(1).
+// A data connection (raw_replies) writes its own output buffer (Write: commands appended
+// during a loop turn, sent in one send(2) just before the loop polls — EventLoop::BeforePoll —
+// and only when the socket is full, the rest on writable events) and hands each reply's RESP
+// bytes, as RespScanner checked them, to the ReplyWaiter that Await() queued for it, in
+// order. Replies awaited are counted here (inflight()), so a reply no command waits for fails
+// the connection in O(1). The tracker's connection (not raw_replies) enters push mode
+// instead: every reply, parsed, goes to its PushSink.
 //
 // Threads: the loop thread of `loop` only (Start, Close, Write and Await check it in
-// debug and sanitizer builds). REQUIRES: Close() is never called from inside a hiredis
-// callback (it frees the context).
+// debug and sanitizer builds).
 #pragma once
-
-#include <hiredis/async.h>
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,14 +36,26 @@
 #include "core/event_loop.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
+#include "redis/reply_reader.h"
+#include "redis/reply_scanner.h"
 #include "redis/stats.h"
-#include "redis/uv_adapter.h"
+#include "redis/transport.h"
 
 namespace rankd {
 
 class ReplyWaiter;
 
-class RedisConnection final : private UvRedisListener {
+// What receives the replies of a connection in push mode (EnterPushMode).
+class PushSink {
+ public:
+  // One complete reply. Must not close the connection (schedule that instead).
+  virtual void OnPush(RedisReply reply) = 0;
+
+ protected:
+  ~PushSink() = default;
+};
+
+class RedisConnection final : private TransportListener {
  public:
   enum class State : uint8_t { kBackoff, kConnecting, kLive, kClosed };
 
@@ -81,34 +91,27 @@ class RedisConnection final : private UvRedisListener {
   // alive until it has had them all or OnConnectionLost. REQUIRES: live(), raw_replies.
   void Await(ReplyWaiter* waiter, uint32_t n);
 
-  // Push mode (uv_adapter.h SetPushSink): every reply from now on goes to `sink`; send
-  // with SendNoReply only. Ends with the connection: after a reconnect the owner enters
+  // Push mode: every reply from now on goes to `sink`, parsed; send with SendNoReply
+  // only. Ends with the connection: after a reconnect the owner enters
   // it again. REQUIRES: live(), nothing in flight.
   void EnterPushMode(PushSink* sink);
-  // Queues one RESP-encoded command whose reply goes to the push sink. REQUIRES: live(),
-  // in push mode. Returns false if hiredis refused (the context is going down).
+  // Queues one RESP-encoded command whose reply goes to the push sink. REQUIRES: in push
+  // mode. Returns false when the connection is down.
   bool SendNoReply(std::string_view wire);
   // Drops the current connection (it reconnects after the backoff), saying `why` in the
-  // log and last_error(). REQUIRES: not inside a hiredis callback or a push.
+  // log and last_error(). REQUIRES: not inside a push.
   void Drop(std::string why);
 
-  // Why commands on `ac` got a NULL reply, for their error messages.
-  std::string FailureReason(const redisAsyncContext* ac) const;
-
-  // The same, split by audience: the code their batch fails with (backend_error when
-  // the connection went down over a bad reply: over a limit, protocol error; else
-  // unavailable), what a client may be told (no address, no raw Redis text), and the
-  // detail for the log.
+  // Why the commands in flight failed, split by audience: the code their batch fails
+  // with (backend_error when the connection went down over a bad reply: over a limit,
+  // protocol error; else unavailable), what a client may be told (no address, no raw
+  // Redis text), and the detail for the log.
   struct Failure {
     ErrorCode code;
     std::string what;
     std::string detail;
   };
-  Failure FailureOf(const redisAsyncContext* ac) const;
-
-  static RedisConnection* From(const redisAsyncContext* ac) {
-    return static_cast<RedisConnection*>(ac->data);
-  }
+  Failure FailureOf() const;
 
  private:
   void StartAttempt();
@@ -119,26 +122,38 @@ class RedisConnection final : private UvRedisListener {
   void SetState(State s);
   void ArmTimer(uint64_t ms, uv_timer_cb cb);
   void DisarmTimer();
-  void FailAttempt(std::string why);  // before a context is attached
+  void FailAttempt(std::string why);  // before a transport is open
 
-  static void OnConnect(const redisAsyncContext* ac, int status);
-  static void OnHandshakeReply(redisAsyncContext* ac, void* reply, void* privdata);
+  // How a connection or attempt ended, for Lose.
+  enum class Cause : uint8_t {
+    kLink,      // reset, EOF, write error, timeout, TLS failure: `why` says which
+    kBadReply,  // a reply broke a limit or the protocol: `why` quotes no stream bytes
+    kRefused,   // the server answered the handshake with an error (AUTH failed: ...)
+  };
+  // Closes the transport, fails every waiter and schedules the reconnect (unless
+  // closed). Safe from inside the transport's callbacks.
+  void Lose(std::string why, Cause cause);
 
-  // UvRedisListener
-  void OnSocketWrite() override;
-  void OnPollError(int uv_status) override;
-  void OnReadFailed(std::string why, bool bad_reply) override;
-  void OnContextCleanup(const redisAsyncContext* ac) override;
-  void OnRawRead(std::string_view bytes, const std::vector<size_t>& ends) override;
-  void OnRawWritable() override;
+  void QueueHandshake();
+  void OnHandshakeBytes(std::string_view bytes);
+  void OnPushBytes(std::string_view bytes);
+  void GoLive();
 
-  // Sends what out_ holds. kFailed: the connection failed (OnReadFailed ran).
+  // TransportListener
+  void OnTransportConnected() override;
+  void OnTransportRead(std::string_view bytes) override;
+  void OnTransportWritable() override;
+  void OnTransportFailed(std::string why) override;
+
+  void Queue(std::string_view wire);  // into out_, sent before the loop polls
+  // Sends what out_ holds. kFailed: the connection failed (Lose ran).
   enum class SendResult : uint8_t { kDone, kPending, kFailed };
   SendResult SendOut();
   static void FlushBeforePoll(void* self);
 
+  void OnRawRead(std::string_view bytes);
   void Deliver(std::string_view piece, bool last);  // to the first waiter
-  void FailWaiters(const redisAsyncContext* ac);    // the context is going away
+  void FailWaiters();                               // the connection is going away
 
   EventLoop& loop_;
   const RedisEndpoint& endpoint_;
@@ -147,7 +162,17 @@ class RedisConnection final : private UvRedisListener {
   std::function<void()> on_change_;
 
   State state_ = State::kBackoff;
-  redisAsyncContext* ac_ = nullptr;  // the current context, until its cleanup
+  RedisTransport* transport_ = nullptr;  // the current attempt's, until it ends
+  // What the bytes read now are: handshake replies, data replies (raw), pushes.
+  enum class Mode : uint8_t { kHandshake, kRaw, kPush, kIdle };
+  Mode mode_ = Mode::kHandshake;
+  int handshake_left_ = 0;  // handshake replies still awaited
+  int handshake_step_ = 0;  // the handshake command the next reply answers
+  uint8_t handshake_steps_[4] = {};
+  std::optional<RedisReplyReader> reader_;  // handshake and push mode
+  std::optional<RespScanner> scanner_;      // raw mode
+  std::vector<size_t> ends_;                // raw mode: where replies end (reused)
+  PushSink* push_ = nullptr;
   // A host name is resolved on libuv's worker pool (getaddrinfo blocks; the loop must
   // not). The request outlives us if Close comes first: it then only frees itself.
   struct Resolve {

@@ -29,7 +29,6 @@
 #include "redis/options.h"
 #include "redis/stats.h"
 #include "redis/tracking.h"
-#include "redis/uv_adapter.h"
 
 namespace rankd {
 
