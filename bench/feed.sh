@@ -25,6 +25,12 @@
 # <plan>_redis_round_trips_per_io_node (1 + cluster redirects per IO node: a redirect
 # or retry is the only thing that sends an IO node's commands a second time).
 # Not together with BASE_REV.
+#
+# TLS=1: the same redis-server also listens for TLS (a test CA's certificate made with
+# the openssl CLI) and rounds alternate between a rankd reading it over rediss:// (the
+# measured variant) and one reading it over plain TCP (the baseline), both the current
+# build: "ratio" is then TLS's cost; it adds <plan>_redis_cpu_us_per_req and
+# _per_command for both. Not together with BASE_REV or CLUSTER.
 # Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), WRK_THREADS (1), WRK_CONNS (16),
 # WRK_SECONDS (10), VIEWERS (2000), PLANS ("feed home_light": any plans of plans/, e.g. "feed rerank" as
 # `ops/bench model` runs it; their models are copied with them).
@@ -37,13 +43,23 @@ read -r -a plans <<< "${PLANS:-feed home_light}"
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 
-if [ -n "${CLUSTER:-}" ] && [ -n "${BASE_REV:-}" ]; then
-  echo "feed: CLUSTER and BASE_REV are exclusive (each is the other's baseline slot)" >&2
+modes=0
+for m in "${CLUSTER:-}" "${BASE_REV:-}" "${TLS:-}"; do [ -z "$m" ] || modes=$((modes + 1)); done
+if [ "$modes" -gt 1 ]; then
+  echo "feed: CLUSTER, BASE_REV and TLS are exclusive (each takes the baseline slot)" >&2
   exit 2
 fi
 bench_builds_and_plans "${plans[@]}"
 
-start_redis
+declare -A serve_args=([current]="" [base]="")
+if [ -n "${TLS:-}" ]; then
+  make_tls_certs "$tmp/tls"
+  tls_port=$(free_port)
+  start_redis --tls-port "$tls_port" --tls-cert-file "$tmp/tls/server.crt" \
+    --tls-key-file "$tmp/tls/server.key" --tls-ca-cert-file "$tmp/tls/ca.crt" --tls-auth-clients no
+else
+  start_redis
+fi
 redis_pid=${bench_pids[-1]}
 "${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 declare -A redis_url=([current]="redis://127.0.0.1:$REDIS_PORT" [base]="redis://127.0.0.1:$REDIS_PORT")
@@ -61,11 +77,21 @@ if [ -n "${CLUSTER:-}" ]; then
   bin[base]=${bin[current]}
 fi
 
+# TLS=1: the measured variant ("current") reads over TLS, the baseline ("base") over
+# plain TCP, from the same redis-server, both with the current build.
+if [ -n "${TLS:-}" ]; then
+  redis_url[current]="rediss://localhost:$tls_port"
+  serve_args[current]="--redis-tls-ca $tmp/tls/ca.crt"
+  variants+=(base)
+  bin[base]=${bin[current]}
+fi
+
 declare -A port pid
 for v in "${variants[@]}"; do
   port[$v]=$(free_port)
+  # shellcheck disable=SC2086  # serve_args are words
   "${bin[$v]}" serve --host 127.0.0.1 --port "${port[$v]}" --shards 2 --plans "$tmp/plans" \
-    --redis "redis_default=${redis_url[$v]}" --log-level error &
+    --redis "redis_default=${redis_url[$v]}" ${serve_args[$v]} --log-level error &
   pid[$v]=$!
   bench_pids+=("${pid[$v]}")
   wait_http "http://127.0.0.1:${port[$v]}/readyz"
@@ -119,12 +145,14 @@ run_rounds "${variants[@]}"
 base_cmd="${bin[base]:-} serve --host 127.0.0.1 --port ${port[base]:-} --shards 2 --plans $tmp/plans --redis redis_default=redis://127.0.0.1:$REDIS_PORT --log-level error"
 if [ -n "${CLUSTER:-}" ]; then
   base_cmd+=" (the same build on one redis-server), under the same wrk load"
+elif [ -n "${TLS:-}" ]; then
+  base_cmd+=" (the same build and redis-server over plain TCP), under the same wrk load"
 else
   base_cmd+=" (BASE_REV ${BASE_SHA:-}), under the same wrk load"
 fi
-python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" "${plans[*]}" "${CLUSTER:-}" <<'PY' |
+python3 - "$tmp/rounds.jsonl" "$root/plans" "${BASE_SHA:-}" "$threads" "$conns" "$secs" "$viewers" "${plans[*]}" "${CLUSTER:-}" "${TLS:-}" <<'PY' |
 import functools, json, os, statistics, sys
-rounds_file, plans_dir, base_sha, threads, conns, secs, viewers, plan_names, cluster = sys.argv[1:]
+rounds_file, plans_dir, base_sha, threads, conns, secs, viewers, plan_names, cluster, tls = sys.argv[1:]
 by = {}
 for line in open(rounds_file):
     row = json.loads(line)
@@ -133,11 +161,14 @@ ctx = {"machine": os.environ["MACHINE"], "build": "release+lto", "shards": 2,
        "wrk": f"wrk -t{threads} -c{conns} -d{secs}s --latency", "viewers": int(viewers),
        "measure": f"median of {len(next(iter(by.values())))} rounds"
                   + (", alternating with the base build" if base_sha else "")
-                  + (", alternating with one redis-server" if cluster else "")}
+                  + (", alternating with one redis-server" if cluster else "")
+                  + (", alternating TLS with plain TCP to the same redis-server" if tls else "")}
 if base_sha:
     ctx["base_rev"] = base_sha[:12]
 if cluster:
     ctx["redis"] = "cluster of 3 masters + 3 replicas (ops/cluster), baseline one redis-server"
+if tls:
+    ctx["redis"] = "one redis-server: rediss:// (TLS 1.3, EC P-256 certificate), baseline redis:// to it"
 io_ops = {"viewer", "follow", "recommendation", "media", "features", "seen_filter"}
 
 def io_shape(plan_name):  # IO nodes (one batch each) and IO depth (round trips in a row)
@@ -162,14 +193,20 @@ for plan in plan_names.split():
             # A few are noise of a shared machine; more would make the figures meaningless.
             total = sum(r["requests"] for r in rows)
             failed = failed or bad > 0.01 * total
-            label = {"current": "cluster", "base": "single"}[variant] if cluster else variant
+            label = ({"current": "cluster", "base": "single"}[variant] if cluster else
+                     {"current": "tls", "base": "plain"}[variant] if tls else variant)
             print(json.dumps({"name": f"{plan}_errors", "value": bad, "unit": "count", "variant": label,
                               "requests": total}))
     io_nodes, io_depth = io_shape(plan)
     for r in cur + (base or []):
         r["nodes_touched_per_io_node"] = r["redis_batches_per_request"] / io_nodes
         r["round_trips_per_io_node"] = 1 + r["redis_redirects_per_request"] / io_nodes
-    cluster_rows = () if not cluster else (
+    tls_rows = () if not tls else (
+        ("redis_cpu_us_per_req", "redis_cpu_us_per_req", "us", 1,
+         {"note": "redis-server's user + system CPU per request (TLS vs plain TCP)"}),
+        ("redis_cpu_us_per_command", "redis_cpu_us_per_command", "us", 1,
+         {"note": "redis-server's user + system CPU per Redis command"}))
+    cluster_rows = tls_rows if not cluster else (
         ("redis_cpu_us_per_req", "redis_cpu_us_per_req", "us", 1,
          {"note": "every redis-server's user + system CPU per request (replicas included)"}),
         ("redis_cpu_us_per_command", "redis_cpu_us_per_command", "us", 1,

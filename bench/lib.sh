@@ -31,15 +31,32 @@ wait_http() {  # wait_http URL: until it answers 2xx (10 s at most)
   return 1
 }
 
-start_redis() {  # start_redis -> REDIS_PORT: a throw-away redis-server on loopback
+start_redis() {  # start_redis [ARG...] -> REDIS_PORT: a throw-away redis-server on loopback
   REDIS_PORT=$(free_port)
   mkdir -p "$BENCH_TMP/redis"
   redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-    --daemonize no --dir "$BENCH_TMP/redis" --logfile "$BENCH_TMP/redis/redis.log" &
+    --daemonize no --dir "$BENCH_TMP/redis" --logfile "$BENCH_TMP/redis/redis.log" "$@" &
   bench_pids+=($!)
   for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0; sleep 0.05; done
   echo "redis-server did not start" >&2
   return 1
+}
+
+# make_tls_certs DIR: a test CA (DIR/ca.crt) and a server certificate it signed for
+# localhost and 127.0.0.1 (DIR/server.crt, DIR/server.key), EC P-256, for a TLS Redis.
+make_tls_certs() {
+  local d=$1
+  mkdir -p "$d"
+  (
+    cd "$d"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key \
+      -out ca.crt -days 2 -subj "/CN=rankd bench CA"
+    openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key \
+      -out server.csr -subj /CN=localhost
+    printf 'subjectAltName = DNS:localhost,IP:127.0.0.1\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+      -out server.crt -extfile server.ext
+  ) >/dev/null 2>&1
 }
 
 # with_baseline_command CMD: copies the JSON lines of stdin to stdout, adding

@@ -165,11 +165,20 @@ def resp_command(*args):
 
 
 class Redis:
-    """A redis-server on a free loopback port, with a tiny RESP client."""
+    """A redis-server on a free loopback port, with a tiny RESP client.
 
-    def __init__(self, port=None):
+    tls: a tls_certs.Certs to serve TLS only (--port 0 --tls-port P) with certs.server
+    (or `server_cert`, e.g. certs.expired); auth_clients: require a client certificate
+    signed by certs.ca. `extra_args` go to redis-server as they are."""
+
+    def __init__(self, port=None, tls=None, server_cert=None, auth_clients=False,
+                 extra_args=None):
         self.dir = temp_dir("rankd-redis-")
         self.proc = None
+        self.tls = tls
+        self.server_cert = server_cert or (tls.server if tls else None)
+        self.auth_clients = auth_clients
+        self.extra_args = list(extra_args or [])
         for attempt in range(5):
             self.port = port or free_port()
             try:
@@ -180,10 +189,17 @@ class Redis:
                     raise
 
     def start(self):
+        if self.tls:
+            listen = ["--port", "0", "--tls-port", str(self.port),
+                      "--tls-cert-file", self.server_cert, "--tls-key-file", self.tls.server_key,
+                      "--tls-ca-cert-file", self.tls.ca,
+                      "--tls-auth-clients", "yes" if self.auth_clients else "no"]
+        else:
+            listen = ["--port", str(self.port)]
         self.proc = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", self.dir, "--enable-debug-command", "yes",
-             "--loglevel", "warning"],
+            ["redis-server", "--bind", "127.0.0.1"] + listen +
+            ["--save", "", "--appendonly", "no", "--dir", self.dir,
+             "--enable-debug-command", "yes", "--loglevel", "warning"] + self.extra_args,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _procs.append(self.proc)
         # Ready when this process listens on the port: a PING alone could be answered by
@@ -193,6 +209,17 @@ class Redis:
                    what=f"redis-server on port {self.port}")
         if self.proc.poll() is not None:
             raise OSError(f"redis-server could not listen on port {self.port}")
+
+    def _connect(self):
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        if not self.tls:
+            return s
+        import ssl
+        ctx = ssl.create_default_context(cafile=self.tls.ca)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE  # the test's own client: any of its certificates
+        ctx.load_cert_chain(self.tls.client, self.tls.client_key)
+        return ctx.wrap_socket(s)
 
     def stop(self):
         if self.proc and self.proc.poll() is None:
@@ -216,7 +243,7 @@ class Redis:
 
     def execute_many(self, commands):
         """Sends every command in one write and reads every reply."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+        with self._connect() as s:
             s.sendall(b"".join(resp_command(*c) for c in commands))
             f = s.makefile("rb")
             return [self._read(f) for _ in commands]
@@ -246,7 +273,19 @@ class Redis:
             return None if n < 0 else [self._read(f) for _ in range(n)]
         raise OSError(f"bad RESP reply {line!r}")
 
+    def tls_args(self):
+        """rankd's flags to reach this server: the test CA, and the client certificate
+        when the server requires one."""
+        if not self.tls:
+            return []
+        args = ["--redis-tls-ca", self.tls.ca]
+        if self.auth_clients:
+            args += ["--redis-tls-cert", self.tls.client, "--redis-tls-key", self.tls.client_key]
+        return args
+
     def url(self):
+        if self.tls:
+            return f"rediss://localhost:{self.port}"
         return f"redis://127.0.0.1:{self.port}"
 
 
@@ -306,7 +345,7 @@ class Rankd:
         args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(port or 0),
                 "--shards", str(shards), "--plans", plans, "--log-level", "warn"]
         if redis is not None:
-            args += ["--redis", f"redis_default={redis.url()}"]
+            args += ["--redis", f"redis_default={redis.url()}"] + redis.tls_args()
         else:
             # Nothing listens on this port: Redis-free plans still run.
             args += ["--redis", f"redis_default=redis://127.0.0.1:{free_port()}"]
@@ -485,6 +524,7 @@ def demo_data(redis, users, flush=True, timeout=60):
     """Writes the demo data set of `users` users into `redis` (anything with url()):
     `rankd seed`, with --flush unless told not to."""
     args = [RANKD, "seed", "--redis", redis.url(), "--users", str(users)]
+    args += redis.tls_args() if hasattr(redis, "tls_args") else []
     if flush:
         args.append("--flush")
     out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
