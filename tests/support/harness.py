@@ -345,7 +345,8 @@ class Rankd:
         args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(port or 0),
                 "--shards", str(shards), "--plans", plans, "--log-level", "warn"]
         if redis is not None:
-            args += ["--redis", f"redis_default={redis.url()}"] + redis.tls_args()
+            args += ["--redis", f"redis_default={redis.url()}"]
+            args += redis.tls_args() if hasattr(redis, "tls_args") else []
         else:
             # Nothing listens on this port: Redis-free plans still run.
             args += ["--redis", f"redis_default=redis://127.0.0.1:{free_port()}"]
