@@ -1,5 +1,6 @@
 #include "redis/endpoint.h"
 
+#include <algorithm>
 #include <cctype>
 #include <expected>
 #include <optional>
@@ -10,15 +11,49 @@ namespace rankd {
 
 namespace {
 
-// The URL with any password replaced by "***", for error messages.
-std::string MaskUrl(std::string_view url) {
-  size_t scheme = url.find("://");
-  size_t at = url.find('@');
-  if (scheme == std::string_view::npos || at == std::string_view::npos || at < scheme)
-    return std::string(url);
-  size_t colon = url.find(':', scheme + 3);
-  if (colon == std::string_view::npos || colon > at) return std::string(url);
-  return std::string(url.substr(0, colon + 1)) + "***" + std::string(url.substr(at));
+constexpr std::string_view kSchemes[] = {"redis://", "rediss://", "redis-cluster://",
+                                         "rediss-cluster://"};
+
+// Where the userinfo of `text` lies: [begin, at) with `at` its last '@'; begin is just
+// after "://", or 0 when there is none. Empty (begin == at == npos) without an '@' after
+// begin. MaskRedisUrl and ParseRedisUrl both read the userinfo from here.
+struct UserinfoSpan {
+  size_t begin = std::string_view::npos;
+  size_t at = std::string_view::npos;
+  bool found() const { return at != std::string_view::npos; }
+};
+
+UserinfoSpan FindUserinfo(std::string_view text) {
+  size_t scheme = text.find("://");
+  size_t begin = scheme == std::string_view::npos ? 0 : scheme + 3;
+  size_t at = text.rfind('@');
+  if (at == std::string_view::npos || at < begin) return {};
+  return {begin, at};
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX escapes decoded ('+' stays '+'); nullopt on a '%' not followed by two hex digits.
+std::optional<std::string> PercentDecode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size()) return std::nullopt;
+    int hi = HexDigit(in[i + 1]), lo = HexDigit(in[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
 }
 
 bool ValidName(std::string_view n) {
@@ -33,6 +68,28 @@ bool ValidName(std::string_view n) {
 std::expected<RedisAddress, std::string> ParseAddress(std::string_view rest);
 
 }  // namespace
+
+std::string MaskRedisUrl(std::string_view text) {
+  UserinfoSpan u = FindUserinfo(text);
+  if (!u.found()) return std::string(text);
+  std::string_view userinfo = text.substr(u.begin, u.at - u.begin);
+  size_t colon = userinfo.find(':');
+  std::string out(text.substr(0, u.begin));
+  if (colon == std::string_view::npos || u.begin == 0) {
+    out += "***";  // the bare "password@" form, or no URL: all of it
+  } else {
+    out += userinfo.substr(0, colon + 1);
+    if (colon + 1 < userinfo.size()) out += "***";
+  }
+  out += text.substr(u.at);
+  return out;
+}
+
+bool HasRedisScheme(std::string_view text) {
+  for (std::string_view s : kSchemes)
+    if (text.starts_with(s)) return true;
+  return false;
+}
 
 std::string RedisEndpoint::Label() const {
   if (is_cluster()) {
@@ -57,19 +114,47 @@ RedisEndpoint RedisEndpoint::AtNode(const RedisAddress& node) const {
 Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url) {
   auto bad = [&](std::string what) {
     return Fail(Error::InvalidParam("redis endpoint '" + std::string(name) + "': " + what +
-                                    " in URL '" + MaskUrl(url) + "'"));
+                                    " in URL '" + MaskRedisUrl(url) + "'"));
   };
   if (!ValidName(name)) return bad("endpoint name must be [A-Za-z0-9_.-]+");
-  constexpr std::string_view kScheme = "redis://";
-  constexpr std::string_view kClusterScheme = "redis-cluster://";
-  const bool cluster = url.starts_with(kClusterScheme);
-  if (!cluster && !url.starts_with(kScheme))
-    return bad("URL must start with redis:// or redis-cluster://");
+  if (!HasRedisScheme(url))
+    return bad(
+        "URL must start with redis://, redis-cluster:// or, for TLS, rediss:// or "
+        "rediss-cluster://");
+  const size_t scheme_end = url.find("://") + 3;
+  const std::string_view scheme = url.substr(0, scheme_end);
+  const bool cluster = scheme.find("-cluster") != std::string_view::npos;
   RedisEndpoint ep;
   ep.name = std::string(name);
-  std::string_view rest = url.substr(cluster ? kClusterScheme.size() : kScheme.size());
+  ep.tls.enabled = scheme.starts_with("rediss");
+  std::string_view rest = url.substr(scheme_end);
 
-  // Query: prefix=P, and read_from=master|replica for a cluster.
+  // Userinfo: [user]:password@ (a bare "password@" is accepted too), up to the last '@'.
+  // Errors name the part, never quote it.
+  if (UserinfoSpan u = FindUserinfo(url); u.found()) {
+    std::string_view userinfo = url.substr(u.begin, u.at - u.begin);
+    rest = url.substr(u.at + 1);
+    // Read as a URL usually is, a '/' or '?' would end the host part before this '@': a
+    // password holding one, or an '@' in the path or a parameter. Either reading could be
+    // wrong, so neither is taken.
+    if (userinfo.find_first_of("/?") != std::string_view::npos)
+      return bad(
+          "a '/' or '?' before the last '@': percent-encode it in a password (%2F, %3F) "
+          "and an '@' in a parameter (%40)");
+    size_t colon = userinfo.find(':');
+    std::string_view user = colon == std::string_view::npos ? "" : userinfo.substr(0, colon);
+    std::string_view password =
+        colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
+    auto decoded_user = PercentDecode(user);
+    if (!decoded_user) return bad("bad %-escape in the user name (%XX: two hex digits)");
+    auto decoded_password = PercentDecode(password);
+    if (!decoded_password) return bad("bad %-escape in the password (%XX: two hex digits)");
+    ep.user = std::move(*decoded_user);
+    ep.password = std::move(*decoded_password);
+  }
+
+  // Query: each parameter at most once, its value percent-decoded.
+  std::vector<std::string_view> seen, tls_params;
   if (size_t q = rest.find('?'); q != std::string_view::npos) {
     std::string_view query = rest.substr(q + 1);
     rest = rest.substr(0, q);
@@ -79,18 +164,55 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
       query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
       size_t eq = kv.find('=');
       std::string_view key = kv.substr(0, eq);
-      std::string_view value =
-          eq == std::string_view::npos ? std::string_view{} : kv.substr(eq + 1);
-      if (key == "read_from" && cluster && (value == "master" || value == "replica")) {
-        ep.read_from_replica = value == "replica";
-        continue;
+      const bool known = key == "prefix" || key == "password_file" ||
+                         (key == "read_from" && cluster) || key == "tls_ca" || key == "tls_cert" ||
+                         key == "tls_key" || key == "tls_verify";
+      if (!known || eq == std::string_view::npos)
+        return bad("unknown query parameter '" + std::string(kv) + "' (known: prefix=P, " +
+                   (cluster ? "read_from=master|replica, " : "") +
+                   "password_file=PATH; with TLS tls_ca=FILE, tls_cert=FILE, tls_key=FILE, "
+                   "tls_verify=on|off)");
+      if (std::find(seen.begin(), seen.end(), key) != seen.end())
+        return bad("query parameter '" + std::string(key) + "' given twice");
+      seen.push_back(key);
+      auto value = PercentDecode(kv.substr(eq + 1));
+      if (!value) return bad("bad %-escape in the value of '" + std::string(key) + "'");
+      if (key != "prefix" && value->empty())
+        return bad("query parameter '" + std::string(key) + "' has no value");
+      if (key.starts_with("tls_")) tls_params.push_back(key);
+      if (key == "prefix") {
+        ep.prefix = std::move(*value);
+      } else if (key == "read_from") {
+        if (*value != "master" && *value != "replica")
+          return bad("unknown query parameter '" + std::string(kv) +
+                     "' (read_from is master or replica)");
+        ep.read_from_replica = *value == "replica";
+      } else if (key == "password_file") {
+        ep.password_file = std::move(*value);
+      } else if (key == "tls_ca") {
+        ep.tls.ca_file = std::move(*value);
+      } else if (key == "tls_cert") {
+        ep.tls.cert_file = std::move(*value);
+      } else if (key == "tls_key") {
+        ep.tls.key_file = std::move(*value);
+      } else if (*value == "on" || *value == "off") {  // tls_verify
+        ep.tls.verify = *value == "on";
+      } else {
+        return bad("tls_verify='" + *value + "' is neither on nor off");
       }
-      if (key != "prefix" || eq == std::string_view::npos)
-        return bad("unknown query parameter '" + std::string(kv) +
-                   (cluster ? "' (only prefix=P, read_from=master|replica)" : "' (only prefix=P)"));
-      ep.prefix = std::string(value);
     }
   }
+  if (!ep.tls.enabled && !tls_params.empty()) {
+    std::string names;
+    for (std::string_view p : tls_params) names += (names.empty() ? "" : ", ") + std::string(p);
+    return bad(names +
+               ": TLS parameters on a URL without TLS (use rediss:// or "
+               "rediss-cluster://)");
+  }
+  if (!ep.password_file.empty() && !ep.password.empty())
+    return bad(
+        "a password both in the URL and in password_file (a userinfo without ':' is a "
+        "password: write 'user:@' for an ACL user whose password is in the file)");
   // Path: /db
   if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
     std::string_view db = rest.substr(slash + 1);
@@ -103,35 +225,26 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
       ep.db = *n;
     }
   }
-  // Userinfo: [user]:password@ (a bare "password@" is accepted too).
-  if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
-    std::string_view userinfo = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    size_t colon = userinfo.find(':');
-    if (colon == std::string_view::npos) {
-      ep.password = std::string(userinfo);
-    } else {
-      ep.user = std::string(userinfo.substr(0, colon));
-      ep.password = std::string(userinfo.substr(colon + 1));
-    }
-  }
   if (!cluster) {
     auto addr = ParseAddress(rest);
     if (!addr) return bad(std::move(addr.error()));
     ep.host = std::move(addr->host);
     ep.port = addr->port;
-    return ep;
+  } else {
+    while (true) {
+      size_t comma = rest.find(',');
+      auto addr = ParseAddress(rest.substr(0, comma));
+      if (!addr) return bad(std::move(addr.error()));
+      ep.cluster_seeds.push_back(std::move(*addr));
+      if (comma == std::string_view::npos) break;
+      rest = rest.substr(comma + 1);
+    }
+    ep.host = ep.cluster_seeds.front().host;
+    ep.port = ep.cluster_seeds.front().port;
   }
-  while (true) {
-    size_t comma = rest.find(',');
-    auto addr = ParseAddress(rest.substr(0, comma));
-    if (!addr) return bad(std::move(addr.error()));
-    ep.cluster_seeds.push_back(std::move(*addr));
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  ep.host = ep.cluster_seeds.front().host;
-  ep.port = ep.cluster_seeds.front().port;
+  // Certificates name hosts: a cluster's nodes, announced as IP addresses by CLUSTER
+  // SLOTS, are checked against the first seed's host name (AtNode keeps it).
+  if (ep.tls.enabled) ep.tls.server_name = ep.host;
   return ep;
 }
 
@@ -172,9 +285,9 @@ std::expected<RedisAddress, std::string> ParseAddress(std::string_view rest) {
 Result<RedisEndpoint> ParseRedisFlag(std::string_view flag_value) {
   size_t eq = flag_value.find('=');
   if (eq == std::string_view::npos || eq == 0)
-    return Fail(Error::InvalidParam("--redis '" + MaskUrl(flag_value) +
-                                    "': expected NAME=redis://host:port[/db][?prefix=P] or "
-                                    "NAME=redis-cluster://host:port[,host:port...][?prefix=P]"));
+    return Fail(Error::InvalidParam("'" + MaskRedisUrl(flag_value) +
+                                    "' is not NAME=URL (NAME=redis[s]://host:port[/db][?prefix=P] "
+                                    "or NAME=redis[s]-cluster://host:port[,host:port...])"));
   return ParseRedisUrl(flag_value.substr(0, eq), flag_value.substr(eq + 1));
 }
 

@@ -1,9 +1,21 @@
 // Redis endpoints as configured by flags: `--redis NAME=URL`, repeatable, where URL is
-// redis://[[user]:password@]host[:port][/db][?prefix=P] (one server) or
-// redis-cluster://[[user]:password@]host[:port][,host[:port]...][?prefix=P][&read_from=R]
-// (a Redis Cluster, found through any of those seed nodes; a cluster has no databases;
-// R is master, the default, or replica: reads go to a replica of the key's slot). The parsers are
-// shared by every CLI subcommand (run, bench, seed) so that they all accept the same syntax.
+//   redis[s]://[[user]:password@]host[:port][/db][?param=value&...]          (one server)
+//   redis[s]-cluster://[[user]:password@]host[:port][,host[:port]...][?...]  (a Redis Cluster)
+// A cluster is found through any of its seed nodes and has no databases. rediss:// and
+// rediss-cluster:// speak TLS. The parameters: prefix=P (prepended to every key),
+// read_from=master|replica (a cluster's reads), password_file=PATH (the password is that
+// file's content, read at start-up), and for TLS URLs only tls_ca=, tls_cert=, tls_key=
+// (files) and tls_verify=on|off.
+//
+// Where the parts end: the userinfo is everything between "://" and the URL's LAST '@',
+// so a password may hold '@' and ':' as they are; a '/' or '?' in it is an error (it
+// could as well be an '@' in a parameter: the URL is ambiguous), to be written %2F, %3F.
+// User, password and the parameters' values are percent-decoded (an '@' or '&' in a
+// parameter is %40, %26). MaskRedisUrl reads the same positions, so whatever the parser
+// takes for the password is what the mask hides, even in a URL it rejects.
+//
+// The parsers are shared by every CLI subcommand (serve, run, bench, seed, replay) through
+// server/redis_flags.h, which adds the flags' defaults and reads the password files.
 //
 // Threads: pure functions and plain values; any thread.
 #pragma once
@@ -55,9 +67,12 @@ struct RedisEndpoint {
   // for a single server.
   std::vector<RedisAddress> cluster_seeds;
   std::string user;      // AUTH user password when set (Redis 6 ACL), else AUTH password
-  std::string password;  // empty: no AUTH
-  int db = 0;            // SELECT db when non-zero
-  std::string prefix;    // prepended to every key
+  std::string password;  // empty: no AUTH. Never printed: messages name the endpoint (Label)
+  // ?password_file= or --redis-password-file: the file the password is read from at
+  // start-up (server/redis_flags.h); empty when the password, if any, is in the URL.
+  std::string password_file;
+  int db = 0;          // SELECT db when non-zero
+  std::string prefix;  // prepended to every key
   // redis-cluster:// only: read commands go to a replica of their slot; connections send
   // READONLY after connecting.
   bool read_from_replica = false;
@@ -73,8 +88,18 @@ struct RedisEndpoint {
 };
 
 // Parses a URL for the endpoint `name`. Errors are InvalidParam and quote the URL
-// (with the password masked) and the offending part.
+// (MaskRedisUrl) and the offending part; never the password, nor any part of it.
 Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url);
+
+// `text` with the password of the Redis URL in it replaced by "***": "rediss://alice:***@h"
+// (the user stays), "redis://***@h" for the bare "password@" form. Anything between
+// "://" (or the start, when there is none) and the last '@' is userinfo: the parser's
+// reading, so a URL it could not parse is masked all the same. The one function that
+// makes a Redis URL printable; text without '@' comes back as it is.
+std::string MaskRedisUrl(std::string_view text);
+
+// Whether `text` starts with one of the four schemes above (a URL, not NAME=URL).
+bool HasRedisScheme(std::string_view text);
 
 // Parses one `--redis` flag value: "NAME=URL".
 Result<RedisEndpoint> ParseRedisFlag(std::string_view flag_value);

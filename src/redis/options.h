@@ -3,6 +3,7 @@
 // any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rankd {
@@ -34,6 +35,9 @@ struct RedisClientOptions {
   // Redis Cluster: MOVED/ASK redirects followed per command (--redis-max-redirects);
   // past them the redirect's error reply is the command's reply.
   int max_redirects = 5;
+  // Redis Cluster: nodes one CLUSTER SLOTS reply may name (--redis-max-cluster-nodes); a
+  // reply naming more is refused and the slot map kept.
+  size_t max_cluster_nodes = 1000;
 };
 
 }  // namespace rankd

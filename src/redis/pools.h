@@ -4,7 +4,7 @@
 // still starts: pools connect and reconnect in the background, and Ready() (for
 // /readyz) says whether every endpoint has a live connection.
 //
-//   auto eps = ParseRedisFlags(flag_values);          // main thread, at start
+//   auto eps = ResolveRedisFlags(flags);              // main thread, at start
 //   // on the shard's loop thread:
 //   auto pools = std::make_unique<RedisPools>(loop, *eps, RedisClientOptions{});
 //   RedisClient* p = pools->Get("redis_default");     // from tasks, per node

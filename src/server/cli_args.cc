@@ -16,4 +16,13 @@ bool ParseCommandFlags(std::string_view command, const std::vector<std::string>&
   return false;
 }
 
+std::optional<std::vector<RedisEndpoint>> ResolveCommandRedis(std::string_view command,
+                                                              const RedisFlags& flags) {
+  auto endpoints = ResolveRedisFlags(flags);
+  if (endpoints) return std::move(*endpoints);
+  std::fprintf(stderr, "rankd %.*s: %s\n", static_cast<int>(command.size()), command.data(),
+               endpoints.error().message.c_str());
+  return std::nullopt;
+}
+
 }  // namespace rankd

@@ -47,16 +47,6 @@ Flag RepeatedFlag(std::string_view name, std::string_view arg, std::string_view 
               show ? std::move(show) : [] { return std::string(); }};
 }
 
-Flag RedisFlag(std::vector<std::string>& values) {
-  return RepeatedFlag(
-      "--redis", "NAME=URL",
-      "a Redis endpoint, repeatable; URL is\n"
-      "redis://[:password@]host:port[/db][?prefix=P]\n"
-      "({})",
-      values,
-      [] { return std::string(kDefaultRedisEndpointName) + "=" + std::string(kDefaultRedisUrl); });
-}
-
 Result<int64_t> ParseFlagInt(std::string_view flag, std::string_view value, int64_t lo,
                              int64_t hi) {
   std::optional<int64_t> n = ParseStrictInt<int64_t>(value);
@@ -83,7 +73,7 @@ Status ParseFlags(const std::vector<std::string>& args, std::span<const Flag> fl
     const Flag* flag = nullptr;
     for (const Flag& f : flags)
       if (name == f.name || (!f.alias.empty() && name == f.alias)) flag = &f;
-    if (!flag) return Fail(Error::NotFound(args[i]));
+    if (!flag) return Fail(Error::NotFound(MaskRedisUrl(name)));
     std::string_view value = inline_value;
     if (!flag->arg.empty() && !has_inline) {
       if (i + 1 >= args.size())

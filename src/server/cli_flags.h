@@ -43,9 +43,6 @@ Flag SwitchFlag(std::string_view name, std::string_view help, bool& field,
 // once every flag is; `show` gives what "{}" shows (nothing by default).
 Flag RepeatedFlag(std::string_view name, std::string_view arg, std::string_view help,
                   std::vector<std::string>& values, std::function<std::string()> show = {});
-// `--redis NAME=URL`, repeatable: each use appends its value to `values`, for
-// ParseRedisFlags once every flag is read; "{}" shows the endpoint used when none is given.
-Flag RedisFlag(std::vector<std::string>& values);
 
 // "FLAG: 'v' is not an integer", "FLAG: N is out of bounds LO..HI" (bad_request).
 Result<int64_t> ParseFlagInt(std::string_view flag, std::string_view value, int64_t lo, int64_t hi);
@@ -53,7 +50,9 @@ Result<int64_t> ParseFlagInt(std::string_view flag, std::string_view value, int6
 // Reads `args` in order: `--name value`, `--name=value`, `--switch` (a switch ignores an
 // `=value`); a flag given twice keeps its last value (a repeatable row, RedisFlag, keeps
 // them all). Errors: bad_request "FLAG: needs a value" or the flag's own; an argument no
-// row names is not_found with that argument as the message, for the command to word.
+// row names is not_found with that argument as the message, for the command to word:
+// its name alone for `--name=value`, and any password of a Redis URL in it masked
+// (MaskRedisUrl), since a mistyped flag may carry one.
 Status ParseFlags(const std::vector<std::string>& args, std::span<const Flag> flags);
 
 // One line (or more) per row: "  --name ARG" then its help at column 27.

@@ -74,30 +74,28 @@ int64_t Pct(const std::vector<int64_t>& sorted, double p) {
 }  // namespace
 
 int CmdBench(const std::vector<std::string>& argv) {
-  std::vector<std::string> redis_flags;
+  RedisFlags redis_flags;
   std::string plan_name, dir = "plans";
   int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2,
           redis_conns = 2;
   ModelLimits model_limits;
-  const Flag flags[] = {
-      TextFlag("--plan", "NAME", {}, plan_name),
-      TextFlag("--plans", "DIR", {}, dir),
-      IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
-      IntFlag("-n", "N", {}, n, -kAnyInt, kAnyInt, "--requests"),
-      IntFlag("-c", "C", {}, c, -kAnyInt, kAnyInt, "--concurrency"),
-      IntFlag("--redis-conns", "K", {}, redis_conns, -kAnyInt, kAnyInt),
-      IntFlag("--user-id", "U", {}, user_id, -kAnyInt, kAnyInt),
-      IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
-      IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
-      IntFlag("--cpu-threads", "N", {}, threads, -kAnyInt, kAnyInt),
-      RedisFlag(redis_flags),
-  };
+  std::vector<Flag> flags = RedisFlagRows(redis_flags);
+  flags.insert(flags.end(),
+               {
+                   TextFlag("--plan", "NAME", {}, plan_name),
+                   TextFlag("--plans", "DIR", {}, dir),
+                   IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
+                   IntFlag("-n", "N", {}, n, -kAnyInt, kAnyInt, "--requests"),
+                   IntFlag("-c", "C", {}, c, -kAnyInt, kAnyInt, "--concurrency"),
+                   IntFlag("--redis-conns", "K", {}, redis_conns, -kAnyInt, kAnyInt),
+                   IntFlag("--user-id", "U", {}, user_id, -kAnyInt, kAnyInt),
+                   IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
+                   IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
+                   IntFlag("--cpu-threads", "N", {}, threads, -kAnyInt, kAnyInt),
+               });
   if (!ParseCommandFlags("bench", argv, flags)) return 2;
-  auto endpoints = ParseRedisFlags(redis_flags);
-  if (!endpoints) {
-    std::fprintf(stderr, "rankd bench: --redis: %s\n", endpoints.error().message.c_str());
-    return 2;
-  }
+  auto endpoints = ResolveCommandRedis("bench", redis_flags);
+  if (!endpoints) return 2;
   if (plan_name.empty() || n < 1 || c < 1 || threads < 1) {
     std::fprintf(stderr, "rankd bench: need --plan NAME, -n >= 1, -c >= 1\n");
     return 2;
@@ -112,7 +110,7 @@ int CmdBench(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name.c_str(), dir.c_str());
     return 1;
   }
-  bool uses_redis = !redis_flags.empty();
+  bool uses_redis = !redis_flags.endpoints.empty();
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
   ShardRuntime runtime("bench", static_cast<size_t>(threads));
   runtime.Start();

@@ -79,14 +79,17 @@ Task<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay)
 int CmdReplay(const std::vector<std::string>& argv) {
   std::string log, dir = "plans";
   ModelLimits limits;
-  std::vector<std::string> redis_flags;
-  const Flag flags[] = {
-      TextFlag("--log", "FILE|URL", {}, log),
-      TextFlag("--plans", "DIR", {}, dir),
-      IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
-      RedisFlag(redis_flags),
-  };
+  RedisFlags redis_flags;
+  std::vector<Flag> flags = RedisFlagRows(redis_flags);
+  flags.insert(flags.end(),
+               {
+                   TextFlag("--log", "FILE|URL", {}, log),
+                   TextFlag("--plans", "DIR", {}, dir),
+                   IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
+               });
   if (!ParseCommandFlags("replay", argv, flags)) return 2;
+  auto endpoints = ResolveCommandRedis("replay", redis_flags);
+  if (!endpoints) return 2;
   if (log.empty()) {
     std::fprintf(stderr,
                  "rankd replay: give --log FILE or --log redis-stream://ENDPOINT?stream=S\n");
@@ -107,11 +110,6 @@ int CmdReplay(const std::vector<std::string>& argv) {
                            : ""));
     if (!sink) {
       std::fprintf(stderr, "rankd replay: --log: %s\n", sink.error().message.c_str());
-      return 2;
-    }
-    auto endpoints = ParseRedisFlags(redis_flags);
-    if (!endpoints) {
-      std::fprintf(stderr, "rankd replay: --redis: %s\n", endpoints.error().message.c_str());
       return 2;
     }
     ShardRuntime runtime("replay", /*cpu_threads=*/1);

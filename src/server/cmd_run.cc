@@ -29,24 +29,25 @@ int PrintError(const Error& e) {
 }  // namespace
 
 int CmdRun(const std::vector<std::string>& argv) {
-  std::vector<std::string> redis_flags;
+  RedisFlags redis_flags;
   std::string plan_name, dir = "plans";
   int64_t deadline_ms = 0, node_timeout_ms = 0, redis_conns = 1;
   bool explain = false;
   ModelLimits model_limits;
-  const Flag flags[] = {
-      TextFlag("--plan", "NAME", {}, plan_name),
-      TextFlag("--plans", "DIR", {}, dir),
-      IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
-      IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
-      IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
-      IntFlag("--redis-conns", "N", {}, redis_conns, -kAnyInt, kAnyInt),
-      SwitchFlag("--explain", {}, explain),
-      RedisFlag(redis_flags),
-  };
+  std::vector<Flag> flags = RedisFlagRows(redis_flags);
+  flags.insert(flags.end(),
+               {
+                   TextFlag("--plan", "NAME", {}, plan_name),
+                   TextFlag("--plans", "DIR", {}, dir),
+                   IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
+                   IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
+                   IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
+                   IntFlag("--redis-conns", "N", {}, redis_conns, -kAnyInt, kAnyInt),
+                   SwitchFlag("--explain", {}, explain),
+               });
   if (!ParseCommandFlags("run", argv, flags)) return 2;
-  auto endpoints = ParseRedisFlags(redis_flags);
-  if (!endpoints) return PrintError(Error::BadRequest("--redis: " + endpoints.error().message));
+  auto endpoints = ResolveCommandRedis("run", redis_flags);
+  if (!endpoints) return 2;
 
   std::string body(std::istreambuf_iterator<char>(std::cin), {});
   auto req = ParseRankRequest(body, /*require_plan=*/false);
@@ -66,7 +67,7 @@ int CmdRun(const std::vector<std::string>& argv) {
     return PrintError(ok.error());
   ShardRuntime runtime("run", /*cpu_threads=*/2);
   runtime.Start();
-  bool uses_redis = !redis_flags.empty();
+  bool uses_redis = !redis_flags.endpoints.empty();
   for (const auto& node : plan->nodes) uses_redis |= node.schema->is_io;
   if (uses_redis) OpenCliRedis(runtime, *endpoints, static_cast<int>(redis_conns));
   runtime.env().node_timeout_ms = static_cast<uint64_t>(node_timeout_ms > 0 ? node_timeout_ms : 0);

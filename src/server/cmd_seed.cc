@@ -7,6 +7,7 @@
 
 #include "redis/endpoint.h"
 #include "server/commands.h"
+#include "server/redis_flags.h"
 #include "server/seed.h"
 
 namespace rankd {
@@ -14,29 +15,31 @@ namespace rankd {
 namespace {
 constexpr const char* kSeedUsage =
     "usage: rankd seed [--redis URL] [--users N] [--follows F] [--media M] [--recs R]\n"
-    "                  [--seen S] [--seed X] [--flush]\n"
-    "  URL: redis://[[user]:password@]host[:port][/db][?prefix=P]  (default "
-    "redis://127.0.0.1:6379;\n"
-    "       NAME=URL is accepted too). Defaults: 10000 users, 100 follows, 20 media,\n"
-    "       200 recs, 50 seen, seed 1. Without --flush a non-empty database is refused.\n";
+    "                  [--seen S] [--seed X] [--flush] [--redis-password-file NAME=PATH]\n"
+    "                  [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n"
+    "  URL: redis[s]://[[user]:password@]host[:port][/db][?prefix=P] or\n"
+    "       redis[s]-cluster://... (default redis://127.0.0.1:6379; NAME=URL is accepted\n"
+    "       too, a URL alone is named redis_default). Defaults: 10000 users, 100 follows,\n"
+    "       20 media, 200 recs, 50 seen, seed 1. Without --flush a non-empty database is\n"
+    "       refused.\n";
 }  // namespace
 
 int CmdSeed(const std::vector<std::string>& args) {
   SeedOptions o;
-  std::string url(kDefaultRedisUrl);
+  RedisFlags redis;
   int64_t seed = static_cast<int64_t>(o.seed);
   bool help = false;
-  const Flag flags[] = {
-      SwitchFlag("--help", {}, help, "-h"),
-      TextFlag("--redis", "URL", {}, url),
-      IntFlag("--users", "N", {}, o.users, -kAnyInt, kAnyInt),
-      IntFlag("--follows", "F", {}, o.follows, -kAnyInt, kAnyInt),
-      IntFlag("--media", "M", {}, o.media, -kAnyInt, kAnyInt),
-      IntFlag("--recs", "R", {}, o.recs, -kAnyInt, kAnyInt),
-      IntFlag("--seen", "S", {}, o.seen, -kAnyInt, kAnyInt),
-      IntFlag("--seed", "X", {}, seed, -kAnyInt, kAnyInt),
-      SwitchFlag("--flush", {}, o.flush),
-  };
+  std::vector<Flag> flags = RedisFlagRows(redis);
+  flags.insert(flags.end(), {
+                                SwitchFlag("--help", {}, help, "-h"),
+                                IntFlag("--users", "N", {}, o.users, -kAnyInt, kAnyInt),
+                                IntFlag("--follows", "F", {}, o.follows, -kAnyInt, kAnyInt),
+                                IntFlag("--media", "M", {}, o.media, -kAnyInt, kAnyInt),
+                                IntFlag("--recs", "R", {}, o.recs, -kAnyInt, kAnyInt),
+                                IntFlag("--seen", "S", {}, o.seen, -kAnyInt, kAnyInt),
+                                IntFlag("--seed", "X", {}, seed, -kAnyInt, kAnyInt),
+                                SwitchFlag("--flush", {}, o.flush),
+                            });
   if (!ParseCommandFlags("seed", args, flags)) {
     std::fputs(kSeedUsage, stderr);
     return 2;
@@ -45,14 +48,22 @@ int CmdSeed(const std::vector<std::string>& args) {
     std::fputs(kSeedUsage, stdout);
     return 0;
   }
-  auto ep = url.starts_with("redis://") || url.starts_with("redis-cluster://")
-                ? ParseRedisUrl("seed", url)
-                : ParseRedisFlag(url);
-  if (!ep) {
-    std::fprintf(stderr, "rankd seed: %s\n", ep.error().message.c_str());
+  // One endpoint: the one --redis names (a URL alone is redis_default), else the default.
+  if (redis.endpoints.size() > 1) {
+    std::fprintf(stderr, "rankd seed: --redis: give one endpoint, not %zu\n",
+                 redis.endpoints.size());
     return 2;
   }
-  o.endpoint = *ep;
+  std::string name(kDefaultRedisEndpointName);
+  for (std::string& v : redis.endpoints)
+    if (HasRedisScheme(v))
+      v = name + "=" + v;
+    else
+      name = v.substr(0, v.find('='));
+  auto endpoints = ResolveCommandRedis("seed", redis);
+  if (!endpoints) return 2;
+  for (const RedisEndpoint& ep : *endpoints)
+    if (ep.name == name) o.endpoint = ep;
   o.seed = static_cast<uint64_t>(seed);
   auto summary = SeedDemoData(o);
   if (!summary) {

@@ -6,12 +6,15 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "redis/endpoint.h"
 #include "server/cli_flags.h"
+#include "server/redis_flags.h"
 
 namespace rankd {
 
@@ -26,6 +29,10 @@ int CmdServe(const std::vector<std::string>& args);       // cmd_serve.cc (the d
 // "rankd <command>: unknown argument '<arg>'", on stderr and returns false (cli_args.cc).
 bool ParseCommandFlags(std::string_view command, const std::vector<std::string>& args,
                        std::span<const Flag> flags);
+// The endpoints of a subcommand's Redis flags (server/redis_flags.h); on an error prints
+// "rankd <command>: <message>" on stderr and returns nullopt, for the command to exit 2.
+std::optional<std::vector<RedisEndpoint>> ResolveCommandRedis(std::string_view command,
+                                                              const RedisFlags& flags);
 // The bounds of an integer flag a subcommand checks itself, or not at all.
 inline constexpr int64_t kAnyInt = std::numeric_limits<int64_t>::max();
 

@@ -1,9 +1,12 @@
 #include "server/serve_options.h"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <thread>
 
 #include "server/cli_flags.h"
+#include "server/redis_flags.h"
 #include "server/routes.h"
 
 namespace rankd {
@@ -15,11 +18,11 @@ constexpr std::array<std::string_view, 4> kLogLevelNames = {"error", "warn", "in
 // Every flag of `rankd serve`, bound to `a`: the parser reads it, and --help writes its
 // lines from a table bound to default ServeArgs, so the defaults shown are the ones used.
 // Adding a flag: a field in ServeOptions and a row here.
-std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags,
+std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
                              std::vector<std::string>& sink_flags) {
   ServeOptions& o = a.options;
   constexpr int64_t kMax = int64_t{1} << 40;
-  return {
+  std::vector<Flag> flags = {
       TextFlag("--host", "ADDR", "listen address, IPv4 or IPv6 ({}; :: for both)", o.host),
       IntFlag("--port", "N", "listen port ({})", o.port, 0, 65535),
       IntFlag("--shards", "N", "event-loop shards, each with its own listener (number of CPUs)",
@@ -30,7 +33,6 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
               "also reload when the folder's files change, checked every\n"
               "N ms; 0 = only on SIGHUP ({})",
               o.watch_plans_ms, 0, 3600000),
-      RedisFlag(redis_flags),
       IntFlag("--max-model-bytes", "N",
               "size limit of a model file (NAME.model.json); a larger\n"
               "one fails the plans folder's load ({})",
@@ -47,6 +49,10 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
       IntFlag("--redis-max-redirects", "N",
               "Redis Cluster MOVED/ASK redirects followed per command ({})", o.redis_max_redirects,
               0, 100),
+      IntFlag("--redis-max-cluster-nodes", "N",
+              "nodes one CLUSTER SLOTS reply may name; a larger reply is\n"
+              "refused (logged) and the slot map kept ({})",
+              o.redis_max_cluster_nodes, 1, 100000),
       IntFlag("--cache-mb", "N",
               "MiB of decoded Redis values cached for the IO nodes with\n"
               "cache: true, for the whole process, split across shards;\n"
@@ -164,6 +170,13 @@ std::vector<Flag> ServeFlags(ServeArgs& a, std::vector<std::string>& redis_flags
       SwitchFlag("--help", {}, a.help, "-h"),
       SwitchFlag("--version", {}, a.version),
   };
+  // The Redis flags every command shares, after --watch-plans-ms.
+  std::vector<Flag> redis = RedisFlagRows(redis_flags);
+  auto at = std::find_if(flags.begin(), flags.end(),
+                         [](const Flag& f) { return f.name == "--watch-plans-ms"; });
+  flags.insert(at + 1, std::make_move_iterator(redis.begin()),
+               std::make_move_iterator(redis.end()));
+  return flags;
 }
 
 // "POST /rank, GET /healthz, /readyz, ...": each route with its first method, the method
@@ -186,7 +199,8 @@ std::string RouteSummary() {
 const std::string& ServeUsage() {
   static const std::string text = [] {
     ServeArgs defaults;
-    std::vector<std::string> unused, unused_sinks;
+    RedisFlags unused;
+    std::vector<std::string> unused_sinks;
     return "usage: rankd serve [flags]      (serve is the default command)\n\nServes " +
            RouteSummary() + ".\n\n" + FlagUsage(ServeFlags(defaults, unused, unused_sinks));
   }();
@@ -196,21 +210,24 @@ const std::string& ServeUsage() {
 Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   ServeArgs out;
   ServeOptions& o = out.options;
-  std::vector<std::string> redis_flags, sink_flags;
+  RedisFlags redis_flags;
+  std::vector<std::string> sink_flags;
   if (auto st = ParseFlags(args, ServeFlags(out, redis_flags, sink_flags)); !st) {
     if (st.error().code == ErrorCode::kNotFound)
       return Fail(
           Error::BadRequest("unknown flag '" + st.error().message + "' (see rankd serve --help)"));
     return Fail(st.error());
   }
+  // Help and version need nothing resolved (no password file read, no TLS file loaded).
+  if (out.help || out.version) return out;
   if (o.metrics_port != 0 && o.metrics_port == o.port &&
       (o.metrics_host.empty() || o.metrics_host == o.host))
     return Fail(Error::BadRequest("--metrics-port: " + std::to_string(o.metrics_port) +
                                   " is the main --port; pick another (or leave it unset)"));
   if (o.metrics_host.empty()) o.metrics_host = o.host;
   if (o.shards == 0) o.shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto eps = ParseRedisFlags(redis_flags);
-  if (!eps) return Fail(Error::BadRequest("--redis: " + eps.error().message));
+  auto eps = ResolveRedisFlags(redis_flags);
+  if (!eps) return Fail(eps.error());
   o.redis = std::move(*eps);
   auto sinks = ParseSinkFlags(sink_flags, o.redis);
   if (!sinks) return Fail(sinks.error());

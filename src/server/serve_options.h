@@ -24,12 +24,15 @@ struct ServeOptions {
   int shards = 0;       // 0: number of CPUs
   int cpu_threads = 1;  // CPU workers per shard
   std::string plans = "plans";
-  uint64_t watch_plans_ms = 0;       // poll the plans folder and reload on change; 0: SIGHUP only
-  ModelLimits model_limits;          // --max-model-bytes
-  std::vector<RedisEndpoint> redis;  // --redis NAME=URL (default redis_default)
-  int redis_conns = 2;               // connections per endpoint per shard
-  ReplyLimits redis_reply_limits;    // --redis-max-reply-bytes, --redis-max-reply-depth
-  int redis_max_redirects = 5;       // Redis Cluster MOVED/ASK redirects per command
+  uint64_t watch_plans_ms = 0;  // poll the plans folder and reload on change; 0: SIGHUP only
+  ModelLimits model_limits;     // --max-model-bytes
+  // --redis NAME=URL (default redis_default), with passwords read and TLS contexts loaded
+  // (server/redis_flags.h).
+  std::vector<RedisEndpoint> redis;
+  int redis_conns = 2;                 // connections per endpoint per shard
+  ReplyLimits redis_reply_limits;      // --redis-max-reply-bytes, --redis-max-reply-depth
+  int redis_max_redirects = 5;         // Redis Cluster MOVED/ASK redirects per command
+  int redis_max_cluster_nodes = 1000;  // nodes one CLUSTER SLOTS reply may name
   // The cache (docs/cache.md): MiB for the whole process, split evenly across shards;
   // 0 = no cache (nodes with cache: true then read Redis like the others).
   uint64_t cache_mb = 0;

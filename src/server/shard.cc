@@ -52,6 +52,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   ropts.connections_per_endpoint = opts_.redis_conns;
   ropts.reply_limits = opts_.redis_reply_limits;
   ropts.max_redirects = opts_.redis_max_redirects;
+  ropts.max_cluster_nodes = static_cast<size_t>(opts_.redis_max_cluster_nodes);
   RedisPools& redis = runtime_.OpenRedis(opts_.redis, ropts);
   redis.ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
     redis_stats_.emplace_back(ep, std::move(st));

@@ -49,7 +49,7 @@ TEST_CASE("a redis-cluster URL lists its seed nodes; a database is an error nami
       {"x=redis-cluster://h:1,,h:2", "missing host"},
       {"x=redis-cluster://h:1,h:0", "port '0'"},
       {"x=redis-cluster://", "missing host"},
-      {"x=rediscluster://h:1", "must start with redis:// or redis-cluster://"},
+      {"x=rediscluster://h:1", "must start with redis://, redis-cluster://"},
       {"x=redis-cluster://h:1?read_from=any", "unknown query parameter 'read_from=any'"},
       {"x=redis://h:1?read_from=replica", "unknown query parameter 'read_from=replica'"},
   };
