@@ -442,9 +442,11 @@ void RedisConnection::Lose(std::string why, Cause cause) {
   if (was_live) {
     Bump(stats_.disconnects);
   } else {
-    // A TLS failure says why once per streak of failures, not once per retry.
-    if (failures_in_a_row_ == 0 && last_error_.starts_with("TLS"))
-      LogWarn("redis endpoint " + endpoint_.Label() + ": " + last_error_ +
+    // A TLS endpoint says why it cannot connect (a certificate, a refused client
+    // certificate, a plain server) once per streak of failures, not once per retry.
+    if (failures_in_a_row_ == 0 && endpoint_.tls.enabled)
+      LogWarn("redis endpoint " + endpoint_.Label() + ": " +
+              (last_error_.starts_with("TLS") ? "" : "TLS connection failed: ") + last_error_ +
               " (retrying with backoff)");
     Bump(stats_.connect_failures);
   }

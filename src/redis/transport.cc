@@ -145,18 +145,13 @@ void RedisTransport::UpdatePoll() {
   int ev = 0;
   const bool cipher_waiting = cipher_sent_ < cipher_out_.size();
   switch (phase_) {
-    case Phase::kConnecting:
-      ev = UV_WRITABLE;
-      break;
-    case Phase::kHandshaking:
-      ev = UV_READABLE | (cipher_waiting ? UV_WRITABLE : 0);
-      break;
+    case Phase::kConnecting: ev = UV_WRITABLE; break;
+    case Phase::kHandshaking: ev = UV_READABLE | (cipher_waiting ? UV_WRITABLE : 0); break;
     case Phase::kConnected:
       ev = UV_READABLE | (want_writable_ || cipher_waiting ? UV_WRITABLE : 0);
       break;
     case Phase::kFailed:
-    case Phase::kClosed:
-      break;
+    case Phase::kClosed: break;
   }
   if (ev == events_) return;
   events_ = ev;
@@ -225,8 +220,7 @@ void RedisTransport::HandleEvents(int status, int events) {
       UpdatePoll();
       break;
     case Phase::kFailed:
-    case Phase::kClosed:
-      break;
+    case Phase::kClosed: break;
   }
 }
 

@@ -56,8 +56,8 @@ class RedisTransport {
   // against tls.server_name (an IP address is checked as one, and gets no SNI). On an
   // immediate failure (socket(2), a bad address, no TLS context) returns nullptr and
   // says why in `*why`; no callback follows then.
-  static RedisTransport* Open(uv_loop_t* loop, const std::string& ip, int port,
-                              const RedisTls& tls, TransportListener* listener, std::string* why);
+  static RedisTransport* Open(uv_loop_t* loop, const std::string& ip, int port, const RedisTls& tls,
+                              TransportListener* listener, std::string* why);
 
   // Stops every callback and frees the transport (soon, from the loop).
   void Close();

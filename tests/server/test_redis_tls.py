@@ -14,16 +14,30 @@ redis-server listening with --tls-port only, certificates made by the openssl CL
 """
 import json
 import os
+import random
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from harness import (RANKD, SANITIZED, Rankd, Redis, demo_data, plans_dir, run_tests,  # noqa: E402
-                     temp_dir, wait_until, free_port, metric_value)
+                     temp_dir, wait_until, metric_value)
 from tls_certs import make_certs  # noqa: E402
 
 CERTS = make_certs()
+
+
+class At:
+    """What Rankd(redis=...) takes: a URL and the TLS flags to reach it."""
+
+    def __init__(self, url, *flags):
+        self._url, self._flags = url, list(flags)
+
+    def url(self):
+        return self._url
+
+    def tls_args(self):
+        return self._flags
 
 
 def rank(rankd, user=3, plan="feed"):
@@ -55,8 +69,7 @@ def test_tls_serves_the_demo_and_seeds_over_tls():
 def test_mutual_tls_needs_the_client_certificate():
     redis = Redis(tls=CERTS, auth_clients=True)
     demo_data(redis, 10)
-    without = Rankd(plans_dir(), redis=None, extra_args=[
-        "--redis", f"redis_default={redis.url()}", "--redis-tls-ca", CERTS.ca])
+    without = Rankd(plans_dir(), redis=At(redis.url(), "--redis-tls-ca", CERTS.ca))
     wait_logged(without, "redis_default", "TLS")
     status, body = rank(without)
     assert status == 503, body
@@ -66,8 +79,7 @@ def test_mutual_tls_needs_the_client_certificate():
     assert status == 200 and body["items"], body
     # The per-URL parameters override the flags: the certificate given in the URL.
     url = f"{redis.url()}?tls_cert={CERTS.client}&tls_key={CERTS.client_key}&tls_ca={CERTS.ca}"
-    by_url = Rankd(plans_dir(), extra_args=["--redis", f"redis_default={url}",
-                                            "--redis-tls-ca", CERTS.other_ca]).wait_ready()
+    by_url = Rankd(plans_dir(), redis=At(url, "--redis-tls-ca", CERTS.other_ca)).wait_ready()
     assert rank(by_url)[0] == 200
     for r in (without, with_cert, by_url):
         r.stop()
@@ -85,7 +97,7 @@ def test_bad_certificates_fail_closed_with_the_reason_logged():
          "certificate verify failed"),
     ]
     for what, url, args, reason in cases:
-        rankd = Rankd(plans_dir(), extra_args=["--redis", f"redis_default={url}"] + args)
+        rankd = Rankd(plans_dir(), redis=At(url, *args))
         wait_logged(rankd, "redis endpoint redis_default", "TLS handshake failed", reason)
         status, body = rank(rankd)
         assert status == 503, (what, body)
@@ -93,9 +105,8 @@ def test_bad_certificates_fail_closed_with_the_reason_logged():
         assert not ready(rankd), what
         rankd.stop()
     # The explicit opt-out connects to the wrong CA's server, and says so in the log.
-    rankd = Rankd(plans_dir(), extra_args=[
-        "--redis", f"redis_default={good.url()}?tls_verify=off",
-        "--redis-tls-ca", CERTS.other_ca]).wait_ready()
+    rankd = Rankd(plans_dir(), redis=At(f"{good.url()}?tls_verify=off",
+                                        "--redis-tls-ca", CERTS.other_ca)).wait_ready()
     assert "tls_verify=off" in rankd.stderr()
     assert rank(rankd)[0] == 200
     rankd.stop()
@@ -103,8 +114,7 @@ def test_bad_certificates_fail_closed_with_the_reason_logged():
 
 def test_plain_client_against_a_tls_server_fails_closed():
     redis = Redis(tls=CERTS)
-    rankd = Rankd(plans_dir(), extra_args=["--redis",
-                                           f"redis_default=redis://127.0.0.1:{redis.port}"])
+    rankd = Rankd(plans_dir(), redis=At(f"redis://127.0.0.1:{redis.port}"))
     status, body = rank(rankd)
     assert status == 503, body
     assert rankd.proc.poll() is None
@@ -139,7 +149,9 @@ def test_cluster_over_tls_verifies_nodes_as_the_seed_host():
         print("skipped under sanitizers: a Redis Cluster runs in the plain build only")
         return
     d = temp_dir("rankd-tls-cluster-")
-    ports = [free_port() for _ in range(3)]
+    # Below the ephemeral range with room for the bus ports (+10000), as test_cluster.py.
+    base = random.randrange(12000, 22000)
+    ports = [base, base + 1, base + 2]
     procs = []
     tls = ["--tls-cert-file", CERTS.dns_only, "--tls-key-file", CERTS.server_key,
            "--tls-ca-cert-file", CERTS.ca, "--tls-auth-clients", "no", "--tls-cluster", "yes",
@@ -168,8 +180,7 @@ def test_cluster_over_tls_verifies_nodes_as_the_seed_host():
         seed = subprocess.run([RANKD, "seed", "--redis", url, "--users", "20", "--redis-tls-ca",
                                CERTS.ca], capture_output=True, text=True, timeout=60)
         assert seed.returncode == 0, seed.stderr
-        rankd = Rankd(plans_dir(), extra_args=["--redis", f"redis_default={url}",
-                                               "--redis-tls-ca", CERTS.ca]).wait_ready()
+        rankd = Rankd(plans_dir(), redis=At(url, "--redis-tls-ca", CERTS.ca)).wait_ready()
         for user in range(1, 10):
             status, body = rank(rankd, user)
             assert status == 200, body

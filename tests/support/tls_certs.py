@@ -6,7 +6,8 @@ make_certs() returns a Certs with file paths:
   client, client_key  a client certificate signed by ca (mutual TLS)
   other_ca            a CA that signed none of these (the wrong CA)
   expired             the server's key, certified by ca for January 2020 only
-  dns_only            the server's key, certified by ca for DNS:localhost only (no IP SAN)
+  dns_only            the server's key, certified by ca for DNS:localhost only (no IP SAN,
+                      no key usage limits: a cluster node's certificate)
 
 EC P-256 keys: quick to make. The expired certificate comes from `openssl ca`, since
 `openssl x509` cannot backdate a certificate.
@@ -68,8 +69,8 @@ def make_certs():
     _key_and_csr(d, "server", "localhost")
     _sign(d, "server.csr", "server.crt",
           ["subjectAltName = DNS:localhost,IP:127.0.0.1", "extendedKeyUsage = serverAuth"])
-    _sign(d, "server.csr", "dns_only.crt",
-          ["subjectAltName = DNS:localhost", "extendedKeyUsage = serverAuth"])
+    # No extendedKeyUsage: a cluster node's bus connections present it as a client too.
+    _sign(d, "server.csr", "dns_only.crt", ["subjectAltName = DNS:localhost"])
     _key_and_csr(d, "client", "rankd")
     _sign(d, "client.csr", "client.crt", ["extendedKeyUsage = clientAuth"])
     _expired(d)
