@@ -19,8 +19,12 @@ namespace rankd {
 
 namespace {
 
-// One read(2) per readable event, as hiredis did: 16 KiB (a TLS record's worth).
+// One read(2) per readable event, as hiredis did: 16 KiB.
 constexpr size_t kReadChunk = 16 * 1024;
+// With TLS, 64 KiB of ciphertext per read(2): a full TLS record is 16 KiB plus its
+// header, so 16 KiB reads would split nearly every record over two reads and two loop
+// turns.
+constexpr size_t kTlsReadChunk = 64 * 1024;
 // Plaintext encrypted per Write: bounds the ciphertext made ahead of a full socket.
 constexpr size_t kMaxEncryptAhead = 256 * 1024;
 
@@ -286,14 +290,14 @@ void RedisTransport::ReadPlain() {
 }
 
 void RedisTransport::ReadTls() {
-  char buf[kReadChunk];
+  char buf[kTlsReadChunk];
   ssize_t n = read(fd_, buf, sizeof buf);
   if (n < 0 && WouldBlock(errno)) return;
   if (n <= 0) return Fail(n == 0 ? "server closed the connection" : std::strerror(errno));
   BIO_write(net_in_, buf, static_cast<int>(n));  // copies: buf is free again
   for (;;) {
     ERR_clear_error();
-    int m = SSL_read(ssl_, buf, sizeof buf);
+    int m = SSL_read(ssl_, buf, static_cast<int>(sizeof buf));
     if (m > 0) {
       listener_->OnTransportRead({buf, static_cast<size_t>(m)});
       if (phase_ != Phase::kConnected) return;
@@ -319,10 +323,11 @@ bool RedisTransport::FlushCipher() {
         cipher_out_.clear();
         cipher_sent_ = 0;
       }
-      size_t old = cipher_out_.size();
-      cipher_out_.resize(old + pending);
-      int got = BIO_read(net_out_, cipher_out_.data() + old, static_cast<int>(pending));
-      cipher_out_.resize(old + static_cast<size_t>(std::max(got, 0)));
+      // Straight from the BIO into the buffer's new tail, without zero-filling it first.
+      cipher_out_.resize_and_overwrite(cipher_out_.size() + pending, [&](char* p, size_t n) {
+        int got = BIO_read(net_out_, p + n - pending, static_cast<int>(pending));
+        return n - pending + static_cast<size_t>(std::max(got, 0));
+      });
     }
     if (cipher_sent_ == cipher_out_.size()) return true;
     ssize_t n = send(fd_, cipher_out_.data() + cipher_sent_, cipher_out_.size() - cipher_sent_,
