@@ -128,7 +128,10 @@ void RedisClusterPool::Close() {
   loop_.AssertInLoopThread();
   closed_ = true;
   for (auto& n : nodes_) n->pool->Close();
-  for (const MapWaiter& w : std::exchange(map_waiters_, {})) loop_.Defer(w.handle);
+  for (const MapWaiter& w : std::exchange(map_waiters_, {})) {
+    if (w.timer != 0) loop_.timers().Cancel(w.timer);
+    loop_.Defer(w.handle);
+  }
 }
 
 RedisClusterPool::Node& RedisClusterPool::NodeAt(const RedisAddress& addr) {
@@ -203,16 +206,31 @@ void RedisClusterPool::StartRefresh() {
 
 // No hold-off here: a batch waits on it. Waiters that come while a fetch runs share the
 // next one, so a node that keeps redirecting to strangers costs one fetch at a time.
-RedisClusterPool::FreshMapAwaiter RedisClusterPool::FreshSlotMap() {
+uint64_t RedisClusterPool::NextFetch() {
   const uint64_t fetch = refreshes_started_ + 1;
   if (!refreshing_ && !closed_) StartRefresh();
-  return FreshMapAwaiter{*this, fetch};
+  return fetch;
+}
+
+void RedisClusterPool::AddMapWaiter(uint64_t fetch, std::coroutine_handle<> h, Deadline deadline) {
+  TimerQueue::Id timer = 0;
+  if (deadline)
+    timer = loop_.timers().Start(ms_until(*deadline), [this, h, alive = alive_] {
+      if (!*alive) return;
+      auto it = std::find_if(map_waiters_.begin(), map_waiters_.end(),
+                             [&](const MapWaiter& w) { return w.handle == h; });
+      if (it == map_waiters_.end()) return;
+      map_waiters_.erase(it);
+      loop_.Defer(h);
+    });
+  map_waiters_.push_back({fetch, h, timer});
 }
 
 void RedisClusterPool::WakeMapWaiters() {
   bool later = false;
   std::erase_if(map_waiters_, [&](const MapWaiter& w) {
     if (w.fetch > refreshes_ended_) return later = true, false;
+    if (w.timer != 0) loop_.timers().Cancel(w.timer);
     loop_.Defer(w.handle);
     return true;
   });
@@ -480,8 +498,17 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
         strangers.push_back(Stranger{i, target, std::move(redirect)});
     }
     if (!strangers.empty()) {
-      co_await FreshSlotMap();
+      const uint64_t fetch = NextFetch();
+      co_await FreshSlotMap(fetch, deadline);
       if (!*alive || closed_) co_return Fail(Error::Unavailable("redis: client closed"));
+      if (refreshes_ended_ < fetch) {
+        Error e = Error::DeadlineExceeded("redis endpoint " + endpoint_.name +
+                                          ": deadline passed while the slot map was fetched");
+        e.detail = "redis endpoint " + endpoint_.Label() +
+                   ": deadline passed while the slot map was fetched again after a redirect "
+                   "to an address not in it";
+        co_return Fail(std::move(e));
+      }
       for (const Stranger& s : strangers) {
         if (InMap(s.redirect.to)) {
           follow(s.i, s.from, s.redirect);

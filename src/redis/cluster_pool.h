@@ -57,7 +57,9 @@
 #include <vector>
 
 #include "core/block_pool.h"
+#include "core/deadline.h"
 #include "core/event_loop.h"
+#include "core/timer_queue.h"
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
 #include "redis/options.h"
@@ -91,13 +93,17 @@ class RedisClusterPool final : public RedisClient {
   struct MapWaiter {
     uint64_t fetch;  // resumed once this many fetches have ended
     std::coroutine_handle<> handle;
+    TimerQueue::Id timer;  // resumes it at its deadline; 0 without one
   };
-  // co_await FreshSlotMap(): see there.
+  // co_await FreshSlotMap(...): see there.
   struct FreshMapAwaiter {
     RedisClusterPool& pool;
     uint64_t fetch;
-    bool await_ready() const noexcept { return pool.closed_ || pool.refreshes_ended_ >= fetch; }
-    void await_suspend(std::coroutine_handle<> h) { pool.map_waiters_.push_back({fetch, h}); }
+    Deadline deadline;
+    bool await_ready() const noexcept {
+      return pool.closed_ || pool.refreshes_ended_ >= fetch || deadline_exceeded(deadline);
+    }
+    void await_suspend(std::coroutine_handle<> h) { pool.AddMapWaiter(fetch, h, deadline); }
     void await_resume() const noexcept {}
   };
   struct Node {
@@ -131,10 +137,16 @@ class RedisClusterPool final : public RedisClient {
   // Starts fetching the slot map unless a fetch is running or one ended under 100 ms ago.
   void RefreshSlotMap();
   void StartRefresh();
-  // Resumes once a slot map fetch that starts from now on has ended (installed or not),
-  // starting one now if none is running; at once when the pool is closed. Resumes
-  // through the loop's deferred queue: check `alive` after.
-  FreshMapAwaiter FreshSlotMap();
+  // Resumes once the slot map fetch number `fetch` (NextFetch) has ended, installed or
+  // not, or `deadline` passed (refreshes_ended_ < fetch then), or the pool closed.
+  // Resumes through the loop's deferred queue: check `alive` and closed_ after.
+  FreshMapAwaiter FreshSlotMap(uint64_t fetch, Deadline deadline) {
+    return FreshMapAwaiter{*this, fetch, deadline};
+  }
+  // The number of the next fetch to start, started now if none is running (a running one
+  // started before the caller's reply came).
+  uint64_t NextFetch();
+  void AddMapWaiter(uint64_t fetch, std::coroutine_handle<> h, Deadline deadline);
   // After a fetch ended: resumes the waiters it satisfies; starts the next fetch when
   // others wait for one that started after it.
   void WakeMapWaiters();

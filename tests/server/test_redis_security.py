@@ -81,6 +81,19 @@ def test_redirects_to_unknown_nodes_send_nothing_there():
         assert unknown_redirects(rankd) == n
     time.sleep(0.3)  # whatever was on its way to the trap has arrived
     assert trap.connections == 0 and trap.received == b"", (trap.connections, trap.received)
+    # The wait for the map is bounded by the request's deadline: a slow CLUSTER SLOTS
+    # makes it 504, and the redirect is not decided (nor counted) after the deadline.
+    node.slots_delay = 1.0
+    fetched = node.cluster_slots
+    status, _, body = rankd.request("POST", "/rank", {"plan": "viewer", "user_id": 7,
+                                                      "deadline_ms": 300})
+    assert status == 504, (status, body)
+    wait_until(lambda: node.cluster_slots > fetched, what="the slow CLUSTER SLOTS answered")
+    node.slots_delay = 0
+    time.sleep(0.2)
+    assert unknown_redirects(rankd) == 3
+    status, body = rank(rankd)
+    assert status == 502 and unknown_redirects(rankd) == 4, (status, body)
     log = rankd.stderr()
     assert f"MOVED from 127.0.0.1:{node.port} to 127.0.0.1:{trap.port} not followed" in log, log
     assert "ASK from" in log, log

@@ -3,7 +3,8 @@ Standard library only.
 
 FakeClusterNode answers AUTH with +OK (recording the arguments), PING with +PONG,
 CLUSTER SLOTS with the map of its `slots` attribute (a list of (first, last, [(host,
-port), ...]): the master, then the replicas), and every other command with `answer(args)`,
+port), ...]): the master, then the replicas) after `slots_delay` seconds, and every other
+command with `answer(args)`,
 by default `-MOVED <slot of the key> <redirect>`: what a hostile or confused node could
 send to steer rankd, with its password, to an address of its choosing.
 
@@ -12,6 +13,7 @@ Trap listens on a free loopback port and keeps every connection and byte it rece
 import binascii
 import socket
 import threading
+import time
 
 from fake_resp import _parse_command
 
@@ -90,6 +92,7 @@ class FakeClusterNode(_Listener):
         self.kind = kind
         self.auths = []           # the arguments of every AUTH received
         self.cluster_slots = 0    # CLUSTER SLOTS answered
+        self.slots_delay = 0.0    # seconds CLUSTER SLOTS waits before its answer
         self.commands = 0         # other commands answered
         self.answer = self._redirect
         super().__init__()
@@ -132,6 +135,7 @@ class FakeClusterNode(_Listener):
         if name in (b"ASKING", b"READONLY"):
             return b"+OK\r\n"
         if name == b"CLUSTER" and len(cmd) > 1 and cmd[1].upper() == b"SLOTS":
+            time.sleep(self.slots_delay)
             self.cluster_slots += 1
             return _slots_reply(self.slots)
         self.commands += 1
