@@ -1,9 +1,12 @@
 #include "redis/cluster_pool.h"
 
+#include <algorithm>
 #include <coroutine>
 #include <string_view>
+#include <utility>
 
 #include "core/awaitables.h"
+#include "core/log.h"
 #include "core/mix.h"
 #include "core/parse_int.h"
 
@@ -125,6 +128,10 @@ void RedisClusterPool::Close() {
   loop_.AssertInLoopThread();
   closed_ = true;
   for (auto& n : nodes_) n->pool->Close();
+  for (const MapWaiter& w : std::exchange(map_waiters_, {})) {
+    if (w.timer != 0) loop_.timers().Cancel(w.timer);
+    loop_.Defer(w.handle);
+  }
 }
 
 RedisClusterPool::Node& RedisClusterPool::NodeAt(const RedisAddress& addr) {
@@ -188,8 +195,52 @@ Error RedisClusterPool::Unavailable(std::string what, std::string detail) const 
 void RedisClusterPool::RefreshSlotMap() {
   if (refreshing_ || closed_) return;
   if (map_ && Clock::now() - last_refresh_ < kRefreshHoldOff) return;
+  StartRefresh();
+}
+
+void RedisClusterPool::StartRefresh() {
   refreshing_ = true;
+  ++refreshes_started_;
   Spawn(RunRefresh(alive_));
+}
+
+// No hold-off here: a batch waits on it. Waiters that come while a fetch runs share the
+// next one, so a node that keeps redirecting to strangers costs one fetch at a time.
+uint64_t RedisClusterPool::NextFetch() {
+  const uint64_t fetch = refreshes_started_ + 1;
+  if (!refreshing_ && !closed_) StartRefresh();
+  return fetch;
+}
+
+void RedisClusterPool::AddMapWaiter(uint64_t fetch, std::coroutine_handle<> h, Deadline deadline) {
+  TimerQueue::Id timer = 0;
+  if (deadline)
+    timer = loop_.timers().Start(ms_until(*deadline), [this, h, alive = alive_] {
+      if (!*alive) return;
+      auto it = std::find_if(map_waiters_.begin(), map_waiters_.end(),
+                             [&](const MapWaiter& w) { return w.handle == h; });
+      if (it == map_waiters_.end()) return;
+      map_waiters_.erase(it);
+      loop_.Defer(h);
+    });
+  map_waiters_.push_back({fetch, h, timer});
+}
+
+void RedisClusterPool::WakeMapWaiters() {
+  bool later = false;
+  std::erase_if(map_waiters_, [&](const MapWaiter& w) {
+    if (w.fetch > refreshes_ended_) return later = true, false;
+    if (w.timer != 0) loop_.timers().Cancel(w.timer);
+    loop_.Defer(w.handle);
+    return true;
+  });
+  if (later && !refreshing_ && !closed_) StartRefresh();
+}
+
+void RedisClusterPool::LogOnce(std::string line) {
+  if (line == last_logged_) return;
+  LogWarn(line);
+  last_logged_ = std::move(line);
 }
 
 // One pass over the current map's nodes, then (when none of them answered) over the
@@ -219,9 +270,11 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + reply.error().message;
         continue;
       }
-      auto map = SlotMap::FromClusterSlots((*reply)[0].ToReply(), addr);
+      auto map = SlotMap::FromClusterSlots((*reply)[0].ToReply(), addr, opts_.max_cluster_nodes);
       if (!map) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + map.error().message;
+        LogOnce("redis endpoint " + endpoint_.Label() + ": " + refresh_error_ +
+                (map_ ? "; the slot map is kept" : ""));
         continue;
       }
       Bump(node_stats->slot_map_refreshes);
@@ -230,6 +283,8 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
     }
   refreshing_ = false;
   last_refresh_ = Clock::now();
+  ++refreshes_ended_;
+  WakeMapWaiters();
   // Replicas come and go without a MOVED (a new one is listed once it has synced), so
   // reading from them needs the map fetched now and then; so does a cache, whose hits
   // send nothing that could draw a MOVED after a slot moved (Install then flushes it).
@@ -265,23 +320,31 @@ void RedisClusterPool::Install(const SlotMap& map) {
   if (retired) PublishNodes();
   replica_sets_.clear();
   if (endpoint_.read_from_replica) slot_replicas_.assign(kClusterSlots, -1);
+  // Per node of the map, its Node and its place in owners_ (0: not a master yet): each
+  // looked up once, so that the work is linear in the map. Every master serves a range
+  // of at least one slot, so owners_ holds at most kClusterSlots + 1 < kMixed entries.
+  std::vector<Node*> node_of(map.nodes().size(), nullptr);
+  std::vector<uint16_t> owner_of(map.nodes().size(), 0);
+  auto node_at = [&](int i) {
+    Node*& n = node_of[static_cast<size_t>(i)];
+    if (n == nullptr) n = &NodeAt(map.nodes()[static_cast<size_t>(i)]);
+    return n;
+  };
   for (const auto& range : map.ranges()) {
     if (endpoint_.read_from_replica && !range.replicas.empty()) {
       std::vector<Node*> set;
-      for (int r : range.replicas) set.push_back(&NodeAt(map.nodes()[static_cast<size_t>(r)]));
+      for (int r : range.replicas) set.push_back(node_at(r));
       std::fill(slot_replicas_.begin() + range.first, slot_replicas_.begin() + range.last + 1,
                 static_cast<int32_t>(replica_sets_.size()));
       replica_sets_.push_back(std::move(set));
     }
-    Node* owner = &NodeAt(map.nodes()[static_cast<size_t>(range.master)]);
-    auto m = std::find(masters_.begin(), masters_.end(), owner);
-    if (m == masters_.end()) {
-      masters_.push_back(owner);
-      owners_.push_back(owner);  // owners_ is nullptr, then masters_
-      m = masters_.end() - 1;
+    uint16_t& owner = owner_of[static_cast<size_t>(range.master)];
+    if (owner == 0) {
+      masters_.push_back(node_at(range.master));
+      owners_.push_back(masters_.back());  // owners_ is nullptr, then masters_
+      owner = static_cast<uint16_t>(owners_.size() - 1);
     }
-    std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1,
-              static_cast<uint16_t>(m - masters_.begin() + 1));
+    std::fill(slot_owner_.begin() + range.first, slot_owner_.begin() + range.last + 1, owner);
   }
   bucket_owner_.resize(kClusterSlots >> kBucketShift);
   for (size_t b = 0; b < bucket_owner_.size(); ++b) SetBucket(b);
@@ -366,6 +429,30 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
   // Per command, once one is redirected (the first round needs none of this).
   PoolVector<uint8_t> redirects;
   PoolVector<Resend> resend, again;
+  // MOVED and ASK to addresses the slot map does not name, decided once it was fetched again.
+  struct Stranger {
+    uint32_t i;
+    Node* from;
+    Redirect redirect;
+  };
+  std::vector<Stranger> strangers;
+  // Sends command i where `redirect` says, next round.
+  auto follow = [&](uint32_t i, Node* from, const Redirect& redirect) {
+    Node& to = NodeAt(redirect.to);
+    Resend next{i, &to, false};
+    if (redirect.kind == Redirect::kMoved) {
+      SetOwner(redirect.slot, &to);
+      if (tracking_) tracking_->sink->OnInvalidateAll();  // as Install would
+      Bump(stats_->moved);
+      Bump(from->stats->moved);
+      RefreshSlotMap();
+    } else {
+      next.asking = true;
+      Bump(stats_->asked);
+      Bump(from->stats->asked);
+    }
+    again.push_back(next);
+  };
   bool first = true;
   while (true) {
     auto sent =
@@ -376,6 +463,7 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
       co_return Fail(std::move(sent.error()));
     }
     again.clear();
+    strangers.clear();
     std::string pause_for;  // the text of a TRYAGAIN or CLUSTERDOWN that pauses the batch
     const size_t count = first ? n : resend.size();
     for (size_t k = 0; k < count; ++k) {
@@ -395,29 +483,43 @@ Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
       bool bounded = redirect.kind != Redirect::kRetry || !deadline;
       if (bounded && redirects[i] >= opts_.max_redirects) continue;
       if (bounded) ++redirects[i];
-      Resend next{i, target, false};
       if (redirect.kind == Redirect::kRetry) {
         pause_for = r.str();
         Bump(stats_->cluster_retries);
         if (from != nullptr) Bump(from->retries);
         RefreshSlotMap();
-      } else {
-        if (redirect.to.host.empty()) redirect.to.host = target->pool->endpoint().host;
-        Node& to = NodeAt(redirect.to);
-        next.to = &to;
-        if (redirect.kind == Redirect::kMoved) {
-          SetOwner(redirect.slot, &to);
-          if (tracking_) tracking_->sink->OnInvalidateAll();  // as Install would
-          Bump(stats_->moved);
-          Bump(from->moved);
-          RefreshSlotMap();
-        } else {
-          next.asking = true;
-          Bump(stats_->asked);
-          Bump(from->asked);
-        }
+        again.push_back(Resend{i, target, false});
+        continue;
       }
-      again.push_back(next);
+      if (redirect.to.host.empty()) redirect.to.host = target->pool->endpoint().host;
+      if (InMap(redirect.to))
+        follow(i, target, redirect);
+      else
+        strangers.push_back(Stranger{i, target, std::move(redirect)});
+    }
+    if (!strangers.empty()) {
+      const uint64_t fetch = NextFetch();
+      co_await FreshSlotMap(fetch, deadline);
+      if (!*alive || closed_) co_return Fail(Error::Unavailable("redis: client closed"));
+      if (refreshes_ended_ < fetch) {
+        Error e = Error::DeadlineExceeded("redis endpoint " + endpoint_.name +
+                                          ": deadline passed while the slot map was fetched");
+        e.detail = "redis endpoint " + endpoint_.Label() +
+                   ": deadline passed while the slot map was fetched again after a redirect "
+                   "to an address not in it";
+        co_return Fail(std::move(e));
+      }
+      for (const Stranger& s : strangers) {
+        if (InMap(s.redirect.to)) {
+          follow(s.i, s.from, s.redirect);
+          continue;
+        }
+        Bump(stats_->unknown_redirects);
+        LogOnce("redis endpoint " + endpoint_.Label() + ": " +
+                (s.redirect.kind == Redirect::kMoved ? "MOVED" : "ASK") + " from " +
+                s.from->stats->node + " to " + AddressText(s.redirect.to) +
+                " not followed: no node of the slot map, fetched again, is at that address");
+      }
     }
     if (again.empty()) co_return std::move(replies).Simplified();
     if (!pause_for.empty()) {

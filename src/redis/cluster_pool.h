@@ -11,6 +11,13 @@
 //   MOVED slot host:port    the slot's owner is remembered at once, the whole map is
 //                           fetched again in the background, the command resent there;
 //   ASK slot host:port      ASKING + the command, to that node, this once;
+//   either, to an address the slot map does not name: the batch first waits for a map
+//                           fetched from a node it knows (a fetch started after the
+//                           reply), and follows only if that map names the address; if
+//                           not, the redirect's error reply stands (502 for a required
+//                           node), counted in unknown_redirects. A reply's text alone
+//                           never opens a connection: no node outside the map (or the
+//                           URL's seeds, for fetching it) ever sees the endpoint's AUTH;
 //   TRYAGAIN, CLUSTERDOWN   resent after a jittered 10-100 ms pause, again and again
 //                           while the deadline leaves room; then the batch fails with
 //                           unavailable (a cluster failing over answers CLUSTERDOWN);
@@ -25,9 +32,12 @@
 // deadline_exceeded) and starts a map refresh from another node, which finds the promoted replica.
 //
 // Counters: the endpoint's RedisStats, shared by its node pools (batches counts node
-// batches: rounds x nodes touched), plus moved, asked, cluster_retries and
-// slot_map_refreshes; and per node a ClusterNodeStats, listed in RedisStats::Nodes()
+// batches: rounds x nodes touched), plus moved, asked, cluster_retries, unknown_redirects
+// and slot_map_refreshes; and per node a ClusterNodeStats, listed in RedisStats::Nodes()
 // while the node is in the slot map (or was reached before the first map).
+//
+// A CLUSTER SLOTS reply naming more than `max_cluster_nodes` nodes, or otherwise bad, is
+// refused (logged when the reason differs from the last one logged) and the map kept.
 //
 // A node that leaves the slot map (removed from the cluster) is retired: its stats leave
 // the list, and its pool is closed as soon as no node batch or map fetch waits on it, so
@@ -39,6 +49,7 @@
 #pragma once
 
 #include <atomic>
+#include <coroutine>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -46,7 +57,9 @@
 #include <vector>
 
 #include "core/block_pool.h"
+#include "core/deadline.h"
 #include "core/event_loop.h"
+#include "core/timer_queue.h"
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
 #include "redis/options.h"
@@ -77,6 +90,22 @@ class RedisClusterPool final : public RedisClient {
   struct Round;
   struct Share;
   struct Resend;
+  struct MapWaiter {
+    uint64_t fetch;  // resumed once this many fetches have ended
+    std::coroutine_handle<> handle;
+    TimerQueue::Id timer;  // resumes it at its deadline; 0 without one
+  };
+  // co_await FreshSlotMap(...): see there.
+  struct FreshMapAwaiter {
+    RedisClusterPool& pool;
+    uint64_t fetch;
+    Deadline deadline;
+    bool await_ready() const noexcept {
+      return pool.closed_ || pool.refreshes_ended_ >= fetch || deadline_exceeded(deadline);
+    }
+    void await_suspend(std::coroutine_handle<> h) { pool.AddMapWaiter(fetch, h, deadline); }
+    void await_resume() const noexcept {}
+  };
   struct Node {
     std::unique_ptr<RedisPool> pool;
     std::shared_ptr<ClusterNodeStats> stats;
@@ -105,9 +134,28 @@ class RedisClusterPool final : public RedisClient {
   // Where command i goes first: its slot's master, or with read_from=replica a live
   // replica when the command reads.
   Node* FirstTarget(const RedisCommands& commands, size_t i);
-  // Starts fetching the slot map unless a fetch is running.
+  // Starts fetching the slot map unless a fetch is running or one ended under 100 ms ago.
   void RefreshSlotMap();
+  void StartRefresh();
+  // Resumes once the slot map fetch number `fetch` (NextFetch) has ended, installed or
+  // not, or `deadline` passed (refreshes_ended_ < fetch then), or the pool closed.
+  // Resumes through the loop's deferred queue: check `alive` and closed_ after.
+  FreshMapAwaiter FreshSlotMap(uint64_t fetch, Deadline deadline) {
+    return FreshMapAwaiter{*this, fetch, deadline};
+  }
+  // The number of the next fetch to start, started now if none is running (a running one
+  // started before the caller's reply came).
+  uint64_t NextFetch();
+  void AddMapWaiter(uint64_t fetch, std::coroutine_handle<> h, Deadline deadline);
+  // After a fetch ended: resumes the waiters it satisfies; starts the next fetch when
+  // others wait for one that started after it.
+  void WakeMapWaiters();
   Task<void> RunRefresh(std::shared_ptr<bool> alive);
+  // LogWarn(line) unless it is the last line this pool logged so (a node that keeps
+  // sending the same bad reply or redirect is logged once, not once per fetch).
+  void LogOnce(std::string line);
+  // Whether the slot map names `addr` (a master or a replica).
+  bool InMap(const RedisAddress& addr) const { return map_ && map_->IndexOf(addr) >= 0; }
   void Install(const SlotMap& map);
   // One round of a batch: sends the commands to their targets, every node at once (the
   // first round: every command to its FirstTarget; later ones: `resend`, ASKING first
@@ -144,8 +192,13 @@ class RedisClusterPool final : public RedisClient {
   size_t next_reader_ = 0;              // spreads reads over a slot's replicas
   bool replica_refresh_armed_ = false;  // the periodic map fetch of read_from=replica
   bool refreshing_ = false;
-  TimePoint last_refresh_{};   // when the last fetch ended
-  std::string refresh_error_;  // why the last fetch failed, for NotLiveReason
+  uint64_t refreshes_started_ = 0;
+  uint64_t refreshes_ended_ = 0;
+  std::vector<MapWaiter> map_waiters_;  // batches waiting on FreshSlotMap
+  TimePoint last_refresh_{};            // when the last fetch ended
+  std::string refresh_error_;           // why the last fetch failed, for NotLiveReason
+  std::string last_logged_;  // the last refused reply or redirect logged: each is logged once
+                             // until another comes
   std::optional<TrackingConfig> tracking_;
   bool closed_ = false;
   size_t next_seed_ = 0;  // where the next refresh starts asking

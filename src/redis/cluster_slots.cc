@@ -63,12 +63,20 @@ int KeySlot(std::string_view key) {
   return Crc16Xmodem(key) & (kClusterSlots - 1);
 }
 
-int SlotMap::IndexOf(const RedisAddress& addr) const {
-  auto it = std::find(nodes_.begin(), nodes_.end(), addr);
-  return it == nodes_.end() ? -1 : static_cast<int>(it - nodes_.begin());
+std::string SlotMap::Key(const RedisAddress& addr) {
+  std::string key = addr.host;
+  key += '\0';
+  key += std::to_string(addr.port);
+  return key;
 }
 
-Result<SlotMap> SlotMap::FromClusterSlots(const RedisReply& reply, const RedisAddress& from) {
+int SlotMap::IndexOf(const RedisAddress& addr) const {
+  auto it = index_.find(Key(addr));
+  return it == index_.end() ? -1 : it->second;
+}
+
+Result<SlotMap> SlotMap::FromClusterSlots(const RedisReply& reply, const RedisAddress& from,
+                                          size_t max_nodes) {
   if (reply.is_error()) return Fail(BadSlots("error: " + reply.str));
   if (!reply.is_array()) return Fail(BadSlots(std::string(RedisReplyKindName(reply.kind))));
   SlotMap map;
@@ -77,14 +85,17 @@ Result<SlotMap> SlotMap::FromClusterSlots(const RedisReply& reply, const RedisAd
     if (!n.is_array() || n.elements.size() < 2 || !n.elements[0].is_string() ||
         !n.elements[1].is_integer())
       return Fail(BadSlots("a node is not [host, port, ...]"));
-    RedisAddress addr{n.elements[0].str, static_cast<int>(n.elements[1].integer)};
+    const int64_t port = n.elements[1].integer;
+    if (port < 1 || port > 65535) return Fail(BadSlots("port " + std::to_string(port)));
+    RedisAddress addr{n.elements[0].str, static_cast<int>(port)};
     if (addr.host.empty() || addr.host == "?") addr.host = from.host;
-    if (addr.port < 1 || addr.port > 65535)
-      return Fail(BadSlots("port " + std::to_string(n.elements[1].integer)));
-    int i = map.IndexOf(addr);
-    if (i >= 0) return i;
+    auto [it, added] = map.index_.try_emplace(Key(addr), static_cast<int>(map.nodes_.size()));
+    if (!added) return it->second;
+    if (map.nodes_.size() >= max_nodes)
+      return Fail(BadSlots("more than " + std::to_string(max_nodes) +
+                           " nodes (--redis-max-cluster-nodes)"));
     map.nodes_.push_back(std::move(addr));
-    return static_cast<int>(map.nodes_.size() - 1);
+    return it->second;
   };
   for (const RedisReply& r : reply.elements) {
     if (!r.is_array() || r.elements.size() < 3 || !r.elements[0].is_integer() ||
@@ -105,7 +116,7 @@ Result<SlotMap> SlotMap::FromClusterSlots(const RedisReply& reply, const RedisAd
     for (int s = range.first; s <= range.last; ++s) {
       if (map.master_of_[static_cast<size_t>(s)] >= 0)
         return Fail(BadSlots("slot " + std::to_string(s) + " claimed twice"));
-      map.master_of_[static_cast<size_t>(s)] = static_cast<int16_t>(range.master);
+      map.master_of_[static_cast<size_t>(s)] = range.master;
     }
     map.ranges_.push_back(std::move(range));
   }

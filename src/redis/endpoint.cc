@@ -299,7 +299,7 @@ Result<std::vector<RedisEndpoint>> ParseRedisFlags(const std::vector<std::string
     if (!ep) return Fail(ep.error());
     for (const auto& seen : out)
       if (seen.name == ep->name)
-        return Fail(Error::InvalidParam("--redis: endpoint '" + ep->name + "' given twice"));
+        return Fail(Error::InvalidParam("endpoint '" + ep->name + "' given twice"));
     has_default |= ep->name == kDefaultRedisEndpointName;
     out.push_back(std::move(*ep));
   }

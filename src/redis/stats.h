@@ -56,6 +56,8 @@ struct RedisStats {
   Counter asked{0};               // ASK replies followed
   Counter cluster_retries{0};     // TRYAGAIN / CLUSTERDOWN / unserved slot: resent after a pause
   Counter slot_map_refreshes{0};  // slot maps fetched and installed
+  Counter unknown_redirects{0};   // MOVED / ASK to an address the slot map does not name
+                                  // (once fetched again): not followed
 
   // The cluster nodes this shard's client keeps a pool for, that have not left the slot
   // map: set by the loop thread, copied by scrapes.

@@ -17,8 +17,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"serve", &rankd::CmdServe, "[flags]  (the default command; see rankd serve --help)"},
     {"run", &rankd::CmdRun,
-     "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain]  "
-     "(request JSON on stdin)"},
+     "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain] "
+     "[--redis NAME=URL]...  (request JSON on stdin)"},
     {"bench", &rankd::CmdBench,
      "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"
      " [--redis NAME=URL]... [--redis-conns K]"},
@@ -33,6 +33,10 @@ constexpr Command kCommands[] = {
 int Usage() {
   std::fprintf(stderr, "usage: rankd <command> [flags]\n");
   for (const auto& c : kCommands) std::fprintf(stderr, "  rankd %s %s\n", c.name, c.help);
+  std::fprintf(stderr,
+               "Every command that takes --redis also takes --redis-password-file NAME=PATH,\n"
+               "--redis-tls-ca FILE, --redis-tls-cert FILE and --redis-tls-key FILE (see rankd "
+               "serve --help).\n");
   return 2;
 }
 

@@ -65,10 +65,10 @@ Status SetPasswordFile(std::vector<RedisEndpoint>& endpoints, std::string_view v
 std::vector<Flag> RedisFlagRows(RedisFlags& flags) {
   return {
       RepeatedFlag("--redis", "NAME=URL",
-                   "a Redis endpoint, repeatable; URL is\n"
-                   "redis://[[user]:password@]host:port[/db][?prefix=P],\n"
-                   "redis-cluster://[[user]:password@]host:port[,host:port...],\n"
-                   "rediss:// or rediss-cluster:// for TLS ({})",
+                   "a Redis endpoint, repeatable ({});\n"
+                   "URL: redis://[[user]:password@]host:port[/db][?prefix=P]\n"
+                   "or redis-cluster://[[user]:password@]host:port[,host:port...];\n"
+                   "rediss:// and rediss-cluster:// speak TLS (docs/operations.md)",
                    flags.endpoints,
                    [] {
                      return std::string(kDefaultRedisEndpointName) + "=" +

@@ -442,7 +442,8 @@ Result<std::vector<RedisEndpoint>> Masters(ShardRuntime& rt, RedisClient& client
   // Its argument 1 routes CLUSTER SLOTS to some master; any node answers for the cluster.
   auto slots = Call(rt, client, WhereOf(ep), {"CLUSTER", "SLOTS"});
   if (!slots) return Fail(slots.error());
-  auto map = SlotMap::FromClusterSlots(*slots, ep.cluster_seeds.front());
+  auto map = SlotMap::FromClusterSlots(*slots, ep.cluster_seeds.front(),
+                                       RedisClientOptions{}.max_cluster_nodes);
   if (!map) return Fail(Error::Backend("seed: " + WhereOf(ep) + ": " + map.error().message));
   for (int slot = 0; slot < kClusterSlots; ++slot)
     if (map->MasterOf(slot) < 0)

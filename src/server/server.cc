@@ -394,7 +394,8 @@ void Server::AddCollectors() {
                "Redis Cluster slot maps fetched from each node and installed", MetricType::Counter);
     for (const auto& ep : endpoints) {
       double cmd = 0, bat = 0, err_reply = 0, unavailable = 0, deadline = 0, connect_fail = 0,
-             disconnects = 0, live = 0, lte = 0, sum_us = 0, backend = 0, bad_replies = 0;
+             disconnects = 0, live = 0, lte = 0, sum_us = 0, backend = 0, bad_replies = 0,
+             unknown_redirects = 0;
       uint64_t count = 0;
       std::array<uint64_t, RedisStats::kLatencyBoundsUs.size() + 1> buckets{};
       for (const auto& [name, st] : stats) {
@@ -406,6 +407,7 @@ void Server::AddCollectors() {
         deadline += Read(st->failed_deadline);
         backend += Read(st->failed_backend);
         bad_replies += Read(st->bad_replies);
+        unknown_redirects += Read(st->unknown_redirects);
         connect_fail += Read(st->connect_failures);
         disconnects += Read(st->disconnects);
         live += static_cast<double>(st->connections_live.load(std::memory_order_relaxed));
@@ -417,10 +419,10 @@ void Server::AddCollectors() {
       commands.metric.push_back(Sample({{"endpoint", ep}}, cmd, MetricType::Counter));
       batches.metric.push_back(Sample({{"endpoint", ep}}, bat, MetricType::Counter));
       const std::pair<const char*, double> error_kinds[] = {
-          {"error_reply", err_reply}, {"unavailable", unavailable},
-          {"deadline", deadline},     {"backend", backend},
-          {"bad_reply", bad_replies}, {"connect_failed", connect_fail},
-          {"disconnect", disconnects}};
+          {"error_reply", err_reply},  {"unavailable", unavailable},
+          {"deadline", deadline},      {"backend", backend},
+          {"bad_reply", bad_replies},  {"connect_failed", connect_fail},
+          {"disconnect", disconnects}, {"unknown_redirect", unknown_redirects}};
       for (const auto& [kind, v] : error_kinds)
         errors.metric.push_back(Sample({{"endpoint", ep}, {"kind", kind}}, v, MetricType::Counter));
       late.metric.push_back(Sample({{"endpoint", ep}}, lte, MetricType::Counter));

@@ -581,6 +581,15 @@ def _():
     for k in ("NoNewPrivileges", "ProtectSystem", "PrivateTmp", "CapabilityBoundingSet", "SystemCallFilter"):
         if k not in keys:
             bad.append(f"no {k}")
+    # The Redis password: never in argv, but through the drop-in's credential file.
+    if "$RANKD_REDIS_PASSWORD_ARGS" not in one.get("ExecStart", ""):
+        bad.append("ExecStart does not pass $RANKD_REDIS_PASSWORD_ARGS")
+    dropin = read("ops/systemd/redis-password.conf")
+    cred = re.search(r"(?m)^LoadCredential=([\w.-]+):/", dropin)
+    if not cred:
+        bad.append("redis-password.conf: no LoadCredential=ID:/path")
+    elif f"--redis-password-file redis_default=%d/{cred.group(1)}" not in dropin:
+        bad.append("redis-password.conf: RANKD_REDIS_PASSWORD_ARGS does not read the credential")
     return bad
 
 
@@ -628,8 +637,10 @@ def _():
 @check("docs/operations.md: every flag of `rankd serve --help` and every metric family")
 def _():
     doc = read("docs/operations.md")
-    # The flag table of `rankd serve` (its --help is written from it).
-    flags = set(re.findall(r'Flag[({]"(--[a-z-]+)"', read("src/server/serve_options.cc")))
+    # The flag table of `rankd serve` (its --help is written from it), with the Redis flags
+    # every command shares.
+    flags = set(re.findall(r'Flag[({]"(--[a-z-]+)"', read("src/server/serve_options.cc") +
+                           read("src/server/redis_flags.cc")))
     bad = [f"flag {f} not documented" for f in sorted(flags) if f"`{f}" not in doc]
     bad += [f"metric {m} not documented" for m in sorted(FAMILIES) if f"`{m}`" not in doc]
     for a in {r["alert"] for g in yaml.safe_load(read("ops/alerts.yml"))["groups"] for r in g["rules"] if "alert" in r} if yaml else ():

@@ -61,6 +61,16 @@ if command -v systemd-analyze >/dev/null; then
     return 0
   }
   run "systemd-analyze verify ops/systemd/rankd.service" verify_unit
+  # With the Redis password drop-in, found through the unit path as once installed.
+  mkdir "$unit_dir/rankd.service.d"
+  cp ops/systemd/redis-password.conf "$unit_dir/rankd.service.d/"
+  verify_dropin() {
+    local diag
+    diag=$(SYSTEMD_UNIT_PATH="$unit_dir:" systemd-analyze verify rankd.service 2>&1) || { echo "$diag"; return 1; }
+    if grep -E "rankd.service|redis-password.conf" <<<"$diag"; then return 1; fi
+    return 0
+  }
+  run "systemd-analyze verify rankd.service with ops/systemd/redis-password.conf" verify_dropin
   rm -rf "$unit_dir"
 else
   echo "skip systemd-analyze verify (systemd-analyze not installed; structural check below)"

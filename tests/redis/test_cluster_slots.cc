@@ -113,7 +113,7 @@ RedisReply Arr(std::vector<RedisReply> e) {
   r.elements = std::move(e);
   return r;
 }
-RedisReply Node(std::string host, int port) { return Arr({Str(host), Int(port), Str("id")}); }
+RedisReply Node(std::string host, int64_t port) { return Arr({Str(host), Int(port), Str("id")}); }
 }  // namespace
 
 TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes") {
@@ -123,7 +123,7 @@ TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes
       Arr({Int(10923), Int(16000), Node("127.0.0.1", 7002), Node("127.0.0.1", 7003)}),
       Arr({Int(16001), Int(16383), Node("127.0.0.1", 7000)}),
   });
-  auto map = SlotMap::FromClusterSlots(slots, {"127.0.0.1", 7009});
+  auto map = SlotMap::FromClusterSlots(slots, {"127.0.0.1", 7009}, 1000);
   REQUIRE(map.has_value());
   CHECK(map->nodes().size() == 6);
   CHECK(map->ranges().size() == 4);
@@ -139,7 +139,7 @@ TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes
   CHECK(map->IndexOf({"127.0.0.1", 7003}) >= 0);
   CHECK(map->IndexOf({"127.0.0.1", 7009}) == -1);
 
-  auto holes = SlotMap::FromClusterSlots(Arr({Arr({Int(0), Int(99), Node("h", 1)})}), {"h", 1});
+  auto holes = SlotMap::FromClusterSlots(Arr({Arr({Int(0), Int(99), Node("h", 1)})}), {"h", 1}, 1);
   REQUIRE(holes);
   CHECK(holes->MasterOf(99) == 0);
   CHECK(holes->MasterOf(100) == -1);
@@ -152,12 +152,48 @@ TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes
       Arr({Arr({Int(0), Int(1)})}),
       Arr({Arr({Int(0), Int(1), Arr({Str("h")})})}),
       Arr({Arr({Int(0), Int(1), Node("h", 0)})}),
+      Arr({Arr({Int(0), Int(1), Node("h", 65536)})}),
+      Arr({Arr({Int(0), Int(1), Node("h", int64_t{1} << 32 | 6379)})}),
       Arr({Arr({Int(0), Int(10), Node("h", 1)}), Arr({Int(10), Int(20), Node("h", 2)})}),
   };
   for (const auto& r : bad) {
-    auto m = SlotMap::FromClusterSlots(r, {"h", 1});
+    auto m = SlotMap::FromClusterSlots(r, {"h", 1}, 1000);
     REQUIRE_FALSE(m.has_value());
     CHECK(m.error().code == ErrorCode::kBackendError);
     CHECK(m.error().message.starts_with("bad CLUSTER SLOTS reply"));
   }
+}
+
+TEST_CASE("CLUSTER SLOTS: nodes bounded by max_nodes, every index kept whole") {
+  // 16384 one-slot ranges, each with a master and two replicas of its own: 49152 nodes,
+  // past what an int16 index holds, and a reply a quadratic dedup would crawl through.
+  std::vector<RedisReply> ranges;
+  for (int s = 0; s < kClusterSlots; ++s)
+    ranges.push_back(Arr({Int(s), Int(s), Node("10.0.0.1", 1 + 3 * s), Node("10.0.0.2", 2 + 3 * s),
+                          Node("10.0.0.3", 3 + 3 * s)}));
+  const RedisReply reply = Arr(std::move(ranges));
+  auto map = SlotMap::FromClusterSlots(reply, {"h", 1}, 3 * kClusterSlots);
+  REQUIRE(map.has_value());
+  CHECK(map->nodes().size() == 3 * kClusterSlots);
+  for (int s : {0, 10922, 10923, 16383}) {
+    CAPTURE(s);
+    REQUIRE(map->MasterOf(s) == 3 * s);
+    CHECK(map->nodes()[static_cast<size_t>(map->MasterOf(s))] ==
+          RedisAddress{"10.0.0.1", 1 + 3 * s});
+    CHECK(map->IndexOf({"10.0.0.3", 3 + 3 * s}) == 3 * s + 2);
+  }
+  // One node over the bound: refused, naming the flag.
+  auto over = SlotMap::FromClusterSlots(reply, {"h", 1}, 3 * kClusterSlots - 1);
+  REQUIRE_FALSE(over.has_value());
+  CHECK(over.error().message ==
+        "bad CLUSTER SLOTS reply: more than 49151 nodes (--redis-max-cluster-nodes)");
+  // A node named again and again counts once.
+  std::vector<RedisReply> same;
+  for (int s = 0; s < 1000; ++s)
+    same.push_back(Arr({Int(s), Int(s), Node("h", 7000), Node("h", 7001), Node("h", 7001)}));
+  auto two = SlotMap::FromClusterSlots(Arr(std::move(same)), {"h", 1}, 2);
+  REQUIRE(two.has_value());
+  CHECK(two->nodes().size() == 2);
+  CHECK(two->MasterOf(999) == 0);
+  CHECK(two->MasterOf(1000) == -1);
 }
