@@ -317,36 +317,50 @@ void RedisTransport::ReadTls() {
 
 bool RedisTransport::FlushCipher() {
   if (net_out_ == nullptr) return true;
-  for (;;) {
-    if (size_t pending = BIO_ctrl_pending(net_out_); pending > 0) {
-      if (cipher_sent_ == cipher_out_.size()) {
-        cipher_out_.clear();
-        cipher_sent_ = 0;
-      }
-      // Straight from the BIO into the buffer's new tail, without zero-filling it first.
-      cipher_out_.resize_and_overwrite(cipher_out_.size() + pending, [&](char* p, size_t n) {
-        int got = BIO_read(net_out_, p + n - pending, static_cast<int>(pending));
-        return n - pending + static_cast<size_t>(std::max(got, 0));
-      });
-    }
-    if (cipher_sent_ == cipher_out_.size()) return true;
+  // Older ciphertext first.
+  if (cipher_sent_ < cipher_out_.size()) {
     ssize_t n = send(fd_, cipher_out_.data() + cipher_sent_, cipher_out_.size() - cipher_sent_,
                      MSG_NOSIGNAL);
-    if (n < 0) {
-      if (WouldBlock(errno)) return true;
+    if (n < 0 && !WouldBlock(errno)) {
       error_ = std::string("write: ") + std::strerror(errno);
       return false;
     }
-    cipher_sent_ += static_cast<size_t>(n);
-    if (cipher_sent_ < cipher_out_.size()) return true;  // the socket is full
+    cipher_sent_ += static_cast<size_t>(std::max<ssize_t>(n, 0));
+    if (cipher_sent_ < cipher_out_.size()) return KeepCipher(nullptr, 0);
     cipher_sent_ = 0;
-    // Keep the buffer for the next batches, unless one huge batch grew it.
+    // Keep the buffer for the next time the socket fills, unless a huge batch grew it.
     if (cipher_out_.capacity() > (1u << 20))
       cipher_out_ = std::string();
     else
       cipher_out_.clear();
-    if (BIO_ctrl_pending(net_out_) == 0) return true;
   }
+  // Then what OpenSSL made, a chunk at a time, straight to the socket.
+  char chunk[kTlsReadChunk];
+  while (BIO_ctrl_pending(net_out_) > 0) {
+    int got = BIO_read(net_out_, chunk, static_cast<int>(sizeof chunk));
+    if (got <= 0) break;
+    ssize_t n = send(fd_, chunk, static_cast<size_t>(got), MSG_NOSIGNAL);
+    if (n < 0 && !WouldBlock(errno)) {
+      error_ = std::string("write: ") + std::strerror(errno);
+      return false;
+    }
+    size_t sent = static_cast<size_t>(std::max<ssize_t>(n, 0));
+    if (sent < static_cast<size_t>(got)) return KeepCipher(chunk + sent, got - sent);
+  }
+  return true;
+}
+
+// The socket is full: `rest` and everything still in the output BIO wait in
+// cipher_out_, in order, for the writable event.
+bool RedisTransport::KeepCipher(const char* rest, size_t size) {
+  cipher_out_.append(rest, size);
+  char chunk[kTlsReadChunk];
+  while (BIO_ctrl_pending(net_out_) > 0) {
+    int got = BIO_read(net_out_, chunk, static_cast<int>(sizeof chunk));
+    if (got <= 0) break;
+    cipher_out_.append(chunk, static_cast<size_t>(got));
+  }
+  return true;
 }
 
 ptrdiff_t RedisTransport::Write(std::string_view bytes) {

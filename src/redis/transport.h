@@ -87,6 +87,7 @@ class RedisTransport {
   void ReadPlain();
   void ReadTls();
   bool FlushCipher();  // sends the TLS output waiting; false: failed (error_ set)
+  bool KeepCipher(const char* rest, size_t size);
   bool SetupTls(const RedisTls& tls);
   void Fail(std::string why);  // -> kFailed, OnTransportFailed
   void UpdatePoll();
@@ -103,8 +104,8 @@ class RedisTransport {
   SSL* ssl_ = nullptr;
   BIO* net_in_ = nullptr;   // ciphertext read from the socket, for OpenSSL (owned by ssl_)
   BIO* net_out_ = nullptr;  // ciphertext OpenSSL made, for the socket (owned by ssl_)
-  std::string cipher_out_;  // ciphertext taken from net_out_ that the socket has not
-  size_t cipher_sent_ = 0;  // taken yet, and how much of it it has
+  std::string cipher_out_;  // ciphertext taken from net_out_ that the socket did not
+  size_t cipher_sent_ = 0;  // take at once, and how much of it it has taken since
 };
 
 }  // namespace rankd

@@ -14,6 +14,7 @@
 #include "core/loop_runtime.h"
 #include "redis/endpoint.h"
 #include "redis/pools.h"
+#include "redis/tls_context.h"
 
 namespace rankd::testing {
 
@@ -33,6 +34,7 @@ class TestShard {
   explicit TestShard(const std::vector<std::string>& redis_flags, RedisClientOptions opts = {}) {
     auto eps = ParseRedisFlags(redis_flags);
     if (!eps) throw std::runtime_error(eps.error().message);
+    if (auto tls = LoadRedisTls(*eps); !tls) throw std::runtime_error(tls.error().message);
     runtime_.Start();
     runtime_.OnLoop([&] {
       pools_ = std::make_unique<RedisPools>(runtime_.loop(), *eps, opts);

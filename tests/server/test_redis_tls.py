@@ -183,7 +183,7 @@ def test_cluster_over_tls_verifies_nodes_as_the_seed_host():
         rankd = Rankd(plans_dir(), redis=At(url, "--redis-tls-ca", CERTS.ca)).wait_ready()
         for user in range(1, 10):
             status, body = rank(rankd, user)
-            assert status == 200, body
+            assert status == 200, (body, rankd.stderr()[-3000:])
         rankd.stop()
     finally:
         for p in procs:
