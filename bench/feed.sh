@@ -29,9 +29,10 @@
 # TLS=1: the same redis-server also listens for TLS (a test CA's certificate made with
 # the openssl CLI) and rounds alternate between a rankd reading it over rediss:// (the
 # measured variant) and one reading it over plain TCP (the baseline), both the current
-# build: "ratio" is then TLS's cost; it adds <plan>_redis_cpu_us_per_req and
-# _per_command for both. Not together with BASE_REV or CLUSTER.
-# Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), WRK_THREADS (1), WRK_CONNS (16),
+# build, both offered TLS_RATE requests a second (300; open loop, bench/wrk_paced.lua):
+# "ratio" is then TLS's cost; it adds <plan>_redis_cpu_us_per_req and _per_command for
+# both. Not together with BASE_REV or CLUSTER.
+# Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), TLS (none), TLS_RATE (300), WRK_THREADS (1), WRK_CONNS (16),
 # WRK_SECONDS (10), VIEWERS (2000), PLANS ("feed home_light": any plans of plans/, e.g. "feed rerank" as
 # `ops/bench model` runs it; their models are copied with them).
 set -euo pipefail
@@ -110,6 +111,15 @@ redis_counts() {
   echo "$counts $(cpu_ticks ${redis_pids[$1]})"
 }
 
+# Closed loop, except with TLS=1: open loop at TLS_RATE req/s (bench/wrk_paced.lua), the
+# same offered rate for both variants. A closed loop would compare unequal loads: Redis
+# spends more per request over TLS, so the TLS rankd would see fewer requests per loop
+# turn and pay more wake-ups per request for it, a cost of the load, not of TLS.
+wrk_script=$root/bench/wrk_report.lua rate=""
+if [ -n "${TLS:-}" ]; then
+  wrk_script=$root/bench/wrk_paced.lua rate=${TLS_RATE:-300}
+fi
+
 # measure VARIANT PLAN -> one JSON line: wrk's figures plus cpu_us_per_req and the
 # Redis commands and batches per request, all over the measured run only (the 1 s
 # warm-up before it is not counted).
@@ -118,10 +128,11 @@ measure() {
   # A 2 s deadline: this measures throughput and cost, and on shared cores a p99 past
   # the default 200 ms would turn into 504s that cost nothing.
   body="{\"plan\":\"$plan\",\"user_id\":\$USER,\"deadline_ms\":2000}"
-  WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d1s -s "$root/bench/wrk_report.lua" "$url" >/dev/null
+  WRK_BODY=$body WRK_USERS=$viewers WRK_RATE=$rate WRK_PACE_THREADS=$threads \
+    wrk -t"$threads" -c"$conns" -d1s -s "$wrk_script" "$url" >/dev/null
   r0=$(redis_counts "$v"); t0=$(cpu_ticks "${pid[$v]}")
-  line=$(WRK_BODY=$body WRK_USERS=$viewers wrk -t"$threads" -c"$conns" -d"${secs}s" --latency \
-    -s "$root/bench/wrk_report.lua" "$url" | grep '^{"rps"')
+  line=$(WRK_BODY=$body WRK_USERS=$viewers WRK_RATE=$rate WRK_PACE_THREADS=$threads \
+    wrk -t"$threads" -c"$conns" -d"${secs}s" --latency -s "$wrk_script" "$url" | grep '^{"rps"')
   t1=$(cpu_ticks "${pid[$v]}"); r1=$(redis_counts "$v")
   python3 -c '
 import json, os, sys
@@ -169,6 +180,7 @@ if cluster:
     ctx["redis"] = "cluster of 3 masters + 3 replicas (ops/cluster), baseline one redis-server"
 if tls:
     ctx["redis"] = "one redis-server: rediss:// (TLS 1.3, EC P-256 certificate), baseline redis:// to it"
+    ctx["wrk"] += f", open loop at {os.environ.get('TLS_RATE', '300')} req/s (bench/wrk_paced.lua)"
 io_ops = {"viewer", "follow", "recommendation", "media", "features", "seen_filter"}
 
 def io_shape(plan_name):  # IO nodes (one batch each) and IO depth (round trips in a row)

@@ -384,20 +384,25 @@ ptrdiff_t RedisTransport::Write(std::string_view bytes) {
       return 0;
     }
   }
-  ERR_clear_error();
-  size_t take = std::min(bytes.size(), kMaxEncryptAhead);
-  int n = SSL_write(ssl_, bytes.data(), static_cast<int>(take));
-  if (n <= 0) {
-    int e = SSL_get_error(ssl_, n);
-    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-      error_ = "TLS write failed: " + TlsReason(ssl_, e);
-      return -1;
+  // SSL_write returns after each record (partial writes are on): loop until the bytes
+  // taken are all encrypted, then send them in one go.
+  const size_t take = std::min(bytes.size(), kMaxEncryptAhead);
+  size_t done = 0;
+  while (done < take) {
+    ERR_clear_error();
+    int n = SSL_write(ssl_, bytes.data() + done, static_cast<int>(take - done));
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
     }
-    n = 0;
+    int e = SSL_get_error(ssl_, n);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) break;
+    error_ = "TLS write failed: " + TlsReason(ssl_, e);
+    return -1;
   }
   if (!FlushCipher()) return -1;
   UpdatePoll();
-  return n;
+  return static_cast<ptrdiff_t>(done);
 }
 
 void RedisTransport::WatchWritable(bool on) {

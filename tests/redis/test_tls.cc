@@ -96,9 +96,8 @@ TEST_CASE("TLS: an untrusted certificate fails the connect with OpenSSL's reason
                    "?tls_ca=" + certs("other.crt")},
                   {.connections_per_endpoint = 1, .backoff_min_ms = 50, .backoff_max_ms = 100});
   REQUIRE(Eventually([&] {
-    return shard.OnLoop([&] {
-      return Contains(shard.pools().NotReadyReason(), "certificate verify failed");
-    });
+    return shard.OnLoop(
+        [&] { return Contains(shard.pools().NotReadyReason(), "certificate verify failed"); });
   }));
   auto r = shard.Batch({RedisCommand{"PING"}});
   REQUIRE_FALSE(r);
