@@ -295,12 +295,14 @@ void RedisTransport::ReadTls() {
   if (n < 0 && WouldBlock(errno)) return;
   if (n <= 0) return Fail(n == 0 ? "server closed the connection" : std::strerror(errno));
   BIO_write(net_in_, buf, static_cast<int>(n));  // copies: buf is free again
+  ERR_clear_error();
   for (;;) {
-    ERR_clear_error();
     int m = SSL_read(ssl_, buf, static_cast<int>(sizeof buf));
     if (m > 0) {
       listener_->OnTransportRead({buf, static_cast<size_t>(m)});
       if (phase_ != Phase::kConnected) return;
+      // Every call costs: no second one only to hear that nothing is left.
+      if (BIO_ctrl_pending(net_in_) == 0 && !SSL_has_pending(ssl_)) break;
       continue;
     }
     int e = SSL_get_error(ssl_, m);
