@@ -18,11 +18,12 @@ constexpr Command kCommands[] = {
     {"serve", &rankd::CmdServe, "[flags]  (the default command; see rankd serve --help)"},
     {"run", &rankd::CmdRun,
      "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain]  "
-     "(request JSON on stdin)"},
+     "[--enable-test-ops] (request JSON on stdin)"},
     {"bench", &rankd::CmdBench,
      "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"
-     " [--redis NAME=URL]... [--redis-conns K]"},
-    {"check-plans", &rankd::CmdCheckPlans, "[--plans DIR] [--served-log NAME=URL]..."},
+     " [--redis NAME=URL]... [--redis-conns K] [--enable-test-ops]"},
+    {"check-plans", &rankd::CmdCheckPlans,
+     "[--plans DIR] [--served-log NAME=URL]... [--enable-test-ops]"},
     {"replay", &rankd::CmdReplay,
      "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"},
     {"seed", &rankd::CmdSeed,
