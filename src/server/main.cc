@@ -25,7 +25,8 @@ constexpr Command kCommands[] = {
     {"check-plans", &rankd::CmdCheckPlans,
      "[--plans DIR] [--served-log NAME=URL]... [--enable-test-ops]"},
     {"replay", &rankd::CmdReplay,
-     "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"},
+     "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"
+     " [--enable-test-ops]"},
     {"seed", &rankd::CmdSeed,
      "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
      "[--flush]"},
