@@ -4,7 +4,8 @@
 # realloc, the aligned ones; libstdc++'s operator new goes through malloc) into a
 # MAP_SHARED file that this script reads from outside (a /metrics scrape would allocate).
 # Plans, under wrk (viewer drawn per request from users 0..1999):
-#   fixed_rank  plans/fixed_rank (fixed_source 100 -> vm -> sort -> take 20, no Redis)
+#   fixed_rank  tests/plans/fixed_rank (fixed_source 100 -> vm -> sort -> take 20, no Redis;
+#               served with --enable-test-ops by the builds that take it)
 #   feed        plans/feed, uncached, on the demo data of `rankd seed` (10,000 users,
 #   home_light  plans/home_light    seed 1) in a fresh redis-server, as `ops/bench feed`
 # Per plan: <plan>_allocs_per_request (allocation calls, realloc included),
@@ -54,7 +55,8 @@ for v in "${variants[@]}"; do
   env LD_PRELOAD="$hook" RANKD_ALLOC_COUNT_FILE="$tmp/count_$v.bin" \
     ${sites:+RANKD_ALLOC_SITES=$sample_every} \
     "${bin[$v]}" serve --host 127.0.0.1 --port "${port[$v]}" --shards 2 --plans "$tmp/plans" \
-    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error --cache-mb "$cache_mb" &
+    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error --cache-mb "$cache_mb" \
+    $(test_ops_flag "${bin[$v]}") &
   pid[$v]=$!
   bench_pids+=("${pid[$v]}")
   wait_http "http://127.0.0.1:${port[$v]}/readyz"

@@ -35,7 +35,7 @@ JSON
 port=$(free_port)
 "$build/src/server/rankd" serve --host 127.0.0.1 --port "$port" --shards 2 --plans "$tmp/plans" \
   --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --cache-mb 64 \
-  --cache-tracking "$tracking" --log-level error &
+  --cache-tracking "$tracking" --log-level error --enable-test-ops &
 bench_pids+=($!)
 wait_http "http://127.0.0.1:$port/readyz"
 

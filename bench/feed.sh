@@ -32,9 +32,10 @@
 # build, both offered TLS_RATE requests a second (300; open loop, bench/wrk_paced.lua):
 # "ratio" is then TLS's cost; it adds <plan>_redis_cpu_us_per_req and _per_command for
 # both. Not together with BASE_REV or CLUSTER.
-# Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), TLS (none), TLS_RATE (300), WRK_THREADS (1), WRK_CONNS (16),
-# WRK_SECONDS (10), VIEWERS (2000), PLANS ("feed home_light": any plans of plans/, e.g. "feed rerank" as
-# `ops/bench model` runs it; their models are copied with them).
+# Env: ROUNDS (3), BASE_REV (none), CLUSTER (none), TLS (none), TLS_RATE (300),
+# WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10), VIEWERS (2000), PLANS ("feed
+# home_light": any plans of plans/ or tests/plans/, e.g. "feed rerank" as `ops/bench
+# model` runs it; their models are copied with them).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 root=${RANKD_ROOT:?run through ops/bench}
@@ -92,7 +93,8 @@ for v in "${variants[@]}"; do
   port[$v]=$(free_port)
   # shellcheck disable=SC2086  # serve_args are words
   "${bin[$v]}" serve --host 127.0.0.1 --port "${port[$v]}" --shards 2 --plans "$tmp/plans" \
-    --redis "redis_default=${redis_url[$v]}" ${serve_args[$v]} --log-level error &
+    --redis "redis_default=${redis_url[$v]}" ${serve_args[$v]} --log-level error \
+    $(test_ops_flag "${bin[$v]}") &
   pid[$v]=$!
   bench_pids+=("${pid[$v]}")
   wait_http "http://127.0.0.1:${port[$v]}/readyz"

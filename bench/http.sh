@@ -6,8 +6,8 @@
 #                            median of 3 rounds that alternate between the two
 #   healthz_cpu_us_per_req   the server's CPU time per request in those rounds (user +
 #                            system: the kernel's TCP work included), rankd vs nginx
-#   rank_fixed_rps           POST /rank of plans/fixed_rank (fixed_source 100 -> vm -> sort
-#                            -> take 20), vs the same nginx
+#   rank_fixed_rps           POST /rank of tests/plans/fixed_rank (fixed_source 100 -> vm ->
+#                            sort -> take 20; --enable-test-ops), vs the same nginx
 #   rank_fixed_cpu_us_per_req  rankd's CPU per request in those rounds (target <= 8.5 us)
 #   rank_fixed_p99_over_p50  latency spread at that load
 #   shards_2_over_1          rank_fixed rps with 2 shards / 1 shard
@@ -53,10 +53,13 @@ nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" -g 'daemon off;' &
 bench_pids+=($!)
 wait_http "http://127.0.0.1:$nport/"
 
+# The one plan it serves, a test fixture: loaded with --enable-test-ops.
+mkdir -p "$tmp/plans"
+cp "$(plan_file fixed_rank)" "$tmp/plans/"
 start_rankd() {  # start_rankd SHARDS -> sets rport, rpid
   rport=$(free_port)
   "$build/src/server/rankd" serve --host 127.0.0.1 --port "$rport" --shards "$1" \
-    --plans "$root/plans" --redis "redis_default=redis://127.0.0.1:$(free_port)" \
+    --plans "$tmp/plans" --enable-test-ops --redis "redis_default=redis://127.0.0.1:$(free_port)" \
     --log-level error ${RANKD_BENCH_FLAGS:-} &
   rpid=$!
   bench_pids+=($rpid)
@@ -102,7 +105,7 @@ round_line 1 rank1 "$(measured "http://127.0.0.1:$rport/rank" "$body" "$rpid")"
 stop_rankd
 
 nginx_cmd="nginx -c $tmp/nginx/nginx.conf -p $tmp/nginx -g 'daemon off;' (worker_processes 2, reuseport, access_log off, return 200 '{\"status\":\"ok\"}')"
-rankd1_cmd="rankd serve --host 127.0.0.1 --shards 1 --plans $root/plans --log-level error ${RANKD_BENCH_FLAGS:-}"
+rankd1_cmd="rankd serve --host 127.0.0.1 --shards 1 --plans (tests/plans/fixed_rank.plan.json) --enable-test-ops --log-level error ${RANKD_BENCH_FLAGS:-}"
 python3 - "$MACHINE" "$wrk_desc" "$tmp/rounds.jsonl" "$nginx_cmd" "$rankd1_cmd" <<'PY'
 import json, statistics, sys
 machine, wrk, rounds_file, nginx_cmd, rankd1_cmd = sys.argv[1:]

@@ -97,9 +97,30 @@ build_base() {
   BASE_SHA=$sha
 }
 
+# plan_file NAME: the current tree's compiled plan NAME: a shipped one (plans/) or a test
+# fixture (tests/plans/: fixed_rank, fixed_simple, ..., which use the test-only ops).
+plan_file() {
+  if [ -f "$RANKD_ROOT/plans/$1.plan.json" ]; then
+    echo "$RANKD_ROOT/plans/$1.plan.json"
+  else
+    echo "$RANKD_ROOT/tests/plans/$1.plan.json"
+  fi
+}
+
+# test_ops_flag BIN: "--enable-test-ops" when that rankd takes the flag, without which it
+# refuses plans using sleep, busy_cpu or fixed_source; nothing for a build older than the
+# flag (a BASE_REV one), which loads them as they are and would refuse the flag.
+test_ops_flag() {
+  local help
+  help=$("$1" serve --help 2>&1 || true)
+  if [[ $help == *--enable-test-ops* ]]; then echo --enable-test-ops; fi
+  return 0
+}
+
 # bench_builds_and_plans PLAN...: the builds a bench alternates — `variants` (current, and
 # base when BASE_REV is set) with their binaries in `bin` — and the plans both load:
-# copies of the current tree's, in $BENCH_TMP/plans (the base commit may lack some).
+# copies of the current tree's, in $BENCH_TMP/plans (the base commit may lack some). A
+# test fixture among them loads with $(test_ops_flag "${bin[$v]}") on the serve line.
 bench_builds_and_plans() {
   variants=(current)
   declare -gA bin=([current]="$RANKD_BUILD/src/server/rankd")
@@ -108,8 +129,9 @@ bench_builds_and_plans() {
     variants+=(base)
     bin[base]=$BASE_BIN
   fi
+  local p
   mkdir -p "$BENCH_TMP/plans"
-  for p in "$@"; do cp "$RANKD_ROOT/plans/$p.plan.json" "$BENCH_TMP/plans/"; done
+  for p in "$@"; do cp "$(plan_file "$p")" "$BENCH_TMP/plans/"; done
   cp "$RANKD_ROOT"/plans/*.model.json "$BENCH_TMP/plans/" 2>/dev/null || true
 }
 

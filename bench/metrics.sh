@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ops/bench metrics — what metrics cost (all loopback):
 #   scrape_ms                  median time to serve GET /metrics with every plan of plans/
-#                              loaded after traffic to each (2 shards)
+#                              and the test fixture fixed_rank (--enable-test-ops) loaded
+#                              after traffic to each (2 shards)
 #   loop_lag_during_scrape_ms  worst loop lag while wrk loads POST /rank and /metrics is
 #                              scraped 10x/s: 1 shard, so that the server's loop has one
 #                              core and wrk the other (target <= 1 ms)
@@ -24,12 +25,16 @@ start_redis
 redis_port=$REDIS_PORT
 "$build/src/server/rankd" seed --redis "redis://127.0.0.1:$redis_port" --users 2000 >/dev/null
 
+# The shipped plans and the test fixture the load posts to.
+mkdir -p "$tmp/plans"
+cp "$root"/plans/*.plan.json "$root"/plans/*.model.json "$root"/plans/schema.json \
+  "$root"/plans/experiments.json "$(plan_file fixed_rank)" "$tmp/plans/"
 start_rankd() {  # start_rankd SHARDS [flags] -> rport, rpid
   local shards=$1
   shift
   rport=$(free_port)
   "$build/src/server/rankd" serve --host 127.0.0.1 --port "$rport" --shards "$shards" \
-    --plans "$root/plans" --redis "redis_default=redis://127.0.0.1:$redis_port" \
+    --plans "$tmp/plans" --enable-test-ops --redis "redis_default=redis://127.0.0.1:$redis_port" \
     --log-level error "$@" &
   rpid=$!
   bench_pids+=($rpid)
@@ -55,7 +60,7 @@ print(d["rps"], round(cpu_us, 3))' "$tmp/wrk_rps.out" "$t0" "$t1"
 
 # 1: scrape time
 start_rankd 2
-python3 "$root/bench/metrics_scrape_time.py" "$rport" "$root/plans" > "$tmp/scrape.json"
+python3 "$root/bench/metrics_scrape_time.py" "$rport" "$tmp/plans" > "$tmp/scrape.json"
 stop_rankd
 
 # The worst loop lag a shard's histogram saw: the upper bound of its highest non-empty
@@ -113,7 +118,7 @@ for round in 1 2 3; do
   start_rankd 2 --no-metrics; off+=("$(wrk_rps | tr ' ' ':')"); stop_rankd
 done
 
-serve_cmd="$build/src/server/rankd serve --host 127.0.0.1 --plans $root/plans --redis redis_default=redis://127.0.0.1:$redis_port --log-level error"
+serve_cmd="$build/src/server/rankd serve --host 127.0.0.1 --plans (plans/ and tests/plans/fixed_rank) --enable-test-ops --redis redis_default=redis://127.0.0.1:$redis_port --log-level error"
 python3 - "$MACHINE" "$tmp" "${on[*]}" "${off[*]}" "wrk -t$threads -c$conns -d${secs}s" "$serve_cmd" <<'PY'
 import json, statistics, sys
 machine, tmp, on, off, wrk, serve = sys.argv[1:]

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   for (const std::string shape : {"chain", "fanout", "diamond"}) {
     double first = 0, last = 0;
     for (int n : {10, 50, 100, 500, 2000}) {
-      auto plan = LoadPlanText(PlanJson(shape, n), "bench", TaskRegistry::Default());
+      auto plan = LoadPlanText(PlanJson(shape, n), "bench", TaskRegistry::WithTestOps());
       if (!plan) {
         std::fprintf(stderr, "sched_bench: %s\n", plan.error().message.c_str());
         return 1;

@@ -531,11 +531,11 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
       r.params.push(["key", this.plan.column(r, "key", o.key ?? "id")]);
     });
   }
-  /** Waits `durationMs` (0..60000) on a timer, then passes the rows through, or fails. */
+  /** Waits `durationMs` (0..60000) on a timer, then passes the rows through, or fails. Test-only: rankd loads it only with --enable-test-ops. */
   sleep<const N extends number>(o: { durationMs: N | ParamRef<"i64">; failAfterSleep?: BoolArg } & NodeOpts & IntCheck<N, "durationMs">): Node<C, S> {
     return sleepNode(this.plan, [this], o);
   }
-  /** Spins a CPU thread for `durationMs` (0..60000), then passes the rows through. */
+  /** Spins a CPU thread for `durationMs` (0..60000), then passes the rows through. Test-only: rankd loads it only with --enable-test-ops. */
   busyCpu<const N extends number>(o: { durationMs: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "durationMs">): Node<C, S> {
     return busyNode(this.plan, [this], o);
   }
@@ -621,7 +621,7 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
       for (const f of fields ?? fam.fields.keys()) r.cols.set(f, fieldCol(fam.fields.get(f)!));
     });
   }
-  /** Rows id = 1..count and score = id (f64); count 0..100000 (10). No IO. */
+  /** Rows id = 1..count and score = id (f64); count 0..100000 (10). No IO. Test-only: rankd loads it only with --enable-test-ops. */
   fixedSource<const N extends number = 10>(o: { count?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count"> = {} as never): Node<{ id: "i64"; score: "f64" }, S> {
     return this.plan.task("fixed_source", [], o, (r) => {
       checkKeys("fixed_source", o, ["count"]);
@@ -629,11 +629,11 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
       r.cols = new Map([["id", "i64"], ["score", "f64"]]);
     });
   }
-  /** A source that waits `durationMs` (0..60000) then yields zero rows, or fails. */
+  /** A source that waits `durationMs` (0..60000) then yields zero rows, or fails. Test-only: rankd loads it only with --enable-test-ops. */
   sleep<const N extends number>(o: { durationMs: N | ParamRef<"i64">; failAfterSleep?: BoolArg } & NodeOpts & IntCheck<N, "durationMs">): Node<IdCol, S> {
     return sleepNode(this.plan, [], o);
   }
-  /** A source that spins a CPU thread for `durationMs` (0..60000), then yields zero rows. */
+  /** A source that spins a CPU thread for `durationMs` (0..60000), then yields zero rows. Test-only: rankd loads it only with --enable-test-ops. */
   busyCpu<const N extends number>(o: { durationMs: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "durationMs">): Node<IdCol, S> {
     return busyNode(this.plan, [], o);
   }

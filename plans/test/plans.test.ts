@@ -11,11 +11,21 @@ import { compileFile, planNames } from "../lib/cli.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const CLI = path.join(ROOT, "dist", "lib", "cli.js");
-const read = (name: string) => fs.readFileSync(path.join(ROOT, `${name}.plan.json`), "utf8");
+/** The test fixtures: plans that use the test-only ops, which a production rankd refuses. */
+const TEST_PLANS = path.resolve(ROOT, "..", "tests", "plans");
+const TEST_OPS = ["sleep", "busy_cpu", "fixed_source"];
+const read = (name: string, dir = ROOT) => fs.readFileSync(path.join(dir, `${name}.plan.json`), "utf8");
 
 test("the expected plans exist", () => {
-  for (const n of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "feed", "fixed_rank", "fixed_simple", "rerank"])
+  for (const n of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "feed", "rerank"])
     assert.ok(planNames().includes(n), n);
+  for (const n of ["fixed_rank", "fixed_simple", "e2e_rank", "e2e_slow"]) assert.ok(planNames(TEST_PLANS).includes(n), n);
+});
+
+test("no plan of this folder uses a test-only op; each test fixture does", () => {
+  const ops = (name: string, dir: string) => JSON.parse(read(name, dir)).nodes.map((n: any) => n.op);
+  for (const name of planNames()) assert.deepEqual(ops(name, ROOT).filter((op: string) => TEST_OPS.includes(op)), [], name);
+  for (const name of planNames(TEST_PLANS)) assert.ok(ops(name, TEST_PLANS).some((op: string) => TEST_OPS.includes(op)), name);
 });
 
 for (const name of planNames()) {
@@ -66,7 +76,7 @@ test("feed compiles to exactly its pinned JSON", () => {
 });
 
 test("fixed_rank and fixed_simple have the agreed shape", () => {
-  const r = JSON.parse(read("fixed_rank"));
+  const r = JSON.parse(read("fixed_rank", TEST_PLANS));
   assert.deepEqual(r.nodes.map((n: any) => [n.op, n.params]), [
     ["fixed_source", { count: 100 }],
     ["vm", { out_key: "score", expr: "e0" }],
@@ -74,7 +84,7 @@ test("fixed_rank and fixed_simple have the agreed shape", () => {
     ["take", { count: 20 }],
   ]);
   assert.deepEqual(r.output.columns, ["id", "score"]);
-  const s = JSON.parse(read("fixed_simple"));
+  const s = JSON.parse(read("fixed_simple", TEST_PLANS));
   assert.deepEqual(s.nodes.map((n: any) => [n.op, n.params]), [["fixed_source", { count: 10 }], ["take", { count: 5 }]]);
 });
 
@@ -116,25 +126,31 @@ test("check fails, naming the file, when a JSON differs or is missing or has no 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "plans-check-"));
   try {
     const run = (...a: string[]) => spawnSync(process.execPath, [CLI, ...a], { encoding: "utf8" });
-    fs.writeFileSync(path.join(dir, "fixed_simple.plan.json"), read("fixed_simple"));
-    assert.equal(run("check", "--json-dir", dir, "fixed_simple").status, 0);
-    fs.writeFileSync(path.join(dir, "fixed_simple.plan.json"), read("fixed_simple").replace('"count": 5', '"count": 6'));
-    const differs = run("check", "--json-dir", dir, "fixed_simple");
+    fs.writeFileSync(path.join(dir, "simple_viewer.plan.json"), read("simple_viewer"));
+    assert.equal(run("check", "--json-dir", dir, "simple_viewer").status, 0);
+    fs.writeFileSync(path.join(dir, "simple_viewer.plan.json"), read("simple_viewer").replace('"node_id": "viewer"', '"node_id": "v"'));
+    const differs = run("check", "--json-dir", dir, "simple_viewer");
     assert.equal(differs.status, 1);
-    assert.match(differs.stderr, /fixed_simple\.plan\.json: differs from what fixed_simple\.plan\.ts compiles to/);
-    const missing = run("check", "--json-dir", dir, "fixed_rank");
+    assert.match(differs.stderr, /simple_viewer\.plan\.json: differs from what simple_viewer\.plan\.ts compiles to/);
+    const missing = run("check", "--json-dir", dir, "viewer_filter");
     assert.equal(missing.status, 1);
-    assert.match(missing.stderr, /fixed_rank\.plan\.json: missing/);
+    assert.match(missing.stderr, /viewer_filter\.plan\.json: missing/);
     fs.writeFileSync(path.join(dir, "orphan.plan.json"), "{}\n");
     const all = run("check", "--json-dir", dir);
     assert.equal(all.status, 1);
     assert.match(all.stderr, /orphan\.plan\.json: has no orphan\.plan\.ts source/);
-    const built = run("build", "--json-dir", dir, "fixed_simple");
+    const built = run("build", "--json-dir", dir, "simple_viewer");
     assert.equal(built.status, 0);
-    assert.equal(fs.readFileSync(path.join(dir, "fixed_simple.plan.json"), "utf8"), read("fixed_simple"));
+    assert.equal(fs.readFileSync(path.join(dir, "simple_viewer.plan.json"), "utf8"), read("simple_viewer"));
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the test fixtures of tests/plans match their sources (cli check --dir)", () => {
+  const r = spawnSync(process.execPath, [CLI, "check", "--dir", TEST_PLANS], { encoding: "utf8" });
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.match(r.stdout, /ok: 4 plans of \S*tests\/plans\S* match their sources/);
 });
 
 test("the plans folders of examples/ match their sources (cli check --examples)", () => {

@@ -187,6 +187,12 @@ class Loader {
       node.op = std::string(s);
       node.schema = ops_.FindOp(s);
       if (!node.schema) return Fail(w_.Node(node.id, "op", "unknown op '" + node.op + "'"));
+      // The one flag this layer names: the error must tell the operator how a test plan
+      // loads, and that it was refused on purpose.
+      if (node.schema->test_only && !ops_.test_ops_enabled())
+        return Fail(w_.Node(node.id, "op",
+                            "plan '" + plan.name + "' uses the test-only op '" + node.op +
+                                "', which loads only with --enable-test-ops"));
       if (!n["optional"].get(f)) {
         bool b;
         if (f.get_bool().get(b)) return Fail(w_.Node(node.id, "optional", "must be a bool"));

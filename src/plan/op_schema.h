@@ -114,6 +114,10 @@ struct OpSchema {
   // Its `family` param's family is keyed by the request's user_id (viewer, seen_filter):
   // the family's id type is the plan's user_id type.
   bool keyed_by_user = false;
+  // An op for tests and benchmarks only (sleep, busy_cpu, fixed_source): a plan using it
+  // loads only from a catalog whose test_ops_enabled() is true (rankd --enable-test-ops),
+  // so that a production server cannot be made to sleep or spin by a plan.
+  bool test_only = false;
 };
 
 // Where the loader looks ops up. Implemented by TaskRegistry (src/tasks/task.h).
@@ -121,6 +125,8 @@ class OpCatalog {
  public:
   virtual ~OpCatalog() = default;
   virtual const OpSchema* FindOp(std::string_view op) const = 0;  // nullptr: unknown
+  // Whether plans may use the ops marked test_only; when not, the loader refuses them.
+  virtual bool test_ops_enabled() const = 0;
 };
 
 }  // namespace rankd

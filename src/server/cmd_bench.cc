@@ -78,6 +78,7 @@ int CmdBench(const std::vector<std::string>& argv) {
   std::string plan_name, dir = "plans";
   int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2,
           redis_conns = 2;
+  bool test_ops = false;
   ModelLimits model_limits;
   std::vector<Flag> flags = RedisFlagRows(redis_flags);
   flags.insert(flags.end(),
@@ -92,6 +93,7 @@ int CmdBench(const std::vector<std::string>& argv) {
                    IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
                    IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
                    IntFlag("--cpu-threads", "N", {}, threads, -kAnyInt, kAnyInt),
+                   SwitchFlag("--enable-test-ops", {}, test_ops),
                });
   if (!ParseCommandFlags("bench", argv, flags)) return 2;
   auto endpoints = ResolveCommandRedis("bench", redis_flags);
@@ -100,7 +102,8 @@ int CmdBench(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "rankd bench: need --plan NAME, -n >= 1, -c >= 1\n");
     return 2;
   }
-  auto plans = LoadPlanDir(dir, TaskRegistry::Default(), model_limits);
+  auto plans = LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(),
+                           model_limits);
   if (!plans) {
     std::fprintf(stderr, "%s\n", plans.error().message.c_str());
     return 1;

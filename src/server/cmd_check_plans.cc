@@ -1,8 +1,9 @@
-// rankd check-plans [--plans DIR] [--max-model-bytes N] [--served-log NAME=URL]...:
-// loads every plan and model of DIR as the server would; exits 1 with the loader's
-// message (file, node, field) if one is bad. Given --served-log (the server's sinks), a
-// plan whose log names another sink is bad too; without it, sink names are not checked
-// (a server counts such records as dropped_no_sink).
+// rankd check-plans [--plans DIR] [--max-model-bytes N] [--served-log NAME=URL]...
+// [--enable-test-ops]: loads every plan and model of DIR as the server would (given the
+// same flags); exits 1 with the loader's message (file, node, field) if one is bad.
+// Given --served-log (the server's sinks), a plan whose log names another sink is bad
+// too; without it, sink names are not checked (a server counts such records as
+// dropped_no_sink).
 #include <cstdio>
 
 #include "plan/loader.h"
@@ -16,10 +17,12 @@ int CmdCheckPlans(const std::vector<std::string>& argv) {
   std::string dir = "plans";
   ModelLimits limits;
   std::vector<std::string> sink_flags;
+  bool test_ops = false;
   const Flag flags[] = {
       TextFlag("--plans", "DIR", {}, dir),
       IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
       RepeatedFlag("--served-log", "NAME=URL", {}, sink_flags),
+      SwitchFlag("--enable-test-ops", {}, test_ops),
   };
   if (!ParseCommandFlags("check-plans", argv, flags)) return 2;
   std::vector<SinkConfig> sinks;
@@ -31,7 +34,8 @@ int CmdCheckPlans(const std::vector<std::string>& argv) {
     }
     sinks.push_back(std::move(*c));
   }
-  auto set = LoadPlanDir(dir, TaskRegistry::Default(), limits);
+  auto set =
+      LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(), limits);
   if (!set) {
     std::fprintf(stderr, "%s\n", set.error().message.c_str());
     return 1;

@@ -1,5 +1,5 @@
 // rankd replay --log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]...
-//              [--plans DIR] [--max-model-bytes N]
+//              [--plans DIR] [--max-model-bytes N] [--enable-test-ops]
 // Scores every model input of a served log again with the plans folder's models and
 // prints one JSON line per model (served/replay.h). Exit 0: scores checked, none of a
 // model with the logged sha256 differs; 1: one differs, or nothing was checked, or the
@@ -80,12 +80,14 @@ int CmdReplay(const std::vector<std::string>& argv) {
   std::string log, dir = "plans";
   ModelLimits limits;
   RedisFlags redis_flags;
+  bool test_ops = false;  // the folder loads as the server that wrote the log loaded it
   std::vector<Flag> flags = RedisFlagRows(redis_flags);
   flags.insert(flags.end(),
                {
                    TextFlag("--log", "FILE|URL", {}, log),
                    TextFlag("--plans", "DIR", {}, dir),
                    IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
+                   SwitchFlag("--enable-test-ops", {}, test_ops),
                });
   if (!ParseCommandFlags("replay", argv, flags)) return 2;
   auto endpoints = ResolveCommandRedis("replay", redis_flags);
@@ -95,7 +97,8 @@ int CmdReplay(const std::vector<std::string>& argv) {
                  "rankd replay: give --log FILE or --log redis-stream://ENDPOINT?stream=S\n");
     return 2;
   }
-  auto set = LoadPlanDir(dir, TaskRegistry::Default(), limits);
+  auto set =
+      LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(), limits);
   if (!set) {
     std::fprintf(stderr, "rankd replay: %s\n", set.error().message.c_str());
     return 2;

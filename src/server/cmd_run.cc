@@ -32,7 +32,7 @@ int CmdRun(const std::vector<std::string>& argv) {
   RedisFlags redis_flags;
   std::string plan_name, dir = "plans";
   int64_t deadline_ms = 0, node_timeout_ms = 0, redis_conns = 1;
-  bool explain = false;
+  bool explain = false, test_ops = false;
   ModelLimits model_limits;
   std::vector<Flag> flags = RedisFlagRows(redis_flags);
   flags.insert(flags.end(),
@@ -44,6 +44,7 @@ int CmdRun(const std::vector<std::string>& argv) {
                    IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
                    IntFlag("--redis-conns", "N", {}, redis_conns, -kAnyInt, kAnyInt),
                    SwitchFlag("--explain", {}, explain),
+                   SwitchFlag("--enable-test-ops", {}, test_ops),
                });
   if (!ParseCommandFlags("run", argv, flags)) return 2;
   auto endpoints = ResolveCommandRedis("run", redis_flags);
@@ -57,7 +58,8 @@ int CmdRun(const std::vector<std::string>& argv) {
   if (req->deadline_ms) deadline_ms = *req->deadline_ms;
   explain = explain || req->explain;
 
-  auto plans = LoadPlanDir(dir, TaskRegistry::Default(), model_limits);
+  auto plans = LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(),
+                           model_limits);
   if (!plans) return PrintError(Error::Internal("loading plans: " + plans.error().message));
   PlanPtr plan = plans->Find(req->plan);
   if (!plan)

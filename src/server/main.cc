@@ -18,13 +18,15 @@ constexpr Command kCommands[] = {
     {"serve", &rankd::CmdServe, "[flags]  (the default command; see rankd serve --help)"},
     {"run", &rankd::CmdRun,
      "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain] "
-     "[--redis NAME=URL]...  (request JSON on stdin)"},
+     "[--enable-test-ops] [--redis NAME=URL]...  (request JSON on stdin)"},
     {"bench", &rankd::CmdBench,
      "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"
-     " [--redis NAME=URL]... [--redis-conns K]"},
-    {"check-plans", &rankd::CmdCheckPlans, "[--plans DIR] [--served-log NAME=URL]..."},
+     " [--redis NAME=URL]... [--redis-conns K] [--enable-test-ops]"},
+    {"check-plans", &rankd::CmdCheckPlans,
+     "[--plans DIR] [--served-log NAME=URL]... [--enable-test-ops]"},
     {"replay", &rankd::CmdReplay,
-     "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"},
+     "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"
+     " [--enable-test-ops]"},
     {"seed", &rankd::CmdSeed,
      "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
      "[--flush]"},

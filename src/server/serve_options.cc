@@ -37,6 +37,11 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "size limit of a model file (NAME.model.json); a larger\n"
               "one fails the plans folder's load ({})",
               o.model_limits.max_bytes, 1, kMax),
+      SwitchFlag("--enable-test-ops",
+                 "load plans that use the test-only ops sleep, busy_cpu and\n"
+                 "fixed_source (tests, benchmarks); without it such a plan fails\n"
+                 "the load",
+                 o.enable_test_ops),
       IntFlag("--redis-conns", "N", "connections per endpoint per shard ({})", o.redis_conns, 1,
               64),
       IntFlag("--redis-max-reply-bytes", "N",

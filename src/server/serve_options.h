@@ -66,6 +66,8 @@ struct ServeOptions {
   // a shard may have at once.
   bool allow_forced_variants = false;
   size_t shadow_max_inflight = 16;
+  // Plans may use the test-only ops (sleep, busy_cpu, fixed_source): tests, benchmarks.
+  bool enable_test_ops = false;
   LogLevel log_level = LogLevel::kInfo;
   bool access_log = false;
   bool metrics = true;  // --no-metrics: request-path metrics off (for benchmarks)

@@ -127,6 +127,11 @@ void AddNodeSamples(
   }
 }
 
+// The ops plans may use: the test-only ones too with --enable-test-ops.
+const TaskRegistry& Tasks(const ServeOptions& o) {
+  return o.enable_test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default();
+}
+
 }  // namespace
 
 Server::Server(ServeOptions opts) : opts_(std::move(opts)), metrics_(opts_.metrics) {}
@@ -136,7 +141,7 @@ Server::~Server() { Shutdown(); }
 int Server::port() const { return shards_.empty() ? 0 : shards_.front()->port(); }
 
 Status Server::Start() {
-  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default(), opts_.model_limits);
+  auto loaded = LoadPlanDir(opts_.plans, Tasks(opts_), opts_.model_limits);
   if (!loaded) {
     metrics_.plan_reloads->Add({{"result", "error"}}).Increment();
     return Fail(Error::BadRequest("plans: " + loaded.error().message));
@@ -184,7 +189,7 @@ Status Server::Start() {
 }
 
 Status Server::Reload() {
-  auto loaded = LoadPlanDir(opts_.plans, TaskRegistry::Default(), opts_.model_limits);
+  auto loaded = LoadPlanDir(opts_.plans, Tasks(opts_), opts_.model_limits);
   if (!loaded) {
     metrics_.plan_reloads->Add({{"result", "error"}}).Increment();
     LogError("reload rejected, keeping the previous plans: " + loaded.error().message);

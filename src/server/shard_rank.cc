@@ -8,6 +8,7 @@
 #include "core/block_pool.h"
 #include "core/client_text.h"
 #include "core/free_list.h"
+#include "core/line_rate_limit.h"
 #include "core/log.h"
 #include "http/api_errors.h"
 #include "sched/request_json.h"
@@ -41,17 +42,31 @@ std::string ServerTiming(std::chrono::microseconds took) {
   return out;
 }
 
+// One for the whole process: the limit is per error code, whichever shard answers.
+LineRateLimit<http::kErrorCodeCount>& WarningLimit() {
+  static LineRateLimit<http::kErrorCodeCount> limit;
+  return limit;
+}
+
 // Server errors go to the log with the request id, with the detail clients never see
 // (addresses, keys, raw Redis text); so do the failures behind `degraded` that carry
-// such a detail (a plain optional-node timeout is routine and only counted). Log
-// escapes what Redis put in them.
+// such a detail (a plain optional-node timeout is routine and only counted). Both are
+// rate-limited per error code (at most a line a second: a client can cause them at
+// will); Log escapes what Redis put in them.
 void LogFailures(std::string_view request_id, const Plan& plan, const Result<RunResult>& r) {
   auto line = [&](std::string_view node, const Error& e) {
+    if (!LogEnabled(LogLevel::kWarn)) return;
+    int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+            .count();
+    uint64_t suppressed = 0;
+    if (!WarningLimit().Allow(static_cast<size_t>(e.code), now_ms, &suppressed)) return;
     std::string s = "request ";
     s.append(request_id).append(" plan '").append(plan.name).append("'");
     if (!node.empty()) s.append(" degraded node '").append(node).append("'");
     s.append(": ").append(http::ErrorCodeName(e.code)).append(": ").append(e.message);
     if (!e.detail.empty()) s.append(" [").append(e.detail).append("]");
+    if (suppressed) s.append(" (").append(std::to_string(suppressed)).append(" suppressed)");
     LogWarn(s);
   };
   if (!r) {

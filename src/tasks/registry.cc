@@ -61,20 +61,30 @@ std::vector<std::string> TaskRegistry::ops() const {
   return out;
 }
 
+namespace {
+
+// Built in place: plans keep pointers into the registry, so it never moves.
+struct BuiltinTasks {
+  TaskRegistry r;
+  explicit BuiltinTasks(bool test_ops_enabled) : r(test_ops_enabled) {
+    RegisterCpuTasks(r);
+    RegisterModelTask(r);
+    RegisterTestTasks(r);
+    RegisterIoTaskSpecs(r);
+    RegisterIoTaskRuns(r);
+  }
+};
+
+}  // namespace
+
 const TaskRegistry& TaskRegistry::Default() {
-  // Built in place: plans keep pointers into the registry, so it never moves.
-  struct Holder {
-    TaskRegistry r;
-    Holder() {
-      RegisterCpuTasks(r);
-      RegisterModelTask(r);
-      RegisterTestTasks(r);
-      RegisterIoTaskSpecs(r);
-      RegisterIoTaskRuns(r);
-    }
-  };
-  static const Holder holder;
-  return holder.r;
+  static const BuiltinTasks tasks(/*test_ops_enabled=*/false);
+  return tasks.r;
+}
+
+const TaskRegistry& TaskRegistry::WithTestOps() {
+  static const BuiltinTasks tasks(/*test_ops_enabled=*/true);
+  return tasks.r;
 }
 
 }  // namespace rankd

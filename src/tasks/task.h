@@ -112,7 +112,8 @@ struct TaskSpec : OpSchema {
 
 class TaskRegistry : public OpCatalog {
  public:
-  TaskRegistry() = default;
+  // `test_ops_enabled`: whether plans loaded against it may use the test-only ops.
+  explicit TaskRegistry(bool test_ops_enabled = false) : test_ops_enabled_(test_ops_enabled) {}
   TaskRegistry(const TaskRegistry&) = delete;  // plans point into it
   TaskRegistry& operator=(const TaskRegistry&) = delete;
 
@@ -124,12 +125,17 @@ class TaskRegistry : public OpCatalog {
 
   const TaskSpec* Find(std::string_view op) const;
   const OpSchema* FindOp(std::string_view op) const override { return Find(op); }
+  bool test_ops_enabled() const override { return test_ops_enabled_; }
   std::vector<std::string> ops() const;
 
-  // Every built-in task, IO runs included (RegisterIoTaskRuns). Built on first use.
+  // Every built-in task, IO runs included (RegisterIoTaskRuns), built on first use. Both
+  // hold the same ops; Default() refuses a plan that uses a test-only one (production),
+  // WithTestOps() loads it (--enable-test-ops, unit tests, fuzzers, benchmarks).
   static const TaskRegistry& Default();
+  static const TaskRegistry& WithTestOps();
 
  private:
+  bool test_ops_enabled_;
   std::deque<TaskSpec> specs_;  // stable addresses: plans point at them
   std::unordered_map<std::string, TaskSpec*> by_op_;
 };
@@ -140,7 +146,7 @@ inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const Tas
 // --- registration, one function per group of tasks ------------------------------------
 void RegisterCpuTasks(TaskRegistry& r);     // vm, filter, sort, take, concat, dedupe
 void RegisterModelTask(TaskRegistry& r);    // model
-void RegisterTestTasks(TaskRegistry& r);    // fixed_source, sleep, busy_cpu
+void RegisterTestTasks(TaskRegistry& r);    // fixed_source, sleep, busy_cpu (test_only)
 void RegisterIoTaskSpecs(TaskRegistry& r);  // viewer, follow, ... : specs, runs stubbed
 // src/tasks/io_tasks.cc: installs the IO runs with SetAsyncRun.
 void RegisterIoTaskRuns(TaskRegistry& r);

@@ -57,18 +57,26 @@ TaskParamSpec Duration() {
   return TaskParamSpec::Optional("duration_ms", ParamKind::kI64, int64_t{0}).Bounds(0, 60000).Ref();
 }
 
+TaskSpec TestOnly(TaskSpec s) {
+  s.test_only = true;
+  return s;
+}
+
 }  // namespace
 
+// Each is test_only: a plan using one loads only with --enable-test-ops (a plan that
+// sleeps or spins a worker for 60 s has no place on a production server).
 void RegisterTestTasks(TaskRegistry& r) {
   using P = TaskParamSpec;
-  r.Add(TaskSpec::Cpu("fixed_source", 0, 0,
-                      {P::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()},
-                      &FixedSchema, &RunFixed));
-  r.Add(TaskSpec::Async(
+  r.Add(TestOnly(
+      TaskSpec::Cpu("fixed_source", 0, 0,
+                    {P::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()},
+                    &FixedSchema, &RunFixed)));
+  r.Add(TestOnly(TaskSpec::Async(
       "sleep", 0, 1, {Duration(), P::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()},
-      &SchemaSameAsInput, &RunSleep));
-  r.Add(TaskSpec::Cpu("busy_cpu", 0, 1, {Duration()}, &SchemaSameAsInput, &RunBusy,
-                      RunKind::kCpuPool));
+      &SchemaSameAsInput, &RunSleep)));
+  r.Add(TestOnly(TaskSpec::Cpu("busy_cpu", 0, 1, {Duration()}, &SchemaSameAsInput, &RunBusy,
+                               RunKind::kCpuPool)));
 }
 
 }  // namespace rankd

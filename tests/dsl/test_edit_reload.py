@@ -1,7 +1,8 @@
 """The DSL's round trip through a live server: edit a .plan.ts, run the DSL build, send
 SIGHUP, and rankd serves the new plan. Runs in a copy of plans/ (sharing its
-node_modules), so the repository's plans stay untouched. REQUIRES: npm ci done in plans/
-(ops/lib/plans-check runs this after it)."""
+node_modules) plus the Redis-free test fixture fixed_simple of tests/plans (the harness
+starts rankd with --enable-test-ops), so the repository's plans stay untouched.
+REQUIRES: npm ci done in plans/ (ops/lib/plans-check runs this after it)."""
 import os
 import shutil
 import signal
@@ -18,6 +19,8 @@ def test_edit_build_sighup_changes_behaviour():
     shutil.copytree(src, work, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("node_modules", "dist"))
     os.symlink(os.path.join(src, "node_modules"), os.path.join(work, "node_modules"))
+    for ext in (".plan.ts", ".plan.json"):
+        shutil.copy(os.path.join(SOURCE_ROOT, "tests", "plans", "fixed_simple" + ext), work)
     s = Rankd(work)
     try:
         status, _, body = s.rank({"plan": "fixed_simple", "user_id": 1})

@@ -4,7 +4,8 @@
 //     types (fuzz_engine.h), values the plan's IO nodes could have fetched, and
 //  2. the whole plan on the scheduler without Redis (IO nodes fail or degrade), and
 //     for a plan with a `log` block the served-log record of its answer,
-// so that "check-plans accepts it, the first request crashes" is found.
+// so that "check-plans accepts it, the first request crashes" is found. A plan loads
+// with the test-only ops enabled; without them it must load exactly when it uses none.
 // Corpus: tests/fuzz/corpus/plan (the shipped plans and more); dictionary plan.dict.
 #include <cstddef>
 #include <cstdint>
@@ -20,9 +21,16 @@ using namespace rankd;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  Result<PlanPtr> plan = LoadPlanText(text, "fuzz.plan.json", TaskRegistry::Default());
+  // Loaded with the test-only ops (the corpus's fixed_source plans run all the way
+  // without Redis); the production registry must then load the same plan exactly when
+  // it uses none of them.
+  Result<PlanPtr> plan = LoadPlanText(text, "fuzz.plan.json", TaskRegistry::WithTestOps());
   if (!plan) return 0;
   const Plan& p = **plan;
+  bool test_ops = false;
+  for (const PlanNode& node : p.nodes) test_ops |= node.schema->test_only;
+  if (LoadPlanText(text, "fuzz.plan.json", TaskRegistry::Default()).has_value() == test_ops)
+    __builtin_trap();
 
   Result<ParamValues> defaults = BindParams(p, {});
   if (!defaults) return 0;  // a declared default outside its own bounds is a load error

@@ -1,6 +1,7 @@
 // Fuzz target `rank_json`: a /rank request body -> ParseRankRequest -> the plan it
-// names among the shipped plans (plans/, loaded once) -> params bound, task parameters
-// resolved -> the plan run without Redis (fuzz_engine.h) -> the response or error JSON.
+// names among the shipped plans and the test fixtures (plans/ and tests/plans/, loaded
+// once) -> params bound, task parameters resolved -> the plan run without Redis
+// (fuzz_engine.h) -> the response or error JSON.
 // Everything /rank does with a body except HTTP and Redis.
 // Corpus: tests/fuzz/corpus/rank_json; dictionary rank_json.dict.
 #include <cstddef>
@@ -21,13 +22,23 @@ using namespace rankd;
 
 namespace {
 
+// The shipped plans (plans/) and the test fixtures (tests/plans/, which use the test-only
+// ops: fixed_rank is the corpus's plan that runs all the way without Redis).
 const PlanSet& ShippedPlans() {
-  static const Result<PlanSet> plans =
-      LoadPlanDir(RANKD_SOURCE_ROOT "/plans", TaskRegistry::Default());
-  if (!plans) {
-    std::fprintf(stderr, "fuzz_rank_json: %s\n", plans.error().message.c_str());
-    std::abort();
-  }
+  static const PlanSet* plans = [] {
+    auto load = [](const char* dir) {
+      Result<PlanSet> set = LoadPlanDir(dir, TaskRegistry::WithTestOps());
+      if (!set) {
+        std::fprintf(stderr, "fuzz_rank_json: %s\n", set.error().message.c_str());
+        std::abort();
+      }
+      return std::move(*set);
+    };
+    auto* set = new PlanSet(load(RANKD_SOURCE_ROOT "/plans"));
+    for (auto& [name, plan] : load(RANKD_SOURCE_ROOT "/tests/plans").plans)
+      set->plans.emplace(name, plan);
+    return set;
+  }();
   return *plans;
 }
 

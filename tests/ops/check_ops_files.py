@@ -442,15 +442,38 @@ def _():
 
 
 CONFIGMAP = "ops/k8s/configmap-plans.yaml"
+# Ops a production rankd refuses (rankd --enable-test-ops loads them): plans that use
+# them live in tests/plans, never in what is shipped.
+TEST_OPS = ("sleep", "busy_cpu", "fixed_source")
+
+
+def shipped_plan_files():
+    """{file name: text} of what the Dockerfile copies into the image's plan folder, less
+    the models (they come from the model image): plans/*.plan.json, schema.json and
+    experiments.json. The ConfigMap carries exactly these."""
+    import glob
+    m = re.search(r"(?m)^COPY ((?:plans/\S+ )+)/etc/rankd/plans/$", read("ops/Dockerfile"))
+    if not m:
+        raise RuntimeError("ops/Dockerfile has no `COPY plans/... /etc/rankd/plans/` line")
+    files = {}
+    for pattern in m.group(1).split():
+        paths = sorted(glob.glob(os.path.join(ROOT, pattern)))
+        if not paths:
+            raise RuntimeError(f"ops/Dockerfile copies {pattern}, which matches no file")
+        for path in paths:
+            if not path.endswith(".model.json"):
+                with open(path, encoding="utf-8") as f:
+                    files[os.path.basename(path)] = f.read()
+    return dict(sorted(files.items()))
 
 
 def plans_configmap_text():
-    plans_dir = os.path.join(ROOT, "plans")
-    names = sorted(f for f in os.listdir(plans_dir) if f.endswith(".plan.json"))
     out = [
-        "# The compiled plans (plans/*.plan.json), which the Deployment's init container copies",
-        "# into the plan folder /etc/rankd/plans next to the models. Generated: do not edit.",
-        "# After changing plans/, regenerate with",
+        "# The compiled plans (plans/*.plan.json) with the folder's schema.json and",
+        "# experiments.json, which the Deployment's init container copies into the plan folder",
+        "# /etc/rankd/plans next to the models: what ops/Dockerfile puts in the image, less the",
+        "# models. Production plans only (test fixtures live in tests/plans). Generated: do not",
+        "# edit. After changing plans/, regenerate with",
         "#   tests/ops/test_ops_files.sh --write-plans-configmap",
         "# then `kubectl apply -k ops/k8s` and `kubectl -n rankd rollout restart deployment/rankd`.",
         "apiVersion: v1",
@@ -464,34 +487,43 @@ def plans_configmap_text():
         "    app.kubernetes.io/part-of: rankd",
         "data:",
     ]
-    for n in names:
-        with open(os.path.join(plans_dir, n), encoding="utf-8") as f:
-            body = f.read()
+    for n, body in shipped_plan_files().items():
         chomp = "" if body.endswith("\n") else "-"
         out.append(f"  {n}: |{chomp}")
         out += [("    " + line) if line else "" for line in body.rstrip("\n").split("\n")]
     return "\n".join(out) + "\n"
 
 
-@check("k8s: the plans ConfigMap holds exactly plans/*.plan.json")
+@check("k8s: the plans ConfigMap holds exactly the image's plan files less the models")
 def _():
     need_yaml()
     cm = yaml.safe_load(read(CONFIGMAP))
-    plans_dir = os.path.join(ROOT, "plans")
-    want = {}
-    for n in sorted(os.listdir(plans_dir)):
-        if n.endswith(".plan.json"):
-            with open(os.path.join(plans_dir, n), encoding="utf-8") as f:
-                want[n] = f.read()
+    want = shipped_plan_files()
     got = cm.get("data", {})
     bad = [f"{n} differs from plans/{n}" for n in want if n in got and got[n] != want[n]]
     bad += [f"{n} is missing" for n in want if n not in got]
-    bad += [f"{n} is not in plans/" for n in got if n not in want]
+    bad += [f"{n} is not one of the plan files ops/Dockerfile ships" for n in got if n not in want]
     for n, body in got.items():
-        if json.loads(body).get("name") + ".plan.json" != n:
+        if n.endswith(".plan.json") and json.loads(body).get("name") + ".plan.json" != n:
             bad.append(f"{n}: its plan name does not match the key")
     if bad:
         bad.append("regenerate with: tests/ops/test_ops_files.sh --write-plans-configmap")
+    return bad
+
+
+@check("production: no shipped plan uses a test-only op, and no shipped file enables them")
+def _():
+    bad = []
+    for n, body in shipped_plan_files().items():
+        if n.endswith(".plan.json"):
+            for node in json.loads(body).get("nodes", []):
+                if node.get("op") in TEST_OPS:
+                    bad.append(f"plans/{n}: node '{node.get('node_id')}' uses the test-only op "
+                               f"'{node['op']}' (move the plan to tests/plans)")
+    for rel in ["ops/Dockerfile", "ops/systemd/rankd.service", "ops/run"] + sorted(
+            os.path.join("ops", "k8s", f) for f in os.listdir(os.path.join(ROOT, "ops", "k8s"))):
+        if "--enable-test-ops" in read(rel):
+            bad.append(f"{rel} passes --enable-test-ops")
     return bad
 
 

@@ -13,7 +13,7 @@ using namespace rankd;
 namespace {
 
 Result<PlanPtr> Load(const std::string& json) {
-  return LoadPlanText(json, "bad.plan.json", TaskRegistry::Default());
+  return LoadPlanText(json, "bad.plan.json", TaskRegistry::WithTestOps());
 }
 
 std::string Doc(const std::string& nodes, const std::string& out, const std::string& extra = "") {
@@ -242,6 +242,26 @@ TEST_SUITE("plan_loader") {
         {"params.x", "default"});
   }
 
+  TEST_CASE("test-only ops load only from the registry that enables them") {
+    const char* kPlans[][2] = {
+        {"fixed_source", R"({"node_id": "n", "op": "fixed_source"})"},
+        {"sleep", R"({"node_id": "n", "op": "sleep", "params": {"duration_ms": 1}})"},
+        {"busy_cpu", R"({"node_id": "n", "op": "busy_cpu"})"},
+    };
+    for (const auto& [op, node] : kPlans) {
+      std::string json = Doc(node, "n");
+      auto refused = LoadPlanText(json, "bad.plan.json", TaskRegistry::Default());
+      REQUIRE_FALSE(refused.has_value());
+      CHECK(refused.error().message ==
+            "bad.plan.json: node 'n': op: plan 'bad' uses the test-only op '" + std::string(op) +
+                "', which loads only with --enable-test-ops");
+      CHECK(LoadPlanText(json, "bad.plan.json", TaskRegistry::WithTestOps()).has_value());
+    }
+    // The production ops load from both.
+    std::string viewer = Doc(R"({"node_id": "v", "op": "viewer"})", "v");
+    CHECK(LoadPlanText(viewer, "bad.plan.json", TaskRegistry::Default()).has_value());
+  }
+
   TEST_CASE("a folder loads all or nothing") {
     namespace fs = std::filesystem;
     fs::path dir = fs::temp_directory_path() / ("rankd_plans_" + std::to_string(::getpid()));
@@ -252,13 +272,13 @@ TEST_SUITE("plan_loader") {
     write(
         "good.plan.json",
         R"({"schema_version": 1, "name": "good", "nodes": [{"node_id": "a", "op": "fixed_source"}], "output": {"node": "a"}})");
-    auto ok = LoadPlanDir(dir.string(), TaskRegistry::Default());
+    auto ok = LoadPlanDir(dir.string(), TaskRegistry::WithTestOps());
     REQUIRE(ok.has_value());
     CHECK(ok->Find("good") != nullptr);
     write(
         "worse.plan.json",
         R"({"schema_version": 1, "name": "worse", "nodes": [{"node_id": "a", "op": "nope"}], "output": {"node": "a"}})");
-    auto bad = LoadPlanDir(dir.string(), TaskRegistry::Default());
+    auto bad = LoadPlanDir(dir.string(), TaskRegistry::WithTestOps());
     REQUIRE_FALSE(bad.has_value());
     CHECK(bad.error().message.find("worse.plan.json") != std::string::npos);
     fs::remove_all(dir);

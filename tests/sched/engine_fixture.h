@@ -23,7 +23,7 @@ inline std::string PlanDoc(const std::string& nodes, const std::string& out,
 }
 
 inline PlanPtr MustLoad(const std::string& json) {
-  auto p = LoadPlanText(json, "test.plan.json", TaskRegistry::Default());
+  auto p = LoadPlanText(json, "test.plan.json", TaskRegistry::WithTestOps());
   if (!p) FAIL("plan did not load: " << p.error().message);
   return *p;
 }

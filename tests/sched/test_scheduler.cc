@@ -59,7 +59,7 @@ Task<Result<RowSet>> RunHold(const TaskContext& ctx, RowSets) {
 // The built-in CPU and test tasks plus `hold`.
 const TaskRegistry& RegistryWithHold() {
   static const TaskRegistry* r = [] {
-    auto* reg = new TaskRegistry;
+    auto* reg = new TaskRegistry(/*test_ops_enabled=*/true);
     RegisterCpuTasks(*reg);
     RegisterTestTasks(*reg);
     TaskSpec hold;

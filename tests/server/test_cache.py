@@ -702,7 +702,8 @@ def test_bad_cache_flags_stop_startup():
     plans = plans_dir()
     for flag, value in (("--cache-mb", "-1"), ("--cache-tracking", "nope"), ("--cache-ttl-ms", "x")):
         out = subprocess.run([RANKD, "serve", "--host", "127.0.0.1", "--port", "0", "--plans", plans,
-                              flag, value], capture_output=True, text=True, timeout=20)
+                              "--enable-test-ops", flag, value], capture_output=True, text=True,
+                             timeout=20)
         assert out.returncode != 0, (flag, value, out)
         assert flag in out.stderr, (flag, value, out.stderr)
 

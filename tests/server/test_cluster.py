@@ -458,7 +458,7 @@ def test_served_log_stream_on_the_cluster():
                timeout=20, what="40 records written to the cluster's stream")
     assert int(cluster.cli("-c", "XLEN", stream).strip()) == 40
     out = subprocess.run([RANKD, "replay", "--log", f"redis-stream://logs?stream={stream}",
-                          "--redis", f"logs={cluster.url()}", "--plans", plans],
+                          "--redis", f"logs={cluster.url()}", "--plans", plans, "--enable-test-ops"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     stats = json.loads(out.stdout.splitlines()[0])

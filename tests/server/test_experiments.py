@@ -330,8 +330,8 @@ def test_load_errors_name_the_experiment_and_field():
     ]
     for experiments, words in cases:
         d = folder(experiments)
-        out = subprocess.run([RANKD, "check-plans", "--plans", d], capture_output=True, text=True,
-                             timeout=30)
+        out = subprocess.run([RANKD, "check-plans", "--plans", d, "--enable-test-ops"],
+                             capture_output=True, text=True, timeout=30)
         assert out.returncode == 1, (words, out.stdout)
         assert "experiments.json" in out.stderr and words in out.stderr, (words, out.stderr)
         if words != "duplicate experiment name":

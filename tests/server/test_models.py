@@ -181,8 +181,8 @@ def test_plans_list_their_models_and_explain_names_the_model_version():
 
 
 def check_plans(d, *extra):
-    p = subprocess.run([RANKD, "check-plans", "--plans", d, *extra], capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run([RANKD, "check-plans", "--plans", d, "--enable-test-ops", *extra],
+                       capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout + p.stderr
 
 
@@ -235,16 +235,17 @@ def test_max_model_bytes_is_a_load_error_in_serve_and_check_plans():
     assert rc == 1 and "ctr.model.json" in out and str(size - 1) in out, out
     rc, out = check_plans(d, "--max-model-bytes", str(size))
     assert rc == 0, out
-    p = subprocess.run([RANKD, "serve", "--port", "0", "--plans", d, "--max-model-bytes",
-                        str(size - 1)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([RANKD, "serve", "--port", "0", "--plans", d, "--enable-test-ops",
+                        "--max-model-bytes", str(size - 1)], capture_output=True, text=True,
+                       timeout=60)
     assert p.returncode == 1 and "ctr.model.json" in p.stderr, p.stderr
 
 
 def test_rankd_run_loads_models_as_serve_does():
     path, bst = model_file(objective="reg:logistic", trees=10, depth=3, base_score=0.7)
     d = folder({"ctr": path}, {"p": scoring_plan("p", "ctr", rows=20)})
-    p = subprocess.run([RANKD, "run", "--plans", d, "--plan", "p"], input='{"user_id": 1}',
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run([RANKD, "run", "--plans", d, "--plan", "p", "--enable-test-ops"],
+                       input='{"user_id": 1}', capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     ids = list(range(1, 21))
     check_scores(scores_by_id(json.loads(p.stdout)), predict(bst, ids), ids)

@@ -73,7 +73,7 @@ def file_sink(path, max_mb=64, keep=2):
 
 
 def replay(log, plans, extra=()):
-    out = subprocess.run([RANKD, "replay", "--log", log, "--plans", plans, *extra],
+    out = subprocess.run([RANKD, "replay", "--log", log, "--plans", plans, "--enable-test-ops", *extra],
                          capture_output=True, text=True, timeout=120)
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
     return out.returncode, {x["model"]: x for x in lines}, out.stderr
@@ -323,7 +323,8 @@ def test_bad_flags_and_plans():
     plans = plans_dir()
 
     def start(*flags):
-        return subprocess.run([RANKD, "serve", "--port", "0", "--plans", plans, *flags],
+        return subprocess.run([RANKD, "serve", "--port", "0", "--plans", plans, "--enable-test-ops",
+                               *flags],
                               capture_output=True, text=True, timeout=30)
     for flag, words in [
             ("x=kafka://broker?topic=t", "unknown scheme"),
@@ -340,7 +341,7 @@ def test_bad_flags_and_plans():
 
     def check(plan, *flags):
         d = plans_dir({plan["name"]: plan})
-        return subprocess.run([RANKD, "check-plans", "--plans", d, *flags],
+        return subprocess.run([RANKD, "check-plans", "--plans", d, "--enable-test-ops", *flags],
                               capture_output=True, text=True, timeout=30)
     for log, words in [({"sink": "s", "columns": ["nope"]}, "no column 'nope'"),
                        ({"sink": "s", "candidates": {"node": "zz", "top": 3}}, "unknown node 'zz'"),

@@ -509,8 +509,8 @@ def test_access_log_one_json_line_per_request():
 
 def test_port_taken_fails_clearly():
     s = server()
-    p = subprocess.run([RANKD, "serve", "--host", "127.0.0.1", "--port", str(s.port), "--plans", s.plans],
-                       capture_output=True, text=True, timeout=20)
+    p = subprocess.run([RANKD, "serve", "--host", "127.0.0.1", "--port", str(s.port), "--plans", s.plans,
+                        "--enable-test-ops"], capture_output=True, text=True, timeout=20)
     assert p.returncode != 0
     assert str(s.port) in p.stderr, p.stderr
 
@@ -552,7 +552,7 @@ def test_watch_plans_reloads_on_change_and_keeps_the_old_set_on_a_bad_one():
 def test_ipv6_listen_address_and_a_bad_one():
     s = server()
     p = subprocess.Popen([RANKD, "serve", "--host", "::1", "--port", "0", "--shards", "2",
-                          "--plans", s.plans, "--log-level", "warn"],
+                          "--plans", s.plans, "--log-level", "warn", "--enable-test-ops"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_until(lambda: len(listening_ports(p.pid)) == 1, what="rankd listening on [::1]")
@@ -571,7 +571,8 @@ def test_ipv6_listen_address_and_a_bad_one():
         p.terminate()
         assert p.wait(20) == 0, p.stderr.read()
     bad = subprocess.run([RANKD, "serve", "--host", "not-an-address", "--port", str(free_port()),
-                          "--plans", s.plans], capture_output=True, text=True, timeout=20)
+                          "--plans", s.plans, "--enable-test-ops"], capture_output=True, text=True,
+                         timeout=20)
     assert bad.returncode != 0
     assert "invalid listen address 'not-an-address'" in bad.stderr, bad.stderr
 

@@ -292,13 +292,14 @@ class Redis:
 # --- rankd -------------------------------------------------------------------------
 
 def plans_dir(extra=None):
-    """A temporary plans folder: the repository's compiled plans and their models plus
+    """A temporary plans folder: the repository's compiled plans and their models, the
+    test fixtures of tests/plans (which use the test-only ops: Rankd enables them), plus
     `extra` ({name: plan dict or raw text})."""
     d = temp_dir("rankd-plans-")
-    src = os.path.join(SOURCE_ROOT, "plans")
-    for name in os.listdir(src):
-        if name.endswith(".plan.json") or name.endswith(".model.json"):
-            shutil.copy(os.path.join(src, name), d)
+    for src in (os.path.join(SOURCE_ROOT, "plans"), os.path.join(SOURCE_ROOT, "tests", "plans")):
+        for name in os.listdir(src):
+            if name.endswith(".plan.json") or name.endswith(".model.json"):
+                shutil.copy(os.path.join(src, name), d)
     for name, plan in (extra or {}).items():
         write_plan(d, name, plan)
     return d
@@ -333,9 +334,11 @@ def sleep_plan(name, ms, optional=False, timeout_ms=None):
 
 
 class Rankd:
-    """A `rankd serve` process on a free port."""
+    """A `rankd serve` process on a free port, with --enable-test-ops unless `test_ops` is
+    False (test plans use sleep, busy_cpu and fixed_source)."""
 
-    def __init__(self, plans, redis=None, shards=1, extra_args=None, port=None, stdout_path=None):
+    def __init__(self, plans, redis=None, shards=1, extra_args=None, port=None, stdout_path=None,
+                 test_ops=True):
         # Port 0 unless the test needs a fixed one: the kernel then picks a port no socket
         # holds. A port picked here could be handed to a concurrent test's rankd as well,
         # and SO_REUSEPORT would let both share it, each answering the other's clients.
@@ -344,6 +347,8 @@ class Rankd:
         self.shards = shards
         args = [RANKD, "serve", "--host", "127.0.0.1", "--port", str(port or 0),
                 "--shards", str(shards), "--plans", plans, "--log-level", "warn"]
+        if test_ops:
+            args.append("--enable-test-ops")
         if redis is not None:
             args += ["--redis", f"redis_default={redis.url()}"]
             args += redis.tls_args() if hasattr(redis, "tls_args") else []
