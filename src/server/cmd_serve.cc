@@ -1,9 +1,9 @@
 // `rankd serve`: the server. The main thread blocks the signals it handles before any
 // thread starts (so every thread inherits the mask) and then waits for them: SIGHUP
-// reloads the plans, SIGTERM/SIGINT fail readiness, serve on for --drain-delay-ms, then
-// drain and exit 0. With --watch-plans-ms the wait times out every N ms to compare the
-// plans folder's fingerprint with the one of the last load, and reloads when it differs.
-// Before anything starts it raises its open-file limit to the hard limit.
+// reloads the plans (and re-reads --auth-token-file), SIGTERM/SIGINT fail readiness,
+// serve on for --drain-delay-ms, then drain and exit 0. With --watch-plans-ms the wait times out
+// every N ms to compare the plans folder's fingerprint with the one of the last load, and reloads
+// when it differs. Before anything starts it raises its open-file limit to the hard limit.
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -118,9 +118,12 @@ int CmdServe(const std::vector<std::string>& args) {
       continue;
     }
     if (sig == SIGHUP) {
-      LogInfo("SIGHUP: reloading plans");
+      LogInfo(server.options().auth_token_file.empty()
+                  ? "SIGHUP: reloading plans"
+                  : "SIGHUP: reloading plans and --auth-token-file");
       if (watch_ms) loaded_fingerprint = PlanDirFingerprint(plans_dir);
-      (void)server.Reload();  // logs its own outcome
+      (void)server.Reload();            // logs its own outcome
+      (void)server.ReloadAuthTokens();  // the same; independent of the plans' outcome
       continue;
     }
     LogInfo(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ": shutting down");

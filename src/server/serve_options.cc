@@ -124,11 +124,17 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "/metrics requests waiting for a serialisation, per address;\n"
               "more get 503 ({})",
               o.max_queued_scrapes, 1, 100000),
+      TextFlag("--auth-token-file", "FILE",
+               "API tokens, one a line (# comments); every route but\n"
+               "/healthz and /readyz then needs 'Authorization: Bearer\n"
+               "<token>' (401 without); SIGHUP re-reads it (none)",
+               o.auth_token_file),
       TextFlag("--metrics-host", "ADDR", "address of the metrics listener (--host)",
                o.metrics_host),
       IntFlag("--metrics-port", "N",
-              "serve /metrics only on this port (on shard 0); the main\n"
-              "port then answers 404 for it ({} = main port serves it)",
+              "serve /metrics only on this port (on shard 0), with\n"
+              "/healthz and /readyz, never asking for a token; the main\n"
+              "port then answers 404 for /metrics ({} = main port serves it)",
               o.metrics_port, 1, 65535),
       Flag{"--log-level",
            {},
