@@ -113,8 +113,9 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "also buffers at most N x 16 KiB of unparsed input",
               o.max_pipeline_depth, 1, 1024),
       IntFlag("--max-buffered-input-bytes", "N",
-              "unparsed input a shard holds; past it, connections\n"
-              "whose input waits stop reading ({})",
+              "unparsed input and unfinished request bodies a shard\n"
+              "holds; past it, connections whose input waits or whose\n"
+              "body is under way stop reading ({})",
               o.max_buffered_input_bytes, 65536, kMax),
       IntFlag("--max-unsent-bytes", "N",
               "response bytes a shard holds for clients that do not read;\n"
