@@ -14,6 +14,7 @@ namespace rankd {
 // in this order; this layer knows neither.
 enum class ErrorCode : uint8_t {
   kBadRequest,
+  kUnauthorized,
   kNotFound,
   kUnknownPlan,
   kMethodNotAllowed,
@@ -36,6 +37,7 @@ struct Error {
   std::string detail{};
 
   static Error BadRequest(std::string m) { return {ErrorCode::kBadRequest, std::move(m)}; }
+  static Error Unauthorized(std::string m) { return {ErrorCode::kUnauthorized, std::move(m)}; }
   static Error NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
   static Error UnknownPlan(std::string m) { return {ErrorCode::kUnknownPlan, std::move(m)}; }
   static Error InvalidParam(std::string m) { return {ErrorCode::kInvalidParam, std::move(m)}; }

@@ -27,6 +27,7 @@ struct ApiError {
 
 inline constexpr ApiError kApiErrors[] = {
     {ErrorCode::kBadRequest, "bad_request", 400},
+    {ErrorCode::kUnauthorized, "unauthorized", 401},
     {ErrorCode::kNotFound, "not_found", 404},
     {ErrorCode::kUnknownPlan, "unknown_plan", 404},
     {ErrorCode::kMethodNotAllowed, "method_not_allowed", 405},

@@ -12,11 +12,17 @@ namespace rankd::http {
 namespace {
 
 // Output buffers and the input buffer keep their capacity between requests (no
-// allocation per response), but not a huge one left behind by a single large body.
+// allocation per response), but not a huge one left behind by a single large answer.
+// The input buffer keeps less: what it keeps while empty is outside the shard's input
+// budget (which counts bytes held), so it is bounded per connection by a request head.
 constexpr size_t kKeepCapacity = 256 * 1024;
+constexpr size_t kKeepInputCapacity = 16 * 1024;
 
-void ReleaseIfHuge(std::string& s) {
-  if (s.empty() && s.capacity() > kKeepCapacity) std::string().swap(s);
+// The smallest read: below it, reads cost more syscalls than they save memory.
+constexpr size_t kMinRead = 4096;
+
+void ReleaseIfHuge(std::string& s, size_t keep = kKeepCapacity) {
+  if (s.empty() && s.capacity() > keep) std::string().swap(s);
 }
 
 }  // namespace
@@ -91,12 +97,16 @@ void Connection::Unpark(bool first) {
 
 void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(h->data);
-  // Read no more than the room left under max_pending_input, so that what may end up
-  // buffered stays within it (but at least a few KiB, so that reads stay cheap).
+  // Read no more than the room left under max_pending_input, nor under the shard's
+  // input budget (but for the oldest body, which may go past it), so that what may end
+  // up held stays within them (but at least a few KiB, so that reads stay cheap): a
+  // burst of connections read in one loop turn then overshoots the budget by a few KiB
+  // each, not by a whole read buffer each.
   size_t pending = c->in_buf_.size() - c->in_off_;
   size_t limit = c->ctx_.options.max_pending_input;
   size_t room = pending < limit ? limit - pending : 0;
-  size_t len = std::min(ConnectionContext::kReadBufferBytes, std::max<size_t>(room, 4096));
+  if (c->ctx_.oldest_body != c) room = std::min(room, c->ctx_.InputRoom());
+  size_t len = std::min(ConnectionContext::kReadBufferBytes, std::max<size_t>(room, kMinRead));
   *buf = uv_buf_init(c->ctx_.read_buffer.get(), static_cast<unsigned>(len));
 }
 
@@ -138,7 +148,6 @@ void Connection::Receive(const char* data, size_t n) {
     }
     in_buf_.append(data, n);
   }
-  AccountInput();
   Settle();
 }
 
@@ -201,6 +210,7 @@ void Connection::Reject(RejectKind kind, const Error& e) {
   std::string id = cur_id.empty() ? ctx_.ids.Next() : cur_id;
   Response r{ErrorStatus(e.code), body, "application/json", {}};
   AppendResponse(out_back_, r, ResponseMeta{id, /*close=*/true, /*omit_body=*/false});
+  stream_.Abandon();  // the next AccountInput lets the shard's budget have it back
   ++ctx_.counters.responses;
   ++queued_responses_;
   Enter(Phase::kClosing);
@@ -228,6 +238,7 @@ void Connection::Settle(bool must_progress) {
     ParseWaiting(must_progress);
     if (phase_ == Phase::kClosed) return;
   } while (Flush());
+  AccountInput();
   AccountOutput();
   if ((phase_ == Phase::kClosing || phase_ == Phase::kShuttingDown) && Unsent() == 0) {
     if (peer_eof_) {  // the client will send nothing more: no need to linger
@@ -254,8 +265,7 @@ void Connection::ParseWaiting(bool& must_progress) {
   if (in_off_ == in_buf_.size() || !Open()) {
     in_buf_.clear();
     in_off_ = 0;
-    ReleaseIfHuge(in_buf_);
-    AccountInput();
+    ReleaseIfHuge(in_buf_, kKeepInputCapacity);
   }
   if (peer_eof_ && CanParse() && in_buf_.empty()) {
     // Nothing more will arrive. A request cut short is answered for the (half-closed)
@@ -371,15 +381,27 @@ void Connection::UpdateReading() {
   }
 }
 
+bool Connection::HoldsInputForLater() const {
+  // Unparsed input: behind an unanswered request, or left for the next loop turn.
+  if (in_off_ < in_buf_.size()) return true;
+  // Part of a request body: reading on only grows it, unless the rest fits in one read
+  // (finishing the request hands its body on and frees the whole share), or the body is
+  // the shard's oldest under way (one body at a time always completes).
+  return stream_.body_bytes_held() > 0 &&
+         stream_.body_bytes_missing() > ConnectionContext::kReadBufferBytes &&
+         ctx_.oldest_body != this;
+}
+
 bool Connection::OpenWantsInput() {
   const HttpOptions& opt = ctx_.options;
   size_t pending = in_buf_.size() - in_off_;
   bool want = !peer_eof_ && pending < opt.max_pending_input && Unsent() <= opt.max_pending_output;
-  if (want && pending > 0 && !CanParse() && ctx_.InputOverBudget()) {
-    // The shard holds too much buffered input: connections whose input waits behind
-    // an unanswered request stop reading until it drains. (One that can parse still
-    // reads: its bytes are parsed at once, and a request cut in two needs the rest.)
-    // The listener resumes us (ResumeInput) when there is room again.
+  if (want && ctx_.InputOverBudget() && HoldsInputForLater()) {
+    // The shard holds too much input: connections that would only hold more (input
+    // not parsed yet, a body under way) stop reading until it drains. The others still
+    // read: a head, or a request between others, is parsed at once, so that a new
+    // client is served while bodies wait. A body that never completes ends with the
+    // read timeout's 408. The listener resumes us (ResumeInput) when there is room.
     if (!input_waits_for_shard_) {
       input_waits_for_shard_ = true;
       ++ctx_.counters.limit(LimitKind::kShardInput);
@@ -467,7 +489,25 @@ void Connection::Expire(TimerMode mode) {
 // --- the shard's budgets ------------------------------------------------------------
 
 void Connection::AccountInput() {
-  if (phase_ != Phase::kClosed) ctx_.MoveInputShare(input_accounted_, in_buf_.size());
+  if (phase_ == Phase::kClosed) return;
+  size_t body = stream_.body_bytes_held();
+  TrackBody(body > 0);  // first: a share released below may let the next oldest on
+  ctx_.MoveInputShare(input_accounted_, in_buf_.size() + body);
+}
+
+void Connection::TrackBody(bool holds_body) {
+  if (holds_body == in_body_list_) return;
+  in_body_list_ = holds_body;
+  if (holds_body) {  // append: the newest
+    older_body_ = ctx_.newest_body;
+    newer_body_ = nullptr;
+    (older_body_ ? older_body_->newer_body_ : ctx_.oldest_body) = this;
+    ctx_.newest_body = this;
+  } else {
+    (older_body_ ? older_body_->newer_body_ : ctx_.oldest_body) = newer_body_;
+    (newer_body_ ? newer_body_->older_body_ : ctx_.newest_body) = older_body_;
+    older_body_ = newer_body_ = nullptr;
+  }
 }
 
 void Connection::AccountOutput() {
@@ -497,6 +537,7 @@ void Connection::CloseNow() {
   stalled_since_ = 0;  // no longer a candidate for the slowest-reader close
   // The buffers go with the connection (after its close callback); stop counting them.
   // A release only schedules the listener's work: safe inside any loop.
+  TrackBody(false);
   ctx_.MoveInputShare(input_accounted_, 0);
   ctx_.MoveUnsentShare(output_accounted_, 0);
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::OnClose);

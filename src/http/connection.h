@@ -48,6 +48,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ResumeInput();
 
   size_t Unsent() const { return out_front_.size() + out_back_.size(); }
+  // Stopped for the shard's input budget, in the listener's list of reads to resume.
+  bool waits_for_input_room() const { return input_waits_for_shard_; }
   // Loop time (ms) since which the client has not taken any of our output; 0: none waits.
   uint64_t stalled_since() const { return stalled_since_; }
 
@@ -97,12 +99,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnClientReading();                  // output left: the client reads, its timers restart
   void UpdateReading();
   bool OpenWantsInput();  // UpdateReading for an open connection (records why not)
+  // Reading on would only add to what this connection holds for later (unparsed input,
+  // a request body under way): it waits while the shard is over its input budget.
+  bool HoldsInputForLater() const;
   void UpdateTimer();
   TimerMode WantedTimer() const;
   void Expire(TimerMode mode);
-  // Move this connection's shares of the shard's budgets to what it holds now.
+  // Move this connection's shares of the shard's budgets to what it holds now: its
+  // unparsed input and the body of the request it is reading (until the handler takes
+  // it), and its unsent output.
   void AccountInput();
   void AccountOutput();
+  // Joins or leaves the context's list of bodies under way (oldest_body ...).
+  void TrackBody(bool holds_body);
 
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
@@ -135,6 +144,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool parked_ = false;                 // in the listener's list for the next turn
   bool input_waits_for_shard_ = false;  // in the listener's list of reads to resume
   size_t input_accounted_ = 0;          // our share of the shard's buffered input
+  // Our place in the context's list of bodies under way (see TrackBody).
+  bool in_body_list_ = false;
+  Connection* older_body_ = nullptr;
+  Connection* newer_body_ = nullptr;
 
   PendingRequest pending_;
 

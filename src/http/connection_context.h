@@ -29,7 +29,8 @@ class ConnectionEvents {
   virtual void ParkUntilNextTurn(std::shared_ptr<Connection> c) = 0;
   // c stopped reading for the shard's input budget: call c->ResumeInput when it has room.
   virtual void WaitForInputRoom(std::shared_ptr<Connection> c) = 0;
-  // Some connection's share of the input budget shrank.
+  // Some connection's share of the input budget shrank (and the oldest body may have
+  // changed).
   virtual void InputReleased() = 0;
   // The shard's unsent output is over its budget: close the slowest readers.
   virtual void UnsentOverBudget() = 0;
@@ -61,9 +62,19 @@ struct ConnectionContext {
 
   // The shard's budgets: sums over the open connections. Each connection keeps its
   // share (the bytes it last reported) and moves it with these.
-  size_t buffered_input = 0;  // unparsed input held
+  size_t buffered_input = 0;  // unparsed input and request bodies not yet handed on
   size_t unsent = 0;          // output the clients have not taken
+  // The connections holding part of a request body across reads, in the order their
+  // bodies began: an intrusive list through Connection (Connection::TrackBody). The
+  // oldest may read on past the input budget, so that one body at a time always
+  // completes and frees its share: bodies larger than what the budget leaves them (or
+  // than the budget) do not wait on each other forever.
+  Connection* oldest_body = nullptr;
+  Connection* newest_body = nullptr;
   bool InputOverBudget() const { return buffered_input > options.max_buffered_input_bytes; }
+  size_t InputRoom() const {
+    return InputOverBudget() ? 0 : options.max_buffered_input_bytes - buffered_input;
+  }
   void MoveInputShare(size_t& share, size_t now) {
     if (now == share) return;
     buffered_input = buffered_input - share + now;

@@ -43,7 +43,7 @@ constexpr std::string_view RejectKindName(RejectKind k) {
 enum class LimitKind : uint8_t {
   kPipelineDepth,    // a connection reached max_pipeline_depth unsent answers: parsing waits
   kConnectionInput,  // a connection's buffered input reached max_pending_input: reads stop
-  kShardInput,       // the shard's buffered input passed its budget: reads stop
+  kShardInput,       // the shard's input (unparsed, bodies) passed its budget: reads stop
   kShardUnsent,      // the shard's unsent output passed its budget: slowest reader closed
   kCount,
 };
@@ -69,7 +69,7 @@ struct HttpCounters {
   uint64_t parked_reads = 0;   // input left for the next loop turn (turn budget)
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
-  uint64_t buffered_input = 0;  // gauge: unparsed input bytes held (shard budget)
+  uint64_t buffered_input = 0;  // gauge: unparsed input and unfinished bodies (shard budget)
   uint64_t unsent = 0;          // gauge: response bytes not yet taken by clients
   std::array<uint64_t, static_cast<size_t>(RejectKind::kCount)> rejects{};
   std::array<uint64_t, static_cast<size_t>(LimitKind::kCount)> limits{};

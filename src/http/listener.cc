@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstring>
@@ -185,18 +186,38 @@ void Listener::WaitForInputRoom(std::shared_ptr<Connection> c) {
 }
 
 void Listener::InputReleased() {
-  if (input_waiters_.empty() || ctx_.InputOverBudget() || input_resume_scheduled_) return;
+  if (input_waiters_.empty() || input_resume_scheduled_) return;
+  // Over the budget, only the oldest body under way may go on (ResumeOldestBody).
+  if (ctx_.InputOverBudget() &&
+      !(ctx_.oldest_body != nullptr && ctx_.oldest_body->waits_for_input_room()))
+    return;
   // Next turn, not now: we are inside some connection's callback.
   input_resume_scheduled_ = true;
   ctx_.loop.NextTurn([weak = weak_from_this()] {
     auto l = weak.lock();
     if (!l) return;
     l->input_resume_scheduled_ = false;
+    if (l->ctx_.InputOverBudget()) {
+      l->ResumeOldestBody();
+      return;
+    }
     auto waiters = std::move(l->input_waiters_);
     l->input_waiters_.clear();
     // Whoever finds the budget spent again waits again, behind the others.
     for (auto& c : waiters) c->ResumeInput();
   });
+}
+
+void Listener::ResumeOldestBody() {
+  Connection* oldest = ctx_.oldest_body;
+  if (oldest == nullptr || !oldest->waits_for_input_room()) return;
+  // O(waiters), once per body that completes while the shard is over its budget.
+  auto it = std::find_if(input_waiters_.begin(), input_waiters_.end(),
+                         [oldest](const auto& c) { return c.get() == oldest; });
+  if (it == input_waiters_.end()) return;
+  std::shared_ptr<Connection> c = std::move(*it);
+  input_waiters_.erase(it);
+  c->ResumeInput();
 }
 
 void Listener::UnsentOverBudget() {

@@ -74,6 +74,8 @@ class Listener : public std::enable_shared_from_this<Listener>, private Connecti
   void AcceptOne();
   void MaybeFinished();
   void UnparkAll();
+  // Over the input budget: lets the oldest body under way read on, if it waits.
+  void ResumeOldestBody();
   // Past the shard's output budget: closes the connections whose clients have not
   // read for the longest (in the next loop turn, outside any connection's callback).
   void CloseSlowestReaders();

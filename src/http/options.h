@@ -28,10 +28,12 @@ struct HttpOptions {
   size_t max_pending_input = 64 * 1024;
   size_t max_pipeline_depth = 16;
 
-  // The shard's budgets, summed over its connections. Past max_buffered_input_bytes,
-  // connections whose input waits behind an unanswered request stop reading until it
-  // drains; past max_unsent_bytes, the connections whose clients have not read for
-  // the longest are closed until the rest fits.
+  // The shard's budgets, summed over its connections. max_buffered_input_bytes counts
+  // unparsed input and the bodies of requests not yet complete: past it, connections
+  // whose input waits behind an unanswered request, or that are reading a body, stop
+  // reading until it drains (a body that never completes gets the read timeout's 408);
+  // past max_unsent_bytes, the connections whose clients have not read for the longest
+  // are closed until the rest fits.
   size_t max_buffered_input_bytes = 64u << 20;
   size_t max_unsent_bytes = 256u << 20;
 };

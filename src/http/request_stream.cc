@@ -1,6 +1,7 @@
 #include "http/request_stream.h"
 
 #include <cassert>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -112,6 +113,11 @@ size_t RequestStream::VetLines(const char* seg, size_t len, std::optional<Refusa
     if (!lf || short_line) break;
   }
   return take;
+}
+
+size_t RequestStream::body_bytes_missing() const {
+  if (phase_ != Phase::kBody || msg_.announced_body == 0) return SIZE_MAX;
+  return msg_.announced_body - msg_.body.size();
 }
 
 bool RequestStream::FinishCutShort() { return llhttp_finish(&parser_) != HPE_OK && in_message(); }
@@ -264,13 +270,15 @@ int RequestStream::OnHeadersComplete(llhttp_t* p) {
   // request was answered, so it also follows every earlier response.
   if (m.expect_continue && body_expected && p->http_major == 1 && p->http_minor >= 1)
     s->step_.send_continue = true;
-  if (has_length) m.req.body.reserve(static_cast<size_t>(p->content_length));
+  // No reserve(content_length) here: a head costs a client a few bytes, and the body's
+  // memory is taken only as its bytes arrive (OnBody).
+  if (has_length) m.announced_body = static_cast<size_t>(p->content_length);
   return 0;
 }
 
 int RequestStream::OnBody(llhttp_t* p, const char* at, size_t len) {
   RequestStream* s = Self(p);
-  PoolString& body = s->msg_.req.body;
+  BodyBuffer& body = s->msg_.body;
   size_t limit = s->opt_.max_body_bytes;
   if (body.size() + len > limit) {  // chunked bodies grow past any announcement
     s->Fail(RejectKind::kBodyTooLarge,
@@ -278,7 +286,7 @@ int RequestStream::OnBody(llhttp_t* p, const char* at, size_t len) {
                   "chunked request body over the limit of " + std::to_string(limit) + " bytes"});
     return -1;
   }
-  body.append(at, len);
+  body.Append({at, len});
   return 0;
 }
 
@@ -292,6 +300,7 @@ int RequestStream::OnChunkHeader(llhttp_t* p) {
 int RequestStream::OnMessageComplete(llhttp_t* p) {
   RequestStream* s = Self(p);
   Request& req = s->msg_.req;
+  req.body = s->msg_.body.Take();
   // An upgrade (or CONNECT) would turn the stream into another protocol: answer, close.
   req.keep_alive = llhttp_should_keep_alive(p) != 0 && p->upgrade == 0;
   req.read_done = Clock::now();

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "http/body_buffer.h"
 #include "http/counters.h"
 #include "http/head_scan.h"
 #include "http/message.h"
@@ -64,6 +65,9 @@ class RequestStream {
 
   // REQUIRES: the last Feed returned kRequest.
   Request TakeRequest();
+  // The connection parses nothing more (it answered an error and closes): frees what
+  // the request under way holds, its body above all.
+  void Abandon() { msg_ = Message{}; }
   // REQUIRES: the last Feed returned kReject.
   using Refusal = std::pair<RejectKind, Error>;
   const Refusal& reject() const { return *reject_; }
@@ -74,6 +78,14 @@ class RequestStream {
   }
   // The id of the request being parsed ("" before its X-Request-Id or head end).
   const std::string& current_request_id() const { return msg_.req.request_id; }
+
+  // Heap bytes the body of the request being parsed holds (its capacity; 0 while none
+  // has arrived): what the connection charges against the shard's input budget until
+  // the request is taken.
+  size_t body_bytes_held() const { return msg_.body.held(); }
+  // Body bytes still to come by the request's Content-Length; SIZE_MAX for a chunked
+  // body (its end is unknown) or outside a body.
+  size_t body_bytes_missing() const;
 
  private:
   // Where the stream is. Head and trailer lines are vetted before llhttp sees them;
@@ -95,6 +107,10 @@ class RequestStream {
     bool seen_content_length = false;
     bool seen_transfer_encoding = false;
     bool expect_continue = false;
+    // The body while it arrives (de-chunked); req.body once the request is complete.
+    BodyBuffer body;
+    // The body's size as the head announced it (Content-Length); 0 when chunked.
+    size_t announced_body = 0;
   };
 
   // Every phase change goes through Enter, which asserts that it is one of these.

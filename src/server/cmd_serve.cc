@@ -1,9 +1,11 @@
 // `rankd serve`: the server. The main thread blocks the signals it handles before any
 // thread starts (so every thread inherits the mask) and then waits for them: SIGHUP
-// reloads the plans, SIGTERM/SIGINT fail readiness, serve on for --drain-delay-ms, then
-// drain and exit 0. With --watch-plans-ms the wait times out every N ms to compare the
-// plans folder's fingerprint with the one of the last load, and reloads when it differs.
+// reloads the plans (and re-reads --auth-token-file), SIGTERM/SIGINT fail readiness,
+// serve on for --drain-delay-ms, then drain and exit 0. With --watch-plans-ms the wait times out
+// every N ms to compare the plans folder's fingerprint with the one of the last load, and reloads
+// when it differs. Before anything starts it raises its open-file limit to the hard limit.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <chrono>
@@ -47,6 +49,25 @@ void WaitDrainDelay(uint64_t ms) {
   }
 }
 
+// Every connection is a file descriptor: --max-connections per shard, the Redis
+// connections and the log files need more than the usual soft limit of 1024. The hard
+// limit is what the operator allows (systemd's LimitNOFILE=, the container runtime,
+// `ulimit -Hn`): take all of it, and say so when even that is short of the flags.
+void RaiseOpenFileLimit(const ServeOptions& o) {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max) {
+    rlimit raised = r;
+    raised.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
+  }
+  uint64_t want = static_cast<uint64_t>(o.max_connections) * static_cast<uint64_t>(o.shards);
+  if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want)
+    LogInfo("open files are limited to " + std::to_string(r.rlim_cur) +
+            " (RLIMIT_NOFILE), under --max-connections x --shards = " + std::to_string(want) +
+            ": accepting fails with EMFILE first; raise LimitNOFILE= or ulimit -n");
+}
+
 }  // namespace
 
 int CmdServe(const std::vector<std::string>& args) {
@@ -64,6 +85,7 @@ int CmdServe(const std::vector<std::string>& args) {
     return 0;
   }
   SetLogLevel(parsed->options.log_level);
+  RaiseOpenFileLimit(parsed->options);
 
   sigset_t set;
   sigemptyset(&set);
@@ -96,9 +118,12 @@ int CmdServe(const std::vector<std::string>& args) {
       continue;
     }
     if (sig == SIGHUP) {
-      LogInfo("SIGHUP: reloading plans");
+      LogInfo(server.options().auth_token_file.empty()
+                  ? "SIGHUP: reloading plans"
+                  : "SIGHUP: reloading plans and --auth-token-file");
       if (watch_ms) loaded_fingerprint = PlanDirFingerprint(plans_dir);
-      (void)server.Reload();  // logs its own outcome
+      (void)server.Reload();            // logs its own outcome
+      (void)server.ReloadAuthTokens();  // the same; independent of the plans' outcome
       continue;
     }
     LogInfo(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") + ": shutting down");

@@ -225,7 +225,7 @@ std::string Metrics::Serialize() const {
   return out;
 }
 
-ShardMetrics::ShardMetrics(Metrics& m, int shard)
+ShardMetrics::ShardMetrics(Metrics& m, int shard, bool tokens)
     : m_(m), shard_(std::to_string(shard)), enabled_(m.enabled()) {
   inflight = &m.inflight->Add({{"shard", shard_}});
   open_connections = &m.open_connections->Add({{"shard", shard_}});
@@ -253,7 +253,10 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard)
   // Every answer a route can give, so that they show as 0 until used and the request
   // path never looks a label set up. The HTTP layer's own refusals are not here: they
   // count in rankd_http_rejects_total.
+  const int unauthorized = http::ErrorStatus(ErrorCode::kUnauthorized);
   for (size_t m = 0; m < kMethods; ++m) {
+    for (size_t r = 0; tokens && r < static_cast<size_t>(Route::kCount); ++r)
+      if (NeedsToken(static_cast<Route>(r))) HttpChild(static_cast<Route>(r), m, unauthorized);
     for (const auto& route : kRoutes) {
       if (!AcceptsMethod(route, kMethodNames[m])) {
         HttpChild(route.route, m, http::ErrorStatus(ErrorCode::kMethodNotAllowed));

@@ -137,7 +137,8 @@ using PlanMetricsPtr = std::shared_ptr<PlanMetrics>;
 
 class ShardMetrics {
  public:
-  ShardMetrics(Metrics& m, int shard);
+  // tokens: rankd runs with --auth-token-file (the routes that need a token may answer 401).
+  ShardMetrics(Metrics& m, int shard, bool tokens);
 
   bool enabled() const { return enabled_; }
   void CountHttp(Route route, std::string_view method, int status, double seconds);

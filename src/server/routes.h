@@ -34,6 +34,10 @@ enum class Route : uint8_t {
   kCount,
 };
 
+// Who may ask a route when rankd runs with --auth-token-file: anyone (the probes), or
+// only a client with a token. Without the flag every route is open.
+enum class Access : uint8_t { kOpen, kToken };
+
 struct RouteSpec {
   Route route;
   // The path, or a prefix ending in a "{param}" that matches the rest of any path.
@@ -44,18 +48,22 @@ struct RouteSpec {
   // What it answers an accepted method with (0 = unused slot). Any other method gets
   // 405 method_not_allowed.
   std::array<int, 8> statuses;
+  // With --auth-token-file, a kToken route answers 401 unauthorized (before anything
+  // else) to a request without a valid token.
+  Access access;
 };
 
 inline constexpr RouteSpec kRoutes[] = {
-    {Route::kRank, "/rank", "POST", {200, 400, 404, 422, 500, 502, 503, 504}},
-    {Route::kHealthz, "/healthz", "GET, HEAD", {200}},
-    {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}},
-    // 404 when --metrics-port moves it; 503 past --max-queued-scrapes.
-    {Route::kMetrics, "/metrics", "GET, HEAD", {200, 404, 503}},
-    {Route::kPlans, "/plans", "GET, HEAD", {200}},
-    {Route::kPlan, "/plans/{name}", "GET, HEAD", {200, 404}},
-    {Route::kSchema, "/schema", "GET, HEAD", {200}},
-    {Route::kExperiments, "/experiments", "GET, HEAD", {200}},
+    {Route::kRank, "/rank", "POST", {200, 400, 404, 422, 500, 502, 503, 504}, Access::kToken},
+    {Route::kHealthz, "/healthz", "GET, HEAD", {200}, Access::kOpen},
+    {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}, Access::kOpen},
+    // 404 when --metrics-port moves it; 503 past --max-queued-scrapes. Open on the
+    // metrics address, whatever this says.
+    {Route::kMetrics, "/metrics", "GET, HEAD", {200, 404, 503}, Access::kToken},
+    {Route::kPlans, "/plans", "GET, HEAD", {200}, Access::kToken},
+    {Route::kPlan, "/plans/{name}", "GET, HEAD", {200, 404}, Access::kToken},
+    {Route::kSchema, "/schema", "GET, HEAD", {200}, Access::kToken},
+    {Route::kExperiments, "/experiments", "GET, HEAD", {200}, Access::kToken},
 };
 
 constexpr bool RoutesInEnumOrder() {
@@ -68,6 +76,11 @@ static_assert(RoutesInEnumOrder(), "kRoutes needs one row per Route before kOthe
 
 // REQUIRES: r is a route of kRoutes (not kOther or kCount).
 constexpr const RouteSpec& SpecOf(Route r) { return kRoutes[static_cast<size_t>(r)]; }
+// With --auth-token-file: whether `r` needs a token (a path no route matches does: a
+// client without one learns nothing of which paths exist).
+constexpr bool NeedsToken(Route r) {
+  return r >= Route::kOther || SpecOf(r).access == Access::kToken;
+}
 
 // The route template: "/plans/{name}", or "other" for a path no route matches.
 std::string_view RouteName(Route r);

@@ -118,8 +118,9 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "also buffers at most N x 16 KiB of unparsed input",
               o.max_pipeline_depth, 1, 1024),
       IntFlag("--max-buffered-input-bytes", "N",
-              "unparsed input a shard holds; past it, connections\n"
-              "whose input waits stop reading ({})",
+              "unparsed input and unfinished request bodies a shard\n"
+              "holds; past it, connections whose input waits or whose\n"
+              "body is under way stop reading ({})",
               o.max_buffered_input_bytes, 65536, kMax),
       IntFlag("--max-unsent-bytes", "N",
               "response bytes a shard holds for clients that do not read;\n"
@@ -129,11 +130,17 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "/metrics requests waiting for a serialisation, per address;\n"
               "more get 503 ({})",
               o.max_queued_scrapes, 1, 100000),
+      TextFlag("--auth-token-file", "FILE",
+               "API tokens, one a line (# comments); every route but\n"
+               "/healthz and /readyz then needs 'Authorization: Bearer\n"
+               "<token>' (401 without); SIGHUP re-reads it (none)",
+               o.auth_token_file),
       TextFlag("--metrics-host", "ADDR", "address of the metrics listener (--host)",
                o.metrics_host),
       IntFlag("--metrics-port", "N",
-              "serve /metrics only on this port (on shard 0); the main\n"
-              "port then answers 404 for it ({} = main port serves it)",
+              "serve /metrics only on this port (on shard 0), with\n"
+              "/healthz and /readyz, never asking for a token; the main\n"
+              "port then answers 404 for /metrics ({} = main port serves it)",
               o.metrics_port, 1, 65535),
       Flag{"--log-level",
            {},

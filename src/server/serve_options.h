@@ -56,8 +56,10 @@ struct ServeOptions {
   size_t max_buffered_input_bytes = 64u << 20;  // per shard
   size_t max_unsent_bytes = 256u << 20;         // per shard
   size_t max_queued_scrapes = 64;               // /metrics waiting, per address, per process
-  std::string metrics_host;                     // "" = --host
-  int metrics_port = 0;  // 0: /metrics on the main port; else only on this one
+  // One API token a line (docs/operations.md, "Security"); "" = no token needed.
+  std::string auth_token_file;
+  std::string metrics_host;  // "" = --host
+  int metrics_port = 0;      // 0: /metrics on the main port; else only on this one
   // The served log (docs/served-log.md): sinks by name, and the bytes of records a shard
   // holds for all of them before it drops new ones.
   std::vector<SinkConfig> served_log;

@@ -149,6 +149,11 @@ Status Server::Start() {
   metrics_.plan_reloads->Add({{"result", "ok"}}).Increment();
   plans_ = std::make_shared<const PlanSet>(std::move(*loaded));
   plan_count_.store(plans_->plans.size(), std::memory_order_release);
+  if (!opts_.auth_token_file.empty()) {
+    auto tokens = AuthTokens::Load(opts_.auth_token_file);
+    if (!tokens) return Fail(Error::BadRequest("--auth-token-file: " + tokens.error().message));
+    auth_ = std::move(*tokens);
+  }
   if (opts_.port != 0) {
     if (auto free = http::CheckPortFree(opts_.host, opts_.port); !free) return free;
   }
@@ -169,7 +174,7 @@ Status Server::Start() {
   // Collectors are in place before a shard can serve a scrape.
   AddCollectors();
   for (auto& shard : shards_) {
-    if (auto st = shard->Start(plans_, opts_.port); !st) {
+    if (auto st = shard->Start(plans_, auth_, opts_.port); !st) {
       Shutdown();
       return st;
     }
@@ -182,9 +187,27 @@ Status Server::Start() {
     if (opts_.port == 0) opts_.port = shard->port();
   }
   started_.store(true, std::memory_order_release);
-  LogInfo("rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) +
-          " with " + std::to_string(opts_.shards) + " shard(s), " +
-          std::to_string(plans_->plans.size()) + " plan(s) from " + opts_.plans);
+  LogInfo(
+      "rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) + " with " +
+      std::to_string(opts_.shards) + " shard(s), " + std::to_string(plans_->plans.size()) +
+      " plan(s) from " + opts_.plans +
+      (auth_ ? ", " + std::to_string(auth_->size()) + " API token(s) from " + opts_.auth_token_file
+             : std::string()));
+  return {};
+}
+
+Status Server::ReloadAuthTokens() {
+  if (opts_.auth_token_file.empty()) return {};
+  auto tokens = AuthTokens::Load(opts_.auth_token_file);
+  if (!tokens) {
+    LogError("--auth-token-file: keeping the " + std::to_string(auth_->size()) +
+             " token(s) loaded before: " + tokens.error().message);
+    return Fail(tokens.error());
+  }
+  auth_ = std::move(*tokens);
+  for (auto& s : shards_) s->InstallAuthTokens(auth_);
+  LogInfo("--auth-token-file: " + std::to_string(auth_->size()) + " token(s) from " +
+          opts_.auth_token_file);
   return {};
 }
 

@@ -20,6 +20,7 @@
 #include "plan/plan.h"
 #include "served/file_sink.h"
 #include "server/access_log.h"
+#include "server/auth_tokens.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 
@@ -38,6 +39,9 @@ class Server {
   // SIGHUP: loads the whole plans folder; on success every shard gets the new set, on
   // failure the old set stays and the error says why.
   Status Reload();
+  // SIGHUP too, with --auth-token-file: re-reads it; on success every shard gets the new
+  // tokens, on failure (unreadable, no token) the old ones stay and the log says why.
+  Status ReloadAuthTokens();
   // SIGTERM/SIGINT, first step: /readyz answers 503 from now on while everything else
   // serves as before (new connections too), so that balancers checking /readyz take
   // this replica out before it stops accepting. The caller waits --drain-delay-ms, then
@@ -89,8 +93,9 @@ class Server {
   std::vector<std::unique_ptr<FileSink>> file_sinks_;
   std::vector<FileSink*> file_sink_ptrs_;
   std::vector<std::unique_ptr<Shard>> shards_;
-  std::shared_ptr<const PlanSet> plans_;  // main thread
-  std::atomic<size_t> plan_count_{0};     // for readiness, from any thread
+  std::shared_ptr<const PlanSet> plans_;    // main thread
+  std::shared_ptr<const AuthTokens> auth_;  // main thread; null without --auth-token-file
+  std::atomic<size_t> plan_count_{0};       // for readiness, from any thread
   // Every shard listens (Start has returned): until then shard 0 may answer /readyz while
   // the others are still starting. Set by the main thread, read by any.
   std::atomic<bool> started_{false};

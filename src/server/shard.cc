@@ -21,6 +21,7 @@ namespace rankd {
 namespace {
 
 constexpr uint64_t kLagTickMs = 100;
+constexpr std::string_view kHealthy = R"({"status":"ok"})";
 
 double SecondsSince(TimePoint t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -38,14 +39,18 @@ Shard::Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics)
 
 Shard::~Shard() { Stop(); }
 
-Status Shard::Start(std::shared_ptr<const PlanSet> plans, int port) {
+Status Shard::Start(std::shared_ptr<const PlanSet> plans, std::shared_ptr<const AuthTokens> tokens,
+                    int port) {
   runtime_.Start();
-  return runtime_.OnLoop([&] { return StartOnLoop(std::move(plans), port); });
+  return runtime_.OnLoop([&] {
+    auth_ = std::move(tokens);
+    return StartOnLoop(std::move(plans), port);
+  });
 }
 
 Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   loop().AssertInLoopThread();
-  shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_);
+  shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_, !opts_.auth_token_file.empty());
   SetPlans(std::move(plans));
 
   RedisClientOptions ropts;
@@ -117,6 +122,10 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
 
 void Shard::InstallPlans(std::shared_ptr<const PlanSet> plans) {
   loop().Post([this, plans = std::move(plans)]() mutable { SetPlans(std::move(plans)); });
+}
+
+void Shard::InstallAuthTokens(std::shared_ptr<const AuthTokens> tokens) {
+  loop().Post([this, tokens = std::move(tokens)]() mutable { auth_ = std::move(tokens); });
 }
 
 void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
@@ -297,6 +306,7 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
   TimePoint t0 = req.read_done;
   std::string_view path = req.path();
   Route route = MatchRoute(path);
+  if (!Admitted(req, res, route)) return;
   if (route == Route::kOther)
     return AnswerError(req, res, route, Error::NotFound("no route for " + std::string(path)), t0);
   const RouteSpec& spec = SpecOf(route);
@@ -306,7 +316,7 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
   }
   switch (route) {
     case Route::kRank: return HandleRank(req, res, t0);
-    case Route::kHealthz: return Answer(req, res, route, 200, R"({"status":"ok"})", t0);
+    case Route::kHealthz: return Answer(req, res, route, 200, kHealthy, t0);
     case Route::kReadyz: return HandleReadyz(req, res);
     case Route::kMetrics:
       // With a metrics address, /metrics does not face clients at all.
@@ -319,6 +329,14 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
       return Answer(req, res, route, 200, runtime_.plans()->experiments->json, t0);
     default: return HandlePlans(req, res, route);
   }
+}
+
+bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route) {
+  if (!auth_ || !NeedsToken(route)) return true;
+  auto ok = auth_->Check(req.header("authorization"));
+  if (ok) return true;
+  AnswerError(req, res, route, ok.error(), req.read_done, kWwwAuthenticate);
+  return false;
 }
 
 // {"sha256", "builtin", "schema"}: the loaded schema's file as it was read (docs/api.md).
@@ -423,18 +441,26 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
   }
 }
 
+// The metrics address is for Prometheus and probes, kept apart from clients (a
+// NetworkPolicy or firewall decides who reaches it): it serves /metrics, /healthz and
+// /readyz, and never asks for a token.
 void Shard::OnMetricsAddressRequest(http::Request req, http::Responder res) {
   TimePoint t0 = req.read_done;
-  if (req.path() != "/metrics")
-    return AnswerError(req, res, Route::kOther,
-                       Error::NotFound("the metrics address serves only /metrics"), t0);
-  const RouteSpec& spec = SpecOf(Route::kMetrics);
+  Route route = MatchRoute(req.path());
+  if (route != Route::kMetrics && route != Route::kHealthz && route != Route::kReadyz)
+    return AnswerError(
+        req, res, Route::kOther,
+        Error::NotFound("the metrics address serves only /metrics, /healthz and /readyz"), t0);
+  const RouteSpec& spec = SpecOf(route);
   if (!AcceptsMethod(spec, req.method)) {
     const http::HeaderField allow[] = {{"Allow", spec.allow}};
-    return AnswerError(req, res, Route::kMetrics, MethodNotAllowed(spec, req.path(), req.method),
-                       t0, allow);
+    return AnswerError(req, res, route, MethodNotAllowed(spec, req.path(), req.method), t0, allow);
   }
-  HandleMetrics(req, res, /*metrics_address=*/true);
+  switch (route) {
+    case Route::kHealthz: return Answer(req, res, route, 200, kHealthy, t0);
+    case Route::kReadyz: return HandleReadyz(req, res);
+    default: return HandleMetrics(req, res, /*metrics_address=*/true);
+  }
 }
 
 }  // namespace rankd

@@ -24,6 +24,7 @@
 #include "sched/scheduler.h"
 #include "sched/shard_runtime.h"
 #include "served/shard_log.h"
+#include "server/auth_tokens.h"
 #include "server/metrics.h"
 #include "server/serve_options.h"
 
@@ -34,6 +35,8 @@ class Server;
 
 // The extra header of every 503 a shard answers (overload, not ready, no Redis).
 inline constexpr http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
+// ... and of every 401 (RFC 6750: the scheme the client must use).
+inline constexpr http::HeaderField kWwwAuthenticate[] = {{"WWW-Authenticate", "Bearer"}};
 
 class Shard {
  public:
@@ -41,10 +44,13 @@ class Shard {
   ~Shard();
 
   // Starts the loop, the listener (on `port`; 0 = any) and the Redis pools; returns the
-  // listener's error.
-  Status Start(std::shared_ptr<const PlanSet> plans, int port);
+  // listener's error. `tokens`: those of --auth-token-file (null: none needed).
+  Status Start(std::shared_ptr<const PlanSet> plans, std::shared_ptr<const AuthTokens> tokens,
+               int port);
   // Posts a new plan snapshot; requests already running keep the one they started with.
   void InstallPlans(std::shared_ptr<const PlanSet> plans);
+  // Posts the tokens re-read from --auth-token-file; requests read after it need one of them.
+  void InstallAuthTokens(std::shared_ptr<const AuthTokens> tokens);
   // Stops accepting, finishes requests already read (answering with Connection: close),
   // then sets drained().
   void Drain();
@@ -66,6 +72,8 @@ class Shard {
 
  private:
   Status StartOnLoop(std::shared_ptr<const PlanSet> plans, int port);
+  // With --auth-token-file, whether `req` may ask `route`: else it is answered 401 here.
+  bool Admitted(const http::Request& req, http::Responder& res, Route route);
   EventLoop& loop() { return runtime_.loop(); }
   // What RunRank needs besides the run: how to answer, count and record it.
   struct RankTicket {
@@ -133,6 +141,9 @@ class Shard {
 
   // --- loop thread only ---
   std::unique_ptr<ShardMetrics> shard_metrics_;
+  // The tokens of --auth-token-file this shard was last given (null: none needed). Each
+  // shard holds its own reference, so a check takes no lock another shard can hold.
+  std::shared_ptr<const AuthTokens> auth_;
   std::shared_ptr<http::Listener> listener_;
   std::shared_ptr<http::Listener> metrics_listener_;  // --metrics-port, shard 0 only
   CpuOffloadCounts offloads_;                         // counted by the scheduler

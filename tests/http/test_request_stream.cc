@@ -84,3 +84,53 @@ TEST_CASE("framing and head refusals keep their reasons") {
   CHECK(*FeedAll("GET / HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n", 4096).reject ==
         RejectKind::kHeadTooLarge);
 }
+
+TEST_CASE("a body's memory follows its bytes: nothing ahead of them, one block at most beyond") {
+  HttpOptions opt;
+  RequestIdGenerator ids(0, 99);
+  RequestStream s(opt, ids);
+  const size_t announced = opt.max_body_bytes;
+  std::string head =
+      "POST /rank HTTP/1.1\r\nContent-Length: " + std::to_string(announced) + "\r\n\r\n";
+  auto step = s.Feed(head.data(), head.size());
+  REQUIRE(step.outcome == RequestStream::Outcome::kMore);
+  CHECK(s.body_bytes_held() == 0);  // a head announcing 1 MiB costs nothing yet
+  CHECK(s.body_bytes_missing() == announced);
+  std::string piece(5000, 'b');
+  size_t fed = 0;
+  while (fed + piece.size() < announced) {
+    step = s.Feed(piece.data(), piece.size());
+    REQUIRE(step.outcome == RequestStream::Outcome::kMore);
+    fed += piece.size();
+    CHECK(s.body_bytes_held() >= fed);
+    CHECK(s.body_bytes_held() <= fed + BodyBuffer::kBlock);
+    CHECK(s.body_bytes_missing() == announced - fed);
+  }
+  std::string rest(announced - fed, 'c');
+  step = s.Feed(rest.data(), rest.size());
+  REQUIRE(step.outcome == RequestStream::Outcome::kRequest);
+  Request req = s.TakeRequest();
+  CHECK(req.body.size() == announced);
+  std::string_view body = req.body;
+  CHECK(body.substr(0, 5000) == std::string(5000, 'b'));
+  CHECK(body.substr(fed) == rest);
+  CHECK(s.body_bytes_held() == 0);
+}
+
+TEST_CASE("BodyBuffer: bytes across block boundaries come back whole, and Take empties it") {
+  BodyBuffer b;
+  std::string want;
+  for (size_t i = 0; want.size() < 5 * BodyBuffer::kBlock + 123; ++i) {
+    std::string piece(1 + (i * 7919) % 30000, static_cast<char>('a' + i % 26));
+    b.Append(piece);
+    want += piece;
+    CHECK(b.size() == want.size());
+    CHECK(b.held() <= want.size() + BodyBuffer::kBlock);
+  }
+  rankd::PoolString got = b.Take();
+  CHECK(std::string_view(got) == want);
+  CHECK(b.size() == 0);
+  CHECK(b.held() == 0);
+  b.Append("small");
+  CHECK(std::string_view(b.Take()) == "small");
+}

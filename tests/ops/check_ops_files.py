@@ -320,7 +320,7 @@ def _():
     bad = []
     known = {"Namespace": "v1", "ConfigMap": "v1", "Service": "v1", "Deployment": "apps/v1",
              "HorizontalPodAutoscaler": "autoscaling/v2", "ServiceMonitor": "monitoring.coreos.com/v1",
-             "PodDisruptionBudget": "policy/v1"}
+             "PodDisruptionBudget": "policy/v1", "NetworkPolicy": "networking.k8s.io/v1"}
     for rel, d in objs:
         kind, meta = d.get("kind"), d.get("metadata", {})
         if kind not in known:
@@ -376,11 +376,6 @@ def _():
     if NAMESPACE not in sm["spec"].get("namespaceSelector", {}).get("matchNames", []):
         bad.append("ServiceMonitor namespaceSelector does not name the namespace")
     svc_ports = {p.get("name"): p for p in svc["spec"]["ports"]}
-    for ep in sm["spec"]["endpoints"]:
-        if ep.get("port") not in svc_ports:
-            bad.append(f"ServiceMonitor port {ep.get('port')} is not a Service port name")
-        if ep.get("path", "/metrics") != "/metrics":
-            bad.append("ServiceMonitor path is not /metrics")
     ref = hpa["spec"]["scaleTargetRef"]
     if (ref.get("kind"), ref.get("name")) != ("Deployment", dep["metadata"]["name"]):
         bad.append("HPA does not target the Deployment")
@@ -393,9 +388,27 @@ def _():
     cports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
     if str(cports.get("http")) != flags.get("port"):
         bad.append(f"containerPort http {cports.get('http')} is not --port {flags.get('port')}")
+    # /metrics on the metrics address (no token there; 404 on the client port).
+    if str(cports.get("metrics")) != flags.get("metrics-port"):
+        bad.append(f"containerPort metrics {cports.get('metrics')} is not --metrics-port {flags.get('metrics-port')}")
+    by_number = {v: k for k, v in cports.items()}
+
+    def container_port(svc_port):
+        t = svc_port.get("targetPort")
+        return t if t in cports else by_number.get(t)
     for p in svc_ports.values():
-        if p.get("targetPort") not in (cports.get("http"), "http"):
-            bad.append(f"Service targetPort {p.get('targetPort')} is not the container port")
+        if container_port(p) is None:
+            bad.append(f"Service targetPort {p.get('targetPort')} is not a container port")
+    for ep in sm["spec"]["endpoints"]:
+        if ep.get("port") not in svc_ports:
+            bad.append(f"ServiceMonitor port {ep.get('port')} is not a Service port name")
+        elif container_port(svc_ports[ep["port"]]) != "metrics":
+            bad.append(f"ServiceMonitor port {ep.get('port')} is not the container's metrics port")
+        if ep.get("path", "/metrics") != "/metrics":
+            bad.append("ServiceMonitor path is not /metrics")
+    notes = pod["metadata"].get("annotations", {})
+    if notes.get("prometheus.io/port") != flags.get("metrics-port"):
+        bad.append(f"annotation prometheus.io/port {notes.get('prometheus.io/port')} is not --metrics-port")
     for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
         got = c.get(probe, {}).get("httpGet", {}).get("path")
         if got != path:
@@ -438,6 +451,35 @@ def _():
         bad.append(f"no init container copies a ConfigMap of ops/k8s into the plan folder {plans_dir}")
     if not any("model.json" in " ".join(i.get("command", []) + i.get("args", [])) for i in fillers):
         bad.append(f"no init container copies model files into the plan folder {plans_dir}")
+    return bad
+
+
+@check("k8s: the NetworkPolicy opens the client port, and the metrics port to a namespace only")
+def _():
+    objs = k8s_objects()
+    pol = by_kind(objs, "NetworkPolicy")[0]
+    pod = by_kind(objs, "Deployment")[0]["spec"]["template"]
+    cports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0].get("ports", [])}
+    bad = []
+    if not selects(pol["spec"]["podSelector"].get("matchLabels"), pod["metadata"]["labels"]):
+        bad.append("NetworkPolicy podSelector does not match the pod labels")
+    if "Ingress" not in pol["spec"].get("policyTypes", []):
+        bad.append("NetworkPolicy has no Ingress policy type")
+    rules = pol["spec"].get("ingress", [])
+
+    def opens(rule, name):
+        return any(p.get("port") in (name, cports.get(name)) for p in rule.get("ports", []))
+    if not any(opens(r, "http") for r in rules):
+        bad.append("no ingress rule opens the client port http")
+    metrics = [r for r in rules if opens(r, "metrics")]
+    if not metrics:
+        bad.append("no ingress rule opens the metrics port (Prometheus)")
+    if any(not r.get("from") for r in metrics):
+        bad.append("the metrics port is open to every source: give its rule a from")
+    unknown = [p.get("port") for r in rules for p in r.get("ports", [])
+               if p.get("port") not in cports and p.get("port") not in cports.values()]
+    if unknown:
+        bad.append(f"ingress ports {unknown} are not container ports")
     return bad
 
 
