@@ -26,11 +26,6 @@ const char* StepName(uint8_t step) {
                              : "PING";
 }
 
-bool IsIpLiteral(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
 // The address to connect to: the first IPv4 one, else the first IPv6 one (the order
 // hiredis itself tries families in).
 std::string PickAddress(const addrinfo* res) {
@@ -128,7 +123,7 @@ void RedisConnection::StartAttempt() {
     if (self->transport_ == nullptr) return;
     self->Lose(std::move(why), Cause::kLink);
   });
-  if (IsIpLiteral(endpoint_.host)) return Connect(endpoint_.host);
+  if (IsIpAddress(endpoint_.host)) return Connect(endpoint_.host);
   auto* r = new Resolve{{}, this};
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;

@@ -1,5 +1,7 @@
 #include "redis/endpoint.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <expected>
@@ -89,6 +91,11 @@ bool HasRedisScheme(std::string_view text) {
   for (std::string_view s : kSchemes)
     if (text.starts_with(s)) return true;
   return false;
+}
+
+bool IsIpAddress(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
 }
 
 std::string RedisEndpoint::Label() const {

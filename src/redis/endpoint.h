@@ -87,6 +87,9 @@ struct RedisEndpoint {
   RedisEndpoint AtNode(const RedisAddress& node) const;
 };
 
+// True when `host` is an IPv4 or IPv6 address literal (not a name to look up).
+bool IsIpAddress(const std::string& host);
+
 // Parses a URL for the endpoint `name`. Errors are InvalidParam and quote the URL
 // (MaskRedisUrl) and the offending part; never the password, nor any part of it.
 Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url);

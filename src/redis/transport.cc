@@ -28,11 +28,6 @@ constexpr size_t kTlsReadChunk = 64 * 1024;
 // Plaintext encrypted per Write: bounds the ciphertext made ahead of a full socket.
 constexpr size_t kMaxEncryptAhead = 256 * 1024;
 
-bool IsIpLiteral(const std::string& host) {
-  unsigned char buf[sizeof(in6_addr)];
-  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
 bool WouldBlock(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
 
 }  // namespace
@@ -108,7 +103,7 @@ bool RedisTransport::SetupTls(const RedisTls& tls) {
   SSL_set_bio(ssl_, net_in_, net_out_);
   SSL_set_connect_state(ssl_);
   const std::string& name = tls.server_name;
-  const bool ip = IsIpLiteral(name);
+  const bool ip = IsIpAddress(name);
   // SNI carries host names only (RFC 6066).
   if (!name.empty() && !ip) SSL_set_tlsext_host_name(ssl_, name.c_str());
   if (tls.verify && !name.empty()) {

@@ -164,7 +164,8 @@ def test_start_up_errors_name_the_file():
                        ("/nonexistent/tokens", "--auth-token-file: cannot read /nonexistent/tokens"),
                        (bad, f"--auth-token-file: {bad} line 2: not a token")):
         out = subprocess.run([RANKD, "serve", "--host", "127.0.0.1", "--port", "0", "--shards", "1",
-                              "--plans", _env_plans(), "--auth-token-file", path],
+                              "--plans", _env_plans(), "--enable-test-ops",
+                              "--auth-token-file", path],
                              capture_output=True, text=True, timeout=30)
         assert out.returncode == 1, (path, out.returncode, out.stderr)
         assert "start-up failed: " + says in out.stderr, out.stderr
