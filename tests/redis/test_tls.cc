@@ -38,7 +38,7 @@ struct Certs {
   std::string operator()(const char* name) const { return dir + "/" + name; }
 };
 
-bool Contains(const std::string& s, std::string_view part) {
+bool TlsSays(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
 
@@ -97,11 +97,11 @@ TEST_CASE("TLS: an untrusted certificate fails the connect with OpenSSL's reason
                   {.connections_per_endpoint = 1, .backoff_min_ms = 50, .backoff_max_ms = 100});
   REQUIRE(Eventually([&] {
     return shard.OnLoop(
-        [&] { return Contains(shard.pools().NotReadyReason(), "certificate verify failed"); });
+        [&] { return TlsSays(shard.pools().NotReadyReason(), "certificate verify failed"); });
   }));
   auto r = shard.Batch({RedisCommand{"PING"}});
   REQUIRE_FALSE(r);
   CHECK(r.error().code == ErrorCode::kUnavailable);
-  CHECK(Contains(r.error().detail, "TLS handshake failed"));
+  CHECK(TlsSays(r.error().detail, "TLS handshake failed"));
   CHECK(Read(shard.pool().stats().connect_failures) >= 1);
 }
