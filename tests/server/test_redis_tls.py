@@ -9,6 +9,7 @@ redis-server listening with --tls-port only, certificates made by the openssl CL
   fails closed (503, /readyz not ready) with the reason logged; tls_verify=off is the
   explicit, logged opt-out.
 - The cache's tracking connection over TLS: a write invalidates a cached answer.
+- The served-log stream sink, `rankd run` and `rankd bench` over TLS.
 - A Redis Cluster over TLS whose node certificates name only "localhost" while CLUSTER
   SLOTS answers 127.0.0.1: nodes are verified as the seed URL's host (plain build only).
 """
@@ -142,6 +143,30 @@ def test_cache_tracker_over_tls():
         assert redis.execute("HSET", f"item:{item}", "likes", "123456") in (0, 1)
         time.sleep(0.1)
     rankd.stop()
+
+
+def test_served_log_run_and_bench_over_tls():
+    """The served-log stream sink writes over TLS; `rankd run` and `rankd bench` read over
+    TLS."""
+    redis = Redis(tls=CERTS)
+    demo_data(redis, 10)
+    rankd = Rankd(plans_dir(), redis=redis, extra_args=[
+        "--served-log", "main=redis-stream://redis_default?stream=served&maxlen=1000"]).wait_ready()
+    status, body = rank(rankd, 3, plan="rerank")
+    assert status == 200, body
+    status, _, data = rankd.request("POST", "/rank", {"plan": "rerank", "user_id": 4, "log": True})
+    assert status == 200 and "served_id" in json.loads(data), data
+    wait_until(lambda: redis.execute("XLEN", "served") >= 1, what="a record over TLS")
+    rankd.stop()
+    flags = ["--redis", f"redis_default={redis.url()}", "--redis-tls-ca", CERTS.ca,
+             "--enable-test-ops"]
+    run = subprocess.run([RANKD, "run", "--plans", plans_dir(), "--plan", "feed"] + flags,
+                         input='{"user_id": 3}', capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and json.loads(run.stdout)["items"], run.stdout + run.stderr
+    bench = subprocess.run([RANKD, "bench", "--plans", plans_dir(), "--plan", "feed",
+                            "-n", "20"] + flags,
+                           capture_output=True, text=True, timeout=60)
+    assert bench.returncode == 0, bench.stdout + bench.stderr
 
 
 def test_cluster_over_tls_verifies_nodes_as_the_seed_host():
