@@ -561,5 +561,9 @@ def run_tests(tests):
     for problem in _cleanup():
         failed += 1
         print(f"FAIL at exit: {problem}", flush=True)
+    if only and passed + failed == 0:
+        # A filter that matches nothing would pass having run nothing.
+        failed += 1
+        print(f"FAIL RANKD_TEST_ONLY={only!r} matches no test", flush=True)
     print(f"{passed} passed, {failed} failed", flush=True)
     sys.exit(1 if failed else 0)
