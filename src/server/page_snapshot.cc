@@ -33,7 +33,8 @@ class SeenIds {
   std::unordered_set<std::string_view> strs_;  // views into the column, which outlives this
 };
 
-// The next line of `s` from `at`, without its '\n'; npos-free: the rest when none ends.
+// The line of `s` that starts at `at`, without its '\n' (the rest of `s` when no '\n'
+// ends it); moves `at` past it.
 std::string_view NextLine(std::string_view s, size_t& at) {
   size_t nl = s.find('\n', at);
   if (nl == std::string_view::npos) nl = s.size();
