@@ -191,7 +191,8 @@ class Shard {
   CpuOffloadCounts offloads_published_;               // what the metrics already have
   uint64_t cpu_cancelled_published_ = 0;
   std::unique_ptr<ShardServedLog> served_log_;
-  RedisClient* page_redis_ = nullptr;       // --page-endpoint's client
+  // --page-endpoint's client: never null once started (ParseServeArgs checks the name).
+  RedisClient* page_redis_ = nullptr;
   ExperimentChildren experiment_children_;  // of the installed snapshot's experiments
   size_t shadows_running_ = 0;
   // The running shadows' parent token; replaced by a fresh one each time it is cancelled.

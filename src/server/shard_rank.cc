@@ -154,6 +154,8 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
   PlanMetricsPtr& pm = ticket.pm;
   auto live =
       std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), live_requests_);
+  // A first page still runs while its snapshot is written: it counts until then.
+  std::shared_ptr<LiveRequest> paging = ticket.page_size > 0 ? live : nullptr;
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));
   ResponseExtras extras;
   extras.served_id = ticket.served_id;
@@ -165,6 +167,7 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
   // page goes out (or the page goes without a cursor).
   FirstPage page;
   if (result && ticket.page_size > 0) page = co_await StartPages(*result, extras, ticket, user_id);
+  paging.reset();
 
   // The body is copied into the connection's output by Send; its buffer then serves the
   // next request of this shard (core/free_list.h).
