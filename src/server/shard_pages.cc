@@ -47,21 +47,21 @@ void LogPageFailure(size_t kind, std::string_view request_id, std::string_view w
   LogWarn(s);
 }
 
-// A Redis failure of the snapshot's commands as the error a client gets: the batch's
-// own (unavailable, deadline, backend), or backend_error for an error reply.
-Result<void> CheckReplies(const Result<RespReplies>& replies, size_t n, std::string_view endpoint) {
+// A Redis failure of a snapshot's batch as the error it stands for: the batch's own
+// (unavailable, deadline_exceeded, backend_error), or backend_error for an error reply
+// (Redis's text in the detail, for the log only).
+Status CheckReplies(const Result<RespReplies>& replies, size_t n, std::string_view endpoint) {
   if (!replies) {
     Error e = replies.error();
     e.message = "page snapshot: " + e.message;
     return Fail(std::move(e));
   }
   for (size_t i = 0; i < n; ++i) {
-    if (i >= replies->size() || !(*replies)[i].is_string()) {
-      Error e = Error::Backend("page snapshot: redis endpoint " + std::string(endpoint) +
-                               " answered an error");
-      if (i < replies->size()) e.detail = std::string((*replies)[i].str());
-      return Fail(std::move(e));
-    }
+    if (i < replies->size() && !(*replies)[i].is_error()) continue;
+    Error e = Error::Backend("page snapshot: redis endpoint " + std::string(endpoint) +
+                             " answered an error");
+    if (i < replies->size()) e.detail = std::string((*replies)[i].str());
+    return Fail(std::move(e));
   }
   return {};
 }
@@ -93,13 +93,8 @@ Task<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtra
   // Within the request's deadline: past it the page goes without a cursor.
   auto replies =
       co_await page_redis_->Batch(std::move(cmds), t.t0 + std::chrono::milliseconds(t.deadline_ms));
-  bool ok = replies && !replies->empty() && !(*replies)[0].is_error();
-  if (!ok) {
-    Error e = !replies
-                  ? replies.error()
-                  : Error::Backend("redis endpoint " + opts_.page_endpoint + " answered an error");
-    if (replies && !replies->empty()) e.detail = std::string((*replies)[0].str());
-    LogPageFailure(0, t.request_id, "page snapshot not written, first page sent without cursor", e);
+  if (auto written = CheckReplies(replies, 1, opts_.page_endpoint); !written) {
+    LogPageFailure(0, t.request_id, "first page sent without cursor", written.error());
     count(SnapshotOutcome::kWriteFailed);
     co_return page;
   }

@@ -330,7 +330,7 @@ def test_snapshot_write_failures_answer_without_a_cursor():
         metrics = s.metrics()
         assert metric_value(metrics, "rankd_page_snapshots_total", outcome="write_failed") == 1, name
         assert (metric_value(metrics, "rankd_page_snapshots_total", outcome="written") or 0) == 0
-        assert "page snapshot not written" in s.stderr(), (name, s.stderr()[-2000:])
+        assert "first page sent without cursor: page snapshot" in s.stderr(), (name, s.stderr()[-2000:])
         s.stop()
 
 
