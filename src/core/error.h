@@ -14,11 +14,13 @@ namespace rankd {
 // in this order; this layer knows neither.
 enum class ErrorCode : uint8_t {
   kBadRequest,
+  kInvalidCursor,
   kUnauthorized,
   kNotFound,
   kUnknownPlan,
   kMethodNotAllowed,
   kRequestTimeout,
+  kCursorExpired,
   kPayloadTooLarge,
   kInvalidParam,
   kHeadersTooLarge,
@@ -37,6 +39,8 @@ struct Error {
   std::string detail{};
 
   static Error BadRequest(std::string m) { return {ErrorCode::kBadRequest, std::move(m)}; }
+  static Error InvalidCursor(std::string m) { return {ErrorCode::kInvalidCursor, std::move(m)}; }
+  static Error CursorExpired(std::string m) { return {ErrorCode::kCursorExpired, std::move(m)}; }
   static Error Unauthorized(std::string m) { return {ErrorCode::kUnauthorized, std::move(m)}; }
   static Error NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }
   static Error UnknownPlan(std::string m) { return {ErrorCode::kUnknownPlan, std::move(m)}; }

@@ -27,11 +27,13 @@ struct ApiError {
 
 inline constexpr ApiError kApiErrors[] = {
     {ErrorCode::kBadRequest, "bad_request", 400},
+    {ErrorCode::kInvalidCursor, "invalid_cursor", 400},
     {ErrorCode::kUnauthorized, "unauthorized", 401},
     {ErrorCode::kNotFound, "not_found", 404},
     {ErrorCode::kUnknownPlan, "unknown_plan", 404},
     {ErrorCode::kMethodNotAllowed, "method_not_allowed", 405},
     {ErrorCode::kRequestTimeout, "request_timeout", 408},
+    {ErrorCode::kCursorExpired, "cursor_expired", 410},
     {ErrorCode::kPayloadTooLarge, "payload_too_large", 413},
     {ErrorCode::kInvalidParam, "invalid_param", 422},
     {ErrorCode::kHeadersTooLarge, "headers_too_large", 431},

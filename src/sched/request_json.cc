@@ -145,6 +145,19 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
     if (v.get_bool().get(b)) return Fail(Error::BadRequest("log: must be a bool"));
     req.log = b;
   }
+  if (!obj["page_size"].get(v)) {
+    if (v.type() != element_type::INT64 && v.type() != element_type::UINT64)
+      return Fail(Error::BadRequest("page_size: must be an integer, got " + ShortJson(v)));
+    int64_t n = v.type() == element_type::INT64 ? int64_t(v.get_int64()) : -1;
+    if (n < 1 || n > kMaxPageSize)
+      return Fail(Error::InvalidParam("page_size: must be in 1.." + std::to_string(kMaxPageSize) +
+                                      ", got " + ShortJson(v)));
+    req.page_size = static_cast<int>(n);
+  }
+  if (!obj["cursor"].get(v)) {
+    if (v.get_string().get(s)) return Fail(Error::BadRequest("cursor: must be a string"));
+    req.cursor = std::string(s);
+  }
   return req;
 }
 

@@ -1,5 +1,5 @@
 // The /rank request body of docs/api.md: {"plan", "user_id", "params", "deadline_ms",
-// "explain", "log"}. Shared by the HTTP server and `rankd run`.
+// "explain", "log", "page_size", "cursor"}. Shared by the HTTP server and `rankd run`.
 //
 // Threads: any thread (the parser buffer is thread-local).
 #pragma once
@@ -20,11 +20,16 @@ struct RankRequest {
   GivenParams params;
   std::optional<int64_t> deadline_ms;  // 1..60000 when given
   bool explain = false;
-  bool log = false;  // record it in the served log whatever the plan's sample
+  bool log = false;                   // record it in the served log whatever the plan's sample
+  std::optional<int> page_size;       // 1..kMaxPageSize when given (docs/api.md, "Pages")
+  std::optional<std::string> cursor;  // a later page of a ranking asked with page_size
 };
 
+inline constexpr int kMaxPageSize = 500;
+
 // Errors are bad_request naming the field ("user_id: must be an integer >= 0"), except
-// a param value that is no scalar at all (invalid_param). Unknown top-level fields are
+// a param value that is no scalar at all and a page_size out of 1..kMaxPageSize
+// (invalid_param). Unknown top-level fields are
 // ignored. With require_plan false (`rankd run`) a missing "plan" is allowed.
 Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan = true);
 

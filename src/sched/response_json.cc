@@ -35,59 +35,64 @@ void AppendJsonInt(int64_t v, std::string& out) {
   out.append(buf, r.ptr);
 }
 
-void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
-                        const ResponseExtras& extras) {
+RankItemWriter::RankItemWriter(const RunResult& r) {
   const Plan& plan = *r.plan;
   const RowSet& rows = r.output;
-  // The output columns and their `"name":` keys, looked up once.
-  std::vector<std::pair<std::string, const Column*>> heap_cols;
-  std::pair<std::string, const Column*> inline_cols[8];  // most plans: no allocation
   const size_t ncols =
       plan.output_columns.empty() ? rows.num_columns() : plan.output_columns.size();
-  std::span<std::pair<std::string, const Column*>> cols(inline_cols);
-  if (ncols > std::size(inline_cols)) {
-    heap_cols.resize(ncols);
-    cols = heap_cols;
+  cols_ = inline_cols_;
+  if (ncols > std::size(inline_cols_)) {
+    heap_cols_.resize(ncols);
+    cols_ = heap_cols_;
   }
-  cols = cols.first(ncols);
+  cols_ = cols_.first(ncols);
   if (plan.output_columns.empty()) {
-    for (size_t i = 0; i < ncols; ++i) cols[i] = {rows.column_name(i), rows.column_at(i).get()};
+    for (size_t i = 0; i < ncols; ++i) cols_[i] = {rows.column_name(i), rows.column_at(i).get()};
   } else {
     for (size_t i = 0; i < ncols; ++i)
-      cols[i] = {plan.output_columns[i], rows.column(plan.output_columns[i])};
+      cols_[i] = {plan.output_columns[i], rows.column(plan.output_columns[i])};
   }
-  for (auto& [key, col] : cols) {
+  for (auto& [key, col] : cols_) {
     std::string k;
     AppendJsonString(key, k);
     k += ':';
     key = std::move(k);
   }
+}
+
+void RankItemWriter::Append(uint32_t row, std::string& out) const {
+  out += '{';
+  for (size_t c = 0; c < cols_.size(); ++c) {
+    if (c) out += ',';
+    out += cols_[c].first;
+    if (cols_[c].second)
+      AppendJsonCell(*cols_[c].second, row, out);
+    else
+      out += "null";
+  }
+  out += '}';
+}
+
+void AppendRankHead(const RunResult& r, std::string& out) {
   out += "{\"plan\":";
-  AppendJsonString(plan.name, out);
+  AppendJsonString(r.plan->name, out);
   out += ",\"user_id\":";
   if (r.user_id.is_str)
     AppendJsonString(r.user_id.str, out);
   else
     AppendJsonInt(r.user_id.num, out);
   out += ",\"items\":[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (i) out += ',';
-    out += '{';
-    uint32_t row = rows.row(i);
-    for (size_t c = 0; c < cols.size(); ++c) {
-      if (c) out += ',';
-      out += cols[c].first;
-      if (cols[c].second)
-        AppendJsonCell(*cols[c].second, row, out);
-      else
-        out += "null";
-    }
-    out += '}';
-  }
+}
+
+void AppendRankCounts(size_t count, int64_t took_us, std::string& out) {
   out += "],\"count\":";
-  AppendJsonInt(static_cast<int64_t>(rows.size()), out);
+  AppendJsonInt(static_cast<int64_t>(count), out);
   out += ",\"took_us\":";
-  AppendJsonInt(r.took_us, out);
+  AppendJsonInt(took_us, out);
+}
+
+void AppendRankMeta(const RunResult& r, const ResponseExtras& extras, std::string& out) {
+  const Plan& plan = *r.plan;
   out += ",\"degraded\":[";
   for (size_t i = 0; i < r.degraded.size(); ++i) {
     if (i) out += ',';
@@ -105,40 +110,62 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
     out += extras.served_id;
     out += '"';
   }
-  if (explain) {
-    out += ",\"nodes\":[";
-    for (size_t i = 0; i < r.nodes.size(); ++i) {
-      const NodeStat& s = r.nodes[i];
-      if (i) out += ',';
-      out += "{\"node_id\":";
-      AppendJsonString(plan.nodes[i].id, out);
-      out += ",\"op\":";
-      AppendJsonString(plan.nodes[i].op, out);
-      out += ",\"status\":\"";
-      out += NodeStatusName(s.status);
-      out += "\",\"rows\":";
-      AppendJsonInt(static_cast<int64_t>(s.rows), out);
-      out += ",\"start_us\":";
-      AppendJsonInt(s.start_us, out);
-      out += ",\"took_us\":";
-      AppendJsonInt(s.took_us, out);
-      if (s.cache.used) {
-        out += ",\"cache_hits\":";
-        AppendJsonInt(static_cast<int64_t>(s.cache.hits), out);
-        out += ",\"cache_misses\":";
-        AppendJsonInt(static_cast<int64_t>(s.cache.misses), out);
-      }
-      if (const ModelPtr& m = plan.nodes[i].model.model) {
-        out += ",\"model\":";
-        AppendJsonString(m->name(), out);
-        out += ",\"model_sha256\":\"";
-        out += m->sha256();
-        out += '"';
-      }
-      out += '}';
+}
+
+void AppendRankCursor(std::string_view cursor, std::string& out) {
+  out += ",\"cursor\":\"";
+  out += cursor;
+  out += '"';
+}
+
+void AppendRankNodes(const RunResult& r, std::string& out) {
+  const Plan& plan = *r.plan;
+  out += ",\"nodes\":[";
+  for (size_t i = 0; i < r.nodes.size(); ++i) {
+    const NodeStat& s = r.nodes[i];
+    if (i) out += ',';
+    out += "{\"node_id\":";
+    AppendJsonString(plan.nodes[i].id, out);
+    out += ",\"op\":";
+    AppendJsonString(plan.nodes[i].op, out);
+    out += ",\"status\":\"";
+    out += NodeStatusName(s.status);
+    out += "\",\"rows\":";
+    AppendJsonInt(static_cast<int64_t>(s.rows), out);
+    out += ",\"start_us\":";
+    AppendJsonInt(s.start_us, out);
+    out += ",\"took_us\":";
+    AppendJsonInt(s.took_us, out);
+    if (s.cache.used) {
+      out += ",\"cache_hits\":";
+      AppendJsonInt(static_cast<int64_t>(s.cache.hits), out);
+      out += ",\"cache_misses\":";
+      AppendJsonInt(static_cast<int64_t>(s.cache.misses), out);
     }
-    out += ']';
+    if (const ModelPtr& m = plan.nodes[i].model.model) {
+      out += ",\"model\":";
+      AppendJsonString(m->name(), out);
+      out += ",\"model_sha256\":\"";
+      out += m->sha256();
+      out += '"';
+    }
+    out += '}';
   }
+  out += ']';
+}
+
+void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
+                        const ResponseExtras& extras) {
+  const RowSet& rows = r.output;
+  RankItemWriter items(r);
+  AppendRankHead(r, out);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i) out += ',';
+    items.Append(rows.row(i), out);
+  }
+  AppendRankCounts(rows.size(), r.took_us, out);
+  AppendRankMeta(r, extras, out);
+  if (explain) AppendRankNodes(r, out);
   out += '}';
 }
 

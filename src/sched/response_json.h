@@ -6,8 +6,11 @@
 // Threads: any thread; appends to a caller-owned string.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/json_escape.h"
 #include "sched/scheduler.h"
@@ -25,6 +28,42 @@ struct ResponseExtras {
 // [,"served_id"][,"nodes"]}.
 void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
                         const ResponseExtras& extras = {});
+
+// The pieces AppendRankResponse is made of, in its order, for answers whose items are
+// cut into pages (server/page_snapshot.h) — each page is one of these bodies:
+//   AppendRankHead, items written by RankItemWriter (comma-separated),
+//   AppendRankCounts, AppendRankMeta, [AppendRankCursor], [AppendRankNodes], '}'.
+// None of them writes a raw newline (strings are escaped): a page snapshot keeps its
+// pieces one to a line.
+
+// {"plan":<name of the plan that ran>,"user_id":<as asked>,"items":[
+void AppendRankHead(const RunResult& r, std::string& out);
+// ],"count":<count>,"took_us":<took_us>
+void AppendRankCounts(size_t count, int64_t took_us, std::string& out);
+// ,"degraded":[...][,"experiment":..,"variant":..][,"served_id":..]
+void AppendRankMeta(const RunResult& r, const ResponseExtras& extras, std::string& out);
+// ,"cursor":"<cursor>" (base64url: nothing to escape)
+void AppendRankCursor(std::string_view cursor, std::string& out);
+// ,"nodes":[...] (explain)
+void AppendRankNodes(const RunResult& r, std::string& out);
+
+// The items of a run's output, one JSON object per row, its columns the plan's output
+// columns (all the output's when the plan names none). Their `"name":` keys are
+// rendered once, here. Borrows `r`: it must outlive the writer.
+class RankItemWriter {
+ public:
+  explicit RankItemWriter(const RunResult& r);
+  RankItemWriter(const RankItemWriter&) = delete;
+  RankItemWriter& operator=(const RankItemWriter&) = delete;
+  // The item of physical row `row` of the output.
+  void Append(uint32_t row, std::string& out) const;
+
+ private:
+  using Col = std::pair<std::string, const Column*>;  // `"name":`, null when absent
+  Col inline_cols_[8];                                // most plans: no allocation
+  std::vector<Col> heap_cols_;
+  std::span<Col> cols_;
+};
 void AppendJsonDouble(double d, std::string& out);  // null when not finite
 void AppendJsonInt(int64_t v, std::string& out);
 // Physical row `row` of `c`: null, a number, true/false or a string.

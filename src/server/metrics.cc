@@ -49,6 +49,16 @@ constexpr std::array<std::string_view, 4> kMethodNames = {"GET", "POST", "HEAD",
 
 }  // namespace
 
+std::string_view SnapshotOutcomeName(SnapshotOutcome o) {
+  switch (o) {
+    case SnapshotOutcome::kWritten: return "written";
+    case SnapshotOutcome::kWriteFailed: return "write_failed";
+    case SnapshotOutcome::kOnePage: return "one_page";
+    case SnapshotOutcome::kCount: break;
+  }
+  return "unknown";
+}
+
 Metrics::Metrics(bool enabled)
     : enabled_(enabled), registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
@@ -175,6 +185,20 @@ Metrics::Metrics(bool enabled)
                "Served-log records by sink and outcome: written, dropped_full (the shard's "
                "buffer), dropped_error (the sink failed), dropped_no_sink, dropped_too_large")
            .Register(r);
+  page_snapshots =
+      &BuildCounter()
+           .Name("rankd_page_snapshots_total")
+           .Help(
+               "First pages of /rank requests with page_size, by outcome: written (the "
+               "snapshot is in Redis, a cursor went out), write_failed (answered without "
+               "cursor), one_page (everything fit in the first page: nothing written)")
+           .Register(r);
+  page_requests = &BuildCounter()
+                       .Name("rankd_page_requests_total")
+                       .Help(
+                           "Later pages (/rank requests with a cursor), by outcome: ok or the "
+                           "API error code")
+                       .Register(r);
   experiment_requests =
       &BuildCounter()
            .Name("rankd_experiment_requests_total")
@@ -250,6 +274,15 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard, bool tokens)
   cpu_queue_rejects = &m.cpu_queue_rejects->Add({{"shard", shard_}});
   cpu_cancelled = &m.cpu_cancelled->Add({{"shard", shard_}});
   access_log_dropped = &m.access_log_dropped->Add({{"shard", shard_}});
+  for (size_t k = 0; k < page_snapshots.size(); ++k)
+    page_snapshots[k] = &m.page_snapshots->Add(
+        {{"shard", shard_},
+         {"outcome", std::string(SnapshotOutcomeName(static_cast<SnapshotOutcome>(k)))}});
+  for (size_t k = 0; k < page_requests.size(); ++k)
+    page_requests[k] = &m.page_requests->Add(
+        {{"shard", shard_},
+         {"outcome", k == 0 ? std::string("ok")
+                            : std::string(http::ErrorCodeName(static_cast<ErrorCode>(k - 1)))}});
   // Every answer a route can give, so that they show as 0 until used and the request
   // path never looks a label set up. The HTTP layer's own refusals are not here: they
   // count in rankd_http_rejects_total.

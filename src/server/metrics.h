@@ -72,6 +72,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* cpu_cancelled;
   prometheus::Family<prometheus::Counter>* access_log_dropped;
   prometheus::Family<prometheus::Counter>* served_log_records;  // {sink, outcome}
+  // Pages (docs/api.md, "Pages").
+  prometheus::Family<prometheus::Counter>* page_snapshots;  // {shard, outcome}
+  prometheus::Family<prometheus::Counter>* page_requests;   // {shard, outcome}
   // Experiments (docs/experiments.md).
   prometheus::Family<prometheus::Counter>* experiment_requests;        // {experiment, variant}
   prometheus::Family<prometheus::Counter>* experiment_forced_ignored;  // no labels
@@ -104,6 +107,10 @@ struct ExperimentChildren {
   prometheus::Counter* forced_ignored = nullptr;
 };
 ExperimentChildren MakeExperimentChildren(Metrics& m, const ExperimentSet& set);
+
+// What became of a first page's snapshot (rankd_page_snapshots_total).
+enum class SnapshotOutcome : uint8_t { kWritten, kWriteFailed, kOnePage, kCount };
+std::string_view SnapshotOutcomeName(SnapshotOutcome o);  // "written", ...
 
 class ShardMetrics;
 
@@ -165,6 +172,9 @@ class ShardMetrics {
   prometheus::Counter* cpu_queue_rejects;
   prometheus::Counter* cpu_cancelled;
   prometheus::Counter* access_log_dropped;
+  std::array<prometheus::Counter*, static_cast<size_t>(SnapshotOutcome::kCount)> page_snapshots{};
+  // Later pages by outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
+  std::array<prometheus::Counter*, 1 + http::kErrorCodeCount> page_requests{};
 
  private:
   friend struct PlanMetrics;

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <string_view>
+#include <tuple>
 
 #include "core/error.h"
 #include "http/api_errors.h"
@@ -47,14 +48,14 @@ struct RouteSpec {
   std::string_view allow;
   // What it answers an accepted method with (0 = unused slot). Any other method gets
   // 405 method_not_allowed.
-  std::array<int, 8> statuses;
+  std::array<int, 10> statuses;
   // With --auth-token-file, a kToken route answers 401 unauthorized (before anything
   // else) to a request without a valid token.
   Access access;
 };
 
 inline constexpr RouteSpec kRoutes[] = {
-    {Route::kRank, "/rank", "POST", {200, 400, 404, 422, 500, 502, 503, 504}, Access::kToken},
+    {Route::kRank, "/rank", "POST", {200, 400, 404, 410, 422, 500, 502, 503, 504}, Access::kToken},
     {Route::kHealthz, "/healthz", "GET, HEAD", {200}, Access::kOpen},
     {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}, Access::kOpen},
     // 404 when --metrics-port moves it; 503 past --max-queued-scrapes. Open on the
@@ -95,7 +96,9 @@ Error MethodNotAllowed(const RouteSpec& spec, std::string_view path, std::string
 // The statuses metrics count by value: every status a route lists and every error's,
 // sorted, once each (values[0..size)). Any other status counts as "other".
 struct StatusList {
-  std::array<int, std::size(kRoutes) * 8 + http::kErrorCodeCount> values{};
+  std::array<int, std::size(kRoutes) * std::tuple_size_v<decltype(RouteSpec::statuses)> +
+                      http::kErrorCodeCount>
+      values{};
   size_t size = 0;
 };
 inline constexpr StatusList kCountedStatuses = [] {

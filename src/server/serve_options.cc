@@ -170,6 +170,24 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "served-log records a shard holds for its sinks; past it,\n"
               "new records are dropped and counted ({})",
               o.served_log_buffer_bytes, 65536, kMax),
+      IntFlag("--page-max-items", "N",
+              "items of a ranking asked with page_size kept for its later\n"
+              "pages; the chain of pages ends after them ({})",
+              o.page_max_items, 1, 100000),
+      IntFlag("--page-ttl-ms", "N",
+              "how long a ranking's later pages can be asked for; past it\n"
+              "a cursor gets 410 cursor_expired ({})",
+              o.page_ttl_ms, 1, 86400000),
+      TextFlag("--page-endpoint", "NAME",
+               "the --redis endpoint that keeps the rankings of later pages\n"
+               "({})",
+               o.page_endpoint),
+      TextFlag("--cursor-key-file", "FILE",
+               "key that signs page cursors (its bytes, at least 32);\n"
+               "replicas behind one balancer need the same file; without\n"
+               "it a random key per process: cursors work on one replica\n"
+               "only (none)",
+               o.cursor_key_file),
       Flag{"--no-metrics",
            {},
            {},
@@ -244,6 +262,10 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   auto sinks = ParseSinkFlags(sink_flags, o.redis);
   if (!sinks) return Fail(sinks.error());
   o.served_log = std::move(*sinks);
+  if (std::none_of(o.redis.begin(), o.redis.end(),
+                   [&](const RedisEndpoint& e) { return e.name == o.page_endpoint; }))
+    return Fail(Error::BadRequest("--page-endpoint: no --redis endpoint is named '" +
+                                  o.page_endpoint + "'"));
   return out;
 }
 

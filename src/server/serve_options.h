@@ -68,6 +68,13 @@ struct ServeOptions {
   // a shard may have at once.
   bool allow_forced_variants = false;
   size_t shadow_max_inflight = 16;
+  // Pages (docs/api.md, "Pages"): the snapshot of a ranking asked with page_size, which
+  // its later pages are read from — items kept, lifetime, where — and the key cursors
+  // are signed with ("" = a random key per process: cursors then work on one replica).
+  size_t page_max_items = 1000;
+  uint64_t page_ttl_ms = 600000;
+  std::string page_endpoint = "redis_default";
+  std::string cursor_key_file;
   // Plans may use the test-only ops (sleep, busy_cpu, fixed_source): tests, benchmarks.
   bool enable_test_ops = false;
   LogLevel log_level = LogLevel::kInfo;

@@ -154,6 +154,13 @@ Status Server::Start() {
     if (!tokens) return Fail(Error::BadRequest("--auth-token-file: " + tokens.error().message));
     auth_ = std::move(*tokens);
   }
+  if (opts_.cursor_key_file.empty()) {
+    cursor_key_ = CursorKey::Random();
+  } else {
+    auto key = CursorKey::Load(opts_.cursor_key_file);
+    if (!key) return Fail(Error::BadRequest("--cursor-key-file: " + key.error().message));
+    cursor_key_ = std::move(*key);
+  }
   if (opts_.port != 0) {
     if (auto free = http::CheckPortFree(opts_.host, opts_.port); !free) return free;
   }
@@ -192,7 +199,11 @@ Status Server::Start() {
       std::to_string(opts_.shards) + " shard(s), " + std::to_string(plans_->plans.size()) +
       " plan(s) from " + opts_.plans +
       (auth_ ? ", " + std::to_string(auth_->size()) + " API token(s) from " + opts_.auth_token_file
-             : std::string()));
+             : std::string()) +
+      (opts_.cursor_key_file.empty()
+           ? "; page cursors signed with a random key of this process (no --cursor-key-file): "
+             "they work on this replica only"
+           : std::string()));
   return {};
 }
 

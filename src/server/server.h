@@ -22,6 +22,7 @@
 #include "server/access_log.h"
 #include "server/auth_tokens.h"
 #include "server/metrics.h"
+#include "server/page_cursor.h"
 #include "server/serve_options.h"
 
 namespace rankd {
@@ -72,6 +73,9 @@ class Server {
   // The FileSink of each --served-log sink, by index (null for a stream sink). Set
   // before any shard starts; they outlive the shards' loops.
   const std::vector<FileSink*>& file_sinks() const { return file_sink_ptrs_; }
+  // The key page cursors are signed with (--cursor-key-file, or a random one): set
+  // before the shards start, then immutable, so any thread may use it.
+  const CursorKey& cursor_key() const { return *cursor_key_; }
 
  private:
   void AddCollectors();
@@ -95,7 +99,8 @@ class Server {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;    // main thread
   std::shared_ptr<const AuthTokens> auth_;  // main thread; null without --auth-token-file
-  std::atomic<size_t> plan_count_{0};       // for readiness, from any thread
+  std::shared_ptr<const CursorKey> cursor_key_;
+  std::atomic<size_t> plan_count_{0};  // for readiness, from any thread
   // Every shard listens (Start has returned): until then shard 0 may answer /readyz while
   // the others are still starting. Set by the main thread, read by any.
   std::atomic<bool> started_{false};

@@ -75,6 +75,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   access_log_ = server_.access_log_ring(id_);
   served_log_ = std::make_unique<ShardServedLog>(
       loop(), &redis, opts_.served_log, server_.file_sinks(), opts_.served_log_buffer_bytes);
+  page_redis_ = redis.Get(opts_.page_endpoint);
   ExemptLogOnlyEndpoints();
 
   http::HttpOptions h;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,11 +22,13 @@
 #include "core/spsc_ring.h"
 #include "http/listener.h"
 #include "plan/plan.h"
+#include "sched/request_json.h"
 #include "sched/scheduler.h"
 #include "sched/shard_runtime.h"
 #include "served/shard_log.h"
 #include "server/auth_tokens.h"
 #include "server/metrics.h"
+#include "server/page_snapshot.h"
 #include "server/serve_options.h"
 
 namespace rankd {
@@ -91,6 +94,10 @@ class Shard {
     int variant = -1;     // -1: control
     bool forced = false;  // by X-Rankd-Variant
     GivenParams params;   // as the request gave them, for the shadows
+    // With "page_size" (0: none): the first page's size, and the plan as asked, which
+    // its cursor is bound to (run.plan may be an experiment's variant).
+    int page_size = 0;
+    std::string plan_asked;
   };
   Task<void> RunRank(RunRequest run, http::Responder res, RankTicket ticket);
   // --- experiments (shard_experiment.cc) ---
@@ -106,6 +113,40 @@ class Shard {
                        std::vector<uint64_t> primary_ids);
   void CancelShadows();  // the primaries need the shard: shadows running stop
   int64_t UnixMsAt(TimePoint t) const;
+  // The Server-Timing header of a /rank answer: "total;dur=<ms, 3 decimals>".
+  static std::string ServerTiming(std::chrono::microseconds took);
+  // --- pages (shard_pages.cc; docs/api.md, "Pages") ---
+  // A first page: the run's items as the snapshot later pages are read from, and the
+  // cursor of the second page (empty: everything fit, or the snapshot was not written).
+  struct FirstPage {
+    PageSnapshot snapshot;
+    std::string cursor;
+  };
+  // Builds the snapshot and, when more than a page's worth, writes it to
+  // --page-endpoint and waits for Redis to acknowledge it.
+  Task<FirstPage> StartPages(const RunResult& r, const ResponseExtras& extras, const RankTicket& t,
+                             const UserId& user);
+  // Appends the first page's answer.
+  static void AppendFirstPage(const FirstPage& page, const RunResult& r, const RankTicket& t,
+                              std::string& out);
+  // A request with "cursor": checked here, then read from its snapshot, no plan run.
+  void HandleNextPage(http::Request& req, http::Responder& res, RankRequest& rr, TimePoint t0);
+  struct NextPage {
+    PageCursor cursor;
+    size_t page_size = 0;
+    std::string plan;  // as asked: the next cursor is bound to it too
+    UserId user_id;
+    std::string request_id;
+    TimePoint t0;
+    int64_t deadline_ms = 0;
+  };
+  Task<void> RunNextPage(http::Responder res, NextPage p);
+  // Answers and counts a later page's error (before its Redis read, or after it).
+  void AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
+                       std::string_view request_id);
+  // 503 unavailable when the shard runs --max-inflight requests already; cancels the
+  // shadows past half of it.
+  Status Admit();
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   void OnRequest(http::Request req, http::Responder res);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
@@ -150,6 +191,8 @@ class Shard {
   CpuOffloadCounts offloads_published_;               // what the metrics already have
   uint64_t cpu_cancelled_published_ = 0;
   std::unique_ptr<ShardServedLog> served_log_;
+  // --page-endpoint's client: never null once started (ParseServeArgs checks the name).
+  RedisClient* page_redis_ = nullptr;
   ExperimentChildren experiment_children_;  // of the installed snapshot's experiments
   size_t shadows_running_ = 0;
   // The running shadows' parent token; replaced by a fresh one each time it is cancelled.

@@ -31,8 +31,10 @@ size_t OutcomeIndex(const Result<RunResult>& r) {
   return r ? 0 : 1 + static_cast<size_t>(r.error().code);
 }
 
+}  // namespace
+
 // "total;dur=<ms with 3 decimals>", from whole microseconds (no printf on this path).
-std::string ServerTiming(std::chrono::microseconds took) {
+std::string Shard::ServerTiming(std::chrono::microseconds took) {
   int64_t us = std::max<int64_t>(0, took.count());
   std::string out = "total;dur=";
   AppendJsonInt(us / 1000, out);
@@ -41,6 +43,8 @@ std::string ServerTiming(std::chrono::microseconds took) {
   out.append(frac, sizeof frac);
   return out;
 }
+
+namespace {
 
 // One for the whole process: the limit is per error code, whichever shard answers.
 LineRateLimit<http::kErrorCodeCount>& WarningLimit() {
@@ -80,10 +84,22 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
 
 }  // namespace
 
+// Admission counts requests until their work has really stopped, so abandoned CPU work
+// (a 504 whose job still runs) counts against --max-inflight.
+Status Shard::Admit() {
+  size_t live = live_requests_.load(std::memory_order_relaxed);
+  if (live >= opts_.max_inflight)
+    return Fail(Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
+                                   std::to_string(opts_.max_inflight) + "; retry later"));
+  if (live + 1 > opts_.max_inflight / 2) CancelShadows();  // primaries first
+  return {};
+}
+
 void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   auto parsed = ParseRankRequest(req.body);
   if (!parsed) return AnswerError(req, res, Route::kRank, parsed.error(), t0);
   RankRequest& rr = *parsed;
+  if (rr.cursor) return HandleNextPage(req, res, rr, t0);
   const auto& snapshot = runtime_.plans();
   auto it = snapshot->plans.find(rr.plan);
   if (it == snapshot->plans.end())
@@ -97,6 +113,8 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   run.params = std::move(rr.params);
   RankTicket ticket;
   ticket.explain = rr.explain;
+  ticket.page_size = rr.page_size.value_or(0);
+  if (ticket.page_size > 0) ticket.plan_asked = rr.plan;
   ticket.t0 = t0;
   ticket.deadline_ms = rr.deadline_ms.value_or(opts_.deadline_ms);
   // An experiment on the requested plan may hand the request to a variant plan.
@@ -105,16 +123,10 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   // The request holds its plan's metric children until it has answered: a reload may
   // replace the shard's snapshot meanwhile.
   ticket.pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*run.plan) : nullptr;
-  // Admission counts requests until their work has really stopped, so abandoned CPU work
-  // (a 504 whose job still runs) counts against --max-inflight.
-  size_t live = live_requests_.load(std::memory_order_relaxed);
-  if (live >= opts_.max_inflight) {
-    Error e = Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
-                                 std::to_string(opts_.max_inflight) + "; retry later");
-    if (ticket.pm) ticket.pm->outcomes[1 + static_cast<size_t>(e.code)]->Increment();
-    return AnswerError(req, res, Route::kRank, e, t0, kRetryAfter);
+  if (auto admitted = Admit(); !admitted) {
+    if (ticket.pm) ticket.pm->outcomes[1 + static_cast<size_t>(admitted.error().code)]->Increment();
+    return AnswerError(req, res, Route::kRank, admitted.error(), t0, kRetryAfter);
   }
-  if (live + 1 > opts_.max_inflight / 2) CancelShadows();  // primaries first
   if (ticket.experiment)
     experiment_children_
         .requests[static_cast<size_t>(ticket.experiment_index)]
@@ -142,7 +154,20 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
   PlanMetricsPtr& pm = ticket.pm;
   auto live =
       std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), live_requests_);
+  // A first page still runs while its snapshot is written: it counts until then.
+  std::shared_ptr<LiveRequest> paging = ticket.page_size > 0 ? live : nullptr;
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));
+  ResponseExtras extras;
+  extras.served_id = ticket.served_id;
+  if (ticket.experiment) {
+    extras.experiment = ticket.experiment->name;
+    extras.variant = VariantName(ticket);
+  }
+  // With page_size, the snapshot later pages are read from is in Redis before the first
+  // page goes out (or the page goes without a cursor).
+  FirstPage page;
+  if (result && ticket.page_size > 0) page = co_await StartPages(*result, extras, ticket, user_id);
+  paging.reset();
 
   // The body is copied into the connection's output by Send; its buffer then serves the
   // next request of this shard (core/free_list.h).
@@ -155,14 +180,10 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
   const http::HeaderField busy_headers[] = {{"Server-Timing", timing}, kRetryAfter[0]};
   int status = 200;
   std::span<const http::HeaderField> headers = ok_headers;
-  if (result) {
+  if (result && ticket.page_size > 0) {
+    AppendFirstPage(page, *result, ticket, *body);
+  } else if (result) {
     body->reserve(256 + result->output.size() * 48);
-    ResponseExtras extras;
-    extras.served_id = ticket.served_id;
-    if (ticket.experiment) {
-      extras.experiment = ticket.experiment->name;
-      extras.variant = VariantName(ticket);
-    }
     AppendRankResponse(*result, ticket.explain, *body, extras);
   } else {
     status = http::ErrorStatus(result.error().code);

@@ -52,6 +52,36 @@ TEST_SUITE("request_json") {
     CHECK(p.message.find("params.x") == 0);
   }
 
+  TEST_CASE("page_size and cursor") {
+    auto r = ParseRankRequest(R"({"plan": "p", "user_id": 1, "page_size": 20, "cursor": "abc"})");
+    REQUIRE(r.has_value());
+    CHECK(*r->page_size == 20);
+    CHECK(*r->cursor == "abc");
+    auto plain = ParseRankRequest(R"({"plan": "p", "user_id": 1})");
+    REQUIRE(plain.has_value());
+    CHECK_FALSE(plain->page_size.has_value());
+    CHECK_FALSE(plain->cursor.has_value());
+    for (const char* body : {R"({"plan": "p", "user_id": 1, "page_size": 0})",
+                             R"({"plan": "p", "user_id": 1, "page_size": 501})",
+                             R"({"plan": "p", "user_id": 1, "page_size": -3})",
+                             R"({"plan": "p", "user_id": 1, "page_size": 18446744073709551615})"}) {
+      auto bad = ParseRankRequest(body);
+      REQUIRE_FALSE(bad.has_value());
+      CHECK(bad.error().code == ErrorCode::kInvalidParam);
+      CHECK(bad.error().message.find("page_size: must be in 1..500") == 0);
+    }
+    for (const char* body : {R"({"plan": "p", "user_id": 1, "page_size": 2.0})",
+                             R"({"plan": "p", "user_id": 1, "page_size": "2"})"}) {
+      auto bad = ParseRankRequest(body);
+      REQUIRE_FALSE(bad.has_value());
+      CHECK(bad.error().code == ErrorCode::kBadRequest);
+      CHECK(bad.error().message.find("page_size:") == 0);
+    }
+    auto bad = ParseRankRequest(R"({"plan": "p", "user_id": 1, "cursor": 5})");
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().message == "cursor: must be a string");
+  }
+
   TEST_CASE("plan is optional for rankd run") {
     CHECK(ParseRankRequest(R"({"user_id": 1})", false).has_value());
   }

@@ -10,6 +10,9 @@ one rankd per data plane.
   mode) through a reshard of 1,000 slots while a writer rewrites items and media lists
   in those slots: every answer a 200, and afterwards every cached answer equal to the
   uncached plan's.
+- Pages of feed with their snapshots on the cluster: every chain equals the single
+  node's whole ranking; the snapshots spread over the masters; one deleted ends its
+  chain with 410 (plain build only).
 - With read_from=replica, once the replicas reached their masters' replication offsets,
   answers equal the single node's and every replica's INFO commandstats counts the reads.
 - A master SIGKILLed under load: only 503 or 504 until its replica is promoted, then 200s
@@ -149,8 +152,9 @@ def env():
     return _env
 
 
-def answer(rankd, plan, user, deadline_ms=None):
-    req = {"plan": plan, "user_id": user}
+def answer(rankd, plan, user, deadline_ms=None, **fields):
+    """`fields`: more of the request (params, page_size, cursor)."""
+    req = {"plan": plan, "user_id": user, **fields}
     if deadline_ms:
         req["deadline_ms"] = deadline_ms
     status, _, body = rankd.rank(req, timeout=30)
@@ -434,6 +438,41 @@ def test_templated_keys_and_string_ids_on_the_cluster():
                timeout=5, what="the write through the cluster seen")
     on_cluster.stop()
     on_single.stop()
+
+
+def test_pages_on_the_cluster():
+    """Pages (docs/api.md, "Pages") with the snapshots on the cluster: each is one key,
+    routed by its slot, so they spread over the masters; every chain equals the single
+    node's whole ranking, and a snapshot deleted on its master ends its chain (410)."""
+    if SANITIZED:
+        print("     skipped under sanitizers: a Redis Cluster case runs in the plain build only")
+        return
+    e = env()
+    cluster, on_cluster, on_single = e["cluster"], e["on_cluster"], e["on_single"]
+    cursors = {}
+    for user in range(1, 13):
+        want = answer(on_single, "feed", user, params={"limit": 100})
+        first = answer(on_cluster, "feed", user, params={"limit": 100}, page_size=20)
+        assert want[0] == 200 and first[0] == 200, (want, first)
+        items, page = list(first[1]["items"]), first[1]
+        cursors[user] = page.get("cursor")
+        while "cursor" in page:
+            status, page = answer(on_cluster, "feed", user, cursor=page["cursor"])
+            assert status == 200, page
+            items += page["items"]
+        assert items == want[1]["items"], user
+    held = {}
+    for _, port, _ in cluster.masters():
+        held[port] = [k for k in cluster.cli("keys", "rankd:page:*", port=port).split() if k]
+    assert sum(len(k) for k in held.values()) >= len([c for c in cursors.values() if c]), held
+    assert sum(1 for k in held.values() if k) >= 2, f"snapshots on one master only: {held}"
+    # rankd's snapshots are its only keys here: delete them all, and a chain ends in 410.
+    for port, keys in held.items():
+        for k in keys:
+            cluster.cli("del", k, port=port)
+    user = next(u for u, c in cursors.items() if c)
+    status, body = answer(on_cluster, "feed", user, cursor=cursors[user])
+    assert status == 410 and body["error"]["code"] == "cursor_expired", (status, body)
 
 
 def test_served_log_stream_on_the_cluster():
@@ -737,6 +776,7 @@ if __name__ == "__main__":
         ("every plan answers the same on the cluster", test_every_plan_answers_the_same_on_the_cluster),
         ("reads from replicas answer like the masters", test_reads_from_replicas_answer_like_the_masters),
         ("templated keys and string ids on the cluster", test_templated_keys_and_string_ids_on_the_cluster),
+        ("pages with their snapshots on the cluster", test_pages_on_the_cluster),
         ("resharding under load keeps every answer", test_resharding_under_load_keeps_every_answer),
         ("a served-log stream on the cluster", test_served_log_stream_on_the_cluster),
         ("the cache (bcast tracking) stays consistent through a reshard and writes",

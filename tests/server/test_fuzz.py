@@ -18,7 +18,8 @@ BODIES = int(os.environ.get("RANKD_FUZZ_BODIES", "4000"))
 RAW = int(os.environ.get("RANKD_FUZZ_RAW", "2000"))
 ERROR_CODES = {"bad_request", "unknown_plan", "invalid_param", "not_found", "method_not_allowed",
                "payload_too_large", "headers_too_large", "request_timeout", "unavailable",
-               "deadline_exceeded", "backend_error", "internal"}
+               "deadline_exceeded", "backend_error", "internal", "invalid_cursor",
+               "cursor_expired"}
 
 
 server = SharedServer(shards=2, seed_users=50)
@@ -35,7 +36,8 @@ def still_serves(s):
 PLANS = ["feed", "fixed_rank", "diamond", "viewer_filter", "complex_dag", "nope", ""]
 WEIRD = [None, True, False, 0, -1, 1.5, 1e308, -1e308, 2**63, -(2**63) - 1, 2**64, "", "x" * 300,
          "1", "\u00e9\u4e2d\U0001f600", [], {}, [1, 2], {"a": {"b": {"c": 1}}}, "NaN", 0.0, -0.0]
-KEYS = ["plan", "user_id", "params", "deadline_ms", "explain", "extra", "", "PLAN"]
+KEYS = ["plan", "user_id", "params", "deadline_ms", "explain", "extra", "", "PLAN", "page_size",
+        "cursor"]
 PARAMS = ["weight", "limit", "n", "min_likes", "fanout", "nope", ""]
 
 
@@ -49,6 +51,8 @@ def random_body(rng):
                               for _ in range(rng.randrange(0, 4))}
         elif key == "deadline_ms":
             body[key] = rng.choice([1, 5, 50, 200, 0, -3, 10**9, 1.5, "100", None])
+        elif key == "page_size":
+            body[key] = rng.choice([1, 3, 20, 500, 0, 501, -1, 2**63, 1.5, "20", None])
         else:
             body[key] = rng.choice(WEIRD)
     return json.dumps(body).encode()

@@ -1,0 +1,209 @@
+// Pages of /rank on a shard (docs/api.md, "Pages"): a first page writes the ranking's
+// snapshot to --page-endpoint and hands out a cursor; a later page checks its cursor and
+// reads its items back from the snapshot, in one round trip and without a plan run.
+#include <algorithm>
+#include <chrono>
+
+#include "core/free_list.h"
+#include "core/line_rate_limit.h"
+#include "core/log.h"
+#include "core/random_bytes.h"
+#include "http/api_errors.h"
+#include "server/server.h"
+#include "server/shard.h"
+
+namespace rankd {
+
+namespace {
+
+// "rankd:page:<32 hex digits>": the snapshot's key under the endpoint's prefix. rankd
+// writes no other key (but the served log's streams).
+std::string SnapshotKeyTail(const std::array<uint8_t, 16>& id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "rankd:page:";
+  for (uint8_t b : id) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+// Failed snapshot writes and later pages' Redis failures go to the log with their
+// detail (address, Redis's text), at most a line a second each (a dead endpoint would
+// otherwise write one per request).
+void LogPageFailure(size_t kind, std::string_view request_id, std::string_view what,
+                    const Error& e) {
+  static LineRateLimit<2> limit;
+  if (!LogEnabled(LogLevel::kWarn)) return;
+  int64_t now_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+          .count();
+  uint64_t suppressed = 0;
+  if (!limit.Allow(kind, now_ms, &suppressed)) return;
+  std::string s = "request ";
+  s.append(request_id).append(": ").append(what).append(": ").append(e.message);
+  if (!e.detail.empty()) s.append(" [").append(e.detail).append("]");
+  if (suppressed) s.append(" (").append(std::to_string(suppressed)).append(" suppressed)");
+  LogWarn(s);
+}
+
+// A Redis failure of a snapshot's batch as the error it stands for: the batch's own
+// (unavailable, deadline_exceeded, backend_error), or backend_error for an error reply
+// (Redis's text in the detail, for the log only).
+Status CheckReplies(const Result<RespReplies>& replies, size_t n, std::string_view endpoint) {
+  if (!replies) {
+    Error e = replies.error();
+    e.message = "page snapshot: " + e.message;
+    return Fail(std::move(e));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (i < replies->size() && !(*replies)[i].is_error()) continue;
+    Error e = Error::Backend("page snapshot: redis endpoint " + std::string(endpoint) +
+                             " answered an error");
+    if (i < replies->size()) e.detail = std::string((*replies)[i].str());
+    return Fail(std::move(e));
+  }
+  return {};
+}
+
+}  // namespace
+
+Task<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtras& extras,
+                                         const RankTicket& t, const UserId& user) {
+  FirstPage page;
+  page.snapshot = BuildPageSnapshot(r, extras, opts_.page_max_items);
+  const PageSnapshot& s = page.snapshot;
+  auto count = [this](SnapshotOutcome o) {
+    shard_metrics_->page_snapshots[static_cast<size_t>(o)]->Increment();
+  };
+  auto page_size = static_cast<size_t>(t.page_size);
+  if (s.items() <= page_size) {
+    count(SnapshotOutcome::kOnePage);
+    co_return page;
+  }
+  PageCursor c;
+  FillRandom(c.snapshot.data(), c.snapshot.size());
+  RedisCommands cmds;
+  cmds.Add(5)
+      .Arg("SET")
+      .Key(page_redis_->prefix(), SnapshotKeyTail(c.snapshot))
+      .Arg(s.bytes)
+      .Arg("PX")
+      .Arg(static_cast<int64_t>(opts_.page_ttl_ms));
+  // Within the request's deadline: past it the page goes without a cursor.
+  auto replies =
+      co_await page_redis_->Batch(std::move(cmds), t.t0 + std::chrono::milliseconds(t.deadline_ms));
+  if (auto written = CheckReplies(replies, 1, opts_.page_endpoint); !written) {
+    LogPageFailure(0, t.request_id, "first page sent without cursor", written.error());
+    count(SnapshotOutcome::kWriteFailed);
+    co_return page;
+  }
+  c.offset = static_cast<uint32_t>(page_size);
+  c.byte_start = s.ends[page_size - 1];
+  c.header_bytes = s.header_bytes;
+  c.items = static_cast<uint32_t>(s.items());
+  c.bytes = static_cast<uint32_t>(s.bytes.size());
+  c.max_item_bytes = s.max_item_bytes;
+  c.page_size = static_cast<uint16_t>(page_size);
+  page.cursor = server_.cursor_key().Seal(c, t.plan_asked, user);
+  count(SnapshotOutcome::kWritten);
+  co_return page;
+}
+
+void Shard::AppendFirstPage(const FirstPage& page, const RunResult& r, const RankTicket& t,
+                            std::string& out) {
+  const PageSnapshot& s = page.snapshot;
+  size_t n = std::min(s.items(), static_cast<size_t>(t.page_size));
+  AppendPage(s.head(), s.Lines(n), n, r.took_us, s.meta(), page.cursor, out);
+  if (t.explain) AppendRankNodes(r, out);
+  out += '}';
+}
+
+void Shard::AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
+                            std::string_view request_id) {
+  shard_metrics_->page_requests[1 + static_cast<size_t>(e.code)]->Increment();
+  int status = http::ErrorStatus(e.code);
+  if (status >= 500) LogPageFailure(1, request_id, "later page", e);
+  http::Response r;
+  r.status = status;
+  std::string body = http::ErrorBody(e);
+  r.body = body;
+  if (status == 503) r.headers = kRetryAfter;
+  shard_metrics_->CountHttp(Route::kRank, "POST", status,
+                            std::chrono::duration<double>(Clock::now() - t0).count());
+  res.Send(r);
+  if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, nullptr, {});
+}
+
+void Shard::HandleNextPage(http::Request& req, http::Responder& res, RankRequest& rr,
+                           TimePoint t0) {
+  auto cursor = server_.cursor_key().Open(*rr.cursor, rr.plan, rr.user_id);
+  if (!cursor) return AnswerPageError(res, cursor.error(), t0, req.request_id);
+  if (auto admitted = Admit(); !admitted)
+    return AnswerPageError(res, admitted.error(), t0, req.request_id);
+  NextPage p;
+  p.cursor = *cursor;
+  // A later request may ask another page size; the first request's otherwise.
+  p.page_size = static_cast<size_t>(rr.page_size.value_or(cursor->page_size));
+  p.plan = std::move(rr.plan);
+  p.user_id = std::move(rr.user_id);
+  p.request_id = req.request_id;
+  p.t0 = t0;
+  p.deadline_ms = rr.deadline_ms.value_or(opts_.deadline_ms);
+  live_requests_.fetch_add(1, std::memory_order_relaxed);
+  Spawn(RunNextPage(std::move(res), std::move(p)));
+}
+
+Task<void> Shard::RunNextPage(http::Responder res, NextPage p) {
+  const PageCursor& c = p.cursor;
+  std::string tail = SnapshotKeyTail(c.snapshot);
+  const std::string& prefix = page_redis_->prefix();
+  // The header lines, and the page's bytes: at most page_size of the longest item from
+  // the page's first byte. Both commands name one key, so a cluster sends them to one
+  // node, in one round trip.
+  uint64_t end = std::min<uint64_t>(
+      c.bytes, uint64_t{c.byte_start} + uint64_t{p.page_size} * uint64_t{c.max_item_bytes});
+  RedisCommands cmds;
+  cmds.Add(4).Arg("GETRANGE").Key(prefix, tail).Arg(int64_t{0}).Arg(int64_t{c.header_bytes} - 1);
+  cmds.Add(4)
+      .Arg("GETRANGE")
+      .Key(prefix, tail)
+      .Arg(int64_t{c.byte_start})
+      .Arg(static_cast<int64_t>(end) - 1);
+  auto replies =
+      co_await page_redis_->Batch(std::move(cmds), p.t0 + std::chrono::milliseconds(p.deadline_ms));
+  live_requests_.fetch_sub(1, std::memory_order_relaxed);
+  Result<PageRead> page = Fail(Error::Internal("unreachable"));
+  if (auto ok = CheckReplies(replies, 2, opts_.page_endpoint); !ok)
+    page = Fail(ok.error());
+  else
+    page = ReadPage((*replies)[0].str(), (*replies)[1].str(), c, p.page_size);
+  if (!page) {
+    AnswerPageError(res, page.error(), p.t0, p.request_id);
+    co_return;
+  }
+
+  std::string cursor;
+  if (c.offset + page->count < c.items) {
+    PageCursor next = c;
+    next.offset += static_cast<uint32_t>(page->count);
+    next.byte_start += static_cast<uint32_t>(page->lines.size());
+    cursor = server_.cursor_key().Seal(next, p.plan, p.user_id);
+  }
+  Recycled<std::string, 1u << 20, 64> body;
+  auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p.t0);
+  AppendPage(page->head, page->lines, page->count, took.count(), page->meta, cursor, *body);
+  *body += '}';
+  std::string timing = ServerTiming(took);
+  const http::HeaderField headers[] = {{"Server-Timing", timing}};
+  shard_metrics_->page_requests[0]->Increment();
+  shard_metrics_->CountHttp(Route::kRank, "POST", 200, static_cast<double>(took.count()) / 1e6);
+  http::Response r;
+  r.status = 200;
+  r.body = *body;
+  r.headers = headers;
+  res.Send(r);
+  if (opts_.access_log) AccessLog(p.request_id, Route::kRank, "POST", 200, p.t0, nullptr, {});
+}
+
+}  // namespace rankd
