@@ -1,9 +1,9 @@
-// The home feed: follow graph + recs, hydrated, scored, filtered.
+// The home feed: follow graph + recs, hydrated, scored, filtered, diversified by author.
 import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
   name: "feed",
-  description: "home feed: follow graph + recs, hydrated, scored, filtered",
+  description: "home feed: follow graph + recs, hydrated, scored, filtered, diversified by author",
   params: {
     weight: { type: "f64", default: 0.5 },
     limit: { type: "i64", default: 50, min: 1, max: 500 },
@@ -22,6 +22,10 @@ export default definePlan({
       .vm({ id: "s", outKey: "score", expr: (c) => c.likes.log1p().mul(P.weight).add(c.quality.coalesce(0)) })
       .filter({ id: "ok", pred: (c) => c.nsfw.eq(0).and(c.score.ge(0.1)) })
       .sort({ id: "o", key: "score", order: "desc" })
+      // No author fills the top: each further post of an author keeps less of its score
+      // (1, 0.625, 0.44, …, toward 0.25). Recommended items have no author (null): never
+      // discounted.
+      .diversify({ id: "div", key: "author", score: "score", decay: 0.5, floor: 0.25 })
       .take({ id: "t", count: P.limit })
       .output(["id", "score", "author"]);
   },

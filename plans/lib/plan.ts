@@ -39,8 +39,10 @@ type IdCol = { id: "i64" };
 /** Typed references to the columns of a node's input: `(c) => c.likes.log1p()`. */
 export type ColRefs<C extends Cols> = { readonly [K in keyof C & string]: Expr<C[K]> };
 type ColName<C extends Cols> = keyof C & string;
+/** The columns of C whose type is one of T. */
+type ColOfType<C extends Cols, T extends ColType> = { [K in keyof C & string]: C[K] extends T ? K : never }[keyof C & string];
 /** The columns a model feature may read: i64, f64 and bool. */
-type NumColName<C extends Cols> = { [K in keyof C & string]: C[K] extends "i64" | "f64" | "bool" ? K : never }[keyof C & string];
+type NumColName<C extends Cols> = ColOfType<C, "i64" | "f64" | "bool">;
 
 type Union2<A extends Cols, B extends Cols> = Simplify<{
   [K in keyof A | keyof B]: K extends keyof A ? A[K] : K extends keyof B ? B[K] : never;
@@ -61,6 +63,8 @@ export type ParamRefs<Ps extends ParamDecls> = { readonly [K in keyof Ps & strin
 /** A literal integer or an i64 request parameter. */
 export type IntArg = number | ParamRef<"i64">;
 export type BoolArg = boolean | ParamRef<"bool">;
+/** A literal number or an f64 request parameter. */
+export type F64Arg = number | ParamRef<"f64">;
 /** Literal integers that are negative or fractional are type errors where tsc can see them. */
 type IntCheck<N, F extends string> = number extends N
   ? {}
@@ -114,7 +118,7 @@ export type PredArg<C extends Cols> = Pred | ((c: ColRefs<C>) => Pred) | string;
 // ---- internals ----------------------------------------------------------------------
 
 type TaskParam =
-  | number | string | boolean | readonly string[] | { param: string } | { expr: ENode } | { pred: PNode }
+  | number | F64 | string | boolean | readonly string[] | { param: string } | { expr: ENode } | { pred: PNode }
   | { columnMap: ReadonlyMap<string, string> };
 interface NodeRec {
   op: string;
@@ -206,6 +210,29 @@ class PlanBuilder {
     if (typeof v !== "number" || !Number.isInteger(v)) fail(`${name} must be an integer or an i64 parameter, got ${JSON.stringify(v)}`);
     if (v < lo || v > hi) fail(`${name} ${v} is out of bounds ${lo}..${hi}`);
     return v;
+  }
+
+  /** A number lo..hi (written as a double), or an f64 parameter whose default and declared range fit. */
+  num(name: string, v: unknown, lo: number, hi: number): F64 | { param: string } {
+    if (v instanceof ParamRef) {
+      const d = this.decls.get(v.paramName) ?? fail(`${name}: parameter '${v.paramName}' is not declared`);
+      if (d.type !== "f64") fail(`${name}: parameter '${v.paramName}' is ${d.type}; ${name} needs an f64`);
+      if (d.default < lo || d.default > hi) fail(`${name}: the default ${d.default} of parameter '${v.paramName}' is outside ${lo}..${hi}`);
+      if ((d.min !== undefined && d.min < lo) || (d.max !== undefined && d.max > hi))
+        fail(`${name}: parameter '${v.paramName}' allows ${d.min ?? "-∞"}..${d.max ?? "∞"}, wider than ${name}'s bounds ${lo}..${hi}`);
+      return { param: v.paramName };
+    }
+    if (typeof v !== "number" || !Number.isFinite(v)) fail(`${name} must be a number or an f64 parameter, got ${JSON.stringify(v)}`);
+    if (v < lo || v > hi) fail(`${name} ${v} is out of bounds ${lo}..${hi}`);
+    return new F64(v);
+  }
+
+  /** A column of the input whose type is one of `types` (diversify's and cap's key, diversify's score). */
+  typedColumn(rec: NodeRec, name: string, v: unknown, types: readonly ColType[], what: string): string {
+    const c = this.column(rec, name, v);
+    const t = rec.inputs[0].cols.get(c)!;
+    if (!types.includes(t)) fail(`${name}: column '${c}' is ${t}; ${rec.op} takes ${what}`);
+    return c;
   }
 
   bool(name: string, v: unknown): boolean | { param: string } {
@@ -515,6 +542,51 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
     return this.plan.task("take", [this], o, (r) => {
       checkKeys("take", o, ["count"]);
       r.params.push(["count", this.plan.int("count", o.count, 1, 10000)]);
+    });
+  }
+  /**
+   * Discounts repeated key values, then sorts: walking the rows in their order, the row that
+   * is the k-th (from 0) of its `key` value gets `score · (floor + (1 − floor) · decay^k)` in
+   * `outKey` (d: the `score` column, replaced); the rows are then sorted by it, descending,
+   * stably, nulls last. A null key is never discounted. `key` an i64 or str column, `score` an
+   * f64 column; decay and floor 0..1 (d 0.5 and 0.25). A negative score rises toward 0. Sort by
+   * score first, so that each key's best row is the one left whole.
+   */
+  diversify<const K extends string = never>(
+    o: { key: ColOfType<C, "i64" | "str">; score: ColOfType<C, "f64">; outKey?: K; decay?: F64Arg; floor?: F64Arg } & NodeOpts,
+  ): Node<Simplify<Omit<C, K> & { [k in K]: "f64" }>, S> {
+    return this.plan.task("diversify", [this], o, (r) => {
+      checkKeys("diversify", o, ["key", "score", "outKey", "decay", "floor"]);
+      const key = this.plan.typedColumn(r, "key", o.key, ["i64", "str"], "an i64 or str key column");
+      const score = this.plan.typedColumn(r, "score", o.score, ["f64"], "an f64 score column");
+      r.params.push(["key", key], ["score", score]);
+      let out = score;
+      if (o.outKey !== undefined) {
+        if (typeof o.outKey !== "string" || !ID_RE.test(o.outKey)) fail(`outKey ${JSON.stringify(o.outKey)} is not a valid column name`);
+        if (o.outKey === "id") fail(`outKey: diversify may not replace the id column`);
+        out = o.outKey;
+        r.params.push(["out_key", out]);
+      }
+      r.params.push(["decay", this.plan.num("decay", o.decay ?? 0.5, 0, 1)], ["floor", this.plan.num("floor", o.floor ?? 0.25, 0, 1)]);
+      r.cols.set(out, "f64");
+    });
+  }
+  /**
+   * Caps each key value per window: walking the rows in their order, keeps a row when fewer
+   * than `max` of the last `window − 1` kept rows share its `key` value (a null key is never
+   * capped); a row not kept is dropped, or with `defer` appended after all kept rows in its
+   * order. `key` an i64 or str column; max and window 1..10000; defer d false.
+   */
+  cap<const M extends number, const W extends number>(
+    o: { key: ColOfType<C, "i64" | "str">; max: M | ParamRef<"i64">; window: W | ParamRef<"i64">; defer?: boolean } & NodeOpts & IntCheck<M, "max"> & IntCheck<W, "window">,
+  ): Node<C, S> {
+    return this.plan.task("cap", [this], o, (r) => {
+      checkKeys("cap", o, ["key", "max", "window", "defer"]);
+      const key = this.plan.typedColumn(r, "key", o.key, ["i64", "str"], "an i64 or str key column");
+      const defer: unknown = o.defer;
+      if (defer instanceof ParamRef) fail(`defer takes a literal boolean, not a request parameter ('${defer.paramName}')`);
+      if (defer !== undefined && typeof defer !== "boolean") fail(`defer must be a boolean, got ${JSON.stringify(defer)}`);
+      r.params.push(["key", key], ["max", this.plan.int("max", o.max, 1, 10000)], ["window", this.plan.int("window", o.window, 1, 10000)], ["defer", defer ?? false]);
     });
   }
   /** Rows of this node, then of `other` (or of each of `others`); columns are the union. */

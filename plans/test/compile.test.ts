@@ -73,6 +73,30 @@ test("every task and its params, with defaults filled in", () => {
   ]);
 });
 
+test("diversify and cap: params with defaults filled in, out_key only when given", () => {
+  const p = plan(
+    (c, P) => {
+      const items = c.viewer().follow().media().vm({ outKey: "s", expr: "1.0" });
+      return items
+        .diversify({ key: "author", score: "s" })
+        .diversify({ id: "d2", key: "author", score: "s", outKey: "div", decay: P.d, floor: 1 })
+        .cap({ key: "author", max: 2, window: P.w })
+        .cap({ id: "c2", key: "author", max: 1, window: 1, defer: true });
+    },
+    { d: { type: "f64", default: 0.3, min: 0, max: 1 }, w: { type: "i64", default: 10, min: 1, max: 100 } },
+  );
+  assert.deepEqual(node(p, "diversify").params, { key: "author", score: "s", decay: 0.5, floor: 0.25 });
+  assert.deepEqual(node(p, "d2").params, { key: "author", score: "s", out_key: "div", decay: { param: "d" }, floor: 1 });
+  assert.deepEqual(node(p, "cap").params, { key: "author", max: 2, window: { param: "w" }, defer: false });
+  assert.deepEqual(node(p, "c2").params, { key: "author", max: 1, window: 1, defer: true });
+  assert.deepEqual(node(p, "c2").inputs, ["cap"]);
+});
+
+test("diversify's f64 options are written as doubles", () => {
+  const text = planText(definePlan({ name: "t", build: (c) => c.viewer().follow().media().vm({ outKey: "s", expr: "1.0" }).diversify({ key: "author", score: "s", decay: 1, floor: 0 }) }));
+  assert.match(text, /"decay": 1\.0,\n\s*"floor": 0\.0\n/);
+});
+
 test("node options: id, optional, timeout_ms", () => {
   const p = plan((c) => c.viewer({ id: "v" }).follow({ optional: true, timeoutMs: 25 }).take({ count: 1, id: "follow_done", optional: false }));
   assert.deepEqual(node(p, "follow"), { node_id: "follow", op: "follow", inputs: ["v"], params: { endpoint: "redis_default", fanout: 100 }, optional: true, timeout_ms: 25 });

@@ -41,7 +41,7 @@ test("feed compiles to exactly its pinned JSON", () => {
   const want = {
     schema_version: 1,
     name: "feed",
-    description: "home feed: follow graph + recs, hydrated, scored, filtered",
+    description: "home feed: follow graph + recs, hydrated, scored, filtered, diversified by author",
     params: {
       weight: { type: "f64", default: 0.5 },
       limit: { type: "i64", default: 50, min: 1, max: 500 },
@@ -58,7 +58,8 @@ test("feed compiles to exactly its pinned JSON", () => {
       { node_id: "s", op: "vm", inputs: ["h"], params: { out_key: "score", expr: "e0" } },
       { node_id: "ok", op: "filter", inputs: ["s"], params: { pred: "p0" } },
       { node_id: "o", op: "sort", inputs: ["ok"], params: { key: "score", order: "desc" } },
-      { node_id: "t", op: "take", inputs: ["o"], params: { count: { param: "limit" } } },
+      { node_id: "div", op: "diversify", inputs: ["o"], params: { key: "author", score: "score", decay: 0.5, floor: 0.25 } },
+      { node_id: "t", op: "take", inputs: ["div"], params: { count: { param: "limit" } } },
     ],
     expr_table: {
       e0: { op: "+", args: [

@@ -7,6 +7,8 @@
 // An open-addressing set in one block (linear probing, load ≤ 0.5; a slot holds the
 // key's position + 1, 0: empty), not a heap node per key as std::unordered_set would
 // take: at a few hundred ids a request, the nodes' allocations were most of the time.
+// `Alloc` is where its arrays live: the heap, or the thread's block pool
+// (block_pool::Allocator) for a set built and dropped within one task run.
 //
 // Threads: a value type; one thread at a time per instance.
 #pragma once
@@ -15,6 +17,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -22,7 +25,7 @@
 
 namespace rankd {
 
-template <class Key>
+template <class Key, template <class> class Alloc = std::allocator>
 class DistinctKeys {
   static_assert(sizeof(Key) == 8, "a 64-bit integer key");
 
@@ -49,21 +52,23 @@ class DistinctKeys {
     return {slots_[s] - 1, true};
   }
 
-  const std::vector<Key>& keys() const { return keys_; }
-  std::vector<Key>& keys() { return keys_; }
+  using Keys = std::vector<Key, Alloc<Key>>;
+  const Keys& keys() const { return keys_; }
+  Keys& keys() { return keys_; }
 
  private:
   size_t cap_;
   int shift_;
-  std::vector<uint32_t> slots_;
-  std::vector<Key> keys_;
+  std::vector<uint32_t, Alloc<uint32_t>> slots_;
+  Keys keys_;
 };
 
 // The same for strings (views the caller keeps alive while it adds): a slot matches on
 // the string's hash (core/mix.h HashBytes), then on its bytes.
-class DistinctStrings {
+template <template <class> class Alloc = std::allocator>
+class BasicDistinctStrings {
  public:
-  explicit DistinctStrings(size_t max_keys)
+  explicit BasicDistinctStrings(size_t max_keys)
       : cap_(std::bit_ceil(std::max<size_t>(16, 2 * max_keys))), slots_(cap_, 0) {
     keys_.reserve(max_keys);
     hashes_.reserve(max_keys);
@@ -83,13 +88,14 @@ class DistinctStrings {
     return {slots_[s] - 1, true};
   }
 
-  const std::vector<std::string_view>& keys() const { return keys_; }
+  const std::vector<std::string_view, Alloc<std::string_view>>& keys() const { return keys_; }
 
  private:
   size_t cap_;
-  std::vector<uint32_t> slots_;
-  std::vector<std::string_view> keys_;
-  std::vector<uint64_t> hashes_;
+  std::vector<uint32_t, Alloc<uint32_t>> slots_;
+  std::vector<std::string_view, Alloc<std::string_view>> keys_;
+  std::vector<uint64_t, Alloc<uint64_t>> hashes_;
 };
+using DistinctStrings = BasicDistinctStrings<>;
 
 }  // namespace rankd

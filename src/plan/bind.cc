@@ -70,6 +70,11 @@ std::string CheckArg(const TaskParamSpec& spec, const Value& v) {
     if ((spec.min && *i < *spec.min) || (spec.max && *i > *spec.max))
       return std::to_string(*i) + " is out of bounds " + range();
   }
+  if (auto* d = std::get_if<double>(&v)) {
+    // Written so that NaN fails too.
+    if ((spec.min_f64 && !(*d >= *spec.min_f64)) || (spec.max_f64 && !(*d <= *spec.max_f64)))
+      return ValueToString(v) + " is out of bounds " + BoundsText(spec.min_f64, spec.max_f64);
+  }
   if (auto* s = std::get_if<std::string>(&v)) {
     if (spec.kind == ParamKind::kColumn && s->empty()) return "a column name must not be empty";
     if (!spec.allowed.empty()) {

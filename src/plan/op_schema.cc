@@ -53,6 +53,12 @@ TaskParamSpec TaskParamSpec::Bounds(std::optional<int64_t> lo, std::optional<int
   return std::move(*this);
 }
 
+TaskParamSpec TaskParamSpec::BoundsF64(double lo, double hi) && {
+  min_f64 = lo;
+  max_f64 = hi;
+  return std::move(*this);
+}
+
 TaskParamSpec TaskParamSpec::Allowed(std::vector<std::string> values) && {
   allowed = std::move(values);
   return std::move(*this);

@@ -42,10 +42,11 @@ ParamKind ParamKindOf(ColumnType t);
 struct TaskParamSpec {
   std::string name;
   ParamKind kind = ParamKind::kI64;
-  bool required = false;             // else default_value applies
-  Value default_value;               // of `kind`
-  std::optional<int64_t> min, max;   // kI64: bounds, inclusive; kStrList: min length
-  std::vector<std::string> allowed;  // kStr: the only values; kStrList: allowed members
+  bool required = false;                   // else default_value applies
+  Value default_value;                     // of `kind`
+  std::optional<int64_t> min, max;         // kI64: bounds, inclusive; kStrList: min length
+  std::optional<double> min_f64, max_f64;  // kF64: bounds, inclusive
+  std::vector<std::string> allowed;        // kStr: the only values; kStrList: allowed members
   // Whether `{"param": name}` may stand for the value. Parameters that decide the output
   // columns (column names, expr ids, field lists) must be literals so that a plan's
   // types are fixed at load.
@@ -55,6 +56,7 @@ struct TaskParamSpec {
   static TaskParamSpec Required(std::string name, ParamKind kind);
   static TaskParamSpec Optional(std::string name, ParamKind kind, Value def);
   TaskParamSpec Bounds(std::optional<int64_t> lo, std::optional<int64_t> hi) &&;
+  TaskParamSpec BoundsF64(double lo, double hi) &&;
   TaskParamSpec Allowed(std::vector<std::string> values) &&;
   TaskParamSpec Ref() &&;
 };

@@ -132,6 +132,13 @@ void AppendRankNodes(const RunResult& r, std::string& out) {
     out += NodeStatusName(s.status);
     out += "\",\"rows\":";
     AppendJsonInt(static_cast<int64_t>(s.rows), out);
+    if (!plan.nodes[i].inputs.empty() && s.status != NodeStatus::kSkipped) {
+      // What the node read: its inputs' rows (an input listed twice counts twice).
+      size_t rows_in = 0;
+      for (uint32_t in : plan.nodes[i].inputs) rows_in += r.nodes[in].rows;
+      out += ",\"rows_in\":";
+      AppendJsonInt(static_cast<int64_t>(rows_in), out);
+    }
     out += ",\"start_us\":";
     AppendJsonInt(s.start_us, out);
     out += ",\"took_us\":";

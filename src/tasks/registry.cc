@@ -68,6 +68,7 @@ struct BuiltinTasks {
   TaskRegistry r;
   explicit BuiltinTasks(bool test_ops_enabled) : r(test_ops_enabled) {
     RegisterCpuTasks(r);
+    RegisterFeedTasks(r);
     RegisterModelTask(r);
     RegisterTestTasks(r);
     RegisterIoTaskSpecs(r);

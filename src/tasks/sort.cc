@@ -358,18 +358,22 @@ std::optional<Selection> SortRows(const RowSet& rs, const Column& col, bool desc
   return rows;
 }
 
+size_t RowsToOrder(const PlanNode* node, const ParamValues* params) {
+  size_t first = node ? node->rows_read : 0;
+  if (node && node->rows_read_param >= 0 && params) {
+    const auto* count = std::get_if<int64_t>(&(*params)[node->rows_read_param]);
+    if (count && *count >= 1 && (first == 0 || uint64_t(*count) < first)) first = size_t(*count);
+  }
+  return first;
+}
+
 Result<RowSet> RunSort(const TaskContext& ctx, RowSets in) {
   const RowSet& rs = in[0];
   auto col = KeyColumn(ctx, rs, "sort");
   if (!col) return Fail(col.error());
   // Only the rows a following take reads must be in order (PlanNode::rows_read).
-  size_t first = ctx.node ? ctx.node->rows_read : 0;
-  if (ctx.node && ctx.node->rows_read_param >= 0 && ctx.params) {
-    const auto* count = std::get_if<int64_t>(&(*ctx.params)[ctx.node->rows_read_param]);
-    if (count && *count >= 1 && (first == 0 || uint64_t(*count) < first)) first = size_t(*count);
-  }
-  std::optional<Selection> rows =
-      SortRows(rs, **col, ctx.args->Str("order") == "desc", first, CancelCheckOf(ctx));
+  std::optional<Selection> rows = SortRows(rs, **col, ctx.args->Str("order") == "desc",
+                                           RowsToOrder(ctx.node, ctx.params), CancelCheckOf(ctx));
   if (!rows) return Fail(CancelledError("sort"));
   return rs.WithSelection(std::move(*rows));
 }

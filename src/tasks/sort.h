@@ -1,4 +1,5 @@
-// The sort task's ordering, callable on its own (tests poll-count it through `cancelled`).
+// The sort task's ordering, callable on its own (tests poll-count it through `cancelled`;
+// diversify orders its new scores with it).
 //
 // Threads: a pure function of its arguments; any thread.
 #pragma once
@@ -9,6 +10,7 @@
 
 #include "data/row_set.h"
 #include "plan/expr.h"  // CancelCheck
+#include "plan/plan.h"
 
 namespace rankd {
 
@@ -19,5 +21,10 @@ namespace rankd {
 // said true.
 std::optional<Selection> SortRows(const RowSet& rs, const Column& key, bool desc, size_t first,
                                   const CancelCheck& cancelled);
+
+// How many of `node`'s first output rows must be in order (SortRows' `first`): the
+// node's rows_read, or this request's count of the take that reads it when smaller;
+// 0 when every row may be read. `node` and `params` may be null (tests, benchmarks).
+size_t RowsToOrder(const PlanNode* node, const ParamValues* params);
 
 }  // namespace rankd

@@ -73,8 +73,8 @@ inline CancelCheck CancelCheckOf(const TaskContext& ctx) {
   return [&ctx] { return ctx.cancelled(); };
 }
 
-// The column of `rs` named by the node's `key` parameter (sort, dedupe). Its absence is
-// a bug (the plan was typed at load): an internal error naming `op`.
+// The column of `rs` named by the node's `key` parameter (sort, dedupe, diversify, cap). Its
+// absence is a bug (the plan was typed at load): an internal error naming `op`.
 inline Result<const Column*> KeyColumn(const TaskContext& ctx, const RowSet& rs,
                                        std::string_view op) {
   const std::string& key = ctx.args->Str("key");
@@ -145,6 +145,7 @@ inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const Tas
 
 // --- registration, one function per group of tasks ------------------------------------
 void RegisterCpuTasks(TaskRegistry& r);     // vm, filter, sort, take, concat, dedupe
+void RegisterFeedTasks(TaskRegistry& r);    // diversify, cap
 void RegisterModelTask(TaskRegistry& r);    // model
 void RegisterTestTasks(TaskRegistry& r);    // fixed_source, sleep, busy_cpu (test_only)
 void RegisterIoTaskSpecs(TaskRegistry& r);  // viewer, follow, ... : specs, runs stubbed

@@ -233,6 +233,94 @@ TEST_SUITE("plan_loader") {
         {"node 'o'", "params.key", "no column 'likes'"});
   }
 
+  TEST_CASE("diversify and cap: columns typed, bad params are load errors naming the node") {
+    // src -> ka (adds i64 column a) -> ks (adds str column s) -> the op under test.
+    auto with = [](const std::string& op, const std::string& params) {
+      return Doc(
+          std::string(kSrc) +
+              R"(, {"node_id": "ka", "op": "vm", "inputs": ["src"], "params": {"out_key": "a", "expr": "i"}},
+                         {"node_id": "ks", "op": "vm", "inputs": ["ka"], "params": {"out_key": "s", "expr": "x"}},
+                         {"node_id": "n", "op": ")" +
+              op + R"(", "inputs": ["ks"], "params": )" + params + "}",
+          "n", R"("expr_table": {"i": {"const": 3}, "x": {"const": "x"}},)");
+    };
+    auto ok = Load(with("diversify", R"({"key": "s", "score": "score", "out_key": "div"})"));
+    REQUIRE_MESSAGE(ok.has_value(), ok.error().message);
+    const PlanNode& div = (*ok)->nodes[3];
+    CHECK(div.out_types.find("div") == ColumnType::kF64);
+    CHECK(div.args.F64("decay") == 0.5);
+    CHECK(div.args.F64("floor") == 0.25);
+    auto refs =
+        Load(with("diversify", R"({"key": "a", "score": "score", "decay": {"param": "w"}})"));
+    REQUIRE_MESSAGE(refs.has_value(), refs.error().message);
+    CHECK((*refs)->nodes[3].out_types.cols == (*refs)->nodes[2].out_types.cols);
+    auto capped = Load(with("cap", R"({"key": "a", "max": 2, "window": {"param": "limit"}})"));
+    REQUIRE_MESSAGE(capped.has_value(), capped.error().message);
+    CHECK_FALSE((*capped)->nodes[3].args.Bool("defer"));
+
+    const std::pair<std::string, std::vector<std::string>> diversify[] = {
+        {R"({"score": "score"})", {"params.key", "missing"}},
+        {R"({"key": "zz", "score": "score"})", {"params.key", "no column 'zz'"}},
+        {R"({"key": "score", "score": "score"})",
+         {"params.key", "column 'score' is f64", "an i64 or str key column"}},
+        {R"({"key": "a"})", {"params.score", "missing"}},
+        {R"({"key": "a", "score": "nope"})", {"params.score", "no column 'nope'"}},
+        {R"({"key": "a", "score": "a"})", {"params.score", "column 'a' is i64", "f64 score"}},
+        {R"({"key": "a", "score": "score", "decay": 1.5})",
+         {"params.decay", "1.5 is out of bounds 0..1"}},
+        {R"({"key": "a", "score": "score", "floor": -0.25})",
+         {"params.floor", "-0.25 is out of bounds 0..1"}},
+        {R"({"key": "a", "score": "score", "decay": "x"})", {"params.decay", "expected number"}},
+        {R"({"key": "a", "score": "score", "floor": {"param": "limit"}})",
+         {"params.floor", "param 'limit' is i64"}},
+        {R"({"key": "a", "score": "score", "out_key": "id"})",
+         {"params.out_key", "may not replace the id column"}},
+        {R"({"key": {"param": "w"}, "score": "score"})", {"params.key", "literal"}},
+    };
+    for (const auto& [params, parts] : diversify) {
+      std::vector<std::string> want{"node 'n'"};
+      want.insert(want.end(), parts.begin(), parts.end());
+      auto p = Load(with("diversify", params));
+      REQUIRE_FALSE_MESSAGE(p.has_value(), params);
+      for (const auto& part : want)
+        CHECK_MESSAGE(p.error().message.find(part) != std::string::npos, p.error().message,
+                      " lacks: ", part);
+    }
+    const std::pair<std::string, std::vector<std::string>> cap[] = {
+        {R"({"key": "a", "max": 0, "window": 10})", {"params.max", "0 is out of bounds 1..10000"}},
+        {R"({"key": "a", "max": 2, "window": 10001})",
+         {"params.window", "10001 is out of bounds 1..10000"}},
+        {R"({"key": "a", "max": 2})", {"params.window", "missing"}},
+        {R"({"key": "zz", "max": 2, "window": 10})", {"params.key", "no column 'zz'"}},
+        {R"({"key": "score", "max": 2, "window": 10})",
+         {"params.key", "column 'score' is f64", "cap takes an i64 or str key column"}},
+        {R"({"key": "s", "max": 2, "window": 10, "defer": "yes"})",
+         {"params.defer", "expected bool"}},
+        {R"({"key": "s", "max": {"param": "w"}, "window": 10})",
+         {"params.max", "param 'w' is f64"}},
+    };
+    for (const auto& [params, parts] : cap) {
+      auto p = Load(with("cap", params));
+      REQUIRE_FALSE_MESSAGE(p.has_value(), params);
+      CHECK_MESSAGE(p.error().message.find("bad.plan.json: node 'n': ") == 0, p.error().message);
+      for (const auto& part : parts)
+        CHECK_MESSAGE(p.error().message.find(part) != std::string::npos, p.error().message,
+                      " lacks: ", part);
+    }
+    // A {"param"} whose declared default is outside the op's bounds.
+    auto bad_default = Load(R"({"schema_version": 1, "name": "bad",
+        "params": {"d": {"type": "f64", "default": 2}},
+        "nodes": [{"node_id": "src", "op": "fixed_source"},
+                  {"node_id": "n", "op": "diversify", "inputs": ["src"],
+                   "params": {"key": "id", "score": "score", "decay": {"param": "d"}}}],
+        "output": {"node": "n"}})");
+    REQUIRE_FALSE(bad_default.has_value());
+    CHECK_MESSAGE(bad_default.error().message.find(
+                      "node 'n': params.decay: param 'd' default: 2 is out of bounds 0..1") !=
+                      std::string::npos,
+                  bad_default.error().message);
+  }
+
   TEST_CASE("unknown output node, invalid JSON, bad param declaration") {
     Rejects(Doc(kSrc, "nowhere"), {"output.node", "nowhere"});
     Rejects("{nope", {"invalid JSON"});

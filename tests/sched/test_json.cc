@@ -123,6 +123,12 @@ TEST_SUITE("response_json") {
           std::string::npos);
     CHECK(out.find(R"({"node_id":"x","op":"sleep","status":"failed","rows":0,)") !=
           std::string::npos);
+    // A node with inputs also says how many rows it read (the sum over its inputs); a
+    // source does not.
+    CHECK(out.find(R"({"node_id":"c","op":"concat","status":"ok","rows":2,"rows_in":2,)") !=
+          std::string::npos);
+    CHECK(out.find(R"("op":"fixed_source","status":"ok","rows":2,"start_us")") !=
+          std::string::npos);
   }
 
 }  // TEST_SUITE

@@ -29,6 +29,20 @@ TEST_PLANS = {
          "params": {"duration_ms": 1, "fail_after_sleep": True}}], "boom"),
     "viewer_only": simple_plan("viewer_only", [
         {"node_id": "v", "op": "viewer", "inputs": [], "params": {"endpoint": "redis_default"}}], "v"),
+    # ids 1..60, score = id; author 0 for ids 1..50, else id - 50: one author with most rows.
+    "diverse": simple_plan("diverse", [
+        {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 60}},
+        {"node_id": "a", "op": "vm", "inputs": ["src"], "params": {"out_key": "author", "expr": "author"}},
+        {"node_id": "o", "op": "sort", "inputs": ["a"], "params": {"key": "score"}},
+        {"node_id": "div", "op": "diversify", "inputs": ["o"],
+         "params": {"key": "author", "score": "score", "out_key": "div", "decay": {"param": "decay"}}},
+        {"node_id": "cap", "op": "cap", "inputs": ["div"],
+         "params": {"key": "author", "max": 2, "window": {"param": "window"}, "defer": True}},
+        {"node_id": "t", "op": "take", "inputs": ["cap"], "params": {"count": 40}}], "t",
+        params={"decay": {"type": "f64", "default": 0.5}, "window": {"type": "i64", "default": 5}},
+        expr_table={"author": {"op": "max", "args": [
+            {"op": "-", "args": [{"key": "id"}, {"const": 50}]}, {"const": 0}]}},
+        columns=["id", "author", "div"]),
 }
 
 
@@ -92,6 +106,43 @@ def test_rank_explain_nodes():
     assert set(ids) == {"fixed_source", "vm", "sort", "take"}
     for n in body["nodes"]:
         assert n["status"] == "ok" and n["took_us"] >= 0 and n["start_us"] >= 0
+
+
+def test_rank_diversify_and_cap():
+    """The "diverse" plan through a real server against the rules written out here: the k-th
+    row of an author keeps 0.25 + 0.75 * decay^k of its score, rows sorted by that; then at
+    most 2 rows of an author in any `window` rows, the others deferred to the end."""
+    def want(decay, window):
+        rows = [(i, max(i - 50, 0), float(i)) for i in range(60, 0, -1)]  # sorted by score
+        discount, power = [], 1.0  # decay^k as a running product, as docs/plan.md says
+        for _ in rows:
+            discount.append(0.25 + 0.75 * power)
+            power *= decay
+        seen = {}
+        div = []
+        for id_, author, score in rows:
+            k = seen.get(author, 0)
+            seen[author] = k + 1
+            div.append((id_, author, score * discount[k]))
+        div.sort(key=lambda r: -r[2])  # stable
+        kept, deferred = [], []
+        for r in div:
+            recent = kept[len(kept) - (window - 1):] if window > 1 else []
+            (kept if sum(x[1] == r[1] for x in recent) < 2 else deferred).append(r)
+        return [{"id": i, "author": a, "div": d} for i, a, d in (kept + deferred)[:40]]
+
+    for decay, window in [(0.5, 5), (1.0, 5), (0.0, 1), (0.3, 60)]:
+        status, _, body = server().rank({"plan": "diverse", "user_id": 1, "explain": True,
+                                         "params": {"decay": decay, "window": window}})
+        assert status == 200, body
+        assert body["items"] == want(decay, window), (decay, window, body["items"])
+        rows = {n["node_id"]: (n.get("rows_in"), n["rows"]) for n in body["nodes"]}
+        assert rows == {"src": (None, 60), "a": (60, 60), "o": (60, 60), "div": (60, 60),
+                        "cap": (60, 60), "t": (60, 40)}, rows
+    # Out of the op's bounds at request time: 422 naming the node and its parameter.
+    status, _, body = server().rank({"plan": "diverse", "user_id": 1, "params": {"decay": 1.5}})
+    assert_error(status, body, 422, "invalid_param")
+    assert "node 'div' param 'decay'" in body["error"]["message"], body
 
 
 def test_request_id_echoed():
@@ -274,7 +325,7 @@ def test_healthz_readyz_plans():
     names = [p["name"] for p in plans]
     assert "fixed_rank" in names and "feed" in names and names == sorted(names)
     feed = next(p for p in plans if p["name"] == "feed")
-    assert feed["nodes"] == 11 and "limit" in feed["params"]
+    assert feed["nodes"] == 12 and "limit" in feed["params"]
     status, _, data = s.request("GET", "/plans/fixed_rank")
     assert status == 200 and json.loads(data)["name"] == "fixed_rank"
 
