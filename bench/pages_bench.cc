@@ -96,8 +96,8 @@ void Emit(const char* name, std::pair<double, double> t, const char* baseline, c
       "\"ratio\": %.3f, \"baseline_command\": \"%s on the same rows, same process\", \"rows\": "
       "%zu, \"keys\": %d, \"keys_distribution\": \"zipf s=1\", \"timing\": \"fastest of %d "
       "rounds x %d calls\"%s}\n",
-      name, t.first, t.second, t.first / t.second, baseline, kRows, kKeys, kRounds,
-      kItersPerRound, extra);
+      name, t.first, t.second, t.first / t.second, baseline, kRows, kKeys, kRounds, kItersPerRound,
+      extra);
 }
 
 }  // namespace
