@@ -113,21 +113,21 @@ std::vector<std::optional<double>> Cells(const RowSet& rs, const std::string& co
 
 // ---- the references ------------------------------------------------------------------
 
-struct Scored {
+struct RefScored {
   int64_t id;
   std::optional<double> score;
 };
 
-std::vector<Scored> RefDiversify(const std::vector<Row>& rows, double decay, double floor) {
+std::vector<RefScored> RefDiversify(const std::vector<Row>& rows, double decay, double floor) {
   std::map<Key, int> count;
-  std::vector<Scored> out;
+  std::vector<RefScored> out;
   for (const Row& r : rows) {
     int k = std::holds_alternative<std::monostate>(r.key) ? 0 : count[r.key]++;
     std::optional<double> s;
     if (r.score) s = *r.score * (floor + (1 - floor) * std::pow(decay, k));
     out.push_back({r.id, s});
   }
-  std::stable_sort(out.begin(), out.end(), [](const Scored& a, const Scored& b) {
+  std::stable_sort(out.begin(), out.end(), [](const RefScored& a, const RefScored& b) {
     if (!a.score || !b.score) return a.score.has_value() && !b.score.has_value();
     return *a.score > *b.score;
   });
@@ -197,10 +197,6 @@ Case RandomCase(std::mt19937& rng, int round) {
           nulls[four(rng)],     four(rng) < 2};
 }
 
-}  // namespace feed_ops_test
-
-using namespace feed_ops_test;
-
 TEST_SUITE("feed_ops") {
   TEST_CASE("diversify equals the reference over random inputs (exact: dyadic decays)") {
     std::mt19937 rng(33);
@@ -220,10 +216,10 @@ TEST_SUITE("feed_ops") {
                               {"decay", decay},
                               {"floor", floor}});
       RowSet out = op.Run(in);
-      std::vector<Scored> want = RefDiversify(rows, decay, floor);
+      std::vector<RefScored> want = RefDiversify(rows, decay, floor);
       std::vector<int64_t> want_ids;
       std::vector<std::optional<double>> want_scores;
-      for (const Scored& s : want) want_ids.push_back(s.id), want_scores.push_back(s.score);
+      for (const RefScored& s : want) want_ids.push_back(s.id), want_scores.push_back(s.score);
       INFO("round ", round, " n ", c.n, " decay ", decay, " floor ", floor);
       REQUIRE(Ids(out) == want_ids);
       CHECK(Cells(out, own_column ? "div" : "score") == want_scores);
@@ -248,7 +244,7 @@ TEST_SUITE("feed_ops") {
                                         {"floor", floor}})
                        .Run(Build(rows, c.str_keys, rng));
       std::map<int64_t, std::optional<double>> want;
-      for (const Scored& s : RefDiversify(rows, decay, floor)) want[s.id] = s.score;
+      for (const RefScored& s : RefDiversify(rows, decay, floor)) want[s.id] = s.score;
       std::vector<int64_t> ids = Ids(out);
       std::vector<std::optional<double>> got = Cells(out, "score");
       REQUIRE(ids.size() == rows.size());
@@ -415,3 +411,5 @@ TEST_SUITE("feed_ops") {
     }
   }
 }
+
+}  // namespace feed_ops_test
