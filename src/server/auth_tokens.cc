@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/sha256.h"
+#include "core/small_file.h"
 #include "http/message.h"
 
 namespace rankd {
@@ -39,17 +40,10 @@ std::string_view Trim(std::string_view s) {
 }  // namespace
 
 Result<std::shared_ptr<const AuthTokens>> AuthTokens::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(Error::BadRequest("cannot read " + path + ": " + std::strerror(errno)));
-  std::string text(kMaxFileBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) return Fail(Error::BadRequest("cannot read " + path + ": read error"));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > kMaxFileBytes)
-    return Fail(Error::BadRequest(path + " is over " + std::to_string(kMaxFileBytes) +
-                                  " bytes: is it the token file?"));
+  auto text = ReadSmallFile(path, kMaxFileBytes, "token file");
+  if (!text) return Fail(std::move(text.error()));
   std::vector<Digest> digests;
-  std::istringstream lines(text);
+  std::istringstream lines(*text);
   std::string line;
   for (size_t n = 1; std::getline(lines, line); ++n) {
     std::string_view t = Trim(line);

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/random_bytes.h"
+#include "core/small_file.h"
 
 namespace rankd {
 
@@ -81,15 +82,9 @@ Error Malformed() {
 }  // namespace
 
 Result<std::shared_ptr<const CursorKey>> CursorKey::Load(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Fail(Error::BadRequest("cannot read " + path + ": " + std::strerror(errno)));
-  std::string key(kMaxFileBytes + 1, '\0');
-  in.read(key.data(), static_cast<std::streamsize>(key.size()));
-  if (in.bad()) return Fail(Error::BadRequest("cannot read " + path + ": read error"));
-  key.resize(static_cast<size_t>(in.gcount()));
-  if (key.size() > kMaxFileBytes)
-    return Fail(Error::BadRequest(path + " is over " + std::to_string(kMaxFileBytes) +
-                                  " bytes: is it the key file?"));
+  auto read = ReadSmallFile(path, kMaxFileBytes, "key file");
+  if (!read) return Fail(std::move(read.error()));
+  std::string key = std::move(*read);
   if (key.size() < kMinBytes)
     return Fail(Error::BadRequest(path + " holds " + std::to_string(key.size()) +
                                   " bytes; a cursor key needs at least " +
