@@ -38,6 +38,15 @@ struct Certs {
   std::string operator()(const char* name) const { return dir + "/" + name; }
 };
 
+// redis-server's arguments to also listen for TLS on `tls_port` with the test certificate.
+std::vector<std::string> TlsArgs(const Certs& certs, int tls_port) {
+  return {"--tls-port",         std::to_string(tls_port),
+          "--tls-cert-file",    certs("server.crt"),
+          "--tls-key-file",     certs("server.key"),
+          "--tls-ca-cert-file", certs("ca.crt"),
+          "--tls-auth-clients", "no"};
+}
+
 bool TlsSays(const std::string& s, std::string_view part) {
   return s.find(part) != std::string::npos;
 }
@@ -47,9 +56,7 @@ bool TlsSays(const std::string& s, std::string_view part) {
 TEST_CASE("TLS: big batches and big replies cross the transport whole and in order") {
   Certs certs;
   const int tls_port = FreeLoopbackPort();
-  RedisServer server({"--tls-port", std::to_string(tls_port), "--tls-cert-file",
-                      certs("server.crt"), "--tls-key-file", certs("server.key"),
-                      "--tls-ca-cert-file", certs("ca.crt"), "--tls-auth-clients", "no"});
+  RedisServer server(TlsArgs(certs, tls_port));
   REQUIRE(server.Start());
   TestShard shard({"redis_default=rediss://localhost:" + std::to_string(tls_port) +
                    "?tls_ca=" + certs("ca.crt")});
@@ -88,9 +95,7 @@ TEST_CASE("TLS: big batches and big replies cross the transport whole and in ord
 TEST_CASE("TLS: an untrusted certificate fails the connect with OpenSSL's reason") {
   Certs certs;
   const int tls_port = FreeLoopbackPort();
-  RedisServer server({"--tls-port", std::to_string(tls_port), "--tls-cert-file",
-                      certs("server.crt"), "--tls-key-file", certs("server.key"),
-                      "--tls-ca-cert-file", certs("ca.crt"), "--tls-auth-clients", "no"});
+  RedisServer server(TlsArgs(certs, tls_port));
   REQUIRE(server.Start());
   TestShard shard({"redis_default=rediss://localhost:" + std::to_string(tls_port) +
                    "?tls_ca=" + certs("other.crt")},
