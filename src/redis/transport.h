@@ -72,7 +72,6 @@ class RedisTransport {
   void WatchWritable(bool on);
 
   const std::string& error() const { return error_; }
-  bool tls() const { return ssl_ != nullptr; }
 
  private:
   enum class Phase : uint8_t { kConnecting, kHandshaking, kConnected, kFailed, kClosed };
