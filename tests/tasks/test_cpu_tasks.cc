@@ -335,6 +335,51 @@ TEST_CASE("sort of many rows: the stable order for every key type") {
   }
 }
 
+// A full sort buckets rows by the high bits of their key images from the highest bit in
+// which keys differ, then orders each bucket (sort.cc BucketSort; RadixSort above
+// kSortBlock rows): keys that differ only below those bits, in short runs (insertion)
+// and in one large cluster under an outlier (std::sort), keep std::stable_sort's order,
+// ties in input order, at both sizes.
+TEST_CASE("sort of many rows: keys that tie in their high bits") {
+  for (size_t n : {size_t{2000}, size_t{6000}}) {
+    uint64_t x = 99;
+    auto next = [&] { return x = x * 6364136223846793005ull + 1442695040888963407ull; };
+    std::vector<std::pair<const char*, std::vector<double>>> shapes;
+    auto shape = [&](const char* name, auto f) {
+      std::vector<double> v(n);
+      for (size_t i = 0; i < n; ++i) v[i] = f(i);
+      shapes.emplace_back(name, std::move(v));
+    };
+    // 1e300 sets the highest differing bit at the exponent's top; the others then tie in
+    // their top 32 bits in groups of a few (levels) or all together (one cluster).
+    shape("short runs", [&](size_t i) {
+      if (i == 7) return 1e300;
+      const double level = 1.0 + static_cast<double>(next() >> 55) / 512.0;
+      return level + static_cast<double>((next() >> 60) % 8) * 0x1p-40;
+    });
+    shape("one cluster", [&](size_t i) {
+      if (i == 7) return -1e300;
+      return 1.0 + static_cast<double>(next() >> 44) * 0x1p-50;
+    });
+    shape("all tied", [](size_t) { return 3.5; });
+    for (const auto& [name, scores] : shapes) {
+      RowSet rs = Scored(scores);
+      for (bool desc : {true, false}) {
+        CAPTURE(n);
+        CAPTURE(name);
+        CAPTURE(desc);
+        Selection want = rs.LogicalRows();
+        std::stable_sort(want.begin(), want.end(), [&](uint32_t a, uint32_t b) {
+          return desc ? scores[a] > scores[b] : scores[a] < scores[b];
+        });
+        auto got = SortRows(rs, *rs.column("score"), desc, 0, {});
+        REQUIRE(got);
+        CHECK(*got == want);
+      }
+    }
+  }
+}
+
 // Top-N (a sort read only by a take): the first rows are selected block by block, so a
 // cancel check that says yes stops the sort at its first poll; let finish, the first
 // rows are those of a stable sort.
