@@ -1,6 +1,7 @@
 #include <cstdio>
 
 #include "server/commands.h"
+#include "tasks/task.h"
 
 namespace rankd {
 
@@ -23,6 +24,18 @@ std::optional<std::vector<RedisEndpoint>> ResolveCommandRedis(std::string_view c
   std::fprintf(stderr, "rankd %.*s: %s\n", static_cast<int>(command.size()), command.data(),
                endpoints.error().message.c_str());
   return std::nullopt;
+}
+
+void PlanDirFlags::AddRows(std::vector<Flag>& flags) {
+  flags.push_back(TextFlag("--plans", "DIR", {}, dir));
+  flags.push_back(
+      IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, int64_t{1} << 40));
+  flags.push_back(SwitchFlag("--enable-test-ops", {}, test_ops));
+}
+
+Result<PlanSet> PlanDirFlags::Load() const {
+  return LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(),
+                     model_limits);
 }
 
 }  // namespace rankd

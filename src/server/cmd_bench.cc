@@ -75,17 +75,15 @@ int64_t Pct(const std::vector<int64_t>& sorted, double p) {
 
 int CmdBench(const std::vector<std::string>& argv) {
   RedisFlags redis_flags;
-  std::string plan_name, dir = "plans";
+  PlanDirFlags plan_dir;
+  std::string plan_name;
   int64_t n = 1000, c = 1, user_id = 1, deadline_ms = 0, node_timeout_ms = 0, threads = 2,
           redis_conns = 2;
-  bool test_ops = false;
-  ModelLimits model_limits;
   std::vector<Flag> flags = RedisFlagRows(redis_flags);
+  plan_dir.AddRows(flags);
   flags.insert(flags.end(),
                {
                    TextFlag("--plan", "NAME", {}, plan_name),
-                   TextFlag("--plans", "DIR", {}, dir),
-                   IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
                    IntFlag("-n", "N", {}, n, -kAnyInt, kAnyInt, "--requests"),
                    IntFlag("-c", "C", {}, c, -kAnyInt, kAnyInt, "--concurrency"),
                    IntFlag("--redis-conns", "K", {}, redis_conns, -kAnyInt, kAnyInt),
@@ -93,7 +91,6 @@ int CmdBench(const std::vector<std::string>& argv) {
                    IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
                    IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
                    IntFlag("--cpu-threads", "N", {}, threads, -kAnyInt, kAnyInt),
-                   SwitchFlag("--enable-test-ops", {}, test_ops),
                });
   if (!ParseCommandFlags("bench", argv, flags)) return 2;
   auto endpoints = ResolveCommandRedis("bench", redis_flags);
@@ -102,15 +99,15 @@ int CmdBench(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "rankd bench: need --plan NAME, -n >= 1, -c >= 1\n");
     return 2;
   }
-  auto plans = LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(),
-                           model_limits);
+  auto plans = plan_dir.Load();
   if (!plans) {
     std::fprintf(stderr, "%s\n", plans.error().message.c_str());
     return 1;
   }
   PlanPtr plan = plans->Find(plan_name);
   if (!plan) {
-    std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name.c_str(), dir.c_str());
+    std::fprintf(stderr, "rankd bench: plan '%s' is not in %s\n", plan_name.c_str(),
+                 plan_dir.dir.c_str());
     return 1;
   }
   bool uses_redis = !redis_flags.endpoints.empty();

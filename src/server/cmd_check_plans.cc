@@ -14,16 +14,11 @@
 namespace rankd {
 
 int CmdCheckPlans(const std::vector<std::string>& argv) {
-  std::string dir = "plans";
-  ModelLimits limits;
+  PlanDirFlags plan_dir;
   std::vector<std::string> sink_flags;
-  bool test_ops = false;
-  const Flag flags[] = {
-      TextFlag("--plans", "DIR", {}, dir),
-      IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
-      RepeatedFlag("--served-log", "NAME=URL", {}, sink_flags),
-      SwitchFlag("--enable-test-ops", {}, test_ops),
-  };
+  std::vector<Flag> flags;
+  plan_dir.AddRows(flags);
+  flags.push_back(RepeatedFlag("--served-log", "NAME=URL", {}, sink_flags));
   if (!ParseCommandFlags("check-plans", argv, flags)) return 2;
   std::vector<SinkConfig> sinks;
   for (const auto& v : sink_flags) {
@@ -34,8 +29,7 @@ int CmdCheckPlans(const std::vector<std::string>& argv) {
     }
     sinks.push_back(std::move(*c));
   }
-  auto set =
-      LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(), limits);
+  auto set = plan_dir.Load();
   if (!set) {
     std::fprintf(stderr, "%s\n", set.error().message.c_str());
     return 1;
@@ -57,7 +51,7 @@ int CmdCheckPlans(const std::vector<std::string>& argv) {
     }
   }
   std::printf("ok: %zu plan(s), %zu model(s) in %s\n", set->plans.size(), set->models.size(),
-              dir.c_str());
+              plan_dir.dir.c_str());
   return 0;
 }
 

@@ -77,18 +77,12 @@ Task<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay)
 }  // namespace
 
 int CmdReplay(const std::vector<std::string>& argv) {
-  std::string log, dir = "plans";
-  ModelLimits limits;
+  std::string log;
+  PlanDirFlags plan_dir;  // the folder loads as the server that wrote the log loaded it
   RedisFlags redis_flags;
-  bool test_ops = false;  // the folder loads as the server that wrote the log loaded it
   std::vector<Flag> flags = RedisFlagRows(redis_flags);
-  flags.insert(flags.end(),
-               {
-                   TextFlag("--log", "FILE|URL", {}, log),
-                   TextFlag("--plans", "DIR", {}, dir),
-                   IntFlag("--max-model-bytes", "N", {}, limits.max_bytes, 1, int64_t{1} << 40),
-                   SwitchFlag("--enable-test-ops", {}, test_ops),
-               });
+  flags.push_back(TextFlag("--log", "FILE|URL", {}, log));
+  plan_dir.AddRows(flags);
   if (!ParseCommandFlags("replay", argv, flags)) return 2;
   auto endpoints = ResolveCommandRedis("replay", redis_flags);
   if (!endpoints) return 2;
@@ -97,8 +91,7 @@ int CmdReplay(const std::vector<std::string>& argv) {
                  "rankd replay: give --log FILE or --log redis-stream://ENDPOINT?stream=S\n");
     return 2;
   }
-  auto set =
-      LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(), limits);
+  auto set = plan_dir.Load();
   if (!set) {
     std::fprintf(stderr, "rankd replay: %s\n", set.error().message.c_str());
     return 2;

@@ -30,21 +30,19 @@ int PrintError(const Error& e) {
 
 int CmdRun(const std::vector<std::string>& argv) {
   RedisFlags redis_flags;
-  std::string plan_name, dir = "plans";
+  PlanDirFlags plan_dir;
+  std::string plan_name;
   int64_t deadline_ms = 0, node_timeout_ms = 0, redis_conns = 1;
-  bool explain = false, test_ops = false;
-  ModelLimits model_limits;
+  bool explain = false;
   std::vector<Flag> flags = RedisFlagRows(redis_flags);
+  plan_dir.AddRows(flags);
   flags.insert(flags.end(),
                {
                    TextFlag("--plan", "NAME", {}, plan_name),
-                   TextFlag("--plans", "DIR", {}, dir),
-                   IntFlag("--max-model-bytes", "N", {}, model_limits.max_bytes, 1, kAnyInt),
                    IntFlag("--deadline-ms", "N", {}, deadline_ms, -kAnyInt, kAnyInt),
                    IntFlag("--node-timeout-ms", "N", {}, node_timeout_ms, -kAnyInt, kAnyInt),
                    IntFlag("--redis-conns", "N", {}, redis_conns, -kAnyInt, kAnyInt),
                    SwitchFlag("--explain", {}, explain),
-                   SwitchFlag("--enable-test-ops", {}, test_ops),
                });
   if (!ParseCommandFlags("run", argv, flags)) return 2;
   auto endpoints = ResolveCommandRedis("run", redis_flags);
@@ -58,12 +56,12 @@ int CmdRun(const std::vector<std::string>& argv) {
   if (req->deadline_ms) deadline_ms = *req->deadline_ms;
   explain = explain || req->explain;
 
-  auto plans = LoadPlanDir(dir, test_ops ? TaskRegistry::WithTestOps() : TaskRegistry::Default(),
-                           model_limits);
+  auto plans = plan_dir.Load();
   if (!plans) return PrintError(Error::Internal("loading plans: " + plans.error().message));
   PlanPtr plan = plans->Find(req->plan);
   if (!plan)
-    return PrintError(Error::UnknownPlan("plan: '" + req->plan + "' is not loaded from " + dir));
+    return PrintError(
+        Error::UnknownPlan("plan: '" + req->plan + "' is not loaded from " + plan_dir.dir));
 
   if (auto ok = CheckUserIdType(req->user_id, plan->user_id_type, plan->name); !ok)
     return PrintError(ok.error());

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "plan/loader.h"
 #include "redis/endpoint.h"
 #include "server/cli_flags.h"
 #include "server/redis_flags.h"
@@ -35,5 +36,18 @@ std::optional<std::vector<RedisEndpoint>> ResolveCommandRedis(std::string_view c
                                                               const RedisFlags& flags);
 // The bounds of an integer flag a subcommand checks itself, or not at all.
 inline constexpr int64_t kAnyInt = std::numeric_limits<int64_t>::max();
+
+// The plans folder of a one-shot subcommand (run, bench, check-plans, replay): the flags
+// --plans DIR, --max-model-bytes N and --enable-test-ops (serve's rows, serve_options.cc,
+// mean the same for the server), and the folder they name, loaded (cli_args.cc).
+struct PlanDirFlags {
+  std::string dir = "plans";
+  ModelLimits model_limits;
+  bool test_ops = false;
+  // Appends the three rows to a command's table.
+  void AddRows(std::vector<Flag>& flags);
+  // The folder, loaded with the ops these flags allow.
+  Result<PlanSet> Load() const;
+};
 
 }  // namespace rankd
