@@ -12,14 +12,7 @@ namespace rankd {
 
 namespace {
 
-using simdjson::dom::array;
-using simdjson::dom::element;
-using simdjson::dom::element_type;
-using simdjson::dom::object;
-
-using json::IsInt;
-using json::IsNumber;
-using json::NumberOf;
+using namespace json;  // the DOM's types and the number tests
 
 class Parser {
  public:

@@ -204,6 +204,13 @@ class Runner {
   }
   size_t Len(Reg r) const { return p_.regs[r].scalar ? 1 : f_.n; }
   Slot& S(Reg r) { return f_.slots[p_.slot_of[r]]; }
+  // Register r's mask, allocated for its length and set as its value.
+  uint8_t* MaskOut(Reg r) {
+    Slot& out = S(r);
+    uint8_t* m = Alloc(out.own_m, Len(r));
+    out.m = m;
+    return m;
+  }
   static void ForgetViews(Slot& s) {
     s.i = nullptr;
     s.f = nullptr;
@@ -696,10 +703,8 @@ void Runner::CoalesceOrIf(const Instr& ins) {
 void Runner::Cmp(const Instr& ins) {
   Storage sa = StorageOf(T(ins.a)), sb = StorageOf(T(ins.b));
   if (sa == Storage::kStr) return CmpStr(ins);
-  Slot& out = S(ins.out);
-  size_t n = Len(ins.out);
-  uint8_t* m = Alloc(out.own_m, n);
-  out.m = m;
+  const size_t n = Len(ins.out);
+  uint8_t* m = MaskOut(ins.out);
   const Slot& a = S(ins.a);
   const Slot& b = S(ins.b);
   auto op = static_cast<CmpOp>(ins.aux);
@@ -717,10 +722,8 @@ void Runner::Cmp(const Instr& ins) {
 // Strings: against a scalar, each dictionary entry is compared once and rows look their
 // code up; `==` with a single matching entry compares codes only.
 void Runner::CmpStr(const Instr& ins) {
-  Slot& out = S(ins.out);
-  size_t n = Len(ins.out);
-  uint8_t* m = Alloc(out.own_m, n);
-  out.m = m;
+  const size_t n = Len(ins.out);
+  uint8_t* m = MaskOut(ins.out);
   auto op = static_cast<CmpOp>(ins.aux);
   Reg ra = ins.a, rb = ins.b;
   if (Sc(ra) && !Sc(rb)) {
@@ -785,10 +788,8 @@ void Runner::CmpStr(const Instr& ins) {
 }
 
 void Runner::In(const Instr& ins) {
-  Slot& out = S(ins.out);
-  size_t n = Len(ins.out);
-  uint8_t* m = Alloc(out.own_m, n);
-  out.m = m;
+  const size_t n = Len(ins.out);
+  uint8_t* m = MaskOut(ins.out);
   const Slot& a = S(ins.a);
   const InSet& set = p_.sets[ins.aux];
   switch (StorageOf(T(ins.a))) {
@@ -836,10 +837,8 @@ void Runner::In(const Instr& ins) {
 }
 
 void Runner::Regex(const Instr& ins) {
-  Slot& out = S(ins.out);
-  size_t n = Len(ins.out);
-  uint8_t* m = Alloc(out.own_m, n);
-  out.m = m;
+  const size_t n = Len(ins.out);
+  uint8_t* m = MaskOut(ins.out);
   const Slot& a = S(ins.a);
   const RE2& re = *p_.regexes[ins.aux];
   const auto& dict = a.dict->values;

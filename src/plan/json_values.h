@@ -14,6 +14,12 @@
 
 namespace rankd::json {
 
+// The DOM's types by their own names: a loader writes `using namespace json;`.
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
 inline bool IsInt(simdjson::dom::element e) {
   return e.type() == simdjson::dom::element_type::INT64;
 }

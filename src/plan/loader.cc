@@ -19,10 +19,7 @@ namespace rankd {
 
 namespace {
 
-using simdjson::dom::array;
-using simdjson::dom::element;
-using simdjson::dom::element_type;
-using simdjson::dom::object;
+using namespace json;  // the DOM's types and the number tests
 
 // Builds "file: node 'x': field: what" messages.
 struct Where {
@@ -50,9 +47,6 @@ std::string JsonKind(element e) {
   }
   return "?";
 }
-
-using json::IsInt;
-using json::IsNumber;
 
 std::optional<ColumnType> ParseType(std::string_view s) {
   if (s == "i64") return ColumnType::kI64;
