@@ -282,44 +282,59 @@ void AppendJsonReal(double d, std::string& out) {
   out.append(buf, WriteJsonReal(buf, d));
 }
 
-void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& out) {
-  const Plan& plan = *r.plan;
-  const PlanLog& log = plan.log;
+namespace {
+
+// The kept rows a record reads (PlanLog::kept): the viewer's, the candidates', and each
+// model node's with the text of its model head.
+struct KeptRows {
   std::vector<Kept> models;
   const RowSet* viewer = nullptr;
   const RowSet* candidates = nullptr;
+};
+
+// A model node's kept rows, their columns and the text of its head.
+void BindModelNode(const PlanNode& node, const RowSet& rows, Kept& k) {
+  k.node = &node;
+  k.rows = &rows;
+  k.id = rows.column("id");
+  k.out_key = &node.args.Str("out_key");
+  k.anchor = rows.column(*k.out_key);
+  if (k.anchor && k.anchor->type != ColumnType::kF64) k.anchor = nullptr;
+  for (const std::string& c : node.model.columns) {
+    const Column* col = rows.column(c);
+    k.features.push_back(col && col->type != ColumnType::kStr ? col : nullptr);
+  }
+  const NodeModel& bound = node.model;
+  AppendJsonString(node.id, k.head);
+  k.head += ":{\"model\":";
+  AppendJsonString(bound.model->name(), k.head);
+  k.head += ",\"sha256\":\"" + bound.model->sha256() + "\",\"output\":\"";
+  k.head += bound.output == ModelOutput::kMargin ? "margin" : "default";
+  k.head += "\",\"inputs\":{";
+  for (const std::string& name : bound.model->features()) {
+    std::string& key = k.feature_keys.emplace_back();
+    AppendJsonString(name, key);
+    key += ':';
+  }
+}
+
+KeptRows FindKeptRows(const RunResult& r) {
+  const Plan& plan = *r.plan;
+  const PlanLog& log = plan.log;
+  KeptRows kept;
   for (size_t i = 0; i < log.kept.size() && i < r.kept.size(); ++i) {
     uint32_t idx = log.kept[i];
     const PlanNode& node = plan.nodes[idx];
-    if (static_cast<int32_t>(idx) == log.viewer) viewer = &r.kept[i];
-    if (static_cast<int32_t>(idx) == log.candidates) candidates = &r.kept[i];
-    if (!node.model.model) continue;
-    Kept& k = models.emplace_back();
-    k.node = &node;
-    k.rows = &r.kept[i];
-    k.id = k.rows->column("id");
-    k.out_key = &node.args.Str("out_key");
-    k.anchor = k.rows->column(*k.out_key);
-    if (k.anchor && k.anchor->type != ColumnType::kF64) k.anchor = nullptr;
-    for (const std::string& c : node.model.columns) {
-      const Column* col = k.rows->column(c);
-      k.features.push_back(col && col->type != ColumnType::kStr ? col : nullptr);
-    }
-    const NodeModel& bound = node.model;
-    AppendJsonString(node.id, k.head);
-    k.head += ":{\"model\":";
-    AppendJsonString(bound.model->name(), k.head);
-    k.head += ",\"sha256\":\"" + bound.model->sha256() + "\",\"output\":\"";
-    k.head += bound.output == ModelOutput::kMargin ? "margin" : "default";
-    k.head += "\",\"inputs\":{";
-    for (const std::string& name : bound.model->features()) {
-      std::string& key = k.feature_keys.emplace_back();
-      AppendJsonString(name, key);
-      key += ':';
-    }
+    if (static_cast<int32_t>(idx) == log.viewer) kept.viewer = &r.kept[i];
+    if (static_cast<int32_t>(idx) == log.candidates) kept.candidates = &r.kept[i];
+    if (node.model.model) BindModelNode(node, r.kept[i], kept.models.emplace_back());
   }
-  const RowSet& rows = r.output;
-  out.reserve(out.size() + 512 + rows.size() * (96 + 16 * log.columns.size()));
+  return kept;
+}
+
+// `"served_id":...` up to `"shadow":...,` (the record's fields before the viewer).
+void AppendRecordHead(const RunResult& r, const RecordHeader& h, std::string& out) {
+  const Plan& plan = *r.plan;
   out += "{\"served_id\":\"";
   out += h.served_id;
   out += "\",\"ts_ms\":";
@@ -356,20 +371,32 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     AppendJsonString(h.variant, out);
   }
   out += h.forced ? ",\"forced\":true" : ",\"forced\":false";
-  out += h.shadow ? ",\"shadow\":true,\"viewer\":" : ",\"shadow\":false,\"viewer\":";
-  if (viewer && viewer->size() > 0) {
-    uint32_t vr = viewer->row(0);
-    out += '{';
-    for (size_t c = 0; c < viewer->num_columns(); ++c) {
-      if (c) out += ',';
-      AppendJsonString(viewer->column_name(c), out);
-      out += ':';
-      AppendJsonCell(*viewer->column_at(c), vr, out);
-    }
-    out += '}';
-  } else {
+  out += h.shadow ? ",\"shadow\":true," : ",\"shadow\":false,";
+}
+
+// `"viewer":{...}` (its first row) or `"viewer":null`.
+void AppendViewerRow(const RowSet* viewer, std::string& out) {
+  out += "\"viewer\":";
+  if (!viewer || viewer->size() == 0) {
     out += "null";
+    return;
   }
+  uint32_t vr = viewer->row(0);
+  out += '{';
+  for (size_t c = 0; c < viewer->num_columns(); ++c) {
+    if (c) out += ',';
+    AppendJsonString(viewer->column_name(c), out);
+    out += ':';
+    AppendJsonCell(*viewer->column_at(c), vr, out);
+  }
+  out += '}';
+}
+
+// `"items":[...]`: the served rows, then up to candidates_top candidates not served.
+void AppendRecordItems(const RunResult& r, const RecordHeader& h, KeptRows& kept,
+                       std::string& out) {
+  const PlanLog& log = r.plan->log;
+  const RowSet& rows = r.output;
   out += ",\"items\":[";
   std::vector<std::string> keys;
   keys.reserve(log.columns.size());
@@ -378,30 +405,40 @@ void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& 
     AppendJsonString(c, k);
     k += ':';
   }
-  RowsView served_view(rows, log.columns, models);
-  const size_t room = ItemRoom(keys, models);
+  RowsView served_view(rows, log.columns, kept.models);
+  const size_t room = ItemRoom(keys, kept.models);
   Cursor cursor(out);
-  const Column* out_id = rows.column("id");
   for (size_t i = 0; i < rows.size(); ++i) {
     uint32_t row = rows.row(i);
     if (i) cursor.Room(1), cursor.Put(',');
-    AppendItem(served_view, row, i, !h.shadow, keys, models, room, cursor);
+    AppendItem(served_view, row, i, !h.shadow, keys, kept.models, room, cursor);
   }
-  if (candidates) {
-    RowsView view(*candidates, log.columns, models);
-    const Column* cid = view.id;
-    IdTable served(out_id, rows);  // which candidates were served
+  if (kept.candidates) {
+    const RowSet& candidates = *kept.candidates;
+    RowsView view(candidates, log.columns, kept.models);
+    IdTable served(rows.column("id"), rows);  // which candidates were served
     size_t written = 0;
-    for (size_t i = 0; i < candidates->size() && written < log.candidates_top; ++i) {
-      uint32_t row = candidates->row(i);
-      if (served.Find(cid, row) >= 0) continue;
+    for (size_t i = 0; i < candidates.size() && written < log.candidates_top; ++i) {
+      uint32_t row = candidates.row(i);
+      if (served.Find(view.id, row) >= 0) continue;
       if (rows.size() > 0 || written > 0) cursor.Room(1), cursor.Put(',');
-      AppendItem(view, row, i, false, keys, models, room, cursor);
+      AppendItem(view, row, i, false, keys, kept.models, room, cursor);
       ++written;
     }
   }
   cursor.Close();
-  out += "]}";
+  out += "]";
+}
+
+}  // namespace
+
+void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& out) {
+  KeptRows kept = FindKeptRows(r);
+  out.reserve(out.size() + 512 + r.output.size() * (96 + 16 * r.plan->log.columns.size()));
+  AppendRecordHead(r, h, out);
+  AppendViewerRow(kept.viewer, out);
+  AppendRecordItems(r, h, kept, out);
+  out += "}";
 }
 
 }  // namespace rankd
