@@ -100,79 +100,94 @@ class Parser {
     uint32_t next = 0;
     size_t i = 0;
     for (element vj : list) {
-      std::string at = "variants[" + std::to_string(i++) + "]";
-      object vo;
-      if (vj.get_object().get(vo)) return Fail(Err(at, "must be an object"));
-      for (auto [k, _] : vo)
-        if (k != "name" && k != "plan" && k != "params" && k != "weight")
-          return Fail(Err(at, "unknown field '" + std::string(k) + "'"));
-      ExperimentVariant var;
-      if (vo["name"].get(v) || v.get_string().get(s) || s.empty())
-        return Fail(Err(at + ".name", "missing or not a non-empty string"));
-      var.name = std::string(s);
-      if (var.name == kControlVariant)
-        return Fail(Err(at + ".name", "'control' is reserved (the requested plan itself)"));
-      for (const auto& other : e.variants)
-        if (other.name == var.name)
-          return Fail(Err(at + ".name", "duplicate variant '" + var.name + "'"));
-      if (vo["plan"].get(v)) return Fail(Err(at + ".plan", "missing"));
-      auto plan = PlanNamed(v, at + ".plan");
-      if (!plan) return Fail(plan.error());
-      var.plan = *plan;
-      if (auto st = SameUserIds(*var.plan, **requested, at + ".plan"); !st) return Fail(st.error());
-      if (!vo["params"].get(v)) {
-        object po;
-        if (v.get_object().get(po)) return Fail(Err(at + ".params", "must be an object"));
-        for (auto [k, pv] : po) {
-          auto val = json::Scalar(pv);
-          if (!val)
-            return Fail(Err(at + ".params." + std::string(k), "must be a number, string or bool"));
-          var.params.emplace_back(std::string(k), std::move(*val));
-        }
-        if (auto bound = BindParams(*var.plan, var.params); !bound)
-          return Fail(Err(at, bound.error().message));
-      }
-      if (vo["weight"].get(v) || !IsInt(v) || int64_t(v.get_int64()) < 0 ||
-          int64_t(v.get_int64()) > kExperimentBuckets)
-        return Fail(Err(at + ".weight", "missing or not an integer from 0 to 10000"));
-      var.weight = static_cast<uint32_t>(int64_t(v.get_int64()));
-      var.first = next;
-      var.end = next + var.weight;
-      if (var.end > kExperimentBuckets)
+      auto var = ParseVariant(vj, "variants[" + std::to_string(i++) + "]", e, **requested);
+      if (!var) return Fail(var.error());
+      var->first = next;
+      var->end = next + var->weight;
+      if (var->end > kExperimentBuckets)
         return Fail(Err("variants",
-                        "weights sum to " + std::to_string(var.end) + ", over the 10000 buckets"));
-      next = var.end;
-      e.variants.push_back(std::move(var));
+                        "weights sum to " + std::to_string(var->end) + ", over the 10000 buckets"));
+      next = var->end;
+      e.variants.push_back(std::move(*var));
     }
     if (!o["shadow"].get(v)) {
       if (v.get_array().get(list)) return Fail(Err("shadow", "must be an array"));
       i = 0;
       for (element sj : list) {
-        std::string at = "shadow[" + std::to_string(i++) + "]";
-        object so;
-        if (sj.get_object().get(so)) return Fail(Err(at, "must be an object"));
-        for (auto [k, _] : so)
-          if (k != "plan" && k != "percent" && k != "compare_top")
-            return Fail(Err(at, "unknown field '" + std::string(k) + "'"));
-        ExperimentShadow sh;
-        if (so["plan"].get(v)) return Fail(Err(at + ".plan", "missing"));
-        auto plan = PlanNamed(v, at + ".plan");
-        if (!plan) return Fail(plan.error());
-        sh.plan = *plan;
-        if (auto st = SameUserIds(*sh.plan, **requested, at + ".plan"); !st)
-          return Fail(st.error());
-        if (so["percent"].get(v) || !IsNumber(v) || !(NumberOf(v) >= 0 && NumberOf(v) <= 100))
-          return Fail(Err(at + ".percent", "missing or not a number from 0 to 100"));
-        sh.percent = NumberOf(v);
-        if (!so["compare_top"].get(v)) {
-          if (!IsInt(v) || int64_t(v.get_int64()) < 1 || int64_t(v.get_int64()) > 1000)
-            return Fail(Err(at + ".compare_top", "must be an integer from 1 to 1000"));
-          sh.compare_top = static_cast<uint32_t>(int64_t(v.get_int64()));
-        }
-        e.shadows.push_back(std::move(sh));
+        auto sh = ParseShadow(sj, "shadow[" + std::to_string(i++) + "]", **requested);
+        if (!sh) return Fail(sh.error());
+        e.shadows.push_back(std::move(*sh));
       }
     }
     return e;
+  }
+
+  // variants[i] of `e` (its name checked against the variants before it); first and end
+  // are the caller's.
+  Result<ExperimentVariant> ParseVariant(element vj, const std::string& at, const Experiment& e,
+                                         const Plan& requested) {
+    object vo;
+    if (vj.get_object().get(vo)) return Fail(Err(at, "must be an object"));
+    for (auto [k, _] : vo)
+      if (k != "name" && k != "plan" && k != "params" && k != "weight")
+        return Fail(Err(at, "unknown field '" + std::string(k) + "'"));
+    ExperimentVariant var;
+    element v;
+    std::string_view s;
+    if (vo["name"].get(v) || v.get_string().get(s) || s.empty())
+      return Fail(Err(at + ".name", "missing or not a non-empty string"));
+    var.name = std::string(s);
+    if (var.name == kControlVariant)
+      return Fail(Err(at + ".name", "'control' is reserved (the requested plan itself)"));
+    for (const auto& other : e.variants)
+      if (other.name == var.name)
+        return Fail(Err(at + ".name", "duplicate variant '" + var.name + "'"));
+    if (vo["plan"].get(v)) return Fail(Err(at + ".plan", "missing"));
+    auto plan = PlanNamed(v, at + ".plan");
+    if (!plan) return Fail(plan.error());
+    var.plan = *plan;
+    if (auto st = SameUserIds(*var.plan, requested, at + ".plan"); !st) return Fail(st.error());
+    if (!vo["params"].get(v)) {
+      object po;
+      if (v.get_object().get(po)) return Fail(Err(at + ".params", "must be an object"));
+      for (auto [k, pv] : po) {
+        auto val = json::Scalar(pv);
+        if (!val)
+          return Fail(Err(at + ".params." + std::string(k), "must be a number, string or bool"));
+        var.params.emplace_back(std::string(k), std::move(*val));
+      }
+      if (auto bound = BindParams(*var.plan, var.params); !bound)
+        return Fail(Err(at, bound.error().message));
+    }
+    if (vo["weight"].get(v) || !IsInt(v) || int64_t(v.get_int64()) < 0 ||
+        int64_t(v.get_int64()) > kExperimentBuckets)
+      return Fail(Err(at + ".weight", "missing or not an integer from 0 to 10000"));
+    var.weight = static_cast<uint32_t>(int64_t(v.get_int64()));
+    return var;
+  }
+
+  Result<ExperimentShadow> ParseShadow(element sj, const std::string& at, const Plan& requested) {
+    object so;
+    if (sj.get_object().get(so)) return Fail(Err(at, "must be an object"));
+    for (auto [k, _] : so)
+      if (k != "plan" && k != "percent" && k != "compare_top")
+        return Fail(Err(at, "unknown field '" + std::string(k) + "'"));
+    ExperimentShadow sh;
+    element v;
+    if (so["plan"].get(v)) return Fail(Err(at + ".plan", "missing"));
+    auto plan = PlanNamed(v, at + ".plan");
+    if (!plan) return Fail(plan.error());
+    sh.plan = *plan;
+    if (auto st = SameUserIds(*sh.plan, requested, at + ".plan"); !st) return Fail(st.error());
+    if (so["percent"].get(v) || !IsNumber(v) || !(NumberOf(v) >= 0 && NumberOf(v) <= 100))
+      return Fail(Err(at + ".percent", "missing or not a number from 0 to 100"));
+    sh.percent = NumberOf(v);
+    if (!so["compare_top"].get(v)) {
+      if (!IsInt(v) || int64_t(v.get_int64()) < 1 || int64_t(v.get_int64()) > 1000)
+        return Fail(Err(at + ".compare_top", "must be an integer from 1 to 1000"));
+      sh.compare_top = static_cast<uint32_t>(int64_t(v.get_int64()));
+    }
+    return sh;
   }
 
   Status SameUserIds(const Plan& p, const Plan& requested, const std::string& field) {
