@@ -227,6 +227,16 @@ class Compiler {
   }
   Result<Reg> Leaf(dom::object obj, const std::string& path);
   Result<Reg> Operation(dom::object obj, std::string_view op, const std::string& path);
+  // An op's compiled args: Arithmetic and Choice type and emit them.
+  struct OpCall {
+    const OpInfo& info;
+    std::string name;  // "op 'x'", for messages
+    const std::string& path;
+    std::vector<Reg> regs;    // the args, but an if's condition
+    std::optional<Reg> cond;  // an if's condition
+  };
+  Result<Reg> Arithmetic(const OpCall& c);  // + - * / neg abs, math functions, pow
+  Result<Reg> Choice(const OpCall& c);      // min max, coalesce, if
   Result<Reg> Compare(dom::object obj, const std::string& path);
   Result<Reg> In(dom::object obj, const std::string& path);
 
@@ -319,37 +329,72 @@ Result<Reg> Compiler::Operation(dom::object obj, std::string_view name, const st
   for (const auto& o : kExprOps)
     if (o.name == name) info = &o;
   if (!info) return Fail(Err(path, "unknown op '" + std::string(name) + "'"));
-  std::string opname = "op '" + std::string(name) + "'";
+  OpCall call{*info, "op '" + std::string(name) + "'", path, {}, {}};
   dom::array args;
   if (obj.at_key("args").get_array().get(args))
-    return Fail(Err(path, opname + " needs an \"args\" array"));
+    return Fail(Err(path, call.name + " needs an \"args\" array"));
   size_t n = args.size();
   if (n < info->min_args || n > info->max_args) {
     std::string want = info->min_args == info->max_args
                            ? std::to_string(info->min_args)
                            : "at least " + std::to_string(info->min_args);
-    return Fail(Err(path, opname + " takes " + want + " args, got " + std::to_string(n)));
+    return Fail(Err(path, call.name + " takes " + want + " args, got " + std::to_string(n)));
   }
-
-  std::vector<Reg> regs;
-  std::optional<Reg> cond;
   size_t i = 0;
   for (dom::element a : args) {
     std::string sub = Sub(path, Index("args", i));
-    Result<Reg> r = (info->kind == ExprOp::kIf && i == 0) ? Pred(a, sub) : Expr(a, sub);
+    const bool is_cond = info->kind == ExprOp::kIf && i == 0;
+    Result<Reg> r = is_cond ? Pred(a, sub) : Expr(a, sub);
     if (!r) return r;
-    if (info->kind == ExprOp::kIf && i == 0)
-      cond = *r;
+    if (is_cond)
+      call.cond = *r;
     else
-      regs.push_back(*r);
+      call.regs.push_back(*r);
     ++i;
   }
-  // Which arg index a reg came from, for messages ("if" shifts by one).
-  size_t first = info->kind == ExprOp::kIf ? 1 : 0;
+  switch (info->kind) {
+    case ExprOp::kArith:
+    case ExprOp::kDiv:
+    case ExprOp::kUnary:
+    case ExprOp::kMath:
+    case ExprOp::kPow: return Arithmetic(call);
+    case ExprOp::kMinMax:
+    case ExprOp::kCoalesce:
+    case ExprOp::kIf: return Choice(call);
+  }
+  return Fail(Err(path, "internal: unhandled " + call.name));
+}
 
-  bool any_null = false, any_f64 = false, any_str = false, all_bool = true, any_value = false;
+Result<Reg> Compiler::Arithmetic(const OpCall& c) {
+  const std::vector<Reg>& regs = c.regs;
+  bool any_null = false, any_f64 = false;
   for (size_t k = 0; k < regs.size(); ++k) {
     VType t = Type(regs[k]);
+    if (!IsNumeric(t) && t != VType::kNull)
+      return Fail(Err(c.path, c.name + " needs numbers but " + Index("args", k) + " is " +
+                                  std::string(VTypeName(t))));
+    any_null |= t == VType::kNull;
+    any_f64 |= t == VType::kF64;
+  }
+  const ExprOp kind = c.info.kind;
+  VType t =
+      (kind == ExprOp::kArith || kind == ExprOp::kUnary) && !any_f64 ? VType::kI64 : VType::kF64;
+  if (any_null) return Null(t);
+  if (regs.size() == 1) {
+    Reg a = Cast(regs[0], t);
+    return Emit(c.info.op, t, Scalar(a), a);
+  }
+  return Fold(c.info.op, t, regs);
+}
+
+Result<Reg> Compiler::Choice(const OpCall& c) {
+  const std::vector<Reg>& regs = c.regs;
+  // Which arg index a reg came from, for messages ("if" shifts by one).
+  const size_t first = c.cond ? 1 : 0;
+  bool any_null = false, any_f64 = false, any_str = false, all_bool = true, any_value = false;
+  bool all_scalar = !c.cond || Scalar(*c.cond);
+  for (Reg r : regs) {
+    VType t = Type(r);
     any_null |= t == VType::kNull;
     any_f64 |= t == VType::kF64;
     any_str |= t == VType::kStr;
@@ -357,67 +402,38 @@ Result<Reg> Compiler::Operation(dom::object obj, std::string_view name, const st
       any_value = true;
       all_bool &= t == VType::kBool;
     }
+    all_scalar &= Scalar(r);
   }
-  bool all_scalar = true;
-  for (Reg r : regs) all_scalar &= Scalar(r);
-  if (cond) all_scalar &= Scalar(*cond);
-
-  switch (info->kind) {
-    case ExprOp::kArith:
-    case ExprOp::kDiv:
-    case ExprOp::kUnary:
-    case ExprOp::kMath:
-    case ExprOp::kPow: {
-      for (size_t k = 0; k < regs.size(); ++k)
-        if (!IsNumeric(Type(regs[k])) && Type(regs[k]) != VType::kNull)
-          return Fail(Err(path, opname + " needs numbers but " + Index("args", k + first) + " is " +
-                                    std::string(VTypeName(Type(regs[k])))));
-      VType t = (info->kind == ExprOp::kArith || info->kind == ExprOp::kUnary) && !any_f64
-                    ? VType::kI64
-                    : VType::kF64;
-      if (any_null) return Null(t);
-      if (regs.size() == 1) {
-        Reg a = Cast(regs[0], t);
-        return Emit(info->op, t, Scalar(a), a);
-      }
-      return Fold(info->op, t, regs);
-    }
-    case ExprOp::kMinMax:
-    case ExprOp::kCoalesce:
-    case ExprOp::kIf: {
-      if (any_str) {
-        for (size_t k = 0; k < regs.size(); ++k) {
-          VType t = Type(regs[k]);
-          if (t != VType::kStr && t != VType::kNull)
-            return Fail(Err(path, opname + " cannot mix str and " + std::string(VTypeName(t)) +
-                                      " (" + Index("args", k + first) + ")"));
-        }
-      }
-      VType t = !any_value ? VType::kNull
-                : any_str  ? VType::kStr
-                : all_bool ? VType::kBool
-                : any_f64  ? VType::kF64
-                           : VType::kI64;
-      if (info->kind == ExprOp::kMinMax) {
-        if (any_null) return Null(t);
-        return Fold(info->op, t, regs);
-      }
-      if (t == VType::kNull) return Null(VType::kNull);
-      if (info->kind == ExprOp::kCoalesce) {
-        std::optional<Reg> acc;
-        for (Reg r : regs) {
-          if (Type(r) == VType::kNull) continue;  // never the first non-null
-          Reg rhs = Cast(r, t);
-          acc = acc ? Emit(Op::kCoalesce, t, Scalar(*acc) && Scalar(rhs), *acc, rhs) : rhs;
-        }
-        return *acc;
-      }
-      Reg then_r = Type(regs[0]) == VType::kNull ? Null(t) : Cast(regs[0], t);
-      Reg else_r = Type(regs[1]) == VType::kNull ? Null(t) : Cast(regs[1], t);
-      return Emit(Op::kIf, t, all_scalar, *cond, then_r, else_r);
+  if (any_str) {
+    for (size_t k = 0; k < regs.size(); ++k) {
+      VType t = Type(regs[k]);
+      if (t != VType::kStr && t != VType::kNull)
+        return Fail(Err(c.path, c.name + " cannot mix str and " + std::string(VTypeName(t)) + " (" +
+                                    Index("args", k + first) + ")"));
     }
   }
-  return Fail(Err(path, "internal: unhandled " + opname));
+  VType t = !any_value ? VType::kNull
+            : any_str  ? VType::kStr
+            : all_bool ? VType::kBool
+            : any_f64  ? VType::kF64
+                       : VType::kI64;
+  if (c.info.kind == ExprOp::kMinMax) {
+    if (any_null) return Null(t);
+    return Fold(c.info.op, t, regs);
+  }
+  if (t == VType::kNull) return Null(VType::kNull);
+  if (c.info.kind == ExprOp::kCoalesce) {
+    std::optional<Reg> acc;
+    for (Reg r : regs) {
+      if (Type(r) == VType::kNull) continue;  // never the first non-null
+      Reg rhs = Cast(r, t);
+      acc = acc ? Emit(Op::kCoalesce, t, Scalar(*acc) && Scalar(rhs), *acc, rhs) : rhs;
+    }
+    return *acc;
+  }
+  Reg then_r = Type(regs[0]) == VType::kNull ? Null(t) : Cast(regs[0], t);
+  Reg else_r = Type(regs[1]) == VType::kNull ? Null(t) : Cast(regs[1], t);
+  return Emit(Op::kIf, t, all_scalar, *c.cond, then_r, else_r);
 }
 
 Result<Reg> Compiler::Pred(dom::element e, const std::string& path) {
