@@ -557,31 +557,58 @@ class Loader {
     const TaskParamSpec& spec = node.schema->params[k];
     if (spec.kind == ParamKind::kColumnMap) return ColumnMapArg(node, k, field, val);
     object ref;
-    if (!val.get_object().get(ref)) {  // {"param": "name"}
-      element p;
-      std::string_view pname;
-      if (ref.size() != 1 || ref["param"].get(p) || p.get_string().get(pname))
-        return Fail(w_.Node(node.id, field, "an object value must be {\"param\": \"<name>\"}"));
-      if (!spec.allow_ref)
-        return Fail(w_.Node(node.id, field, "must be a literal, not a {\"param\"} reference"));
-      int d = plan.params.index_of(pname);
-      if (d < 0)
-        return Fail(w_.Node(node.id, field, "param '" + std::string(pname) + "' is not declared"));
-      const ParamDecl& decl = plan.params.decls[static_cast<size_t>(d)];
-      if (ParamKindOf(decl.type) != spec.kind)
-        return Fail(
-            w_.Node(node.id, field,
-                    "param '" + decl.name + "' is " + std::string(ColumnTypeName(decl.type)) +
-                        " but the parameter takes " + std::string(ParamKindName(spec.kind))));
-      auto def = Coerce(decl.default_value, spec.kind);
-      std::string bad = CheckArg(spec, *def);
-      if (!bad.empty())
-        return Fail(w_.Node(node.id, field, "param '" + decl.name + "' default: " + bad));
-      node.args.at(k) = std::move(*def);
-      node.refs.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(d)});
-      return {};
+    if (!val.get_object().get(ref)) return RefArg(node, k, field, ref, plan);
+    auto arg = LiteralArg(node, spec, field, val);
+    if (!arg) return Fail(arg.error());
+    std::string bad = CheckArg(spec, *arg);
+    if (!bad.empty()) return Fail(w_.Node(node.id, field, bad));
+    if (spec.kind == ParamKind::kModel) {
+      const std::string& name = std::get<std::string>(*arg);
+      if (!FindModel(name))
+        return Fail(w_.Node(
+            node.id, field,
+            "unknown model '" + name + "' (the plan folder has no " + name + ".model.json)"));
     }
-    Value arg;
+    if (spec.kind == ParamKind::kExprId || spec.kind == ParamKind::kPredId) {
+      object* table = spec.kind == ParamKind::kExprId ? exprs : preds;
+      auto st =
+          TableArg(node, spec.kind, field, std::get<std::string>(*arg), table, plan, input_cols);
+      if (!st) return st;
+    }
+    node.args.at(k) = std::move(*arg);
+    return {};
+  }
+
+  // {"param": "name"}: the param's default, checked as the argument, and a reference
+  // that binds each request's value.
+  Status RefArg(PlanNode& node, size_t k, const std::string& field, object ref, const Plan& plan) {
+    const TaskParamSpec& spec = node.schema->params[k];
+    element p;
+    std::string_view pname;
+    if (ref.size() != 1 || ref["param"].get(p) || p.get_string().get(pname))
+      return Fail(w_.Node(node.id, field, "an object value must be {\"param\": \"<name>\"}"));
+    if (!spec.allow_ref)
+      return Fail(w_.Node(node.id, field, "must be a literal, not a {\"param\"} reference"));
+    int d = plan.params.index_of(pname);
+    if (d < 0)
+      return Fail(w_.Node(node.id, field, "param '" + std::string(pname) + "' is not declared"));
+    const ParamDecl& decl = plan.params.decls[static_cast<size_t>(d)];
+    if (ParamKindOf(decl.type) != spec.kind)
+      return Fail(w_.Node(node.id, field,
+                          "param '" + decl.name + "' is " + std::string(ColumnTypeName(decl.type)) +
+                              " but the parameter takes " + std::string(ParamKindName(spec.kind))));
+    auto def = Coerce(decl.default_value, spec.kind);
+    std::string bad = CheckArg(spec, *def);
+    if (!bad.empty())
+      return Fail(w_.Node(node.id, field, "param '" + decl.name + "' default: " + bad));
+    node.args.at(k) = std::move(*def);
+    node.refs.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(d)});
+    return {};
+  }
+
+  // A literal argument of the parameter's kind (not yet range-checked).
+  Result<Value> LiteralArg(const PlanNode& node, const TaskParamSpec& spec,
+                           const std::string& field, element val) {
     std::string_view s;
     auto wrong = [&] {
       return Fail(
@@ -593,24 +620,20 @@ class Loader {
         if (val.type() == element_type::UINT64)
           return Fail(w_.Node(node.id, field, simdjson::to_string(val) + " is out of range"));
         if (!IsInt(val)) return wrong();
-        arg = int64_t(val.get_int64());
-        break;
+        return Value(int64_t(val.get_int64()));
       case ParamKind::kF64:
         if (!IsNumber(val)) return wrong();
-        arg = IsInt(val) ? double(int64_t(val.get_int64())) : double(val.get_double());
-        break;
+        return Value(NumberOf(val));
       case ParamKind::kBool:
         if (val.type() != element_type::BOOL) return wrong();
-        arg = bool(val.get_bool());
-        break;
+        return Value(bool(val.get_bool()));
       case ParamKind::kStr:
       case ParamKind::kColumn:
       case ParamKind::kExprId:
       case ParamKind::kPredId:
       case ParamKind::kModel:
         if (val.get_string().get(s)) return wrong();
-        arg = std::string(s);
-        break;
+        return Value(std::string(s));
       case ParamKind::kColumnMap: return wrong();  // ColumnMapArg
       case ParamKind::kStrList: {
         array a;
@@ -620,38 +643,34 @@ class Loader {
           if (e.get_string().get(s)) return wrong();
           list.emplace_back(s);
         }
-        arg = std::move(list);
-        break;
+        return Value(std::move(list));
       }
     }
-    std::string bad = CheckArg(spec, arg);
-    if (!bad.empty()) return Fail(w_.Node(node.id, field, bad));
-    if (spec.kind == ParamKind::kModel && !FindModel(s))
-      return Fail(w_.Node(node.id, field,
-                          "unknown model '" + std::string(s) + "' (the plan folder has no " +
-                              std::string(s) + ".model.json)"));
-    if (spec.kind == ParamKind::kExprId || spec.kind == ParamKind::kPredId) {
-      bool is_expr = spec.kind == ParamKind::kExprId;
-      object* table = is_expr ? exprs : preds;
-      element def;
-      const char* tname = is_expr ? "expr" : "pred";
-      if (!table || (*table)[s].get(def))
-        return Fail(w_.Node(node.id, field,
-                            std::string("unknown ") + tname + " id '" + std::string(s) +
-                                "' (not in " + tname + "_table)"));
-      std::string where = w_.file + ": node '" + node.id + "': " + field + " (" + tname + " '" +
-                          std::string(s) + "')";
-      if (is_expr) {
-        auto c = CompileExpr(def, input_cols, plan.params, where);
-        if (!c) return Fail(Error::BadRequest(c.error().message));
-        node.expr = std::move(*c);
-      } else {
-        auto c = CompilePred(def, input_cols, plan.params, where);
-        if (!c) return Fail(Error::BadRequest(c.error().message));
-        node.pred = std::move(*c);
-      }
+    return wrong();
+  }
+
+  // An expr or pred id: the entry of expr_table or pred_table it names, compiled against
+  // the node's input columns into the node.
+  Status TableArg(PlanNode& node, ParamKind kind, const std::string& field, const std::string& id,
+                  object* table, const Plan& plan, const ColumnTypes& input_cols) {
+    const bool is_expr = kind == ParamKind::kExprId;
+    const char* tname = is_expr ? "expr" : "pred";
+    element def;
+    if (!table || (*table)[id].get(def))
+      return Fail(w_.Node(
+          node.id, field,
+          std::string("unknown ") + tname + " id '" + id + "' (not in " + tname + "_table)"));
+    std::string where =
+        w_.file + ": node '" + node.id + "': " + field + " (" + tname + " '" + id + "')";
+    if (is_expr) {
+      auto c = CompileExpr(def, input_cols, plan.params, where);
+      if (!c) return Fail(Error::BadRequest(c.error().message));
+      node.expr = std::move(*c);
+    } else {
+      auto c = CompilePred(def, input_cols, plan.params, where);
+      if (!c) return Fail(Error::BadRequest(c.error().message));
+      node.pred = std::move(*c);
     }
-    node.args.at(k) = std::move(arg);
     return {};
   }
 
