@@ -18,7 +18,7 @@
 #
 # BASE_REV=<commit>: also builds that commit (as `ops/bench feed` does), runs it under
 # the same hook on the same Redis and plan files, and gives its figure as "baseline"
-# and value / baseline as "ratio" (issue #16 measures against 16a62d5).
+# and value / baseline as "ratio" (a branch's starting commit shows what the branch changed).
 # ALLOC_SITES=1: the hook also records the backtrace of one allocation in
 # ALLOC_SITES_EVERY (16) on average; after the JSON lines, stderr gets the top 25 call
 # stacks per plan (first 4 frames past the allocator, symbolised by

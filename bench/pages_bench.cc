@@ -4,7 +4,7 @@
 // uniform f64 scores. Each is timed against a task doing a comparable pass over the same
 // rows: diversify against the sort it ends with (sort by score, desc), cap against dedupe
 // by the same key (one hash per row). Prints one JSON object per line, in microseconds
-// per call; the target of issue #33 is at most 20 us each.
+// per call; the target is at most 20 us each (docs/benchmarks.md, "Feed pages").
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

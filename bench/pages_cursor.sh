@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ops/bench pages_cursor — what a later page of `feed` costs the server against its first
-# page, in the same run (issue [pages], docs/api.md, "Pages"). One rankd serve (current
+# page, in the same run (docs/api.md, "Pages"). One rankd serve (current
 # build, 2 shards) on one seeded redis-server (`rankd seed`, 10,000 users, seed 1):
 #   first  {"plan":"feed","user_id":U,"page_size":PAGE_SIZE}: runs the plan, writes the
 #          ranking's snapshot to Redis (SET ... PX), answers PAGE_SIZE items + a cursor

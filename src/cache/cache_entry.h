@@ -9,7 +9,7 @@
 // not fit (more fields or members, longer strings' bytes, a list's non-id positions).
 // A features node's hit on an item thus reads two cache lines (its index slot and this
 // one); with the value types' own layout it read five, and at ~200 items a request those
-// misses were most of the node's time (docs/benchmarks.md).
+// misses were most of the node's time (docs/cache.md, "What an entry holds").
 //
 // Threads: those of the ShardCache that owns the entries (its shard's loop thread). A view
 // is valid until the next call that changes the cache.
