@@ -16,8 +16,10 @@ allowed and counted in the output. Skipped (exit 77) only when haproxy is not in
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import sys
 import threading
 import time
@@ -191,9 +193,77 @@ def test_rolling_restart_behind_haproxy_loses_no_request():
         assert f"Server rankd/{name} is DOWN, reason: Layer7 wrong status, code: 503" in log, name
 
 
+class DroppingReplica:
+    """A stand-in replica on a free port: /readyz is 200 (HAProxy counts it UP), and every
+    other request is read whole and dropped, the connection closed with no answer."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.dropped = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            with c:
+                c.settimeout(10)
+                data = b""
+                try:
+                    while b"\r\n\r\n" not in data:
+                        chunk = c.recv(65536)
+                        if not chunk:
+                            break
+                        data += chunk
+                    if data.startswith(b"GET /readyz"):
+                        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    elif data:
+                        # The body too: closed with nothing unread, the close is a FIN (what
+                        # a process that exits or closes an idle connection sends), not a reset.
+                        head, _, body = data.partition(b"\r\n\r\n")
+                        length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+                        while length and len(body) < int(length.group(1)):
+                            body += c.recv(65536)
+                        self.dropped += 1
+                except OSError:
+                    pass
+
+
+def test_a_request_a_replica_drops_shows_in_the_log():
+    """The test above cannot look away: behind the same config, a replica that drops a
+    request it was sent makes that request end uncleanly in HAProxy's log (and at the
+    client), not resent to the other replica unseen."""
+    redis = Redis()
+    good = start_replica(plans_dir(), redis, [])
+    bad = DroppingReplica()
+    haproxy, lb_port, haproxy_log = start_haproxy([bad.port, good.port])
+    statuses = []
+    while bad.dropped == 0 and len(statuses) < 20:  # round robin: r1 within a few
+        c = http.client.HTTPConnection("127.0.0.1", lb_port, timeout=10)
+        c.request("POST", "/rank", json.dumps({"plan": PLAN, "user_id": 1}))
+        statuses.append(c.getresponse().status)
+        c.close()
+    haproxy.send_signal(signal.SIGTERM)
+    haproxy.wait(timeout=10)
+    with open(haproxy_log) as f:
+        requests = request_log(f.read())
+    assert bad.dropped == 1, (bad.dropped, statuses)
+    assert 502 in statuses, statuses
+    unclean = [r for r in requests if r["status"] != 200 or r["term"] != "--"]
+    assert [(r["server"], r["status"], r["retries"]) for r in unclean] == [("rankd/r1", 502, 0)], requests
+    good.stop()
+
+
 if __name__ == "__main__":
     if shutil.which("haproxy") is None:
         print("SKIP: haproxy is not installed (Debian package haproxy; ops/lib/ensure-deps installs it)")
         sys.exit(77)
     run_tests([("test_rolling_restart_behind_haproxy_loses_no_request",
-                test_rolling_restart_behind_haproxy_loses_no_request)])
+                test_rolling_restart_behind_haproxy_loses_no_request),
+               ("test_a_request_a_replica_drops_shows_in_the_log",
+                test_a_request_a_replica_drops_shows_in_the_log)])

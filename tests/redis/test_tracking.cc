@@ -120,7 +120,7 @@ TEST_CASE("BCAST mode hears every write under the prefixes, read or not") {
   t.Read("user:1");  // turns tracking on for the data connection used
   t.Read("user:1");  // and the other one (connections take turns)
   server.Command({"HSET", "app:item:7", "likes", "2"});
-  server.Command({"HSET", "app:user:7", "age", "2"});  // not a tracked prefix
+  server.Command({"HSET", "app:user:7", "age", "2"});    // not a tracked prefix
   server.Command({"HSET", "app:item:8", "likes", "2"});  // heard after user:7's, in order
   CHECK(Eventually([&] { return t.sink.Saw("item:8"); }));
   CHECK(t.sink.Saw("item:7"));
