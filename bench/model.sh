@@ -2,8 +2,8 @@
 # ops/bench model — the tree evaluator of the `model` op against libxgboost's own
 # predictor (XGBoosterPredictFromDense, nthread 1) on the same binary:logistic models
 # and rows, in one process (bench/model_bench.cc), and the largest difference between the
-# two (must be within the models' tolerance, else the run fails); then the `rerank` plan
-# served under wrk beside `feed` (rerank_rps, rerank_cpu_us_per_req, ...).
+# two (must be within the models' tolerance, and neither side NaN, else the run fails);
+# then the `rerank` plan served under wrk beside `feed` (rerank_rps, rerank_cpu_us_per_req, ...).
 set -euo pipefail
 source "$RANKD_ROOT/bench/lib.sh"
 models="$BENCH_TMP/models"

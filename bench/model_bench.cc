@@ -4,7 +4,7 @@
 // columns and Model::Score; the baseline is one XGBoosterPredictFromDense call (nthread
 // 1) over a prebuilt float32 row-major matrix. Warm; median of 5 rounds, ours and the
 // baseline alternating. Prints one JSON object per line; exits 1 if any prediction
-// differs from XGBoost's by more than 1e-6 absolute or 1e-5 relative.
+// differs from XGBoost's by more than 1e-6 absolute or 1e-5 relative, or either is NaN.
 //
 // usage: model_bench MODEL_DIR   (with MODEL_DIR/model_TREES_DEPTH.model.json)
 #include <xgboost/c_api.h>
@@ -162,7 +162,9 @@ double Run(const std::string& dir, const Case& c) {
   for (size_t r = 0; r < n; ++r) {
     const double diff = std::abs(ours[r] - theirs[r]);
     worst = std::max(worst, diff);
-    if (diff > std::max(1e-6, 1e-5 * std::abs(theirs[r])))
+    // Written so that a NaN on either side fails: every comparison with NaN is false, and
+    // a binary:logistic prediction is never NaN.
+    if (!(diff <= std::max(1e-6, 1e-5 * std::abs(theirs[r]))))
       Die(std::string(c.name) + ": row " + std::to_string(r) + ": rankd " +
           std::to_string(ours[r]) + ", xgboost " + std::to_string(theirs[r]) +
           ": outside the tolerance, the timings are invalid");

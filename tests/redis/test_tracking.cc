@@ -4,10 +4,9 @@
 // connection flush the sink, and tracking resumes once the tracker is back.
 #include <doctest/doctest.h>
 
-#include <chrono>
+#include <algorithm>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "redis_server.h"
@@ -15,7 +14,6 @@
 
 using namespace rankd;
 using namespace rankd::testing;
-using namespace std::chrono_literals;
 
 namespace {
 
@@ -47,10 +45,11 @@ class RecordingSink final : public InvalidationSink {
   int flushes_ = 0;
 };
 
-// The client ids of the server's subscribed connections (CLIENT LIST, flags P).
-std::vector<std::string> SubscriberIds(const RedisServer& server) {
+// The client ids of the server's connections of one type (CLIENT LIST TYPE: "pubsub",
+// "normal"; the listing's own connection is a normal one).
+std::vector<std::string> ClientIds(const RedisServer& server, const std::string& type) {
   std::vector<std::string> ids;
-  RedisReply list = server.Command({"CLIENT", "LIST", "TYPE", "pubsub"});
+  RedisReply list = server.Command({"CLIENT", "LIST", "TYPE", type});
   size_t pos = 0;
   while ((pos = list.str.find("id=", pos)) != std::string::npos) {
     size_t end = list.str.find(' ', pos);
@@ -58,6 +57,10 @@ std::vector<std::string> SubscriberIds(const RedisServer& server) {
     pos = end;
   }
   return ids;
+}
+
+std::vector<std::string> SubscriberIds(const RedisServer& server) {
+  return ClientIds(server, "pubsub");
 }
 
 struct Tracked {
@@ -97,10 +100,14 @@ TEST_CASE("a key read through a tracked connection is invalidated when written")
   CHECK(t.Read("item:1").str == "1");
   server.Command({"HSET", "app:item:1", "likes", "2"});
   CHECK(Eventually([&] { return t.sink.Saw("item:1"); }));  // the prefix is stripped
-  // A key never read is not tracked (default mode): no message for it.
+  // A key never read is not tracked (default mode): no message for it. A key read and then
+  // written after them is: the tracker hears invalidations in the order of the writes, so
+  // once it has heard that one, it would have heard theirs.
   server.Command({"HSET", "app:item:2", "likes", "2"});
   server.Command({"HSET", "other:item:1", "likes", "2"});
-  std::this_thread::sleep_for(100ms);
+  t.Read("item:9");
+  server.Command({"HSET", "app:item:9", "likes", "2"});
+  CHECK(Eventually([&] { return t.sink.Saw("item:9"); }));
   CHECK_FALSE(t.sink.Saw("item:2"));
   CHECK(t.sink.flushes() == 0);
 }
@@ -113,9 +120,10 @@ TEST_CASE("BCAST mode hears every write under the prefixes, read or not") {
   t.Read("user:1");  // turns tracking on for the data connection used
   t.Read("user:1");  // and the other one (connections take turns)
   server.Command({"HSET", "app:item:7", "likes", "2"});
-  server.Command({"HSET", "app:user:7", "age", "2"});  // not a tracked prefix
-  CHECK(Eventually([&] { return t.sink.Saw("item:7"); }));
-  std::this_thread::sleep_for(100ms);
+  server.Command({"HSET", "app:user:7", "age", "2"});    // not a tracked prefix
+  server.Command({"HSET", "app:item:8", "likes", "2"});  // heard after user:7's, in order
+  CHECK(Eventually([&] { return t.sink.Saw("item:8"); }));
+  CHECK(t.sink.Saw("item:7"));
   CHECK_FALSE(t.sink.Saw("user:7"));
 }
 
@@ -157,9 +165,17 @@ TEST_CASE("BCAST: losing a data connection loses nothing (the tracker tracks)") 
   Tracked t(server, TrackingMode::kBcast);
   REQUIRE(t.Ready());
   t.Read("item:1");
+  const std::vector<std::string> before = ClientIds(server, "normal");  // and the listing's
   server.Command({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  // Every data connection back under a new id: the client has handled each loss.
+  CHECK(Eventually([&] {
+    std::vector<std::string> now = ClientIds(server, "normal");
+    if (now.size() != before.size()) return false;
+    for (const auto& id : now)
+      if (std::find(before.begin(), before.end(), id) != before.end()) return false;
+    return true;
+  }));
   REQUIRE(t.shard.WaitReady());
-  std::this_thread::sleep_for(100ms);
   CHECK(t.sink.flushes() == 0);
   server.Command({"HSET", "app:item:3", "likes", "2"});
   CHECK(Eventually([&] { return t.sink.Saw("item:3"); }));

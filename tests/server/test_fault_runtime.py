@@ -269,7 +269,7 @@ def test_sigterm_under_load_answers_or_drops_cleanly():
         t.start()
     wait_until(lambda: answered() > 50, timeout=30, what="50 answers before SIGTERM")
     s.signal(signal.SIGTERM)
-    code = s.proc.wait(timeout=30)
+    code = s.wait_exit(timeout=30)
     stop.set()
     for t in threads:
         t.join(timeout=30)

@@ -18,7 +18,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from fake_cluster import FakeClusterNode, Trap  # noqa: E402
@@ -59,6 +58,12 @@ def unknown_redirects(rankd):
                         kind="unknown_redirect") or 0
 
 
+def map_refreshes(rankd):
+    """Slot maps installed: a CLUSTER SLOTS reply that reached rankd and was used."""
+    return metric_value(rankd.metrics(), "rankd_redis_cluster_slot_map_refreshes_total",
+                        endpoint="redis_default") or 0
+
+
 # --- redirects only to known nodes ---------------------------------------------------
 
 def test_redirects_to_unknown_nodes_send_nothing_there():
@@ -79,18 +84,17 @@ def test_redirects_to_unknown_nodes_send_nothing_there():
         # The map was fetched again (from the known node) before the redirect was refused.
         assert node.cluster_slots > fetched, (kind, node.cluster_slots, fetched)
         assert unknown_redirects(rankd) == n
-    time.sleep(0.3)  # whatever was on its way to the trap has arrived
+    trap.settle()  # every connection made to it before now has been counted
     assert trap.connections == 0 and trap.received == b"", (trap.connections, trap.received)
     # The wait for the map is bounded by the request's deadline: a slow CLUSTER SLOTS
     # makes it 504, and the redirect is not decided (nor counted) after the deadline.
     node.slots_delay = 1.0
-    fetched = node.cluster_slots
+    installed = map_refreshes(rankd)
     status, _, body = rankd.request("POST", "/rank", {"plan": "viewer", "user_id": 7,
                                                       "deadline_ms": 300})
     assert status == 504, (status, body)
-    wait_until(lambda: node.cluster_slots > fetched, what="the slow CLUSTER SLOTS answered")
+    wait_until(lambda: map_refreshes(rankd) > installed, what="the slow CLUSTER SLOTS installed")
     node.slots_delay = 0
-    time.sleep(0.2)
     assert unknown_redirects(rankd) == 3
     status, body = rank(rankd)
     assert status == 502 and unknown_redirects(rankd) == 4, (status, body)
@@ -144,7 +148,8 @@ def test_cluster_slots_naming_too_many_nodes_is_refused_and_the_map_kept():
     node.answer = lambda args: b"*4\r\n$7\r\ncountry\r\n$2\r\nFR\r\n$3\r\nage\r\n$2\r\n33\r\n"
     status, body = rank(rankd)
     assert status == 200, body
-    time.sleep(0.3)
+    for t in traps:
+        t.settle()
     assert all(t.connections == 0 for t in traps), [t.connections for t in traps]
     rankd.stop()
 

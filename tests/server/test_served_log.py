@@ -16,7 +16,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, demo_data, metric_value,  # noqa: E402
+from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, demo_data, listening_ports, metric_value,  # noqa: E402
                      plans_dir, run_tests, simple_plan, temp_dir, wait_until, write_plan)
 
 USERS = 200
@@ -312,10 +312,11 @@ def test_drain_flushes_what_is_buffered():
     for i in range(10):
         assert rankd.rank({"plan": "logged", "user_id": 1 + i})[0] == 200
     rankd.signal(signal.SIGTERM)
-    time.sleep(0.5)
+    # The drain has closed the listener; what is left of it is the served log's flush.
+    wait_until(lambda: not listening_ports(rankd.proc.pid), what="the drain to close the listener")
     assert rankd.proc.poll() is None, "the drain waits for the served log"
     logs.resume()
-    assert rankd.proc.wait(timeout=20) == 0
+    assert rankd.wait_exit(timeout=20) == 0
     assert xlen(logs, "served") == 10
 
 

@@ -13,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, Rankd, Redis, SharedServer, free_port, listening_ports, metric_value, plans_dir,  # noqa: E402
+from harness import (RANKD, Rankd, Redis, SharedServer, check_exit, free_port, listening_ports, metric_value, plans_dir,  # noqa: E402
                      run_tests, simple_plan, sleep_plan, temp_path, wait_until, write_plan)
 
 TEST_PLANS = {
@@ -452,7 +452,7 @@ def test_drain_finishes_requests_in_flight():
     s.signal(signal.SIGTERM)
     for t in threads:
         t.join(10)
-    code = s.proc.wait(timeout=10)
+    code = s.wait_exit(timeout=10)
     assert code == 0, code
     assert len(results) == 5 and all(not isinstance(r, Exception) and r[0] == 200 for r in results), results
     assert all(r[1].get("connection") == "close" for r in results), [r[1] for r in results]
@@ -509,7 +509,7 @@ def test_drain_delay_fails_readiness_and_serves_on_then_drains():
         pass
     t.join(10)
     assert slow and slow[0][0] == 200 and slow[0][1].get("connection") == "close", slow
-    assert s.proc.wait(timeout=10) == 0
+    assert s.wait_exit(timeout=10) == 0
 
 
 def test_drain_delay_second_signal_skips_the_rest():
@@ -521,7 +521,7 @@ def test_drain_delay_second_signal_skips_the_rest():
     assert s.rank({"plan": "fixed_rank", "user_id": 1})[0] == 200
     t0 = time.monotonic()
     s.signal(signal.SIGINT)
-    assert s.proc.wait(timeout=10) == 0
+    assert s.wait_exit(timeout=10) == 0
     assert time.monotonic() - t0 < 5
 
 
@@ -620,7 +620,7 @@ def test_ipv6_listen_address_and_a_bad_one():
         wait_until(answers, what="rankd answering on [::1]")
     finally:
         p.terminate()
-        assert p.wait(20) == 0, p.stderr.read()
+        check_exit("rankd on [::1]", p.wait(20), p.stderr.read())
     bad = subprocess.run([RANKD, "serve", "--host", "not-an-address", "--port", str(free_port()),
                           "--plans", s.plans, "--enable-test-ops"], capture_output=True, text=True,
                          timeout=20)

@@ -8,7 +8,8 @@ command with `answer(args)`,
 by default `-MOVED <slot of the key> <redirect>`: what a hostile or confused node could
 send to steer rankd, with its password, to an address of its choosing.
 
-Trap listens on a free loopback port and keeps every connection and byte it receives.
+Trap listens on a free loopback port and keeps every connection and byte it receives;
+settle() waits until every connection made to it so far is counted.
 """
 import binascii
 import socket
@@ -54,10 +55,15 @@ class _Listener:
     def _accept(self):
         while not self._stop:
             try:
-                c, _ = self._sock.accept()
+                c, addr = self._sock.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+            if self._accepted(c, addr):
+                threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _accepted(self, c, addr):
+        """Called in accept order, on the accepting thread; False: c is not served."""
+        return True
 
 
 class Trap(_Listener):
@@ -67,11 +73,40 @@ class Trap(_Listener):
         self.connections = 0
         self.received = b""
         self._lock = threading.Lock()
+        self._markers = {}  # local port of a settle() connection -> accepted yet
         super().__init__()
 
-    def _serve(self, c):
+    def _accepted(self, c, addr):
         with self._lock:
+            if addr[1] in self._markers:
+                self._markers[addr[1]] = True
+                c.close()
+                return False
             self.connections += 1
+        return True
+
+    def settle(self, timeout=10):
+        """Returns once every connection made to the trap before the call is counted in
+        `connections`: connections are accepted in the order they were made, and this one,
+        made last and not counted, has been accepted."""
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            with self._lock:
+                self._markers[port] = False
+            s.connect(("127.0.0.1", self.port))
+            end = time.monotonic() + timeout
+            while time.monotonic() < end:
+                with self._lock:
+                    if self._markers[port]:
+                        return
+                time.sleep(0.01)
+            raise AssertionError(f"the trap on port {self.port} did not accept within {timeout} s")
+        finally:
+            s.close()
+
+    def _serve(self, c):
         try:
             while True:
                 data = c.recv(65536)

@@ -76,3 +76,40 @@ def min_drain_delay_ms(text):
     """The least --drain-delay-ms a replica behind this config needs: its balancer marks
     it down at most inter x fall after /readyz starts failing, plus 1 s to spare."""
     return max(s["inter_ms"] * s["fall"] for s in server_checks(text).values()) + 1000
+
+
+# One line per request (level info), with what tells a resent request from a served one:
+# %rc, the connection retries ("+" first when the last one went to another server), and
+# %ts, the termination state ("--": ended normally).
+REQUEST_LOG_FORMAT = "request %b/%s status=%ST term=%ts retries=%rc"
+_REQUEST_LINE = re.compile(r"request (\S+) status=(-?\d+) term=(\S\S) retries=(\+?)(\d+)")
+
+
+def _replace_once(text, pattern, replacement):
+    new, n = re.subn(pattern, replacement, text, flags=re.MULTILINE)
+    if n != 1:
+        raise ValueError(f"expected one line matching {pattern!r} in the HAProxy config, found {n}")
+    return new
+
+
+def with_request_log(text):
+    """The config `text` (ops/haproxy.cfg) with two changes for a test that must see
+    every request: each one logged on stderr (REQUEST_LOG_FORMAT, level info), and
+    retry-on narrowed to conn-failure, a connect refused or reset before any byte of the
+    request went out. A request a replica dropped after it was sent (what empty-response
+    would resend unseen) then ends in the log or at the client as a failure. One thread:
+    HAProxy drops a log line rather than wait when two threads write to stderr at once."""
+    text = _replace_once(text, r"^(\s*)log stderr .*$", r"\1log stderr format raw local0 info\n\1nbthread 1")
+    text = _replace_once(text, r"^(\s*)option httplog\b.*$",
+                         r'\g<0>\n\1log-format "' + REQUEST_LOG_FORMAT + '"')
+    return _replace_once(text, r"^(\s*)retry-on .*$", r"\1retry-on conn-failure")
+
+
+def request_log(log_text):
+    """[{"server", "status", "term", "retries", "redispatched"}] of every request line of
+    a with_request_log config's log."""
+    out = []
+    for m in _REQUEST_LINE.finditer(log_text):
+        out.append({"server": m.group(1), "status": int(m.group(2)), "term": m.group(3),
+                    "redispatched": m.group(4) == "+", "retries": int(m.group(5))})
+    return out

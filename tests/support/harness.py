@@ -4,8 +4,10 @@ free loopback ports, spoken to over real sockets. Standard library only.
 Every process started here is stopped at exit (also when a test fails), every temporary
 file and folder made here is removed then, and every wait is bounded, so a broken server
 fails the test instead of hanging it. rankd is stopped with SIGTERM, as in production: it
-drains and exits 0, and in a sanitizer build LeakSanitizer checks it on the way out, so a
-rankd that exits otherwise fails the run.
+drains and exits 0, and in a sanitizer build LeakSanitizer checks it on the way out.
+Every rankd's exit is checked once, by the test (Rankd.stop, Rankd.wait_exit) or else at
+exit: an exit status other than the one expected, or a sanitizer report in its stderr,
+fails the run.
 """
 import atexit
 import http.client
@@ -20,6 +22,8 @@ import sys
 import tempfile
 import time
 import traceback
+
+from exit_status import check_exit, exit_problem  # noqa: F401 (tests import them from here)
 
 SOURCE_ROOT = os.environ.get("RANKD_SOURCE_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD_ROOT = os.environ.get("RANKD_BUILD_ROOT", os.path.join(SOURCE_ROOT, "build"))
@@ -55,25 +59,24 @@ def temp_path(prefix):
     return os.path.join(temp_dir(prefix), "file")
 
 
-def _stop_rankds():
-    """SIGTERM to every rankd still running; returns a message per one that did not exit
-    0 (a failed drain, or a leak report in a sanitizer build)."""
+def _check_rankds():
+    """Every rankd whose exit no test checked: SIGTERM to the ones still running, then
+    the check; returns a message per one that did not exit 0 cleanly (a crash between
+    tests, a failed drain, a leak or UBSan report in a sanitizer build)."""
     bad = []
     for srv in _servers:
-        if srv.proc.poll() is not None:
+        if srv.checked:
             continue
         try:
-            rc = srv.stop()
+            srv.stop()
         except AssertionError as e:
-            rc = str(e)
-        if rc != 0:
-            bad.append(f"rankd on port {srv.port} exited with {rc} at SIGTERM:\n{srv.stderr()[-4000:]}")
+            bad.append(str(e))
     return bad
 
 
 def _cleanup():
     """Stops every process and removes every temporary path; returns what went wrong."""
-    bad = _stop_rankds()
+    bad = _check_rankds()
     for p in _procs:
         if p.poll() is None:
             p.terminate()
@@ -365,12 +368,14 @@ class Rankd:
             out.close()
         _procs.append(self.proc)
         _servers.append(self)
+        self.checked = False  # whether its exit has been checked (stop, wait_exit)
         if self.port is None:
             wait_until(self._find_port, what="rankd to listen")
         wait_until(self._healthy, what=f"rankd on port {self.port}")
 
     def _exited(self):
         if self.proc.poll() is not None:
+            self.checked = True  # reported here, with its stderr
             raise AssertionError(f"rankd exited with {self.proc.returncode}: {self.stderr()}")
 
     def _find_port(self):
@@ -447,15 +452,27 @@ class Rankd:
     def signal(self, sig):
         self.proc.send_signal(sig)
 
-    def stop(self, timeout=15):
+    def stop(self, timeout=15, expect=0):
+        """SIGTERM (unless it has exited already), then wait_exit: returns the exit status,
+        or raises AssertionError when it is not `expect` or stderr holds a sanitizer report."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise AssertionError("rankd did not exit within the drain timeout")
-        return self.proc.returncode
+        return self.wait_exit(timeout, expect)
+
+    def wait_exit(self, timeout=15, expect=0):
+        """Waits for the process to exit (after a signal the test sent) and checks how:
+        returns the exit status, or raises AssertionError when it is not `expect` (a code
+        or a set of codes) or stderr holds a sanitizer report."""
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+            self.checked = True
+            raise AssertionError(f"rankd on port {self.port} did not exit within {timeout} s:\n"
+                                 f"{self.stderr()[-4000:]}")
+        self.checked = True
+        return check_exit(f"rankd on port {self.port}", code, self.stderr(), expect)
 
 
 def proc_status_kib(pid, field):
@@ -554,10 +571,11 @@ def run_tests(tests):
             print(f"FAIL {name}", flush=True)
             traceback.print_exc()
             for srv in _servers:  # a crashed server explains every failure after it
-                if srv.proc.poll() is not None and srv.proc.returncode not in (0, -15):
-                    print(f"rankd on port {srv.port} exited with {srv.proc.returncode}:\n"
-                          f"{srv.stderr()[-4000:]}", flush=True)
-                    _servers.remove(srv)
+                if not srv.checked and srv.proc.poll() is not None:
+                    try:
+                        srv.wait_exit()
+                    except AssertionError as e:
+                        print(e, flush=True)
     for problem in _cleanup():
         failed += 1
         print(f"FAIL at exit: {problem}", flush=True)
