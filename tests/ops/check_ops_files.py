@@ -172,7 +172,7 @@ def _():
     return bad
 
 
-@check("dashboard: the panels of the issue are there")
+@check("dashboard: the panels operators need are there")
 def _():
     d = dashboard()
     exprs = "\n".join(t.get("expr", "") for p in panels(d) for t in p.get("targets", []))

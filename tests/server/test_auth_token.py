@@ -1,4 +1,4 @@
-"""The optional API token (issue [security], docs/operations.md, "Security"): with
+"""The optional API token (docs/operations.md, "Security"): with
 --auth-token-file every route but /healthz and /readyz needs `Authorization: Bearer
 <token>` (401 unauthorized with WWW-Authenticate otherwise), the metrics address stays
 open, SIGHUP re-reads the file (an emptied or unreadable one keeps the old tokens), and

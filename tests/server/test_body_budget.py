@@ -1,4 +1,4 @@
-"""Request bodies inside the shard's input budget (issue [security], docs/operations.md,
+"""Request bodies inside the shard's input budget (docs/operations.md,
 "Security"): body bytes read but not yet handed on count against
 --max-buffered-input-bytes, nothing is allocated ahead of them, connections reading a
 body stop reading while the shard is over its budget, and a body that never completes
@@ -111,7 +111,7 @@ def timed(fn):
 
 
 def test_600_unfinished_bodies_stay_inside_the_budget():
-    """The issue's bound: with --shards 2 and otherwise default flags, 600 connections
+    """The bound: with --shards 2 and otherwise default flags, 600 connections
     each holding a 1 MiB body 8 KiB short of complete keep rankd under 256 MB of RSS,
     while /healthz and a small /rank on new connections answer within 1 s. Then each of
     the 600 gets its 408 at the read timeout and the budget is free again. Plain build

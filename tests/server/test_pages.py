@@ -1,4 +1,4 @@
-"""Pages of /rank (issue [pages], docs/api.md, "Pages"): "page_size" on a first request,
+"""Pages of /rank (docs/api.md, "Pages"): "page_size" on a first request,
 "cursor" on the next ones, the ranking kept as a snapshot in Redis. A real redis-server
 with the demo data and real rankd processes:
 

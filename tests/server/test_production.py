@@ -1,4 +1,4 @@
-"""Production stays production (issue [security]): the test-only tasks (sleep, busy_cpu,
+"""Production stays production: the test-only tasks (sleep, busy_cpu,
 fixed_source) fail the plan load of `rankd serve` at start-up and at a reload unless it
 is given --enable-test-ops (tests/sched/test_rankd_run.sh does the same for run,
 check-plans and bench), and the warnings a client can cause at will (5xx answers) are

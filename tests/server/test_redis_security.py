@@ -1,4 +1,4 @@
-"""Redis on a shared network (issue [security], items 2 and 3, and the flags of item 1):
+"""Redis on a shared network (redirects, cluster bounds, and the Redis flags of every command):
 
 - A fake cluster node that answers every command with `-MOVED <slot> 127.0.0.1:<trap>`
   (or ASK, or ":<trap>") never gets rankd to the trap: no connection, no byte (no AUTH)

@@ -1,4 +1,4 @@
-"""Redis over TLS (issue [security]): rankd's own transport with OpenSSL against Debian's
+"""Redis over TLS: rankd's own transport with OpenSSL against Debian's
 redis-server listening with --tls-port only, certificates made by the openssl CLI
 (tests/support/tls_certs.py).
 

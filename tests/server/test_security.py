@@ -1,7 +1,6 @@
-"""Security against the network rankd lives on (issue [security]): what a client's body
+"""Security against the network rankd lives on: what a client's body
 can make rankd echo, and bodies whose duplicate keys would read one way here and
-another elsewhere. More of the issue's items join this file as
-they are built."""
+another elsewhere."""
 import json
 import os
 import sys
