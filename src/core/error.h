@@ -10,7 +10,7 @@
 namespace rankd {
 
 // What went wrong, as a client is told it. Each code's name ("bad_request") and HTTP
-// status live in the HTTP API's error table (http/api_errors.h), which lists every code
+// status live in the HTTP API's error table (api/errors.h), which lists every code
 // in this order; this layer knows neither.
 enum class ErrorCode : uint8_t {
   kBadRequest,

@@ -3,7 +3,6 @@
 #include <cassert>
 #include <utility>
 
-#include "http/api_errors.h"
 #include "http/responder.h"
 #include "http/response_writer.h"
 
@@ -202,13 +201,19 @@ void Connection::Respond(uint64_t seq, const Response& r) {
   if (!in_process_) Settle();  // inside Process, its caller settles
 }
 
+void Connection::RespondError(uint64_t seq, const Error& e,
+                              std::span<const HeaderField> extra_headers) {
+  ErrorResponse answer = ctx_.render_error(e);
+  Respond(seq, Response{answer.status, answer.body, answer.content_type, extra_headers});
+}
+
 void Connection::Reject(RejectKind kind, const Error& e) {
   ++ctx_.counters.reject(kind);
   if (!Open()) return;
-  std::string body = ErrorBody(e);
+  ErrorResponse answer = ctx_.render_error(e);
   const std::string& cur_id = stream_.current_request_id();
   std::string id = cur_id.empty() ? ctx_.ids.Next() : cur_id;
-  Response r{ErrorStatus(e.code), body, "application/json", {}};
+  Response r{answer.status, answer.body, answer.content_type, {}};
   AppendResponse(out_back_, r, ResponseMeta{id, /*close=*/true, /*omit_body=*/false});
   stream_.Abandon();  // the next AccountInput lets the shard's budget have it back
   ++ctx_.counters.responses;

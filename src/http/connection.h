@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "core/error.h"
@@ -37,6 +38,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // From a Responder: answers request `seq` if it is the one the handler holds.
   void Respond(uint64_t seq, const Response& r);
+  // The same with the error's answer (the listener's ErrorRenderer).
+  void RespondError(uint64_t seq, const Error& e, std::span<const HeaderField> extra_headers);
 
   // From the listener's next-turn batch: parse the input that waited (see Park).
   // `first`: the batch's first connection, which parses one step whatever the budget.

@@ -42,10 +42,12 @@ class ConnectionEvents {
 };
 
 struct ConnectionContext {
-  ConnectionContext(EventLoop& loop, HttpOptions options, Handler handler, ConnectionEvents& events)
+  ConnectionContext(EventLoop& loop, HttpOptions options, Handler handler,
+                    ErrorRenderer render_error, ConnectionEvents& events)
       : loop(loop),
         options(std::move(options)),
         handler(std::move(handler)),
+        render_error(render_error),
         events(events),
         ids(this->options.shard_id, NextListenerInstance()),
         read_buffer(new char[kReadBufferBytes]) {}
@@ -55,6 +57,7 @@ struct ConnectionContext {
   EventLoop& loop;
   const HttpOptions options;
   const Handler handler;
+  const ErrorRenderer render_error;
   ConnectionEvents& events;
   RequestIdGenerator ids;  // for requests without a valid X-Request-Id, and rejects
   HttpCounters counters;   // the budget gauges are filled in by Listener::counters

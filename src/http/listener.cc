@@ -54,15 +54,17 @@ Status CheckPortFree(std::string_view host, int port) {
   return {};
 }
 
-Listener::Listener(EventLoop& loop, HttpOptions options, Handler handler)
-    : ctx_(loop, std::move(options), std::move(handler), *this) {}
+Listener::Listener(EventLoop& loop, HttpOptions options, Handler handler,
+                   ErrorRenderer render_error)
+    : ctx_(loop, std::move(options), std::move(handler), render_error, *this) {}
 
 Listener::~Listener() { assert(!listen_open_ && conns_.empty()); }
 
 Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions options,
-                                                  Handler handler) {
+                                                  Handler handler, ErrorRenderer render_error) {
   loop.AssertInLoopThread();
-  std::shared_ptr<Listener> l(new Listener(loop, std::move(options), std::move(handler)));
+  std::shared_ptr<Listener> l(
+      new Listener(loop, std::move(options), std::move(handler), render_error));
   l->self_ = l;
   if (int rc = l->Bind(); rc < 0) {
     const HttpOptions& opt = l->ctx_.options;

@@ -43,9 +43,10 @@ Status CheckPortFree(std::string_view host, int port);
 
 class Listener : public std::enable_shared_from_this<Listener>, private ConnectionEvents {
  public:
-  // Binds, listens and starts accepting. REQUIRES: on loop's thread.
+  // Binds, listens and starts accepting. `render_error` answers the errors this layer
+  // gives itself and Responder::SendError. REQUIRES: on loop's thread; render_error set.
   static Result<std::shared_ptr<Listener>> Start(EventLoop& loop, HttpOptions options,
-                                                 Handler handler);
+                                                 Handler handler, ErrorRenderer render_error);
   ~Listener();
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
@@ -68,7 +69,7 @@ class Listener : public std::enable_shared_from_this<Listener>, private Connecti
   void CloseNow();
 
  private:
-  Listener(EventLoop& loop, HttpOptions options, Handler handler);
+  Listener(EventLoop& loop, HttpOptions options, Handler handler, ErrorRenderer render_error);
   int Bind();
   void CloseListenSocket();
   void AcceptOne();

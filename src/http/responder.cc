@@ -1,9 +1,9 @@
 #include "http/responder.h"
 
 #include <string>
+#include <utility>
 
 #include "core/event_loop.h"
-#include "http/api_errors.h"
 #include "http/connection.h"
 #include "http/response_writer.h"
 
@@ -25,18 +25,19 @@ Responder::~Responder() {
   if (!done_) SendError(Error::Internal("handler dropped the request without answering"));
 }
 
-void Responder::Send(const Response& r) {
-  if (done_) return;
+std::shared_ptr<Connection> Responder::Take() {
+  if (done_) return nullptr;
   loop_->AssertInLoopThread();
   done_ = true;
-  if (auto c = conn_.lock()) c->Respond(seq_, r);
-  conn_.reset();
+  return std::exchange(conn_, {}).lock();
+}
+
+void Responder::Send(const Response& r) {
+  if (auto c = Take()) c->Respond(seq_, r);
 }
 
 void Responder::SendError(const Error& e, std::span<const HeaderField> extra_headers) {
-  if (done_) return;
-  std::string body = ErrorBody(e);
-  Send(Response{ErrorStatus(e.code), body, "application/json", extra_headers});
+  if (auto c = Take()) c->RespondError(seq_, e, extra_headers);
 }
 
 }  // namespace rankd::http

@@ -40,10 +40,14 @@ class Responder {
 
   // Answers the request (exactly once: later calls do nothing).
   void Send(const Response& r);
-  // Answers with the API's error body and the error's status.
+  // Answers with the listener's answer to `e` (its ErrorRenderer).
   void SendError(const Error& e, std::span<const HeaderField> extra_headers = {});
 
  private:
+  // Marks the request answered: the connection to answer it on, or null (answered
+  // already, or the connection is gone).
+  std::shared_ptr<Connection> Take();
+
   std::weak_ptr<Connection> conn_;
   const EventLoop* loop_ = nullptr;
   uint64_t seq_ = 0;

@@ -231,11 +231,7 @@ const Experiment* ExperimentSet::Find(std::string_view name) const {
 }
 
 ExperimentSetPtr NoExperiments() {
-  static const ExperimentSetPtr empty = [] {
-    auto s = std::make_shared<ExperimentSet>();
-    s->json = "{\"experiments\":[]}";
-    return s;
-  }();
+  static const ExperimentSetPtr empty = std::make_shared<ExperimentSet>();
   return empty;
 }
 

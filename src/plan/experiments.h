@@ -59,7 +59,7 @@ struct Experiment {
 
 struct ExperimentSet {
   std::vector<Experiment> experiments;
-  std::string json;  // what GET /experiments answers: the file's text, or an empty list
+  std::string json;  // the file's text (empty without one), for GET /experiments
   // The experiment on requested plan `plan`, or null.
   const Experiment* ForPlan(std::string_view plan) const;
   const Experiment* Find(std::string_view name) const;

@@ -9,7 +9,6 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "core/json_escape.h"
 #include "core/sha256.h"
 #include "plan/bind.h"
 #include "plan/experiments.h"
@@ -81,7 +80,6 @@ class Loader {
     if (auto s = Type(obj, *plan); !s) return Fail(s.error());
     if (auto s = Log(obj, *plan); !s) return Fail(s.error());
     MarkRowsRead(*plan);
-    if (!plan->models.empty()) ListModelsInJson(*plan);
     return PlanPtr(std::move(plan));
   }
 
@@ -344,20 +342,6 @@ class Loader {
           static_cast<int32_t>(i) == log.viewer)
         log.kept.push_back(i);
     return {};
-  }
-
-  // GET /plans/{name} serves the plan's text with the models it uses added:
-  // "models": [{"name": ..., "sha256": ...}] as the object's last field.
-  static void ListModelsInJson(Plan& plan) {
-    std::string& json = plan.json;
-    size_t close = json.find_last_of('}');  // the root object's (the text parsed as one)
-    std::string list = ",\"models\":[";
-    for (size_t i = 0; i < plan.models.size(); ++i) {
-      list += i ? ",{\"name\":" : "{\"name\":";
-      AppendJsonString(plan.models[i]->name(), list);
-      list += ",\"sha256\":\"" + plan.models[i]->sha256() + "\"}";
-    }
-    json.insert(close, list + "]");
   }
 
   // PlanNode::rows_read: a node whose only reader is `take` needs to get only the first

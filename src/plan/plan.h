@@ -84,7 +84,7 @@ struct Plan {
   std::string name;
   std::string description;
   std::string file;    // where it was loaded from, for messages
-  std::string json;    // the file's text, for GET /plans/{name}
+  std::string json;    // the file's text, for GET /plans/{name} (api/route_bodies.h)
   std::string sha256;  // of the file's bytes (served-log records name the plan by it)
   ParamDecls params;
   std::vector<PlanNode> nodes;

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <string_view>
 
+#include "api/rank_response.h"
 #include "core/json_escape.h"
 #include "core/mix.h"
-#include "sched/response_json.h"
 #include "tasks/model_input.h"
 
 namespace rankd {

@@ -7,10 +7,10 @@
 #include <iostream>
 #include <iterator>
 
-#include "http/api_errors.h"
+#include "api/errors.h"
+#include "api/rank_request.h"
+#include "api/rank_response.h"
 #include "plan/loader.h"
-#include "sched/request_json.h"
-#include "sched/response_json.h"
 #include "sched/scheduler.h"
 #include "server/cli_redis.h"
 #include "server/commands.h"
@@ -20,7 +20,7 @@ namespace rankd {
 namespace {
 
 int PrintError(const Error& e) {
-  std::printf("%s\n", http::ErrorBody(e).c_str());
+  std::printf("%s\n", ErrorBody(e).c_str());
   // The operator running the command may see what a client may not.
   if (!e.detail.empty()) std::fprintf(stderr, "detail: %s\n", e.detail.c_str());
   return 1;

@@ -281,24 +281,24 @@ ShardMetrics::ShardMetrics(Metrics& m, int shard, bool tokens)
   for (size_t k = 0; k < page_requests.size(); ++k)
     page_requests[k] = &m.page_requests->Add(
         {{"shard", shard_},
-         {"outcome", k == 0 ? std::string("ok")
-                            : std::string(http::ErrorCodeName(static_cast<ErrorCode>(k - 1)))}});
+         {"outcome",
+          k == 0 ? std::string("ok") : std::string(ErrorCodeName(static_cast<ErrorCode>(k - 1)))}});
   // Every answer a route can give, so that they show as 0 until used and the request
   // path never looks a label set up. The HTTP layer's own refusals are not here: they
   // count in rankd_http_rejects_total.
-  const int unauthorized = http::ErrorStatus(ErrorCode::kUnauthorized);
+  const int unauthorized = ErrorStatus(ErrorCode::kUnauthorized);
   for (size_t m = 0; m < kMethods; ++m) {
     for (size_t r = 0; tokens && r < static_cast<size_t>(Route::kCount); ++r)
       if (NeedsToken(static_cast<Route>(r))) HttpChild(static_cast<Route>(r), m, unauthorized);
     for (const auto& route : kRoutes) {
       if (!AcceptsMethod(route, kMethodNames[m])) {
-        HttpChild(route.route, m, http::ErrorStatus(ErrorCode::kMethodNotAllowed));
+        HttpChild(route.route, m, ErrorStatus(ErrorCode::kMethodNotAllowed));
         continue;
       }
       for (int status : route.statuses)
         if (status != 0) HttpChild(route.route, m, status);
     }
-    HttpChild(Route::kOther, m, http::ErrorStatus(ErrorCode::kNotFound));
+    HttpChild(Route::kOther, m, ErrorStatus(ErrorCode::kNotFound));
   }
   for (size_t i = 0; i < http_duration_.size(); ++i)
     http_duration_[i] = &m.http_duration->Add(
@@ -382,7 +382,7 @@ PlanMetricsPtr ShardMetrics::MakePlanMetrics(const Plan& plan) {
   const std::string& name = plan.name;
   pm->outcomes[0] =
       Retain(*m_.rank_requests, {{"plan", name}, {"outcome", "ok"}, {"shard", shard_}});
-  for (const auto& e : http::kApiErrors)
+  for (const auto& e : kApiErrors)
     pm->outcomes[1 + static_cast<size_t>(e.code)] = Retain(
         *m_.rank_requests, {{"plan", name}, {"outcome", std::string(e.name)}, {"shard", shard_}});
   pm->duration = Retain(*m_.rank_duration, {{"plan", name}, {"shard", shard_}}, &kLatencyBuckets);

@@ -24,11 +24,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/routes.h"
 #include "core/error.h"
 #include "http/counters.h"
 #include "plan/experiments.h"
 #include "plan/plan.h"
-#include "server/routes.h"
 
 namespace rankd {
 
@@ -128,7 +128,7 @@ struct PlanMetrics {
 
   ShardMetrics& owner;
   // By outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
-  std::array<prometheus::Counter*, 1 + http::kErrorCodeCount> outcomes{};
+  std::array<prometheus::Counter*, 1 + kErrorCodeCount> outcomes{};
   prometheus::Histogram* duration = nullptr;
   prometheus::Counter* deadline_exceeded = nullptr;
   // By node index.
@@ -174,7 +174,7 @@ class ShardMetrics {
   prometheus::Counter* access_log_dropped;
   std::array<prometheus::Counter*, static_cast<size_t>(SnapshotOutcome::kCount)> page_snapshots{};
   // Later pages by outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
-  std::array<prometheus::Counter*, 1 + http::kErrorCodeCount> page_requests{};
+  std::array<prometheus::Counter*, 1 + kErrorCodeCount> page_requests{};
 
  private:
   friend struct PlanMetrics;
@@ -197,7 +197,7 @@ class ShardMetrics {
   prometheus::Counter& HttpChild(Route route, size_t method, int status);
 
   // http_requests children by (route, method, status), in a flat table: the answers a
-  // route can give are created at start (from kRoutes, server/routes.h).
+  // route can give are created at start (from kRoutes, api/routes.h).
   static constexpr size_t kMethods = 4;                           // GET, POST, HEAD, other
   static constexpr size_t kStatuses = kCountedStatuses.size + 1;  // + "other"
   std::array<prometheus::Counter*, static_cast<size_t>(Route::kCount) * kMethods * kStatuses>

@@ -11,7 +11,7 @@
 // but its counts. The cursor (page_cursor.h) carries where its page's first item starts
 // and the longest item's size, so that a later page is two GETRANGEs in one round trip
 // (the header lines; page_size x the longest item from the page's first byte), then a
-// split on newlines: JSON written by response_json.h holds no raw newline.
+// split on newlines: JSON written by api/rank_response.h holds no raw newline.
 //
 // Threads: plain values and pure functions, any thread.
 #pragma once
@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "api/rank_response.h"
 #include "core/error.h"
-#include "sched/response_json.h"
 #include "sched/scheduler.h"
 #include "server/page_cursor.h"
 

@@ -5,9 +5,9 @@
 #include <iterator>
 #include <thread>
 
+#include "api/routes.h"
 #include "server/cli_flags.h"
 #include "server/redis_flags.h"
-#include "server/routes.h"
 
 namespace rankd {
 

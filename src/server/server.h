@@ -24,13 +24,14 @@
 #include "server/metrics.h"
 #include "server/page_cursor.h"
 #include "server/serve_options.h"
+#include "server/shard_host.h"
 
 namespace rankd {
 
 class Shard;
 struct RedisStats;
 
-class Server {
+class Server final : public ShardHost {
  public:
   explicit Server(ServeOptions opts);
   ~Server();
@@ -53,7 +54,7 @@ class Server {
   void Shutdown();
 
   // "" when ready; else why not (for /readyz).
-  std::string ReadinessReasons() const;
+  std::string ReadinessReasons() const override;
   std::string MetricsText() const { return metrics_.Serialize(); }
 
   // A /metrics scrape for a shard: `done` runs on `loop` with the text. Serialised on
@@ -64,18 +65,19 @@ class Server {
   // at a time. At most --max-queued-scrapes wait per address (the main port, the
   // metrics port): false when full (answer 503), so a flood on the client port can
   // neither grow memory nor crowd out the scrapes on the metrics port.
-  using ScrapeDone = std::function<void(std::shared_ptr<const std::string>)>;
-  bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done);
+  bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done) override;
   const ServeOptions& options() const { return opts_; }
   // Shard i's access log ring (its loop is the producer); null without --access-log.
-  SpscRing* access_log_ring(int shard) { return access_log_ ? &access_log_->ring(shard) : nullptr; }
+  SpscRing* access_log_ring(int shard) override {
+    return access_log_ ? &access_log_->ring(shard) : nullptr;
+  }
   int port() const;  // the bound port (useful with --port 0)
   // The FileSink of each --served-log sink, by index (null for a stream sink). Set
   // before any shard starts; they outlive the shards' loops.
-  const std::vector<FileSink*>& file_sinks() const { return file_sink_ptrs_; }
+  const std::vector<FileSink*>& file_sinks() const override { return file_sink_ptrs_; }
   // The key page cursors are signed with (--cursor-key-file, or a random one): set
   // before the shards start, then immutable, so any thread may use it.
-  const CursorKey& cursor_key() const { return *cursor_key_; }
+  const CursorKey& cursor_key() const override { return *cursor_key_; }
 
  private:
   void AddCollectors();

@@ -6,22 +6,21 @@
 #include <chrono>
 #include <cstdio>
 
+#include "api/errors.h"
+#include "api/rank_request.h"
+#include "api/rank_response.h"
+#include "api/route_bodies.h"
 #include "core/client_text.h"
 #include "core/log.h"
-#include "http/api_errors.h"
 #include "plan/experiments.h"
 #include "redis/pools.h"
-#include "sched/request_json.h"
-#include "sched/response_json.h"
 #include "sched/scheduler.h"
-#include "server/server.h"
 
 namespace rankd {
 
 namespace {
 
 constexpr uint64_t kLagTickMs = 100;
-constexpr std::string_view kHealthy = R"({"status":"ok"})";
 
 double SecondsSince(TimePoint t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -29,10 +28,10 @@ double SecondsSince(TimePoint t0) {
 
 }  // namespace
 
-Shard::Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics)
+Shard::Shard(int id, const ServeOptions& opts, ShardHost& host, Metrics& metrics)
     : id_(id),
       opts_(opts),
-      server_(server),
+      host_(host),
       runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
                opts.cpu_queue_max),
       metrics_(metrics) {}
@@ -72,9 +71,9 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   env.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
   env.offloads = &offloads_;
   env.cpu_cancelled = &cpu_cancelled_;
-  access_log_ = server_.access_log_ring(id_);
-  served_log_ = std::make_unique<ShardServedLog>(
-      loop(), &redis, opts_.served_log, server_.file_sinks(), opts_.served_log_buffer_bytes);
+  access_log_ = host_.access_log_ring(id_);
+  served_log_ = std::make_unique<ShardServedLog>(loop(), &redis, opts_.served_log,
+                                                 host_.file_sinks(), opts_.served_log_buffer_bytes);
   page_redis_ = redis.Get(opts_.page_endpoint);
   ExemptLogOnlyEndpoints();
 
@@ -91,9 +90,10 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   h.max_pending_input = opts_.max_pipeline_depth * h.max_head_bytes;
   h.max_buffered_input_bytes = opts_.max_buffered_input_bytes;
   h.max_unsent_bytes = opts_.max_unsent_bytes;
-  auto l = http::Listener::Start(loop(), h, [this](http::Request req, http::Responder res) {
-    OnRequest(std::move(req), std::move(res));
-  });
+  auto l = http::Listener::Start(
+      loop(), h,
+      [this](http::Request req, http::Responder res) { OnRequest(std::move(req), std::move(res)); },
+      RenderError);
   if (!l) return Fail(l.error());
   listener_ = *l;
   if (opts_.metrics_port != 0 && id_ == 0) {
@@ -103,9 +103,12 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
     mh.host = opts_.metrics_host;
     mh.port = opts_.metrics_port;
     mh.max_connections = 256;
-    auto ml = http::Listener::Start(loop(), mh, [this](http::Request req, http::Responder res) {
-      OnMetricsAddressRequest(std::move(req), std::move(res));
-    });
+    auto ml = http::Listener::Start(
+        loop(), mh,
+        [this](http::Request req, http::Responder res) {
+          OnMetricsAddressRequest(std::move(req), std::move(res));
+        },
+        RenderError);
     if (!ml) return Fail(Error::Internal("--metrics-port: " + ml.error().message));
     metrics_listener_ = *ml;
   }
@@ -317,7 +320,7 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
   }
   switch (route) {
     case Route::kRank: return HandleRank(req, res, t0);
-    case Route::kHealthz: return Answer(req, res, route, 200, kHealthy, t0);
+    case Route::kHealthz: return Answer(req, res, route, 200, kHealthyBody, t0);
     case Route::kReadyz: return HandleReadyz(req, res);
     case Route::kMetrics:
       // With a metrics address, /metrics does not face clients at all.
@@ -327,7 +330,7 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
       return HandleMetrics(req, res, /*metrics_address=*/false);
     case Route::kSchema: return HandleSchema(req, res);
     case Route::kExperiments:
-      return Answer(req, res, route, 200, runtime_.plans()->experiments->json, t0);
+      return Answer(req, res, route, 200, ExperimentsBody(*runtime_.plans()->experiments), t0);
     default: return HandlePlans(req, res, route);
   }
 }
@@ -340,13 +343,10 @@ bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route
   return false;
 }
 
-// {"sha256", "builtin", "schema"}: the loaded schema's file as it was read (docs/api.md).
 void Shard::HandleSchema(http::Request& req, http::Responder& res) {
   const SchemaPtr& schema = runtime_.plans()->schema;
-  const SchemaPtr s = schema ? schema : DemoSchema();
-  std::string body = R"({"sha256":")" + s->sha256 + R"(","builtin":)" +
-                     (s->builtin ? "true" : "false") + R"(,"schema":)" + s->json + "}";
-  Answer(req, res, Route::kSchema, 200, body, req.read_done);
+  Answer(req, res, Route::kSchema, 200, SchemaBody(schema ? *schema : *DemoSchema()),
+         req.read_done);
 }
 
 void Shard::Answer(const http::Request& req, http::Responder& res, Route route, int status,
@@ -365,17 +365,13 @@ void Shard::Answer(const http::Request& req, http::Responder& res, Route route, 
 
 void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
                         TimePoint t0, std::span<const http::HeaderField> extra) {
-  Answer(req, res, route, http::ErrorStatus(e.code), http::ErrorBody(e), t0, extra);
+  Answer(req, res, route, ErrorStatus(e.code), ErrorBody(e), t0, extra);
 }
 
 void Shard::HandleReadyz(const http::Request& req, http::Responder& res) {
-  std::string why = server_.ReadinessReasons();
-  if (why.empty())
-    return Answer(req, res, Route::kReadyz, 200, R"({"status":"ready"})", req.read_done);
-  std::string body = R"({"status":"not_ready","reasons":)";
-  AppendJsonString(why, body);
-  body += "}";
-  Answer(req, res, Route::kReadyz, 503, body, req.read_done, kRetryAfter);
+  std::string why = host_.ReadinessReasons();
+  if (why.empty()) return Answer(req, res, Route::kReadyz, 200, ReadyzBody(why), req.read_done);
+  Answer(req, res, Route::kReadyz, 503, ReadyzBody(why), req.read_done, kRetryAfter);
 }
 
 void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
@@ -386,35 +382,9 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
     if (it == runtime_.plans()->plans.end())
       return AnswerError(req, res, route,
                          Error::UnknownPlan("plan '" + ClientText(name) + "' is not loaded"), t0);
-    return Answer(req, res, route, 200, it->second->json, t0);
+    return Answer(req, res, route, 200, PlanBody(*it->second), t0);
   }
-  // {"plans":[{"name","description","params","nodes"}]}, sorted by name.
-  std::vector<const Plan*> list;
-  for (const auto& [n, p] : runtime_.plans()->plans) list.push_back(p.get());
-  std::sort(list.begin(), list.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  std::string body = R"({"plans":[)";
-  for (size_t i = 0; i < list.size(); ++i) {
-    const Plan& p = *list[i];
-    if (i) body += ',';
-    body += R"({"name":)";
-    AppendJsonString(p.name, body);
-    body += R"(,"description":)";
-    AppendJsonString(p.description, body);
-    body += R"(,"params":{)";
-    for (size_t k = 0; k < p.params.decls.size(); ++k) {
-      const auto& d = p.params.decls[k];
-      if (k) body += ',';
-      AppendJsonString(d.name, body);
-      body += R"(:{"type":)";
-      AppendJsonString(ColumnTypeName(d.type), body);
-      body += '}';
-    }
-    body += R"(},"nodes":)";
-    AppendJsonInt(static_cast<int64_t>(p.nodes.size()), body);
-    body += '}';
-  }
-  body += "]}";
-  Answer(req, res, route, 200, body, t0);
+  Answer(req, res, route, 200, PlansBody(*runtime_.plans()), t0);
 }
 
 void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool metrics_address) {
@@ -433,7 +403,7 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
     holder->Send(r);
     if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, {});
   };
-  if (!server_.RequestScrape(loop(), metrics_address, std::move(done))) {
+  if (!host_.RequestScrape(loop(), metrics_address, std::move(done))) {
     ++scrapes_refused_;
     AnswerError(req, *holder, Route::kMetrics,
                 Error::Unavailable("too many /metrics scrapes waiting (--max-queued-scrapes " +
@@ -458,7 +428,7 @@ void Shard::OnMetricsAddressRequest(http::Request req, http::Responder res) {
     return AnswerError(req, res, route, MethodNotAllowed(spec, req.path(), req.method), t0, allow);
   }
   switch (route) {
-    case Route::kHealthz: return Answer(req, res, route, 200, kHealthy, t0);
+    case Route::kHealthz: return Answer(req, res, route, 200, kHealthyBody, t0);
     case Route::kReadyz: return HandleReadyz(req, res);
     default: return HandleMetrics(req, res, /*metrics_address=*/true);
   }

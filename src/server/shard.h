@@ -18,11 +18,11 @@
 #include <memory>
 #include <string>
 
+#include "api/rank_request.h"
 #include "core/event_loop.h"
 #include "core/spsc_ring.h"
 #include "http/listener.h"
 #include "plan/plan.h"
-#include "sched/request_json.h"
 #include "sched/scheduler.h"
 #include "sched/shard_runtime.h"
 #include "served/shard_log.h"
@@ -30,11 +30,11 @@
 #include "server/metrics.h"
 #include "server/page_snapshot.h"
 #include "server/serve_options.h"
+#include "server/shard_host.h"
 
 namespace rankd {
 
 struct RedisStats;
-class Server;
 
 // The extra header of every 503 a shard answers (overload, not ready, no Redis).
 inline constexpr http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
@@ -43,7 +43,8 @@ inline constexpr http::HeaderField kWwwAuthenticate[] = {{"WWW-Authenticate", "B
 
 class Shard {
  public:
-  Shard(int id, const ServeOptions& opts, Server& server, Metrics& metrics);
+  // `host`: what the shard asks of its process (the Server); it outlives the shard.
+  Shard(int id, const ServeOptions& opts, ShardHost& host, Metrics& metrics);
   ~Shard();
 
   // Starts the loop, the listener (on `port`; 0 = any) and the Redis pools; returns the
@@ -176,7 +177,7 @@ class Shard {
 
   const int id_;
   ServeOptions opts_;
-  Server& server_;
+  ShardHost& host_;
   ShardRuntime runtime_;
   Metrics& metrics_;
 

@@ -4,12 +4,11 @@
 #include <algorithm>
 #include <chrono>
 
+#include "api/errors.h"
 #include "core/free_list.h"
 #include "core/line_rate_limit.h"
 #include "core/log.h"
 #include "core/random_bytes.h"
-#include "http/api_errors.h"
-#include "server/server.h"
 #include "server/shard.h"
 
 namespace rankd {
@@ -105,7 +104,7 @@ Task<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtra
   c.bytes = static_cast<uint32_t>(s.bytes.size());
   c.max_item_bytes = s.max_item_bytes;
   c.page_size = static_cast<uint16_t>(page_size);
-  page.cursor = server_.cursor_key().Seal(c, t.plan_asked, user);
+  page.cursor = host_.cursor_key().Seal(c, t.plan_asked, user);
   count(SnapshotOutcome::kWritten);
   co_return page;
 }
@@ -122,11 +121,11 @@ void Shard::AppendFirstPage(const FirstPage& page, const RunResult& r, const Ran
 void Shard::AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
                             std::string_view request_id) {
   shard_metrics_->page_requests[1 + static_cast<size_t>(e.code)]->Increment();
-  int status = http::ErrorStatus(e.code);
+  int status = ErrorStatus(e.code);
   if (status >= 500) LogPageFailure(1, request_id, "later page", e);
   http::Response r;
   r.status = status;
-  std::string body = http::ErrorBody(e);
+  std::string body = ErrorBody(e);
   r.body = body;
   if (status == 503) r.headers = kRetryAfter;
   shard_metrics_->CountHttp(Route::kRank, "POST", status,
@@ -137,7 +136,7 @@ void Shard::AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
 
 void Shard::HandleNextPage(http::Request& req, http::Responder& res, RankRequest& rr,
                            TimePoint t0) {
-  auto cursor = server_.cursor_key().Open(*rr.cursor, rr.plan, rr.user_id);
+  auto cursor = host_.cursor_key().Open(*rr.cursor, rr.plan, rr.user_id);
   if (!cursor) return AnswerPageError(res, cursor.error(), t0, req.request_id);
   if (auto admitted = Admit(); !admitted)
     return AnswerPageError(res, admitted.error(), t0, req.request_id);
@@ -188,7 +187,7 @@ Task<void> Shard::RunNextPage(http::Responder res, NextPage p) {
     PageCursor next = c;
     next.offset += static_cast<uint32_t>(page->count);
     next.byte_start += static_cast<uint32_t>(page->lines.size());
-    cursor = server_.cursor_key().Seal(next, p.plan, p.user_id);
+    cursor = host_.cursor_key().Seal(next, p.plan, p.user_id);
   }
   Recycled<std::string, 1u << 20, 64> body;
   auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p.t0);

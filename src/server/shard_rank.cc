@@ -5,14 +5,14 @@
 #include <chrono>
 #include <cstdint>
 
+#include "api/errors.h"
+#include "api/rank_request.h"
+#include "api/rank_response.h"
 #include "core/block_pool.h"
 #include "core/client_text.h"
 #include "core/free_list.h"
 #include "core/line_rate_limit.h"
 #include "core/log.h"
-#include "http/api_errors.h"
-#include "sched/request_json.h"
-#include "sched/response_json.h"
 #include "server/shard.h"
 
 namespace rankd {
@@ -47,8 +47,8 @@ std::string Shard::ServerTiming(std::chrono::microseconds took) {
 namespace {
 
 // One for the whole process: the limit is per error code, whichever shard answers.
-LineRateLimit<http::kErrorCodeCount>& WarningLimit() {
-  static LineRateLimit<http::kErrorCodeCount> limit;
+LineRateLimit<kErrorCodeCount>& WarningLimit() {
+  static LineRateLimit<kErrorCodeCount> limit;
   return limit;
 }
 
@@ -68,13 +68,13 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
     std::string s = "request ";
     s.append(request_id).append(" plan '").append(plan.name).append("'");
     if (!node.empty()) s.append(" degraded node '").append(node).append("'");
-    s.append(": ").append(http::ErrorCodeName(e.code)).append(": ").append(e.message);
+    s.append(": ").append(ErrorCodeName(e.code)).append(": ").append(e.message);
     if (!e.detail.empty()) s.append(" [").append(e.detail).append("]");
     if (suppressed) s.append(" (").append(std::to_string(suppressed)).append(" suppressed)");
     LogWarn(s);
   };
   if (!r) {
-    if (http::ErrorStatus(r.error().code) >= 500) line({}, r.error());
+    if (ErrorStatus(r.error().code) >= 500) line({}, r.error());
     return;
   }
   for (size_t i = 0; i < r->degraded.size() && i < r->degraded_errors.size(); ++i)
@@ -186,8 +186,8 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
     body->reserve(256 + result->output.size() * 48);
     AppendRankResponse(*result, ticket.explain, *body, extras);
   } else {
-    status = http::ErrorStatus(result.error().code);
-    http::AppendErrorBody(result.error(), *body);
+    status = ErrorStatus(result.error().code);
+    AppendErrorBody(result.error(), *body);
     if (status == 503) headers = busy_headers;
   }
   // Counted before sending: a client that scrapes /metrics after reading its answer

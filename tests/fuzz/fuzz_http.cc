@@ -16,16 +16,16 @@
 #include <cstdint>
 #include <string>
 
-#include "http/api_errors.h"
+#include "api/errors.h"
 #include "http/request_id.h"
 #include "http/request_stream.h"
 #include "http/response_writer.h"
 
 namespace {
 
+using rankd::ErrorBody;
 using rankd::http::AppendContinue;
 using rankd::http::AppendResponse;
-using rankd::http::ErrorBody;
 using rankd::http::HttpOptions;
 using rankd::http::IsValidRequestId;
 using rankd::http::Request;
@@ -64,7 +64,7 @@ class FakeConnection {
       if (step.send_continue) AppendContinue(out_);
       if (step.outcome == RequestStream::Outcome::kReject) {
         const auto& [kind, err] = stream_.reject();
-        int status = rankd::http::ErrorStatus(err.code);
+        int status = rankd::ErrorStatus(err.code);
         Check(status == 400 || status == 413 || status == 431);
         (void)kind;
         std::string body = ErrorBody(err);

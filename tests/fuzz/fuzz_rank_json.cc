@@ -11,11 +11,11 @@
 #include <string>
 #include <string_view>
 
+#include "api/rank_request.h"
+#include "api/rank_response.h"
 #include "fuzz_engine.h"
 #include "plan/bind.h"
 #include "plan/loader.h"
-#include "sched/request_json.h"
-#include "sched/response_json.h"
 #include "tasks/task.h"
 
 using namespace rankd;

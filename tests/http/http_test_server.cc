@@ -21,6 +21,7 @@
 #include <mutex>
 #include <string>
 
+#include "api/errors.h"
 #include "core/event_loop.h"
 #include "core/json_escape.h"
 #include "http/listener.h"
@@ -211,9 +212,10 @@ int main(int argc, char** argv) {
     TestServer* s = server.get();
     s->loop.set_turn_budget_us(turn_budget_us);
     s->loop.AddShutdownHook([s] { s->DropSleepers(); });
-    auto l = Listener::Start(s->loop, opt, [s](Request req, Responder res) {
-      s->Handle(std::move(req), std::move(res));
-    });
+    auto l = Listener::Start(
+        s->loop, opt,
+        [s](Request req, Responder res) { s->Handle(std::move(req), std::move(res)); },
+        RenderError);
     std::lock_guard lk(mu);
     if (!l) {
       std::fprintf(stderr, "%s\n", l.error().message.c_str());

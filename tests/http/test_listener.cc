@@ -8,6 +8,7 @@
 #include <future>
 #include <memory>
 
+#include "api/errors.h"
 #include "core/loop_runtime.h"
 #include "http/listener.h"
 
@@ -41,11 +42,12 @@ void DrainAndWait(LoopRuntime& rt, std::shared_ptr<Listener> l) {
 
 TEST_CASE("two shards listen on one port; the port check then reports it taken") {
   TestLoop a("shard0"), b("shard1");
-  auto la = a.OnLoop([&] { return Listener::Start(a.loop(), Loopback(0), Ignore); });
+  auto la = a.OnLoop([&] { return Listener::Start(a.loop(), Loopback(0), Ignore, RenderError); });
   REQUIRE(la.has_value());
   int port = (*la)->port();
   CHECK(port > 0);
-  auto lb = b.OnLoop([&] { return Listener::Start(b.loop(), Loopback(port), Ignore); });
+  auto lb =
+      b.OnLoop([&] { return Listener::Start(b.loop(), Loopback(port), Ignore, RenderError); });
   REQUIRE(lb.has_value());
   CHECK((*lb)->port() == port);
 
@@ -71,7 +73,8 @@ TEST_CASE("a port held by a socket without SO_REUSEPORT is refused with a clear 
   int port = ntohs(addr.sin_port);
 
   TestLoop loop("shard0");
-  auto l = loop.OnLoop([&] { return Listener::Start(loop.loop(), Loopback(port), Ignore); });
+  auto l = loop.OnLoop(
+      [&] { return Listener::Start(loop.loop(), Loopback(port), Ignore, RenderError); });
   REQUIRE_FALSE(l.has_value());
   CHECK(l.error().message.find(std::to_string(port)) != std::string::npos);
   CHECK_FALSE(CheckPortFree("127.0.0.1", port).has_value());
@@ -81,7 +84,8 @@ TEST_CASE("a port held by a socket without SO_REUSEPORT is refused with a clear 
 
 TEST_CASE("a loop stopped with a listener still open closes it cleanly") {
   TestLoop loop("shard0");
-  auto l = loop.OnLoop([&] { return Listener::Start(loop.loop(), Loopback(0), Ignore); });
+  auto l =
+      loop.OnLoop([&] { return Listener::Start(loop.loop(), Loopback(0), Ignore, RenderError); });
   REQUIRE(l.has_value());
   l->reset();  // the owner lets go; the listener keeps itself alive until closed
   loop.Stop();

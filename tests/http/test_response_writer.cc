@@ -1,9 +1,8 @@
-// Response serialisation: one block with the mandatory headers; error bodies escaped.
+// Response serialisation: one block with the mandatory headers.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "http/api_errors.h"
 #include "http/response_writer.h"
 
 using namespace rankd::http;
@@ -33,15 +32,4 @@ TEST_CASE("headers that would split the response are dropped") {
                  ResponseMeta{"i", false, false});
   CHECK(out.find("Set-Cookie") == std::string::npos);
   CHECK(out.find("X-Good: b\r\n") != std::string::npos);
-}
-
-TEST_CASE("error bodies follow the API and escape the message") {
-  using rankd::Error;
-  CHECK(ErrorBody(Error::BadRequest("bad \"x\"\n\\")) ==
-        "{\"error\":{\"code\":\"bad_request\",\"message\":\"bad \\\"x\\\"\\n\\\\\"}}");
-  CHECK(ErrorBody(Error{rankd::ErrorCode::kHeadersTooLarge, "a\x01"}) ==
-        "{\"error\":{\"code\":\"headers_too_large\",\"message\":\"a\\u0001\"}}");
-  // Invalid UTF-8 in a message (it may quote client bytes) never reaches the body.
-  CHECK(ErrorBody(Error::NotFound("no route for /\xff")) ==
-        "{\"error\":{\"code\":\"not_found\",\"message\":\"no route for /\\ufffd\"}}");
 }

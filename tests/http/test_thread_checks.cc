@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "api/errors.h"
 #include "core/event_loop.h"
 #include "http/listener.h"
 #include "http/responder.h"
@@ -60,6 +61,7 @@ TEST_CASE("starting a listener off its loop thread aborts") {
   o.host = "127.0.0.1";
   o.port = 0;
   CHECK(AbortsInChild([&] {
-          (void)Listener::Start(loop, o, [](Request, Responder r) { r.Send(Response{}); });
+          (void)Listener::Start(
+              loop, o, [](Request, Responder r) { r.Send(Response{}); }, RenderError);
         }) == kChecksOn);
 }

@@ -1,6 +1,6 @@
 // docs/api.md against the code: its route table (path, methods) and its error table
-// (code, status) must list exactly what src/server/routes.h and src/http/api_errors.h
-// hold, nothing missing and nothing extra.
+// (code, status) must list exactly what src/api/routes.h and src/api/errors.h hold,
+// nothing missing and nothing extra.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "http/api_errors.h"
-#include "server/routes.h"
+#include "api/errors.h"
+#include "api/routes.h"
 
 namespace {
 
@@ -83,7 +83,7 @@ TEST_SUITE("api_doc") {
       REQUIRE(cells.size() >= 2);
       doc.emplace(WithoutBackticks(cells[0]), std::stoi(cells[1]));
     }
-    for (const auto& e : rankd::http::kApiErrors) code.emplace(std::string(e.name), e.status);
+    for (const auto& e : rankd::kApiErrors) code.emplace(std::string(e.name), e.status);
     CheckSame(doc, code, "error");
   }
 

@@ -1,7 +1,6 @@
 // The 200 body of /rank (docs/api.md) built from a RunResult, and the JSON number
 // writers it uses: doubles in the shortest form that round-trips, non-finite numbers as
-// null. Strings go through core/json_escape.h; error bodies are the HTTP layer's
-// (http/api_errors.h).
+// null. Strings go through core/json_escape.h; error bodies are api/errors.h's.
 //
 // Threads: any thread; appends to a caller-owned string.
 #pragma once

@@ -3,7 +3,7 @@
 // 405) and the statuses it answers them with. The router (Shard::OnRequest), the
 // metrics (which create a child per answer a route can give), `rankd serve --help` and
 // docs/api.md (checked by a test) all read it. The errors' statuses are in
-// http/api_errors.h.
+// api/errors.h.
 //
 // Adding a route: a value in Route and its row in kRoutes (same order; the
 // static_assert checks), then its handler in Shard::OnRequest.
@@ -17,8 +17,8 @@
 #include <string_view>
 #include <tuple>
 
+#include "api/errors.h"
 #include "core/error.h"
-#include "http/api_errors.h"
 
 namespace rankd {
 
@@ -97,7 +97,7 @@ Error MethodNotAllowed(const RouteSpec& spec, std::string_view path, std::string
 // sorted, once each (values[0..size)). Any other status counts as "other".
 struct StatusList {
   std::array<int, std::size(kRoutes) * std::tuple_size_v<decltype(RouteSpec::statuses)> +
-                      http::kErrorCodeCount>
+                      kErrorCodeCount>
       values{};
   size_t size = 0;
 };
@@ -110,7 +110,7 @@ inline constexpr StatusList kCountedStatuses = [] {
   };
   for (const auto& r : kRoutes)
     for (int s : r.statuses) add(s);
-  for (const auto& e : http::kApiErrors) add(e.status);
+  for (const auto& e : kApiErrors) add(e.status);
   std::sort(l.values.begin(), l.values.begin() + l.size);
   return l;
 }();

@@ -1,4 +1,4 @@
-#include "sched/response_json.h"
+#include "api/rank_response.h"
 
 #include <charconv>
 #include <cmath>

@@ -2,11 +2,12 @@
 // HTTP status it is answered with; and the one builder of the error body
 // {"error":{"code":"<code>","message":"<message>"}}.
 //
-// It lives in the HTTP layer because this layer answers errors itself (malformed
-// requests, timeouts and size limits before any route; a dropped responder's 500), and
-// the server's routes use the same table. docs/api.md lists it; a test checks the two
-// agree. Adding an error code: a value in ErrorCode (core/error.h) and its row here,
-// in the same order (the static_assert below fails until both are there).
+// The HTTP layer answers some errors itself (malformed requests, timeouts and size
+// limits before any route; a dropped responder's 500) without knowing this table: its
+// listeners are given RenderError (http::ErrorRenderer). docs/api.md lists the table; a
+// test checks the two agree. Adding an error code: a value in ErrorCode (core/error.h)
+// and its row here, in the same order (the static_assert below fails until both are
+// there).
 //
 // Threads: constants and pure functions, any thread.
 #pragma once
@@ -16,8 +17,9 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "http/handler.h"
 
-namespace rankd::http {
+namespace rankd {
 
 struct ApiError {
   ErrorCode code;
@@ -63,5 +65,8 @@ constexpr int ErrorStatus(ErrorCode code) { return ApiErrorOf(code).status; }
 // Appends {"error":{"code":"<code>","message":"<message>"}}, the message JSON-escaped.
 void AppendErrorBody(const Error& e, std::string& out);
 std::string ErrorBody(const Error& e);
+// The whole answer to `e`: its status, its body, application/json. The error renderer
+// of every rankd listener.
+http::ErrorResponse RenderError(const Error& e);
 
-}  // namespace rankd::http
+}  // namespace rankd

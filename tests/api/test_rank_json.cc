@@ -1,11 +1,11 @@
-// The /rank request parser and the response/error JSON writer.
+// The /rank request parser and response writer.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include "api/rank_request.h"
+#include "api/rank_response.h"
 #include "engine_fixture.h"
-#include "sched/request_json.h"
-#include "sched/response_json.h"
 
 using namespace rankd;
 

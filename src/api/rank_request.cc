@@ -1,4 +1,4 @@
-#include "sched/request_json.h"
+#include "api/rank_request.h"
 
 #include <simdjson.h>
 

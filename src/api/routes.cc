@@ -1,4 +1,4 @@
-#include "server/routes.h"
+#include "api/routes.h"
 
 #include <string>
 

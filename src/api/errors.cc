@@ -1,8 +1,8 @@
-#include "http/api_errors.h"
+#include "api/errors.h"
 
 #include "core/json_escape.h"
 
-namespace rankd::http {
+namespace rankd {
 
 void AppendErrorBody(const Error& e, std::string& out) {
   out += R"({"error":{"code":")";
@@ -19,4 +19,8 @@ std::string ErrorBody(const Error& e) {
   return out;
 }
 
-}  // namespace rankd::http
+http::ErrorResponse RenderError(const Error& e) {
+  return {ErrorStatus(e.code), ErrorBody(e), "application/json"};
+}
+
+}  // namespace rankd
