@@ -73,14 +73,18 @@ void RankItemWriter::Append(uint32_t row, std::string& out) const {
   out += '}';
 }
 
+void AppendJsonUserId(const UserId& id, std::string& out) {
+  if (id.is_str)
+    AppendJsonString(id.str, out);
+  else
+    AppendJsonInt(id.num, out);
+}
+
 void AppendRankHead(const RunResult& r, std::string& out) {
   out += "{\"plan\":";
   AppendJsonString(r.plan->name, out);
   out += ",\"user_id\":";
-  if (r.user_id.is_str)
-    AppendJsonString(r.user_id.str, out);
-  else
-    AppendJsonInt(r.user_id.num, out);
+  AppendJsonUserId(r.user_id, out);
   out += ",\"items\":[";
 }
 

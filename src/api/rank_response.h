@@ -65,6 +65,8 @@ class RankItemWriter {
 };
 void AppendJsonDouble(double d, std::string& out);  // null when not finite
 void AppendJsonInt(int64_t v, std::string& out);
+// A user_id as the request gave it: a JSON string or an integer.
+void AppendJsonUserId(const UserId& id, std::string& out);
 // Physical row `row` of `c`: null, a number, true/false or a string.
 void AppendJsonCell(const Column& c, uint32_t row, std::string& out);
 

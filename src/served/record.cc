@@ -344,10 +344,7 @@ void AppendRecordHead(const RunResult& r, const RecordHeader& h, std::string& ou
   out += ",\"plan_sha256\":\"";
   out += plan.sha256;
   out += "\",\"user_id\":";
-  if (r.user_id.is_str)
-    AppendJsonString(r.user_id.str, out);
-  else
-    AppendJsonInt(r.user_id.num, out);
+  AppendJsonUserId(r.user_id, out);
   out += ",\"params\":{";
   for (size_t i = 0; i < plan.params.decls.size(); ++i) {
     if (i) out += ',';

@@ -293,10 +293,7 @@ void Shard::AccessLog(std::string_view request_id, Route route, std::string_view
     line += R"(,"plan":)";
     AppendJsonString(plan->name, line);
     line += R"(,"user_id":)";
-    if (user_id.is_str)
-      AppendJsonString(user_id.str, line);
-    else
-      AppendJsonInt(user_id.num, line);
+    AppendJsonUserId(user_id, line);
   }
   line += R"(,"status":)";
   AppendJsonInt(status, line);
