@@ -1,6 +1,6 @@
 // Server: the N shards of `rankd serve`, the plan set they share by snapshot, reload
 // and drain. The main thread owns it; shards only read what it publishes (atomics and
-// posted snapshots).
+// posted snapshots) and reach it only as their ShardHost (server/shard_host.h).
 //
 // Threads: Start, Reload, StopBeingReady, Shutdown on the main thread. ReadinessReasons,
 // MetricsText and RequestScrape from any thread (shard loops call them); shards_ is filled before

@@ -9,7 +9,7 @@
 
 using namespace rankd;
 
-TEST_SUITE("request_json") {
+TEST_SUITE("rank_request") {
   TEST_CASE("a full request parses") {
     auto r = ParseRankRequest(
         R"({"plan": "feed", "user_id": 42, "params": {"w": 0.5, "n": 3, "c": "US", "b": true},
@@ -88,7 +88,7 @@ TEST_SUITE("request_json") {
 
 }  // TEST_SUITE
 
-TEST_SUITE("response_json") {
+TEST_SUITE("rank_response") {
   TEST_CASE("doubles: shortest round trip, non-finite as null") {
     std::string out;
     AppendJsonDouble(0.1, out);
