@@ -10,7 +10,7 @@
 #include "core/log.h"
 #include "http/api_errors.h"
 #include "plan/experiments.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "sched/request_json.h"
 #include "sched/response_json.h"
 #include "sched/scheduler.h"
