@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/task.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "sched/shard_runtime.h"
 
 using namespace rankd;

@@ -1,4 +1,4 @@
-// CacheSink: what a Redis endpoint's client tells the shard's cache (redis/tracking.h):
+// CacheSink: what a Redis endpoint's client tells the shard's cache (redis/invalidation.h):
 // the invalidations of that endpoint, tagged with its index.
 //
 // Threads: the shard's loop thread (the clients call it there).
@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "cache/shard_cache.h"
-#include "redis/tracking.h"
+#include "redis/invalidation.h"
 
 namespace rankd {
 

@@ -81,7 +81,8 @@ class EventLoop {
   }
 
   // Runs fn later in this loop turn, after the current callback returns (used to resume
-  // coroutines from inside foreign callbacks such as hiredis's).
+  // coroutines from inside another component's callback, such as a connection's read
+  // handler).
   void Defer(std::function<void()> fn);
   void Defer(std::coroutine_handle<> h) {
     Defer([h] { h.resume(); });

@@ -1,6 +1,6 @@
 // KeyTemplate: a Redis key template's literal text around its id ("item:{id}" is
 // {"item:", ""}, "doc:{id}:v1" is {"doc:", ":v1"}): how keys are built from ids
-// (redis/commands.h) and how an invalidated key is read back into its id (the shard cache,
+// (redis/command_batch.h) and how an invalidated key is read back into its id (the shard cache,
 // plan/schema.h). A view: the texts belong to whoever made it.
 //
 // Threads: a plain value; any thread.

@@ -15,11 +15,11 @@
 #include "core/error.h"
 #include "core/task.h"
 #include "redis/command.h"
-#include "redis/commands.h"
+#include "redis/command_batch.h"
 #include "redis/endpoint.h"
-#include "redis/resp.h"
+#include "redis/invalidation.h"
+#include "redis/resp_replies.h"
 #include "redis/stats.h"
-#include "redis/tracking.h"
 
 namespace rankd {
 
@@ -29,8 +29,8 @@ class RedisClient {
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
 
-  // One reply per command, in order, as RESP bytes read in place (resp.h: RespView per
-  // reply; ToReplies() for a RedisReply copy off the request path). Redis error replies
+  // One reply per command, in order, as RESP bytes read in place (resp_replies.h:
+  // RespView per reply). Redis error replies
   // are values (kError), not failures: the caller knows which key a WRONGTYPE is about.
   // Fails with unavailable (no live connection, or one lost before every reply came),
   // backend_error (a connection dropped over a bad reply) or deadline_exceeded. The
@@ -48,7 +48,7 @@ class RedisClient {
   virtual bool live() const = 0;
   // Why not live(), "" when live.
   virtual std::string NotLiveReason() const = 0;
-  // Client-side caching (tracking.h): opens a tracker per Redis node and turns tracking
+  // Client-side caching (invalidation.h): opens a tracker per Redis node and turns tracking
   // on for every data connection before its next read. Call once, before the first
   // Batch whose replies may be cached.
   virtual void EnableTracking(const TrackingConfig& config) = 0;
@@ -62,7 +62,7 @@ class RedisClient {
   virtual void SetTrackingPrefixes(std::vector<std::string> prefixes) = 0;
 
   // Fails queued and in-flight batches with unavailable and closes every connection.
-  // Idempotent. REQUIRES: not inside a hiredis callback.
+  // Idempotent. REQUIRES: not inside a connection's read handler.
   virtual void Close() = 0;
 
   const RedisEndpoint& endpoint() const { return endpoint_; }

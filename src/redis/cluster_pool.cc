@@ -270,7 +270,7 @@ Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + reply.error().message;
         continue;
       }
-      auto map = SlotMap::FromClusterSlots((*reply)[0].ToReply(), addr, opts_.max_cluster_nodes);
+      auto map = SlotMap::FromClusterSlots((*reply)[0], addr, opts_.max_cluster_nodes);
       if (!map) {
         refresh_error_ = "CLUSTER SLOTS from " + AddressText(addr) + ": " + map.error().message;
         LogOnce("redis endpoint " + endpoint_.Label() + ": " + refresh_error_ +

@@ -63,7 +63,7 @@
 #include "redis/client.h"
 #include "redis/cluster_slots.h"
 #include "redis/options.h"
-#include "redis/pool.h"
+#include "redis/server_pool.h"
 
 namespace rankd {
 

@@ -75,19 +75,19 @@ int SlotMap::IndexOf(const RedisAddress& addr) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-Result<SlotMap> SlotMap::FromClusterSlots(const RedisReply& reply, const RedisAddress& from,
+Result<SlotMap> SlotMap::FromClusterSlots(RespView reply, const RedisAddress& from,
                                           size_t max_nodes) {
-  if (reply.is_error()) return Fail(BadSlots("error: " + reply.str));
-  if (!reply.is_array()) return Fail(BadSlots(std::string(RedisReplyKindName(reply.kind))));
+  if (reply.is_error()) return Fail(BadSlots("error: " + std::string(reply.str())));
+  if (!reply.is_array()) return Fail(BadSlots(std::string(RespKindName(reply.kind()))));
   SlotMap map;
   map.master_of_.fill(-1);
-  auto node_of = [&](const RedisReply& n) -> Result<int> {
-    if (!n.is_array() || n.elements.size() < 2 || !n.elements[0].is_string() ||
-        !n.elements[1].is_integer())
+  auto node_of = [&](RespView n) -> Result<int> {
+    const RespView host = n.At(0), port_value = n.At(1);
+    if (!n.is_array() || n.size() < 2 || !host.is_string() || !port_value.is_integer())
       return Fail(BadSlots("a node is not [host, port, ...]"));
-    const int64_t port = n.elements[1].integer;
+    const int64_t port = port_value.integer();
     if (port < 1 || port > 65535) return Fail(BadSlots("port " + std::to_string(port)));
-    RedisAddress addr{n.elements[0].str, static_cast<int>(port)};
+    RedisAddress addr{std::string(host.str()), static_cast<int>(port)};
     if (addr.host.empty() || addr.host == "?") addr.host = from.host;
     auto [it, added] = map.index_.try_emplace(Key(addr), static_cast<int>(map.nodes_.size()));
     if (!added) return it->second;
@@ -97,16 +97,19 @@ Result<SlotMap> SlotMap::FromClusterSlots(const RedisReply& reply, const RedisAd
     map.nodes_.push_back(std::move(addr));
     return it->second;
   };
-  for (const RedisReply& r : reply.elements) {
-    if (!r.is_array() || r.elements.size() < 3 || !r.elements[0].is_integer() ||
-        !r.elements[1].is_integer())
+  // One pass over each range's elements: the reply is walked in linear time.
+  for (RespView r : reply) {
+    auto e = r.begin();
+    const RespView first_value = r.size() >= 3 ? *e : RespView();
+    const RespView last_value = r.size() >= 3 ? *++e : RespView();
+    if (!r.is_array() || r.size() < 3 || !first_value.is_integer() || !last_value.is_integer())
       return Fail(BadSlots("a range is not [first, last, master, replicas...]"));
-    int64_t first = r.elements[0].integer, last = r.elements[1].integer;
+    int64_t first = first_value.integer(), last = last_value.integer();
     if (first < 0 || last < first || last >= kClusterSlots)
       return Fail(BadSlots("range " + std::to_string(first) + "-" + std::to_string(last)));
     Range range{static_cast<int>(first), static_cast<int>(last), 0, {}};
-    for (size_t k = 2; k < r.elements.size(); ++k) {
-      auto i = node_of(r.elements[k]);
+    for (size_t k = 2; k < r.size(); ++k) {
+      auto i = node_of(*++e);
       if (!i) return Fail(i.error());
       if (k == 2)
         range.master = *i;

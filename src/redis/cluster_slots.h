@@ -18,7 +18,7 @@
 
 #include "core/error.h"
 #include "redis/endpoint.h"
-#include "redis/reply.h"
+#include "redis/resp_replies.h"
 
 namespace rankd {
 
@@ -44,7 +44,7 @@ class SlotMap {
   // (backend_error) on any other shape, when a slot is claimed twice, or when the reply
   // names more than `max_nodes` distinct nodes (--redis-max-cluster-nodes). Slots no
   // range claims have no master (a cluster that is not ok).
-  static Result<SlotMap> FromClusterSlots(const RedisReply& reply, const RedisAddress& from,
+  static Result<SlotMap> FromClusterSlots(RespView reply, const RedisAddress& from,
                                           size_t max_nodes);
 
   // Every node that masters or replicates a range, each once, in order of appearance.

@@ -1,7 +1,7 @@
 // RedisCommand: one command already encoded in RESP (the wire format), built argument
 // by argument, in a buffer of its own: for the tracker, the pools' own commands, tests
 // and tools (RedisCommands::Append copies one into a batch). The request path encodes
-// a whole batch into one buffer instead (commands.h): no allocation per command.
+// a whole batch into one buffer instead (command_batch.h): no allocation per command.
 //
 // Threads: a plain value type; any thread.
 #pragma once

@@ -27,7 +27,7 @@ const char* StepName(uint8_t step) {
 }
 
 // The address to connect to: the first IPv4 one, else the first IPv6 one (the order
-// hiredis itself tries families in).
+// Redis clients commonly try families in).
 std::string PickAddress(const addrinfo* res) {
   char buf[INET6_ADDRSTRLEN] = {};
   for (int family : {AF_INET, AF_INET6}) {
@@ -302,22 +302,24 @@ void RedisConnection::OnTransportRead(std::string_view bytes) {
 
 void RedisConnection::OnHandshakeBytes(std::string_view bytes) {
   if (auto fed = reader_->Feed(bytes); !fed) return Lose(fed.error().message, Cause::kBadReply);
-  while (transport_ != nullptr) {
-    auto next = reader_->Next();
-    if (!next) return Lose(next.error().message, Cause::kBadReply);
-    if (!*next) return;  // the rest of the reply is on its way
+  const RespReplies& replies = reader_->replies();
+  for (size_t i = 0; i < replies.size(); ++i) {
     if (handshake_left_ == 0)
       return Lose("protocol error: a reply no command was waiting for", Cause::kBadReply);
     const uint8_t step = handshake_steps_[handshake_step_++];
     --handshake_left_;
-    if ((*next)->is_error())
-      return Lose(std::string(StepName(step)) + " failed: " + (*next)->str, Cause::kRefused);
-    if (step == kPing) return GoLive();
+    const RespView reply = replies[i];
+    if (reply.is_error())
+      return Lose(std::string(StepName(step)) + " failed: " + std::string(reply.str()),
+                  Cause::kRefused);
+    // Nothing was sent after PING: a byte after its reply answers no command.
+    if (step == kPing) return GoLive(i + 1 < replies.size() || reader_->mid_reply());
   }
+  reader_->DropComplete();
 }
 
-void RedisConnection::GoLive() {
-  if (reader_->ready() > 0)
+void RedisConnection::GoLive(bool more_bytes) {
+  if (more_bytes)
     return Lose("protocol error: a reply no command was waiting for", Cause::kBadReply);
   if (raw_replies_) {
     mode_ = Mode::kRaw;
@@ -325,6 +327,7 @@ void RedisConnection::GoLive() {
     reader_.reset();
   } else {
     mode_ = Mode::kIdle;  // until EnterPushMode
+    reader_->DropComplete();
   }
   DisarmTimer();
   failures_in_a_row_ = 0;
@@ -335,12 +338,12 @@ void RedisConnection::GoLive() {
 
 void RedisConnection::OnPushBytes(std::string_view bytes) {
   if (auto fed = reader_->Feed(bytes); !fed) return Lose(fed.error().message, Cause::kBadReply);
-  while (transport_ != nullptr && mode_ == Mode::kPush) {
-    auto next = reader_->Next();
-    if (!next) return Lose(next.error().message, Cause::kBadReply);
-    if (!*next) return;
-    push_->OnPush(std::move(**next));
+  const RespReplies& replies = reader_->replies();
+  for (size_t i = 0; i < replies.size(); ++i) {
+    push_->OnPush(replies[i]);
+    if (transport_ == nullptr || mode_ != Mode::kPush) return;  // lost: reader_ is gone
   }
+  reader_->DropComplete();
 }
 
 void RedisConnection::OnRawRead(std::string_view bytes) {

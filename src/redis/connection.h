@@ -9,8 +9,9 @@
 //   Close() from any state -> Closed (pending commands fail; no reconnect).
 //
 // Every attempt opens a new RedisTransport (transport.h: the socket, plain or TLS, on
-// the loop); hiredis is used only to parse the replies of the handshake and of push
-// mode (RedisReplyReader), never for IO.
+// the loop). Every byte read goes through one RespScanner (resp_scanner.h) per attempt:
+// the handshake's and push mode's replies through a RespReader (resp_reader.h), read in
+// place as RespView; a data connection's, as checked bytes, to the batches awaiting them.
 //
 // A data connection (raw_replies) writes its own output buffer (Write: commands appended
 // during a loop turn, sent in one send(2) just before the loop polls — EventLoop::BeforePoll —
@@ -18,7 +19,7 @@
 // bytes, as RespScanner checked them, to the ReplyWaiter that Await() queued for it, in
 // order. Replies awaited are counted here (inflight()), so a reply no command waits for fails
 // the connection in O(1). The tracker's connection (not raw_replies) enters push mode
-// instead: every reply, parsed, goes to its PushSink.
+// instead: every reply goes to its PushSink.
 //
 // Threads: the loop thread of `loop` only (Start, Close, Write and Await check it in
 // debug and sanitizer builds).
@@ -36,8 +37,8 @@
 #include "core/event_loop.h"
 #include "redis/endpoint.h"
 #include "redis/options.h"
-#include "redis/reply_reader.h"
-#include "redis/reply_scanner.h"
+#include "redis/resp_reader.h"
+#include "redis/resp_scanner.h"
 #include "redis/stats.h"
 #include "redis/transport.h"
 
@@ -48,8 +49,9 @@ class ReplyWaiter;
 // What receives the replies of a connection in push mode (EnterPushMode).
 class PushSink {
  public:
-  // One complete reply. Must not close the connection (schedule that instead).
-  virtual void OnPush(RedisReply reply) = 0;
+  // One complete reply, valid during the call. Must not close the connection (schedule
+  // that instead).
+  virtual void OnPush(RespView reply) = 0;
 
  protected:
   ~PushSink() = default;
@@ -59,7 +61,7 @@ class RedisConnection final : private TransportListener {
  public:
   enum class State : uint8_t { kBackoff, kConnecting, kLive, kClosed };
 
-  // `on_change` runs (synchronously, possibly inside a hiredis callback) whenever the
+  // `on_change` runs (synchronously, possibly inside the read handler) whenever the
   // state changes; it must only schedule work, not call back into this connection.
   // `raw_replies`: a data connection (Write / Await once live); else the tracker's, which
   // enters push mode.
@@ -91,7 +93,7 @@ class RedisConnection final : private TransportListener {
   // alive until it has had them all or OnConnectionLost. REQUIRES: live(), raw_replies.
   void Await(ReplyWaiter* waiter, uint32_t n);
 
-  // Push mode: every reply from now on goes to `sink`, parsed; send with SendNoReply
+  // Push mode: every reply from now on goes to `sink`; send with SendNoReply
   // only. Ends with the connection: after a reconnect the owner enters
   // it again. REQUIRES: live(), nothing in flight.
   void EnterPushMode(PushSink* sink);
@@ -137,7 +139,8 @@ class RedisConnection final : private TransportListener {
   void QueueHandshake();
   void OnHandshakeBytes(std::string_view bytes);
   void OnPushBytes(std::string_view bytes);
-  void GoLive();
+  // The handshake's PING was answered; `more_bytes`: bytes followed its reply.
+  void GoLive(bool more_bytes);
 
   // TransportListener
   void OnTransportConnected() override;
@@ -169,9 +172,9 @@ class RedisConnection final : private TransportListener {
   int handshake_left_ = 0;  // handshake replies still awaited
   int handshake_step_ = 0;  // the handshake command the next reply answers
   uint8_t handshake_steps_[4] = {};
-  std::optional<RedisReplyReader> reader_;  // handshake and push mode
-  std::optional<RespScanner> scanner_;      // raw mode
-  std::vector<size_t> ends_;                // raw mode: where replies end (reused)
+  std::optional<RespReader> reader_;    // handshake and push mode
+  std::optional<RespScanner> scanner_;  // raw mode
+  std::vector<size_t> ends_;            // raw mode: where replies end (reused)
   PushSink* push_ = nullptr;
   // A host name is resolved on libuv's worker pool (getaddrinfo blocks; the loop must
   // not). The request outlives us if Close comes first: it then only frees itself.
@@ -204,7 +207,7 @@ class RedisConnection final : private TransportListener {
 };
 
 // What a data connection hands replies to (RedisConnection::Await). Called on the
-// connection's loop thread, from its read handler (not inside a hiredis callback); the
+// connection's loop thread, from its read handler; the
 // waiter must not close or free the connection there (schedule that instead).
 class ReplyWaiter {
  public:

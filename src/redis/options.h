@@ -8,16 +8,17 @@
 
 namespace rankd {
 
-// What one reply from Redis may cost before the connection is failed (reply_scanner.h).
+// What one reply from Redis may cost before the connection is failed (resp_scanner.h).
 struct ReplyLimits {
   // Bytes of one top-level reply, headers included (--redis-max-reply-bytes).
   uint64_t max_bytes = uint64_t{64} << 20;
-  // Arrays nested inside one reply (--redis-max-reply-depth, 1..7; hiredis stops at 7).
+  // Arrays nested inside one reply (--redis-max-reply-depth, 1..7: the scanner's stack
+  // of open arrays holds 7).
   // Our commands' replies nest at most 1 deep (HGETALL, LRANGE, HMGET, SMISMEMBER).
   int max_depth = 4;
-  // Elements announced by one reply's arrays. Data connections keep a reply as its
-  // bytes, but a RedisReply copy (tracker, tests) costs ~72 bytes per element, so this
-  // caps what a reply of tiny elements ("+\r\n" x N) can make us allocate.
+  // Elements announced by one reply's arrays. A reply is kept as its bytes, but what
+  // reads it spends per element (a row, a cell: tens of bytes each), so this caps what a
+  // reply of tiny elements ("+\r\n" x N) can make a reader allocate.
   uint64_t max_elements = uint64_t{1} << 20;
 };
 

@@ -65,13 +65,13 @@ void RedisTracker::Misbehaved(std::string why) {
   });
 }
 
-void RedisTracker::OnPush(RedisReply reply) {
+void RedisTracker::OnPush(RespView reply) {
   switch (step_) {
     case Step::kDown: return;  // after Misbehaved, until the drop
     case Step::kAwaitId:
-      if (!reply.is_integer() || reply.integer <= 0)
-        return Misbehaved("CLIENT ID answered a " + std::string(RedisReplyKindName(reply.kind)));
-      pending_id_ = reply.integer;
+      if (!reply.is_integer() || reply.integer() <= 0)
+        return Misbehaved("CLIENT ID answered a " + std::string(RespKindName(reply.kind())));
+      pending_id_ = reply.integer();
       if (config_.mode == TrackingMode::kBcast) {
         RedisCommand on{"CLIENT", "TRACKING", "ON", "REDIRECT"};
         on.Arg(pending_id_).Arg("BCAST");
@@ -87,32 +87,33 @@ void RedisTracker::OnPush(RedisReply reply) {
       }
       return;
     case Step::kAwaitTracking:
-      if (reply.is_error()) return Misbehaved("CLIENT TRACKING failed: " + reply.str);
+      if (reply.is_error())
+        return Misbehaved("CLIENT TRACKING failed: " + std::string(reply.str()));
       step_ = Step::kAwaitSubscribed;
       return;
     case Step::kAwaitSubscribed:
-      if (!reply.is_array() || reply.elements.size() != 3 || reply.elements[0].str != "subscribe")
-        return Misbehaved(reply.is_error() ? "SUBSCRIBE failed: " + reply.str
+      if (!reply.is_array() || reply.size() != 3 || reply.At(0).str() != "subscribe")
+        return Misbehaved(reply.is_error() ? "SUBSCRIBE failed: " + std::string(reply.str())
                                            : "SUBSCRIBE answered an unexpected reply");
       step_ = Step::kListening;
       SetId(pending_id_);
       return;
     case Step::kListening:
       // ["message", "__redis__:invalidate", keys | nil]
-      if (!reply.is_array() || reply.elements.size() != 3 || reply.elements[0].str != "message" ||
-          reply.elements[1].str != kChannel)
+      if (!reply.is_array() || reply.size() != 3 || reply.At(0).str() != "message" ||
+          reply.At(1).str() != kChannel)
         return Misbehaved("unexpected reply while listening");
-      return OnMessage(reply.elements[2]);
+      return OnMessage(reply.At(2));
   }
 }
 
-void RedisTracker::OnMessage(const RedisReply& payload) {
+void RedisTracker::OnMessage(RespView payload) {
   if (payload.is_nil()) return sink_->OnInvalidateAll();  // FLUSHALL / FLUSHDB
   if (!payload.is_array()) return Misbehaved("invalidation message without a key list");
   const std::string& prefix = endpoint_.prefix;
-  for (const RedisReply& key : payload.elements) {
+  for (RespView key : payload) {
     if (!key.is_string()) continue;
-    std::string_view k = key.str;
+    std::string_view k = key.str();
     if (k.substr(0, prefix.size()) != prefix) continue;  // another user of the server
     sink_->OnInvalidate(k.substr(prefix.size()));
   }

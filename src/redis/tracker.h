@@ -1,5 +1,5 @@
 // RedisTracker: the connection of one Redis node that receives the invalidation
-// messages for one shard (tracking.h): it connects like a data connection, asks its own
+// messages for one shard (invalidation.h): it connects like a data connection, asks its own
 // client id (CLIENT ID), subscribes to `__redis__:invalidate` and then only listens.
 //   kDefault: data connections redirect their tracking to redirect_id().
 //   kBcast: the tracker itself turns tracking on, BCAST over the prefixes, redirected to
@@ -13,8 +13,8 @@
 //
 // `on_change` runs whenever redirect_id() changes (subscribed, or lost: then it is 0);
 // the owner then flushes what was read under the old id and re-tracks its data
-// connections. It runs synchronously, possibly inside a hiredis callback or a push: it
-// must not close this tracker.
+// connections. It runs synchronously, possibly inside the connection's read handler or a
+// push: it must not close this tracker.
 //
 // Threads: create, use, Close and destroy on the loop thread of `loop` only.
 #pragma once
@@ -26,9 +26,9 @@
 #include "core/event_loop.h"
 #include "redis/connection.h"
 #include "redis/endpoint.h"
+#include "redis/invalidation.h"
 #include "redis/options.h"
 #include "redis/stats.h"
-#include "redis/tracking.h"
 
 namespace rankd {
 
@@ -42,7 +42,7 @@ class RedisTracker final : private PushSink {
   RedisTracker& operator=(const RedisTracker&) = delete;
 
   void Start();
-  void Close();  // idempotent; REQUIRES: not inside a hiredis callback
+  void Close();  // idempotent; REQUIRES: not inside a push or on_change
 
   // The tracker's client id once it is subscribed, else 0.
   int64_t redirect_id() const { return id_; }
@@ -51,8 +51,8 @@ class RedisTracker final : private PushSink {
   enum class Step : uint8_t { kDown, kAwaitId, kAwaitTracking, kAwaitSubscribed, kListening };
 
   void OnConnectionChange();
-  void OnPush(RedisReply reply) override;
-  void OnMessage(const RedisReply& payload);
+  void OnPush(RespView reply) override;
+  void OnMessage(RespView payload);
   // A reply of the wrong shape: drop the connection (later, outside the read).
   void Misbehaved(std::string why);
   void SetId(int64_t id);

@@ -19,7 +19,7 @@ namespace rankd {
 
 namespace {
 
-// One read(2) per readable event, as hiredis did: 16 KiB.
+// One read(2) per readable event: 16 KiB.
 constexpr size_t kReadChunk = 16 * 1024;
 // With TLS, 64 KiB of ciphertext per read(2): a full TLS record is 16 KiB plus its
 // header, so 16 KiB reads would split nearly every record over two reads and two loop

@@ -1,6 +1,5 @@
 // RedisTransport: the bytes of one connection attempt to a Redis server, plain or TLS.
-// rankd's own transport: hiredis formats nothing here and reads nothing; a
-// RedisConnection (connection.h) hands it RESP bytes to send and gets back the bytes the
+// A RedisConnection (connection.h) hands it RESP bytes to send and gets back the bytes the
 // server sent. Under it, one non-blocking TCP socket watched by a libuv poll handle;
 // with TLS, an OpenSSL session over two memory BIOs (the socket is never given to
 // OpenSSL), so that every byte still moves through our own read(2) and send(2) calls on

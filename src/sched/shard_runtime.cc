@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "tasks/cache_families.h"
 
 namespace rankd {

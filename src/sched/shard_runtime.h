@@ -30,8 +30,8 @@
 #include "core/loop_runtime.h"
 #include "plan/plan.h"
 #include "redis/endpoint.h"
+#include "redis/invalidation.h"
 #include "redis/options.h"
-#include "redis/tracking.h"
 #include "sched/scheduler.h"
 
 namespace rankd {

@@ -21,7 +21,7 @@
 
 #include "core/event_loop.h"
 #include "core/task.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "served/file_sink.h"
 #include "served/record.h"
 #include "served/sink_config.h"

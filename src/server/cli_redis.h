@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "sched/shard_runtime.h"
 
 namespace rankd {

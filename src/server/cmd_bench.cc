@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "plan/loader.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "sched/scheduler.h"
 #include "server/cli_redis.h"
 #include "server/commands.h"

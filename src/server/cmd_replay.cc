@@ -10,7 +10,7 @@
 
 #include "core/run_sync.h"
 #include "plan/loader.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "served/replay.h"
 #include "served/sink_config.h"
 #include "server/cli_redis.h"

@@ -15,8 +15,8 @@
 #include "core/mix.h"
 #include "plan/schema.h"
 #include "redis/cluster_slots.h"
-#include "redis/pool.h"
-#include "redis/pools.h"
+#include "redis/server_pool.h"
+#include "redis/shard_clients.h"
 #include "sched/shard_runtime.h"
 
 namespace rankd {
@@ -393,19 +393,19 @@ Status WaitLive(ShardRuntime& rt, const RedisClient& client, const std::string& 
   return {};
 }
 
-// One command on `client`, its reply copied (off the request path: a tool's handshake).
-Result<RedisReply> Call(ShardRuntime& rt, RedisClient& client, const std::string& where,
-                        std::vector<std::string> args) {
+// One command on `client`, its reply (as replies[0]) unless Redis answered an error.
+Result<RespReplies> Call(ShardRuntime& rt, RedisClient& client, const std::string& where,
+                         std::vector<std::string> args) {
   RedisCommands cmds;
   cmds.Add(static_cast<int>(args.size()));
   for (const auto& a : args) cmds.Arg(a);
   auto replies = rt.Run(client.Batch(std::move(cmds), RoundTripDeadline()));
   if (!replies)
     return Fail(Error(replies.error().code, "seed: " + where + ": " + replies.error().message));
-  RedisReply r = (*replies)[0].ToReply();
-  if (r.is_error())
-    return Fail(Error::Backend("seed: " + where + ": " + args[0] + " failed: " + r.str));
-  return r;
+  if ((*replies)[0].is_error())
+    return Fail(Error::Backend("seed: " + where + ": " + args[0] +
+                               " failed: " + std::string((*replies)[0].str())));
+  return replies;
 }
 
 // The database of `ep` (one server, never a cluster) is empty, or emptied when `flush`
@@ -418,10 +418,10 @@ Status EmptyDb(ShardRuntime& rt, const RedisEndpoint& ep, bool flush) {
     if (auto ok = WaitLive(rt, *pool, where); !ok) return ok;
     auto size = Call(rt, *pool, where, {"DBSIZE"});
     if (!size) return Fail(size.error());
-    if (size->integer == 0) return {};
+    const int64_t keys = (*size)[0].integer();
+    if (keys == 0) return {};
     if (!flush)
-      return Fail(Error::InvalidParam("seed: database " + where + " holds " +
-                                      std::to_string(size->integer) +
+      return Fail(Error::InvalidParam("seed: database " + where + " holds " + std::to_string(keys) +
                                       " keys; refusing to write into it without --flush"));
     if (auto r = Call(rt, *pool, where, {"FLUSHDB"}); !r) return Fail(r.error());
     return {};
@@ -442,7 +442,7 @@ Result<std::vector<RedisEndpoint>> Masters(ShardRuntime& rt, RedisClient& client
   // Its argument 1 routes CLUSTER SLOTS to some master; any node answers for the cluster.
   auto slots = Call(rt, client, WhereOf(ep), {"CLUSTER", "SLOTS"});
   if (!slots) return Fail(slots.error());
-  auto map = SlotMap::FromClusterSlots(*slots, ep.cluster_seeds.front(),
+  auto map = SlotMap::FromClusterSlots((*slots)[0], ep.cluster_seeds.front(),
                                        RedisClientOptions{}.max_cluster_nodes);
   if (!map) return Fail(Error::Backend("seed: " + WhereOf(ep) + ": " + map.error().message));
   for (int slot = 0; slot < kClusterSlots; ++slot)

@@ -12,8 +12,8 @@
 #include "core/log.h"
 #include "model/model.h"
 #include "redis/endpoint.h"
+#include "redis/invalidation.h"
 #include "redis/options.h"
-#include "redis/tracking.h"
 #include "served/sink_config.h"
 
 namespace rankd {

@@ -13,7 +13,7 @@
 #include "core/client_text.h"
 #include "core/log.h"
 #include "plan/experiments.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "sched/scheduler.h"
 
 namespace rankd {

@@ -30,9 +30,8 @@ std::string KeyText(const ReplySource& src, IdRef id) {
 // the command, the endpoint's name and the kind of reply; the key, the address and the
 // raw Redis error text go to the detail (the log).
 Error BadReply(const ReplySource& src, std::string_view command, IdRef id, RespView r) {
-  std::string what = r.is_error()
-                         ? "error reply"
-                         : "unexpected " + std::string(RedisReplyKindName(r.kind())) + " reply";
+  std::string what =
+      r.is_error() ? "error reply" : "unexpected " + std::string(RespKindName(r.kind())) + " reply";
   Error e = Error::Backend(std::string(command) + " at redis endpoint " +
                            std::string(src.endpoint) + ": " + what);
   e.detail = std::string(command) + " " + KeyText(src, id) + " at redis endpoint " +

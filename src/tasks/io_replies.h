@@ -1,7 +1,7 @@
 // The reply -> rows half of the Redis-backed tasks (io_tasks.cc, read_through.h), kept
 // apart from the IO so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
 //
-// Replies are read in place (redis/resp.h: a RespView into the batch's RESP bytes, no
+// Replies are read in place (redis/resp_replies.h: a RespView into the batch's RESP bytes, no
 // reply tree, no string per value) and decoded by the family's declared types
 // (plan/schema.h) into the values the shard's cache holds (cache/shard_cache.h:
 // CachedHash, CachedList, CachedFields), whether or not the node caches, and rows are
@@ -27,7 +27,7 @@
 #include "data/row_set.h"
 #include "plan/schema.h"
 #include "redis/endpoint.h"
-#include "redis/resp.h"
+#include "redis/resp_replies.h"
 
 namespace rankd {
 

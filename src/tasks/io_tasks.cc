@@ -29,7 +29,7 @@
 #include "cache/shard_cache.h"
 #include "core/distinct_keys.h"
 #include "data/column_builder.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "tasks/io_replies.h"
 #include "tasks/schemas.h"
 #include "tasks/task.h"

@@ -26,7 +26,7 @@
 
 namespace rankd {
 
-class RedisPools;  // src/redis/pools.h
+class RedisPools;  // src/redis/shard_clients.h
 class ShardCache;  // src/cache/shard_cache.h
 
 // What a node that reads through the shard's cache reports (explain's cache_hits and

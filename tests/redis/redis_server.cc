@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,14 +9,63 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
+
+#include "redis/command.h"
+#include "redis/resp_reader.h"
 
 extern char** environ;
 
 namespace rankd::testing {
+
+namespace {
+
+// Sends `wire` to 127.0.0.1:`port` on a new blocking connection and reads `replies`
+// replies, each step within `timeout_ms`; unavailable when it cannot.
+Result<RespReplies> Exchange(int port, std::string_view wire, size_t replies, int timeout_ms) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return std::unexpected(Error::Unavailable(std::strerror(errno)));
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);  // connect(2) too
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  auto fail = [fd](std::string what) {
+    std::string why = what + ": " + std::strerror(errno);
+    close(fd);
+    return std::unexpected(Error::Unavailable(std::move(why)));
+  };
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return fail("connect");
+  for (size_t sent = 0; sent < wire.size();) {
+    ssize_t n = send(fd, wire.data() + sent, wire.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return fail("io");
+    sent += static_cast<size_t>(n);
+  }
+  RespReader reader;
+  char buf[16384];
+  while (reader.replies().size() < replies) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0) errno = ECONNRESET;
+    if (n <= 0) return fail("io");
+    if (auto fed = reader.Feed(std::string_view(buf, static_cast<size_t>(n))); !fed) {
+      close(fd);
+      return std::unexpected(fed.error());
+    }
+  }
+  close(fd);
+  RespReplies out;
+  for (size_t i = 0; i < replies; ++i) out.Append(reader.replies().raw(i));
+  return out;
+}
+
+}  // namespace
 
 int FreeLoopbackPort() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -89,18 +137,8 @@ bool RedisServer::Start() {
       pid_ = -1;
       return false;
     }
-    timeval tv{0, 200000};
-    if (redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv)) {
-      bool up = false;
-      if (!c->err) {
-        auto* r = static_cast<redisReply*>(redisCommand(c, "PING"));
-        // Any reply (even NOAUTH) means the server is accepting commands.
-        up = r != nullptr;
-        if (r) freeReplyObject(r);
-      }
-      redisFree(c);
-      if (up) return true;
-    }
+    // Any reply (even NOAUTH) means the server is accepting commands.
+    if (Exchange(port_, RedisCommand{"PING"}.wire(), 1, 200)) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   std::fprintf(stderr, "RedisServer: redis-server on port %d did not answer\n", port_);
@@ -124,31 +162,20 @@ void RedisServer::Kill() {
   pid_ = -1;
 }
 
-RedisReply RedisServer::Command(const std::vector<std::string>& args,
-                                const std::string& password) const {
-  timeval tv{5, 0};
-  redisContext* c = redisConnectWithTimeout("127.0.0.1", port_, tv);
-  if (c == nullptr || c->err) {
-    RedisReply e = RedisReply::Error(std::string("connect: ") + (c ? c->errstr : "oom"));
-    if (c) redisFree(c);
-    return e;
-  }
-  if (!password.empty()) {
-    auto* r = static_cast<redisReply*>(redisCommand(c, "AUTH %s", password.c_str()));
-    if (r) freeReplyObject(r);
-  }
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  for (auto& a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto* r = static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data()));
-  RedisReply out =
-      r ? RedisReply::FromHiredis(r) : RedisReply::Error(std::string("io: ") + c->errstr);
-  if (r) freeReplyObject(r);
-  redisFree(c);
+RespReplies RedisServer::Command(const std::vector<std::string>& args,
+                                 const std::string& password) const {
+  std::string wire;
+  if (!password.empty()) wire += RedisCommand{"AUTH", password}.wire();
+  RedisCommand cmd;
+  for (const auto& a : args) cmd.Arg(a);
+  wire += cmd.wire();
+  const size_t replies = password.empty() ? 1 : 2;
+  auto got = Exchange(port_, wire, replies, 5000);
+  RespReplies out;
+  if (got)
+    out.Append(got->raw(replies - 1));
+  else
+    out.AppendError(got.error().message);
   return out;
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "redis/reply.h"
+#include "redis/resp_replies.h"
 
 namespace rankd::testing {
 
@@ -38,9 +38,10 @@ class RedisServer {
   // "NAME=redis://127.0.0.1:PORT", for ParseRedisFlag.
   std::string flag(const std::string& name = "redis_default") const { return name + "=" + url(); }
 
-  // Runs one command on a fresh synchronous connection (fixtures and checks), with
-  // AUTH `password` first when given. A connection failure is returned as an error reply.
-  RedisReply Command(const std::vector<std::string>& args, const std::string& password = "") const;
+  // Runs one command on a fresh blocking connection (fixtures and checks), with AUTH
+  // `password` first when given; its reply is [0], read in place like rankd reads one
+  // (resp_replies.h). A connection failure is returned as an error reply.
+  RespReplies Command(const std::vector<std::string>& args, const std::string& password = "") const;
 
  private:
   std::vector<std::string> extra_;

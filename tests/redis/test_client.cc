@@ -42,17 +42,17 @@ TEST_CASE("a batch returns one reply per command, in order, errors as values") {
   REQUIRE(r->size() == 6);
   const auto& v = *r;
   REQUIRE(v[0].is_array());
-  REQUIRE(v[0].elements.size() == 2);
-  CHECK(v[0].elements[0].str == "10");
-  CHECK(v[0].elements[1].str == "11");
-  CHECK(v[1].elements.size() == 4);
+  REQUIRE(v[0].size() == 2);
+  CHECK(v[0].At(0).str() == "10");
+  CHECK(v[0].At(1).str() == "11");
+  CHECK(v[1].size() == 4);
   CHECK(v[2].is_nil());
   CHECK(v[3].is_error());
-  CHECK(Contains(v[3].str, "WRONGTYPE"));
+  CHECK(Contains(std::string(v[3].str()), "WRONGTYPE"));
   CHECK(v[4].is_integer());
-  CHECK(v[4].integer == 0);
-  CHECK(v[5].kind == RedisReply::Kind::kStatus);
-  CHECK(v[5].str == "PONG");
+  CHECK(v[4].integer() == 0);
+  CHECK(v[5].kind() == RespKind::kStatus);
+  CHECK(v[5].str() == "PONG");
   CHECK(Read(shard.pool().stats().error_replies) == 1);
 }
 
@@ -83,7 +83,7 @@ TEST_CASE("a batch of 100 commands leaves in one write and costs one batch") {
   auto r = shard.Batch(std::move(cmds));
   REQUIRE(r.has_value());
   REQUIRE(r->size() == 100);
-  CHECK(r->at(42).elements.at(0).str == "1042");
+  CHECK((*r)[42].At(0).str() == "1042");
   CHECK(Read(st.batches) - batches0 == 1);
   CHECK(Read(st.commands) - commands0 == 100);
   CHECK(Read(st.socket_writes) - writes0 == 1);
@@ -111,9 +111,9 @@ TEST_CASE("a batch larger than the socket buffer is sent in pieces as the socket
   auto r = shard.Batch(std::move(cmds));
   REQUIRE(r.has_value());
   REQUIRE(r->size() == 257);
-  CHECK(r->at(0).str == "OK");
-  CHECK(r->at(255).str == "OK");
-  CHECK(r->at(256).integer == 64 << 10);
+  CHECK((*r)[0].str() == "OK");
+  CHECK((*r)[255].str() == "OK");
+  CHECK((*r)[256].integer() == 64 << 10);
   CHECK(Read(st.socket_writes) - writes0 >= 2);
 }
 
@@ -128,7 +128,7 @@ TEST_CASE("keys can live under an endpoint prefix") {
   get.Key(shard.pool().prefix(), "k");
   auto r = shard.Batch({get});
   REQUIRE(r);
-  CHECK(r->at(0).str == "v");
+  CHECK((*r)[0].str() == "v");
 }
 
 TEST_CASE("AUTH and SELECT run on connect; a wrong password is a clear error") {
@@ -138,14 +138,14 @@ TEST_CASE("AUTH and SELECT run on connect; a wrong password is a clear error") {
   // Command() runs each call on a fresh connection: write db 2 through MULTI-free SETs.
   auto set = server.Command(
       {"EVAL", "redis.call('SELECT', 2); return redis.call('SET', 'k', 'in-db-2')", "0"}, "s3cret");
-  REQUIRE_FALSE(set.is_error());
+  REQUIRE_FALSE(set[0].is_error());
   {
     TestShard shard(
         {"redis_default=redis://:s3cret@127.0.0.1:" + std::to_string(server.port()) + "/2"});
     REQUIRE(shard.WaitReady());
     auto r = shard.Batch({RedisCommand{"GET", "k"}});
     REQUIRE(r);
-    CHECK(r->at(0).str == "in-db-2");
+    CHECK((*r)[0].str() == "in-db-2");
   }
   {
     TestShard shard({"redis_default=redis://:wrong@127.0.0.1:" + std::to_string(server.port())},
@@ -182,7 +182,7 @@ TEST_CASE("refused at start: a clear unavailable error, then recovery in the bac
   REQUIRE(shard.WaitReady());
   auto ok = shard.Batch({RedisCommand{"PING"}});
   REQUIRE(ok);
-  CHECK(ok->at(0).str == "PONG");
+  CHECK((*ok)[0].str() == "PONG");
 }
 
 TEST_CASE("a host name is looked up off the loop: localhost connects") {
@@ -192,7 +192,7 @@ TEST_CASE("a host name is looked up off the loop: localhost connects") {
   REQUIRE(shard.WaitReady());
   auto ok = shard.Batch({RedisCommand{"PING"}});
   REQUIRE(ok);
-  CHECK(ok->at(0).str == "PONG");
+  CHECK((*ok)[0].str() == "PONG");
 }
 
 TEST_CASE(
@@ -337,7 +337,7 @@ TEST_CASE("readiness needs every endpoint live") {
   CHECK(shard.OnLoop([&] { return shard.pools().Get("nope") == nullptr; }));
 }
 
-TEST_CASE("nested arrays, integers, nils and statuses inside arrays are parsed into RedisReply") {
+TEST_CASE("nested arrays, integers, nils and statuses inside arrays are read in place") {
   RedisServer server;
   REQUIRE(server.Start());
   TestShard shard({server.flag()});
@@ -345,18 +345,19 @@ TEST_CASE("nested arrays, integers, nils and statuses inside arrays are parsed i
   auto r = shard.Batch(
       {RedisCommand{"EVAL", "return {1, {2, 'x', {}}, false, {ok='fine'}, {err='bad'}}", "0"}});
   REQUIRE(r);
-  const RedisReply& v = r->at(0);
+  const RespView v = (*r)[0];
   REQUIRE(v.is_array());
-  REQUIRE(v.elements.size() == 5);
-  CHECK(v.elements[0].integer == 1);
-  REQUIRE(v.elements[1].elements.size() == 3);
-  CHECK(v.elements[1].elements[0].integer == 2);
-  CHECK(v.elements[1].elements[1].str == "x");
-  CHECK(v.elements[1].elements[2].is_array());
-  CHECK(v.elements[1].elements[2].elements.empty());
-  CHECK(v.elements[2].is_nil());
-  CHECK(v.elements[3].kind == RedisReply::Kind::kStatus);
-  CHECK(v.elements[3].str == "fine");
-  CHECK(v.elements[4].is_error());
-  CHECK(v.elements[4].str == "bad");
+  REQUIRE(v.size() == 5);
+  CHECK(v.At(0).integer() == 1);
+  REQUIRE(v.At(1).size() == 3);
+  CHECK(v.At(1).At(0).integer() == 2);
+  CHECK(v.At(1).At(1).str() == "x");
+  CHECK(v.At(1).At(2).is_array());
+  CHECK(v.At(1).At(2).size() == 0);
+  CHECK(v.At(2).is_nil());
+  CHECK(v.At(3).kind() == RespKind::kStatus);
+  CHECK(v.At(3).str() == "fine");
+  CHECK(v.At(4).is_error());
+  CHECK(v.At(4).str() == "bad");
+  CHECK(v.At(5).is_nil());  // past the end
 }

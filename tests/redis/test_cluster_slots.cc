@@ -5,6 +5,7 @@
 
 #include "redis/cluster_slots.h"
 #include "redis/endpoint.h"
+#include "redis/resp_reader.h"
 
 using namespace rankd;
 
@@ -95,35 +96,37 @@ TEST_CASE("key slots: CRC16/XMODEM modulo 16384, with hash tags") {
 }
 
 namespace {
-RedisReply Int(int64_t v) {
-  RedisReply r;
-  r.kind = RedisReply::Kind::kInteger;
-  r.integer = v;
-  return r;
+// Replies written by hand, in RESP.
+std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
+std::string Str(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
 }
-RedisReply Str(std::string s) {
-  RedisReply r;
-  r.kind = RedisReply::Kind::kString;
-  r.str = std::move(s);
-  return r;
+std::string Arr(const std::vector<std::string>& elements) {
+  std::string out = "*" + std::to_string(elements.size()) + "\r\n";
+  for (const auto& e : elements) out += e;
+  return out;
 }
-RedisReply Arr(std::vector<RedisReply> e) {
-  RedisReply r;
-  r.kind = RedisReply::Kind::kArray;
-  r.elements = std::move(e);
-  return r;
+std::string Node(std::string host, int64_t port) { return Arr({Str(host), Int(port), Str("id")}); }
+
+// One reply as a connection reads it: checked by the scanner, kept as its bytes.
+RespReplies Reply(const std::string& wire) {
+  RespReader reader;
+  REQUIRE(reader.Feed(wire).has_value());
+  REQUIRE(reader.replies().size() == 1);
+  RespReplies out;
+  out.Append(reader.replies().raw(0));
+  return out;
 }
-RedisReply Node(std::string host, int64_t port) { return Arr({Str(host), Int(port), Str("id")}); }
 }  // namespace
 
 TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes") {
-  RedisReply slots = Arr({
+  const RespReplies slots = Reply(Arr({
       Arr({Int(0), Int(5460), Node("127.0.0.1", 7000), Node("127.0.0.1", 7004)}),
       Arr({Int(5461), Int(10922), Node("", 7001), Node("127.0.0.1", 7005)}),
       Arr({Int(10923), Int(16000), Node("127.0.0.1", 7002), Node("127.0.0.1", 7003)}),
       Arr({Int(16001), Int(16383), Node("127.0.0.1", 7000)}),
-  });
-  auto map = SlotMap::FromClusterSlots(slots, {"127.0.0.1", 7009}, 1000);
+  }));
+  auto map = SlotMap::FromClusterSlots(slots[0], {"127.0.0.1", 7009}, 1000);
   REQUIRE(map.has_value());
   CHECK(map->nodes().size() == 6);
   CHECK(map->ranges().size() == 4);
@@ -139,13 +142,14 @@ TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes
   CHECK(map->IndexOf({"127.0.0.1", 7003}) >= 0);
   CHECK(map->IndexOf({"127.0.0.1", 7009}) == -1);
 
-  auto holes = SlotMap::FromClusterSlots(Arr({Arr({Int(0), Int(99), Node("h", 1)})}), {"h", 1}, 1);
+  auto holes =
+      SlotMap::FromClusterSlots(Reply(Arr({Arr({Int(0), Int(99), Node("h", 1)})}))[0], {"h", 1}, 1);
   REQUIRE(holes);
   CHECK(holes->MasterOf(99) == 0);
   CHECK(holes->MasterOf(100) == -1);
 
-  RedisReply bad[] = {
-      RedisReply::Error("ERR This instance has cluster support disabled"),
+  const std::string bad[] = {
+      "-ERR This instance has cluster support disabled\r\n",
       Str("x"),
       Arr({Arr({Int(0), Int(16384), Node("h", 1)})}),
       Arr({Arr({Int(5), Int(4), Node("h", 1)})}),
@@ -157,7 +161,7 @@ TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes
       Arr({Arr({Int(0), Int(10), Node("h", 1)}), Arr({Int(10), Int(20), Node("h", 2)})}),
   };
   for (const auto& r : bad) {
-    auto m = SlotMap::FromClusterSlots(r, {"h", 1}, 1000);
+    auto m = SlotMap::FromClusterSlots(Reply(r)[0], {"h", 1}, 1000);
     REQUIRE_FALSE(m.has_value());
     CHECK(m.error().code == ErrorCode::kBackendError);
     CHECK(m.error().message.starts_with("bad CLUSTER SLOTS reply"));
@@ -167,12 +171,12 @@ TEST_CASE("the slot map from CLUSTER SLOTS: masters, replicas, holes, bad shapes
 TEST_CASE("CLUSTER SLOTS: nodes bounded by max_nodes, every index kept whole") {
   // 16384 one-slot ranges, each with a master and two replicas of its own: 49152 nodes,
   // past what an int16 index holds, and a reply a quadratic dedup would crawl through.
-  std::vector<RedisReply> ranges;
+  std::vector<std::string> ranges;
   for (int s = 0; s < kClusterSlots; ++s)
     ranges.push_back(Arr({Int(s), Int(s), Node("10.0.0.1", 1 + 3 * s), Node("10.0.0.2", 2 + 3 * s),
                           Node("10.0.0.3", 3 + 3 * s)}));
-  const RedisReply reply = Arr(std::move(ranges));
-  auto map = SlotMap::FromClusterSlots(reply, {"h", 1}, 3 * kClusterSlots);
+  const RespReplies reply = Reply(Arr(ranges));
+  auto map = SlotMap::FromClusterSlots(reply[0], {"h", 1}, 3 * kClusterSlots);
   REQUIRE(map.has_value());
   CHECK(map->nodes().size() == 3 * kClusterSlots);
   for (int s : {0, 10922, 10923, 16383}) {
@@ -183,15 +187,15 @@ TEST_CASE("CLUSTER SLOTS: nodes bounded by max_nodes, every index kept whole") {
     CHECK(map->IndexOf({"10.0.0.3", 3 + 3 * s}) == 3 * s + 2);
   }
   // One node over the bound: refused, naming the flag.
-  auto over = SlotMap::FromClusterSlots(reply, {"h", 1}, 3 * kClusterSlots - 1);
+  auto over = SlotMap::FromClusterSlots(reply[0], {"h", 1}, 3 * kClusterSlots - 1);
   REQUIRE_FALSE(over.has_value());
   CHECK(over.error().message ==
         "bad CLUSTER SLOTS reply: more than 49151 nodes (--redis-max-cluster-nodes)");
   // A node named again and again counts once.
-  std::vector<RedisReply> same;
+  std::vector<std::string> same;
   for (int s = 0; s < 1000; ++s)
     same.push_back(Arr({Int(s), Int(s), Node("h", 7000), Node("h", 7001), Node("h", 7001)}));
-  auto two = SlotMap::FromClusterSlots(Arr(std::move(same)), {"h", 1}, 2);
+  auto two = SlotMap::FromClusterSlots(Reply(Arr(same))[0], {"h", 1}, 2);
   REQUIRE(two.has_value());
   CHECK(two->nodes().size() == 2);
   CHECK(two->MasterOf(999) == 0);

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "redis/command.h"
-#include "redis/commands.h"
+#include "redis/command_batch.h"
 #include "redis/endpoint.h"
 
 using namespace rankd;

@@ -29,10 +29,10 @@ bool Contains(const std::string& s, std::string_view part) {
 
 // The redis-server's process id, from INFO.
 pid_t ServerPid(const RedisServer& server) {
-  RedisReply info = server.Command({"INFO", "server"});
-  size_t at = info.str.find("process_id:");
+  const std::string info(server.Command({"INFO", "server"})[0].str());
+  size_t at = info.find("process_id:");
   REQUIRE(at != std::string::npos);
-  return static_cast<pid_t>(std::stol(info.str.substr(at + 11)));
+  return static_cast<pid_t>(std::stol(info.substr(at + 11)));
 }
 
 // The state letter of /proc/PID/stat ('T' once stopped by SIGSTOP), or 0.
@@ -114,7 +114,9 @@ struct Fixture {
     shard = std::make_unique<TestShard>(std::vector<std::string>{server.flag() + query});
     REQUIRE(shard->WaitReady());
   }
-  void Cmd(const std::vector<std::string>& args) { REQUIRE_FALSE(server.Command(args).is_error()); }
+  void Cmd(const std::vector<std::string>& args) {
+    REQUIRE_FALSE(server.Command(args)[0].is_error());
+  }
   const RedisStats& stats() { return shard->pool().stats(); }
   // A demo family's value counter (FamilyValueStats, process-wide) since the fixture began.
   uint64_t Values(const std::string& family, std::atomic<uint64_t> FamilyValueStats::*kind) {

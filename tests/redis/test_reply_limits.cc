@@ -1,4 +1,4 @@
-// RespScanner, RedisReplyReader, RespReader, RespReplies and RedisCommands: reply limits
+// RespScanner, RespReader, RespReplies and RedisCommands: reply limits
 // checked on the bytes before anything buffers them (whatever way the stream is split
 // into reads), replies read in place (also gathered from parts), commands encoded in
 // place.
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "redis/commands.h"
-#include "redis/reply_reader.h"
-#include "redis/reply_scanner.h"
+#include "redis/command_batch.h"
+#include "redis/resp_reader.h"
+#include "redis/resp_scanner.h"
 
 using namespace rankd;
 
@@ -74,7 +74,7 @@ TEST_CASE("scanner: a huge array header fails at once, at every split") {
     REQUIRE_FALSE(r.has_value());
     CHECK(r.error().code == ErrorCode::kBackendError);
   }
-  // Over int: hiredis would truncate the count.
+  // Over int: a reader counting in int would truncate it.
   CHECK_FALSE(ScanBytewise(Limits(64 << 20), "*4294967297\r\n").has_value());
   CHECK_FALSE(ScanBytewise(Limits(64 << 20), "*99999999999999999999\r\n").has_value());
 }
@@ -115,7 +115,7 @@ TEST_CASE("scanner: nesting depth and element count") {
   auto deep = ScanBytewise(Limits(1 << 20, 2), "*1\r\n*1\r\n*1\r\n:1\r\n");
   REQUIRE_FALSE(deep.has_value());
   CHECK(Contains(deep.error().message, "nested too deep"));
-  // Beyond 7 even when the limit asks for more: hiredis's own cap.
+  // Beyond 7 even when the limit asks for more: the scanner's own cap.
   std::string eight;
   for (int i = 0; i < 8; ++i) eight += "*1\r\n";
   CHECK_FALSE(ScanBytewise(Limits(1 << 20, 100), eight + ":1\r\n").has_value());
@@ -142,59 +142,56 @@ TEST_CASE("scanner: protocol errors, quoting no stream bytes") {
   CHECK_FALSE(s.Scan("+OK\r\n").has_value());
 }
 
-TEST_CASE("reader: yields replies across any split, then fails for good over a limit") {
+TEST_CASE("reader: a long-lived reader drops what it read, keeps a reply begun, fails for good") {
   const std::string wire = "*2\r\n$3\r\nfoo\r\n:5\r\n+PONG\r\n";
   for (size_t cut = 0; cut <= wire.size(); ++cut) {
-    RedisReplyReader r(Limits(1 << 20));
-    REQUIRE(r.Feed(std::string_view(wire).substr(0, cut)).has_value());
-    REQUIRE(r.Feed(std::string_view(wire).substr(cut)).has_value());
-    CHECK(r.ready() == 2);
-    auto a = r.Next();
-    REQUIRE(a.has_value());
-    REQUIRE(a->has_value());
-    REQUIRE((*a)->is_array());
-    REQUIRE((*a)->elements.size() == 2);
-    CHECK((*a)->elements[0].str == "foo");
-    CHECK((*a)->elements[1].integer == 5);
-    auto b = r.Next();
-    REQUIRE(b.has_value());
-    REQUIRE(b->has_value());
-    CHECK((*b)->str == "PONG");
-    auto none = r.Next();
-    REQUIRE(none.has_value());
-    CHECK_FALSE(none->has_value());
+    RespReader r(Limits(1 << 20));
+    std::vector<std::string> seen;  // each reply's bytes, in order, as a push sink sees them
+    for (std::string_view piece :
+         {std::string_view(wire).substr(0, cut), std::string_view(wire).substr(cut)}) {
+      REQUIRE(r.Feed(piece).has_value());
+      for (size_t i = 0; i < r.replies().size(); ++i) seen.emplace_back(r.replies().raw(i));
+      r.DropComplete();
+      CHECK(r.replies().empty());
+    }
+    CHECK_FALSE(r.mid_reply());
+    CHECK(seen == std::vector<std::string>{"*2\r\n$3\r\nfoo\r\n:5\r\n", "+PONG\r\n"});
   }
-  RedisReplyReader r(Limits(16));
-  auto s = r.Feed("$1073741824\r\n");
+  RespReader r(Limits(1 << 20));
+  REQUIRE(r.Feed("+OK\r\n*2\r\n:1").has_value());
+  CHECK(r.mid_reply());
+  r.DropComplete();  // "+OK" goes; the array begun stays
+  REQUIRE(r.Feed("\r\n:2\r\n").has_value());
+  REQUIRE(r.replies().size() == 1);
+  CHECK(r.replies()[0].At(1).integer() == 2);
+  RespReader small(Limits(16));
+  auto s = small.Feed("$1073741824\r\n");
   REQUIRE_FALSE(s.has_value());
   CHECK(s.error().code == ErrorCode::kBackendError);
-  CHECK_FALSE(r.Feed("+OK\r\n").has_value());
-  CHECK_FALSE(r.Next().has_value());
+  CHECK_FALSE(small.Feed("+OK\r\n").has_value());
+  CHECK(small.replies().empty());
 }
 
 TEST_CASE("reader: a nested reply keeps every element whatever its announced count") {
   std::string wire = "*3\r\n*2\r\n:1\r\n:2\r\n$-1\r\n*1\r\n*0\r\n";
-  RedisReplyReader r;
-  REQUIRE(r.Feed(wire).has_value());
-  auto a = r.Next();
-  REQUIRE(a.has_value());
-  REQUIRE(a->has_value());
-  const RedisReply& v = **a;
-  REQUIRE(v.elements.size() == 3);
-  CHECK(v.elements[0].elements.size() == 2);
-  CHECK(v.elements[0].elements[1].integer == 2);
-  CHECK(v.elements[1].is_nil());
-  REQUIRE(v.elements[2].elements.size() == 1);
-  CHECK(v.elements[2].elements[0].is_array());
-  // 5000 elements: more than the builders reserve up front.
   std::string big = "*5000\r\n";
   for (int i = 0; i < 5000; ++i) big += ":" + std::to_string(i) + "\r\n";
-  REQUIRE(r.Feed(big).has_value());
-  auto b = r.Next();
-  REQUIRE(b.has_value());
-  REQUIRE(b->has_value());
-  REQUIRE((*b)->elements.size() == 5000);
-  CHECK((*b)->elements[4999].integer == 4999);
+  RespReader r;
+  REQUIRE(r.Feed(wire + big).has_value());
+  REQUIRE(r.replies().size() == 2);
+  const RespView v = r.replies()[0];
+  REQUIRE(v.size() == 3);
+  CHECK(v.At(0).size() == 2);
+  CHECK(v.At(0).At(1).integer() == 2);
+  CHECK(v.At(1).is_nil());
+  REQUIRE(v.At(2).size() == 1);
+  CHECK(v.At(2).At(0).is_array());
+  const RespView b = r.replies()[1];
+  REQUIRE(b.size() == 5000);
+  int64_t expect = 0;
+  for (RespView e : b) CHECK(e.integer() == expect++);
+  CHECK(expect == 5000);
+  CHECK(b.At(4999).integer() == 4999);
 }
 
 TEST_CASE("resp reader: replies kept as bytes, read in place across any split") {
@@ -227,10 +224,6 @@ TEST_CASE("resp reader: replies kept as bytes, read in place across any split") 
     CHECK(replies[3].is_string());
     CHECK(replies[3].str().empty());
     CHECK(replies[4].is_nil());
-    std::vector<RedisReply> copies = replies.ToReplies();
-    REQUIRE(copies.size() == 5);
-    CHECK(copies[0].elements[1].elements[0].integer == -7);
-    CHECK(copies[0].elements[3].str == "a\rb\nc");
   }
   RespReader r(Limits(16));
   CHECK_FALSE(r.Feed("*1\r\n$1073741824\r\n").has_value());
@@ -340,7 +333,7 @@ TEST_CASE("resp replies: gathered from parts, placed by reference, read in place
   RespReplies moved = std::move(g).Simplified();
   CHECK(moved[2].str() == "foo");
   CHECK(moved.raw(1) == "+OK\r\n");
-  CHECK(moved.ToReplies()[0].elements[1].integer == 2);
+  CHECK(moved[0].At(1).integer() == 2);
   // One part in its own order: the part itself.
   RespReplies one;
   one.Append(":1\r\n");

@@ -13,7 +13,7 @@
 
 #include "core/loop_runtime.h"
 #include "redis/endpoint.h"
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 #include "redis/tls_context.h"
 
 namespace rankd::testing {
@@ -57,13 +57,11 @@ class TestShard {
   }
 
   // One Batch() on the loop; deadline_ms < 0 means none.
-  Result<std::vector<RedisReply>> Batch(std::vector<RedisCommand> cmds, int deadline_ms = -1,
-                                        const std::string& name = "redis_default") {
+  Result<RespReplies> Batch(std::vector<RedisCommand> cmds, int deadline_ms = -1,
+                            const std::string& name = "redis_default") {
     Deadline d;
     if (deadline_ms >= 0) d = Clock::now() + std::chrono::milliseconds(deadline_ms);
-    auto r = runtime_.Run(pool(name).Batch(std::move(cmds), d));
-    if (!r) return std::unexpected(std::move(r.error()));
-    return r->ToReplies();
+    return runtime_.Run(pool(name).Batch(std::move(cmds), d));
   }
 
   // Polls until every endpoint is live (true) or `ms` passed (false).

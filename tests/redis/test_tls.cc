@@ -74,7 +74,7 @@ TEST_CASE("TLS: big batches and big replies cross the transport whole and in ord
   auto r = shard.Batch(std::move(cmds));
   REQUIRE(r.has_value());
   REQUIRE(r->size() == 256);
-  CHECK(r->at(255).str == "OK");
+  CHECK((*r)[255].str() == "OK");
   CHECK(Read(st.socket_writes) - writes0 >= 2);
   // Replies of 64 KiB each, 256 of them in one batch: many TLS records per reply.
   std::vector<RedisCommand> gets;
@@ -87,8 +87,8 @@ TEST_CASE("TLS: big batches and big replies cross the transport whole and in ord
   REQUIRE(g.has_value());
   REQUIRE(g->size() == 256);
   for (int i = 0; i < 256; ++i) {
-    REQUIRE(g->at(i).str.size() == (64u << 10));
-    CHECK(g->at(i).str.front() == static_cast<char>('a' + i % 26));
+    REQUIRE((*g)[i].str().size() == (64u << 10));
+    CHECK((*g)[i].str().front() == static_cast<char>('a' + i % 26));
   }
 }
 

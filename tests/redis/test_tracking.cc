@@ -49,11 +49,12 @@ class RecordingSink final : public InvalidationSink {
 // "normal"; the listing's own connection is a normal one).
 std::vector<std::string> ClientIds(const RedisServer& server, const std::string& type) {
   std::vector<std::string> ids;
-  RedisReply list = server.Command({"CLIENT", "LIST", "TYPE", type});
+  const RespReplies reply = server.Command({"CLIENT", "LIST", "TYPE", type});
+  const std::string list(reply[0].str());
   size_t pos = 0;
-  while ((pos = list.str.find("id=", pos)) != std::string::npos) {
-    size_t end = list.str.find(' ', pos);
-    ids.push_back(list.str.substr(pos + 3, end - pos - 3));
+  while ((pos = list.find("id=", pos)) != std::string::npos) {
+    size_t end = list.find(' ', pos);
+    ids.push_back(list.substr(pos + 3, end - pos - 3));
     pos = end;
   }
   return ids;
@@ -78,10 +79,11 @@ struct Tracked {
   bool Ready() {
     return Eventually([&] { return shard.OnLoop([&] { return shard.pool().tracking_ready(); }); });
   }
-  RedisReply Read(const std::string& key) {
+  // The value of field "likes" of `key`, "" for a nil.
+  std::string Read(const std::string& key) {
     auto r = shard.Batch({RedisCommand{"HGET", "app:" + key, "likes"}});
     REQUIRE(r.has_value());
-    return r->at(0);
+    return std::string((*r)[0].str());
   }
 
   RecordingSink sink;
@@ -97,7 +99,7 @@ TEST_CASE("a key read through a tracked connection is invalidated when written")
   Tracked t(server);
   REQUIRE(t.Ready());
   CHECK(SubscriberIds(server).size() == 1);  // the tracker
-  CHECK(t.Read("item:1").str == "1");
+  CHECK(t.Read("item:1") == "1");
   server.Command({"HSET", "app:item:1", "likes", "2"});
   CHECK(Eventually([&] { return t.sink.Saw("item:1"); }));  // the prefix is stripped
   // A key never read is not tracked (default mode): no message for it. A key read and then

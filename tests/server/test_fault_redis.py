@@ -140,7 +140,7 @@ def test_too_deep():
 
 
 def test_unsolicited_reply():
-    # hiredis asserts on a reply no callback waits for; we fail the connection first.
+    # A reply no command waits for fails the connection, and its batches, at once.
     assert "protocol error" in check_failure("unsolicited", 502, "backend_error")
 
 

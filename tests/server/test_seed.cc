@@ -25,11 +25,15 @@ SeedOptions Small(const RedisServer& s, uint64_t seed) {
   o.pipeline = 64;  // several round trips even for a small set
   return o;
 }
-std::string Digest(const RedisServer& s) { return s.Command({"DEBUG", "DIGEST"}).str; }
+// The text of one command's reply.
+std::string Text(const RedisServer& s, const std::vector<std::string>& args) {
+  return std::string(s.Command(args)[0].str());
+}
+std::string Digest(const RedisServer& s) { return Text(s, {"DEBUG", "DIGEST"}); }
 std::vector<int64_t> List(const RedisServer& s, const std::string& key) {
   std::vector<int64_t> out;
-  for (const auto& e : s.Command({"LRANGE", key, "0", "-1"}).elements)
-    out.push_back(std::stoll(e.str));
+  const RespReplies list = s.Command({"LRANGE", key, "0", "-1"});
+  for (RespView e : list[0]) out.push_back(std::stoll(std::string(e.str())));
   return out;
 }
 }  // namespace
@@ -65,8 +69,8 @@ TEST_CASE("a non-empty database is refused without --flush and left alone") {
   CHECK(r.error().code == ErrorCode::kInvalidParam);
   CHECK(r.error().message.find("holds 1 keys") != std::string::npos);
   CHECK(r.error().message.find("--flush") != std::string::npos);
-  CHECK(server.Command({"DBSIZE"}).integer == 1);
-  CHECK(server.Command({"GET", "precious"}).str == "1");
+  CHECK(server.Command({"DBSIZE"})[0].integer() == 1);
+  CHECK(server.Command({"GET", "precious"})[0].str() == "1");
 }
 
 TEST_CASE("an unreachable Redis is unavailable, naming it") {
@@ -82,12 +86,12 @@ TEST_CASE("the data has the shape of docs/data.md") {
   REQUIRE(server.Start());
   REQUIRE(SeedDemoData(Small(server, 3)).has_value());
   // Every user has a profile and all four lists/sets; every item a hash.
-  CHECK(server.Command({"DBSIZE"}).integer == 200 * 5 + 1000);
-  CHECK(server.Command({"TYPE", "user:1"}).str == "hash");
-  CHECK(server.Command({"TYPE", "follow:1"}).str == "list");
-  CHECK(server.Command({"TYPE", "seen:1"}).str == "set");
+  CHECK(server.Command({"DBSIZE"})[0].integer() == 200 * 5 + 1000);
+  CHECK(server.Command({"TYPE", "user:1"})[0].str() == "hash");
+  CHECK(server.Command({"TYPE", "follow:1"})[0].str() == "list");
+  CHECK(server.Command({"TYPE", "seen:1"})[0].str() == "set");
   auto item = server.Command({"HGETALL", "item:1"});
-  CHECK(item.elements.size() == 14);  // the 7 fields
+  CHECK(item[0].size() == 14);  // the 7 fields
 
   std::map<int64_t, int> followers;
   int seen_in_feed_or_recs = 0, nsfw = 0;
@@ -101,21 +105,20 @@ TEST_CASE("the data has the shape of docs/data.md") {
     REQUIRE(media.size() == 5);
     CHECK(media[0] == DemoItemId(u, 0, 5));
     // Newest first: age_s grows along the list.
-    auto age0 =
-        std::stoll(server.Command({"HGET", "item:" + std::to_string(media[0]), "age_s"}).str);
-    auto age4 =
-        std::stoll(server.Command({"HGET", "item:" + std::to_string(media[4]), "age_s"}).str);
+    auto age0 = std::stoll(Text(server, {"HGET", "item:" + std::to_string(media[0]), "age_s"}));
+    auto age4 = std::stoll(Text(server, {"HGET", "item:" + std::to_string(media[4]), "age_s"}));
     CHECK(age0 <= age4);
     auto recs = List(server, "recs:" + std::to_string(u));
     CHECK(recs.size() == 20);
     std::set<int64_t> candidates(recs.begin(), recs.end());
     for (auto f : follows)
       for (int k = 0; k < 5; ++k) candidates.insert(DemoItemId(f, k, 5));
-    for (const auto& s : server.Command({"SMEMBERS", "seen:" + std::to_string(u)}).elements)
-      seen_in_feed_or_recs += candidates.count(std::stoll(s.str)) ? 1 : 0;
+    const RespReplies seen = server.Command({"SMEMBERS", "seen:" + std::to_string(u)});
+    for (RespView s : seen[0])
+      seen_in_feed_or_recs += candidates.count(std::stoll(std::string(s.str()))) ? 1 : 0;
   }
   for (int i = 1; i <= 1000; ++i)
-    nsfw += server.Command({"HGET", "item:" + std::to_string(i), "nsfw"}).str == "1";
+    nsfw += server.Command({"HGET", "item:" + std::to_string(i), "nsfw"})[0].str() == "1";
   // Zipf-like: the most followed author has many times the median's followers.
   std::vector<int> counts;
   for (auto& [uid, n] : followers) counts.push_back(n);

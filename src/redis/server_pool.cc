@@ -1,6 +1,4 @@
-#include "redis/pool.h"
-
-#include <hiredis/hiredis.h>
+#include "redis/server_pool.h"
 
 #include <algorithm>
 #include <coroutine>
@@ -348,7 +346,7 @@ void RedisPool::Finish(PendingBatch* b, std::optional<Error> error) {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - b->started);
     stats_->ObserveLatencyUs(static_cast<uint64_t>(us.count()));
   }
-  // Never resume here: we may be inside a hiredis callback.
+  // Never resume here: we may be inside the connection's read handler.
   if (b->waiter) loop_.Defer(b->waiter);
 }
 

@@ -1,19 +1,19 @@
-// RespScanner: checks the bytes of a RESP2 reply stream against ReplyLimits before
-// hiredis's reader sees them.
+// RespScanner: checks the bytes of a RESP2 reply stream against ReplyLimits as they
+// arrive, and says where each reply ends, so that they can be kept as they are and read
+// in place (resp_replies.h: RespView trusts exactly what the scanner checked).
 //
-// Why: hiredis 0.14.1's reader trusts length headers. `*2147483647` makes it (and our
-// reply builders) allocate for two billion elements, and a `$1073741824` bulk is buffered
-// whole before any hook runs. The scanner reads every header as it streams past, so a
-// reply that could not fit its budget fails the connection the moment its header is
-// seen, before a byte of payload is buffered. It also rejects what hiredis would misread
-// (a count that overflows its int, digits it would parse as -1), so whatever passes is
-// safe to feed to hiredis.
+// Why: a length header is a promise the bytes have not kept yet. `*2147483647` must not
+// make anything reserve two billion elements, nor a `$1073741824` bulk be buffered whole
+// before it is refused. The scanner reads every header as it streams past, so a reply
+// that could not fit its budget fails the connection the moment its header is seen,
+// before a byte of its payload is kept. It also rejects what a reader could misread (a
+// number that is not plain decimal, a negative length other than -1, nil).
 //
 // Budget of one top-level reply: every byte of it, headers included, counts against
 // max_bytes; a bulk header must leave room for its payload and CRLF, an array header for
 // 3 bytes per element (the smallest element, "+\r\n"), on top of what the reply has used
-// and what its open arrays still owe. Memory per reply is thus bounded by the byte limit
-// plus our per-element object cost, which max_elements caps.
+// and what its open arrays still owe. Memory per reply is thus bounded by the byte limit;
+// max_elements bounds the work of whoever reads its elements.
 //
 // Threads: a plain object; one stream, one thread at a time (the loop thread that owns
 // the connection, or a fuzz harness).
@@ -59,7 +59,7 @@ class RespScanner {
   struct Open {
     int64_t remaining;
   };
-  static constexpr int kMaxDepth = 7;            // hiredis's own cap on nesting
+  static constexpr int kMaxDepth = 7;            // open arrays (--redis-max-reply-depth)
   static constexpr size_t kMaxHeaderChars = 20;  // "-9223372036854775808"
 
   Result<size_t> Fail(std::string why);

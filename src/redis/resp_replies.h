@@ -1,15 +1,18 @@
 // RespView and RespReplies: replies kept as the RESP2 bytes Redis sent, read in place.
 //
-// Why: a feed request reads hundreds of replies. Building a RedisReply tree for each (a
+// The one form replies take, on every connection (data, handshake, tracker, cluster).
+// Why: a feed request reads hundreds of replies. Building a tree of values for each (a
 // std::string per value, a vector per array) and moving the trees around was a large
-// share of the request's CPU (malloc, free, copies). A batch's replies are now ONE byte
+// share of the request's CPU (malloc, free, copies). A batch's replies are ONE byte
 // buffer plus the offset where each reply ends; a RespView reads one value of it without
 // copying: its kind, its integer (parsed once, when the view is made), its string as a
 // string_view into the buffer, an array's length and its elements in order.
 //
-// The bytes must have passed RespScanner (reply_scanner.h) whole: the views trust every
+// The bytes must have passed RespScanner (resp_scanner.h) whole: the views trust every
 // header (digits, CRLFs, lengths that fit the buffer, nesting at most 7 deep), which is
-// exactly what the scanner checked. Nothing else may build a RespReplies from raw bytes.
+// exactly what the scanner checked. Nothing else may build a RespReplies from raw bytes
+// (a connection hands a waiter the bytes the scanner passed; RespReader, resp_reader.h,
+// does both steps for everything else).
 //
 // Buffers are recycled: a RespReplies takes its buffer and offset vector from a small
 // free list of the thread that makes it and gives them back when destroyed there, so a
@@ -36,15 +39,18 @@
 
 #include "core/block_pool.h"
 #include "core/free_list.h"
-#include "redis/reply.h"
 
 namespace rankd {
 
 class RespViewIterator;
 
+enum class RespKind : uint8_t { kNil, kInteger, kString, kArray, kError, kStatus };
+
+std::string_view RespKindName(RespKind k);  // "nil", "integer", ...
+
 class RespView {
  public:
-  using Kind = RedisReply::Kind;
+  using Kind = RespKind;
 
   RespView() = default;  // a nil
   // The value whose first byte (the type byte) is at `p`. REQUIRES: a whole value
@@ -70,11 +76,13 @@ class RespView {
   Iterator begin() const;
   Iterator end() const;
 
+  // Element i of an array; a nil when out of range or not an array. Walks the elements
+  // before it: for the few fixed positions of a short reply (a tracker message, a slot
+  // range's bounds, tests); a pass over all elements iterates instead.
+  RespView At(size_t i) const;
+
   // The first byte after this value (for an array: after its last element).
   const char* End() const;
-
-  // A deep copy (tests, the seeder, CLUSTER SLOTS): never on the request path.
-  RedisReply ToReply() const;
 
  private:
   Kind kind_ = Kind::kNil;
@@ -125,7 +133,7 @@ class RespReplies {
     return std::string_view(*buf_).substr(Start(i), (*ends_)[i] - Start(i));
   }
 
-  // Building (the connection, RespReader, a cluster batch putting node replies back in
+  // Building (a batch's waiter, RespReader, a cluster batch putting node replies back in
   // order). Bytes of the reply being received, in pieces as they arrive:
   void AppendBytes(std::string_view bytes) { buf_->append(bytes); }
   // The reply whose bytes were appended since the last EndReply is complete.
@@ -138,6 +146,9 @@ class RespReplies {
   // An error reply made here ("CLUSTERDOWN ..."). REQUIRES: no CR or LF in `message`.
   void AppendError(std::string_view message);
   void Reserve(size_t replies) { ends_->reserve(replies); }
+  // Forgets the complete replies, keeping the bytes of one not complete yet (a
+  // long-lived reader's buffer holds one reply at a time). REQUIRES: not gathered.
+  void DropComplete();
 
   // Gathering (a cluster batch). Makes this `n` replies, each to be placed before it is
   // read. REQUIRES: nothing appended.
@@ -156,9 +167,6 @@ class RespReplies {
   // Gathered from one part, every reply in that part's order: the part itself, read
   // without the extra step; else this as it is.
   RespReplies Simplified() &&;
-
-  // Deep copies, for tests and callers off the request path.
-  std::vector<RedisReply> ToReplies() const;
 
  private:
   size_t Start(size_t i) const { return i == 0 ? 0 : (*ends_)[i - 1]; }

@@ -4,10 +4,10 @@
 //
 // Replies: the connections are data connections (connection.h, raw replies): each
 // batch is a ReplyWaiter whose replies' RESP bytes are appended to one RespReplies
-// (resp.h) as they are read, no reply object per value. The waiting coroutine is resumed
-// later through EventLoop::Defer, never inside the read handler. hiredis has no per-command
-// timeout, so the caller's deadline is a timer of ours: when it wins, the batch fails with
-// deadline_exceeded and replies that still arrive are dropped and counted.
+// (resp_replies.h) as they are read, no reply object per value. The waiting coroutine is
+// resumed later through EventLoop::Defer, never inside the read handler. Redis has no
+// per-command timeout, so the caller's deadline is a timer of ours: when it wins, the batch fails
+// with deadline_exceeded and replies that still arrive are dropped and counted.
 //
 // Threads: create, use, Close and destroy on the loop thread of `loop` only (the entry
 // points check it in debug and sanitizer builds; a pool already closed may be destroyed
@@ -25,20 +25,19 @@
 #include "core/event_loop.h"
 #include "core/task.h"
 #include "redis/client.h"
-#include "redis/commands.h"
+#include "redis/command_batch.h"
 #include "redis/connection.h"
 #include "redis/endpoint.h"
+#include "redis/invalidation.h"
 #include "redis/options.h"
-#include "redis/reply.h"
-#include "redis/resp.h"
+#include "redis/resp_replies.h"
 #include "redis/stats.h"
 #include "redis/tracker.h"
-#include "redis/tracking.h"
 
 namespace rankd {
 
-struct PendingBatch;     // pool.cc
-struct PendingBatchRef;  // pool.cc
+struct PendingBatch;     // server_pool.cc
+struct PendingBatchRef;  // server_pool.cc
 
 class RedisPool final : public RedisClient {
  public:

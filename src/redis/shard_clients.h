@@ -1,4 +1,4 @@
-// RedisPools: a shard's Redis client — one RedisClient per configured endpoint (a
+// RedisPools: a shard's Redis clients — one RedisClient per configured endpoint (a
 // RedisPool for redis://, a RedisClusterPool for redis-cluster://), created on
 // the shard's loop thread from the parsed `--redis` flags. A shard whose Redis is down
 // still starts: pools connect and reconnect in the background, and Ready() (for
@@ -16,7 +16,7 @@
 // debug and sanitizer builds; destroying after the loop has stopped is fine too, once
 // closed). Get, pools() and ForEachStats may be called from any thread once constructed
 // (the list never changes); the stats may be read anywhere. A pool's own methods are for
-// the loop thread (redis/pool.h).
+// the loop thread (redis/server_pool.h).
 #pragma once
 
 #include <functional>

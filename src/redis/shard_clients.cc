@@ -1,7 +1,7 @@
-#include "redis/pools.h"
+#include "redis/shard_clients.h"
 
 #include "redis/cluster_pool.h"
-#include "redis/pool.h"
+#include "redis/server_pool.h"
 
 namespace rankd {
 

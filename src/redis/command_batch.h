@@ -2,7 +2,7 @@
 // buffer, argument by argument: key prefixes, ids and counts are formatted in place.
 //
 // Why: a feed request sends hundreds of commands. One std::string per command (and a
-// hiredis callback per command) was a malloc and a free per command; here a batch is
+// callback per command) was a malloc and a free per command; here a batch is
 // one buffer the connection writes as it is, and each command's place in it (its start
 // and its key's bytes, for cluster routing) is a few integers.
 //

@@ -1,4 +1,4 @@
-#include "redis/resp.h"
+#include "redis/resp_replies.h"
 
 #include <cassert>
 #include <utility>
@@ -17,7 +17,7 @@ const char* LineEnd(const char* p) {
 }
 
 // The CR of the first CRLF from `p` on: where a status or error line ends (a bare CR or
-// LF before it is text, as RespScanner and hiredis read it).
+// LF before it is text, as RespScanner reads it).
 const char* TextEnd(const char* p) {
   while (true) {
     p = LineEnd(p);
@@ -85,21 +85,23 @@ RespView::Iterator RespView::begin() const {
   return it;
 }
 
-RedisReply RespView::ToReply() const {
-  RedisReply out;
-  out.kind = kind_;
-  switch (kind_) {
-    case Kind::kInteger: out.integer = num_; break;
-    case Kind::kString:
-    case Kind::kError:
-    case Kind::kStatus: out.str.assign(str()); break;
-    case Kind::kArray:
-      out.elements.reserve(size());
-      for (RespView e : *this) out.elements.push_back(e.ToReply());
-      break;
-    case Kind::kNil: break;
+RespView RespView::At(size_t i) const {
+  if (i >= size()) return RespView();
+  auto it = begin();
+  for (; i > 0; --i) ++it;
+  return *it;
+}
+
+std::string_view RespKindName(RespKind k) {
+  switch (k) {
+    case RespKind::kNil: return "nil";
+    case RespKind::kInteger: return "integer";
+    case RespKind::kString: return "string";
+    case RespKind::kArray: return "array";
+    case RespKind::kError: return "error";
+    case RespKind::kStatus: return "status";
   }
-  return out;
+  return "nil";
 }
 
 void RespReplies::AppendError(std::string_view message) {
@@ -107,6 +109,13 @@ void RespReplies::AppendError(std::string_view message) {
   buf_->append(message);
   *buf_ += "\r\n";
   EndReply();
+}
+
+void RespReplies::DropComplete() {
+  assert(parts_.empty());
+  if (ends_->empty()) return;
+  buf_->erase(0, ends_->back());
+  ends_->clear();
 }
 
 uint32_t RespReplies::AddPart(RespReplies part) {
@@ -120,13 +129,6 @@ RespReplies RespReplies::Simplified() && {
   for (size_t i = 0; i < size(); ++i)
     if ((*ends_)[i] != i) return std::move(*this);  // part 0, index i
   return std::move(parts_[0]);
-}
-
-std::vector<RedisReply> RespReplies::ToReplies() const {
-  std::vector<RedisReply> out;
-  out.reserve(size());
-  for (size_t i = 0; i < size(); ++i) out.push_back((*this)[i].ToReply());
-  return out;
 }
 
 }  // namespace rankd

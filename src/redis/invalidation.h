@@ -2,8 +2,8 @@
 // asks Redis to tell it (docs/cache.md).
 //
 // Redis 7 tracks the keys a connection reads (CLIENT TRACKING) and, when one changes,
-// sends an invalidation message. hiredis 0.14.1 speaks RESP2, where a connection
-// receives such messages only as a subscriber of `__redis__:invalidate`; so each node
+// sends an invalidation message. rankd speaks RESP2, where a connection receives such
+// messages only as a subscriber of `__redis__:invalidate`; so each node
 // gets one more connection, the tracker (tracker.h), subscribed there, and every data
 // connection of the node turns tracking on with REDIRECT to the tracker's client id
 // before its first read.

@@ -1,4 +1,4 @@
-#include "redis/reply_scanner.h"
+#include "redis/resp_scanner.h"
 
 #include <algorithm>
 #include <cstring>
@@ -59,7 +59,7 @@ Status RespScanner::EndHeader(const char* at) {
 // Runs for every header of every reply, so it only decides; HeaderError, off the hot
 // path, says why. Both apply the same rules in the same order.
 inline bool RespScanner::AcceptHeader(int64_t v, const char* at) {
-  // hiredis reads -1 as nil and would read any other negative length as nil too.
+  // -1 is nil; any other negative length is refused (RESP2 has no other).
   if (type_ == ':' || v == -1) {
     EndElement(at);
     return true;
@@ -189,8 +189,8 @@ Result<size_t> RespScanner::Scan(std::string_view bytes, std::vector<size_t>* en
         break;
       }
       case State::kSimple: {
-        // Status and error text: hiredis ends the line at the first CRLF (a bare CR or
-        // LF is text). Only counted, never kept.
+        // Status and error text: the line ends at the first CRLF (a bare CR or LF is
+        // text, as Redis's own reader takes it). Only counted here.
         auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
         const char* stop = nl != nullptr ? nl + 1 : end;
         if (!Charge(static_cast<size_t>(stop - p)))

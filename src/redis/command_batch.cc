@@ -1,4 +1,4 @@
-#include "redis/commands.h"
+#include "redis/command_batch.h"
 
 #include <cassert>
 #include <charconv>
