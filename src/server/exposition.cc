@@ -78,82 +78,80 @@ std::string_view TypeName(MetricType t) {
 
 }  // namespace
 
-void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std::string& out) {
+void WriteFamily(const prometheus::MetricFamily& f, std::string& out) {
+  if (f.metric.empty()) return;
   char le[32];
-  for (const auto& f : families) {
-    if (f.metric.empty()) continue;
-    out += "# HELP ";
-    out += f.name;
-    out += ' ';
-    AppendEscaped(f.help, false, out);
-    out += "\n# TYPE ";
-    out += f.name;
-    out += ' ';
-    out += TypeName(f.type);
-    out += '\n';
-    for (const auto& m : f.metric) {
-      switch (f.type) {
-        case MetricType::Counter:
-          AppendSeries(f.name, "", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.counter.value, out);
-          out += '\n';
-          break;
-        case MetricType::Gauge:
-          AppendSeries(f.name, "", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.gauge.value, out);
-          out += '\n';
-          break;
-        case MetricType::Histogram: {
-          for (const auto& b : m.histogram.bucket) {
-            std::string_view bound;
-            if (std::isinf(b.upper_bound)) {
-              bound = "+Inf";
-            } else {
-              auto [p, ec] = std::to_chars(le, le + sizeof le, b.upper_bound);
-              bound = std::string_view(le, static_cast<size_t>(p - le));
-            }
-            AppendSeries(f.name, "_bucket", m.label, "le", bound, out);
-            out += ' ';
-            AppendUint(b.cumulative_count, out);
-            out += '\n';
+  out += "# HELP ";
+  out += f.name;
+  out += ' ';
+  AppendEscaped(f.help, false, out);
+  out += "\n# TYPE ";
+  out += f.name;
+  out += ' ';
+  out += TypeName(f.type);
+  out += '\n';
+  for (const auto& m : f.metric) {
+    switch (f.type) {
+      case MetricType::Counter:
+        AppendSeries(f.name, "", m.label, {}, {}, out);
+        out += ' ';
+        AppendDouble(m.counter.value, out);
+        out += '\n';
+        break;
+      case MetricType::Gauge:
+        AppendSeries(f.name, "", m.label, {}, {}, out);
+        out += ' ';
+        AppendDouble(m.gauge.value, out);
+        out += '\n';
+        break;
+      case MetricType::Histogram: {
+        for (const auto& b : m.histogram.bucket) {
+          std::string_view bound;
+          if (std::isinf(b.upper_bound)) {
+            bound = "+Inf";
+          } else {
+            auto [p, ec] = std::to_chars(le, le + sizeof le, b.upper_bound);
+            bound = std::string_view(le, static_cast<size_t>(p - le));
           }
-          AppendSeries(f.name, "_sum", m.label, {}, {}, out);
+          AppendSeries(f.name, "_bucket", m.label, "le", bound, out);
           out += ' ';
-          AppendDouble(m.histogram.sample_sum, out);
+          AppendUint(b.cumulative_count, out);
           out += '\n';
-          AppendSeries(f.name, "_count", m.label, {}, {}, out);
-          out += ' ';
-          AppendUint(m.histogram.sample_count, out);
-          out += '\n';
-          break;
         }
-        case MetricType::Summary:
-          for (const auto& q : m.summary.quantile) {
-            char qb[32];
-            auto [p, ec] = std::to_chars(qb, qb + sizeof qb, q.quantile);
-            AppendSeries(f.name, "", m.label, "quantile",
-                         std::string_view(qb, static_cast<size_t>(p - qb)), out);
-            out += ' ';
-            AppendDouble(q.value, out);
-            out += '\n';
-          }
-          AppendSeries(f.name, "_sum", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.summary.sample_sum, out);
-          out += '\n';
-          AppendSeries(f.name, "_count", m.label, {}, {}, out);
-          out += ' ';
-          AppendUint(m.summary.sample_count, out);
-          out += '\n';
-          break;
-        default:
-          AppendSeries(f.name, "", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.untyped.value, out);
-          out += '\n';
+        AppendSeries(f.name, "_sum", m.label, {}, {}, out);
+        out += ' ';
+        AppendDouble(m.histogram.sample_sum, out);
+        out += '\n';
+        AppendSeries(f.name, "_count", m.label, {}, {}, out);
+        out += ' ';
+        AppendUint(m.histogram.sample_count, out);
+        out += '\n';
+        break;
       }
+      case MetricType::Summary:
+        for (const auto& q : m.summary.quantile) {
+          char qb[32];
+          auto [p, ec] = std::to_chars(qb, qb + sizeof qb, q.quantile);
+          AppendSeries(f.name, "", m.label, "quantile",
+                       std::string_view(qb, static_cast<size_t>(p - qb)), out);
+          out += ' ';
+          AppendDouble(q.value, out);
+          out += '\n';
+        }
+        AppendSeries(f.name, "_sum", m.label, {}, {}, out);
+        out += ' ';
+        AppendDouble(m.summary.sample_sum, out);
+        out += '\n';
+        AppendSeries(f.name, "_count", m.label, {}, {}, out);
+        out += ' ';
+        AppendUint(m.summary.sample_count, out);
+        out += '\n';
+        break;
+      default:
+        AppendSeries(f.name, "", m.label, {}, {}, out);
+        out += ' ';
+        AppendDouble(m.untyped.value, out);
+        out += '\n';
     }
   }
 }
