@@ -57,7 +57,7 @@ struct ConnectionContext {
   const Handler handler;
   ConnectionEvents& events;
   RequestIdGenerator ids;  // for requests without a valid X-Request-Id, and rejects
-  HttpCounters counters;   // with the shard's budgets below
+  HttpCounters counters;   // and the shard budgets: buffered_input, unsent
   bool draining = false;   // every response from now on closes its connection
 
   // The connections holding part of a request body across reads, in the order their
