@@ -6,7 +6,7 @@
 // their due times (a 60 s deadline cancelled after 1 ms costs nothing for 60 s).
 //
 // Threads: loop thread only; reached through EventLoop::timers(), which checks it in
-// debug and sanitizer builds.
+// debug and sanitizer builds. pending() may be read from any thread (for /metrics).
 #pragma once
 
 #include <uv.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/loop_callback.h"
+#include "core/metric_value.h"
 
 namespace rankd {
 
@@ -70,7 +71,7 @@ class TimerQueue {
   std::vector<uint32_t> free_slots_;
   uint64_t seq_ = 0;
   uint64_t armed_due_ = UINT64_MAX;
-  size_t live_ = 0;
+  MetricValue<size_t> live_;
 };
 
 }  // namespace rankd

@@ -60,13 +60,9 @@ struct ConnectionContext {
   const ErrorRenderer render_error;
   ConnectionEvents& events;
   RequestIdGenerator ids;  // for requests without a valid X-Request-Id, and rejects
-  HttpCounters counters;   // the budget gauges are filled in by Listener::counters
+  HttpCounters counters;   // and the shard budgets: buffered_input, unsent
   bool draining = false;   // every response from now on closes its connection
 
-  // The shard's budgets: sums over the open connections. Each connection keeps its
-  // share (the bytes it last reported) and moves it with these.
-  size_t buffered_input = 0;  // unparsed input and request bodies not yet handed on
-  size_t unsent = 0;          // output the clients have not taken
   // The connections holding part of a request body across reads, in the order their
   // bodies began: an intrusive list through Connection (Connection::TrackBody). The
   // oldest may read on past the input budget, so that one body at a time always
@@ -74,22 +70,24 @@ struct ConnectionContext {
   // than the budget) do not wait on each other forever.
   Connection* oldest_body = nullptr;
   Connection* newest_body = nullptr;
-  bool InputOverBudget() const { return buffered_input > options.max_buffered_input_bytes; }
+  bool InputOverBudget() const {
+    return counters.buffered_input > options.max_buffered_input_bytes;
+  }
   size_t InputRoom() const {
-    return InputOverBudget() ? 0 : options.max_buffered_input_bytes - buffered_input;
+    return InputOverBudget() ? 0 : options.max_buffered_input_bytes - counters.buffered_input;
   }
   void MoveInputShare(size_t& share, size_t now) {
     if (now == share) return;
-    buffered_input = buffered_input - share + now;
+    counters.buffered_input = counters.buffered_input - share + now;
     bool released = now < share;
     share = now;
     if (released) events.InputReleased();
   }
   void MoveUnsentShare(size_t& share, size_t now) {
     if (now == share) return;
-    unsent = unsent - share + now;
+    counters.unsent = counters.unsent - share + now;
     share = now;
-    if (now > 0 && unsent > options.max_unsent_bytes) events.UnsentOverBudget();
+    if (now > 0 && counters.unsent > options.max_unsent_bytes) events.UnsentOverBudget();
   }
 
   // One read buffer for every connection of the loop: libuv calls alloc and read back

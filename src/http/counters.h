@@ -1,11 +1,12 @@
-// HttpCounters: per-listener counters for the server to export as metrics. Plain
-// integers, written and read on the listener's loop thread only (a metrics scrape
-// should Post to the shard and copy them there).
+// HttpCounters: per-listener counters and gauges for the server to export as metrics.
+// Written on the listener's loop thread only; any thread may read them (core/metric_value.h).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <string_view>
+
+#include "core/metric_value.h"
 
 namespace rankd::http {
 
@@ -60,22 +61,25 @@ constexpr std::string_view LimitKindName(LimitKind k) {
 }
 
 struct HttpCounters {
-  uint64_t connections_open = 0;  // gauge
-  uint64_t connections_accepted = 0;
-  uint64_t accept_paused = 0;  // times the listener hit max_connections
-  uint64_t idle_timeouts = 0;  // keep-alive connections closed for idleness
-  uint64_t requests = 0;       // handed to the handler
-  uint64_t responses = 0;      // queued, including the layer's own errors
-  uint64_t parked_reads = 0;   // input left for the next loop turn (turn budget)
-  uint64_t bytes_read = 0;
-  uint64_t bytes_written = 0;
-  uint64_t buffered_input = 0;  // gauge: unparsed input and unfinished bodies (shard budget)
-  uint64_t unsent = 0;          // gauge: response bytes not yet taken by clients
-  std::array<uint64_t, static_cast<size_t>(RejectKind::kCount)> rejects{};
-  std::array<uint64_t, static_cast<size_t>(LimitKind::kCount)> limits{};
+  using Counter = MetricValue<uint64_t>;
+  Counter connections_open;  // gauge
+  Counter connections_accepted;
+  Counter accept_paused;  // times the listener hit max_connections
+  Counter idle_timeouts;  // keep-alive connections closed for idleness
+  Counter requests;       // handed to the handler
+  Counter responses;      // queued, including the layer's own errors
+  Counter parked_reads;   // input left for the next loop turn (turn budget)
+  Counter bytes_read;
+  Counter bytes_written;
+  // The shard's budgets (gauges), summed over the open connections: each connection
+  // keeps its share (the bytes it last reported) and moves it with these.
+  Counter buffered_input;  // unparsed input and request bodies not yet handed on
+  Counter unsent;          // output the clients have not taken
+  std::array<Counter, static_cast<size_t>(RejectKind::kCount)> rejects{};
+  std::array<Counter, static_cast<size_t>(LimitKind::kCount)> limits{};
 
-  uint64_t& reject(RejectKind k) { return rejects[static_cast<size_t>(k)]; }
-  uint64_t& limit(LimitKind k) { return limits[static_cast<size_t>(k)]; }
+  Counter& reject(RejectKind k) { return rejects[static_cast<size_t>(k)]; }
+  Counter& limit(LimitKind k) { return limits[static_cast<size_t>(k)]; }
   uint64_t reject(RejectKind k) const { return rejects[static_cast<size_t>(k)]; }
 };
 

@@ -81,18 +81,6 @@ Result<std::shared_ptr<Listener>> Listener::Start(EventLoop& loop, HttpOptions o
   return l;
 }
 
-const HttpCounters& Listener::counters() {
-  ctx_.loop.AssertInLoopThread();
-  ctx_.counters.buffered_input = ctx_.buffered_input;
-  ctx_.counters.unsent = ctx_.unsent;
-  return ctx_.counters;
-}
-
-size_t Listener::open_connections() const {
-  ctx_.loop.AssertInLoopThread();
-  return conns_.size();
-}
-
 int Listener::Bind() {
   const HttpOptions& opt = ctx_.options;
   sockaddr_storage addr;
@@ -236,7 +224,7 @@ void Listener::UnsentOverBudget() {
 void Listener::CloseSlowestReaders() {
   // O(connections) per close, and only past the budget: a slow reader holds its
   // output for its whole stall, so closes are rare next to responses.
-  while (ctx_.unsent > ctx_.options.max_unsent_bytes) {
+  while (ctx_.counters.unsent > ctx_.options.max_unsent_bytes) {
     Connection* slowest = nullptr;
     for (const auto& c : conns_) {
       if (c->Unsent() == 0 || c->stalled_since() == 0) continue;

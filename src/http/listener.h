@@ -7,8 +7,8 @@
 // stop past it) and unsent output (the slowest readers are closed past it).
 //
 // Thread: everything on the owning EventLoop's thread, Start included (Post it there);
-// every public method but port() asserts it (EventLoop::AssertInLoopThread). port() may
-// be read from any thread once Start has returned (it never changes), and the last
+// every public method but port() and counters() asserts it (EventLoop::AssertInLoopThread).
+// port() and counters() may be read from any thread once Start has returned, and the last
 // reference may be dropped on any thread once the listener has closed.
 // Lifetime: the Listener keeps itself alive while it has open handles, so the owner
 // may drop its shared_ptr at any time; a loop Stop() hard-closes whatever is left.
@@ -53,9 +53,8 @@ class Listener : public std::enable_shared_from_this<Listener>, private Connecti
 
   // The bound port (useful with options.port == 0).
   int port() const { return port_; }
-  // The counters, with the budget gauges filled in.
-  const HttpCounters& counters();
-  size_t open_connections() const;
+  // Its counters: any thread may read them (they live as long as the listener).
+  const HttpCounters& counters() const { return ctx_.counters; }
 
   // Graceful shutdown: closes the listening socket, closes idle connections at once,
   // lets requests already read finish and answers them with "Connection: close".

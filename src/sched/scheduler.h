@@ -19,6 +19,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/event_loop.h"
+#include "core/metric_value.h"
 #include "core/task.h"
 #include "core/thread_pool.h"
 #include "data/row_set.h"
@@ -30,11 +31,11 @@ namespace rankd {
 
 class RedisPools;
 
-// Where CPU tasks ran, for metrics. Loop thread only.
+// Where CPU tasks ran, for metrics. Written on the loop thread; any thread reads them.
 struct CpuOffloadCounts {
-  uint64_t inline_runs = 0;    // small inputs: on the loop
-  uint64_t pool_runs = 0;      // large inputs and kCpuPool tasks: on a CPU worker
-  uint64_t queue_rejects = 0;  // refused: the CPU queue was full (ThreadPool::TrySubmit)
+  MetricValue<uint64_t> inline_runs;    // small inputs: on the loop
+  MetricValue<uint64_t> pool_runs;      // large inputs and kCpuPool tasks: on a CPU worker
+  MetricValue<uint64_t> queue_rejects;  // refused: the CPU queue was full (ThreadPool::TrySubmit)
 };
 
 // What a shard gives every request it runs.

@@ -86,7 +86,14 @@ bool ShardServedLog::Selected(const Plan& plan, bool forced) {
   if (!picked) return false;
   if (!by_name_.contains(plan.log.sink)) {
     // Not recorded (no served_id, nothing kept): only counted.
-    ++no_sink_[plan.log.sink];
+    auto& count = no_sink_[plan.log.sink];
+    if (!count) {  // a name never seen: ForEachCount lists it from now on
+      count = std::make_shared<NoSinkCount>(plan.log.sink);
+      auto list = std::make_shared<NoSinkCounts>();
+      for (const auto& [name, c] : no_sink_) list->push_back(c);
+      no_sink_list_.Set(std::move(list));
+    }
+    ++count->records;
     return false;
   }
   return true;
@@ -228,14 +235,13 @@ void ShardServedLog::Sent(size_t i, size_t bytes) {
   CheckFlushed();
 }
 
-void ShardServedLog::TakeCounts(
-    const std::function<void(const std::string&, ServedOutcome, uint64_t)>& fn) {
-  for (Sink& s : sinks_)
+void ShardServedLog::ForEachCount(
+    const std::function<void(std::string_view, ServedOutcome, uint64_t)>& fn) const {
+  for (const Sink& s : sinks_)
     for (size_t o = 0; o < s.counts.size(); ++o)
-      if (uint64_t n = std::exchange(s.counts[o], 0))
-        fn(s.config->name, static_cast<ServedOutcome>(o), n);
-  for (auto& [name, n] : no_sink_)
-    if (n) fn(name, ServedOutcome::kDroppedNoSink, std::exchange(n, 0));
+      fn(s.config->name, static_cast<ServedOutcome>(o), s.counts[o]);
+  if (auto list = no_sink_list_.Get())
+    for (const auto& c : *list) fn(c->sink, ServedOutcome::kDroppedNoSink, c->records);
 }
 
 void ShardServedLog::Flush(std::function<void()> done) {

@@ -7,7 +7,8 @@
 // flight; records arriving meanwhile wait in the buffer, so a slow sink makes batches
 // larger, and a dead one fills the buffer and drops records (counted), never a request.
 //
-// Threads: the loop thread of `loop` only. FileSinks outlive it; so does the loop.
+// Threads: the loop thread of `loop` only, but ForEachCount: any thread. FileSinks outlive
+// it; so does the loop.
 #pragma once
 
 #include <array>
@@ -20,6 +21,8 @@
 #include <vector>
 
 #include "core/event_loop.h"
+#include "core/metric_value.h"
+#include "core/published.h"
 #include "core/task.h"
 #include "redis/shard_clients.h"
 #include "served/file_sink.h"
@@ -61,8 +64,9 @@ class ShardServedLog {
   // Builds the record of `r` (run with keep_for_log) into the buffer of its plan's sink.
   void Record(const RunResult& r, const RecordHeader& h);
 
-  // Calls fn(sink, outcome, n) for the records counted since the last call.
-  void TakeCounts(const std::function<void(const std::string&, ServedOutcome, uint64_t)>& fn);
+  // Any thread: calls fn(sink, outcome, n) with the records counted so far, for every
+  // outcome of every sink of --served-log and for the sinks plans name that are not.
+  void ForEachCount(const std::function<void(std::string_view, ServedOutcome, uint64_t)>& fn) const;
   // Drain: sends everything buffered; `done` runs once nothing is buffered or in flight
   // (at once when nothing is).
   void Flush(std::function<void()> done);
@@ -80,9 +84,16 @@ class ShardServedLog {
     std::vector<uint32_t> ends;  // end offset of each record in buf (after its '\n')
     size_t in_flight_bytes = 0;
     bool in_flight = false;
-    std::array<uint64_t, static_cast<size_t>(ServedOutcome::kCount)> counts{};
+    std::array<MetricValue<uint64_t>, static_cast<size_t>(ServedOutcome::kCount)> counts{};
   };
   void Count(Sink& s, ServedOutcome o, uint64_t n = 1) { s.counts[static_cast<size_t>(o)] += n; }
+  // dropped_no_sink records of plans naming a sink this server lacks, by that name.
+  struct NoSinkCount {
+    explicit NoSinkCount(std::string s) : sink(std::move(s)) {}
+    const std::string sink;
+    MetricValue<uint64_t> records;
+  };
+  using NoSinkCounts = std::vector<std::shared_ptr<const NoSinkCount>>;
   void ScheduleSend();
   void SendAll();
   void Send(size_t i);
@@ -92,10 +103,10 @@ class ShardServedLog {
   uint64_t NextRandom();
 
   EventLoop& loop_;
-  std::vector<Sink> sinks_;
+  std::vector<Sink> sinks_;  // sized once, by the constructor
   std::unordered_map<std::string, size_t> by_name_;
-  // Records of plans naming a sink this server lacks, by that name.
-  std::unordered_map<std::string, uint64_t> no_sink_;
+  std::unordered_map<std::string, std::shared_ptr<NoSinkCount>> no_sink_;
+  Published<NoSinkCounts> no_sink_list_;  // the same, for ForEachCount
   const size_t budget_;
   size_t pending_ = 0;  // bytes buffered or in flight, every sink
   TimerQueue::Id send_timer_ = 0;

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <cmath>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace rankd {
 
@@ -66,94 +68,58 @@ void AppendSeries(const std::string& name, std::string_view suffix,
   out += '}';
 }
 
+// name[suffix]{labels[,le="bound"]} value
+template <class V>
+void AppendLine(const std::string& name, std::string_view suffix,
+                const std::vector<ClientMetric::Label>& labels, V value, std::string& out,
+                std::string_view le = {}) {
+  AppendSeries(name, suffix, labels, le.empty() ? "" : "le", le, out);
+  out += ' ';
+  if constexpr (std::is_same_v<V, double>)
+    AppendDouble(value, out);
+  else
+    AppendUint(value, out);
+  out += '\n';
+}
+
 std::string_view TypeName(MetricType t) {
   switch (t) {
     case MetricType::Counter: return "counter";
-    case MetricType::Gauge: return "gauge";
     case MetricType::Histogram: return "histogram";
-    case MetricType::Summary: return "summary";
-    default: return "untyped";
+    default: return "gauge";
   }
 }
 
 }  // namespace
 
-void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std::string& out) {
+void WriteFamily(const prometheus::MetricFamily& f, std::string& out) {
+  if (f.metric.empty()) return;
+  out += "# HELP ";
+  out += f.name;
+  out += ' ';
+  AppendEscaped(f.help, false, out);
+  out += "\n# TYPE ";
+  out += f.name;
+  out += ' ';
+  out += TypeName(f.type);
+  out += '\n';
   char le[32];
-  for (const auto& f : families) {
-    if (f.metric.empty()) continue;
-    out += "# HELP ";
-    out += f.name;
-    out += ' ';
-    AppendEscaped(f.help, false, out);
-    out += "\n# TYPE ";
-    out += f.name;
-    out += ' ';
-    out += TypeName(f.type);
-    out += '\n';
-    for (const auto& m : f.metric) {
-      switch (f.type) {
-        case MetricType::Counter:
-          AppendSeries(f.name, "", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.counter.value, out);
-          out += '\n';
-          break;
-        case MetricType::Gauge:
-          AppendSeries(f.name, "", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.gauge.value, out);
-          out += '\n';
-          break;
-        case MetricType::Histogram: {
-          for (const auto& b : m.histogram.bucket) {
-            std::string_view bound;
-            if (std::isinf(b.upper_bound)) {
-              bound = "+Inf";
-            } else {
-              auto [p, ec] = std::to_chars(le, le + sizeof le, b.upper_bound);
-              bound = std::string_view(le, static_cast<size_t>(p - le));
-            }
-            AppendSeries(f.name, "_bucket", m.label, "le", bound, out);
-            out += ' ';
-            AppendUint(b.cumulative_count, out);
-            out += '\n';
-          }
-          AppendSeries(f.name, "_sum", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.histogram.sample_sum, out);
-          out += '\n';
-          AppendSeries(f.name, "_count", m.label, {}, {}, out);
-          out += ' ';
-          AppendUint(m.histogram.sample_count, out);
-          out += '\n';
-          break;
+  for (const auto& m : f.metric) {
+    if (f.type == MetricType::Counter) {
+      AppendLine(f.name, "", m.label, m.counter.value, out);
+    } else if (f.type != MetricType::Histogram) {
+      AppendLine(f.name, "", m.label, m.gauge.value, out);
+    } else {
+      for (const auto& b : m.histogram.bucket) {
+        std::string_view bound = "+Inf";
+        if (!std::isinf(b.upper_bound)) {
+          auto [p, ec] = std::to_chars(le, le + sizeof le, b.upper_bound);
+          bound = std::string_view(le, static_cast<size_t>(p - le));
         }
-        case MetricType::Summary:
-          for (const auto& q : m.summary.quantile) {
-            char qb[32];
-            auto [p, ec] = std::to_chars(qb, qb + sizeof qb, q.quantile);
-            AppendSeries(f.name, "", m.label, "quantile",
-                         std::string_view(qb, static_cast<size_t>(p - qb)), out);
-            out += ' ';
-            AppendDouble(q.value, out);
-            out += '\n';
-          }
-          AppendSeries(f.name, "_sum", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.summary.sample_sum, out);
-          out += '\n';
-          AppendSeries(f.name, "_count", m.label, {}, {}, out);
-          out += ' ';
-          AppendUint(m.summary.sample_count, out);
-          out += '\n';
-          break;
-        default:
-          AppendSeries(f.name, "", m.label, {}, {}, out);
-          out += ' ';
-          AppendDouble(m.untyped.value, out);
-          out += '\n';
+        AppendLine(f.name, "_bucket", m.label, b.cumulative_count, out, bound);
       }
+      AppendLine(f.name, "_sum", m.label, m.histogram.sample_sum, out);
+      AppendLine(f.name, "_count", m.label, m.histogram.sample_count, out);
     }
   }
 }

@@ -9,10 +9,11 @@
 #include <prometheus/metric_family.h>
 
 #include <string>
-#include <vector>
 
 namespace rankd {
 
-void WriteExposition(const std::vector<prometheus::MetricFamily>& families, std::string& out);
+// Appends one family (nothing when it has no series): a counter, gauge or histogram,
+// the types server/metric_table.cc exports.
+void WriteFamily(const prometheus::MetricFamily& family, std::string& out);
 
 }  // namespace rankd

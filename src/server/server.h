@@ -2,8 +2,8 @@
 // and drain. The main thread owns it; shards only read what it publishes (atomics and
 // posted snapshots) and reach it only as their ShardHost (server/shard_host.h).
 //
-// Threads: Start, Reload, StopBeingReady, Shutdown on the main thread. ReadinessReasons,
-// MetricsText and RequestScrape from any thread (shard loops call them); shards_ is filled before
+// Threads: Start, Reload, StopBeingReady, Shutdown on the main thread. ReadinessReasons
+// and RequestScrape from any thread (shard loops call them); shards_ is filled before
 // any shard starts and cleared only after every loop stopped.
 #pragma once
 
@@ -21,7 +21,7 @@
 #include "served/file_sink.h"
 #include "server/access_log.h"
 #include "server/auth_tokens.h"
-#include "server/metrics.h"
+#include "server/metric_table.h"
 #include "server/page_cursor.h"
 #include "server/serve_options.h"
 #include "server/shard_host.h"
@@ -29,7 +29,6 @@
 namespace rankd {
 
 class Shard;
-struct RedisStats;
 
 class Server final : public ShardHost {
  public:
@@ -55,11 +54,12 @@ class Server final : public ShardHost {
 
   // "" when ready; else why not (for /readyz).
   std::string ReadinessReasons() const override;
-  std::string MetricsText() const { return metrics_.Serialize(); }
 
-  // A /metrics scrape for a shard: `done` runs on `loop` with the text. Serialised on
-  // one low-priority (nice 10) thread for the whole process, so a scrape neither
-  // queues behind request CPU work nor takes a core from a shard loop. Scrapes that
+  // A /metrics scrape for a shard: `done` runs on `loop` with the text. Written on one
+  // low-priority (nice 10) thread for the whole process, so a scrape neither queues
+  // behind request CPU work nor takes a core from a shard loop; it reads the shards'
+  // counters where they are (server/metric_table.h) and takes no lock a shard holds
+  // while it serves. Scrapes that
   // arrive while one is being serialised wait together for the next one and share its
   // text: each gets a text begun after it asked, and a flood costs one serialisation
   // at a time. At most --max-queued-scrapes wait per address (the main port, the
@@ -80,20 +80,24 @@ class Server final : public ShardHost {
   const CursorKey& cursor_key() const override { return *cursor_key_; }
 
  private:
-  void AddCollectors();
-  void RunScrapes();  // scrape thread: serialise for the waiters until none is left
+  void RunScrapes();          // scrape thread: serialise for the waiters until none is left
+  std::string MetricsText();  // scrape thread
 
   ServeOptions opts_;
-  Metrics metrics_;
+  ServerStats stats_;
   ThreadPool scrape_pool_{1, "metrics", /*nice=*/10};
   struct ScrapeWaiter {
     EventLoop* loop;
     ScrapeDone done;
   };
-  std::mutex scrape_mu_;  // guards the four below (scrapes only, never /rank)
+  std::mutex scrape_mu_;  // guards the five below (scrapes only, never /rank)
   std::vector<ScrapeWaiter> scrape_waiters_;
   size_t scrapes_waiting_[2] = {0, 0};  // by address: main port, metrics port
   bool scrape_running_ = false;
+  bool scrapes_closed_ = false;  // Shutdown: no scrape from now on
+  // The stats of the shards that have started (Start adds each once it has).
+  std::vector<const ShardStats*> scrape_shards_;
+  size_t last_scrape_size_ = 0;  // scrape thread: sizing hint for the next text
   // Before shards_: destroyed (its last lines written) after every shard has stopped.
   std::unique_ptr<AccessLog> access_log_;
   std::vector<std::unique_ptr<FileSink>> file_sinks_;
@@ -109,10 +113,6 @@ class Server final : public ShardHost {
   // Where a SIGTERM/SIGINT has got to; only moves forward.
   enum class Phase { kServing, kDrainDelay, kDraining };
   std::atomic<Phase> phase_{Phase::kServing};
-  std::mutex redis_stats_mu_;  // guards redis_stats_ (main thread appends, scrapes read)
-  std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
-  // (shard id, its cache counters), guarded by redis_stats_mu_ too.
-  std::vector<std::pair<int, std::shared_ptr<const CacheStats>>> cache_stats_;
 };
 
 }  // namespace rankd

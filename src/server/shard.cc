@@ -28,13 +28,13 @@ double SecondsSince(TimePoint t0) {
 
 }  // namespace
 
-Shard::Shard(int id, const ServeOptions& opts, ShardHost& host, Metrics& metrics)
+Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
     : id_(id),
       opts_(opts),
       host_(host),
+      stats_(id, opts.metrics, !opts.auth_token_file.empty()),
       runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
-               opts.cpu_queue_max),
-      metrics_(metrics) {}
+               opts.cpu_queue_max) {}
 
 Shard::~Shard() { Stop(); }
 
@@ -49,7 +49,6 @@ Status Shard::Start(std::shared_ptr<const PlanSet> plans, std::shared_ptr<const 
 
 Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   loop().AssertInLoopThread();
-  shard_metrics_ = std::make_unique<ShardMetrics>(metrics_, id_, !opts_.auth_token_file.empty());
   SetPlans(std::move(plans));
 
   RedisClientOptions ropts;
@@ -59,21 +58,23 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   ropts.max_cluster_nodes = static_cast<size_t>(opts_.redis_max_cluster_nodes);
   RedisPools& redis = runtime_.OpenRedis(opts_.redis, ropts);
   redis.ForEachStats([this](const std::string& ep, std::shared_ptr<const RedisStats> st) {
-    redis_stats_.emplace_back(ep, std::move(st));
+    stats_.redis.emplace_back(ep, std::move(st));
   });
   if (opts_.cache_mb > 0) {
     ShardCache::Options co;
     co.budget_bytes = (opts_.cache_mb << 20) / static_cast<uint64_t>(std::max(1, opts_.shards));
     co.ttl_cap_ms = opts_.cache_ttl_ms;
-    cache_stats_ = runtime_.OpenCache(co, opts_.cache_tracking).shared_stats();
+    stats_.cache = runtime_.OpenCache(co, opts_.cache_tracking).shared_stats();
   }
   ExecEnv& env = runtime_.env();
   env.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
-  env.offloads = &offloads_;
-  env.cpu_cancelled = &cpu_cancelled_;
+  env.offloads = &stats_.offloads;
+  env.cpu_cancelled = &stats_.cpu_cancelled;
   access_log_ = host_.access_log_ring(id_);
   served_log_ = std::make_unique<ShardServedLog>(loop(), &redis, opts_.served_log,
                                                  host_.file_sinks(), opts_.served_log_buffer_bytes);
+  stats_.served_log = served_log_.get();
+  stats_.timers = &loop().timers();
   page_redis_ = redis.Get(opts_.page_endpoint);
   ExemptLogOnlyEndpoints();
 
@@ -112,6 +113,8 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
     if (!ml) return Fail(Error::Internal("--metrics-port: " + ml.error().message));
     metrics_listener_ = *ml;
   }
+  stats_.http = &listener_->counters();
+  if (metrics_listener_) stats_.metrics_http = &metrics_listener_->counters();
   port_.store(listener_->port());
   StartLagTimer();
   // Registered after the Redis pools: closers run newest first, so the tick stops first.
@@ -137,10 +140,10 @@ void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   runtime_.InstallPlans(std::move(plans));
   std::vector<PlanPtr> list;
   for (const auto& [name, p] : runtime_.plans()->plans) list.push_back(p);
-  // Metric children now, not on the request path. Requests still running hold the
-  // previous snapshot's children (shared_ptr), so nothing they touch is freed here.
-  shard_metrics_->PreparePlans(list);
-  experiment_children_ = MakeExperimentChildren(metrics_, *runtime_.plans()->experiments);
+  // Metric series now, not on the request path. Requests still running hold the
+  // previous snapshot's series (shared_ptr), so nothing they touch is freed here.
+  plan_metrics_.PreparePlans(list);
+  experiment_series_ = MakeExperimentSeries(stats_.series, *runtime_.plans()->experiments);
   ExemptLogOnlyEndpoints();
 }
 
@@ -183,10 +186,7 @@ void Shard::FinishDrain() {
     drained_.store(true, std::memory_order_release);
     return;
   }
-  served_log_->Flush([this] {
-    PublishServedLogCounts();
-    drained_.store(true, std::memory_order_release);
-  });
+  served_log_->Flush([this] { drained_.store(true, std::memory_order_release); });
 }
 
 void Shard::CloseNow() {
@@ -204,16 +204,7 @@ void Shard::Stop() {
   metrics_listener_.reset();
 }
 
-// --- periodic tick: loop lag, gauges, readiness ------------------------------------
-
-void Shard::PublishServedLogCounts() {
-  if (!served_log_) return;
-  served_log_->TakeCounts([this](const std::string& sink, ServedOutcome o, uint64_t n) {
-    metrics_.served_log_records
-        ->Add({{"sink", sink}, {"outcome", std::string(ServedOutcomeName(o))}})
-        .Increment(static_cast<double>(n));
-  });
-}
+// --- periodic tick: loop lag, readiness -------------------------------------------
 
 void Shard::StartLagTimer() {
   // A one-shot timer re-armed every tick: the lag is how much later than asked it fired,
@@ -228,52 +219,10 @@ void Shard::OnTick() {
   loop().AssertInLoopThread();
   uint64_t now = uv_hrtime();
   double lag = now > lag_expected_ns_ ? static_cast<double>(now - lag_expected_ns_) / 1e9 : 0.0;
-  shard_metrics_->loop_lag->Set(lag);
-  shard_metrics_->loop_lag_hist->Observe(lag);
-  shard_metrics_->inflight->Set(
-      static_cast<double>(live_requests_.load(std::memory_order_relaxed)));
-  shard_metrics_->loop_timers->Set(static_cast<double>(loop().timers().entries()));
-  if (listener_)
-    shard_metrics_->open_connections->Set(static_cast<double>(listener_->open_connections()));
+  stats_.loop_lag = lag;
+  stats_.loop_lag_distribution.Observe(lag);
   redis_ready_.store(runtime_.redis() && runtime_.redis()->Ready(), std::memory_order_relaxed);
-  // The scheduler counts plain integers; publish the deltas here, off the request path.
-  shard_metrics_->offload_inline->Increment(
-      static_cast<double>(offloads_.inline_runs - offloads_published_.inline_runs));
-  shard_metrics_->offload_pool->Increment(
-      static_cast<double>(offloads_.pool_runs - offloads_published_.pool_runs));
-  shard_metrics_->cpu_queue_rejects->Increment(
-      static_cast<double>(offloads_.queue_rejects - offloads_published_.queue_rejects));
-  offloads_published_ = offloads_;
-  uint64_t cancelled = cpu_cancelled_.load(std::memory_order_relaxed);
-  shard_metrics_->cpu_cancelled->Increment(
-      static_cast<double>(cancelled - cpu_cancelled_published_));
-  cpu_cancelled_published_ = cancelled;
-  shard_metrics_->access_log_dropped->Increment(
-      static_cast<double>(access_log_dropped_ - access_log_dropped_published_));
-  access_log_dropped_published_ = access_log_dropped_;
-  PublishServedLogCounts();
-  if (listener_) PublishHttpCounters(listener_->counters(), http_published_);
-  if (metrics_listener_)
-    PublishHttpCounters(metrics_listener_->counters(), metrics_http_published_);
-  shard_metrics_->http_limits[static_cast<size_t>(http::LimitKind::kCount)]->Increment(
-      static_cast<double>(scrapes_refused_ - scrapes_refused_published_));
-  scrapes_refused_published_ = scrapes_refused_;
   StartLagTimer();
-}
-
-void Shard::PublishHttpCounters(const http::HttpCounters& now, http::HttpCounters& published) {
-  loop().AssertInLoopThread();
-  auto& sm = *shard_metrics_;
-  for (size_t k = 0; k < now.rejects.size(); ++k)
-    sm.http_rejects[k]->Increment(static_cast<double>(now.rejects[k] - published.rejects[k]));
-  for (size_t k = 0; k < now.limits.size(); ++k)
-    sm.http_limits[k]->Increment(static_cast<double>(now.limits[k] - published.limits[k]));
-  sm.http_deferred_reads->Increment(static_cast<double>(now.parked_reads - published.parked_reads));
-  if (&published == &http_published_) {  // the client listener's budgets
-    sm.http_buffered_input->Set(static_cast<double>(now.buffered_input));
-    sm.http_unsent->Set(static_cast<double>(now.unsent));
-  }
-  published = now;
 }
 
 // --- routes -----------------------------------------------------------------------
@@ -300,7 +249,7 @@ void Shard::AccessLog(std::string_view request_id, Route route, std::string_view
   line += R"(,"took_us":)";
   AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
                 line);
-  if (!access_log_ || !access_log_->TryPush(line, "}\n")) ++access_log_dropped_;
+  if (!access_log_ || !access_log_->TryPush(line, "}\n")) ++stats_.access_log_dropped;
 }
 
 void Shard::OnRequest(http::Request req, http::Responder res) {
@@ -355,7 +304,7 @@ void Shard::Answer(const http::Request& req, http::Responder& res, Route route, 
   r.headers = extra;
   // Counted before sending: a client that scrapes /metrics after reading its answer
   // (from any shard) finds it counted.
-  shard_metrics_->CountHttp(route, req.method, status, SecondsSince(t0));
+  stats_.CountHttp(route, req.method, status, SecondsSince(t0));
   res.Send(r);
   if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, {});
 }
@@ -388,7 +337,7 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
   loop().AssertInLoopThread();
   TimePoint t0 = req.read_done;
   // Serialising takes a few milliseconds with every plan loaded: the server does it off
-  // the loops, once for every scrape waiting (the registry is thread-safe).
+  // the loops, once for every scrape waiting (every counter it reads may be read from any thread).
   auto holder = std::make_shared<http::Responder>(std::move(res));
   auto done = [this, holder, t0,
                request_id = req.request_id](std::shared_ptr<const std::string> text) {
@@ -396,12 +345,12 @@ void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool m
     r.status = 200;
     r.body = *text;
     r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    shard_metrics_->CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
+    stats_.CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
     holder->Send(r);
     if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, {});
   };
   if (!host_.RequestScrape(loop(), metrics_address, std::move(done))) {
-    ++scrapes_refused_;
+    ++stats_.scrapes_refused;
     AnswerError(req, *holder, Route::kMetrics,
                 Error::Unavailable("too many /metrics scrapes waiting (--max-queued-scrapes " +
                                    std::to_string(opts_.max_queued_scrapes) + ")"),

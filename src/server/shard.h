@@ -1,6 +1,6 @@
 // Shard: one thread, one libuv loop, and everything a request needs on it — the
 // SO_REUSEPORT listener and its connections, the Redis pools, a slice of CPU workers,
-// the plan snapshot and the metric children. A request lives on one shard from accept
+// the plan snapshot and its counters for /metrics. A request lives on one shard from accept
 // to last byte and takes no lock another shard can hold.
 //
 // Its loop, CPU workers, Redis pools and plan snapshot are a ShardRuntime, which also
@@ -9,7 +9,8 @@
 // Threads: constructed and destroyed on the main thread; Start, InstallPlans, Drain,
 // CloseNow and Stop are called from the main thread and post their work to the loop.
 // Everything else runs on the shard's loop thread (the entry points check it in debug
-// and sanitizer builds). redis_ready(), drained() and port() are atomics for any thread.
+// and sanitizer builds). redis_ready(), drained() and port() are atomics for any thread;
+// stats() may be read from any thread once Start has returned (server/shard_stats.h).
 #pragma once
 
 #include <atomic>
@@ -27,14 +28,13 @@
 #include "sched/shard_runtime.h"
 #include "served/shard_log.h"
 #include "server/auth_tokens.h"
-#include "server/metrics.h"
 #include "server/page_snapshot.h"
+#include "server/plan_metrics.h"
 #include "server/serve_options.h"
 #include "server/shard_host.h"
+#include "server/shard_stats.h"
 
 namespace rankd {
-
-struct RedisStats;
 
 // The extra header of every 503 a shard answers (overload, not ready, no Redis).
 inline constexpr http::HeaderField kRetryAfter[] = {{"Retry-After", "1"}};
@@ -44,7 +44,7 @@ inline constexpr http::HeaderField kWwwAuthenticate[] = {{"WWW-Authenticate", "B
 class Shard {
  public:
   // `host`: what the shard asks of its process (the Server); it outlives the shard.
-  Shard(int id, const ServeOptions& opts, ShardHost& host, Metrics& metrics);
+  Shard(int id, const ServeOptions& opts, ShardHost& host);
   ~Shard();
 
   // Starts the loop, the listener (on `port`; 0 = any) and the Redis pools; returns the
@@ -65,14 +65,8 @@ class Shard {
   bool redis_ready() const { return redis_ready_.load(std::memory_order_relaxed); }
   bool drained() const { return drained_.load(std::memory_order_acquire); }
   int port() const { return port_.load(); }
-  // (endpoint, stats) of this shard's Redis pools: set before Start returns, then
-  // immutable; the stats are atomics readable from any thread.
-  const std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>>& redis_stats()
-      const {
-    return redis_stats_;
-  }
-  // This shard's cache counters (null without --cache-mb): set before Start returns.
-  std::shared_ptr<const CacheStats> cache_stats() const { return cache_stats_; }
+  // What the shard counts, for /metrics: complete once Start has returned.
+  const ShardStats& stats() const { return stats_; }
 
  private:
   Status StartOnLoop(std::shared_ptr<const PlanSet> plans, int port);
@@ -83,7 +77,7 @@ class Shard {
   struct RankTicket {
     bool explain = false;
     std::string request_id;
-    PlanMetricsPtr pm;  // the children of the plan that runs (a variant's own)
+    PlanMetricsPtr pm;  // the series of the plan that runs (a variant's own)
     TimePoint t0;       // when the request was fully read
     int64_t deadline_ms = 0;
     std::string served_id;  // empty: not recorded in the served log
@@ -162,13 +156,10 @@ class Shard {
               std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {});
   void AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
                    TimePoint t0, std::span<const http::HeaderField> extra = {});
-  void PublishServedLogCounts();
   void ExemptLogOnlyEndpoints();
   void FinishDrain();  // the listeners are drained: flush the served log, then drained()
   void StartLagTimer();
-  void OnTick();  // every 100 ms: loop lag, gauges, readiness, published counters
-  // The deltas since `published`, which then becomes `now`.
-  void PublishHttpCounters(const http::HttpCounters& now, http::HttpCounters& published);
+  void OnTick();  // every 100 ms: loop lag, readiness
   // One JSON line into the shard's access log ring (--access-log), written to stdout by
   // the server's writer thread; dropped and counted when the ring is full. plan is null
   // outside /rank.
@@ -178,46 +169,29 @@ class Shard {
   const int id_;
   ServeOptions opts_;
   ShardHost& host_;
+  ShardStats stats_;  // before runtime_: requests count in it until the loop has stopped
   ShardRuntime runtime_;
-  Metrics& metrics_;
 
   // --- loop thread only ---
-  std::unique_ptr<ShardMetrics> shard_metrics_;
+  ShardPlanMetrics plan_metrics_{stats_.series, id_};
   // The tokens of --auth-token-file this shard was last given (null: none needed). Each
   // shard holds its own reference, so a check takes no lock another shard can hold.
   std::shared_ptr<const AuthTokens> auth_;
   std::shared_ptr<http::Listener> listener_;
   std::shared_ptr<http::Listener> metrics_listener_;  // --metrics-port, shard 0 only
-  CpuOffloadCounts offloads_;                         // counted by the scheduler
-  CpuOffloadCounts offloads_published_;               // what the metrics already have
-  uint64_t cpu_cancelled_published_ = 0;
   std::unique_ptr<ShardServedLog> served_log_;
   // --page-endpoint's client: never null once started (ParseServeArgs checks the name).
   RedisClient* page_redis_ = nullptr;
-  ExperimentChildren experiment_children_;  // of the installed snapshot's experiments
+  ExperimentSeries experiment_series_;  // of the installed snapshot's experiments
   size_t shadows_running_ = 0;
   // The running shadows' parent token; replaced by a fresh one each time it is cancelled.
   std::shared_ptr<CancelToken> shadow_cancel_ = std::make_shared<CancelToken>();
   uint64_t shadow_rng_ = 0x9e3779b97f4a7c15ull;
   SpscRing* access_log_ = nullptr;  // producer side; null without --access-log
-  uint64_t access_log_dropped_ = 0;
-  uint64_t access_log_dropped_published_ = 0;
-  http::HttpCounters http_published_;          // the listener's counters the metrics have
-  http::HttpCounters metrics_http_published_;  // the same for metrics_listener_
-  uint64_t scrapes_refused_ = 0;               // 503 for --max-queued-scrapes
-  uint64_t scrapes_refused_published_ = 0;
-  // Requests admitted and not yet finished with, counted until their last piece of work
-  // (a CPU job still queued or running after the answer) has let go (RunPlan's hold).
-  // Atomic because that may happen on a CPU worker; only this shard's loop and workers
-  // touch it.
-  std::atomic<size_t> live_requests_{0};
-  std::atomic<uint64_t> cpu_cancelled_{0};  // ExecEnv::cpu_cancelled
   TimerQueue::Id lag_timer_ = 0;
   uint64_t lag_expected_ns_ = 0;
   bool draining_ = false;
 
-  std::vector<std::pair<std::string, std::shared_ptr<const RedisStats>>> redis_stats_;
-  std::shared_ptr<const CacheStats> cache_stats_;
   std::atomic<bool> redis_ready_{false};
   std::atomic<bool> drained_{false};
   std::atomic<int> port_{0};

@@ -72,7 +72,7 @@ Status Shard::PickVariant(const http::Request& req, RunRequest& run, RankTicket&
   const ExperimentSetPtr& set = runtime_.plans()->experiments;
   std::string_view header = req.header("x-rankd-variant");
   if (!header.empty() && !opts_.allow_forced_variants) {
-    experiment_children_.forced_ignored->Increment();
+    ++stats_.forced_variants_ignored;
     header = {};
   }
   const Experiment* e = set->ForPlan(run.plan->name);
@@ -118,14 +118,14 @@ void Shard::StartShadows(const RankTicket& t, const RunResult& primary, const Us
         shadow_rng_ ^= shadow_rng_ >> 27;
     double draw = static_cast<double>((shadow_rng_ * 2685821657736338717ull) >> 11) * 0x1p-53 * 100;
     if (draw >= sh.percent) continue;
-    const auto& children = experiment_children_.shadows;
-    bool counted = t.experiments == runtime_.plans()->experiments && ei < children.size() &&
-                   si < children[ei].size();
+    const auto& series = experiment_series_.shadows;
+    bool counted = t.experiments == runtime_.plans()->experiments && ei < series.size() &&
+                   si < series[ei].size();
     // Shed: past half of --max-inflight the primaries need the shard, and at most
     // --shadow-max-inflight run at once.
-    if (live_requests_.load(std::memory_order_relaxed) > opts_.max_inflight / 2 ||
+    if (stats_.live_requests.load(std::memory_order_relaxed) > opts_.max_inflight / 2 ||
         shadows_running_ >= opts_.shadow_max_inflight) {
-      if (counted) children[ei][si].runs[static_cast<size_t>(ShadowOutcome::kShed)]->Increment();
+      if (counted) series[ei][si].runs[static_cast<size_t>(ShadowOutcome::kShed)]->Add();
       continue;
     }
     if (ids.empty()) ids = IdKeys(primary.output);
@@ -155,26 +155,26 @@ void Shard::StartShadows(const RankTicket& t, const RunResult& primary, const Us
 Task<void> Shard::RunShadow(RunRequest run, size_t ei, size_t si, RankTicket t,
                             std::vector<uint64_t> primary_ids) {
   std::shared_ptr<const CancelToken> cancel = run.cancel;
-  // Its metric children now: a reload may replace the shard's while it runs.
-  ExperimentChildren::Shadow children;
+  // Its metric series now: a reload may replace the shard's while it runs.
+  ExperimentSeries::Shadow series;
   bool counted = t.experiments == runtime_.plans()->experiments &&
-                 ei < experiment_children_.shadows.size() &&
-                 si < experiment_children_.shadows[ei].size();
-  if (counted) children = experiment_children_.shadows[ei][si];
+                 ei < experiment_series_.shadows.size() &&
+                 si < experiment_series_.shadows[ei].size();
+  if (counted) series = experiment_series_.shadows[ei][si];
   uint32_t k = t.experiment->shadows[si].compare_top;
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run));
   --shadows_running_;
   if (!counted) co_return;
   double secs = std::chrono::duration<double>(Clock::now() - t.t0).count();
-  children.duration->Observe(secs);
+  series.duration->Observe(secs);
   ShadowOutcome outcome = cancel->cancelled() ? ShadowOutcome::kCancelled
                           : result            ? ShadowOutcome::kOk
                                               : ShadowOutcome::kFailed;
-  children.runs[static_cast<size_t>(outcome)]->Increment();
+  series.runs[static_cast<size_t>(outcome)]->Add();
   if (outcome != ShadowOutcome::kOk) co_return;
   std::vector<uint64_t> ids = IdKeys(result->output);
-  if (auto o = OverlapAtK(primary_ids, ids, k)) children.overlap->Observe(*o);
-  if (auto tau = KendallTauA(primary_ids, ids)) children.correlation->Observe(*tau);
+  if (auto o = OverlapAtK(primary_ids, ids, k)) series.overlap->Observe(*o);
+  if (auto tau = KendallTauA(primary_ids, ids)) series.correlation->Observe(*tau);
   if (!t.served_id.empty()) {
     RecordHeader h;
     h.served_id = t.served_id;

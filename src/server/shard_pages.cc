@@ -72,9 +72,7 @@ Task<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtra
   FirstPage page;
   page.snapshot = BuildPageSnapshot(r, extras, opts_.page_max_items);
   const PageSnapshot& s = page.snapshot;
-  auto count = [this](SnapshotOutcome o) {
-    shard_metrics_->page_snapshots[static_cast<size_t>(o)]->Increment();
-  };
+  auto count = [this](SnapshotOutcome o) { ++stats_.page_snapshots[static_cast<size_t>(o)]; };
   auto page_size = static_cast<size_t>(t.page_size);
   if (s.items() <= page_size) {
     count(SnapshotOutcome::kOnePage);
@@ -120,7 +118,7 @@ void Shard::AppendFirstPage(const FirstPage& page, const RunResult& r, const Ran
 
 void Shard::AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
                             std::string_view request_id) {
-  shard_metrics_->page_requests[1 + static_cast<size_t>(e.code)]->Increment();
+  ++stats_.page_requests[1 + static_cast<size_t>(e.code)];
   int status = ErrorStatus(e.code);
   if (status >= 500) LogPageFailure(1, request_id, "later page", e);
   http::Response r;
@@ -128,8 +126,8 @@ void Shard::AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
   std::string body = ErrorBody(e);
   r.body = body;
   if (status == 503) r.headers = kRetryAfter;
-  shard_metrics_->CountHttp(Route::kRank, "POST", status,
-                            std::chrono::duration<double>(Clock::now() - t0).count());
+  stats_.CountHttp(Route::kRank, "POST", status,
+                   std::chrono::duration<double>(Clock::now() - t0).count());
   res.Send(r);
   if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, nullptr, {});
 }
@@ -149,7 +147,7 @@ void Shard::HandleNextPage(http::Request& req, http::Responder& res, RankRequest
   p.request_id = req.request_id;
   p.t0 = t0;
   p.deadline_ms = rr.deadline_ms.value_or(opts_.deadline_ms);
-  live_requests_.fetch_add(1, std::memory_order_relaxed);
+  stats_.live_requests.fetch_add(1, std::memory_order_relaxed);
   Spawn(RunNextPage(std::move(res), std::move(p)));
 }
 
@@ -171,7 +169,7 @@ Task<void> Shard::RunNextPage(http::Responder res, NextPage p) {
       .Arg(static_cast<int64_t>(end) - 1);
   auto replies =
       co_await page_redis_->Batch(std::move(cmds), p.t0 + std::chrono::milliseconds(p.deadline_ms));
-  live_requests_.fetch_sub(1, std::memory_order_relaxed);
+  stats_.live_requests.fetch_sub(1, std::memory_order_relaxed);
   Result<PageRead> page = Fail(Error::Internal("unreachable"));
   if (auto ok = CheckReplies(replies, 2, opts_.page_endpoint); !ok)
     page = Fail(ok.error());
@@ -195,8 +193,8 @@ Task<void> Shard::RunNextPage(http::Responder res, NextPage p) {
   *body += '}';
   std::string timing = ServerTiming(took);
   const http::HeaderField headers[] = {{"Server-Timing", timing}};
-  shard_metrics_->page_requests[0]->Increment();
-  shard_metrics_->CountHttp(Route::kRank, "POST", 200, static_cast<double>(took.count()) / 1e6);
+  ++stats_.page_requests[0];
+  stats_.CountHttp(Route::kRank, "POST", 200, static_cast<double>(took.count()) / 1e6);
   http::Response r;
   r.status = 200;
   r.body = *body;

@@ -87,7 +87,7 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
 // Admission counts requests until their work has really stopped, so abandoned CPU work
 // (a 504 whose job still runs) counts against --max-inflight.
 Status Shard::Admit() {
-  size_t live = live_requests_.load(std::memory_order_relaxed);
+  size_t live = stats_.live_requests.load(std::memory_order_relaxed);
   if (live >= opts_.max_inflight)
     return Fail(Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
                                    std::to_string(opts_.max_inflight) + "; retry later"));
@@ -120,18 +120,18 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   // An experiment on the requested plan may hand the request to a variant plan.
   if (auto picked = PickVariant(req, run, ticket); !picked)
     return AnswerError(req, res, Route::kRank, picked.error(), t0);
-  // The request holds its plan's metric children until it has answered: a reload may
+  // The request holds its plan's metric series until it has answered: a reload may
   // replace the shard's snapshot meanwhile.
-  ticket.pm = shard_metrics_->enabled() ? shard_metrics_->ForPlan(*run.plan) : nullptr;
+  ticket.pm = stats_.enabled ? plan_metrics_.ForPlan(*run.plan) : nullptr;
   if (auto admitted = Admit(); !admitted) {
-    if (ticket.pm) ticket.pm->outcomes[1 + static_cast<size_t>(admitted.error().code)]->Increment();
+    if (ticket.pm) ticket.pm->outcomes[1 + static_cast<size_t>(admitted.error().code)]->Add();
     return AnswerError(req, res, Route::kRank, admitted.error(), t0, kRetryAfter);
   }
   if (ticket.experiment)
-    experiment_children_
+    experiment_series_
         .requests[static_cast<size_t>(ticket.experiment_index)]
                  [static_cast<size_t>(ticket.variant + 1)]
-        ->Increment();
+        ->Add();
   // The deadline counts from the moment the request was fully read (docs/api.md).
   run.deadline = t0 + std::chrono::milliseconds(ticket.deadline_ms);
   if (served_log_ && served_log_->Selected(*run.plan, rr.log)) {
@@ -140,12 +140,12 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
     ticket.ts_ms = UnixMsAt(t0);
   }
   ticket.request_id = req.request_id;
-  live_requests_.fetch_add(1, std::memory_order_relaxed);
+  stats_.live_requests.fetch_add(1, std::memory_order_relaxed);
   Spawn(RunRank(std::move(run), std::move(res), std::move(ticket)));
 }
 
 // The frame owns everything the request touches until it has answered: the plan (run
-// and `plan`), its metric children (ticket.pm), its experiment set and its admission
+// and `plan`), its metric series (ticket.pm), its experiment set and its admission
 // count (`live`, which RunPlan keeps until the request's last CPU job has let go).
 Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket) {
   PlanPtr plan = run.plan;
@@ -153,7 +153,7 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
   TimePoint t0 = ticket.t0;
   PlanMetricsPtr& pm = ticket.pm;
   auto live =
-      std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), live_requests_);
+      std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(), stats_.live_requests);
   // A first page still runs while its snapshot is written: it counts until then.
   std::shared_ptr<LiveRequest> paging = ticket.page_size > 0 ? live : nullptr;
   Result<RunResult> result = co_await RunPlan(runtime_.env(), std::move(run), std::move(live));
@@ -193,26 +193,26 @@ Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
   // Counted before sending: a client that scrapes /metrics after reading its answer
   // (from any shard) finds it counted.
   if (pm) {
-    pm->outcomes[OutcomeIndex(result)]->Increment();
+    pm->outcomes[OutcomeIndex(result)]->Add();
     pm->duration->Observe(took_secs);
     if (!result && result.error().code == ErrorCode::kDeadlineExceeded)
-      pm->deadline_exceeded->Increment();
+      pm->deadline_exceeded->Add();
     if (result) {
       const auto& nodes = result->nodes;
       for (size_t i = 0; i < nodes.size() && i < pm->node_duration.size(); ++i) {
-        pm->node_outcomes[i][static_cast<size_t>(nodes[i].status)]->Increment();
+        pm->node_outcomes[i][static_cast<size_t>(nodes[i].status)]->Add();
         if (nodes[i].status != NodeStatus::kSkipped)
           pm->node_duration[i]->Observe(static_cast<double>(nodes[i].took_us) / 1e6);
         if (nodes[i].status == NodeStatus::kOk && pm->model_rows[i]) {
-          pm->model_rows[i]->Increment(static_cast<double>(nodes[i].rows));
+          pm->model_rows[i]->Add(nodes[i].rows);
           pm->model_eval[i]->Observe(static_cast<double>(nodes[i].took_us) / 1e6);
         }
       }
       for (uint32_t d : result->degraded)
-        if (d < pm->node_degraded.size() && pm->node_degraded[d]) pm->node_degraded[d]->Increment();
+        if (d < pm->node_degraded.size() && pm->node_degraded[d]) pm->node_degraded[d]->Add();
     }
   }
-  shard_metrics_->CountHttp(Route::kRank, "POST", status, took_secs);
+  stats_.CountHttp(Route::kRank, "POST", status, took_secs);
   http::Response r;
   r.status = status;
   r.body = *body;

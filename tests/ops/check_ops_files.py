@@ -54,22 +54,20 @@ def need_yaml():
 
 # --- what rankd exports --------------------------------------------------------------
 
-def exported_metrics():
-    """{family name: type} from src/server/*.cc."""
-    fams = {}
-    src = os.path.join(ROOT, "src", "server")
-    for fn in sorted(os.listdir(src)):
-        if not fn.endswith(".cc"):
-            continue
-        text = read(os.path.join("src", "server", fn))
-        for kind, name in re.findall(r'Build(Counter|Gauge|Histogram)\(\)\s*\.Name\("([a-z_:][a-z0-9_:]*)"\)', text):
-            fams[name] = kind.lower()
-        for name, kind in re.findall(r'Family\(\s*"([a-z_:][a-z0-9_:]*)",\s*"[^"]*",\s*MetricType::(\w+)\)', text, re.S):
-            fams[name] = kind.lower()
-    return fams
+# A row of kMetricTable: {"name", "help" ["more help"...], Type::Kind, {"label", ...}, reader}
+METRIC_ROW = re.compile(r'\{\s*"([a-z_:][a-z0-9_:]*)",\s*(?:"(?:[^"\\]|\\.)*"\s*)+,\s*'
+                        r'Type::(Counter|Gauge|Histogram),\s*\{([^}]*)\}')
 
 
-FAMILIES = exported_metrics()
+def metric_table():
+    """{family name: (type, [label names])} from the table in src/server/metric_table.cc."""
+    text = read(os.path.join("src", "server", "metric_table.cc"))
+    return {name: (kind.lower(), re.findall(r'"([a-z_]+)"', labels))
+            for name, kind, labels in METRIC_ROW.findall(text)}
+
+
+TABLE = metric_table()
+FAMILIES = {name: kind for name, (kind, _) in TABLE.items()}
 SERIES = set()
 for _name, _kind in FAMILIES.items():
     if _kind == "histogram":
@@ -104,12 +102,12 @@ def grafana_to_promql(expr):
     return re.sub(r"\$\{?(\w+)\}?", ".*", e)
 
 
-@check("metric list read from src/server")
+@check("metric list read from src/server/metric_table.cc")
 def _():
     must = ["rankd_http_requests_total", "rankd_rank_duration_seconds", "rankd_redis_connections",
             "rankd_redis_errors_total", "rankd_loop_lag_seconds", "rankd_degraded_total",
             "process_cpu_seconds_total"]
-    return [f"{m} not found in src/server/*.cc" for m in must if m not in FAMILIES]
+    return [f"{m} not found in src/server/metric_table.cc" for m in must if m not in FAMILIES]
 
 
 # --- Grafana dashboard ---------------------------------------------------------------
@@ -708,6 +706,14 @@ def _():
 
 # --- docs ----------------------------------------------------------------------------
 
+def metric_doc_rows(doc):
+    """{family: (type cell, labels cell)} of the metrics reference table of a doc."""
+    rows = {}
+    for m in re.finditer(r"(?m)^\| `([a-z_:][a-z0-9_:]*)` \| ([^|]*) \| ((?:[^|\\]|\\.)*) \|", doc):
+        rows[m.group(1)] = (m.group(2).strip(), m.group(3).strip())
+    return rows
+
+
 @check("docs/operations.md: every flag of `rankd serve --help` and every metric family")
 def _():
     doc = read("docs/operations.md")
@@ -716,7 +722,20 @@ def _():
     flags = set(re.findall(r'Flag[({]"(--[a-z-]+)"', read("src/server/serve_options.cc") +
                            read("src/server/redis_flags.cc")))
     bad = [f"flag {f} not documented" for f in sorted(flags) if f"`{f}" not in doc]
-    bad += [f"metric {m} not documented" for m in sorted(FAMILIES) if f"`{m}`" not in doc]
+    # Each family of the metric table has its row: same type, every label named.
+    rows = metric_doc_rows(doc)
+    for name, (kind, labels) in sorted(TABLE.items()):
+        if name not in rows:
+            bad.append(f"metric {name} has no row in the metrics reference")
+            continue
+        doc_kind, doc_labels = rows[name]
+        if doc_kind != kind:
+            bad.append(f"metric {name}: documented as {doc_kind}, exported as {kind}")
+        named = set(re.findall(r"`([a-z_]+)`", doc_labels))
+        bad += [f"metric {name}: label {l} not in its row" for l in labels if l not in named]
+        if not labels and doc_labels != "—":
+            bad.append(f"metric {name}: has no labels, its row says {doc_labels!r}")
+    bad += [f"documented metric {m} is not exported" for m in sorted(set(rows) - set(TABLE))]
     for a in {r["alert"] for g in yaml.safe_load(read("ops/alerts.yml"))["groups"] for r in g["rules"] if "alert" in r} if yaml else ():
         if a not in doc:
             bad.append(f"alert {a} not documented")

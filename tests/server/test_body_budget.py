@@ -121,6 +121,10 @@ def test_600_unfinished_bodies_stay_inside_the_budget():
         return
     count, length = 600, MIB
     raise_open_file_limit(count + 512)
+    # meson test sets glibc's MALLOC_PERTURB_, which fills every allocation and so makes
+    # resident memory that rankd reserved but has not used yet: measured with it, the
+    # peak moved between 160 and 247 MiB run to run. The bound is about rankd as it runs.
+    os.environ.pop("MALLOC_PERTURB_", None)
     redis = Redis()
     demo_data(redis, 20)
     rankd = Rankd(plans_dir(), redis=redis, shards=2).wait_ready()
