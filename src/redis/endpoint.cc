@@ -118,6 +118,140 @@ RedisEndpoint RedisEndpoint::AtNode(const RedisAddress& node) const {
   return ep;
 }
 
+namespace {
+
+// The parts of a Redis URL, each into `ep`; each returns what is wrong ("" when nothing),
+// for ParseRedisUrl to word with the endpoint's name and the masked URL.
+
+// Userinfo: [user]:password@ (a bare "password@" is accepted too), up to the last '@'.
+// Errors name the part, never quote it. `rest` is what follows it.
+std::string ParseUrlUserinfo(std::string_view url, RedisEndpoint& ep, std::string_view& rest) {
+  UserinfoSpan u = FindUserinfo(url);
+  if (!u.found()) return {};
+  std::string_view userinfo = url.substr(u.begin, u.at - u.begin);
+  rest = url.substr(u.at + 1);
+  // Read as a URL usually is, a '/' or '?' would end the host part before this '@': a
+  // password holding one, or an '@' in the path or a parameter. Either reading could be
+  // wrong, so neither is taken.
+  if (userinfo.find_first_of("/?") != std::string_view::npos)
+    return "a '/' or '?' before the last '@': percent-encode it in a password (%2F, %3F) "
+           "and an '@' in a parameter (%40)";
+  size_t colon = userinfo.find(':');
+  std::string_view user = colon == std::string_view::npos ? "" : userinfo.substr(0, colon);
+  std::string_view password =
+      colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
+  auto decoded_user = PercentDecode(user);
+  if (!decoded_user) return "bad %-escape in the user name (%XX: two hex digits)";
+  auto decoded_password = PercentDecode(password);
+  if (!decoded_password) return "bad %-escape in the password (%XX: two hex digits)";
+  ep.user = std::move(*decoded_user);
+  ep.password = std::move(*decoded_password);
+  return {};
+}
+
+// One query parameter, known and given once (its key in `seen`), its value decoded.
+std::string ParseUrlParam(std::string_view kv, bool cluster, RedisEndpoint& ep,
+                          std::vector<std::string_view>& seen) {
+  size_t eq = kv.find('=');
+  std::string_view key = kv.substr(0, eq);
+  const bool known = key == "prefix" || key == "password_file" || (key == "read_from" && cluster) ||
+                     key == "tls_ca" || key == "tls_cert" || key == "tls_key" ||
+                     key == "tls_verify";
+  if (!known || eq == std::string_view::npos)
+    return "unknown query parameter '" + std::string(kv) + "' (known: prefix=P, " +
+           (cluster ? "read_from=master|replica, " : "") +
+           "password_file=PATH; with TLS tls_ca=FILE, tls_cert=FILE, tls_key=FILE, "
+           "tls_verify=on|off)";
+  if (std::find(seen.begin(), seen.end(), key) != seen.end())
+    return "query parameter '" + std::string(key) + "' given twice";
+  seen.push_back(key);
+  auto value = PercentDecode(kv.substr(eq + 1));
+  if (!value) return "bad %-escape in the value of '" + std::string(key) + "'";
+  if (key != "prefix" && value->empty())
+    return "query parameter '" + std::string(key) + "' has no value";
+  if (key == "prefix") {
+    ep.prefix = std::move(*value);
+  } else if (key == "read_from") {
+    if (*value != "master" && *value != "replica")
+      return "unknown query parameter '" + std::string(kv) + "' (read_from is master or replica)";
+    ep.read_from_replica = *value == "replica";
+  } else if (key == "password_file") {
+    ep.password_file = std::move(*value);
+  } else if (key == "tls_ca") {
+    ep.tls.ca_file = std::move(*value);
+  } else if (key == "tls_cert") {
+    ep.tls.cert_file = std::move(*value);
+  } else if (key == "tls_key") {
+    ep.tls.key_file = std::move(*value);
+  } else if (*value == "on" || *value == "off") {  // tls_verify
+    ep.tls.verify = *value == "on";
+  } else {
+    return "tls_verify='" + *value + "' is neither on nor off";
+  }
+  return {};
+}
+
+// Query: each parameter at most once; TLS parameters only with TLS; a password in one
+// place. `rest` loses the query.
+std::string ParseUrlQuery(bool cluster, RedisEndpoint& ep, std::string_view& rest) {
+  std::vector<std::string_view> seen;
+  if (size_t q = rest.find('?'); q != std::string_view::npos) {
+    std::string_view query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+    while (!query.empty()) {
+      size_t amp = query.find('&');
+      std::string_view kv = query.substr(0, amp);
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+      if (std::string bad = ParseUrlParam(kv, cluster, ep, seen); !bad.empty()) return bad;
+    }
+  }
+  std::string tls_params;
+  for (std::string_view p : seen)
+    if (p.starts_with("tls_")) tls_params += (tls_params.empty() ? "" : ", ") + std::string(p);
+  if (!ep.tls.enabled && !tls_params.empty())
+    return tls_params +
+           ": TLS parameters on a URL without TLS (use rediss:// or "
+           "rediss-cluster://)";
+  if (!ep.password_file.empty() && !ep.password.empty())
+    return "a password both in the URL and in password_file (a userinfo without ':' is a "
+           "password: write 'user:@' for an ACL user whose password is in the file)";
+  return {};
+}
+
+// Path (/db) and hosts: host:port, or a cluster's comma-separated seeds.
+std::string ParseUrlHosts(bool cluster, RedisEndpoint& ep, std::string_view rest) {
+  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
+    std::string_view db = rest.substr(slash + 1);
+    rest = rest.substr(0, slash);
+    if (cluster) return "a Redis Cluster has no databases: remove '/" + std::string(db) + "'";
+    if (!db.empty()) {
+      std::optional<int> n = ParseStrictInt<int>(db);
+      if (!n || *n < 0) return "database '" + std::string(db) + "' is not a non-negative integer";
+      ep.db = *n;
+    }
+  }
+  if (!cluster) {
+    auto addr = ParseAddress(rest);
+    if (!addr) return std::move(addr.error());
+    ep.host = std::move(addr->host);
+    ep.port = addr->port;
+    return {};
+  }
+  while (true) {
+    size_t comma = rest.find(',');
+    auto addr = ParseAddress(rest.substr(0, comma));
+    if (!addr) return std::move(addr.error());
+    ep.cluster_seeds.push_back(std::move(*addr));
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  ep.host = ep.cluster_seeds.front().host;
+  ep.port = ep.cluster_seeds.front().port;
+  return {};
+}
+
+}  // namespace
+
 Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url) {
   auto bad = [&](std::string what) {
     return Fail(Error::InvalidParam("redis endpoint '" + std::string(name) + "': " + what +
@@ -135,120 +269,9 @@ Result<RedisEndpoint> ParseRedisUrl(std::string_view name, std::string_view url)
   ep.name = std::string(name);
   ep.tls.enabled = scheme.starts_with("rediss");
   std::string_view rest = url.substr(scheme_end);
-
-  // Userinfo: [user]:password@ (a bare "password@" is accepted too), up to the last '@'.
-  // Errors name the part, never quote it.
-  if (UserinfoSpan u = FindUserinfo(url); u.found()) {
-    std::string_view userinfo = url.substr(u.begin, u.at - u.begin);
-    rest = url.substr(u.at + 1);
-    // Read as a URL usually is, a '/' or '?' would end the host part before this '@': a
-    // password holding one, or an '@' in the path or a parameter. Either reading could be
-    // wrong, so neither is taken.
-    if (userinfo.find_first_of("/?") != std::string_view::npos)
-      return bad(
-          "a '/' or '?' before the last '@': percent-encode it in a password (%2F, %3F) "
-          "and an '@' in a parameter (%40)");
-    size_t colon = userinfo.find(':');
-    std::string_view user = colon == std::string_view::npos ? "" : userinfo.substr(0, colon);
-    std::string_view password =
-        colon == std::string_view::npos ? userinfo : userinfo.substr(colon + 1);
-    auto decoded_user = PercentDecode(user);
-    if (!decoded_user) return bad("bad %-escape in the user name (%XX: two hex digits)");
-    auto decoded_password = PercentDecode(password);
-    if (!decoded_password) return bad("bad %-escape in the password (%XX: two hex digits)");
-    ep.user = std::move(*decoded_user);
-    ep.password = std::move(*decoded_password);
-  }
-
-  // Query: each parameter at most once, its value percent-decoded.
-  std::vector<std::string_view> seen, tls_params;
-  if (size_t q = rest.find('?'); q != std::string_view::npos) {
-    std::string_view query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-    while (!query.empty()) {
-      size_t amp = query.find('&');
-      std::string_view kv = query.substr(0, amp);
-      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-      size_t eq = kv.find('=');
-      std::string_view key = kv.substr(0, eq);
-      const bool known = key == "prefix" || key == "password_file" ||
-                         (key == "read_from" && cluster) || key == "tls_ca" || key == "tls_cert" ||
-                         key == "tls_key" || key == "tls_verify";
-      if (!known || eq == std::string_view::npos)
-        return bad("unknown query parameter '" + std::string(kv) + "' (known: prefix=P, " +
-                   (cluster ? "read_from=master|replica, " : "") +
-                   "password_file=PATH; with TLS tls_ca=FILE, tls_cert=FILE, tls_key=FILE, "
-                   "tls_verify=on|off)");
-      if (std::find(seen.begin(), seen.end(), key) != seen.end())
-        return bad("query parameter '" + std::string(key) + "' given twice");
-      seen.push_back(key);
-      auto value = PercentDecode(kv.substr(eq + 1));
-      if (!value) return bad("bad %-escape in the value of '" + std::string(key) + "'");
-      if (key != "prefix" && value->empty())
-        return bad("query parameter '" + std::string(key) + "' has no value");
-      if (key.starts_with("tls_")) tls_params.push_back(key);
-      if (key == "prefix") {
-        ep.prefix = std::move(*value);
-      } else if (key == "read_from") {
-        if (*value != "master" && *value != "replica")
-          return bad("unknown query parameter '" + std::string(kv) +
-                     "' (read_from is master or replica)");
-        ep.read_from_replica = *value == "replica";
-      } else if (key == "password_file") {
-        ep.password_file = std::move(*value);
-      } else if (key == "tls_ca") {
-        ep.tls.ca_file = std::move(*value);
-      } else if (key == "tls_cert") {
-        ep.tls.cert_file = std::move(*value);
-      } else if (key == "tls_key") {
-        ep.tls.key_file = std::move(*value);
-      } else if (*value == "on" || *value == "off") {  // tls_verify
-        ep.tls.verify = *value == "on";
-      } else {
-        return bad("tls_verify='" + *value + "' is neither on nor off");
-      }
-    }
-  }
-  if (!ep.tls.enabled && !tls_params.empty()) {
-    std::string names;
-    for (std::string_view p : tls_params) names += (names.empty() ? "" : ", ") + std::string(p);
-    return bad(names +
-               ": TLS parameters on a URL without TLS (use rediss:// or "
-               "rediss-cluster://)");
-  }
-  if (!ep.password_file.empty() && !ep.password.empty())
-    return bad(
-        "a password both in the URL and in password_file (a userinfo without ':' is a "
-        "password: write 'user:@' for an ACL user whose password is in the file)");
-  // Path: /db
-  if (size_t slash = rest.find('/'); slash != std::string_view::npos) {
-    std::string_view db = rest.substr(slash + 1);
-    rest = rest.substr(0, slash);
-    if (cluster) return bad("a Redis Cluster has no databases: remove '/" + std::string(db) + "'");
-    if (!db.empty()) {
-      std::optional<int> n = ParseStrictInt<int>(db);
-      if (!n || *n < 0)
-        return bad("database '" + std::string(db) + "' is not a non-negative integer");
-      ep.db = *n;
-    }
-  }
-  if (!cluster) {
-    auto addr = ParseAddress(rest);
-    if (!addr) return bad(std::move(addr.error()));
-    ep.host = std::move(addr->host);
-    ep.port = addr->port;
-  } else {
-    while (true) {
-      size_t comma = rest.find(',');
-      auto addr = ParseAddress(rest.substr(0, comma));
-      if (!addr) return bad(std::move(addr.error()));
-      ep.cluster_seeds.push_back(std::move(*addr));
-      if (comma == std::string_view::npos) break;
-      rest = rest.substr(comma + 1);
-    }
-    ep.host = ep.cluster_seeds.front().host;
-    ep.port = ep.cluster_seeds.front().port;
-  }
+  if (std::string what = ParseUrlUserinfo(url, ep, rest); !what.empty()) return bad(what);
+  if (std::string what = ParseUrlQuery(cluster, ep, rest); !what.empty()) return bad(what);
+  if (std::string what = ParseUrlHosts(cluster, ep, rest); !what.empty()) return bad(what);
   // Certificates name hosts: a cluster's nodes, announced as IP addresses by CLUSTER
   // SLOTS, are checked against the first seed's host name (AtNode keeps it).
   if (ep.tls.enabled) ep.tls.server_name = ep.host;
