@@ -386,7 +386,7 @@ void Connection::UpdateReading() {
   }
 }
 
-bool Connection::HoldsInputForLater() const {
+bool Connection::ReadingOnlyBuffers() const {
   // Unparsed input: behind an unanswered request, or left for the next loop turn.
   if (in_off_ < in_buf_.size()) return true;
   // Part of a request body: reading on only grows it, unless the rest fits in one read
@@ -401,7 +401,7 @@ bool Connection::OpenWantsInput() {
   const HttpOptions& opt = ctx_.options;
   size_t pending = in_buf_.size() - in_off_;
   bool want = !peer_eof_ && pending < opt.max_pending_input && Unsent() <= opt.max_pending_output;
-  if (want && ctx_.InputOverBudget() && HoldsInputForLater()) {
+  if (want && ctx_.InputOverBudget() && ReadingOnlyBuffers()) {
     // The shard holds too much input: connections that would only hold more (input
     // not parsed yet, a body under way) stop reading until it drains. The others still
     // read: a head, or a request between others, is parsed at once, so that a new
@@ -500,10 +500,10 @@ void Connection::AccountInput() {
   ctx_.MoveInputShare(input_accounted_, in_buf_.size() + body);
 }
 
-void Connection::TrackBody(bool holds_body) {
-  if (holds_body == in_body_list_) return;
-  in_body_list_ = holds_body;
-  if (holds_body) {  // append: the newest
+void Connection::TrackBody(bool reading_body) {
+  if (reading_body == in_body_list_) return;
+  in_body_list_ = reading_body;
+  if (reading_body) {  // append: the newest
     older_body_ = ctx_.newest_body;
     newer_body_ = nullptr;
     (older_body_ ? older_body_->newer_body_ : ctx_.oldest_body) = this;

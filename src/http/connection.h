@@ -102,9 +102,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void OnClientReading();                  // output left: the client reads, its timers restart
   void UpdateReading();
   bool OpenWantsInput();  // UpdateReading for an open connection (records why not)
-  // Reading on would only add to what this connection holds for later (unparsed input,
-  // a request body under way): it waits while the shard is over its input budget.
-  bool HoldsInputForLater() const;
+  // Reading on would only add to what this connection buffers (unparsed input, a request
+  // body under way): it waits while the shard is over its input budget.
+  bool ReadingOnlyBuffers() const;
   void UpdateTimer();
   TimerMode WantedTimer() const;
   void Expire(TimerMode mode);
@@ -114,7 +114,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void AccountInput();
   void AccountOutput();
   // Joins or leaves the context's list of bodies under way (oldest_body ...).
-  void TrackBody(bool holds_body);
+  void TrackBody(bool reading_body);
 
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);

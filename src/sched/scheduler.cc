@@ -60,7 +60,7 @@ struct RequestState {
   std::pmr::monotonic_buffer_resource arena;  // before every member that allocates in it
   ExecEnv env;
   PlanPtr plan;
-  std::shared_ptr<void> hold;                       // RunPlan's hold: released with the state
+  std::shared_ptr<void> live;                       // RunPlan's `live`: released with the state
   CancelToken cancel;                               // the request's: set when it answers
   std::shared_ptr<const CancelToken> outer_cancel;  // RunRequest::cancel: cancel's parent
   CancelToken* node_cancel;                         // by node index; parent: cancel
@@ -164,7 +164,9 @@ Result<RowSet> RunCpuCaught(const TaskSpec& spec, const TaskContext& ctx, RowSet
 }
 
 // Keeps the request state alive for as long as an abandoned IO run goes on.
-Task<Result<RowSet>> Hold(StatePtr, Task<Result<RowSet>> t) { co_return co_await std::move(t); }
+Task<Result<RowSet>> KeepingState(StatePtr, Task<Result<RowSet>> t) {
+  co_return co_await std::move(t);
+}
 
 void RunReady(const StatePtr& st);
 
@@ -179,8 +181,8 @@ Task<void> RunSuspending(StatePtr st, uint32_t idx, RowSets inputs) {
     if (spec.kind == RunKind::kAsync) {
       // Named tasks, not temporaries inside co_await: GCC 12 mishandles those.
       if (ctx.deadline) {
-        Task<Result<RowSet>> held = Hold(st, spec.run_async(ctx, std::move(inputs)));
-        r = co_await AsyncWithTimeout<Result<RowSet>>(loop, std::move(held),
+        Task<Result<RowSet>> kept = KeepingState(st, spec.run_async(ctx, std::move(inputs)));
+        r = co_await AsyncWithTimeout<Result<RowSet>>(loop, std::move(kept),
                                                       ms_until(*ctx.deadline));
       } else {
         Task<Result<RowSet>> run = spec.run_async(ctx, std::move(inputs));
@@ -267,7 +269,7 @@ struct WaitDone {
 
 }  // namespace
 
-Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> hold) {
+Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> live) {
   env.loop->AssertInLoopThread();
   TimePoint start = Clock::now();
   const Plan& plan = *req.plan;
@@ -278,7 +280,7 @@ Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   auto st = std::allocate_shared<RequestState>(block_pool::Allocator<RequestState>(), n);
   st->env = env;
   st->plan = req.plan;
-  st->hold = std::move(hold);
+  st->live = std::move(live);
   st->values = std::move(*values);
   st->user_id = req.user_id;
   st->start = start;

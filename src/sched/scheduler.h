@@ -94,10 +94,10 @@ struct RunResult {
 // Runs req.plan. Errors: invalid_param (params, task bounds), deadline_exceeded (the
 // deadline or a required node's timeout), or the failing required node's own error,
 // its message prefixed with "node '<id>' (<op>): ".
-// `hold` is kept alive until every piece of the request's work has ended, including CPU
+// `live` is kept alive until every piece of the request's work has ended, including CPU
 // jobs still queued or running after the answer (so its destructor may run on a CPU
 // worker): the shard counts requests for admission with it.
 Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req,
-                                std::shared_ptr<void> hold = {});
+                                std::shared_ptr<void> live = {});
 
 }  // namespace rankd
