@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/task.h"
+#include "core/coro.h"
 #include "redis/shard_clients.h"
 #include "sched/shard_runtime.h"
 
@@ -32,7 +32,7 @@ struct Run {
   std::promise<void> done;
 };
 
-Task<void> Worker(std::shared_ptr<Run> run) {
+Coro<void> Worker(std::shared_ptr<Run> run) {
   while (run->ops_left > 0) {
     int n = static_cast<int>(std::min<int64_t>(run->batch, run->ops_left));
     run->ops_left -= n;

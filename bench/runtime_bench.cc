@@ -125,10 +125,10 @@ struct Countdown {
 };
 
 double CoroSleepsWallMs(EventLoop& loop, int n) {
-  return RunSync(loop, [&loop, n]() -> Task<double> {
+  return RunSync(loop, [&loop, n]() -> Coro<double> {
     Countdown left{n, {}};
     auto t0 = Clock::now();
-    auto one = [&]() -> Task<void> {
+    auto one = [&]() -> Coro<void> {
       co_await SleepMs(loop, 1);
       left.Done();
     };
@@ -188,7 +188,7 @@ struct OffloadTrip {
 };
 
 std::vector<OffloadTrip> OffloadTrips(EventLoop& loop, ThreadPool& pool, int n) {
-  return RunSync(loop, [&loop, &pool, n]() -> Task<std::vector<OffloadTrip>> {
+  return RunSync(loop, [&loop, &pool, n]() -> Coro<std::vector<OffloadTrip>> {
     std::vector<OffloadTrip> trips;
     trips.reserve(n);
     for (int i = 0; i < n; ++i) {

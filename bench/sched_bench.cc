@@ -52,7 +52,7 @@ std::string PlanJson(const std::string& shape, int n) {
          Id(last) + R"("}})";
 }
 
-Task<double> Measure(ExecEnv env, PlanPtr plan, int requests) {
+Coro<double> Measure(ExecEnv env, PlanPtr plan, int requests) {
   TimePoint t0 = Clock::now();
   for (int i = 0; i < requests; ++i) {
     // A named request: GCC 12 mishandles aggregate temporaries inside co_await.

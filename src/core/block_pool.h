@@ -1,6 +1,6 @@
 // The block pool: a per-thread, bounded cache of small heap blocks in 64-byte size
 // classes, for the blocks every request needs and gives back at its end — coroutine
-// frames (core/task.h allocates every Task and Detached frame here) and the scheduler's
+// frames (core/coro.h allocates every Coro and Detached frame here) and the scheduler's
 // request state. Once a shard has warmed up, a request takes these from its thread's
 // cache instead of asking malloc for each.
 //

@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "core/coro.h"
 #include "core/event_loop.h"
 #include "core/run_sync.h"
-#include "core/task.h"
 #include "core/thread_pool.h"
 
 namespace rankd {
@@ -52,7 +52,7 @@ class LoopRuntime {
   }
   // Runs the task on the loop thread and returns once it has finished.
   template <class T>
-  T Run(Task<T> task) {
+  T Run(Coro<T> task) {
     return RunSync(loop_, std::move(task));
   }
 

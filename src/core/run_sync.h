@@ -1,6 +1,6 @@
 // Blocking calls onto a started EventLoop, for the CLI, benchmarks, tests and start-up:
 //   RunOnLoop(loop, fn) runs a plain callable on the loop thread and returns its result;
-//   RunSync(loop, task) runs a Task there and returns once it has finished.
+//   RunSync(loop, task) runs a Coro there and returns once it has finished.
 // Both rethrow what the work threw, and throw LoopNotRunning if the loop refused the
 // work (not started yet, or stopping).
 //
@@ -17,8 +17,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/coro.h"
 #include "core/event_loop.h"
-#include "core/task.h"
 
 namespace rankd {
 
@@ -83,7 +83,7 @@ class Handoff {
 };
 
 template <class T>
-Task<void> FulfilInto(Task<T> t, std::shared_ptr<Handoff<T>> h) {
+Coro<void> FulfilInto(Coro<T> t, std::shared_ptr<Handoff<T>> h) {
   std::exception_ptr error;
   try {
     if constexpr (std::is_void_v<T>) {
@@ -125,9 +125,9 @@ auto RunOnLoop(EventLoop& loop, F fn) -> std::invoke_result_t<F&> {
 }
 
 template <class T>
-T RunSync(EventLoop& loop, Task<T> task) {
+T RunSync(EventLoop& loop, Coro<T> task) {
   auto h = std::make_shared<detail::Handoff<T>>();
-  auto holder = std::make_shared<Task<T>>(std::move(task));
+  auto holder = std::make_shared<Coro<T>>(std::move(task));
   if (!loop.Post([holder, h] { Spawn(detail::FulfilInto(std::move(*holder), h)); }))
     throw LoopNotRunning(loop);
   return h->Get();

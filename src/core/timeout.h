@@ -22,9 +22,9 @@
 #include <string>
 #include <type_traits>
 
+#include "core/coro.h"
 #include "core/error.h"
 #include "core/event_loop.h"
-#include "core/task.h"
 #include "core/thread_pool.h"
 
 namespace rankd {
@@ -167,7 +167,7 @@ class AsyncWithTimeout {
  public:
   using Out = typename detail::Flatten<T>::type;
 
-  AsyncWithTimeout(EventLoop& loop, Task<T> task, uint64_t timeout_ms)
+  AsyncWithTimeout(EventLoop& loop, Coro<T> task, uint64_t timeout_ms)
       : task_(std::move(task)), st_(std::make_shared<detail::RaceState<T>>()) {
     st_->loop = &loop;
     st_->timeout_ms = timeout_ms;
@@ -188,7 +188,7 @@ class AsyncWithTimeout {
   Out await_resume() { return st_->Take(); }
 
  private:
-  static detail::Detached Runner(std::shared_ptr<detail::RaceState<T>> st, Task<T> task) {
+  static detail::Detached Runner(std::shared_ptr<detail::RaceState<T>> st, Coro<T> task) {
     EventLoop& loop = *st->loop;
     WorkGate::Hold hold = loop.HoldWork();
     std::optional<T> value;
@@ -212,7 +212,7 @@ class AsyncWithTimeout {
     }
   }
 
-  Task<T> task_;
+  Coro<T> task_;
   std::shared_ptr<detail::RaceState<T>> st_;
 };
 

@@ -5,7 +5,7 @@
 // when a suspended coroutine frame is destroyed without finishing. EventLoop::Stop waits
 // (bounded) until no Hold is left.
 //
-//   Task<void> Runner(EventLoop& loop) {
+//   Coro<void> Runner(EventLoop& loop) {
 //     WorkGate::Hold hold = loop.HoldWork();
 //     co_await ...;
 //   }

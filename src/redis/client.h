@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/coro.h"
 #include "core/deadline.h"
 #include "core/error.h"
-#include "core/task.h"
 #include "redis/command.h"
 #include "redis/command_batch.h"
 #include "redis/endpoint.h"
@@ -37,9 +37,9 @@ class RedisClient {
   // message names the endpoint by name and says what failed; the error's detail (for the
   // log only) adds the address, why, and the batch's first command and key. An empty
   // batch succeeds at once.
-  virtual Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) = 0;
+  virtual Coro<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) = 0;
   // The same for commands built one by one (tests, tools): copied into one buffer first.
-  Task<Result<RespReplies>> Batch(std::vector<RedisCommand> commands, Deadline deadline) {
+  Coro<Result<RespReplies>> Batch(std::vector<RedisCommand> commands, Deadline deadline) {
     return Batch(RedisCommands::From(commands), deadline);
   }
 

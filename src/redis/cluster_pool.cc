@@ -155,7 +155,7 @@ void RedisClusterPool::PublishNodes() {
   stats_->SetNodes(std::move(live));
 }
 
-Task<Result<RespReplies>> RedisClusterPool::NodeBatch(Node& node, RedisCommands cmds,
+Coro<Result<RespReplies>> RedisClusterPool::NodeBatch(Node& node, RedisCommands cmds,
                                                       Deadline deadline) {
   std::shared_ptr<bool> alive = alive_;
   Bump(node.stats->commands, cmds.size());
@@ -246,7 +246,7 @@ void RedisClusterPool::LogOnce(std::string line) {
 // One pass over the current map's nodes, then (when none of them answered) over the
 // seeds not in it, each from a rotating start, until one answers CLUSTER SLOTS with a
 // map. Without any map yet, a failed pass is tried again after 100-200 ms.
-Task<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
+Coro<void> RedisClusterPool::RunRefresh(std::shared_ptr<bool> alive) {
   std::vector<RedisAddress> in_map;
   if (map_) in_map = map_->nodes();
   std::vector<RedisAddress> seeds;
@@ -413,7 +413,7 @@ bool RedisClusterPool::tracking_ready() const {
   return true;
 }
 
-Task<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadline deadline) {
+Coro<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadline deadline) {
   loop_.AssertInLoopThread();
   if (commands.empty()) co_return RespReplies{};
   if (closed_) co_return Fail(Unavailable("client closed", "client closed"));
@@ -554,7 +554,7 @@ RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommands& comma
   return master;
 }
 
-Task<Result<void>> RedisClusterPool::SendRound(const RedisCommands& commands,
+Coro<Result<void>> RedisClusterPool::SendRound(const RedisCommands& commands,
                                                const PoolVector<Resend>* resend,
                                                RespReplies& replies, PoolVector<Node*>& part_node,
                                                Deadline deadline) {
@@ -617,7 +617,7 @@ Task<Result<void>> RedisClusterPool::SendRound(const RedisCommands& commands,
 
 // One node's share of a round, spawned so that every node's share leaves in the same
 // loop turn. `out` is in the round's frame, which waits for every node batch.
-Task<void> RedisClusterPool::RunNodeBatch(Node* node, RedisCommands cmds, RespReplies* out,
+Coro<void> RedisClusterPool::RunNodeBatch(Node* node, RedisCommands cmds, RespReplies* out,
                                           Deadline deadline, std::shared_ptr<Round> round) {
   auto r = co_await NodeBatch(*node, std::move(cmds), deadline);
   if (!r) {

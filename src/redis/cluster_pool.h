@@ -73,7 +73,7 @@ class RedisClusterPool final : public RedisClient {
   RedisClusterPool(EventLoop& loop, RedisEndpoint endpoint, RedisClientOptions opts);
   ~RedisClusterPool() override;
 
-  Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) override;
+  Coro<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) override;
   using RedisClient::Batch;
   bool live() const override;
   std::string NotLiveReason() const override;
@@ -118,7 +118,7 @@ class RedisClusterPool final : public RedisClient {
   // The node at `addr` that is not retired, made on first use.
   Node& NodeAt(const RedisAddress& addr);
   // One batch to one node, counted in its stats; closes a retired node it leaves idle.
-  Task<Result<RespReplies>> NodeBatch(Node& node, RedisCommands cmds, Deadline deadline);
+  Coro<Result<RespReplies>> NodeBatch(Node& node, RedisCommands cmds, Deadline deadline);
   // Publishes the stats of the nodes not retired to RedisStats::Nodes().
   void PublishNodes();
   // The node serving `slot` (its master), nullptr when none does.
@@ -150,7 +150,7 @@ class RedisClusterPool final : public RedisClient {
   // After a fetch ended: resumes the waiters it satisfies; starts the next fetch when
   // others wait for one that started after it.
   void WakeMapWaiters();
-  Task<void> RunRefresh(std::shared_ptr<bool> alive);
+  Coro<void> RunRefresh(std::shared_ptr<bool> alive);
   // LogWarn(line) unless it is the last line this pool logged so (a node that keeps
   // sending the same bad reply or redirect is logged once, not once per fetch).
   void LogOnce(std::string line);
@@ -163,10 +163,10 @@ class RedisClusterPool final : public RedisClient {
   // are kept, not copied), adding one part per node touched, whose node goes to
   // `part_node`. A target of nullptr (a slot no node serves) gets a CLUSTERDOWN error
   // reply without being sent.
-  Task<Result<void>> SendRound(const RedisCommands& commands, const PoolVector<Resend>* resend,
+  Coro<Result<void>> SendRound(const RedisCommands& commands, const PoolVector<Resend>* resend,
                                RespReplies& replies, PoolVector<Node*>& part_node,
                                Deadline deadline);
-  Task<void> RunNodeBatch(Node* node, RedisCommands cmds, RespReplies* out, Deadline deadline,
+  Coro<void> RunNodeBatch(Node* node, RedisCommands cmds, RespReplies* out, Deadline deadline,
                           std::shared_ptr<Round> round);
   Error Unavailable(std::string what, std::string detail) const;
 

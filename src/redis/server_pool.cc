@@ -239,13 +239,13 @@ Error RedisPool::UnavailableError(const PendingBatch* b, std::string_view what,
   return BatchError(b, ErrorCode::kUnavailable, what, detail);
 }
 
-Task<Result<RespReplies>> RedisPool::Batch(RedisCommands commands, Deadline deadline) {
+Coro<Result<RespReplies>> RedisPool::Batch(RedisCommands commands, Deadline deadline) {
   auto* b = new PendingBatch(this, deadline);
   b->commands = std::move(commands);
   return Run(PendingBatchRef(b));
 }
 
-Task<Result<RespReplies>> RedisPool::Run(PendingBatchRef ref) {
+Coro<Result<RespReplies>> RedisPool::Run(PendingBatchRef ref) {
   loop_.AssertInLoopThread();
   PendingBatch* b = ref.b;
   if (b->commands.empty()) co_return RespReplies{};

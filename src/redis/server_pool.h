@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
+#include "core/coro.h"
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/event_loop.h"
-#include "core/task.h"
 #include "redis/client.h"
 #include "redis/command_batch.h"
 #include "redis/connection.h"
@@ -53,7 +53,7 @@ class RedisPool final : public RedisClient {
   // protocol error), deadline_exceeded when `deadline` passes first (also when it
   // already has). While every connection is busy up to its in-flight cap, or still
   // connecting, the batch waits (bounded by the deadline).
-  Task<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) override;
+  Coro<Result<RespReplies>> Batch(RedisCommands commands, Deadline deadline) override;
   using RedisClient::Batch;
 
   // At least one connection has completed its handshake and is not lost.
@@ -70,7 +70,7 @@ class RedisPool final : public RedisClient {
   friend struct PendingBatch;
   // The body of Batch. The reference is a parameter so that it is
   // released with the frame even if the task is never awaited.
-  Task<Result<RespReplies>> Run(PendingBatchRef ref);
+  Coro<Result<RespReplies>> Run(PendingBatchRef ref);
   struct TrackingWaiter;
   void OnTrackingReply(RespView reply);
 

@@ -164,14 +164,14 @@ Result<RowSet> RunCpuCaught(const TaskSpec& spec, const TaskContext& ctx, RowSet
 }
 
 // Keeps the request state alive for as long as an abandoned IO run goes on.
-Task<Result<RowSet>> KeepingState(StatePtr, Task<Result<RowSet>> t) {
+Coro<Result<RowSet>> KeepingState(StatePtr, Coro<Result<RowSet>> t) {
   co_return co_await std::move(t);
 }
 
 void RunReady(const StatePtr& st);
 
 // A node that suspends (IO, timers) or goes to the CPU pool.
-Task<void> RunSuspending(StatePtr st, uint32_t idx, RowSets inputs) {
+Coro<void> RunSuspending(StatePtr st, uint32_t idx, RowSets inputs) {
   EventLoop& loop = *st->env.loop;
   WorkGate::Hold hold = loop.HoldWork();
   const TaskSpec& spec = SpecOf(st->plan->nodes[idx]);
@@ -181,11 +181,11 @@ Task<void> RunSuspending(StatePtr st, uint32_t idx, RowSets inputs) {
     if (spec.kind == RunKind::kAsync) {
       // Named tasks, not temporaries inside co_await: GCC 12 mishandles those.
       if (ctx.deadline) {
-        Task<Result<RowSet>> kept = KeepingState(st, spec.run_async(ctx, std::move(inputs)));
+        Coro<Result<RowSet>> kept = KeepingState(st, spec.run_async(ctx, std::move(inputs)));
         r = co_await AsyncWithTimeout<Result<RowSet>>(loop, std::move(kept),
                                                       ms_until(*ctx.deadline));
       } else {
-        Task<Result<RowSet>> run = spec.run_async(ctx, std::move(inputs));
+        Coro<Result<RowSet>> run = spec.run_async(ctx, std::move(inputs));
         r = co_await std::move(run);
       }
     } else {
@@ -269,7 +269,7 @@ struct WaitDone {
 
 }  // namespace
 
-Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> live) {
+Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_ptr<void> live) {
   env.loop->AssertInLoopThread();
   TimePoint start = Clock::now();
   const Plan& plan = *req.plan;

@@ -16,11 +16,11 @@
 #include <vector>
 
 #include "core/cancel.h"
+#include "core/coro.h"
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/event_loop.h"
 #include "core/metric_value.h"
-#include "core/task.h"
 #include "core/thread_pool.h"
 #include "data/row_set.h"
 #include "plan/bind.h"
@@ -97,7 +97,7 @@ struct RunResult {
 // `live` is kept alive until every piece of the request's work has ended, including CPU
 // jobs still queued or running after the answer (so its destructor may run on a CPU
 // worker): the shard counts requests for admission with it.
-Task<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req,
+Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req,
                                 std::shared_ptr<void> live = {});
 
 }  // namespace rankd

@@ -185,7 +185,7 @@ void ShardServedLog::Send(size_t i) {
   Spawn(SendStream(i, std::move(buf), std::move(ends)));
 }
 
-Task<void> ShardServedLog::SendStream(size_t i, std::string buf, std::vector<uint32_t> ends) {
+Coro<void> ShardServedLog::SendStream(size_t i, std::string buf, std::vector<uint32_t> ends) {
   std::shared_ptr<bool> alive = alive_;
   Sink& s = sinks_[i];
   size_t n = ends.size();

@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/coro.h"
 #include "core/event_loop.h"
 #include "core/metric_value.h"
 #include "core/published.h"
-#include "core/task.h"
 #include "redis/shard_clients.h"
 #include "served/file_sink.h"
 #include "served/record.h"
@@ -97,7 +97,7 @@ class ShardServedLog {
   void ScheduleSend();
   void SendAll();
   void Send(size_t i);
-  Task<void> SendStream(size_t i, std::string buf, std::vector<uint32_t> ends);
+  Coro<void> SendStream(size_t i, std::string buf, std::vector<uint32_t> ends);
   void Sent(size_t i, size_t bytes);  // a batch is done with: its bytes leave the budget
   void CheckFlushed();
   uint64_t NextRandom();

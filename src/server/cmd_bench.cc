@@ -30,7 +30,7 @@ struct BenchState {
   std::coroutine_handle<> waiter;
 };
 
-Task<void> Worker(BenchState& b) {
+Coro<void> Worker(BenchState& b) {
   while (b.issued < b.total) {
     ++b.issued;
     RunRequest req{.plan = b.plan,
@@ -59,7 +59,7 @@ struct AllDone {
   void await_resume() const noexcept {}
 };
 
-Task<void> BenchMain(BenchState& b, int concurrency) {
+Coro<void> BenchMain(BenchState& b, int concurrency) {
   b.workers = concurrency;
   for (int i = 0; i < concurrency; ++i) Spawn(Worker(b));
   co_await AllDone{b};

@@ -39,7 +39,7 @@ bool ReplayFile(const std::string& path, Replay& replay) {
 }
 
 // XRANGE pages of the stream, oldest first, each entry's `record` field.
-Task<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay) {
+Coro<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay) {
   std::string start = "-";
   for (;;) {
     RedisCommands cmds;

@@ -94,7 +94,7 @@ class Shard {
     int page_size = 0;
     std::string plan_asked;
   };
-  Task<void> RunRank(RunRequest run, http::Responder res, RankTicket ticket);
+  Coro<void> RunRank(RunRequest run, http::Responder res, RankTicket ticket);
   // --- experiments (shard_experiment.cc) ---
   // Applies the experiment on run.plan, if one is active: buckets the user (or takes the
   // forced variant), hands run to the variant's plan with its parameters, fills the
@@ -104,7 +104,7 @@ class Shard {
   static std::string_view VariantName(const RankTicket& t);
   // After the primary answered: the experiment's shadow plans, each for its percent.
   void StartShadows(const RankTicket& t, const RunResult& primary, const UserId& user);
-  Task<void> RunShadow(RunRequest run, size_t experiment, size_t shadow, RankTicket t,
+  Coro<void> RunShadow(RunRequest run, size_t experiment, size_t shadow, RankTicket t,
                        std::vector<uint64_t> primary_ids);
   void CancelShadows();  // the primaries need the shard: shadows running stop
   int64_t UnixMsAt(TimePoint t) const;
@@ -119,7 +119,7 @@ class Shard {
   };
   // Builds the snapshot and, when more than a page's worth, writes it to
   // --page-endpoint and waits for Redis to acknowledge it.
-  Task<FirstPage> StartPages(const RunResult& r, const ResponseExtras& extras, const RankTicket& t,
+  Coro<FirstPage> StartPages(const RunResult& r, const ResponseExtras& extras, const RankTicket& t,
                              const UserId& user);
   // Appends the first page's answer.
   static void AppendFirstPage(const FirstPage& page, const RunResult& r, const RankTicket& t,
@@ -135,7 +135,7 @@ class Shard {
     TimePoint t0;
     int64_t deadline_ms = 0;
   };
-  Task<void> RunNextPage(http::Responder res, NextPage p);
+  Coro<void> RunNextPage(http::Responder res, NextPage p);
   // Answers and counts a later page's error (before its Redis read, or after it).
   void AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
                        std::string_view request_id);

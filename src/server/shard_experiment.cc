@@ -152,7 +152,7 @@ void Shard::StartShadows(const RankTicket& t, const RunResult& primary, const Us
   }
 }
 
-Task<void> Shard::RunShadow(RunRequest run, size_t ei, size_t si, RankTicket t,
+Coro<void> Shard::RunShadow(RunRequest run, size_t ei, size_t si, RankTicket t,
                             std::vector<uint64_t> primary_ids) {
   std::shared_ptr<const CancelToken> cancel = run.cancel;
   // Its metric series now: a reload may replace the shard's while it runs.

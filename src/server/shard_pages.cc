@@ -67,7 +67,7 @@ Status CheckReplies(const Result<RespReplies>& replies, size_t n, std::string_vi
 
 }  // namespace
 
-Task<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtras& extras,
+Coro<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtras& extras,
                                          const RankTicket& t, const UserId& user) {
   FirstPage page;
   page.snapshot = BuildPageSnapshot(r, extras, opts_.page_max_items);
@@ -151,7 +151,7 @@ void Shard::HandleNextPage(http::Request& req, http::Responder& res, RankRequest
   Spawn(RunNextPage(std::move(res), std::move(p)));
 }
 
-Task<void> Shard::RunNextPage(http::Responder res, NextPage p) {
+Coro<void> Shard::RunNextPage(http::Responder res, NextPage p) {
   const PageCursor& c = p.cursor;
   std::string tail = SnapshotKeyTail(c.snapshot);
   const std::string& prefix = page_redis_->prefix();

@@ -147,7 +147,7 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
 // The frame owns everything the request touches until it has answered: the plan (run
 // and `plan`), its metric series (ticket.pm), its experiment set and its admission
 // count (`live`, which RunPlan keeps until the request's last CPU job has let go).
-Task<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket) {
+Coro<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket) {
   PlanPtr plan = run.plan;
   UserId user_id = run.user_id;
   TimePoint t0 = ticket.t0;

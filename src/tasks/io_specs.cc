@@ -140,7 +140,7 @@ Result<ColumnTypes> SeenFilterSchema(const SchemaArgs& a) {
   return a.inputs[0];
 }
 
-Task<Result<RowSet>> NotBuilt(std::string op) {
+Coro<Result<RowSet>> NotBuilt(std::string op) {
   co_return Fail(Error::Unavailable(op + ": the Redis-backed task is not built yet"));
 }
 

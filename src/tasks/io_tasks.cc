@@ -167,7 +167,7 @@ struct HashReads {
 // Reads `fields` (the family's field indexes) of every id of `ids`: HMGET for a hash
 // family, MGET for a json one; `whole`: the viewer's read of every declared field of one
 // key (HGETALL for a hash, so that a key without fields is told from a missing one).
-Task<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
+Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
                                    std::span<const IdRef> ids, std::span<const size_t> fields,
                                    bool whole) {
   const CacheUse& cu = io.cu;
@@ -278,7 +278,7 @@ bool CacheableFields(std::span<const size_t> fields) {
 
 // ---- viewer -------------------------------------------------------------------------
 
-Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
+Coro<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
   const KeyFamily& family = *ctx.node->family;
   // The node's columns: `fields`, or every declared field.
   const std::vector<std::string>& asked = ctx.args->StrList("fields");
@@ -308,7 +308,7 @@ Task<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
 
 // LRANGE {key} 0 count-1 (ZRANGE {key} 0 count-1 REV WITHSCORES for a zset) for every
 // input id (from the cache where it holds one), appended in input order.
-Task<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, const InputIds& ids,
+Coro<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, const InputIds& ids,
                                  int64_t count, bool scores, bool with_from) {
   const CacheUse& cu = io.cu;
   const auto asked = static_cast<uint32_t>(count);
@@ -430,7 +430,7 @@ ColumnPtr IdColumn(ListRows& rows, ColumnType type) {
 }
 
 // The list members' rows: id, the score_as column, and (media) the source_as column.
-Task<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, std::string_view count_param,
+Coro<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, std::string_view count_param,
                              bool media) {
   auto io = StartIo(ctx);
   if (!io) co_return Fail(io.error());
@@ -469,7 +469,7 @@ Task<Result<RowSet>> RunList(const TaskContext& ctx, RowSets in, std::string_vie
 
 // ---- features: one HMGET (MGET) per distinct id ----------------------------------------
 
-Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
+Coro<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   const RowSet& input = in.at(0);
   const KeyFamily& family = *ctx.node->family;
   const auto& fields = ctx.args->StrList("fields");
@@ -490,7 +490,7 @@ Task<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
 
 // ---- seen_filter: one SMISMEMBER for all rows ---------------------------------------
 
-Task<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, RowSets in) {
+Coro<Result<RowSet>> RunSeenFilter(const TaskContext& ctx, RowSets in) {
   const RowSet& input = in.at(0);
   auto io = StartIo(ctx, false);
   if (!io) co_return Fail(io.error());

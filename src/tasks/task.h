@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "core/cancel.h"
+#include "core/coro.h"
 #include "core/deadline.h"
 #include "core/error.h"
 #include "core/event_loop.h"
-#include "core/task.h"
 #include "core/thread_pool.h"
 #include "data/row_set.h"
 #include "plan/op_schema.h"
@@ -65,7 +65,7 @@ inline Error CancelledError(std::string_view op) {
 }
 
 // An IO-style run: a coroutine on the loop thread (Redis, timers).
-using AsyncRunFn = std::function<Task<Result<RowSet>>(const TaskContext&, RowSets)>;
+using AsyncRunFn = std::function<Coro<Result<RowSet>>(const TaskContext&, RowSets)>;
 // What long CPU work polls between blocks (plan/expr.h CancelCheck): ctx.cancelled(),
 // or nothing to poll when the run has no token.
 inline CancelCheck CancelCheckOf(const TaskContext& ctx) {

@@ -32,7 +32,7 @@ Result<RowSet> RunFixed(const TaskContext& ctx, RowSets) {
 RowSet PassThrough(RowSets& in) { return in.empty() ? RowSet::Empty() : std::move(in[0]); }
 
 // A loop timer, no thread blocked. `ctx` outlives this coroutine (TaskContext contract).
-Task<Result<RowSet>> RunSleep(const TaskContext& ctx, RowSets in) {
+Coro<Result<RowSet>> RunSleep(const TaskContext& ctx, RowSets in) {
   int64_t ms = ctx.args->I64("duration_ms");
   co_await SleepMs(*ctx.loop, static_cast<uint64_t>(ms));
   if (ctx.args->Bool("fail_after_sleep"))

@@ -24,17 +24,17 @@ struct Fixture {
   }
 };
 
-Task<int> SleepThen(EventLoop& loop, uint64_t ms, int v) {
+Coro<int> SleepThen(EventLoop& loop, uint64_t ms, int v) {
   co_await SleepMs(loop, ms);
   co_return v;
 }
 
-Task<Result<int>> SleepThenResult(EventLoop& loop, uint64_t ms, int v) {
+Coro<Result<int>> SleepThenResult(EventLoop& loop, uint64_t ms, int v) {
   co_await SleepMs(loop, ms);
   co_return v;
 }
 
-Task<int> ThrowAfter(EventLoop& loop, uint64_t ms) {
+Coro<int> ThrowAfter(EventLoop& loop, uint64_t ms) {
   co_await SleepMs(loop, ms);
   throw std::runtime_error("inner failed");
 }
@@ -59,10 +59,10 @@ TEST_CASE("SleepMs suspends on a loop timer; SleepMs(0) does not suspend") {
 
 TEST_CASE("1000 concurrent sleeps all complete on one loop") {
   Fixture f;
-  auto body = [&]() -> Task<int> {
+  auto body = [&]() -> Coro<int> {
     int done = 0;
     int started = 0;
-    auto one = [&](int) -> Task<void> {
+    auto one = [&](int) -> Coro<void> {
       co_await SleepMs(f.loop, 1);
       ++done;
     };
@@ -75,7 +75,7 @@ TEST_CASE("1000 concurrent sleeps all complete on one loop") {
 
 TEST_CASE("OffloadCpu runs on a worker and resumes on the loop") {
   Fixture f;
-  auto body = [&]() -> Task<bool> {
+  auto body = [&]() -> Coro<bool> {
     auto loop_thread = std::this_thread::get_id();
     auto worker = co_await OffloadCpu(f.loop, f.pool, [] { return std::this_thread::get_id(); });
     co_return worker != loop_thread&& std::this_thread::get_id() == loop_thread;
@@ -85,7 +85,7 @@ TEST_CASE("OffloadCpu runs on a worker and resumes on the loop") {
 
 TEST_CASE("OffloadCpu rethrows the worker's exception on the loop") {
   Fixture f;
-  auto body = [&]() -> Task<bool> {
+  auto body = [&]() -> Coro<bool> {
     try {
       co_await OffloadCpu(f.loop, f.pool, []() -> int { throw std::runtime_error("cpu"); });
     } catch (const std::runtime_error&) {
@@ -98,7 +98,7 @@ TEST_CASE("OffloadCpu rethrows the worker's exception on the loop") {
 
 TEST_CASE("OffloadCpuWithTimeout: work wins") {
   Fixture f;
-  auto r = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto r = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, 2000, [] { return 11; });
   }());
   REQUIRE(r.has_value());
@@ -108,7 +108,7 @@ TEST_CASE("OffloadCpuWithTimeout: work wins") {
 TEST_CASE("OffloadCpuWithTimeout: timer wins, late completion counted") {
   Fixture f;
   uint64_t before = Late();
-  auto r = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto r = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, 5, [] {
       std::this_thread::sleep_for(60ms);
       return 1;
@@ -121,13 +121,13 @@ TEST_CASE("OffloadCpuWithTimeout: timer wins, late completion counted") {
 
 TEST_CASE("OffloadCpuWithTimeout: a Result-returning fn is flattened; throw → internal") {
   Fixture f;
-  auto r = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto r = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await OffloadCpuWithTimeout(
         f.loop, f.pool, 1000, []() -> Result<int> { return Fail(Error::Backend("x")); });
   }());
   REQUIRE_FALSE(r.has_value());
   CHECK(r.error().code == ErrorCode::kBackendError);
-  auto t = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto t = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, 1000,
                                              []() -> int { throw std::runtime_error("oops"); });
   }());
@@ -139,7 +139,7 @@ TEST_CASE("OffloadCpuWithTimeout: a Result-returning fn is flattened; throw → 
 TEST_CASE("OffloadCpuWithTimeout: zero time left fails at once without running fn") {
   Fixture f;
   std::atomic<bool> ran{false};
-  auto r = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto r = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, 0, [&] {
       ran = true;
       return 1;
@@ -154,7 +154,7 @@ TEST_CASE("OffloadCpuWithTimeout: 100 alternating wins") {
   int ok = 0, timeouts = 0;
   for (int i = 0; i < 100; ++i) {
     bool slow = i % 2;
-    auto r = RunSync(f.loop, [&]() -> Task<Result<int>> {
+    auto r = RunSync(f.loop, [&]() -> Coro<Result<int>> {
       co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, slow ? 1 : 5000, [slow] {
         if (slow) std::this_thread::sleep_for(15ms);
         return 3;
@@ -169,32 +169,32 @@ TEST_CASE("OffloadCpuWithTimeout: 100 alternating wins") {
 TEST_CASE("AsyncWithTimeout: work wins, timer wins, immediate completion, exceptions") {
   Fixture f;
   uint64_t before = Late();
-  auto win = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto win = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await AsyncWithTimeout<int>(f.loop, SleepThen(f.loop, 2, 8), 2000);
   }());
   REQUIRE(win.has_value());
   CHECK(*win == 8);
 
-  auto lose = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto lose = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await AsyncWithTimeout<int>(f.loop, SleepThen(f.loop, 50, 8), 5);
   }());
   REQUIRE_FALSE(lose.has_value());
   CHECK(lose.error().code == ErrorCode::kDeadlineExceeded);
   CHECK(Eventually([&] { return Late() == before + 1; }));
 
-  auto instant = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto instant = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await AsyncWithTimeout<int>(f.loop, SleepThen(f.loop, 0, 4), 10);
   }());
   REQUIRE(instant.has_value());
   CHECK(*instant == 4);
 
-  auto flat = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto flat = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await AsyncWithTimeout<Result<int>>(f.loop, SleepThenResult(f.loop, 1, 2), 1000);
   }());
   REQUIRE(flat.has_value());
   CHECK(*flat == 2);
 
-  auto thrown = RunSync(f.loop, [&]() -> Task<Result<int>> {
+  auto thrown = RunSync(f.loop, [&]() -> Coro<Result<int>> {
     co_return co_await AsyncWithTimeout<int>(f.loop, ThrowAfter(f.loop, 1), 1000);
   }());
   REQUIRE_FALSE(thrown.has_value());
@@ -206,7 +206,7 @@ TEST_CASE("AsyncWithTimeout: 100 alternating wins, runners all finish") {
   int ok = 0, timeouts = 0;
   for (int i = 0; i < 100; ++i) {
     bool slow = i % 2;
-    auto r = RunSync(f.loop, [&]() -> Task<Result<int>> {
+    auto r = RunSync(f.loop, [&]() -> Coro<Result<int>> {
       co_return co_await AsyncWithTimeout<int>(f.loop, SleepThen(f.loop, slow ? 20 : 0, 1),
                                                slow ? 1 : 5000);
     }());
@@ -216,7 +216,7 @@ TEST_CASE("AsyncWithTimeout: 100 alternating wins, runners all finish") {
   CHECK(timeouts == 50);
   int runners = -1;
   CHECK(Eventually([&] {
-    RunSync(f.loop, [&]() -> Task<void> {
+    RunSync(f.loop, [&]() -> Coro<void> {
       runners = f.loop.runners();
       co_return;
     }());
@@ -228,12 +228,12 @@ TEST_CASE("Stop waits for a runner that lost its race before closing the loop") 
   auto loop = std::make_unique<EventLoop>("runner");
   loop->Start();
   auto finished = std::make_shared<std::atomic<bool>>(false);
-  auto inner = [](EventLoop& l, std::shared_ptr<std::atomic<bool>> flag) -> Task<int> {
+  auto inner = [](EventLoop& l, std::shared_ptr<std::atomic<bool>> flag) -> Coro<int> {
     co_await SleepMs(l, 40);
     *flag = true;
     co_return 1;
   };
-  auto r = RunSync(*loop, [&]() -> Task<Result<int>> {
+  auto r = RunSync(*loop, [&]() -> Coro<Result<int>> {
     co_return co_await AsyncWithTimeout<int>(*loop, inner(*loop, finished), 1);
   }());
   CHECK_FALSE(r.has_value());

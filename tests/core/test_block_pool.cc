@@ -8,23 +8,23 @@
 #include <vector>
 
 #include "core/block_pool.h"
-#include "core/task.h"
+#include "core/coro.h"
 
 using namespace rankd;
 
 namespace {
 constexpr bool kPooled = block_pool::kPooled;
 
-Task<int> Leaf(int v) { co_return v; }
-Task<int> Tree(int depth) {
+Coro<int> Leaf(int v) { co_return v; }
+Coro<int> Tree(int depth) {
   if (depth == 0) co_return 1;
   int a = co_await Tree(depth - 1);
   int b = co_await Tree(depth - 1);
   co_return a + b;
 }
-int RunSync(Task<int> t) {
+int RunSync(Coro<int> t) {
   int out = 0;
-  auto body = [](Task<int> t, int& out) -> Task<void> { out = co_await std::move(t); };
+  auto body = [](Coro<int> t, int& out) -> Coro<void> { out = co_await std::move(t); };
   Spawn(body(std::move(t), out));
   return out;
 }

@@ -91,7 +91,7 @@ TEST_CASE("OffloadCpuWithTimeout: a refused job comes back as the pool's error")
   }));
   taken.get_future().wait();       // the worker holds it: the queue is empty again
   REQUIRE(pool.TrySubmit([] {}));  // the queue now holds its one job
-  auto run = [&]() -> Task<Result<int>> {
+  auto run = [&]() -> Coro<Result<int>> {
     co_return co_await OffloadCpuWithTimeout(loop, pool, 5000, [] { return 1; });
   };
   Result<int> r = RunSync(loop, run());

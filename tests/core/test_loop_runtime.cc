@@ -20,7 +20,7 @@ using namespace rankd;
 
 namespace {
 
-Task<void> HoldWhileSleeping(EventLoop& loop, uint64_t ms,
+Coro<void> HoldWhileSleeping(EventLoop& loop, uint64_t ms,
                              std::shared_ptr<std::atomic<bool>> done) {
   WorkGate::Hold hold = loop.HoldWork();
   co_await SleepMs(loop, ms);
@@ -82,7 +82,7 @@ TEST_CASE("Stop waits for CPU jobs before it stops the loop they post to") {
   rt.Start();
   auto result = std::make_shared<std::atomic<int>>(0);
   rt.OnLoop([&] {
-    Spawn([](LoopRuntime& r, std::shared_ptr<std::atomic<int>> out) -> Task<void> {
+    Spawn([](LoopRuntime& r, std::shared_ptr<std::atomic<int>> out) -> Coro<void> {
       WorkGate::Hold hold = r.loop().HoldWork();
       *out = co_await OffloadCpu(r.loop(), r.cpu(), [] {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -296,7 +296,7 @@ struct CapRun {
   int remaining = 3;
   std::promise<void> done;
 };
-Task<void> EchoBatch(RedisClient& pool, int i, std::shared_ptr<CapRun> run) {
+Coro<void> EchoBatch(RedisClient& pool, int i, std::shared_ptr<CapRun> run) {
   std::vector<RedisCommand> cmds;
   cmds.push_back(RedisCommand{"ECHO", std::to_string(i)});
   cmds.push_back(RedisCommand{"PING"});

@@ -51,7 +51,7 @@ const NodeStat& Stat(const RunResult& r, const std::string& id) {
 // An async op that ends only when its run is cancelled (it lost the race against its
 // deadline): a stage that is certainly still running when the deadline passes, whatever
 // the machine's load.
-Task<Result<RowSet>> RunHold(const TaskContext& ctx, RowSets) {
+Coro<Result<RowSet>> RunHold(const TaskContext& ctx, RowSets) {
   while (!ctx.cancelled()) co_await SleepMs(*ctx.loop, 1);
   co_return Fail(CancelledError("hold"));
 }
@@ -84,7 +84,7 @@ Result<RunResult> RunWithDeadlineFromStart(Engine& e, const std::string& json,
                                            int64_t deadline_ms) {
   auto plan = LoadPlanText(json, "test.plan.json", RegistryWithHold());
   if (!plan) FAIL("plan did not load: " << plan.error().message);
-  auto run = [](Engine& e, PlanPtr plan, int64_t deadline_ms) -> Task<Result<RunResult>> {
+  auto run = [](Engine& e, PlanPtr plan, int64_t deadline_ms) -> Coro<Result<RunResult>> {
     RunRequest req{.plan = std::move(plan),
                    .user_id = 1,
                    .params = {},
@@ -99,7 +99,7 @@ Result<RunResult> RunWithDeadlineFromStart(Engine& e, const std::string& json,
 // Waits (bounded) until the loop has no runner left: abandoned work has finished.
 void WaitRunnersDone(Engine& e) {
   for (int i = 0; i < 500; ++i) {
-    int runners = RunSync(e.loop, [](EventLoop& l) -> Task<int> { co_return l.runners(); }(e.loop));
+    int runners = RunSync(e.loop, [](EventLoop& l) -> Coro<int> { co_return l.runners(); }(e.loop));
     if (runners == 0) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -1,4 +1,4 @@
-// Task<T>: values, void, exceptions, laziness, and a 100,000-deep await chain that must
+// Coro<T>: values, void, exceptions, laziness, and a 100,000-deep await chain that must
 // not grow the stack (symmetric transfer).
 #include <doctest/doctest.h>
 
@@ -6,34 +6,34 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/task.h"
+#include "core/coro.h"
 
 using namespace rankd;
 
 namespace {
-Task<int> Value(int v) { co_return v; }
-Task<std::string> Concat(std::string a, std::string b) { co_return a + b; }
-Task<void> Nothing(int& touched) {
+Coro<int> Value(int v) { co_return v; }
+Coro<std::string> Concat(std::string a, std::string b) { co_return a + b; }
+Coro<void> Nothing(int& touched) {
   touched = 1;
   co_return;
 }
-Task<int> Throws() {
+Coro<int> Throws() {
   throw std::runtime_error("boom");
   co_return 0;
 }
-Task<int> Sum(int a, int b) { co_return (co_await Value(a)) + (co_await Value(b)); }
-Task<int> Chain(int depth) {
+Coro<int> Sum(int a, int b) { co_return (co_await Value(a)) + (co_await Value(b)); }
+Coro<int> Chain(int depth) {
   if (depth == 0) co_return 0;
   co_return 1 + co_await Chain(depth - 1);
 }
-Task<std::unique_ptr<int>> MoveOnly() { co_return std::make_unique<int>(7); }
+Coro<std::unique_ptr<int>> MoveOnly() { co_return std::make_unique<int>(7); }
 
 // Drives a task to completion from plain code (these tasks never suspend on IO).
 template <class T>
-T Drive(Task<T> t) {
+T Drive(Coro<T> t) {
   T out{};
   bool done = false;
-  auto outer = [&]() -> Task<void> {
+  auto outer = [&]() -> Coro<void> {
     out = co_await std::move(t);
     done = true;
   };
@@ -43,17 +43,17 @@ T Drive(Task<T> t) {
 }
 }  // namespace
 
-TEST_CASE("Task returns values") {
+TEST_CASE("Coro returns values") {
   CHECK(Drive(Value(42)) == 42);
   CHECK(Drive(Concat("ab", "cd")) == "abcd");
   CHECK(Drive(Sum(2, 3)) == 5);
   CHECK(*Drive(MoveOnly()) == 7);
 }
 
-TEST_CASE("Task<void> runs its body") {
+TEST_CASE("Coro<void> runs its body") {
   int touched = 0;
   bool done = false;
-  auto outer = [&]() -> Task<void> {
+  auto outer = [&]() -> Coro<void> {
     co_await Nothing(touched);
     done = true;
   };
@@ -62,7 +62,7 @@ TEST_CASE("Task<void> runs its body") {
   CHECK(touched == 1);
 }
 
-TEST_CASE("Task is lazy: nothing runs until awaited; destroying it unstarted is fine") {
+TEST_CASE("Coro is lazy: nothing runs until awaited; destroying it unstarted is fine") {
   int touched = 0;
   {
     auto t = Nothing(touched);
@@ -72,9 +72,9 @@ TEST_CASE("Task is lazy: nothing runs until awaited; destroying it unstarted is 
   CHECK(touched == 0);
 }
 
-TEST_CASE("Task propagates exceptions to the awaiter") {
+TEST_CASE("Coro propagates exceptions to the awaiter") {
   bool caught = false;
-  auto outer = [&]() -> Task<void> {
+  auto outer = [&]() -> Coro<void> {
     try {
       co_await Throws();
     } catch (const std::runtime_error& e) {
@@ -98,9 +98,9 @@ TEST_CASE("A chain of 100,000 awaits does not grow the stack") {
   CHECK(Drive(Chain(kChainDepth)) == kChainDepth);
 }
 
-TEST_CASE("Task is move-only and moves keep the frame") {
-  Task<int> a = Value(9);
-  Task<int> b = std::move(a);
+TEST_CASE("Coro is move-only and moves keep the frame") {
+  Coro<int> a = Value(9);
+  Coro<int> b = std::move(a);
   CHECK_FALSE(a.valid());
   CHECK(b.valid());
   CHECK(Drive(std::move(b)) == 9);

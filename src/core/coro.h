@@ -1,8 +1,8 @@
-// Task<T>: a lazy, move-only coroutine returning T (or void), with symmetric transfer so
-// that a chain of awaits of any depth runs in constant stack. Spawn() starts a Task<void>
+// Coro<T>: a lazy, move-only coroutine returning T (or void), with symmetric transfer so
+// that a chain of awaits of any depth runs in constant stack. Spawn() starts a Coro<void>
 // detached: its frame frees itself when it finishes.
 //
-// Threads: a Task is resumed on whatever thread resumes it; in rankd that is always the
+// Threads: a Coro is resumed on whatever thread resumes it; in rankd that is always the
 // loop thread of the shard that owns the request. Not thread-safe.
 #pragma once
 
@@ -16,7 +16,7 @@
 namespace rankd {
 
 template <class T>
-class Task;
+class Coro;
 
 namespace detail {
 
@@ -57,7 +57,7 @@ template <class T>
 struct Promise : PromiseBase {
   std::variant<std::monostate, T, std::exception_ptr> result;
 
-  Task<T> get_return_object() noexcept;
+  Coro<T> get_return_object() noexcept;
   template <class U>
   void return_value(U&& v) {
     result.template emplace<1>(std::forward<U>(v));
@@ -75,7 +75,7 @@ template <>
 struct Promise<void> : PromiseBase {
   std::exception_ptr error;
 
-  Task<void> get_return_object() noexcept;
+  Coro<void> get_return_object() noexcept;
   void return_void() noexcept {}
   void unhandled_exception() noexcept { error = std::current_exception(); }
   bool has_error() const { return static_cast<bool>(error); }
@@ -87,24 +87,24 @@ struct Promise<void> : PromiseBase {
 }  // namespace detail
 
 template <class T = void>
-class [[nodiscard]] Task {
+class [[nodiscard]] Coro {
  public:
   using promise_type = detail::Promise<T>;
   using Handle = std::coroutine_handle<promise_type>;
 
-  Task() = default;
-  explicit Task(Handle h) : h_(h) {}
-  Task(Task&& o) noexcept : h_(std::exchange(o.h_, {})) {}
-  Task& operator=(Task&& o) noexcept {
+  Coro() = default;
+  explicit Coro(Handle h) : h_(h) {}
+  Coro(Coro&& o) noexcept : h_(std::exchange(o.h_, {})) {}
+  Coro& operator=(Coro&& o) noexcept {
     if (this != &o) {
       reset();
       h_ = std::exchange(o.h_, {});
     }
     return *this;
   }
-  Task(const Task&) = delete;
-  Task& operator=(const Task&) = delete;
-  ~Task() { reset(); }
+  Coro(const Coro&) = delete;
+  Coro& operator=(const Coro&) = delete;
+  ~Coro() { reset(); }
 
   bool valid() const { return static_cast<bool>(h_); }
 
@@ -135,11 +135,11 @@ class [[nodiscard]] Task {
 
 namespace detail {
 template <class T>
-Task<T> Promise<T>::get_return_object() noexcept {
-  return Task<T>(std::coroutine_handle<Promise<T>>::from_promise(*this));
+Coro<T> Promise<T>::get_return_object() noexcept {
+  return Coro<T>(std::coroutine_handle<Promise<T>>::from_promise(*this));
 }
-inline Task<void> Promise<void>::get_return_object() noexcept {
-  return Task<void>(std::coroutine_handle<Promise<void>>::from_promise(*this));
+inline Coro<void> Promise<void>::get_return_object() noexcept {
+  return Coro<void>(std::coroutine_handle<Promise<void>>::from_promise(*this));
 }
 
 // A coroutine that starts at once and frees its own frame at the end (used where a
@@ -159,7 +159,7 @@ struct Detached {
 // Starts `t` now, on the calling thread, and lets it run to completion on its own; its
 // frame frees itself at the end. The task must catch its own exceptions (an escaping
 // one terminates the process).
-inline void Spawn(Task<void> t) {
+inline void Spawn(Coro<void> t) {
   auto h = t.release();
   h.promise().detached = true;
   h.resume();
