@@ -14,15 +14,35 @@ namespace rankd {
 
 namespace {
 
+std::string AddressText(const RedisAddress& a) { return a.host + ":" + std::to_string(a.port); }
+
+constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
+
+// The commands a replica may answer (with READONLY): every command the IO tasks send.
+bool IsRead(std::string_view name) {
+  static constexpr std::string_view kReads[] = {"HGETALL",    "HMGET",    "HGET",      "LRANGE",
+                                                "SMISMEMBER", "SMEMBERS", "SISMEMBER", "GET",
+                                                "MGET",       "EXISTS",   "ZRANGE",    "ZSCORE"};
+  return std::find(std::begin(kReads), std::end(kReads), name) != std::end(kReads);
+}
+
+constexpr uint64_t kReplicaRefreshMs = 2000;  // read_from=replica: map fetched this often
+constexpr uint64_t kRetryPauseMinMs = 10;
+constexpr uint64_t kRetryPauseMaxMs = 100;
+// A burst of failures costs one CLUSTER SLOTS: triggers within this long of the last
+// fetch are dropped (the failures that follow trigger again).
+constexpr auto kRefreshHoldOff = std::chrono::milliseconds(100);
+
+}  // namespace
+
 // What a cluster error reply asks of the client.
-struct Redirect {
+struct RedisClusterPool::Redirect {
   enum Kind : uint8_t { kNone, kMoved, kAsk, kRetry } kind = kNone;
   int slot = -1;
   RedisAddress to;  // kMoved, kAsk; an empty host means the replying node's
 };
 
-// "MOVED 3999 127.0.0.1:6381", "ASK 3999 :6381", "TRYAGAIN ...", "CLUSTERDOWN ...".
-Redirect ParseRedirect(std::string_view err) {
+RedisClusterPool::Redirect RedisClusterPool::ParseRedirect(std::string_view err) {
   Redirect r;
   if (err.starts_with("TRYAGAIN") || err.starts_with("CLUSTERDOWN")) {
     r.kind = Redirect::kRetry;
@@ -47,27 +67,6 @@ Redirect ParseRedirect(std::string_view err) {
   r.to = {std::string(rest.substr(space + 1, colon - space - 1)), *port};
   return r;
 }
-
-std::string AddressText(const RedisAddress& a) { return a.host + ":" + std::to_string(a.port); }
-
-constexpr std::string_view kAsking = "*1\r\n$6\r\nASKING\r\n";
-
-// The commands a replica may answer (with READONLY): every command the IO tasks send.
-bool IsRead(std::string_view name) {
-  static constexpr std::string_view kReads[] = {"HGETALL",    "HMGET",    "HGET",      "LRANGE",
-                                                "SMISMEMBER", "SMEMBERS", "SISMEMBER", "GET",
-                                                "MGET",       "EXISTS",   "ZRANGE",    "ZSCORE"};
-  return std::find(std::begin(kReads), std::end(kReads), name) != std::end(kReads);
-}
-
-constexpr uint64_t kReplicaRefreshMs = 2000;  // read_from=replica: map fetched this often
-constexpr uint64_t kRetryPauseMinMs = 10;
-constexpr uint64_t kRetryPauseMaxMs = 100;
-// A burst of failures costs one CLUSTER SLOTS: triggers within this long of the last
-// fetch are dropped (the failures that follow trigger again).
-constexpr auto kRefreshHoldOff = std::chrono::milliseconds(100);
-
-}  // namespace
 
 // A node's share of a round: its commands' bytes copied into one buffer of its own
 // (ASKING first where asked), and, once it answered, its replies.
@@ -413,6 +412,27 @@ bool RedisClusterPool::tracking_ready() const {
   return true;
 }
 
+// What the replies of a batch's rounds asked for: the commands to send again next round,
+// the redirects to addresses the slot map does not name (decided once it was fetched
+// again), and whether a TRYAGAIN or CLUSTERDOWN pauses the batch first.
+struct RedisClusterPool::Followups {
+  struct Stranger {
+    uint32_t i;
+    Node* from;
+    Redirect redirect;
+  };
+  PoolVector<uint8_t> redirects;  // per command, once one is redirected
+  PoolVector<Resend> again;
+  std::vector<Stranger> strangers;
+  std::string pause_for;  // the text of a TRYAGAIN or CLUSTERDOWN
+
+  void Clear() {
+    again.clear();
+    strangers.clear();
+    pause_for.clear();
+  }
+};
+
 Coro<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadline deadline) {
   loop_.AssertInLoopThread();
   if (commands.empty()) co_return RespReplies{};
@@ -422,37 +442,11 @@ Coro<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
     co_return Fail(Unavailable("no slot map yet", NotLiveReason()));
   }
   std::shared_ptr<bool> alive = alive_;
-  const size_t n = commands.size();
   RespReplies replies;
-  replies.Gathered(n);
+  replies.Gathered(commands.size());
   PoolVector<Node*> part_node;  // the node that answered each part; nullptr: none did
-  // Per command, once one is redirected (the first round needs none of this).
-  PoolVector<uint8_t> redirects;
-  PoolVector<Resend> resend, again;
-  // MOVED and ASK to addresses the slot map does not name, decided once it was fetched again.
-  struct Stranger {
-    uint32_t i;
-    Node* from;
-    Redirect redirect;
-  };
-  std::vector<Stranger> strangers;
-  // Sends command i where `redirect` says, next round.
-  auto follow = [&](uint32_t i, Node* from, const Redirect& redirect) {
-    Node& to = NodeAt(redirect.to);
-    Resend next{i, &to, false};
-    if (redirect.kind == Redirect::kMoved) {
-      SetOwner(redirect.slot, &to);
-      if (tracking_) tracking_->sink->OnInvalidateAll();  // as Install would
-      Bump(stats_->moved);
-      Bump(from->stats->moved);
-      RefreshSlotMap();
-    } else {
-      next.asking = true;
-      Bump(stats_->asked);
-      Bump(from->stats->asked);
-    }
-    again.push_back(next);
-  };
+  PoolVector<Resend> resend;    // the commands of the round after the first
+  Followups next;
   bool first = true;
   while (true) {
     auto sent =
@@ -462,81 +456,119 @@ Coro<Result<RespReplies>> RedisClusterPool::Batch(RedisCommands commands, Deadli
       if (sent.error().code == ErrorCode::kUnavailable) RefreshSlotMap();
       co_return Fail(std::move(sent.error()));
     }
-    again.clear();
-    strangers.clear();
-    std::string pause_for;  // the text of a TRYAGAIN or CLUSTERDOWN that pauses the batch
-    const size_t count = first ? n : resend.size();
-    for (size_t k = 0; k < count; ++k) {
-      const uint32_t i = first ? static_cast<uint32_t>(k) : resend[k].i;
-      if (replies.raw(i)[0] != '-') continue;
-      const RespView r = replies[i];
-      Redirect redirect = ParseRedirect(r.str());
-      Node* target = part_node[replies.part_of(i)];
-      ClusterNodeStats* from = target != nullptr ? target->stats.get() : nullptr;
-      if (redirect.kind == Redirect::kNone) {
-        if (from != nullptr) Bump(from->errors);
-        continue;
-      }
-      if (redirects.empty()) redirects.assign(n, 0);
-      // Redirects are bounded per command; retries by the deadline (without one, like
-      // redirects).
-      bool bounded = redirect.kind != Redirect::kRetry || !deadline;
-      if (bounded && redirects[i] >= opts_.max_redirects) continue;
-      if (bounded) ++redirects[i];
-      if (redirect.kind == Redirect::kRetry) {
-        pause_for = r.str();
-        Bump(stats_->cluster_retries);
-        if (from != nullptr) Bump(from->retries);
-        RefreshSlotMap();
-        again.push_back(Resend{i, target, false});
-        continue;
-      }
-      if (redirect.to.host.empty()) redirect.to.host = target->pool->endpoint().host;
-      if (InMap(redirect.to))
-        follow(i, target, redirect);
-      else
-        strangers.push_back(Stranger{i, target, std::move(redirect)});
+    next.Clear();
+    ReadRound(replies, part_node, first ? nullptr : &resend, deadline, next);
+    if (!next.strangers.empty()) {
+      auto followed = co_await FollowStrangers(next, deadline);
+      if (!followed) co_return Fail(std::move(followed.error()));
     }
-    if (!strangers.empty()) {
-      const uint64_t fetch = NextFetch();
-      co_await FreshSlotMap(fetch, deadline);
-      if (!*alive || closed_) co_return Fail(Error::Unavailable("redis: client closed"));
-      if (refreshes_ended_ < fetch) {
-        Error e = Error::DeadlineExceeded("redis endpoint " + endpoint_.name +
-                                          ": deadline passed while the slot map was fetched");
-        e.detail = "redis endpoint " + endpoint_.Label() +
-                   ": deadline passed while the slot map was fetched again after a redirect "
-                   "to an address not in it";
-        co_return Fail(std::move(e));
-      }
-      for (const Stranger& s : strangers) {
-        if (InMap(s.redirect.to)) {
-          follow(s.i, s.from, s.redirect);
-          continue;
-        }
-        Bump(stats_->unknown_redirects);
-        LogOnce("redis endpoint " + endpoint_.Label() + ": " +
-                (s.redirect.kind == Redirect::kMoved ? "MOVED" : "ASK") + " from " +
-                s.from->stats->node + " to " + AddressText(s.redirect.to) +
-                " not followed: no node of the slot map, fetched again, is at that address");
-      }
+    if (next.again.empty()) co_return std::move(replies).Simplified();
+    if (!next.pause_for.empty()) {
+      auto paused = co_await PauseToRetry(commands, replies, next, deadline);
+      if (!paused) co_return Fail(std::move(paused.error()));
     }
-    if (again.empty()) co_return std::move(replies).Simplified();
-    if (!pause_for.empty()) {
-      uint64_t ms = kRetryPauseMinMs + SplitMix64(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
-      if (deadline && ms_until(*deadline) <= ms)
-        co_return Fail(Unavailable("cluster is down or reconfiguring",
-                                   "no time left to retry after: " + pause_for));
-      co_await SleepMs(loop_, ms);
-      if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
-      // The map may be newer now: retried commands go to their slot's current owner.
-      for (Resend& a : again)
-        if (!a.asking && ParseRedirect(replies[a.i].str()).kind == Redirect::kRetry)
-          a.to = OwnerOf(KeySlot(commands.key(a.i)));
-    }
-    std::swap(resend, again);
+    std::swap(resend, next.again);
     first = false;
   }
+}
+
+void RedisClusterPool::ReadRound(const RespReplies& replies, const PoolVector<Node*>& part_node,
+                                 const PoolVector<Resend>* resend, Deadline deadline,
+                                 Followups& next) {
+  const size_t count = resend ? resend->size() : replies.size();
+  for (size_t k = 0; k < count; ++k) {
+    const uint32_t i = resend ? (*resend)[k].i : static_cast<uint32_t>(k);
+    if (replies.raw(i)[0] != '-') continue;
+    const RespView r = replies[i];
+    Redirect redirect = ParseRedirect(r.str());
+    Node* target = part_node[replies.part_of(i)];
+    ClusterNodeStats* from = target != nullptr ? target->stats.get() : nullptr;
+    if (redirect.kind == Redirect::kNone) {
+      if (from != nullptr) Bump(from->errors);
+      continue;
+    }
+    if (next.redirects.empty()) next.redirects.assign(replies.size(), 0);
+    // Redirects are bounded per command; retries by the deadline (without one, like
+    // redirects).
+    bool bounded = redirect.kind != Redirect::kRetry || !deadline;
+    if (bounded && next.redirects[i] >= opts_.max_redirects) continue;
+    if (bounded) ++next.redirects[i];
+    if (redirect.kind == Redirect::kRetry) {
+      next.pause_for = r.str();
+      Bump(stats_->cluster_retries);
+      if (from != nullptr) Bump(from->retries);
+      RefreshSlotMap();
+      next.again.push_back(Resend{i, target, false});
+      continue;
+    }
+    if (redirect.to.host.empty()) redirect.to.host = target->pool->endpoint().host;
+    if (InMap(redirect.to))
+      Follow(i, target, redirect, next.again);
+    else
+      next.strangers.push_back(Followups::Stranger{i, target, std::move(redirect)});
+  }
+}
+
+void RedisClusterPool::Follow(uint32_t i, Node* from, const Redirect& redirect,
+                              PoolVector<Resend>& again) {
+  Node& to = NodeAt(redirect.to);
+  Resend next{i, &to, false};
+  if (redirect.kind == Redirect::kMoved) {
+    SetOwner(redirect.slot, &to);
+    if (tracking_) tracking_->sink->OnInvalidateAll();  // as Install would
+    Bump(stats_->moved);
+    Bump(from->stats->moved);
+    RefreshSlotMap();
+  } else {
+    next.asking = true;
+    Bump(stats_->asked);
+    Bump(from->stats->asked);
+  }
+  again.push_back(next);
+}
+
+Coro<Result<void>> RedisClusterPool::FollowStrangers(Followups& next, Deadline deadline) {
+  std::shared_ptr<bool> alive = alive_;
+  const uint64_t fetch = NextFetch();
+  co_await FreshSlotMap(fetch, deadline);
+  if (!*alive || closed_) co_return Fail(Error::Unavailable("redis: client closed"));
+  if (refreshes_ended_ < fetch) {
+    Error e = Error::DeadlineExceeded("redis endpoint " + endpoint_.name +
+                                      ": deadline passed while the slot map was fetched");
+    e.detail = "redis endpoint " + endpoint_.Label() +
+               ": deadline passed while the slot map was fetched again after a redirect "
+               "to an address not in it";
+    co_return Fail(std::move(e));
+  }
+  for (const Followups::Stranger& s : next.strangers) {
+    if (InMap(s.redirect.to)) {
+      Follow(s.i, s.from, s.redirect, next.again);
+      continue;
+    }
+    Bump(stats_->unknown_redirects);
+    LogOnce("redis endpoint " + endpoint_.Label() + ": " +
+            (s.redirect.kind == Redirect::kMoved ? "MOVED" : "ASK") + " from " +
+            s.from->stats->node + " to " + AddressText(s.redirect.to) +
+            " not followed: no node of the slot map, fetched again, is at that address");
+  }
+  co_return Result<void>{};
+}
+
+Coro<Result<void>> RedisClusterPool::PauseToRetry(const RedisCommands& commands,
+                                                  const RespReplies& replies, Followups& next,
+                                                  Deadline deadline) {
+  std::shared_ptr<bool> alive = alive_;
+  uint64_t ms = kRetryPauseMinMs + SplitMix64(rng_) % (kRetryPauseMaxMs - kRetryPauseMinMs + 1);
+  if (deadline && ms_until(*deadline) <= ms)
+    co_return Fail(Unavailable("cluster is down or reconfiguring",
+                               "no time left to retry after: " + next.pause_for));
+  co_await SleepMs(loop_, ms);
+  if (!*alive) co_return Fail(Error::Unavailable("redis: client closed"));
+  // The map may be newer now: retried commands go to their slot's current owner.
+  for (Resend& a : next.again)
+    if (!a.asking && ParseRedirect(replies[a.i].str()).kind == Redirect::kRetry)
+      a.to = OwnerOf(KeySlot(commands.key(a.i)));
+  co_return Result<void>{};
 }
 
 RedisClusterPool::Node* RedisClusterPool::FirstTarget(const RedisCommands& commands, size_t i) {

@@ -90,6 +90,8 @@ class RedisClusterPool final : public RedisClient {
   struct Round;
   struct Share;
   struct Resend;
+  struct Followups;
+  struct Redirect;
   struct MapWaiter {
     uint64_t fetch;  // resumed once this many fetches have ended
     std::coroutine_handle<> handle;
@@ -166,6 +168,23 @@ class RedisClusterPool final : public RedisClient {
   Coro<Result<void>> SendRound(const RedisCommands& commands, const PoolVector<Resend>* resend,
                                RespReplies& replies, PoolVector<Node*>& part_node,
                                Deadline deadline);
+  // "MOVED 3999 127.0.0.1:6381", "ASK 3999 :6381", "TRYAGAIN ...", "CLUSTERDOWN ...":
+  // what a cluster error reply asks of the client (kind kNone for any other error).
+  static Redirect ParseRedirect(std::string_view err);
+  // After a round: what its replies (of `resend`, or of every command after the first
+  // round) ask to send again, into `next`. Errors other than redirects stay as replies.
+  void ReadRound(const RespReplies& replies, const PoolVector<Node*>& part_node,
+                 const PoolVector<Resend>* resend, Deadline deadline, Followups& next);
+  // Sends command i where a MOVED or ASK from `from` says, next round (a MOVED also
+  // updates the slot map's owner and asks for a fresh map).
+  void Follow(uint32_t i, Node* from, const Redirect& redirect, PoolVector<Resend>& again);
+  // Fetches the slot map again, then follows the redirects to addresses it now names;
+  // the others are counted and logged, and their error replies stay.
+  Coro<Result<void>> FollowStrangers(Followups& next, Deadline deadline);
+  // After a TRYAGAIN or CLUSTERDOWN: waits 10..100 ms (failing when the deadline comes
+  // first), then points the retried commands at their slot's current owner.
+  Coro<Result<void>> PauseToRetry(const RedisCommands& commands, const RespReplies& replies,
+                                  Followups& next, Deadline deadline);
   Coro<void> RunNodeBatch(Node* node, RedisCommands cmds, RespReplies* out, Deadline deadline,
                           std::shared_ptr<Round> round);
   Error Unavailable(std::string what, std::string detail) const;

@@ -153,6 +153,38 @@ Distinct DistinctIds(const InputIds& ids) {
   return d;
 }
 
+// The ids a read must ask Redis for (indexes, ascending) and, with the cache, their
+// cache keys in the same order.
+struct Misses {
+  std::vector<uint32_t> at;
+  std::vector<CacheKey> keys;
+};
+
+// Without the cache every id is a miss. With it: asks it for the keys of ids 0..n-1
+// (`id_at(i)`) through `find(keys)`, then keeps the ids `served(i)` says it cannot
+// serve, and counts hits and misses.
+template <class IdAt, class Find, class Served>
+Misses FindInCache(const FamilyIo& io, size_t n, IdAt id_at, Find find, Served served) {
+  Misses m;
+  m.at.reserve(n);
+  if (!io.cu) {
+    for (size_t i = 0; i < n; ++i) m.at.push_back(static_cast<uint32_t>(i));
+    return m;
+  }
+  m.keys.resize(n);
+  for (size_t i = 0; i < n; ++i) m.keys[i] = io.CacheKeyOf(id_at(i));
+  find(std::span<const CacheKey>(m.keys));
+  size_t nkeys = 0;  // the misses' keys, compacted in place
+  for (size_t i = 0; i < n; ++i) {
+    if (served(i)) continue;
+    m.keys[nkeys++] = m.keys[i];
+    m.at.push_back(static_cast<uint32_t>(i));
+  }
+  m.keys.resize(nkeys);
+  io.cu.Record(n - m.at.size(), m.at.size());
+  return m;
+}
+
 // ---- hash and json families: ReadHashes -----------------------------------------------
 
 // What ReadHashes read: for distinct id k, fields[f] in cells[k * nf + f] and whether its
@@ -163,6 +195,51 @@ struct HashReads {
   std::vector<HashRef> found;
   bool all_hit = false;
 };
+
+// HMGET (MGET for json; HGETALL for a hash when `whole`) of every missed id, each
+// followed by its PTTL when the read will be stored.
+RedisCommands HashCommands(const FamilyIo& io, std::span<const IdRef> ids,
+                           std::span<const uint32_t> missed, std::span<const size_t> fields,
+                           bool whole) {
+  const bool json = io.family->type == FamilyType::kJson;
+  const size_t per = io.cu.store ? 2 : 1;
+  RedisCommands cmds;
+  cmds.Reserve(missed.size() * per, missed.size() * per *
+                                        (48 + io.pool->prefix().size() + io.key.before.size() +
+                                         io.key.after.size() + (json ? 0 : 16 * fields.size())));
+  if (missed.empty()) return cmds;
+  std::vector<std::string> names;
+  if (!json && !whole)
+    for (size_t f : fields) names.push_back(io.family->fields[f].name);
+  const RedisCommands::Shape read = RedisCommands::MakeShape(json    ? "MGET"
+                                                             : whole ? "HGETALL"
+                                                                     : "HMGET",
+                                                             names);
+  const RedisCommands::Shape pttl =
+      io.cu.store ? RedisCommands::MakeShape("PTTL", {}) : RedisCommands::Shape{};
+  for (uint32_t k : missed) {
+    io.AddKeyed(cmds, read, ids[k]);
+    if (io.cu.store) io.AddKeyed(cmds, pttl, ids[k]);
+  }
+  return cmds;
+}
+
+// Stores what was read of each missed id that nothing invalidated meanwhile.
+void StoreHashes(const CacheUse& cu, const ReadTicket& ticket, const Misses& missed,
+                 std::span<const size_t> fields, uint64_t need, const HashReads& out,
+                 const RespReplies& replies, uint64_t sent_ms) {
+  const size_t nf = fields.size();
+  for (size_t m = 0; m < missed.at.size(); ++m) {
+    if (!ticket.Storable(missed.keys[m])) continue;
+    const uint32_t k = missed.at[m];
+    CachedHash h;
+    h.exists = out.exists[k] != 0;
+    h.fields.resize(nf == 0 ? 0 : *std::max_element(fields.begin(), fields.end()) + 1);
+    for (size_t f = 0; f < nf; ++f) h.fields.Set(fields[f], out.cells, k * nf + f);
+    h.known = need;
+    cu.cache->PutHash(ticket, missed.keys[m], std::move(h), KeyTtl(replies[m * 2 + 1], sent_ms));
+  }
+}
 
 // Reads `fields` (the family's field indexes) of every id of `ids`: HMGET for a hash
 // family, MGET for a json one; `whole`: the viewer's read of every declared field of one
@@ -177,29 +254,19 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
   if (cu)
     for (size_t f : fields) need |= uint64_t{1} << f;
   HashReads out;
-  std::vector<uint32_t> missed;  // indexes into ids
-  std::vector<CacheKey> keys;    // of the misses
-  missed.reserve(ids.size());
-  if (cu) {
-    std::vector<CacheKey> all(ids.size());
-    for (size_t k = 0; k < ids.size(); ++k) all[k] = io.CacheKeyOf(ids[k]);
-    out.found.resize(ids.size());
-    cu.cache->FindHashes(all, out.found);
-    keys = std::move(all);  // the misses' keys, compacted below
-  }
-  size_t nkeys = 0;
-  for (size_t k = 0; k < ids.size(); ++k) {
-    if (cu) {
-      if (HashRef h = out.found[k]; h && (h.known() & need) == need) continue;
-      keys[nkeys++] = keys[k];
-    }
-    missed.push_back(static_cast<uint32_t>(k));
-  }
-  keys.resize(nkeys);
-  if (cu) cu.Record(ids.size() - missed.size(), missed.size());
+  const Misses missed = FindInCache(
+      io, ids.size(), [&](size_t k) { return ids[k]; },
+      [&](std::span<const CacheKey> keys) {
+        out.found.resize(ids.size());
+        cu.cache->FindHashes(keys, out.found);
+      },
+      [&](size_t k) {
+        HashRef h = out.found[k];
+        return h && (h.known() & need) == need;
+      });
   out.exists.assign(ids.size(), 1);
   // Every id hit: the values are read from the entries (nothing suspends before).
-  if (missed.empty() && cu) {
+  if (missed.at.empty() && cu) {
     out.all_hit = true;
     for (size_t k = 0; k < ids.size(); ++k) out.exists[k] = out.found[k].exists();
     co_return out;
@@ -208,7 +275,7 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
   for (const size_t f : fields)  // room for strings of a few words each
     if (io.family->fields[f].type == FieldType::kStr) out.cells.reserve_strings(16 * ids.size());
   for (size_t k = 0, m = 0; k < ids.size(); ++k) {
-    if (m < missed.size() && missed[m] == k) {
+    if (m < missed.at.size() && missed.at[m] == k) {
       ++m;
       continue;
     }
@@ -216,33 +283,15 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
     for (size_t f = 0; f < nf; ++f) out.found[k].CopyField(fields[f], out.cells, k * nf + f);
   }
   out.found.clear();
-  ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
+  ReadTicket ticket = cu ? cu.Begin(missed.keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // the read (+ PTTL)
-  RedisCommands cmds;
-  cmds.Reserve(missed.size() * per, missed.size() * per *
-                                        (48 + io.pool->prefix().size() + io.key.before.size() +
-                                         io.key.after.size() + (json ? 0 : 16 * nf)));
-  if (!missed.empty()) {
-    std::vector<std::string> names;
-    if (!json && !whole)
-      for (size_t f : fields) names.push_back(io.family->fields[f].name);
-    const RedisCommands::Shape read = RedisCommands::MakeShape(json    ? "MGET"
-                                                               : whole ? "HGETALL"
-                                                                       : "HMGET",
-                                                               names);
-    const RedisCommands::Shape pttl =
-        cu.store ? RedisCommands::MakeShape("PTTL", {}) : RedisCommands::Shape{};
-    for (uint32_t k : missed) {
-      io.AddKeyed(cmds, read, ids[k]);
-      if (cu.store) io.AddKeyed(cmds, pttl, ids[k]);
-    }
-  }
   const uint64_t sent_ms = NowMs();
-  auto replies = co_await io.pool->Batch(std::move(cmds), ctx.deadline);
+  auto replies =
+      co_await io.pool->Batch(HashCommands(io, ids, missed.at, fields, whole), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  for (size_t m = 0; m < missed.size(); ++m) {
-    const uint32_t k = missed[m];
+  for (size_t m = 0; m < missed.at.size(); ++m) {
+    const uint32_t k = missed.at[m];
     const RespView r = (*replies)[m * per];
     if (whole && !json) {  // fields is every declared field, in order
       auto exists = DecodeHashAll(io.src, ids[k], r, out.cells, k * nf);
@@ -254,18 +303,7 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
       co_return Fail(std::move(ok.error()));
     if (json && r.is_array() && r.size() == 1 && !r.begin()->is_string()) out.exists[k] = 0;
   }
-  if (cu.store) {
-    for (size_t m = 0; m < missed.size(); ++m) {
-      if (!ticket.Storable(keys[m])) continue;
-      const uint32_t k = missed[m];
-      CachedHash h;
-      h.exists = out.exists[k] != 0;
-      h.fields.resize(nf == 0 ? 0 : *std::max_element(fields.begin(), fields.end()) + 1);
-      for (size_t f = 0; f < nf; ++f) h.fields.Set(fields[f], out.cells, k * nf + f);
-      h.known = need;
-      cu.cache->PutHash(ticket, keys[m], std::move(h), KeyTtl((*replies)[m * per + 1], sent_ms));
-    }
-  }
+  if (cu.store) StoreHashes(cu, ticket, missed, fields, need, out, *replies, sent_ms);
   co_return out;
 }
 
@@ -306,8 +344,39 @@ Coro<Result<RowSet>> RunViewer(const TaskContext& ctx, RowSets) {
 
 // ---- follow, recommendation, media: ReadLists ------------------------------------------
 
-// LRANGE {key} 0 count-1 (ZRANGE {key} 0 count-1 REV WITHSCORES for a zset) for every
-// input id (from the cache where it holds one), appended in input order.
+// LRANGE {key} 0 count-1 (ZRANGE {key} 0 count-1 REV, WITHSCORES when `read_scores`,
+// for a zset) of every missed input id, each followed by its PTTL when the read will be
+// stored.
+RedisCommands ListCommands(const FamilyIo& io, const InputIds& ids,
+                           std::span<const uint32_t> missed, int64_t count, bool read_scores) {
+  const bool zset = io.family->type == FamilyType::kZset;
+  const size_t per = io.cu.store ? 2 : 1;
+  RedisCommands cmds;
+  cmds.Reserve(missed.size() * per,
+               missed.size() * per *
+                   (64 + io.pool->prefix().size() + io.key.before.size() + io.key.after.size()));
+  for (uint32_t i : missed) {
+    const IdRef id = ids.at(i);
+    if (zset) {
+      cmds.Add(read_scores ? 6 : 5).Arg("ZRANGE");
+      io.AddKey(cmds, id);
+      cmds.Arg(int64_t{0}).Arg(count - 1).Arg("REV");
+      if (read_scores) cmds.Arg("WITHSCORES");
+    } else {
+      cmds.Add(4).Arg("LRANGE");
+      io.AddKey(cmds, id);
+      cmds.Arg(int64_t{0}).Arg(count - 1);
+    }
+    if (io.cu.store) {
+      cmds.Add(2).Arg("PTTL");
+      io.AddKey(cmds, id);
+    }
+  }
+  return cmds;
+}
+
+// The head of every input id's list or zset (from the cache where it holds one),
+// appended in input order.
 Coro<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, const InputIds& ids,
                                  int64_t count, bool scores, bool with_from) {
   const CacheUse& cu = io.cu;
@@ -328,26 +397,16 @@ Coro<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   }
   if (with_from) out.heads.reserve(ids.size());
   std::vector<ListRef> found;
-  std::vector<uint32_t> missed;  // input indexes
-  std::vector<CacheKey> keys;    // of the misses
-  missed.reserve(ids.size());
-  if (cu) {
-    std::vector<CacheKey> all(ids.size());
-    for (size_t i = 0; i < ids.size(); ++i) all[i] = io.CacheKeyOf(ids.at(i));
-    found.resize(ids.size());
-    cu.cache->FindLists(all, found);
-    keys = std::move(all);  // the misses' keys, compacted below
-  }
-  size_t nkeys = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (cu) {
-      if (ListRef l = found[i]; l && l.Covers(asked) && (!zset || l.has_scores())) continue;
-      keys[nkeys++] = keys[i];
-    }
-    missed.push_back(static_cast<uint32_t>(i));
-  }
-  keys.resize(nkeys);
-  if (cu) cu.Record(ids.size() - missed.size(), missed.size());
+  const Misses missed = FindInCache(
+      io, ids.size(), [&](size_t i) { return ids.at(i); },
+      [&](std::span<const CacheKey> keys) {
+        found.resize(ids.size());
+        cu.cache->FindLists(keys, found);
+      },
+      [&](size_t i) {
+        ListRef l = found[i];
+        return l && l.Covers(asked) && (!zset || l.has_scores());
+      });
   // Hits are copied out now (into hit_rows[hit_span[i]]): the cache may change while the
   // batch is out.
   constexpr uint32_t kMiss = UINT32_MAX;
@@ -355,7 +414,7 @@ Coro<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
   ListRows hit_rows;
   hit_rows.with_from = false;  // AppendRange gives each range its input index
   for (size_t i = 0, m = 0; i < ids.size() && cu; ++i) {
-    if (m < missed.size() && missed[m] == i) {
+    if (m < missed.at.size() && missed.at[m] == i) {
       ++m;
       continue;
     }
@@ -363,41 +422,21 @@ Coro<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
     AppendList(found[i], asked, static_cast<uint32_t>(i), scores, hit_rows);
     hit_span[i] = {begin, static_cast<uint32_t>(hit_rows.size())};
   }
-  ReadTicket ticket = cu ? cu.Begin(keys) : ReadTicket{};
+  ReadTicket ticket = cu ? cu.Begin(missed.keys) : ReadTicket{};
   const size_t per = cu.store ? 2 : 1;  // LRANGE / ZRANGE (+ PTTL)
-  RedisCommands cmds;
-  cmds.Reserve(missed.size() * per,
-               missed.size() * per *
-                   (64 + io.pool->prefix().size() + io.key.before.size() + io.key.after.size()));
-  for (uint32_t i : missed) {
-    const IdRef id = ids.at(i);
-    if (zset) {
-      cmds.Add(read_scores ? 6 : 5).Arg("ZRANGE");
-      io.AddKey(cmds, id);
-      cmds.Arg(int64_t{0}).Arg(count - 1).Arg("REV");
-      if (read_scores) cmds.Arg("WITHSCORES");
-    } else {
-      cmds.Add(4).Arg("LRANGE");
-      io.AddKey(cmds, id);
-      cmds.Arg(int64_t{0}).Arg(count - 1);
-    }
-    if (cu.store) {
-      cmds.Add(2).Arg("PTTL");
-      io.AddKey(cmds, id);
-    }
-  }
   RespReplies replies;
   const uint64_t sent_ms = NowMs();
-  if (!cmds.empty()) {
-    auto r = co_await io.pool->Batch(std::move(cmds), ctx.deadline);
+  if (!missed.at.empty()) {
+    auto r =
+        co_await io.pool->Batch(ListCommands(io, ids, missed.at, count, read_scores), ctx.deadline);
     if (!r)
       co_return Fail(std::move(r.error()));  // names the endpoint; the scheduler adds the node
     replies = std::move(*r);
   }
   // Heads that go to the cache are decoded into entries; the others straight into rows.
-  std::vector<CachedList> lists(cu.store ? missed.size() : 0);
+  std::vector<CachedList> lists(cu.store ? missed.at.size() : 0);
   for (size_t m = 0; m < lists.size(); ++m) {
-    auto l = DecodeList(io.src, ids.at(missed[m]), asked, read_scores, replies[m * per]);
+    auto l = DecodeList(io.src, ids.at(missed.at[m]), asked, read_scores, replies[m * per]);
     if (!l) co_return Fail(std::move(l.error()));
     lists[m] = std::move(*l);
   }
@@ -414,9 +453,9 @@ Coro<Result<ListRows>> ReadLists(const TaskContext& ctx, const FamilyIo& io, con
     }
   }
   if (cu.store) {
-    for (size_t k = 0; k < missed.size(); ++k)
-      if (ticket.Storable(keys[k]))
-        cu.cache->PutList(ticket, keys[k], std::move(lists[k]),
+    for (size_t k = 0; k < missed.at.size(); ++k)
+      if (ticket.Storable(missed.keys[k]))
+        cu.cache->PutList(ticket, missed.keys[k], std::move(lists[k]),
                           KeyTtl(replies[k * per + 1], sent_ms));
   }
   co_return out;
