@@ -4,46 +4,25 @@ routes the console calls and /console/api/metrics on the metrics address, with t
 port's handlers, limits and token; the main port never serves /console/. A real rankd
 and redis-server, over HTTP. About 5 s.
 """
-import http.client
 import json
 import os
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, demo_data, free_port,  # noqa: E402
-                     metric_value, plans_dir, run_tests, temp_path)
+from harness import (RANKD, SOURCE_ROOT, Rankd, call, demo_env, free_port,  # noqa: E402
+                     metric_value, run_tests, temp_path)
 
 DIST = os.path.join(SOURCE_ROOT, "console", "dist")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png",
          ".json": "application/json"}
 CSP = "default-src 'self'"
-_env = {}
-
-
-def env():
-    """One Redis with the demo data and one plans folder for the module."""
-    if "redis" not in _env:
-        _env["redis"] = Redis()
-        demo_data(_env["redis"], 20)
-        _env["plans"] = plans_dir()
-    return _env["redis"], _env["plans"]
-
-
-def call(port, method, path, headers=None, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        c.close()
 
 
 def console_rankd(shards=1, extra=None):
     """A rankd with --console on a metrics port: (rankd, metrics port)."""
-    redis, plans = env()
+    redis, plans = demo_env()
     mport = free_port()
     rankd = Rankd(plans, redis=redis, shards=shards, extra_args=[
         "--metrics-host", "127.0.0.1", "--metrics-port", str(mport), "--console"] + (extra or []))
@@ -127,7 +106,7 @@ def test_static_files():
 
 
 def test_metrics_port_without_console():
-    redis, plans = env()
+    redis, plans = demo_env()
     mport = free_port()
     rankd = Rankd(plans, redis=redis,
                   extra_args=["--metrics-host", "127.0.0.1", "--metrics-port", str(mport)])
