@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 
@@ -329,7 +330,8 @@ void Shard::AnswerAs(std::string_view method, std::string_view request_id, http:
   r.body = body;
   r.content_type = content_type;
   r.headers = extra;
-  // At most two extra headers come with an answer (Server-Timing and Retry-After).
+  // A console route's answer has one extra header at most (Allow, WWW-Authenticate,
+  // Retry-After, Location or Cache-Control); two fit.
   std::array<http::HeaderField, 2 + std::size(kConsoleHeaders)> with_console;
   if (IsConsoleRoute(route) && extra.size() <= 2) {
     auto end = std::copy(extra.begin(), extra.end(), with_console.begin());
