@@ -73,7 +73,11 @@ struct RouteSpec {
 };
 
 inline constexpr RouteSpec kRoutes[] = {
-    {Route::kRank, "/rank", "POST", {200, 400, 404, 410, 422, 500, 502, 503, 504}, Access::kToken,
+    {Route::kRank,
+     "/rank",
+     "POST",
+     {200, 400, 404, 410, 422, 500, 502, 503, 504},
+     Access::kToken,
      Where::kApi},
     {Route::kHealthz, "/healthz", "GET, HEAD", {200}, Access::kOpen, Where::kBoth},
     {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}, Access::kOpen, Where::kBoth},
@@ -87,9 +91,17 @@ inline constexpr RouteSpec kRoutes[] = {
     // polls, and its files, compiled in (api/console_files.h). Before "/console/{file}":
     // the first row that matches a path wins.
     {Route::kConsole, "/console", "GET, HEAD", {301}, Access::kOpen, Where::kConsole},
-    {Route::kConsoleMetrics, "/console/api/metrics", "GET, HEAD", {200, 503}, Access::kToken,
+    {Route::kConsoleMetrics,
+     "/console/api/metrics",
+     "GET, HEAD",
+     {200, 503},
+     Access::kToken,
      Where::kConsole},
-    {Route::kConsoleFile, "/console/{file}", "GET, HEAD", {200, 404}, Access::kOpen,
+    {Route::kConsoleFile,
+     "/console/{file}",
+     "GET, HEAD",
+     {200, 404},
+     Access::kOpen,
      Where::kConsole},
 };
 

@@ -153,8 +153,7 @@ class Shard {
   void HandleReadyz(const http::Request& req, http::Responder& res);
   // /metrics and /console/api/metrics (`route`), written off the loop by the host;
   // `listener`'s queue bounds the scrapes waiting.
-  void HandleScrape(const http::Request& req, http::Responder& res, Route route,
-                    Listener listener);
+  void HandleScrape(const http::Request& req, http::Responder& res, Route route, Listener listener);
   // /console/{file}: a file compiled in (api/console_files.h).
   void HandleConsoleFile(const http::Request& req, http::Responder& res);
   // Sends the answer and counts it (metrics, access log). A console route's answers
