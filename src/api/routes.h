@@ -1,9 +1,9 @@
 // The routes of rankd's HTTP API, in one table: each route's path pattern (also its
 // label in metrics and the access log), the methods it accepts (the Allow header of its
-// 405) and the statuses it answers them with. The router (Shard::OnRequest), the
-// metrics (which create a child per answer a route can give), `rankd serve --help` and
-// docs/api.md (checked by a test) all read it. The errors' statuses are in
-// api/errors.h.
+// 405), the statuses it answers them with, who may ask it and which listener serves it.
+// The router (Shard::OnRequest, for both listeners), the metrics (which create a child
+// per answer a route can give), `rankd serve --help` and docs/api.md (checked by a
+// test) all read it. The errors' statuses are in api/errors.h.
 //
 // Adding a route: a value in Route and its row in kRoutes (same order; the
 // static_assert checks), then its handler in Shard::OnRequest.
@@ -31,13 +31,30 @@ enum class Route : uint8_t {
   kPlan,
   kSchema,
   kExperiments,
+  kConsole,
+  kConsoleMetrics,
+  kConsoleFile,
   kOther,  // not a route: any path no row matches (404 not_found to every method)
   kCount,
 };
 
 // Who may ask a route when rankd runs with --auth-token-file: anyone (the probes), or
 // only a client with a token. Without the flag every route is open.
-enum class Access : uint8_t { kOpen, kToken };
+// kMainToken: a token on the main port, none on the metrics address (/metrics).
+enum class Access : uint8_t { kOpen, kToken, kMainToken };
+
+// The two listeners: the main port (--port, every shard) and the metrics address
+// (--metrics-port, shard 0).
+enum class Listener : uint8_t { kMain, kMetrics };
+
+// Which listener serves a route; on any other its path is a path no route matches.
+enum class Where : uint8_t {
+  kBoth,     // the probes
+  kScrape,   // /metrics: the main port (which answers it 404 when there is a metrics
+             // address) and the metrics address
+  kApi,      // the main port; the metrics address too with --console
+  kConsole,  // the metrics address with --console only
+};
 
 struct RouteSpec {
   Route route;
@@ -52,19 +69,40 @@ struct RouteSpec {
   // With --auth-token-file, a kToken route answers 401 unauthorized (before anything
   // else) to a request without a valid token.
   Access access;
+  Where where;
 };
 
 inline constexpr RouteSpec kRoutes[] = {
-    {Route::kRank, "/rank", "POST", {200, 400, 404, 410, 422, 500, 502, 503, 504}, Access::kToken},
-    {Route::kHealthz, "/healthz", "GET, HEAD", {200}, Access::kOpen},
-    {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}, Access::kOpen},
-    // 404 when --metrics-port moves it; 503 past --max-queued-scrapes. Open on the
-    // metrics address, whatever this says.
-    {Route::kMetrics, "/metrics", "GET, HEAD", {200, 404, 503}, Access::kToken},
-    {Route::kPlans, "/plans", "GET, HEAD", {200}, Access::kToken},
-    {Route::kPlan, "/plans/{name}", "GET, HEAD", {200, 404}, Access::kToken},
-    {Route::kSchema, "/schema", "GET, HEAD", {200}, Access::kToken},
-    {Route::kExperiments, "/experiments", "GET, HEAD", {200}, Access::kToken},
+    {Route::kRank,
+     "/rank",
+     "POST",
+     {200, 400, 404, 410, 422, 500, 502, 503, 504},
+     Access::kToken,
+     Where::kApi},
+    {Route::kHealthz, "/healthz", "GET, HEAD", {200}, Access::kOpen, Where::kBoth},
+    {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}, Access::kOpen, Where::kBoth},
+    // 404 on the main port when --metrics-port moves it; 503 past --max-queued-scrapes.
+    {Route::kMetrics, "/metrics", "GET, HEAD", {200, 404, 503}, Access::kMainToken, Where::kScrape},
+    {Route::kPlans, "/plans", "GET, HEAD", {200}, Access::kToken, Where::kApi},
+    {Route::kPlan, "/plans/{name}", "GET, HEAD", {200, 404}, Access::kToken, Where::kApi},
+    {Route::kSchema, "/schema", "GET, HEAD", {200}, Access::kToken, Where::kApi},
+    {Route::kExperiments, "/experiments", "GET, HEAD", {200}, Access::kToken, Where::kApi},
+    // The console (docs/api.md, "The console"): a redirect to its page, the per-plan counters it
+    // polls, and its files, compiled in (api/console_files.h). Before "/console/{file}":
+    // the first row that matches a path wins.
+    {Route::kConsole, "/console", "GET, HEAD", {301}, Access::kOpen, Where::kConsole},
+    {Route::kConsoleMetrics,
+     "/console/api/metrics",
+     "GET, HEAD",
+     {200, 503},
+     Access::kToken,
+     Where::kConsole},
+    {Route::kConsoleFile,
+     "/console/{file}",
+     "GET, HEAD",
+     {200, 404},
+     Access::kOpen,
+     Where::kConsole},
 };
 
 constexpr bool RoutesInEnumOrder() {
@@ -77,10 +115,32 @@ static_assert(RoutesInEnumOrder(), "kRoutes needs one row per Route before kOthe
 
 // REQUIRES: r is a route of kRoutes (not kOther or kCount).
 constexpr const RouteSpec& SpecOf(Route r) { return kRoutes[static_cast<size_t>(r)]; }
-// With --auth-token-file: whether `r` needs a token (a path no route matches does: a
-// client without one learns nothing of which paths exist).
-constexpr bool NeedsToken(Route r) {
-  return r >= Route::kOther || SpecOf(r).access == Access::kToken;
+
+// Whether listener `l` serves route `r`; `console`: rankd runs with --console.
+constexpr bool ServedOn(Route r, Listener l, bool console) {
+  if (r >= Route::kOther) return false;
+  switch (SpecOf(r).where) {
+    case Where::kBoth:
+    case Where::kScrape: return true;
+    case Where::kApi: return l == Listener::kMain || console;
+    case Where::kConsole: return l == Listener::kMetrics && console;
+  }
+  return false;
+}
+
+// With --auth-token-file: whether `r` asked on `l` needs a token. A path no route
+// matches does on the main port (a client without one learns nothing of which paths
+// exist) but not on the metrics address, which never asked for one before --console
+// (what it serves besides is listed in the table, and its console files are open).
+constexpr bool NeedsToken(Route r, Listener l) {
+  if (r >= Route::kOther) return l == Listener::kMain;
+  Access a = SpecOf(r).access;
+  return a == Access::kToken || (a == Access::kMainToken && l == Listener::kMain);
+}
+
+// The console's routes: their every answer carries kConsoleHeaders.
+constexpr bool IsConsoleRoute(Route r) {
+  return r < Route::kOther && SpecOf(r).where == Where::kConsole;
 }
 
 // The route template: "/plans/{name}", or "other" for a path no route matches.

@@ -127,8 +127,8 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "past it, the slowest readers are closed ({})",
               o.max_unsent_bytes, 65536, kMax),
       IntFlag("--max-queued-scrapes", "N",
-              "/metrics requests waiting for a serialisation, per address;\n"
-              "more get 503 ({})",
+              "/metrics (and /console/api/metrics) requests waiting for a\n"
+              "serialisation, per address; more get 503 ({})",
               o.max_queued_scrapes, 1, 100000),
       TextFlag("--auth-token-file", "FILE",
                "API tokens, one a line (# comments); every route but\n"
@@ -139,9 +139,16 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
                o.metrics_host),
       IntFlag("--metrics-port", "N",
               "serve /metrics only on this port (on shard 0), with\n"
-              "/healthz and /readyz, never asking for a token; the main\n"
-              "port then answers 404 for /metrics ({} = main port serves it)",
+              "/healthz and /readyz (and --console), never asking a token\n"
+              "for them; the main port then answers 404 for /metrics\n"
+              "({} = main port serves it)",
               o.metrics_port, 1, 65535),
+      SwitchFlag("--console",
+                 "serve the web console on the metrics address, at\n"
+                 "/console/, with the API routes it calls (/rank, /plans,\n"
+                 "/schema, /experiments: same limits, same token); needs\n"
+                 "--metrics-port (off)",
+                 o.console),
       Flag{"--log-level",
            {},
            "LEVEL",
@@ -254,6 +261,9 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
       (o.metrics_host.empty() || o.metrics_host == o.host))
     return Fail(Error::BadRequest("--metrics-port: " + std::to_string(o.metrics_port) +
                                   " is the main --port; pick another (or leave it unset)"));
+  if (o.console && o.metrics_port == 0)
+    return Fail(Error::BadRequest(
+        "--console needs --metrics-port: the console is served on the metrics address only"));
   if (o.metrics_host.empty()) o.metrics_host = o.host;
   if (o.shards == 0) o.shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto eps = ResolveRedisFlags(redis_flags);

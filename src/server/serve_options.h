@@ -60,6 +60,9 @@ struct ServeOptions {
   std::string auth_token_file;
   std::string metrics_host;  // "" = --host
   int metrics_port = 0;      // 0: /metrics on the main port; else only on this one
+  // The web console (docs/api.md, "The console") and the API routes it calls, on the metrics
+  // address too. REQUIRES: metrics_port (ParseServeArgs checks).
+  bool console = false;
   // The served log (docs/served-log.md): sinks by name, and the bytes of records a shard
   // holds for all of them before it drops new ones.
   std::vector<SinkConfig> served_log;

@@ -9,6 +9,7 @@
 #include "core/timeout.h"
 #include "http/listener.h"
 #include "plan/loader.h"
+#include "server/console_metrics.h"
 #include "server/shard.h"
 #include "tasks/task.h"
 
@@ -166,7 +167,8 @@ void Server::Shutdown() {
   LogInfo("stopped");
 }
 
-bool Server::RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done) {
+bool Server::RequestScrape(EventLoop& loop, bool metrics_address, ScrapeFormat format,
+                           ScrapeDone done) {
   std::lock_guard lk(scrape_mu_);
   size_t& waiting = scrapes_waiting_[metrics_address ? 1 : 0];
   if (waiting >= opts_.max_queued_scrapes || scrapes_closed_) return false;
@@ -175,7 +177,7 @@ bool Server::RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone don
     scrape_running_ = true;
   }
   ++waiting;
-  scrape_waiters_.push_back({&loop, std::move(done)});
+  scrape_waiters_.push_back({&loop, format, std::move(done)});
   return true;
 }
 
@@ -192,20 +194,31 @@ void Server::RunScrapes() {
       batch.swap(scrape_waiters_);
       scrapes_waiting_[0] = scrapes_waiting_[1] = 0;
     }
-    auto text = std::make_shared<const std::string>(MetricsText());
-    // A loop that is stopping refuses the callable and destroys it on its own thread
-    // (EventLoop::Post), so the Responder inside never dies on this one.
-    for (auto& w : batch) (void)w.loop->Post([done = std::move(w.done), text] { done(text); });
+    // Each format the batch asked for, written once.
+    std::shared_ptr<const std::string> texts[2];
+    for (auto& w : batch) {
+      auto& text = texts[static_cast<size_t>(w.format)];
+      if (!text) text = std::make_shared<const std::string>(ScrapeText(w.format));
+      // A loop that is stopping refuses the callable and destroys it on its own thread
+      // (EventLoop::Post), so the Responder inside never dies on this one.
+      (void)w.loop->Post([done = std::move(w.done), text] { done(text); });
+    }
   }
 }
 
-std::string Server::MetricsText() {
+std::string Server::ScrapeText(ScrapeFormat format) {
   std::vector<const ShardStats*> shards;
   {
     std::lock_guard lk(scrape_mu_);
     shards = scrape_shards_;
   }
   std::string out;
+  if (format == ScrapeFormat::kConsoleJson) {
+    auto now = std::chrono::system_clock::now().time_since_epoch();
+    WriteConsoleMetrics({&stats_, shards},
+                        std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), out);
+    return out;
+  }
   out.reserve(last_scrape_size_ + last_scrape_size_ / 8);
   WriteMetrics({&stats_, shards}, out);
   last_scrape_size_ = out.size();

@@ -65,7 +65,9 @@ class Server final : public ShardHost {
   // at a time. At most --max-queued-scrapes wait per address (the main port, the
   // metrics port): false when full (answer 503), so a flood on the client port can
   // neither grow memory nor crowd out the scrapes on the metrics port.
-  bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done) override;
+  // The console's JSON (format kConsoleJson) is written the same way, in the same queues.
+  bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeFormat format,
+                     ScrapeDone done) override;
   const ServeOptions& options() const { return opts_; }
   // Shard i's access log ring (its loop is the producer); null without --access-log.
   SpscRing* access_log_ring(int shard) override {
@@ -80,14 +82,15 @@ class Server final : public ShardHost {
   const CursorKey& cursor_key() const override { return *cursor_key_; }
 
  private:
-  void RunScrapes();          // scrape thread: serialise for the waiters until none is left
-  std::string MetricsText();  // scrape thread
+  void RunScrapes();  // scrape thread: serialise for the waiters until none is left
+  std::string ScrapeText(ScrapeFormat format);  // scrape thread
 
   ServeOptions opts_;
   ServerStats stats_;
   ThreadPool scrape_pool_{1, "metrics", /*nice=*/10};
   struct ScrapeWaiter {
     EventLoop* loop;
+    ScrapeFormat format;
     ScrapeDone done;
   };
   std::mutex scrape_mu_;  // guards the five below (scrapes only, never /rank)
@@ -97,7 +100,7 @@ class Server final : public ShardHost {
   bool scrapes_closed_ = false;  // Shutdown: no scrape from now on
   // The stats of the shards that have started (Start adds each once it has).
   std::vector<const ShardStats*> scrape_shards_;
-  size_t last_scrape_size_ = 0;  // scrape thread: sizing hint for the next text
+  size_t last_scrape_size_ = 0;  // scrape thread: sizing hint for the next text exposition
   // Before shards_: destroyed (its last lines written) after every shard has stopped.
   std::unique_ptr<AccessLog> access_log_;
   std::vector<std::unique_ptr<FileSink>> file_sinks_;

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 
+#include "api/console_files.h"
 #include "api/errors.h"
 #include "api/rank_request.h"
 #include "api/rank_response.h"
@@ -93,13 +95,16 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   h.max_unsent_bytes = opts_.max_unsent_bytes;
   auto l = http::Listener::Start(
       loop(), h,
-      [this](http::Request req, http::Responder res) { OnRequest(std::move(req), std::move(res)); },
+      [this](http::Request req, http::Responder res) {
+        OnRequest(std::move(req), std::move(res), Listener::kMain);
+      },
       RenderError);
   if (!l) return Fail(l.error());
   listener_ = *l;
   if (opts_.metrics_port != 0 && id_ == 0) {
-    // One shard is enough for scrapes; its own listener, so that its connections and
-    // budgets are apart from the clients'.
+    // One shard is enough for scrapes (and the console); its own listener, so that its
+    // connections and budgets are apart from the clients'. The same limits otherwise:
+    // a request the main port refuses, this one refuses too.
     http::HttpOptions mh = h;
     mh.host = opts_.metrics_host;
     mh.port = opts_.metrics_port;
@@ -107,7 +112,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
     auto ml = http::Listener::Start(
         loop(), mh,
         [this](http::Request req, http::Responder res) {
-          OnMetricsAddressRequest(std::move(req), std::move(res));
+          OnRequest(std::move(req), std::move(res), Listener::kMetrics);
         },
         RenderError);
     if (!ml) return Fail(Error::Internal("--metrics-port: " + ml.error().message));
@@ -252,13 +257,21 @@ void Shard::AccessLog(std::string_view request_id, Route route, std::string_view
   if (!access_log_ || !access_log_->TryPush(line, "}\n")) ++stats_.access_log_dropped;
 }
 
-void Shard::OnRequest(http::Request req, http::Responder res) {
+void Shard::OnRequest(http::Request req, http::Responder res, Listener listener) {
   TimePoint t0 = req.read_done;
   std::string_view path = req.path();
   Route route = MatchRoute(path);
-  if (!Admitted(req, res, route)) return;
-  if (route == Route::kOther)
+  if (!ServedOn(route, listener, opts_.console)) route = Route::kOther;
+  if (!Admitted(req, res, route, listener)) return;
+  if (route == Route::kOther) {
+    // The metrics address is for Prometheus and probes (and, with --console, the
+    // console): a NetworkPolicy or firewall decides who reaches it.
+    if (listener == Listener::kMetrics && !opts_.console)
+      return AnswerError(
+          req, res, route,
+          Error::NotFound("the metrics address serves only /metrics, /healthz and /readyz"), t0);
     return AnswerError(req, res, route, Error::NotFound("no route for " + std::string(path)), t0);
+  }
   const RouteSpec& spec = SpecOf(route);
   if (!AcceptsMethod(spec, req.method)) {
     const http::HeaderField allow[] = {{"Allow", spec.allow}};
@@ -270,19 +283,26 @@ void Shard::OnRequest(http::Request req, http::Responder res) {
     case Route::kReadyz: return HandleReadyz(req, res);
     case Route::kMetrics:
       // With a metrics address, /metrics does not face clients at all.
-      if (opts_.metrics_port != 0)
+      if (listener == Listener::kMain && opts_.metrics_port != 0)
         return AnswerError(req, res, route,
                            Error::NotFound("/metrics is served on the metrics address only"), t0);
-      return HandleMetrics(req, res, /*metrics_address=*/false);
+      return HandleScrape(req, res, route, listener);
     case Route::kSchema: return HandleSchema(req, res);
     case Route::kExperiments:
       return Answer(req, res, route, 200, ExperimentsBody(*runtime_.plans()->experiments), t0);
+    case Route::kConsole: {
+      const http::HeaderField location[] = {{"Location", "/console/"}};
+      return Answer(req, res, route, 301, kConsoleRedirectBody, t0, location);
+    }
+    case Route::kConsoleMetrics: return HandleScrape(req, res, route, listener);
+    case Route::kConsoleFile: return HandleConsoleFile(req, res);
     default: return HandlePlans(req, res, route);
   }
 }
 
-bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route) {
-  if (!auth_ || !NeedsToken(route)) return true;
+bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route,
+                     Listener listener) {
+  if (!auth_ || !NeedsToken(route, listener)) return true;
   auto ok = auth_->Check(req.header("authorization"));
   if (ok) return true;
   AnswerError(req, res, route, ok.error(), req.read_done, kWwwAuthenticate);
@@ -296,17 +316,33 @@ void Shard::HandleSchema(http::Request& req, http::Responder& res) {
 }
 
 void Shard::Answer(const http::Request& req, http::Responder& res, Route route, int status,
-                   std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra) {
+                   std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra,
+                   std::string_view content_type) {
+  AnswerAs(req.method, req.request_id, res, route, status, body, t0, extra, content_type);
+}
+
+void Shard::AnswerAs(std::string_view method, std::string_view request_id, http::Responder& res,
+                     Route route, int status, std::string_view body, TimePoint t0,
+                     std::span<const http::HeaderField> extra, std::string_view content_type) {
   loop().AssertInLoopThread();
   http::Response r;
   r.status = status;
   r.body = body;
+  r.content_type = content_type;
   r.headers = extra;
+  // A console route's answer has one extra header at most (Allow, WWW-Authenticate,
+  // Retry-After, Location or Cache-Control); two fit.
+  std::array<http::HeaderField, 2 + std::size(kConsoleHeaders)> with_console;
+  if (IsConsoleRoute(route) && extra.size() <= 2) {
+    auto end = std::copy(extra.begin(), extra.end(), with_console.begin());
+    end = std::copy(std::begin(kConsoleHeaders), std::end(kConsoleHeaders), end);
+    r.headers = {with_console.begin(), end};
+  }
   // Counted before sending: a client that scrapes /metrics after reading its answer
   // (from any shard) finds it counted.
-  stats_.CountHttp(route, req.method, status, SecondsSince(t0));
+  stats_.CountHttp(route, method, status, SecondsSince(t0));
   res.Send(r);
-  if (opts_.access_log) AccessLog(req.request_id, route, req.method, status, t0, nullptr, {});
+  if (opts_.access_log) AccessLog(request_id, route, method, status, t0, nullptr, {});
 }
 
 void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
@@ -333,51 +369,40 @@ void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
   Answer(req, res, route, 200, PlansBody(*runtime_.plans()), t0);
 }
 
-void Shard::HandleMetrics(const http::Request& req, http::Responder& res, bool metrics_address) {
+void Shard::HandleScrape(const http::Request& req, http::Responder& res, Route route,
+                         Listener listener) {
   loop().AssertInLoopThread();
   TimePoint t0 = req.read_done;
+  const bool text = route == Route::kMetrics;
   // Serialising takes a few milliseconds with every plan loaded: the server does it off
   // the loops, once for every scrape waiting (every counter it reads may be read from any thread).
   auto holder = std::make_shared<http::Responder>(std::move(res));
-  auto done = [this, holder, t0,
-               request_id = req.request_id](std::shared_ptr<const std::string> text) {
-    http::Response r;
-    r.status = 200;
-    r.body = *text;
-    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    stats_.CountHttp(Route::kMetrics, "GET", 200, SecondsSince(t0));
-    holder->Send(r);
-    if (opts_.access_log) AccessLog(request_id, Route::kMetrics, "GET", 200, t0, nullptr, {});
+  auto done = [this, holder, t0, route, text, method = req.method,
+               request_id = req.request_id](std::shared_ptr<const std::string> body) {
+    AnswerAs(method, request_id, *holder, route, 200, *body, t0, {},
+             text ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
   };
-  if (!host_.RequestScrape(loop(), metrics_address, std::move(done))) {
+  if (!host_.RequestScrape(loop(), listener == Listener::kMetrics,
+                           text ? ScrapeFormat::kPrometheus : ScrapeFormat::kConsoleJson,
+                           std::move(done))) {
     ++stats_.scrapes_refused;
-    AnswerError(req, *holder, Route::kMetrics,
-                Error::Unavailable("too many /metrics scrapes waiting (--max-queued-scrapes " +
+    AnswerError(req, *holder, route,
+                Error::Unavailable("too many scrapes waiting (--max-queued-scrapes " +
                                    std::to_string(opts_.max_queued_scrapes) + ")"),
                 t0, kRetryAfter);
   }
 }
 
-// The metrics address is for Prometheus and probes, kept apart from clients (a
-// NetworkPolicy or firewall decides who reaches it): it serves /metrics, /healthz and
-// /readyz, and never asks for a token.
-void Shard::OnMetricsAddressRequest(http::Request req, http::Responder res) {
+void Shard::HandleConsoleFile(const http::Request& req, http::Responder& res) {
   TimePoint t0 = req.read_done;
-  Route route = MatchRoute(req.path());
-  if (route != Route::kMetrics && route != Route::kHealthz && route != Route::kReadyz)
-    return AnswerError(
-        req, res, Route::kOther,
-        Error::NotFound("the metrics address serves only /metrics, /healthz and /readyz"), t0);
-  const RouteSpec& spec = SpecOf(route);
-  if (!AcceptsMethod(spec, req.method)) {
-    const http::HeaderField allow[] = {{"Allow", spec.allow}};
-    return AnswerError(req, res, route, MethodNotAllowed(spec, req.path(), req.method), t0, allow);
-  }
-  switch (route) {
-    case Route::kHealthz: return Answer(req, res, route, 200, kHealthyBody, t0);
-    case Route::kReadyz: return HandleReadyz(req, res);
-    default: return HandleMetrics(req, res, /*metrics_address=*/true);
-  }
+  std::string_view name = RouteParam(SpecOf(Route::kConsoleFile), req.path());
+  const EmbeddedFile* file = FindEmbeddedFile(ConsoleFiles(), name);
+  if (!file)
+    return AnswerError(req, res, Route::kConsoleFile,
+                       Error::NotFound("the console has no file '" + ClientText(name) + "'"), t0);
+  // Revalidated on each load: a new rankd's console replaces the old one at once.
+  static constexpr http::HeaderField kNoCache[] = {{"Cache-Control", "no-cache"}};
+  Answer(req, res, Route::kConsoleFile, 200, file->bytes, t0, kNoCache, file->content_type);
 }
 
 }  // namespace rankd

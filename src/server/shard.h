@@ -70,8 +70,9 @@ class Shard {
 
  private:
   Status StartOnLoop(std::shared_ptr<const PlanSet> plans, int port);
-  // With --auth-token-file, whether `req` may ask `route`: else it is answered 401 here.
-  bool Admitted(const http::Request& req, http::Responder& res, Route route);
+  // With --auth-token-file, whether `req` may ask `route` on `listener`: else it is
+  // answered 401 here.
+  bool Admitted(const http::Request& req, http::Responder& res, Route route, Listener listener);
   EventLoop& loop() { return runtime_.loop(); }
   // What RunRank needs besides the run: how to answer, count and record it.
   struct RankTicket {
@@ -143,17 +144,27 @@ class Shard {
   // shadows past half of it.
   Status Admit();
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
-  void OnRequest(http::Request req, http::Responder res);
+  // Every request of both listeners: routes it by kRoutes (api/routes.h says which
+  // listener serves what).
+  void OnRequest(http::Request req, http::Responder res, Listener listener);
   void HandleRank(http::Request& req, http::Responder& res, TimePoint t0);
   void HandleSchema(http::Request& req, http::Responder& res);
   void HandlePlans(http::Request& req, http::Responder& res, Route route);
   void HandleReadyz(const http::Request& req, http::Responder& res);
-  // metrics_address: asked on --metrics-port (its own queue bound).
-  void HandleMetrics(const http::Request& req, http::Responder& res, bool metrics_address);
-  void OnMetricsAddressRequest(http::Request req, http::Responder res);
-  // Sends the answer and counts it (metrics, access log).
+  // /metrics and /console/api/metrics (`route`), written off the loop by the host;
+  // `listener`'s queue bounds the scrapes waiting.
+  void HandleScrape(const http::Request& req, http::Responder& res, Route route, Listener listener);
+  // /console/{file}: a file compiled in (api/console_files.h).
+  void HandleConsoleFile(const http::Request& req, http::Responder& res);
+  // Sends the answer and counts it (metrics, access log). A console route's answers
+  // also carry kConsoleHeaders.
   void Answer(const http::Request& req, http::Responder& res, Route route, int status,
-              std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {});
+              std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {},
+              std::string_view content_type = "application/json");
+  // The same for an answer sent after its request is gone (a scrape's).
+  void AnswerAs(std::string_view method, std::string_view request_id, http::Responder& res,
+                Route route, int status, std::string_view body, TimePoint t0,
+                std::span<const http::HeaderField> extra, std::string_view content_type);
   void AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
                    TimePoint t0, std::span<const http::HeaderField> extra = {});
   void ExemptLogOnlyEndpoints();

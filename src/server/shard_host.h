@@ -6,6 +6,7 @@
 // from any thread (atomics, a mutex, or what was set before the shards started).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,16 +19,21 @@
 
 namespace rankd {
 
+// What a scrape writes: /metrics's text exposition, or /console/api/metrics's JSON
+// (server/console_metrics.h).
+enum class ScrapeFormat : uint8_t { kPrometheus, kConsoleJson };
+
 class ShardHost {
  public:
   // "" when the process is ready; else why not (for /readyz).
   virtual std::string ReadinessReasons() const = 0;
 
-  // A /metrics scrape: `done` runs on `loop` with the text, later. False when too many
-  // scrapes wait already on that address (metrics_address: --metrics-port, else the
-  // main port): answer 503.
+  // A scrape of every shard's counters: `done` runs on `loop` with the text, later.
+  // False when too many scrapes wait already on that address (metrics_address:
+  // --metrics-port, else the main port): answer 503.
   using ScrapeDone = std::function<void(std::shared_ptr<const std::string>)>;
-  virtual bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeDone done) = 0;
+  virtual bool RequestScrape(EventLoop& loop, bool metrics_address, ScrapeFormat format,
+                             ScrapeDone done) = 0;
 
   // Shard `shard`'s access log ring (its loop is the producer); null without --access-log.
   virtual SpscRing* access_log_ring(int shard) = 0;

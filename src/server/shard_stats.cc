@@ -41,9 +41,11 @@ ShardStats::ShardStats(int id, bool on, bool tokens) : shard(std::to_string(id))
   // not here: they count in rankd_http_rejects_total.
   const int unauthorized = ErrorStatus(ErrorCode::kUnauthorized);
   for (size_t m = 0; m < kMethods; ++m) {
-    for (size_t r = 0; tokens && r < static_cast<size_t>(Route::kCount); ++r)
-      if (NeedsToken(static_cast<Route>(r)))
-        http_listed.set(AnswerIndex(static_cast<Route>(r), m, unauthorized));
+    for (size_t r = 0; tokens && r < static_cast<size_t>(Route::kCount); ++r) {
+      auto route = static_cast<Route>(r);
+      if (NeedsToken(route, Listener::kMain) || NeedsToken(route, Listener::kMetrics))
+        http_listed.set(AnswerIndex(route, m, unauthorized));
+    }
     for (const auto& route : kRoutes) {
       if (!AcceptsMethod(route, kMethodNames[m])) {
         http_listed.set(AnswerIndex(route.route, m, ErrorStatus(ErrorCode::kMethodNotAllowed)));

@@ -4,7 +4,6 @@
 open, SIGHUP re-reads the file (an emptied or unreadable one keeps the old tokens), and
 a file with no token stops the start. A real rankd and redis-server.
 """
-import http.client
 import json
 import os
 import signal
@@ -12,18 +11,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, Rankd, Redis, demo_data, free_port, metric_value, plans_dir,  # noqa: E402
+from harness import (RANKD, Rankd, call, demo_env, free_port, metric_value,  # noqa: E402
                      run_tests, temp_path, wait_until)
-
-_env = {}
 
 
 def redis():
-    if "redis" not in _env:
-        _env["redis"] = Redis()
-        demo_data(_env["redis"], 20)
-        _env["plans"] = plans_dir()
-    return _env["redis"]
+    return demo_env()[0]
 
 
 def write_tokens(path, text):
@@ -35,16 +28,6 @@ def write_tokens(path, text):
 
 def bearer(token):
     return {"Authorization": f"Bearer {token}"}
-
-
-def call(port, method, path, headers=None, body=None):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request(method, path, body=body, headers=headers or {})
-        r = c.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
-    finally:
-        c.close()
 
 
 RANK = json.dumps({"plan": "feed", "user_id": 1})
@@ -172,8 +155,7 @@ def test_start_up_errors_name_the_file():
 
 
 def _env_plans():
-    redis()
-    return _env["plans"]
+    return demo_env()[1]
 
 
 if __name__ == "__main__":

@@ -114,6 +114,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def call(port, method, path, headers=None, body=None, timeout=10):
+    """One request to 127.0.0.1:port on its own connection: (status, headers by
+    lower-case name, body bytes)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request(method, path, body=body, headers=headers or {})
+        r = c.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        c.close()
+
+
 def listening_ports(pid):
     """The TCP ports process `pid` listens on, read from /proc."""
     inodes = set()
@@ -552,6 +564,19 @@ def demo_data(redis, users, flush=True, timeout=60):
         args.append("--flush")
     out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stderr}"
+
+
+_demo = {}
+
+
+def demo_env(users=20):
+    """(redis, plans folder) shared by a test module: one redis-server with the demo data
+    set of `users` users, and plans_dir()'s folder; made on the first call."""
+    if "redis" not in _demo:
+        _demo["redis"] = Redis()
+        demo_data(_demo["redis"], users)
+        _demo["plans"] = plans_dir()
+    return _demo["redis"], _demo["plans"]
 
 
 def run_tests(tests):
