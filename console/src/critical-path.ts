@@ -18,8 +18,10 @@ export function criticalPath(nodes: TimedNode[]): string[] {
   // A skipped node never ran: it does not hold up anything.
   const ran = nodes.filter((n) => n.status !== "skipped");
   if (ran.length === 0) return [];
+  // On a tie (times are whole µs) the later node in plan order: a node placed after its
+  // inputs that took under a µs still ended the run.
   let last = ran[0]!;
-  for (const n of ran) if (end(n) > end(last)) last = n;
+  for (const n of ran) if (end(n) >= end(last)) last = n;
   const path = [last.id];
   const seen = new Set(path);
   for (let cur: TimedNode | undefined = last; cur;) {

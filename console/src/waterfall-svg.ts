@@ -37,7 +37,7 @@ export function waterfallSvg(nodes: NodeTiming[], plan: PlanFile, degraded: stri
     const y = TOP + i * ROW_H;
     const isDegraded = degraded.includes(n.node_id);
     const cls = ["wf-bar", `status-${n.status}`, critical.has(n.node_id) ? "critical" : "", isDegraded ? "degraded" : ""].filter(Boolean).join(" ");
-    const g = s("g", { class: cls, "data-node-id": n.node_id, "data-status": n.status });
+    const g = s("g", { class: cls, "data-node-id": n.node_id, "data-status": n.status, "data-start-us": n.start_us, "data-took-us": n.took_us });
     g.appendChild(s("title", {}, `${n.node_id} (${n.op}): ${n.status}, start ${ms(n.start_us)}, took ${ms(n.took_us)}, ${n.rows} rows` +
       (n.rows_in !== undefined ? ` from ${n.rows_in}` : "") + (critical.has(n.node_id) ? " — on the critical path" : "")));
     g.appendChild(s("text", { x: 4, y: y + 15, class: "wf-label" }, label(n, isDegraded)));
