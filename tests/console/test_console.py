@@ -60,8 +60,15 @@ def console_rankd(extra=()):
     for name in ("experiments.json", "schema.json"):
         shutil.copy(os.path.join(SOURCE_ROOT, "plans", name), d)
     mport = free_port()
-    rankd = Rankd(d, redis=env.redis, extra_args=["--metrics-host", "127.0.0.1", "--metrics-port", str(mport),
-                                                  "--console", *extra])
+    try:
+        rankd = Rankd(d, redis=env.redis, extra_args=["--metrics-host", "127.0.0.1", "--metrics-port", str(mport),
+                                                      "--console", *extra])
+    except AssertionError as e:
+        # A rankd built without the console's server side: nothing to test yet.
+        if "unknown flag '--console'" in str(e):
+            print("SKIP: this rankd has no --console")
+            sys.exit(77)
+        raise
     return rankd.wait_ready(), mport
 
 
