@@ -3,11 +3,11 @@
 // Called from the page's one thread.
 
 import { ApiError, api } from "./api.js";
-import { h } from "./dom.js";
+import { h, replace } from "./dom.js";
 import { takesStringIds } from "./plan-info.js";
 import { parseParams, parseUserId } from "./request-check.js";
 import type { PlanFile, PlanSummary, RankRequest } from "./types.js";
-import { fieldRow, setFieldError } from "./ui.js";
+import { errorBox, fieldRow, navigate, setFieldError } from "./ui.js";
 
 /** A select of the loaded plans; an unknown `current` stays selectable, so the check can
  *  name it beside the field. */
@@ -68,4 +68,22 @@ export async function checkRequest(planName: string, userText: string, paramsTex
   const req: RankRequest = { plan: planName, user_id: user.value, explain: true };
   if (Object.keys(params.value).length) req.params = params.value;
   return { req, plan };
+}
+
+/** Wires a request form: on submit the page goes to `address()`, the address that holds
+ *  the form's fields, and `run` draws into `out` (a failure shows there as rankd's
+ *  refusal). With `now` (the address came with a user_id) it runs at once. */
+export async function wireForm(form: HTMLFormElement, out: HTMLElement, address: () => string, run: () => Promise<void>, now: boolean): Promise<void> {
+  const guarded = async (): Promise<void> => {
+    try {
+      await run();
+    } catch (e) {
+      replace(out, errorBox(e));
+    }
+  };
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    navigate(address(), guarded);
+  });
+  if (now) await guarded();
 }

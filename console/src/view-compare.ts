@@ -7,9 +7,9 @@
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import { gone, kendallTauA, moves, overlapAtK, rankedIds } from "./ranking.js";
-import { checkRequest, clearErrors, paramsInput, planSelect, rows, userIdInput, type Slots } from "./request-form.js";
+import { checkRequest, clearErrors, paramsInput, planSelect, rows, userIdInput, wireForm, type Slots } from "./request-form.js";
 import type { Experiment, RankRequest, RankResponse } from "./types.js";
-import { errorBox, fieldRow, fmt, navigate } from "./ui.js";
+import { errorBox, fieldRow, fmt } from "./ui.js";
 
 const K = 10;
 
@@ -83,25 +83,19 @@ async function renderPlanPair(root: HTMLElement, a: string, b: string, query: UR
   const out = h("div", { class: "compare-out" });
   const form = h("form", { class: "rank-form compare-form" }, ...fa.rows, ...fb.rows, h("button", { type: "submit" }, "Compare"));
   replace(root, h("h2", {}, "Compare two plans"), form, out);
-  const run = async (): Promise<void> => {
-    try {
-      clearErrors({ ...fa.slots, ...fb.slots });
-      const ca = await checkRequest(planA.value, user.value, paramsA.value, fa.slots as Slots);
-      const cb = await checkRequest(planB.value, user.value, paramsB.value, { ...fb.slots, user_id: fa.slots.user_id! } as Slots);
-      if (!ca || !cb) return replace(out);
-      await runArms(out, [{ label: `A: ${ca.plan.name}`, req: ca.req }, { label: `B: ${cb.plan.name}`, req: cb.req }]);
-    } catch (e) {
-      replace(out, errorBox(e));
-    }
-  };
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
+  const address = (): string => {
     const q = new URLSearchParams({ user_id: user.value });
     if (paramsA.value.trim()) q.set("params_a", paramsA.value);
     if (paramsB.value.trim()) q.set("params_b", paramsB.value);
-    navigate(`#/compare/${encodeURIComponent(planA.value)}/${encodeURIComponent(planB.value)}?${q}`, run);
-  });
-  if (query.has("user_id")) await run();
+    return `#/compare/${encodeURIComponent(planA.value)}/${encodeURIComponent(planB.value)}?${q}`;
+  };
+  await wireForm(form, out, address, async () => {
+    clearErrors({ ...fa.slots, ...fb.slots });
+    const ca = await checkRequest(planA.value, user.value, paramsA.value, fa.slots as Slots);
+    const cb = await checkRequest(planB.value, user.value, paramsB.value, { ...fb.slots, user_id: fa.slots.user_id! } as Slots);
+    if (!ca || !cb) return replace(out);
+    await runArms(out, [{ label: `A: ${ca.plan.name}`, req: ca.req }, { label: `B: ${cb.plan.name}`, req: cb.req }]);
+  }, query.has("user_id"));
 }
 
 async function renderExperiment(root: HTMLElement, name: string, query: URLSearchParams): Promise<void> {
@@ -116,23 +110,17 @@ async function renderExperiment(root: HTMLElement, name: string, query: URLSearc
   const form = h("form", { class: "rank-form compare-form" }, pickRow.row, ...f.rows.slice(1), h("button", { type: "submit" }, "Compare variants"));
   replace(root, h("h2", {}, "Compare an experiment's variants"), form, out);
   if (!exp) return replace(pickRow.error, experiments.length ? `unknown experiment '${name}'` : "no experiment is loaded");
-  const run = async (): Promise<void> => {
-    try {
-      clearErrors(f.slots);
-      const checked = await checkRequest(exp.plan, user.value, params.value, { ...f.slots, plan: pickRow.error } as Slots);
-      if (!checked) return replace(out);
-      await runArms(out, await experimentArms(exp, checked.req));
-    } catch (e) {
-      replace(out, errorBox(e));
-    }
-  };
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
+  const address = (): string => {
     const q = new URLSearchParams({ user_id: user.value });
     if (params.value.trim()) q.set("params", params.value);
-    navigate(`#/compare/experiment/${encodeURIComponent(pick.value)}?${q}`, run);
-  });
-  if (query.has("user_id")) await run();
+    return `#/compare/experiment/${encodeURIComponent(pick.value)}?${q}`;
+  };
+  await wireForm(form, out, address, async () => {
+    clearErrors(f.slots);
+    const checked = await checkRequest(exp.plan, user.value, params.value, { ...f.slots, plan: pickRow.error } as Slots);
+    if (!checked) return replace(out);
+    await runArms(out, await experimentArms(exp, checked.req));
+  }, query.has("user_id"));
 }
 
 export function renderCompare(root: HTMLElement, a: string, b: string, query: URLSearchParams): Promise<void> {

@@ -5,9 +5,9 @@
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import { itemsTable } from "./items-table.js";
-import { checkRequest, clearErrors, paramsInput, planSelect, rows, userIdInput } from "./request-form.js";
+import { checkRequest, clearErrors, paramsInput, planSelect, rows, userIdInput, wireForm } from "./request-form.js";
 import type { PlanFile, RankResponse } from "./types.js";
-import { errorBox, ms, navigate } from "./ui.js";
+import { ms } from "./ui.js";
 import { waterfallSvg } from "./waterfall-svg.js";
 
 /** The address of a run, which the form sets on submit. */
@@ -43,22 +43,13 @@ export async function renderRun(root: HTMLElement, name: string, query: URLSearc
   const out = h("div", { class: "run-out" });
   const form = h("form", { class: "rank-form" }, ...f.rows, h("button", { type: "submit" }, "Run"));
   replace(root, h("h2", {}, "Run a plan"), form, out);
-  const run = async (): Promise<void> => {
+  await wireForm(form, out, () => runAddress(plan.value, user.value, params.value), async () => {
     replace(out, "running…");
-    try {
-      clearErrors(f.slots);
-      const checked = await checkRequest(plan.value, user.value, params.value, f.slots as Required<typeof f.slots>);
-      if (!checked) return replace(out);
-      const res = await api.rank(checked.req);
-      const ran = res.plan === checked.plan.name ? checked.plan : await api.plan(res.plan);
-      replace(out, result(res, ran));
-    } catch (e) {
-      replace(out, errorBox(e));
-    }
-  };
-  form.addEventListener("submit", (ev) => {
-    ev.preventDefault();
-    navigate(runAddress(plan.value, user.value, params.value), run);
-  });
-  if (query.has("user_id")) await run();
+    clearErrors(f.slots);
+    const checked = await checkRequest(plan.value, user.value, params.value, f.slots as Required<typeof f.slots>);
+    if (!checked) return replace(out);
+    const res = await api.rank(checked.req);
+    const ran = res.plan === checked.plan.name ? checked.plan : await api.plan(res.plan);
+    replace(out, result(res, ran));
+  }, query.has("user_id"));
 }
