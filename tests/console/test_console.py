@@ -13,6 +13,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -110,7 +111,7 @@ def setup():
     os.makedirs(SHOTS, exist_ok=True)
     env.redis = Redis()
     demo_data(env.redis, 200)
-    env.rankd, env.mport = console_rankd(["--allow-forced-variants"])
+    env.rankd, env.mport = console_rankd(["--allow-forced-variants", "--cache-mb", "16"])
     with open(os.path.join(SOURCE_ROOT, "plans", "experiments.json")) as f:
         exp = json.load(f)["experiments"][0]
     assert exp["name"] == "feed_weight" and sum(v["weight"] for v in exp["variants"]) == 5000
@@ -224,6 +225,12 @@ def test_run_view():
     expected = critical_path(bars, plan)
     assert sorted(marked) == sorted(expected), (marked, expected)
     assert expected[-1] == "t" and expected[0] == "v", expected
+    # The nodes that read through the shard's cache (media, features) say what it served.
+    for node in ("m", "h"):
+        took = b.text(f".wf-bar[data-node-id={node}] .wf-took")
+        m = re.search(r"cache (\d+) hit / (\d+) miss", took)
+        assert m and int(m.group(1)) + int(m.group(2)) > 0, took
+    assert "cache" not in b.text(".wf-bar[data-node-id=f] .wf-took")
     header = js("[...document.querySelectorAll('table.items th')].map(e => e.textContent)")
     assert header == ["#", "id", "score", "author"], header
     rows = js("document.querySelectorAll('table.items tbody tr').length")
