@@ -12,7 +12,11 @@
 # waiting), repeatable to well under 1 % from run to run.
 # BASE_REV=<commit>: also builds that commit (as `ops/bench feed` does) and counts it on
 # the same Redis and plan files: "baseline" and "ratio" (value / baseline).
-# Env: PLANS ("feed home_light"), REQUESTS (150), BASE_REV (none).
+# BASELINE_FLAGS="<serve flags>": the baseline is the current build run with these flags
+# added, e.g. `PLANS=fixed_rank BASELINE_FLAGS=--no-metrics REQUESTS=2000` for what
+# metrics cost a request. Not together with BASE_REV.
+# Env: PLANS ("feed home_light"; test fixtures such as fixed_rank too), REQUESTS (150),
+# BASE_REV (none), BASELINE_FLAGS (none).
 # Needs valgrind (on the machines of docs/benchmarks.md; `apt-get install valgrind`).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
@@ -23,7 +27,17 @@ command -v valgrind >/dev/null || { echo "instructions: needs valgrind (apt-get 
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 
+if [ -n "${BASE_REV:-}" ] && [ -n "${BASELINE_FLAGS:-}" ]; then
+  echo "instructions: BASE_REV and BASELINE_FLAGS are exclusive (each takes the baseline slot)" >&2
+  exit 2
+fi
 bench_builds_and_plans "${plans[@]}"
+declare -A flags=([current]="" [base]="")
+if [ -n "${BASELINE_FLAGS:-}" ]; then
+  variants+=(base)
+  bin[base]=${bin[current]}
+  flags[base]=$BASELINE_FLAGS
+fi
 start_redis
 "${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 
@@ -33,7 +47,8 @@ count() {
   port=$(free_port)
   valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file="$out" \
     "${bin[$1]}" serve --host 127.0.0.1 --port "$port" --shards 1 --plans "$tmp/plans" \
-    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error 2>"$tmp/valgrind.log" &
+    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error \
+    $(test_ops_flag "${bin[$1]}") ${flags[$1]} 2>"$tmp/valgrind.log" &
   pid=$!
   python3 - "$port" "$2" "$3" <<'PY' >&2
 import http.client, json, sys, time
@@ -74,7 +89,11 @@ for plan in "${plans[@]}"; do
   line="{\"name\": \"${plan}_instructions_per_req\", \"value\": ${per[current]}, \"unit\": \"instructions\""
   if [ -n "${per[base]:-}" ]; then
     line+=", \"baseline\": ${per[base]}, \"ratio\": $(python3 -c "print(round(${per[current]} / ${per[base]}, 4))")"
-    line+=", \"base_rev\": \"${BASE_SHA:0:12}\""
+    if [ -n "${BASE_REV:-}" ]; then
+      line+=", \"base_rev\": \"${BASE_SHA:0:12}\""
+    else
+      line+=", \"baseline_flags\": \"$BASELINE_FLAGS\""
+    fi
   fi
   line+=", \"requests\": $requests, \"shards\": 1, \"tool\": \"valgrind --tool=cachegrind --cache-sim=no\", \"machine\": \"$MACHINE\", \"build\": \"release+lto\"}"
   echo "$line"
