@@ -133,6 +133,9 @@ interface NodeRec {
   model?: { name: string; features: ReadonlyMap<string, string> };
   /** viewer and seen_filter: the family keyed by the request's user_id (its id type must be the user_id's). */
   userKeyed?: Family;
+  /** The integer params of its op, all of which it writes (DSL name → JSON name): what a
+   *  `quality` block may scale. */
+  ints: Map<string, string>;
 }
 
 const DIST_LIB = path.dirname(fileURLToPath(import.meta.url));
@@ -183,7 +186,7 @@ class PlanBuilder {
         if (n.plan !== this) fail(`input ${i + 1} is a node of another plan`);
         return n.rec;
       });
-      const rec: NodeRec = { op, inputs: ins, params: [], cols: new Map(ins[0]?.cols ?? [["id", "i64"]]), call };
+      const rec: NodeRec = { op, inputs: ins, params: [], cols: new Map(ins[0]?.cols ?? [["id", "i64"]]), call, ints: new Map() };
       applyOpts(rec, opts);
       body(rec);
       this.nodes.push(rec);
@@ -210,6 +213,13 @@ class PlanBuilder {
     if (typeof v !== "number" || !Number.isInteger(v)) fail(`${name} must be an integer or an i64 parameter, got ${JSON.stringify(v)}`);
     if (v < lo || v > hi) fail(`${name} ${v} is out of bounds ${lo}..${hi}`);
     return v;
+  }
+
+  /** The integer task parameter `name` (JSON `json`) of `rec`, checked by `int`: written, and
+   *  recorded as one that a `quality` block may scale. */
+  intParam(rec: NodeRec, name: string, json: string, v: unknown, lo: number, hi: number): void {
+    rec.params.push([json, this.int(name, v, lo, hi)]);
+    rec.ints.set(name, json);
   }
 
   /** A number lo..hi (written as a double), or an f64 parameter whose default and declared range fit. */
@@ -326,7 +336,7 @@ class PlanBuilder {
     const fam = this.family(rec, o.family, dflt, ["list", "zset"]);
     this.sameIds(rec, fam, "id");
     this.cache(rec, o.cache);
-    rec.params.push([countJson, this.int(countOpt, o[countOpt] ?? dfltCount, 1, max)]);
+    this.intParam(rec, countOpt, countJson, o[countOpt] ?? dfltCount, 1, max);
     const inputId = rec.inputs[0].cols.get("id")!;
     rec.cols = new Map([["id", fam.members]]);
     if (media) {
@@ -541,7 +551,7 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
   take<const N extends number>(o: { count: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count">): Node<C, S> {
     return this.plan.task("take", [this], o, (r) => {
       checkKeys("take", o, ["count"]);
-      r.params.push(["count", this.plan.int("count", o.count, 1, 10000)]);
+      this.plan.intParam(r, "count", "count", o.count, 1, 10000);
     });
   }
   /**
@@ -586,7 +596,10 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
       const defer: unknown = o.defer;
       if (defer instanceof ParamRef) fail(`defer takes a literal boolean, not a request parameter ('${defer.paramName}')`);
       if (defer !== undefined && typeof defer !== "boolean") fail(`defer must be a boolean, got ${JSON.stringify(defer)}`);
-      r.params.push(["key", key], ["max", this.plan.int("max", o.max, 1, 10000)], ["window", this.plan.int("window", o.window, 1, 10000)], ["defer", defer ?? false]);
+      r.params.push(["key", key]);
+      this.plan.intParam(r, "max", "max", o.max, 1, 10000);
+      this.plan.intParam(r, "window", "window", o.window, 1, 10000);
+      r.params.push(["defer", defer ?? false]);
     });
   }
   /** Rows of this node, then of `other` (or of each of `others`); columns are the union. */
@@ -656,14 +669,15 @@ function concatNodes(plan: PlanBuilder, list: readonly Node<any, any>[], o: Node
 function sleepNode(plan: PlanBuilder, inputs: Node<any, any>[], o: { durationMs: unknown; failAfterSleep?: unknown } & NodeOpts): Node<any, any> {
   return plan.task("sleep", inputs, o, (r) => {
     checkKeys("sleep", o, ["durationMs", "failAfterSleep"]);
-    r.params.push(["duration_ms", plan.int("durationMs", o?.durationMs, 0, 60000)], ["fail_after_sleep", plan.bool("failAfterSleep", o.failAfterSleep ?? false)]);
+    plan.intParam(r, "durationMs", "duration_ms", o?.durationMs, 0, 60000);
+    r.params.push(["fail_after_sleep", plan.bool("failAfterSleep", o.failAfterSleep ?? false)]);
   });
 }
 
 function busyNode(plan: PlanBuilder, inputs: Node<any, any>[], o: { durationMs: unknown } & NodeOpts): Node<any, any> {
   return plan.task("busy_cpu", inputs, o, (r) => {
     checkKeys("busy_cpu", o, ["durationMs"]);
-    r.params.push(["duration_ms", plan.int("durationMs", o?.durationMs, 0, 60000)]);
+    plan.intParam(r, "durationMs", "duration_ms", o?.durationMs, 0, 60000);
   });
 }
 
@@ -697,7 +711,7 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
   fixedSource<const N extends number = 10>(o: { count?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count"> = {} as never): Node<{ id: "i64"; score: "f64" }, S> {
     return this.plan.task("fixed_source", [], o, (r) => {
       checkKeys("fixed_source", o, ["count"]);
-      r.params.push(["count", this.plan.int("count", o.count ?? 10, 0, 100000)]);
+      this.plan.intParam(r, "count", "count", o.count ?? 10, 0, 100000);
       r.cols = new Map([["id", "i64"], ["score", "f64"]]);
     });
   }
@@ -734,6 +748,31 @@ export interface LogSpec {
   candidates?: { node: string; top: number };
 }
 
+/**
+ * The integer task parameters a `quality` block may scale, in the DSL's spelling: `fanout`
+ * (follow, recommendation), `perAuthor` (media), `count` (take, fixedSource), `max` and
+ * `window` (cap), `durationMs` (sleep, busyCpu).
+ */
+export type ScaledParam = "fanout" | "perAuthor" | "count" | "max" | "window" | "durationMs";
+
+/**
+ * Work that bends under load (docs/plan.md, "quality"): per shard, the server keeps a
+ * quality factor q in [min, 1] that falls while the plan's p95 latency is above
+ * `targetP95Ms` (or the shard refuses requests for its admission limit) and climbs back
+ * when it is well under; the integer params listed in `scale` are multiplied by q (rounded,
+ * clamped to the op's bounds, at least 1). A `{param}` reference is scaled only when the
+ * request did not give the param. Answers carry `"quality": q`.
+ */
+export interface QualitySpec {
+  /** The plan's p95 latency target in milliseconds, a number 1..60000. */
+  targetP95Ms: number;
+  /** The lowest quality factor, a number 0.01..1 (d 0.3). */
+  min?: number;
+  /** The params scaled by q: non-empty, each a node id of the plan and an integer param of
+   *  that node's op (`fanout`, `perAuthor`, …), no pair twice. */
+  scale: readonly { node: string; param: ScaledParam }[];
+}
+
 export interface PlanSpec<Ps extends ParamDecls, S extends SchemaDecl = DemoSchema> {
   /** The plan's name: the file must be `<name>.plan.ts`. */
   name: string;
@@ -743,6 +782,8 @@ export interface PlanSpec<Ps extends ParamDecls, S extends SchemaDecl = DemoSche
   build: (ctx: Ctx<S>, P: ParamRefs<Ps>) => Node<any, any> | Output<any>;
   /** Served-item logging; without it the plan logs nothing (and its JSON has no `log`). */
   log?: LogSpec;
+  /** Work that bends under load; without it the plan always does all its work (and its JSON has no `quality`). */
+  quality?: QualitySpec;
 }
 
 export interface CompileOptions {
@@ -857,7 +898,7 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
   if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
   if (typeof spec.build !== "function") fail(`definePlan at ${site}: build must be a function`);
-  for (const k of Object.keys(spec)) if (!["name", "description", "params", "build", "log"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
+  for (const k of Object.keys(spec)) if (!["name", "description", "params", "build", "log", "quality"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
 
   const b = new PlanBuilder(schema);
   const params: Record<string, Json> = {};
@@ -981,6 +1022,14 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
       throw e;
     }
   }
+  if (spec.quality !== undefined) {
+    try {
+      plan.quality = qualityJson(spec.quality, new Map(b.nodes.map((n) => [ids.get(n)!, n])));
+    } catch (e) {
+      if (e instanceof PlanError) throw new PlanError(`definePlan at ${site}: ${e.message}`);
+      throw e;
+    }
+  }
   return { plan, userId };
 }
 
@@ -989,8 +1038,13 @@ const SINK_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 const LOG_KEYS = ["sample", "sink", "columns", "candidates"];
 const CANDIDATE_KEYS = ["node", "top"];
 
-function onlyKeys(where: string, o: object, allowed: readonly string[]): void {
-  for (const k of Object.keys(o)) if (!allowed.includes(k)) fail(`${where}: unknown field '${k}' (allowed: ${allowed.join(", ")})`);
+/** `dslNames`: JSON names the server uses → the DSL's, to point a misspelling at the DSL's name. */
+function onlyKeys(where: string, o: object, allowed: readonly string[], dslNames: Readonly<Record<string, string>> = {}): void {
+  for (const k of Object.keys(o)) {
+    if (allowed.includes(k)) continue;
+    const hint = Object.hasOwn(dslNames, k) ? `; the DSL writes it ${dslNames[k]}` : "";
+    fail(`${where}: unknown field '${k}' (allowed: ${allowed.join(", ")}${hint})`);
+  }
 }
 
 /**
@@ -1041,4 +1095,54 @@ function logCandidates(v: unknown, nodeIds: readonly string[]): Json {
   if (typeof top !== "number" || !Number.isInteger(top)) fail(`log.candidates.top must be an integer 1..10000, got ${JSON.stringify(top)}`);
   if (top < 1 || top > 10000) fail(`log.candidates.top ${top} is out of bounds 1..10000`);
   return { node, top };
+}
+
+const QUALITY_KEYS = ["targetP95Ms", "min", "scale"];
+const SCALE_KEYS = ["node", "param"];
+
+/**
+ * The top-level `quality` object (docs/plan.md, "quality: work that bends under load"),
+ * checked as far as the plan shows: the bounds of the target and of min, and each scaled
+ * param against the plan's nodes (an existing node id, an integer param of its op, in the
+ * DSL's spelling; no pair twice). Written as `target_p95_ms`, `min` (always, 0.3 when not
+ * given; both as doubles) and `scale` with the params' JSON names.
+ */
+function qualityJson(q: QualitySpec, nodes: ReadonlyMap<string, NodeRec>): Json {
+  if (typeof q !== "object" || q === null || Array.isArray(q))
+    fail(`quality must be an object {targetP95Ms, min?, scale}, got ${JSON.stringify(q)}`);
+  onlyKeys("quality", q, QUALITY_KEYS, { target_p95_ms: "targetP95Ms" });
+  const target: unknown = q.targetP95Ms;
+  if (target === undefined) fail(`quality.targetP95Ms is required: the plan's p95 latency target in milliseconds, 1..60000`);
+  if (typeof target !== "number" || !Number.isFinite(target))
+    fail(`quality.targetP95Ms must be a number 1..60000 (milliseconds), got ${JSON.stringify(target)}`);
+  if (target < 1 || target > 60000) fail(`quality.targetP95Ms ${target} is out of bounds 1..60000 (milliseconds)`);
+  const min: unknown = q.min === undefined ? 0.3 : q.min;
+  if (typeof min !== "number" || !Number.isFinite(min))
+    fail(`quality.min must be a number 0.01..1 (the lowest quality factor), got ${JSON.stringify(q.min)}`);
+  if (min < 0.01 || min > 1) fail(`quality.min ${min} is out of bounds 0.01..1 (the lowest quality factor)`);
+  const ids = () => `nodes: ${[...nodes.keys()].join(", ")}`;
+  const scale: unknown = q.scale;
+  if (!Array.isArray(scale) || scale.length === 0) fail(`quality.scale must be a non-empty list of {node, param}, got ${JSON.stringify(scale)} (${ids()})`);
+  const out: Json[] = [];
+  const seen = new Set<string>();
+  scale.forEach((x: unknown, i) => {
+    const where = `quality.scale[${i}]`;
+    if (typeof x !== "object" || x === null || Array.isArray(x)) fail(`${where} must be an object {node, param}, got ${JSON.stringify(x)}`);
+    onlyKeys(where, x, SCALE_KEYS);
+    const { node, param } = x as { node?: unknown; param?: unknown };
+    if (typeof node !== "string") fail(`${where}.node must be a node id, got ${JSON.stringify(node)} (${ids()})`);
+    const rec = nodes.get(node) ?? fail(`${where}.node: unknown node '${node}' (${ids()})`);
+    const have = () => (rec.ints.size ? `integer params of ${rec.op}: ${[...rec.ints.keys()].join(", ")}` : `${rec.op} has no integer param`);
+    if (typeof param !== "string") fail(`${where}.param must be an integer param of node '${node}', got ${JSON.stringify(param)} (${have()})`);
+    const json = rec.ints.get(param);
+    if (json === undefined) {
+      const dsl = [...rec.ints].find(([, j]) => j === param)?.[0];
+      if (dsl !== undefined) fail(`${where}.param: '${param}' is the JSON name; the DSL writes it ${dsl}`);
+      fail(`${where}.param: node '${node}' has no integer param '${param}' (${have()})`);
+    }
+    if (seen.has(`${node}\0${json}`)) fail(`${where}: node '${node}' param '${param}' is listed twice`);
+    seen.add(`${node}\0${json}`);
+    out.push({ node, param: json });
+  });
+  return { target_p95_ms: new F64(target), min: new F64(min), scale: out };
 }
