@@ -17,7 +17,7 @@ const TEST_OPS = ["sleep", "busy_cpu", "fixed_source"];
 const read = (name: string, dir = ROOT) => fs.readFileSync(path.join(dir, `${name}.plan.json`), "utf8");
 
 test("the expected plans exist", () => {
-  for (const n of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "feed", "rerank"])
+  for (const n of ["simple_viewer", "viewer_filter", "parallel_fanout", "mixed_pipeline", "diamond", "complex_dag", "feed", "feed_quality", "rerank"])
     assert.ok(planNames().includes(n), n);
   for (const n of ["fixed_rank", "fixed_simple", "e2e_rank", "e2e_slow"]) assert.ok(planNames(TEST_PLANS).includes(n), n);
 });
@@ -76,6 +76,22 @@ test("feed compiles to exactly its pinned JSON", () => {
   assert.deepEqual(JSON.parse(read("feed")), want);
 });
 
+test("feed_quality is feed, its fan-outs scaled under load: the same DAG plus a quality block", () => {
+  const { name, description, quality, ...rest } = JSON.parse(read("feed_quality"));
+  const { name: _n, description: _d, ...feed } = JSON.parse(read("feed"));
+  assert.equal(name, "feed_quality");
+  assert.match(description, /bends under load/);
+  assert.deepEqual(rest, feed);
+  assert.deepEqual(quality, {
+    target_p95_ms: 60,
+    min: 0.3,
+    scale: [{ node: "f", param: "fanout" }, { node: "r", param: "fanout" }, { node: "m", param: "per_author" }],
+  });
+  assert.match(read("feed_quality"), /"target_p95_ms": 60\.0,\n {4}"min": 0\.3,/);
+  // Only feed_quality has one.
+  for (const n of planNames().filter((n) => n !== "feed_quality")) assert.doesNotMatch(read(n), /"quality": \{/, n);
+});
+
 test("fixed_rank and fixed_simple have the agreed shape", () => {
   const r = JSON.parse(read("fixed_rank", TEST_PLANS));
   assert.deepEqual(r.nodes.map((n: any) => [n.op, n.params]), [
@@ -110,7 +126,7 @@ test("rerank is two-phase: cheap score, take k, model features, model, take limi
 
 test("the feeds cache the shared reads (media, features), not the per-viewer ones", () => {
   const io = ["viewer", "follow", "recommendation", "media", "features"];
-  for (const name of ["feed", "home_light", "rerank"]) {
+  for (const name of ["feed", "feed_quality", "home_light", "rerank"]) {
     const got = JSON.parse(read(name))
       .nodes.filter((n: any) => io.includes(n.op))
       .map((n: any) => [n.op, n.params.cache]);
@@ -119,7 +135,7 @@ test("the feeds cache the shared reads (media, features), not the per-viewer one
     assert.ok(got.some(([op]: [string]) => op === "media") && got.some(([op]: [string]) => op === "features"), name);
   }
   // The other plans are as they were before `cache` existed.
-  for (const name of planNames().filter((n) => !["feed", "home_light", "rerank"].includes(n)))
+  for (const name of planNames().filter((n) => !["feed", "feed_quality", "home_light", "rerank"].includes(n)))
     assert.doesNotMatch(read(name), /"cache"/, name);
 });
 

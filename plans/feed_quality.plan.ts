@@ -1,0 +1,46 @@
+// The home feed (feed.plan.ts) whose work bends under load: the same DAG, with a quality
+// block that scales its candidate reads down while the plan's p95 is over 60 ms (docs/plan.md,
+// "quality: work that bends under load").
+import { definePlan } from "./schema.gen.js";
+
+export default definePlan({
+  name: "feed_quality",
+  description: "home feed whose work bends under load: follow, media and recs fan-outs scaled down (to 0.3x) while its p95 is over 60 ms",
+  params: {
+    weight: { type: "f64", default: 0.5 },
+    limit: { type: "i64", default: 50, min: 1, max: 500 },
+    country: { type: "str", default: "US" },
+  },
+  build: (ctx, P) => {
+    // cache: media lists and item hashes are shared by many viewers, so they are read through
+    // the shard cache (docs/cache.md); the per-viewer reads (viewer, follow, recs) are not.
+    const v = ctx.viewer({ id: "v" });
+    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5, cache: true });
+    const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
+    return m
+      .concat(r, { id: "c" })
+      .dedupe({ id: "d", key: "id" })
+      .features({ id: "h", fields: ["likes", "age_s", "quality", "country", "nsfw"], cache: true })
+      .vm({ id: "s", outKey: "score", expr: (c) => c.likes.log1p().mul(P.weight).add(c.quality.coalesce(0)) })
+      .filter({ id: "ok", pred: (c) => c.nsfw.eq(0).and(c.score.ge(0.1)) })
+      .sort({ id: "o", key: "score", order: "desc" })
+      // No author fills the top: each further post of an author keeps less of its score
+      // (1, 0.625, 0.44, …, toward 0.25). Recommended items have no author (null): never
+      // discounted.
+      .diversify({ id: "div", key: "author", score: "score", decay: 0.5, floor: 0.25 })
+      .take({ id: "t", count: P.limit })
+      .output(["id", "score", "author"]);
+  },
+  // Under load the server scales the candidate reads by q (0.3..1): fewer followed authors
+  // (f), fewer posts each (m) and fewer recommendations (r), so fewer items to hydrate and
+  // score; the ranking steps after them are unchanged.
+  quality: {
+    targetP95Ms: 60,
+    min: 0.3,
+    scale: [
+      { node: "f", param: "fanout" },
+      { node: "r", param: "fanout" },
+      { node: "m", param: "perAuthor" },
+    ],
+  },
+});
