@@ -65,11 +65,13 @@ def source_plans():
 
 
 def variant(plan, name, cache):
-    """A copy named `name` without node timeouts (an optional node that times out under
-    load would make two answers differ for reasons other than the cache), with
-    `cache: true` on every IO node that takes it when `cache` (else on none)."""
+    """A copy named `name` without node timeouts and without `quality` (an optional node
+    that times out under load, or fan-outs that a slow plan's quality scales down, would
+    make two answers differ for reasons other than the cache), with `cache: true` on
+    every IO node that takes it when `cache` (else on none)."""
     p = copy.deepcopy(plan)
     p["name"] = name
+    p.pop("quality", None)
     for node in p["nodes"]:
         node.pop("timeout_ms", None)
         node["params"].pop("cache", None)

@@ -103,13 +103,15 @@ def seed(url):
 
 
 def patient(plan):
-    """`plan` (a dict) without its nodes' timeouts. Every plan here runs this way: on a
-    slow sanitizer build, or while slots move (a command may take a redirect's second round
-    trip or wait out a MIGRATE), an optional node with a 30 ms budget degrades, as it would
-    on a single node stalled that long, and the two answers would differ for a reason that
-    says nothing about the cluster."""
+    """`plan` (a dict) without its nodes' timeouts and its `quality` block. Every plan here
+    runs this way: on a slow sanitizer build, or while slots move (a command may take a
+    redirect's second round trip or wait out a MIGRATE), an optional node with a 30 ms
+    budget degrades, and a plan with `quality` (feed_quality) scales its fan-outs down,
+    as either would on a single node stalled that long, and the two answers would differ
+    for a reason that says nothing about the cluster."""
     for node in plan["nodes"]:
         node.pop("timeout_ms", None)
+    plan.pop("quality", None)
     return plan
 
 
