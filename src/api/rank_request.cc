@@ -145,6 +145,15 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
     if (v.get_bool().get(b)) return Fail(Error::BadRequest("log: must be a bool"));
     req.log = b;
   }
+  if (!obj["priority"].get(v)) {
+    std::optional<Priority> p;
+    if (v.get_string().get(s) || !(p = ParsePriority(s)))
+      return Fail(
+          Error::BadRequest("priority: must be one of \"critical\", \"default\", "
+                            "\"sheddable\", got " +
+                            ShortJson(v)));
+    req.priority = *p;
+  }
   if (!obj["page_size"].get(v)) {
     if (v.type() != element_type::INT64 && v.type() != element_type::UINT64)
       return Fail(Error::BadRequest("page_size: must be an integer, got " + ShortJson(v)));
@@ -159,6 +168,22 @@ Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
     req.cursor = std::string(s);
   }
   return req;
+}
+
+std::string_view PriorityName(Priority p) {
+  switch (p) {
+    case Priority::kCritical: return "critical";
+    case Priority::kDefault: return "default";
+    case Priority::kSheddable: return "sheddable";
+    case Priority::kCount: break;
+  }
+  return "?";
+}
+
+std::optional<Priority> ParsePriority(std::string_view s) {
+  for (size_t i = 0; i < static_cast<size_t>(Priority::kCount); ++i)
+    if (s == PriorityName(static_cast<Priority>(i))) return static_cast<Priority>(i);
+  return std::nullopt;
 }
 
 }  // namespace rankd

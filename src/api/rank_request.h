@@ -14,6 +14,12 @@
 
 namespace rankd {
 
+// A request's criticality under overload (docs/operations.md, "Overload"): sheddable
+// requests are refused first, critical ones last. Shadow runs are always sheddable.
+enum class Priority : uint8_t { kCritical, kDefault, kSheddable, kCount };
+std::string_view PriorityName(Priority p);  // "critical", "default", "sheddable"
+std::optional<Priority> ParsePriority(std::string_view s);
+
 struct RankRequest {
   std::string plan;
   UserId user_id;  // an integer or a string as sent; CheckUserIdType against the plan
@@ -23,6 +29,7 @@ struct RankRequest {
   bool log = false;                   // record it in the served log whatever the plan's sample
   std::optional<int> page_size;       // 1..kMaxPageSize when given (docs/api.md, "Pages")
   std::optional<std::string> cursor;  // a later page of a ranking asked with page_size
+  std::optional<Priority> priority;   // as given (honoured only with --allow-priority)
 };
 
 inline constexpr int kMaxPageSize = 500;

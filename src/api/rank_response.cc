@@ -103,6 +103,10 @@ void AppendRankMeta(const RunResult& r, const ResponseExtras& extras, std::strin
     AppendJsonString(plan.nodes[r.degraded[i]].id, out);
   }
   out += ']';
+  if (r.quality >= 0) {  // the plan has a quality block (docs/plan.md, "quality")
+    out += ",\"quality\":";
+    AppendJsonDouble(r.quality, out);
+  }
   if (!extras.experiment.empty()) {
     out += ",\"experiment\":";
     AppendJsonString(extras.experiment, out);

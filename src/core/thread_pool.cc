@@ -23,7 +23,7 @@ bool ThreadPool::Submit(std::function<void()> job) {
   {
     std::lock_guard lk(mu_);
     if (stopping_) return false;
-    jobs_.push_back(std::move(job));
+    jobs_.push_back({std::chrono::steady_clock::now(), std::move(job)});
     ++inflight_;
   }
   work_cv_.notify_one();
@@ -37,7 +37,7 @@ Status ThreadPool::TrySubmit(std::function<void()> job) {
     if (max_queued_ && jobs_.size() >= max_queued_)
       return Fail(Error::Unavailable("CPU queue '" + name_ + "' is full (" +
                                      std::to_string(max_queued_) + " jobs wait); retry later"));
-    jobs_.push_back(std::move(job));
+    jobs_.push_back({std::chrono::steady_clock::now(), std::move(job)});
     ++inflight_;
   }
   work_cv_.notify_one();
@@ -76,8 +76,19 @@ void ThreadPool::WorkerMain() {
       std::unique_lock lk(mu_);
       work_cv_.wait(lk, [this] { return stopping_ || !jobs_.empty(); });
       if (jobs_.empty()) return;  // stopping and nothing left
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
+      // Adaptive LIFO (docs/operations.md, "Overload"): once the oldest waiting job has
+      // waited longer than lifo_after_, the queue is a standing backlog and the newest
+      // job goes first — its request is the one most likely to still meet its deadline;
+      // the oldest either still has time once the backlog clears or is skipped unstarted
+      // when its request answers (cancelled). FIFO otherwise: a short queue starves no one.
+      if (lifo_after_.count() > 0 &&
+          std::chrono::steady_clock::now() - jobs_.front().queued > lifo_after_) {
+        job = std::move(jobs_.back().run);
+        jobs_.pop_back();
+      } else {
+        job = std::move(jobs_.front().run);
+        jobs_.pop_front();
+      }
     }
     job();
     job = nullptr;  // destroy captures before we report idle

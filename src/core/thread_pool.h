@@ -6,6 +6,7 @@
 // but a worker.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -38,6 +39,9 @@ class ThreadPool {
   // 0 = no bound.
   void set_max_queued(size_t n) { max_queued_ = n; }
   size_t max_queued() const { return max_queued_; }
+  // Once the oldest waiting job has waited longer than `d`, workers take the newest
+  // first (adaptive LIFO); 0 = always FIFO. Set before jobs are submitted.
+  void set_lifo_after(std::chrono::milliseconds d) { lifo_after_ = d; }
 
   // Blocks until every submitted job has finished running. Jobs post their completions
   // to event loops, so wait for it before stopping the loops it posts to (LoopRuntime::Stop
@@ -56,10 +60,15 @@ class ThreadPool {
   mutable std::mutex mu_;
   std::condition_variable work_cv_;
   std::condition_variable idle_cv_;
-  std::deque<std::function<void()>> jobs_;  // guarded by mu_
-  size_t inflight_ = 0;                     // queued + running, guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
+  struct Queued {
+    std::chrono::steady_clock::time_point queued;
+    std::function<void()> run;
+  };
+  std::deque<Queued> jobs_;  // guarded by mu_
+  size_t inflight_ = 0;      // queued + running, guarded by mu_
+  bool stopping_ = false;    // guarded by mu_
   size_t max_queued_ = 0;
+  std::chrono::milliseconds lifo_after_{0};
   std::vector<std::thread> workers_;
   std::string name_;
   int nice_ = 0;

@@ -79,6 +79,7 @@ class Loader {
     if (auto s = Graph(*plan); !s) return Fail(s.error());
     if (auto s = Type(obj, *plan); !s) return Fail(s.error());
     if (auto s = Log(obj, *plan); !s) return Fail(s.error());
+    if (auto s = Quality(obj, *plan); !s) return Fail(s.error());
     MarkRowsRead(*plan);
     return PlanPtr(std::move(plan));
   }
@@ -419,6 +420,87 @@ class Loader {
   }
 
   // In topological order: task params, compiled expr/pred, output columns.
+  // "quality": {"target_p95_ms", "min", "scale": [{"node", "param"}]} (PlanQuality): each
+  // named param must be an integer param of its op; its bounds become the scaled value's.
+  Status Quality(object obj, Plan& plan) {
+    element v;
+    if (obj["quality"].get(v)) return {};
+    object qj;
+    if (v.get_object().get(qj))
+      return Fail(w_.Err("quality: must be an object {\"target_p95_ms\", \"min\", \"scale\"}"));
+    for (auto [k, _] : qj)
+      if (k != "target_p95_ms" && k != "min" && k != "scale")
+        return Fail(w_.Err("quality: unknown field '" + std::string(k) + "'"));
+    PlanQuality& q = plan.quality;
+    element f;
+    if (qj["target_p95_ms"].get(f) || !IsNumber(f))
+      return Fail(w_.Err("quality.target_p95_ms: missing or not a number from 1 to 60000"));
+    q.target_p95_ms = IsInt(f) ? double(int64_t(f.get_int64())) : double(f.get_double());
+    if (!(q.target_p95_ms >= 1 && q.target_p95_ms <= 60000))
+      return Fail(w_.Err("quality.target_p95_ms: " + simdjson::to_string(f) +
+                         " is out of bounds 1..60000"));
+    if (!qj["min"].get(f)) {
+      if (!IsNumber(f)) return Fail(w_.Err("quality.min: must be a number from 0.01 to 1"));
+      q.min = IsInt(f) ? double(int64_t(f.get_int64())) : double(f.get_double());
+      if (!(q.min >= 0.01 && q.min <= 1))
+        return Fail(w_.Err("quality.min: " + simdjson::to_string(f) + " is out of bounds 0.01..1"));
+    }
+    array scale;
+    if (qj["scale"].get(f) || f.get_array().get(scale) || scale.size() == 0)
+      return Fail(w_.Err("quality.scale: must be a non-empty array of {\"node\", \"param\"}"));
+    size_t i = 0;
+    for (element e : scale) {
+      std::string where = "quality.scale[" + std::to_string(i++) + "]";
+      auto one = ScaleEntry(e, plan, where);
+      if (!one) return Fail(one.error());
+      for (const QualityScale& other : q.scale)
+        if (other.node == one->node && other.arg == one->arg)
+          return Fail(w_.Err(where + ": node '" + plan.nodes[one->node].id + "' param '" +
+                             std::string(plan.nodes[one->node].args.spec(one->arg).name) +
+                             "' is listed twice"));
+      q.scale.push_back(*one);
+    }
+    q.enabled = true;
+    return {};
+  }
+
+  Result<QualityScale> ScaleEntry(element e, const Plan& plan, const std::string& where) {
+    object sj;
+    if (e.get_object().get(sj))
+      return Fail(w_.Err(where + ": must be an object {\"node\", \"param\"}"));
+    for (auto [k, _] : sj)
+      if (k != "node" && k != "param")
+        return Fail(w_.Err(where + ": unknown field '" + std::string(k) + "'"));
+    element f;
+    std::string_view node_id, param;
+    if (sj["node"].get(f) || f.get_string().get(node_id))
+      return Fail(w_.Err(where + ".node: missing or not a node id"));
+    auto it = index_.find(std::string(node_id));
+    if (it == index_.end())
+      return Fail(w_.Err(where + ".node: unknown node '" + std::string(node_id) + "'"));
+    const PlanNode& node = plan.nodes[it->second];
+    if (sj["param"].get(f) || f.get_string().get(param))
+      return Fail(w_.Err(where + ".param: missing or not a param name"));
+    QualityScale out;
+    out.node = it->second;
+    size_t arg = node.args.size();
+    for (size_t k = 0; k < node.args.size(); ++k)
+      if (node.args.spec(k).name == param) arg = k;
+    if (arg == node.args.size())
+      return Fail(
+          w_.Err(where + ".param: op '" + node.op + "' has no param '" + std::string(param) + "'"));
+    const TaskParamSpec& spec = node.args.spec(arg);
+    if (spec.kind != ParamKind::kI64)
+      return Fail(w_.Err(where + ".param: '" + std::string(param) + "' of op '" + node.op +
+                         "' is not an integer param (only those scale)"));
+    out.arg = static_cast<uint32_t>(arg);
+    out.lo = std::max<int64_t>(1, spec.min.value_or(1));
+    out.hi = spec.max.value_or(INT64_MAX);
+    for (const ParamRef& r : node.refs)
+      if (r.arg == arg) out.ref_decl = static_cast<int32_t>(r.decl);
+    return out;
+  }
+
   Status Type(object obj, Plan& plan) {
     element v;
     object exprs, preds;

@@ -80,6 +80,22 @@ struct PlanLog {
   int32_t viewer = -1;  // the first viewer node, or -1
 };
 
+// The plan's "quality" block (docs/plan.md): under load, the named integer op params
+// are scaled by a factor q in [min, 1] (rank/admission.h keeps q per plan and shard).
+struct QualityScale {
+  uint32_t node = 0;
+  uint32_t arg = 0;        // slot in the node's TaskArgs
+  int64_t lo = 1, hi = 0;  // the scaled value's bounds: the op's (at least 1)
+  int32_t ref_decl = -1;   // the slot is {"param": decl}: scaled only when the request
+                           // did not give that param (request params are never scaled)
+};
+struct PlanQuality {
+  bool enabled = false;
+  double target_p95_ms = 0;
+  double min = 0.3;
+  std::vector<QualityScale> scale;
+};
+
 struct Plan {
   std::string name;
   std::string description;
@@ -97,6 +113,7 @@ struct Plan {
   // seen_filter nodes read (i64 when it has neither).
   ColumnType user_id_type = ColumnType::kI64;
   PlanLog log;
+  PlanQuality quality;
 
   // Index of the node named `id`, or -1. Load time and tests only (linear).
   int node_index(std::string_view id) const;

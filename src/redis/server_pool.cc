@@ -258,9 +258,7 @@ Coro<Result<RespReplies>> RedisPool::Run(PendingBatchRef ref) {
 
 void RedisPool::Dispatch(PendingBatch* b) {
   if (closed_) return Finish(b, UnavailableError(b, "client closed", "client closed"));
-  if (deadline_exceeded(b->deadline))
-    return Finish(b, BatchError(b, ErrorCode::kDeadlineExceeded, "deadline passed before sending",
-                                "deadline passed before sending"));
+  if (deadline_exceeded(b->deadline)) return FinishExpired(b);
   if (!AnyConnectingOrLive())
     return Finish(b, UnavailableError(b, "no live connection", NotLiveReason()));
   if (queue_.empty()) {
@@ -325,6 +323,12 @@ void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
   c->Await(b, static_cast<uint32_t>(b->outstanding));
 }
 
+void RedisPool::FinishExpired(PendingBatch* b) {
+  Bump(stats_->expired_unsent);
+  Finish(b, BatchError(b, ErrorCode::kDeadlineExceeded, "deadline passed before sending",
+                       "deadline passed before sending"));
+}
+
 void RedisPool::Finish(PendingBatch* b, std::optional<Error> error) {
   if (b->done) return;
   b->done = true;
@@ -362,6 +366,12 @@ void RedisPool::Pump() {
   pump_scheduled_ = false;
   while (!queue_.empty()) {
     PendingBatch* b = queue_.front();
+    // A batch whose request can no longer use its replies costs Redis nothing: its
+    // timer may not have fired yet (whole milliseconds), so look before writing.
+    if (deadline_exceeded(b->deadline)) {
+      FinishExpired(b);  // leaves the queue
+      continue;
+    }
     RedisConnection* c = PickConnection(b->commands.size());
     if (c == nullptr) break;
     queue_.pop_front();

@@ -86,6 +86,8 @@ class RedisPool final : public RedisClient {
   RedisConnection* PickConnection(size_t n);
   bool AnyConnectingOrLive() const;
   void Finish(PendingBatch* b, std::optional<Error> error);
+  // Fails a batch not yet written whose deadline passed (counted: expired_unsent).
+  void FinishExpired(PendingBatch* b);
   void SchedulePump();
   void Pump();
   // The batch's error: `what` (fit for clients) after the endpoint's name; `detail`

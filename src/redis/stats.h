@@ -41,6 +41,7 @@ struct RedisStats {
   Counter error_replies{0};       // Redis answered with an error (-> backend_error)
   Counter failed_unavailable{0};  // batches failed: no connection / connection lost
   Counter failed_deadline{0};     // batches failed: deadline passed first
+  Counter expired_unsent{0};      // of those, never written: the deadline had passed
   Counter failed_backend{0};      // batches failed: their connection dropped a bad reply
   // Connections.
   Counter connects{0};                       // connections that completed the handshake

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <memory_resource>
 #include <new>
@@ -260,6 +261,34 @@ void RunReady(const StatePtr& st) {
   s.running_ready = false;
 }
 
+// The quality block's params of this run, scaled by q: rounded, within the op's bounds
+// (at least 1). A {"param"} the request gave is the client's and stays as given.
+void ScaleForQuality(RequestState& st, const GivenParams& given, double q) {
+  const Plan& plan = *st.plan;
+  for (const QualityScale& s : plan.quality.scale) {
+    if (s.ref_decl >= 0) {
+      const std::string& name = plan.params.decls[static_cast<size_t>(s.ref_decl)].name;
+      if (std::any_of(given.begin(), given.end(), [&](const auto& g) { return g.first == name; }))
+        continue;
+    }
+    TaskContext& ctx = st.ctxs[s.node];
+    TaskArgs* own = nullptr;
+    for (TaskArgs& a : st.resolved)
+      if (&a == ctx.args) own = &a;
+    if (!own) {
+      st.resolved.push_back(*ctx.args);  // reserved: no reallocation
+      own = &st.resolved.back();
+      ctx.args = own;
+    }
+    Value& v = own->at(s.arg);
+    const int64_t* base = std::get_if<int64_t>(&v);
+    if (!base) base = std::get_if<int64_t>(&own->spec(s.arg).default_value);
+    if (!base) continue;
+    auto scaled = static_cast<int64_t>(std::llround(static_cast<double>(*base) * q));
+    v = std::clamp(scaled, s.lo, std::max(s.lo, s.hi));
+  }
+}
+
 struct WaitDone {
   RequestState* st;
   bool await_ready() const noexcept { return st->done; }
@@ -290,7 +319,9 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   st->cancel.set_parent(st->outer_cancel.get());
   size_t with_refs = 0;
   for (const PlanNode& node : plan.nodes) with_refs += node.refs.empty() ? 0 : 1;
-  st->resolved.reserve(with_refs);  // TaskContext::args points into it
+  bool scaled = plan.quality.enabled && req.quality < 1.0;
+  // TaskContext::args points into it.
+  st->resolved.reserve(with_refs + (scaled ? plan.quality.scale.size() : 0));
   for (size_t i = 0; i < n; ++i) {
     const PlanNode& node = plan.nodes[i];
     TaskContext& ctx = st->ctxs[i];
@@ -315,6 +346,7 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     st->pending[i] = node.in_degree;
     st->consumers[i] = static_cast<uint32_t>(node.successors.size());
   }
+  if (scaled) ScaleForQuality(*st, req.params, req.quality);
   st->ready.reserve(n);
   st->ready.assign(plan.sources.begin(), plan.sources.end());
   RunReady(st);
@@ -329,6 +361,7 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   out.degraded_errors = std::move(st->degraded_errors);
   out.nodes.assign(st->stats.begin(), st->stats.end());
   out.took_us = Micros(start, Clock::now());
+  if (plan.quality.enabled) out.quality = req.quality;
   if (st->keep_for_log) {
     for (uint32_t k : plan.log.kept) out.kept.push_back(st->outputs[k]);
     out.params = st->values;

@@ -64,6 +64,9 @@ struct RunRequest {
   // Optional: cancelling it cancels the run's work as the answer does (a shadow run
   // shed under overload). Kept alive by the run.
   std::shared_ptr<const CancelToken> cancel;
+  // The plan's quality factor for this run (plan/plan.h, PlanQuality): below 1, the
+  // quality block's params are scaled by it. Ignored by plans without the block.
+  double quality = 1.0;
 };
 
 enum class NodeStatus : uint8_t { kSkipped, kOk, kFailed, kTimeout };
@@ -85,6 +88,7 @@ struct RunResult {
   std::vector<Error> degraded_errors;  // why, in the same order (for the log)
   PoolVector<NodeStat> nodes;          // by node index
   int64_t took_us = 0;
+  double quality = -1;  // the run's quality factor; < 0: the plan has no quality block
   // keep_for_log only: the outputs of plan->log.kept (same order; an unrun node's is
   // empty) and the request's parameter values, defaults filled in.
   std::vector<RowSet> kept;

@@ -368,6 +368,10 @@ void AppendRecordHead(const RunResult& r, const RecordHeader& h, std::string& ou
     AppendJsonString(h.variant, out);
   }
   out += h.forced ? ",\"forced\":true" : ",\"forced\":false";
+  if (r.quality >= 0) {  // the plan's quality factor for this request
+    out += ",\"quality\":";
+    AppendJsonReal(r.quality, out);
+  }
   out += h.shadow ? ",\"shadow\":true," : ",\"shadow\":false,";
 }
 

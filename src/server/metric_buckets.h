@@ -18,6 +18,9 @@ inline constexpr std::array<double, 15> kNodeBuckets = {0.00001, 0.000025, 0.000
 // Loop lag: 50 µs .. 1 s.
 inline constexpr std::array<double, 11> kLagBuckets = {
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1.0};
+// Time to an admission refusal: 10 µs .. 100 ms (the target is p99 under 1 ms).
+inline constexpr std::array<double, 12> kRefusalBuckets = {
+    0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1};
 // Overlap at k: 0 .. 1 in tenths; rank correlation: -1 .. 1 in fifths.
 inline constexpr std::array<double, 10> kOverlapBuckets = {0.1, 0.2, 0.3, 0.4, 0.5,
                                                            0.6, 0.7, 0.8, 0.9, 1.0};

@@ -17,6 +17,7 @@
 #include "cache/shard_cache.h"
 #include "core/timeout.h"
 #include "plan/schema.h"
+#include "rank/admission.h"
 #include "redis/stats.h"
 #include "served/shard_log.h"
 #include "server/exposition.h"
@@ -128,6 +129,8 @@ void ShardSeries(const ScrapeSources& s, FamilyOut& out) {
     for (const auto& series : (*published)[static_cast<size_t>(family)]) {
       if (series->histogram)
         out.Histogram(series->labels, *series->histogram);
+      else if (family == SeriesFamily::kPlanQuality)
+        out.Value(series->labels, series->gauge.value());
       else
         out.Value(series->labels, static_cast<double>(series->count.value()));
     }
@@ -229,6 +232,15 @@ void ServedLogRecords(const ScrapeSources& s, FamilyOut& out) {
       });
   for (const auto& [key, n] : sums)
     out.Value({ServedOutcomeName(key.second), key.first}, static_cast<double>(n));
+}
+
+void AdmissionRefusals(const ScrapeSources& s, FamilyOut& out) {
+  for (const ShardStats* t : s.shards)
+    for (size_t r = 0; r < static_cast<size_t>(Refusal::kCount); ++r)
+      for (size_t p = 0; p < static_cast<size_t>(Priority::kCount); ++p)
+        out.Value({PriorityName(static_cast<Priority>(p)), RefusalName(static_cast<Refusal>(r)),
+                   std::string_view(t->shard)},
+                  static_cast<double>(t->admission->refusals[r][p].value()));
 }
 
 void ForcedIgnored(const ScrapeSources& s, FamilyOut& out) {
@@ -484,6 +496,39 @@ constexpr MetricRow kMetricTable[] = {
      Type::Gauge,
      {"shard"},
      PerShard<[](const ShardStats& t) { return t.live_requests.load(std::memory_order_relaxed); }>},
+    {"rankd_admission_limit",
+     "The shard's concurrency limit: adaptive, within --max-inflight (docs/operations.md, "
+     "Overload)",
+     Type::Gauge,
+     {"shard"},
+     PerShard<[](const ShardStats& t) { return t.admission->limit.value(); }>},
+    {"rankd_admission_refusals_total",
+     "Plan runs refused before they started (503), by reason (limit, deadline) and priority",
+     Type::Counter,
+     {"priority", "reason", "shard"},
+     AdmissionRefusals},
+    {"rankd_admission_refusal_seconds",
+     "Time from a request read to its admission refusal queued",
+     Type::Histogram,
+     {"shard"},
+     [](const ScrapeSources& s, FamilyOut& out) {
+       for (const ShardStats* t : s.shards) out.Histogram({t->shard}, t->admission_refusal_seconds);
+     }},
+    {"rankd_admission_probes_total",
+     "Times a shard pinned its limit low to measure its plans' no-load latency",
+     Type::Counter,
+     {"shard"},
+     PerShard<[](const ShardStats& t) { return t.admission->probes.value(); }>},
+    {"rankd_priority_ignored_total",
+     "/rank requests whose \"priority\" was ignored (no --allow-priority)",
+     Type::Counter,
+     {"shard"},
+     PerShard<[](const ShardStats& t) { return t.admission->priority_ignored.value(); }>},
+    {"rankd_plan_quality",
+     "The quality factor a plan with a quality block runs at (1 = full work)",
+     Type::Gauge,
+     {"plan", "shard"},
+     ShardSeries<SeriesFamily::kPlanQuality>},
     {"rankd_open_connections",
      "Open client connections of a shard",
      Type::Gauge,
@@ -667,6 +712,12 @@ constexpr MetricRow kMetricTable[] = {
      Type::Counter,
      {"endpoint", "kind"},
      RedisErrors},
+    {"rankd_redis_batches_unsent_total",
+     "Batches never written to Redis: their request's deadline had passed (also in errors' "
+     "deadline)",
+     Type::Counter,
+     {"endpoint"},
+     PerEndpoint<&RedisStats::expired_unsent>},
     {"rankd_redis_late_replies_total",
      "Replies that came after their deadline",
      Type::Counter,

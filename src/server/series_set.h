@@ -38,6 +38,7 @@ enum class SeriesFamily : uint8_t {
   kShadowOverlap,
   kShadowCorrelation,
   kShadowDuration,
+  kPlanQuality,  // a gauge: Series::gauge
   kCount,
 };
 
@@ -52,6 +53,7 @@ struct Series {
 
   const std::vector<std::string> labels;  // values, in the order of the family's labels
   MetricValue<uint64_t> count;
+  MetricValue<double> gauge;  // the families that are gauges
   std::optional<MetricHistogram> histogram;
 };
 

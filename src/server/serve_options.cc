@@ -91,8 +91,27 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               o.max_connections, 1, 1000000),
       IntFlag("--max-inflight", "N",
               "requests running per shard, counted until their CPU work\n"
-              "has stopped; more get 503 ({})",
+              "has stopped: the ceiling of the adaptive limit; more get\n"
+              "503 ({})",
               o.max_inflight, 1, 1000000),
+      Flag{"--admission",
+           {},
+           "MODE",
+           "adaptive: a concurrency limit per shard that follows\n"
+           "latency (docs/operations.md, \"Overload\"); fixed: the\n"
+           "limit is --max-inflight ({})",
+           [&o](std::string_view v) -> Status {
+             if (v != "adaptive" && v != "fixed")
+               return Fail(Error::BadRequest("--admission: '" + std::string(v) +
+                                             "' is not one of adaptive, fixed"));
+             o.adaptive_admission = v == "adaptive";
+             return {};
+           },
+           [&o] { return std::string(o.adaptive_admission ? "adaptive" : "fixed"); }},
+      SwitchFlag("--allow-priority",
+                 "honour /rank's \"priority\" (critical | default | sheddable);\n"
+                 "without it the field is ignored and counted",
+                 o.allow_priority),
       IntFlag("--cpu-queue-max", "N",
               "CPU jobs waiting for a worker per shard; a job past it\n"
               "fails its request with 503 (an optional node degrades) ({})",

@@ -42,7 +42,11 @@ struct ServeOptions {
   int64_t node_timeout_ms = 0;     // 0: none
   size_t max_connections = 10000;  // per shard
   size_t max_inflight = 1024;      // per shard, counted until a request's work stopped
-  size_t cpu_queue_max = 1024;     // CPU jobs waiting for a worker, per shard
+  // Overload (docs/operations.md, "Overload"): the limit adapts to latency under
+  // --max-inflight (false: --max-inflight is the limit); "priority" in /rank honoured.
+  bool adaptive_admission = true;
+  bool allow_priority = false;
+  size_t cpu_queue_max = 1024;  // CPU jobs waiting for a worker, per shard
   size_t max_body_bytes = 1 << 20;
   uint64_t read_timeout_ms = 10000;
   uint64_t idle_timeout_ms = 60000;

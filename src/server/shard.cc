@@ -30,13 +30,33 @@ double SecondsSince(TimePoint t0) {
 
 }  // namespace
 
+namespace {
+
+AdmissionOptions AdmissionOptionsOf(const ServeOptions& o) {
+  AdmissionOptions a;
+  a.adaptive = o.adaptive_admission;
+  a.max_inflight = o.max_inflight;
+  a.min_limit = std::min<size_t>(a.min_limit, o.max_inflight);
+  a.initial_limit = std::min<size_t>(a.initial_limit, o.max_inflight);
+  return a;
+}
+
+}  // namespace
+
 Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
     : id_(id),
       opts_(opts),
       host_(host),
       stats_(id, opts.metrics, !opts.auth_token_file.empty()),
       runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
-               opts.cpu_queue_max) {}
+               opts.cpu_queue_max),
+      admission_(AdmissionOptionsOf(opts)) {
+  stats_.admission = &admission_.stats();
+  // A CPU backlog older than a quarter of the default deadline is served newest first
+  // (ThreadPool::set_lifo_after; docs/operations.md, "Overload").
+  runtime_.cpu().set_lifo_after(
+      std::chrono::milliseconds(std::max<int64_t>(1, opts.deadline_ms / 4)));
+}
 
 Shard::~Shard() { Stop(); }
 
@@ -148,8 +168,29 @@ void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   // Metric series now, not on the request path. Requests still running hold the
   // previous snapshot's series (shared_ptr), so nothing they touch is freed here.
   plan_metrics_.PreparePlans(list);
+  admission_.Install(list);
+  PrepareQualitySeries();
   experiment_series_ = MakeExperimentSeries(stats_.series, *runtime_.plans()->experiments);
   ExemptLogOnlyEndpoints();
+}
+
+void Shard::PrepareQualitySeries() {
+  if (!stats_.enabled) return;
+  std::unordered_map<std::string, Series*> next;
+  for (const auto& [name, load] : admission_.loads()) {
+    if (!load->quality) continue;
+    auto it = quality_series_.find(name);
+    Series* s = it != quality_series_.end()
+                    ? it->second
+                    : stats_.series.Retain(SeriesFamily::kPlanQuality, {name, stats_.shard});
+    if (it != quality_series_.end()) quality_series_.erase(it);
+    load->q_gauge = &s->gauge;
+    s->gauge = load->q;
+    next[name] = s;
+  }
+  for (const auto& [name, s] : quality_series_) stats_.series.Release(s);
+  quality_series_ = std::move(next);
+  stats_.series.Publish();
 }
 
 // An endpoint only served-log sinks write to does not gate readiness: a dead log sink
@@ -227,6 +268,7 @@ void Shard::OnTick() {
   stats_.loop_lag = lag;
   stats_.loop_lag_distribution.Observe(lag);
   redis_ready_.store(runtime_.redis() && runtime_.redis()->Ready(), std::memory_order_relaxed);
+  admission_.OnTick(Clock::now(), stats_.live_requests.load(std::memory_order_relaxed));
   StartLagTimer();
 }
 

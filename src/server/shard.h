@@ -18,12 +18,14 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "api/rank_request.h"
 #include "core/event_loop.h"
 #include "core/spsc_ring.h"
 #include "http/listener.h"
 #include "plan/plan.h"
+#include "rank/admission.h"
 #include "sched/scheduler.h"
 #include "sched/shard_runtime.h"
 #include "served/shard_log.h"
@@ -94,6 +96,7 @@ class Shard {
     // its cursor is bound to (run.plan may be an experiment's variant).
     int page_size = 0;
     std::string plan_asked;
+    Admission::Ticket admission;  // its plan's load statistics, for its answer's sample
   };
   Coro<void> RunRank(RunRequest run, http::Responder res, RankTicket ticket);
   // --- experiments (shard_experiment.cc) ---
@@ -140,9 +143,15 @@ class Shard {
   // Answers and counts a later page's error (before its Redis read, or after it).
   void AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
                        std::string_view request_id);
-  // 503 unavailable when the shard runs --max-inflight requests already; cancels the
-  // shadows past half of it.
+  // A later page (no plan run): 503 unavailable when the shard runs its admission limit
+  // of requests already; cancels the shadows past the sheddable share of it.
   Status Admit();
+  // A plan run: the admission stage (rank/admission.h). Refused: 503 unavailable with
+  // the reason, counted, and the time to the refusal observed.
+  Status AdmitRun(const RunRequest& run, Priority priority, TimePoint t0, int64_t deadline_ms,
+                  Admission::Ticket& ticket);
+  // The quality gauges of the installed snapshot's plans with a quality block.
+  void PrepareQualitySeries();
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   // Every request of both listeners: routes it by kRoutes (api/routes.h says which
   // listener serves what).
@@ -194,6 +203,8 @@ class Shard {
   // --page-endpoint's client: never null once started (ParseServeArgs checks the name).
   RedisClient* page_redis_ = nullptr;
   ExperimentSeries experiment_series_;  // of the installed snapshot's experiments
+  Admission admission_;
+  std::unordered_map<std::string, Series*> quality_series_;  // by plan name
   size_t shadows_running_ = 0;
   // The running shadows' parent token; replaced by a fresh one each time it is cancelled.
   std::shared_ptr<CancelToken> shadow_cancel_ = std::make_shared<CancelToken>();

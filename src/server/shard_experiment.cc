@@ -121,9 +121,9 @@ void Shard::StartShadows(const RankTicket& t, const RunResult& primary, const Us
     const auto& series = experiment_series_.shadows;
     bool counted = t.experiments == runtime_.plans()->experiments && ei < series.size() &&
                    si < series[ei].size();
-    // Shed: past half of --max-inflight the primaries need the shard, and at most
-    // --shadow-max-inflight run at once.
-    if (stats_.live_requests.load(std::memory_order_relaxed) > opts_.max_inflight / 2 ||
+    // Shed: past the sheddable share of the admission limit (half of it) the primaries
+    // need the shard, and at most --shadow-max-inflight run at once.
+    if (!admission_.AdmitShadow(stats_.live_requests.load(std::memory_order_relaxed)) ||
         shadows_running_ >= opts_.shadow_max_inflight) {
       if (counted) series[ei][si].runs[static_cast<size_t>(ShadowOutcome::kShed)]->Add();
       continue;

@@ -85,14 +85,41 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
 }  // namespace
 
 // Admission counts requests until their work has really stopped, so abandoned CPU work
-// (a 504 whose job still runs) counts against --max-inflight.
+// (a 504 whose job still runs) counts against the limit.
 Status Shard::Admit() {
   size_t live = stats_.live_requests.load(std::memory_order_relaxed);
-  if (live >= opts_.max_inflight)
-    return Fail(Error::Unavailable("shard " + std::to_string(id_) + " is at --max-inflight " +
-                                   std::to_string(opts_.max_inflight) + "; retry later"));
-  if (live + 1 > opts_.max_inflight / 2) CancelShadows();  // primaries first
+  size_t limit = admission_.LimitFor(Priority::kDefault);
+  if (live >= limit)
+    return Fail(Error::Unavailable("shard " + std::to_string(id_) + " is at its admission limit " +
+                                   std::to_string(limit) + "; retry later"));
+  if (!admission_.AdmitShadow(live + 1)) CancelShadows();  // primaries first
   return {};
+}
+
+Status Shard::AdmitRun(const RunRequest& run, Priority priority, TimePoint t0, int64_t deadline_ms,
+                       Admission::Ticket& ticket) {
+  size_t live = stats_.live_requests.load(std::memory_order_relaxed);
+  TimePoint now = Clock::now();
+  int64_t remaining_us =
+      deadline_ms * 1000 - std::chrono::duration_cast<std::chrono::microseconds>(now - t0).count();
+  auto refused = admission_.Admit(run.plan, live, priority, remaining_us, ticket);
+  if (!refused) {
+    if (!admission_.AdmitShadow(live + 1)) CancelShadows();  // primaries first
+    return {};
+  }
+  ++admission_.mutable_stats()
+        .refusals[static_cast<size_t>(*refused)][static_cast<size_t>(priority)];
+  if (stats_.enabled)
+    stats_.admission_refusal_seconds.Observe(
+        std::chrono::duration<double>(Clock::now() - t0).count());
+  if (*refused == Refusal::kDeadline)
+    return Fail(Error::Unavailable("plan '" + run.plan->name + "': the " +
+                                   std::to_string(remaining_us / 1000) +
+                                   " ms left of the deadline are less than its recent median "
+                                   "time to answer; retry with a longer deadline_ms"));
+  return Fail(Error::Unavailable("shard " + std::to_string(id_) + " is at its admission limit (" +
+                                 std::to_string(admission_.LimitFor(priority)) + " for " +
+                                 std::string(PriorityName(priority)) + " requests); retry later"));
 }
 
 void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
@@ -123,10 +150,19 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   // The request holds its plan's metric series until it has answered: a reload may
   // replace the shard's snapshot meanwhile.
   ticket.pm = stats_.enabled ? plan_metrics_.ForPlan(*run.plan) : nullptr;
-  if (auto admitted = Admit(); !admitted) {
+  Priority priority = Priority::kDefault;
+  if (rr.priority) {
+    if (opts_.allow_priority)
+      priority = *rr.priority;
+    else
+      ++admission_.mutable_stats().priority_ignored;
+  }
+  if (auto admitted = AdmitRun(run, priority, t0, ticket.deadline_ms, ticket.admission);
+      !admitted) {
     if (ticket.pm) ticket.pm->outcomes[1 + static_cast<size_t>(admitted.error().code)]->Add();
     return AnswerError(req, res, Route::kRank, admitted.error(), t0, kRetryAfter);
   }
+  if (double q = admission_.QualityOf(*ticket.admission.load); q >= 0) run.quality = q;
   if (ticket.experiment)
     experiment_series_
         .requests[static_cast<size_t>(ticket.experiment_index)]
@@ -175,6 +211,7 @@ Coro<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
   // One clock read for the header and the metrics (the body is written after it).
   auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0);
   double took_secs = static_cast<double>(took.count()) / 1e6;
+  admission_.OnAnswer(ticket.admission, took.count(), result.has_value());
   std::string timing = ServerTiming(took);
   const http::HeaderField ok_headers[] = {{"Server-Timing", timing}};
   const http::HeaderField busy_headers[] = {{"Server-Timing", timing}, kRetryAfter[0]};

@@ -30,6 +30,7 @@
 
 namespace rankd {
 
+struct AdmissionStats;
 struct CacheStats;
 struct RedisStats;
 class ShardServedLog;
@@ -75,8 +76,13 @@ struct ShardStats {
   std::array<MetricValue<uint64_t>, static_cast<size_t>(SnapshotOutcome::kCount)> page_snapshots{};
   // Later pages by outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
   std::array<MetricValue<uint64_t>, 1 + kErrorCodeCount> page_requests{};
-  MetricValue<uint64_t> forced_variants_ignored;  // X-Rankd-Variant without --allow-forced-variants
-  SeriesSet series;  // of plans and experiments (server/plan_metrics.h)
+  MetricValue<uint64_t> forced_variants_ignored;
+  // Admission (rank/admission.h): its limit and refusals, and the server-side time from a
+  // request read to its refusal queued.
+  const AdmissionStats* admission = nullptr;
+  MetricHistogram admission_refusal_seconds{
+      kRefusalBuckets};  // X-Rankd-Variant without --allow-forced-variants
+  SeriesSet series;      // of plans and experiments (server/plan_metrics.h)
 
   // The other layers' counters, set on the loop thread while the shard starts.
   const http::HttpCounters* http = nullptr;          // the client listener's
