@@ -4,6 +4,7 @@
 // prints one JSON line per model (served/replay.h). Exit 0: scores checked, none of a
 // model with the logged sha256 differs; 1: one differs, or nothing was checked, or the
 // log could not be read; 2: usage.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -12,6 +13,7 @@
 #include "plan/loader.h"
 #include "redis/shard_clients.h"
 #include "served/replay.h"
+#include "served/shard_log.h"
 #include "served/sink_config.h"
 #include "server/cli_redis.h"
 #include "server/commands.h"
@@ -38,18 +40,28 @@ bool ReplayFile(const std::string& path, Replay& replay) {
   return true;
 }
 
+// Entries per XRANGE page: as many of the largest record a sink writes
+// (ShardServedLog::kMaxRecordBytes, with room for the entry's id and field name) as one
+// reply may hold under the client's reply limit (64 MiB: 63), at most 500. A page sized
+// by count alone would fail the connection on a stream of large records.
+int64_t XrangePageEntries(uint64_t max_reply_bytes) {
+  constexpr uint64_t kPerEntry = ShardServedLog::kMaxRecordBytes + 4096;
+  return static_cast<int64_t>(std::clamp<uint64_t>(max_reply_bytes / kPerEntry, 1, 500));
+}
+
 // XRANGE pages of the stream, oldest first, each entry's `record` field.
 Coro<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay) {
+  const int64_t count = XrangePageEntries(RedisClientOptions{}.reply_limits.max_bytes);
   std::string start = "-";
   for (;;) {
     RedisCommands cmds;
-    cmds.Add(6).Arg("XRANGE").Arg(stream).Arg(start).Arg("+").Arg("COUNT").Arg(int64_t{500});
+    cmds.Add(6).Arg("XRANGE").Arg(stream).Arg(start).Arg("+").Arg("COUNT").Arg(count);
     auto replies = co_await client.Batch(std::move(cmds), Clock::now() + std::chrono::seconds(30));
     if (!replies) co_return Fail(replies.error());
     RespView page = (*replies)[0];
     if (page.is_error())
       co_return Fail(Error::BadRequest("XRANGE " + stream + ": " + std::string(page.str())));
-    size_t n = 0;
+    int64_t n = 0;
     for (RespView entry : page) {
       ++n;
       auto it = entry.begin();
@@ -70,7 +82,7 @@ Coro<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay)
       }
       start = "(" + id;  // the next page starts after it
     }
-    if (n < 500) co_return Status{};
+    if (n < count) co_return Status{};
   }
 }
 

@@ -21,6 +21,7 @@
 
 #include "api/rank_request.h"
 #include "core/event_loop.h"
+#include "core/rate_budget.h"
 #include "core/spsc_ring.h"
 #include "http/listener.h"
 #include "plan/plan.h"
@@ -87,9 +88,10 @@ class Shard {
     ExperimentSetPtr experiments;
     const Experiment* experiment = nullptr;
     int experiment_index = -1;
-    int variant = -1;     // -1: control
-    bool forced = false;  // by X-Rankd-Variant
-    GivenParams params;   // as the request gave them, for the shadows
+    int variant = -1;         // -1: control
+    bool forced = false;      // by X-Rankd-Variant
+    bool forced_log = false;  // recorded because it asked ("log": true)
+    GivenParams params;       // as the request gave them, for the shadows
     // With "page_size" (0: none): the first page's size, and the plan as asked, which
     // its cursor is bound to (run.plan may be an experiment's variant).
     int page_size = 0;
@@ -193,6 +195,7 @@ class Shard {
   std::unique_ptr<ShardServedLog> served_log_;
   // --page-endpoint's client: never null once started (ParseServeArgs checks the name).
   RedisClient* page_redis_ = nullptr;
+  RateBudget page_write_budget_{opts_.page_write_bytes_per_s};  // --page-write-bytes-per-s
   ExperimentSeries experiment_series_;  // of the installed snapshot's experiments
   size_t shadows_running_ = 0;
   // The running shadows' parent token; replaced by a fresh one each time it is cancelled.
