@@ -376,6 +376,59 @@ def test_stream_maxlen_trims():
     assert rankd.stop() == 0
 
 
+def test_replay_reads_a_stream_of_1_mib_records():
+    """8 records of 1 MiB less a little under a 4 MiB reply limit: 500 to a page would be
+    an 8 MiB reply, over the limit; replay's pages hold what the limit does (3)."""
+    logs = Redis()
+    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="s")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=[
+        "--redis", f"logs={logs.url()}",
+        *sink_flag("s", "redis-stream://logs?stream=served&maxlen=1000")]).wait_ready()
+    assert rankd.rank({"plan": "logged", "user_id": 3})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "s") == 1, what="a record written")
+    assert rankd.stop() == 0
+    record = json.loads(logs.execute("XRANGE", "served", "-", "+")[0][1][1])
+    record["pad"] = ""
+    record["pad"] = "x" * ((1 << 20) - len(json.dumps(record)) - 64)
+    text = json.dumps(record)
+    assert (1 << 20) - 100 < len(text) < 1 << 20
+    n = 8
+    logs.execute_many([("XADD", "big", "*", "record", text)] * n)
+    assert xlen(logs, "big") == n
+    # redis_default too: replay waits (5 s) for every endpoint it knows to connect.
+    ends = ["--redis", f"logs={logs.url()}", "--redis", f"redis_default={logs.url()}"]
+    code, stats, err = replay("redis-stream://logs?stream=big", plans,
+                              ends + ["--redis-max-reply-bytes", str(4 << 20)])
+    assert code == 0, err
+    _, one, _ = replay("redis-stream://logs?stream=served", plans, ends)
+    assert stats["rerank"]["checked"] == n * one["rerank"]["checked"] > 0, (stats, one)
+    assert stats["rerank"]["differ"] == 0
+
+
+def test_file_sink_is_0640_and_refuses_a_symlink():
+    d = temp_dir("rankd-served-")
+    path = os.path.join(d, "served.jsonl")
+    target = os.path.join(d, "not-a-log")
+    with open(target, "w"):
+        pass
+    link = os.path.join(d, "linked.jsonl")
+    os.symlink(target, link)
+    plans = plans_dir({"f": logged("simple_viewer", "f", sample=1.0, sink="f"),
+                       "l": logged("simple_viewer", "l", sample=1.0, sink="l")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=sink_flag("f", file_sink(path)) +
+                  sink_flag("l", file_sink(link))).wait_ready()
+    for plan in ("f", "l"):
+        assert rankd.rank({"plan": plan, "user_id": 1})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "f") == 1 and counted(rankd, "dropped_error", "l") == 1,
+               what="one record written, one refused")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o640 & ~umask, oct(os.stat(path).st_mode)
+    assert os.path.getsize(target) == 0 and os.path.islink(link)
+    assert "cannot open " + link in rankd.stderr(), rankd.stderr()[-2000:]
+    assert rankd.stop() == 0
+
+
 def test_rotation_keeps_k_files():
     d = temp_dir("rankd-served-")
     path = os.path.join(d, "served.jsonl")
@@ -572,6 +625,8 @@ if __name__ == "__main__":
         ("forced logging needs --allow-forced-logging", test_forced_logging_needs_the_flag),
         ("stream sink: its Redis goes away and comes back", test_stream_sink_survives_its_redis_going_away),
         ("stream sink: MAXLEN ~ trims", test_stream_maxlen_trims),
+        ("replay reads a stream of 1 MiB records", test_replay_reads_a_stream_of_1_mib_records),
+        ("file sink: mode 0640, a symlink refused", test_file_sink_is_0640_and_refuses_a_symlink),
         ("file sink: rotation keeps K files", test_rotation_keeps_k_files),
         ("file sink: cannot write, then can", test_file_that_cannot_be_written_then_can),
         ("SIGTERM's drain flushes the served log", test_drain_flushes_what_is_buffered),
