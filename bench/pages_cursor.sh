@@ -3,7 +3,8 @@
 # page, in the same run (docs/api.md, "Pages"). One rankd serve (current
 # build, 2 shards) on one seeded redis-server (`rankd seed`, 10,000 users, seed 1):
 #   first  {"plan":"feed","user_id":U,"page_size":PAGE_SIZE}: runs the plan, writes the
-#          ranking's snapshot to Redis (SET ... PX), answers PAGE_SIZE items + a cursor
+#          ranking's snapshot to Redis (SET ... PX, and EVAL of the quota script in
+#          the same batch), answers PAGE_SIZE items + a cursor
 #   later  {"plan":"feed","user_id":U,"cursor":C}: one Redis round trip (two GETRANGEs),
 #          no plan run; C is the first page's cursor of one of VIEWERS viewers, fetched
 #          before the rounds (a cursor can be asked again: the same page each time)
@@ -15,7 +16,7 @@
 #   pages_later_cpu_us_per_req   rankd's user + system CPU (every thread, its own
 #                                /proc/PID/task/*/stat) per request (target ratio <= 0.2)
 #   pages_later_p50_latency, pages_later_p99_latency, pages_later_rps
-#   pages_later_redis_commands_per_request (1 SET for a first page's snapshot, besides
+#   pages_later_redis_commands_per_request (SET + EVAL for a first page's snapshot, besides
 #                                the plan's; 2 GETRANGEs for a later page)
 # Each figure is the median of ROUNDS rounds, with the rounds and each round's ratio.
 # Env: ROUNDS (5), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (8), VIEWERS (2000),
@@ -41,9 +42,10 @@ pages_cursor_setup() {
   cp "$root"/plans/*.plan.json "$BENCH_TMP/pc_plans/"
   cp "$root"/plans/*.model.json "$BENCH_TMP/pc_plans/" 2>/dev/null || true
   pc_port=$(free_port)
+  # No snapshot byte rate to speak of: every first page writes its snapshot, as measured.
   "$rankd" serve --host 127.0.0.1 --port "$pc_port" --shards 2 --plans "$BENCH_TMP/pc_plans" \
     --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error \
-    --cache-mb "$pc_cache_mb" &
+    --cache-mb "$pc_cache_mb" --page-write-bytes-per-s 1099511627776 &
   pc_pid=$!
   bench_pids+=("$pc_pid")
   wait_http "http://127.0.0.1:$pc_port/readyz"

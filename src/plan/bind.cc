@@ -80,7 +80,8 @@ std::string CheckArg(const TaskParamSpec& spec, const Value& v) {
     if (!spec.allowed.empty()) {
       bool ok = false;
       for (const auto& a : spec.allowed) ok = ok || a == *s;
-      if (!ok) return "\"" + *s + "\" is not one of " + ValueToString(spec.allowed);
+      // A request's param can be this value (a {"param"} reference): quote it bounded.
+      if (!ok) return "\"" + ClientText(*s) + "\" is not one of " + ValueToString(spec.allowed);
     }
   }
   if (auto* l = std::get_if<std::vector<std::string>>(&v); l && spec.kind == ParamKind::kStrList) {
@@ -89,9 +90,10 @@ std::string CheckArg(const TaskParamSpec& spec, const Value& v) {
     for (size_t i = 0; i < l->size(); ++i) {
       bool ok = spec.allowed.empty();
       for (const auto& a : spec.allowed) ok = ok || a == (*l)[i];
-      if (!ok) return "\"" + (*l)[i] + "\" is not one of " + ValueToString(spec.allowed);
+      if (!ok)
+        return "\"" + ClientText((*l)[i]) + "\" is not one of " + ValueToString(spec.allowed);
       for (size_t j = 0; j < i; ++j)
-        if ((*l)[j] == (*l)[i]) return "\"" + (*l)[i] + "\" is listed twice";
+        if ((*l)[j] == (*l)[i]) return "\"" + ClientText((*l)[i]) + "\" is listed twice";
     }
   }
   return {};

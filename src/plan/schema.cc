@@ -158,7 +158,52 @@ class SchemaParser {
       if (!f) return Fail(f.error());
       schema.families.push_back(std::move(*f));
     }
+    return CheckReach(schema);
+  }
+
+  // A str id is any text of 1..256 bytes without braces, and a client chooses one (its
+  // user_id). A family whose keys such an id can steer onto rankd's own keys, or onto
+  // another family's keys under another id, would let a client read (or a rankd write
+  // land on) keys it should not. O(families^2): at most 65,536 pairs, at load only.
+  Result<void> CheckReach(const Schema& schema) const {
+    for (const KeyFamily& a : schema.families) {
+      if (a.id_type != ColumnType::kStr) continue;
+      if (std::string_view("rankd:").starts_with(a.key_prefix))
+        return Fail(Err(a.name, "key",
+                        "its text before {id} ('" + a.key_prefix +
+                            "') is a prefix of 'rankd:': a str id could name rankd's own keys "
+                            "(rankd:...)"));
+      for (const KeyFamily& b : schema.families)
+        if (&a != &b && Reaches(a, b))
+          return Fail(Err(a.name, "key",
+                          "a str id can make the key '" + a.key + "' equal a key of family '" +
+                              b.name + "' ('" + b.key +
+                              "') under another id: give the families texts before {id} "
+                              "that are not prefixes of each other"));
+    }
     return {};
+  }
+
+  // Whether some str id x makes a's key a key of b under another id y (of b's id type):
+  // a.prefix x a.suffix == b.prefix y b.suffix. The prefixes must nest, and so must the
+  // suffixes; the literal text one template has beyond the other is then matched by x
+  // (any text) or by y, which for an i64 family only digits and '-' can be (a little
+  // stricter than exact when both extras must fit one y: refusing is the safe side).
+  // Identical templates reach nothing new: an id names the same key in both.
+  static bool Reaches(const KeyFamily& a, const KeyFamily& b) {
+    const std::string &pa = a.key_prefix, &pb = b.key_prefix;
+    const std::string &sa = a.key_suffix, &sb = b.key_suffix;
+    if (pa == pb && sa == sb) return false;
+    auto fits_b_id = [&](std::string_view extra) {
+      return b.id_type == ColumnType::kStr ||
+             extra.find_first_not_of("-0123456789") == std::string_view::npos;
+    };
+    bool prefixes = pb.starts_with(pa) ||
+                    (pa.starts_with(pb) && fits_b_id(std::string_view(pa).substr(pb.size())));
+    bool suffixes =
+        sb.ends_with(sa) ||
+        (sa.ends_with(sb) && fits_b_id(std::string_view(sa).substr(0, sa.size() - sb.size())));
+    return prefixes && suffixes;
   }
 
   Result<KeyFamily> ParseFamily(std::string_view name, element v) {

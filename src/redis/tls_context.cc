@@ -67,6 +67,10 @@ Result<std::shared_ptr<const TlsClientContext>> TlsClientContext::Make(
   // BIO call instead of a header, then its body.
   SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_verify(ctx, tls.verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
+  // TLS 1.2 renegotiation: a peer that asks for it over and over could keep a shard's
+  // loop in handshakes. Refused (OpenSSL answers a no_renegotiation alert), and the
+  // transport ends the connection when it sees that alert go out.
+  SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
   // Each connection makes one session and keeps it: no client-side session cache.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   // Partial writes and a moving write buffer: the transport hands SSL_write its whole

@@ -102,6 +102,8 @@ bool RedisTransport::SetupTls(const RedisTls& tls) {
   BIO_set_mem_eof_return(net_in_, -1);
   SSL_set_bio(ssl_, net_in_, net_out_);
   SSL_set_connect_state(ssl_);
+  SSL_set_app_data(ssl_, this);
+  SSL_set_info_callback(ssl_, &RedisTransport::OnTlsInfo);
   const std::string& name = tls.server_name;
   const bool ip = IsIpAddress(name);
   // SNI carries host names only (RFC 6066).
@@ -284,6 +286,12 @@ void RedisTransport::ReadPlain() {
   listener_->OnTransportRead({buf, static_cast<size_t>(n)});
 }
 
+void RedisTransport::OnTlsInfo(const SSL* ssl, int where, int ret) {
+  // Called on handshake steps and alerts only, not per record: off the read path's cost.
+  if ((where & SSL_CB_WRITE_ALERT) == SSL_CB_WRITE_ALERT && (ret & 0xff) == SSL_AD_NO_RENEGOTIATION)
+    static_cast<RedisTransport*>(SSL_get_app_data(ssl))->renegotiation_asked_ = true;
+}
+
 void RedisTransport::ReadTls() {
   char buf[kTlsReadChunk];
   ssize_t n = read(fd_, buf, sizeof buf);
@@ -305,6 +313,8 @@ void RedisTransport::ReadTls() {
     if (e == SSL_ERROR_ZERO_RETURN) return Fail("server closed the connection (TLS close_notify)");
     return Fail("TLS read failed: " + TlsReason(ssl_, e));
   }
+  if (renegotiation_asked_)
+    return Fail("TLS: the server asked to renegotiate (refused: rankd never renegotiates)");
   // Reading may have made output of its own (a key update's answer).
   if (BIO_ctrl_pending(net_out_) > 0) {
     if (!FlushCipher()) return Fail(error_);

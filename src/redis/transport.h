@@ -87,6 +87,9 @@ class RedisTransport {
   bool FlushCipher();  // sends the TLS output waiting; false: failed (error_ set)
   bool KeepCipher(const char* rest, size_t size);
   bool SetupTls(const RedisTls& tls);
+  // OpenSSL's info callback: notes a no_renegotiation alert we send (a server asked to
+  // renegotiate), for ReadTls to end the connection.
+  static void OnTlsInfo(const SSL* ssl, int where, int ret);
   void Fail(std::string why);  // -> kFailed, OnTransportFailed
   void UpdatePoll();
 
@@ -104,6 +107,7 @@ class RedisTransport {
   BIO* net_out_ = nullptr;  // ciphertext OpenSSL made, for the socket (owned by ssl_)
   std::string cipher_out_;  // ciphertext taken from net_out_ that the socket did not
   size_t cipher_sent_ = 0;  // take at once, and how much of it it has taken since
+  bool renegotiation_asked_ = false;  // set by OnTlsInfo
 };
 
 }  // namespace rankd

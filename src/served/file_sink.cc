@@ -59,12 +59,16 @@ void FileSink::Run() {
 bool FileSink::StillOurs() {
   struct stat open {
   }, at{};
-  if (::fstat(fd_, &open) != 0 || ::stat(path_.c_str(), &at) != 0) return false;
+  // lstat: a symlink put in the file's place is not our file (Open then refuses it).
+  if (::fstat(fd_, &open) != 0 || ::lstat(path_.c_str(), &at) != 0) return false;
   return open.st_ino == at.st_ino && open.st_dev == at.st_dev;
 }
 
 bool FileSink::Open() {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // 0640: records hold user ids and what they were served, for rankd's user and the log
+  // shipper's group only. O_NOFOLLOW: a symlink planted at the path (by whoever can
+  // write the folder) must not make rankd append to a file of its choosing.
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
   if (fd_ < 0) return false;
   struct stat st {};
   size_ = ::fstat(fd_, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;

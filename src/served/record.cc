@@ -368,6 +368,7 @@ void AppendRecordHead(const RunResult& r, const RecordHeader& h, std::string& ou
     AppendJsonString(h.variant, out);
   }
   out += h.forced ? ",\"forced\":true" : ",\"forced\":false";
+  out += h.forced_log ? ",\"forced_log\":true" : ",\"forced_log\":false";
   if (r.quality >= 0) {  // the plan's quality factor for this request
     out += ",\"quality\":";
     AppendJsonReal(r.quality, out);

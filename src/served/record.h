@@ -20,8 +20,9 @@ struct RecordHeader {
   std::string_view request_id;  // the request's X-Request-Id
   std::string_view experiment;  // empty: none applied (null in the record)
   std::string_view variant;
-  bool forced = false;  // the variant was forced by X-Rankd-Variant
-  bool shadow = false;  // a shadow run: never served, every item "served": false
+  bool forced = false;      // the variant was forced by X-Rankd-Variant
+  bool shadow = false;      // a shadow run: never served, every item "served": false
+  bool forced_log = false;  // recorded because the request asked ("log": true)
 };
 
 // Appends the record of `r`, a run with RunRequest::keep_for_log (r.kept holds the

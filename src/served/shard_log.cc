@@ -35,8 +35,9 @@ std::string_view ServedOutcomeName(ServedOutcome o) {
 
 ShardServedLog::ShardServedLog(EventLoop& loop, RedisPools* redis,
                                const std::vector<SinkConfig>& sinks,
-                               const std::vector<FileSink*>& files, size_t buffer_bytes)
-    : loop_(loop), budget_(buffer_bytes) {
+                               const std::vector<FileSink*>& files, size_t buffer_bytes,
+                               bool allow_forced)
+    : loop_(loop), budget_(buffer_bytes), allow_forced_(allow_forced) {
   sinks_.resize(sinks.size());
   for (size_t i = 0; i < sinks.size(); ++i) {
     Sink& s = sinks_[i];
@@ -77,7 +78,9 @@ uint64_t ShardServedLog::NextRandom() {
   return result;
 }
 
-bool ShardServedLog::Selected(const Plan& plan, bool forced) {
+bool ShardServedLog::Selected(const Plan& plan, bool asked) {
+  if (asked && !allow_forced_) ++forced_ignored_;
+  bool forced = Forced(asked);
   if (!plan.log.enabled) return false;
   bool picked =
       forced || plan.log.sample >= 1 ||
@@ -101,10 +104,12 @@ bool ShardServedLog::Selected(const Plan& plan, bool forced) {
 
 std::string ShardServedLog::NewServedId() {
   static constexpr char kHex[] = "0123456789abcdef";
+  uint8_t bytes[16];
+  id_bytes_.Take(bytes, sizeof bytes);
   std::string id(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    uint64_t r = NextRandom();
-    for (int k = 0; k < 16; ++k) id[half * 16 + k] = kHex[(r >> (60 - 4 * k)) & 15];
+  for (size_t k = 0; k < sizeof bytes; ++k) {
+    id[2 * k] = kHex[bytes[k] >> 4];
+    id[2 * k + 1] = kHex[bytes[k] & 15];
   }
   return id;
 }

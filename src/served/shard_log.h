@@ -24,6 +24,7 @@
 #include "core/event_loop.h"
 #include "core/metric_value.h"
 #include "core/published.h"
+#include "core/random_bytes.h"
 #include "redis/shard_clients.h"
 #include "served/file_sink.h"
 #include "served/record.h"
@@ -48,18 +49,28 @@ class ShardServedLog {
   static constexpr uint64_t kStreamWriteTimeoutMs = 2000;
 
   // `files[i]` is sink i's FileSink (null for a stream sink). The stream sinks' clients
-  // are looked up in `redis` (which must outlive this).
+  // are looked up in `redis` (which must outlive this). `allow_forced`: whether a
+  // request's "log": true is honoured (--allow-forced-logging).
   ShardServedLog(EventLoop& loop, RedisPools* redis, const std::vector<SinkConfig>& sinks,
-                 const std::vector<FileSink*>& files, size_t buffer_bytes);
+                 const std::vector<FileSink*>& files, size_t buffer_bytes, bool allow_forced);
   ~ShardServedLog();
   ShardServedLog(const ShardServedLog&) = delete;
   ShardServedLog& operator=(const ShardServedLog&) = delete;
 
   // Whether a request of `plan` is recorded: the plan has a log block, the request
-  // asked (`forced`) or falls in the plan's sample, and the plan's sink is one of this
+  // asked (`asked`: "log": true, honoured only with allow_forced, else counted in
+  // forced_ignored()) or falls in the plan's sample, and the plan's sink is one of this
   // server's (else the pick counts as dropped_no_sink, and the request is not recorded).
-  bool Selected(const Plan& plan, bool forced);
-  // A fresh served_id: 128 random bits as 32 lowercase hex digits.
+  // A client that could force logging would fill the log with records of its choosing,
+  // unmarked, at 100% instead of the plan's sample.
+  bool Selected(const Plan& plan, bool asked);
+  // Whether a request that asked is recorded for having asked ("forced_log" in its record).
+  bool Forced(bool asked) const { return asked && allow_forced_; }
+  // Any thread: requests whose "log": true was ignored (no --allow-forced-logging).
+  uint64_t forced_ignored() const { return forced_ignored_.value(); }
+  // A fresh served_id: 128 bits of the kernel's random source as 32 lowercase hex digits.
+  // Not of the sampling generator: its outputs would give away its state, and with it
+  // every other client's next ids and draws.
   std::string NewServedId();
   // Builds the record of `r` (run with keep_for_log) into the buffer of its plan's sink.
   void Record(const RunResult& r, const RecordHeader& h);
@@ -108,12 +119,15 @@ class ShardServedLog {
   std::unordered_map<std::string, std::shared_ptr<NoSinkCount>> no_sink_;
   Published<NoSinkCounts> no_sink_list_;  // the same, for ForEachCount
   const size_t budget_;
+  const bool allow_forced_;
+  MetricValue<uint64_t> forced_ignored_;
   size_t pending_ = 0;  // bytes buffered or in flight, every sink
   TimerQueue::Id send_timer_ = 0;
   std::function<void()> flushed_;  // a Flush waiting
   bool flushing_ = false;
   bool closed_ = false;
-  uint64_t rng_[4];                                             // xoshiro256**
+  uint64_t rng_[4];  // xoshiro256**, for the sampling draws only: never printed
+  RandomBuffer id_bytes_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for posted callbacks
 };
 

@@ -14,8 +14,8 @@ namespace rankd {
 // Opens the pools on `runtime` (`conns` connections per endpoint, at least 1) and waits
 // up to 5 s for them to connect: a command that uses Redis then fails with the pools' own
 // unavailable error if they did not. The pools live until runtime.Stop(); their stats
-// may be read from any thread meanwhile.
+// may be read from any thread meanwhile. `limits`: what one reply may cost.
 RedisPools& OpenCliRedis(ShardRuntime& runtime, const std::vector<RedisEndpoint>& endpoints,
-                         int conns);
+                         int conns, const ReplyLimits& limits = {});
 
 }  // namespace rankd

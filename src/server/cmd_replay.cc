@@ -1,9 +1,11 @@
 // rankd replay --log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]...
-//              [--plans DIR] [--max-model-bytes N] [--enable-test-ops]
+//              [--redis-max-reply-bytes N] [--plans DIR] [--max-model-bytes N]
+//              [--enable-test-ops]
 // Scores every model input of a served log again with the plans folder's models and
 // prints one JSON line per model (served/replay.h). Exit 0: scores checked, none of a
 // model with the logged sha256 differs; 1: one differs, or nothing was checked, or the
 // log could not be read; 2: usage.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -12,6 +14,7 @@
 #include "plan/loader.h"
 #include "redis/shard_clients.h"
 #include "served/replay.h"
+#include "served/shard_log.h"
 #include "served/sink_config.h"
 #include "server/cli_redis.h"
 #include "server/commands.h"
@@ -38,18 +41,29 @@ bool ReplayFile(const std::string& path, Replay& replay) {
   return true;
 }
 
-// XRANGE pages of the stream, oldest first, each entry's `record` field.
-Coro<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay) {
+// Entries per XRANGE page: as many of the largest record a sink writes
+// (ShardServedLog::kMaxRecordBytes, with room for the entry's id and field name) as one
+// reply may hold under the client's reply limit (--redis-max-reply-bytes, 64 MiB: 63),
+// at most 500. A page sized
+// by count alone would fail the connection on a stream of large records.
+int64_t XrangePageEntries(uint64_t max_reply_bytes) {
+  constexpr uint64_t kPerEntry = ShardServedLog::kMaxRecordBytes + 4096;
+  return static_cast<int64_t>(std::clamp<uint64_t>(max_reply_bytes / kPerEntry, 1, 500));
+}
+
+// XRANGE pages of the stream, oldest first, each entry's `record` field; `count` entries
+// a page.
+Coro<Status> ReadStream(RedisClient& client, std::string stream, int64_t count, Replay& replay) {
   std::string start = "-";
   for (;;) {
     RedisCommands cmds;
-    cmds.Add(6).Arg("XRANGE").Arg(stream).Arg(start).Arg("+").Arg("COUNT").Arg(int64_t{500});
+    cmds.Add(6).Arg("XRANGE").Arg(stream).Arg(start).Arg("+").Arg("COUNT").Arg(count);
     auto replies = co_await client.Batch(std::move(cmds), Clock::now() + std::chrono::seconds(30));
     if (!replies) co_return Fail(replies.error());
     RespView page = (*replies)[0];
     if (page.is_error())
       co_return Fail(Error::BadRequest("XRANGE " + stream + ": " + std::string(page.str())));
-    size_t n = 0;
+    int64_t n = 0;
     for (RespView entry : page) {
       ++n;
       auto it = entry.begin();
@@ -70,7 +84,7 @@ Coro<Status> ReadStream(RedisClient& client, std::string stream, Replay& replay)
       }
       start = "(" + id;  // the next page starts after it
     }
-    if (n < 500) co_return Status{};
+    if (n < count) co_return Status{};
   }
 }
 
@@ -80,8 +94,12 @@ int CmdReplay(const std::vector<std::string>& argv) {
   std::string log;
   PlanDirFlags plan_dir;  // the folder loads as the server that wrote the log loaded it
   RedisFlags redis_flags;
+  ReplyLimits limits;
   std::vector<Flag> flags = RedisFlagRows(redis_flags);
   flags.push_back(TextFlag("--log", "FILE|URL", {}, log));
+  flags.push_back(IntFlag("--redis-max-reply-bytes", "N",
+                          "bytes one XRANGE reply may take; pages are sized to it ({})",
+                          limits.max_bytes, 16, int64_t{1} << 40));
   plan_dir.AddRows(flags);
   if (!ParseCommandFlags("replay", argv, flags)) return 2;
   auto endpoints = ResolveCommandRedis("replay", redis_flags);
@@ -110,14 +128,15 @@ int CmdReplay(const std::vector<std::string>& argv) {
     }
     ShardRuntime runtime("replay", /*cpu_threads=*/1);
     runtime.Start();
-    RedisPools& pools = OpenCliRedis(runtime, *endpoints, 1);
+    RedisPools& pools = OpenCliRedis(runtime, *endpoints, 1, limits);
     RedisClient* client = pools.Get(sink->endpoint);
     if (!client) {
       std::fprintf(stderr, "rankd replay: --log: no --redis endpoint is named '%s'\n",
                    sink->endpoint.c_str());
       return 2;
     }
-    Status read = runtime.Run(ReadStream(*client, sink->stream, replay));
+    Status read =
+        runtime.Run(ReadStream(*client, sink->stream, XrangePageEntries(limits.max_bytes), replay));
     runtime.Stop();
     if (!read) {
       std::fprintf(stderr, "rankd replay: %s\n", read.error().message.c_str());

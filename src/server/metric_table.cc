@@ -243,6 +243,14 @@ void AdmissionRefusals(const ScrapeSources& s, FamilyOut& out) {
                   static_cast<double>(t->admission->refusals[r][p].value()));
 }
 
+void ForcedLogsIgnored(const ScrapeSources& s, FamilyOut& out) {
+  if (s.shards.empty()) return;
+  uint64_t n = 0;
+  for (const ShardStats* t : s.shards)
+    if (t->served_log) n += t->served_log->forced_ignored();
+  out.Value({}, static_cast<double>(n));
+}
+
 void ForcedIgnored(const ScrapeSources& s, FamilyOut& out) {
   if (s.shards.empty()) return;
   uint64_t n = 0;
@@ -613,13 +621,26 @@ constexpr MetricRow kMetricTable[] = {
      Type::Counter,
      {"outcome", "sink"},
      ServedLogRecords},
+    {"rankd_served_log_forced_ignored_total",
+     "/rank requests whose \"log\": true was ignored because rankd runs without "
+     "--allow-forced-logging",
+     Type::Counter,
+     {},
+     ForcedLogsIgnored},
     {"rankd_page_snapshots_total",
      "First pages of /rank requests with page_size, by outcome: written (the snapshot is in "
      "Redis, a cursor went out), write_failed (answered without cursor), one_page (everything "
-     "fit in the first page: nothing written)",
+     "fit in the first page: nothing written), rate_limited (over --page-write-bytes-per-s: "
+     "answered without cursor)",
      Type::Counter,
      {"outcome", "shard"},
      PageSnapshots},
+    {"rankd_page_chains_ended_total",
+     "Page chains ended by a newer first page of the same plan and user past "
+     "--page-max-snapshots (their cursors then answer 410)",
+     Type::Counter,
+     {"shard"},
+     PerShard<[](const ShardStats& t) { return t.page_chains_ended.value(); }>},
     {"rankd_page_requests_total",
      "Later pages (/rank requests with a cursor), by outcome: ok or the API error code",
      Type::Counter,

@@ -137,6 +137,23 @@ std::string CursorKey::Seal(const PageCursor& c, std::string_view plan, const Us
   return Base64Url(raw);
 }
 
+std::string CursorKey::ChainTag(std::string_view plan, const UserId& user) const {
+  // Its own first byte: no tag is ever the MAC of a cursor (whose fields start with
+  // kVersion), so a tag read from Redis key names forges nothing.
+  static constexpr char kTagFields[] =
+      "\xff"
+      "chain";
+  Mac mac = Sign(std::string_view(kTagFields, sizeof kTagFields - 1), plan, user);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(32);
+  for (size_t i = 0; i < 16; ++i) {
+    out += kHex[mac[i] >> 4];
+    out += kHex[mac[i] & 15];
+  }
+  return out;
+}
+
 Result<PageCursor> CursorKey::Open(std::string_view text, std::string_view plan,
                                    const UserId& user) const {
   std::string raw;

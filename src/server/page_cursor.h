@@ -47,6 +47,10 @@ class CursorKey {
 
   // The cursor string of `c` for `plan` and `user`.
   std::string Seal(const PageCursor& c, std::string_view plan, const UserId& user) const;
+  // The hash tag of the snapshots of `plan` and `user`'s chains: 32 hex digits of an
+  // HMAC under this key, so that replicas sharing the key agree on it (the quota of
+  // --page-max-snapshots holds across them) and no Redis key names a user id.
+  std::string ChainTag(std::string_view plan, const UserId& user) const;
   // The cursor `text` stands for. invalid_cursor when it is not a cursor, or its MAC
   // does not verify for `plan` and `user` under this key (altered, issued for another
   // plan or user, or by a server with another key).

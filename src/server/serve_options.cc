@@ -185,6 +185,10 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
                    "redis-stream://ENDPOINT?stream=S&maxlen=N or\n"
                    "file:///path/served.jsonl?max_mb=N&keep=K",
                    sink_flags),
+      SwitchFlag("--allow-forced-logging",
+                 "honour a request's \"log\": true (debugging); without it the\n"
+                 "field is ignored and counted",
+                 o.allow_forced_logging),
       SwitchFlag("--allow-forced-variants",
                  "honour X-Rankd-Variant: EXPERIMENT=VARIANT (QA); without it the\n"
                  "header is ignored and counted",
@@ -204,6 +208,14 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "how long a ranking's later pages can be asked for; past it\n"
               "a cursor gets 410 cursor_expired ({})",
               o.page_ttl_ms, 1, 86400000),
+      IntFlag("--page-max-snapshots", "N",
+              "live snapshots of one plan and user_id, across shards and\n"
+              "replicas; a new chain ends the oldest ({})",
+              o.page_max_snapshots, 1, 1000),
+      IntFlag("--page-write-bytes-per-s", "N",
+              "snapshot bytes a shard writes a second; past it a first\n"
+              "page goes without cursor, counted ({})",
+              o.page_write_bytes_per_s, 1, int64_t{1} << 40),
       TextFlag("--page-endpoint", "NAME",
                "the --redis endpoint that keeps the rankings of later pages\n"
                "({})",

@@ -71,6 +71,7 @@ struct ServeOptions {
   // holds for all of them before it drops new ones.
   std::vector<SinkConfig> served_log;
   size_t served_log_buffer_bytes = 16u << 20;
+  bool allow_forced_logging = false;  // honour a request's "log": true (an operator's tool)
   // Experiments (docs/experiments.md): honour X-Rankd-Variant (QA), and the shadow runs
   // a shard may have at once.
   bool allow_forced_variants = false;
@@ -80,6 +81,10 @@ struct ServeOptions {
   // are signed with ("" = a random key per process: cursors then work on one replica).
   size_t page_max_items = 1000;
   uint64_t page_ttl_ms = 600000;
+  // Bounds on what clients make rankd write: live snapshots per (plan, user), across
+  // shards and replicas, and snapshot bytes a shard writes a second.
+  size_t page_max_snapshots = 4;
+  uint64_t page_write_bytes_per_s = 8u << 20;
   std::string page_endpoint = "redis_default";
   std::string cursor_key_file;
   // Plans may use the test-only ops (sleep, busy_cpu, fixed_source): tests, benchmarks.

@@ -93,8 +93,9 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   env.offloads = &stats_.offloads;
   env.cpu_cancelled = &stats_.cpu_cancelled;
   access_log_ = host_.access_log_ring(id_);
-  served_log_ = std::make_unique<ShardServedLog>(loop(), &redis, opts_.served_log,
-                                                 host_.file_sinks(), opts_.served_log_buffer_bytes);
+  served_log_ =
+      std::make_unique<ShardServedLog>(loop(), &redis, opts_.served_log, host_.file_sinks(),
+                                       opts_.served_log_buffer_bytes, opts_.allow_forced_logging);
   stats_.served_log = served_log_.get();
   stats_.timers = &loop().timers();
   page_redis_ = redis.Get(opts_.page_endpoint);

@@ -22,6 +22,7 @@
 
 #include "api/rank_request.h"
 #include "core/event_loop.h"
+#include "core/rate_budget.h"
 #include "core/spsc_ring.h"
 #include "http/listener.h"
 #include "plan/plan.h"
@@ -89,9 +90,10 @@ class Shard {
     ExperimentSetPtr experiments;
     const Experiment* experiment = nullptr;
     int experiment_index = -1;
-    int variant = -1;     // -1: control
-    bool forced = false;  // by X-Rankd-Variant
-    GivenParams params;   // as the request gave them, for the shadows
+    int variant = -1;         // -1: control
+    bool forced = false;      // by X-Rankd-Variant
+    bool forced_log = false;  // recorded because it asked ("log": true)
+    GivenParams params;       // as the request gave them, for the shadows
     // With "page_size" (0: none): the first page's size, and the plan as asked, which
     // its cursor is bound to (run.plan may be an experiment's variant).
     int page_size = 0;
@@ -202,6 +204,7 @@ class Shard {
   std::unique_ptr<ShardServedLog> served_log_;
   // --page-endpoint's client: never null once started (ParseServeArgs checks the name).
   RedisClient* page_redis_ = nullptr;
+  RateBudget page_write_budget_{opts_.page_write_bytes_per_s};  // --page-write-bytes-per-s
   ExperimentSeries experiment_series_;  // of the installed snapshot's experiments
   Admission admission_;
   std::unordered_map<std::string, Series*> quality_series_;  // by plan name

@@ -15,17 +15,53 @@ namespace rankd {
 
 namespace {
 
-// "rankd:page:<32 hex digits>": the snapshot's key under the endpoint's prefix. rankd
-// writes no other key (but the served log's streams).
-std::string SnapshotKeyTail(const std::array<uint8_t, 16>& id) {
+// The keys of one (plan, user)'s chains, under the endpoint's prefix: the list of its
+// snapshots' ids, "rankd:page:{<tag>}", and each snapshot, "rankd:page:{<tag>}:<id>"
+// (32 hex digits each). The hash tag puts them all in one slot of a Redis Cluster, so
+// that one script can count and end them. rankd writes no other keys (but the served
+// log's streams).
+std::string ChainIndexTail(std::string_view tag) {
+  std::string out = "rankd:page:{";
+  out.append(tag).append("}");
+  return out;
+}
+
+std::string Hex(const std::array<uint8_t, 16>& id) {
   static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "rankd:page:";
+  std::string out;
+  out.reserve(32);
   for (uint8_t b : id) {
     out += kHex[b >> 4];
     out += kHex[b & 15];
   }
   return out;
 }
+
+std::string SnapshotKeyTail(std::string_view tag, const std::array<uint8_t, 16>& id) {
+  return ChainIndexTail(tag) + ":" + Hex(id);
+}
+
+// Run after a snapshot's SET, in the same batch: KEYS[1] is its chain index (ids, oldest
+// first), ARGV the new id, --page-max-snapshots and --page-ttl-ms. The new id joins the
+// list and the oldest past the quota are deleted, their cursors then answering 410. The
+// list lives as long as the longest-lived snapshot it names (replicas' TTLs may differ).
+// Returns the number of chains ended. Only the index and its own slot's snapshots are
+// touched, so a cluster runs it on the node that holds the snapshot. A script (not
+// MULTI) because the ids to delete are read in it: one round trip, atomic across shards
+// and replicas; the snapshot's bytes stay out of Lua (the SET carries them).
+constexpr std::string_view kQuotaScript = R"lua(
+local n = redis.call('RPUSH', KEYS[1], ARGV[1])
+local ended = 0
+while n > tonumber(ARGV[2]) do
+  redis.call('DEL', KEYS[1] .. ':' .. redis.call('LPOP', KEYS[1]))
+  n = n - 1
+  ended = ended + 1
+end
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return ended
+)lua";
 
 // Failed snapshot writes and later pages' Redis failures go to the log with their
 // detail (address, Redis's text), at most a line a second each (a dead endpoint would
@@ -78,23 +114,41 @@ Coro<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtra
     count(SnapshotOutcome::kOnePage);
     co_return page;
   }
+  // Past the shard's byte rate the page goes without a cursor: the quota per (plan, user)
+  // does not bound a client that sends many user ids, this does.
+  if (!page_write_budget_.Take(s.bytes.size(), Clock::now())) {
+    count(SnapshotOutcome::kRateLimited);
+    co_return page;
+  }
   PageCursor c;
   FillRandom(c.snapshot.data(), c.snapshot.size());
+  std::string tag = host_.cursor_key().ChainTag(t.plan_asked, user);
+  const std::string& prefix = page_redis_->prefix();
+  auto ttl_ms = static_cast<int64_t>(opts_.page_ttl_ms);
   RedisCommands cmds;
   cmds.Add(5)
       .Arg("SET")
-      .Key(page_redis_->prefix(), SnapshotKeyTail(c.snapshot))
+      .Key(prefix, SnapshotKeyTail(tag, c.snapshot))
       .Arg(s.bytes)
       .Arg("PX")
-      .Arg(static_cast<int64_t>(opts_.page_ttl_ms));
+      .Arg(ttl_ms);
+  cmds.Add(7)
+      .Arg("EVAL")
+      .Arg(kQuotaScript)
+      .Arg(int64_t{1})
+      .Key(prefix, ChainIndexTail(tag))
+      .Arg(Hex(c.snapshot))
+      .Arg(static_cast<int64_t>(opts_.page_max_snapshots))
+      .Arg(ttl_ms);
   // Within the request's deadline: past it the page goes without a cursor.
   auto replies =
       co_await page_redis_->Batch(std::move(cmds), t.t0 + std::chrono::milliseconds(t.deadline_ms));
-  if (auto written = CheckReplies(replies, 1, opts_.page_endpoint); !written) {
+  if (auto written = CheckReplies(replies, 2, opts_.page_endpoint); !written) {
     LogPageFailure(0, t.request_id, "first page sent without cursor", written.error());
     count(SnapshotOutcome::kWriteFailed);
     co_return page;
   }
+  stats_.page_chains_ended += static_cast<uint64_t>(std::max<int64_t>(0, (*replies)[1].integer()));
   c.offset = static_cast<uint32_t>(page_size);
   c.byte_start = s.ends[page_size - 1];
   c.header_bytes = s.header_bytes;
@@ -153,7 +207,7 @@ void Shard::HandleNextPage(http::Request& req, http::Responder& res, RankRequest
 
 Coro<void> Shard::RunNextPage(http::Responder res, NextPage p) {
   const PageCursor& c = p.cursor;
-  std::string tail = SnapshotKeyTail(c.snapshot);
+  std::string tail = SnapshotKeyTail(host_.cursor_key().ChainTag(p.plan, p.user_id), c.snapshot);
   const std::string& prefix = page_redis_->prefix();
   // The header lines, and the page's bytes: at most page_size of the longest item from
   // the page's first byte. Both commands name one key, so a cluster sends them to one

@@ -173,6 +173,7 @@ void Shard::HandleRank(http::Request& req, http::Responder& res, TimePoint t0) {
   if (served_log_ && served_log_->Selected(*run.plan, rr.log)) {
     run.keep_for_log = true;
     ticket.served_id = served_log_->NewServedId();
+    ticket.forced_log = served_log_->Forced(rr.log);
     ticket.ts_ms = UnixMsAt(t0);
   }
   ticket.request_id = req.request_id;
@@ -262,6 +263,7 @@ Coro<void> Shard::RunRank(RunRequest run, http::Responder res, RankTicket ticket
     h.ts_ms = ticket.ts_ms;
     h.request_id = ticket.request_id;
     h.forced = ticket.forced;
+    h.forced_log = ticket.forced_log;
     if (ticket.experiment) {
       h.experiment = ticket.experiment->name;
       h.variant = VariantName(ticket);

@@ -31,6 +31,7 @@ std::string_view SnapshotOutcomeName(SnapshotOutcome o) {
     case SnapshotOutcome::kWritten: return "written";
     case SnapshotOutcome::kWriteFailed: return "write_failed";
     case SnapshotOutcome::kOnePage: return "one_page";
+    case SnapshotOutcome::kRateLimited: return "rate_limited";
     case SnapshotOutcome::kCount: break;
   }
   return "unknown";

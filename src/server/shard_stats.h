@@ -36,7 +36,7 @@ struct RedisStats;
 class ShardServedLog;
 
 // What became of a first page's snapshot (rankd_page_snapshots_total).
-enum class SnapshotOutcome : uint8_t { kWritten, kWriteFailed, kOnePage, kCount };
+enum class SnapshotOutcome : uint8_t { kWritten, kWriteFailed, kOnePage, kRateLimited, kCount };
 std::string_view SnapshotOutcomeName(SnapshotOutcome o);  // "written", ...
 
 struct ShardStats {
@@ -74,6 +74,8 @@ struct ShardStats {
   MetricValue<uint64_t> access_log_dropped;
   MetricValue<uint64_t> scrapes_refused;  // 503 for --max-queued-scrapes
   std::array<MetricValue<uint64_t>, static_cast<size_t>(SnapshotOutcome::kCount)> page_snapshots{};
+  // Chains ended by a newer one of their (plan, user) past --page-max-snapshots.
+  MetricValue<uint64_t> page_chains_ended;
   // Later pages by outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
   std::array<MetricValue<uint64_t>, 1 + kErrorCodeCount> page_requests{};
   MetricValue<uint64_t> forced_variants_ignored;

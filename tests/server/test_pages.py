@@ -13,12 +13,19 @@ with the demo data and real rankd processes:
 - page_size out of 1..500 is 422; a ranking that fits one page writes nothing;
 - a snapshot write that fails (page endpoint down, or refused by a Redis ACL) answers the
   first page without a cursor and counts it;
-- rankd writes no key but its snapshots: its Redis user may write only rankd:page:*.
+- rankd writes no key but its snapshots: its Redis user may write only rankd:page:*;
+- a plan and user keep --page-max-snapshots chains: a new one ends the oldest (410), and
+  3,000 first pages of one user leave that many snapshots and a few KB in Redis; past
+  --page-write-bytes-per-s a first page goes without a cursor.
 """
+import hashlib
+import hmac
 import json
 import os
+import struct
 import subprocess
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, demo_data, free_port, metric_value,  # noqa: E402
@@ -34,6 +41,11 @@ REPEATS = {"schema_version": 1, "name": "repeats", "description": "ids that repe
                      {"node_id": "b", "op": "fixed_source", "inputs": [], "params": {"count": 30}},
                      {"node_id": "c", "op": "concat", "inputs": ["a", "b"], "params": {}}],
            "output": {"node": "c", "columns": ["id", "score"]}}
+# 200 distinct ids: a snapshot of about 6 KB.
+MANY = {"schema_version": 1, "name": "many", "description": "200 items", "params": {},
+        "expr_table": {}, "pred_table": {},
+        "nodes": [{"node_id": "a", "op": "fixed_source", "inputs": [], "params": {"count": 200}}],
+        "output": {"node": "a", "columns": ["id", "score"]}}
 
 
 def patient_feed():
@@ -62,17 +74,19 @@ def env():
     if not _env:
         r = Redis()
         demo_data(r, USERS)
-        # rankd's own user: reads anything, writes only keys under rankd:page:.
+        # rankd's own user: reads anything, writes only keys under rankd:page: (reads them too).
         assert r.execute("ACL", "SETUSER", ACL_USER, "on", ">" + ACL_PASSWORD, "resetkeys",
-                         "%R~*", "%W~rankd:page:*", "+@all") == "OK"
+                         "%R~*", "~rankd:page:*", "+@all") == "OK"
         key_file = temp_path("rankd-cursor-key-")
         with open(key_file, "wb") as f:
             f.write(os.urandom(48))
-        plans = plans_dir({"feed": patient_feed(), "repeats": REPEATS})
+        plans = plans_dir({"feed": patient_feed(), "repeats": REPEATS, "many": MANY})
         common = ["--cursor-key-file", key_file, "--deadline-ms", "5000"]
+        # a: no byte rate to speak of, so that the quota is what bounds its snapshots.
         _env.update(redis=r, plans=plans, key_file=key_file, common=common,
                     a=Rankd(plans, redis=AsUser(r, ACL_USER, ACL_PASSWORD), shards=2,
-                            extra_args=common).wait_ready())
+                            extra_args=common + ["--page-write-bytes-per-s", str(1 << 40)]
+                            ).wait_ready())
     return _env
 
 
@@ -99,6 +113,21 @@ def whole(rankd, user, limit=500):
 
 def page_keys(r):
     return set(r.execute("KEYS", "rankd:page:*"))
+
+
+def snapshot_keys(r, tag="*"):
+    """Snapshots, rankd:page:{<tag>}:<id>, without the chains' lists rankd:page:{<tag>}."""
+    return set(r.execute("KEYS", "rankd:page:{" + tag + "}:*"))
+
+
+def chain_tag(key_file, plan, user):
+    """The hash tag of a plan and integer user's keys: HMAC-SHA256 under the cursor key of
+    0xff "chain", the plan (length first) and the user id, its first 16 bytes in hex."""
+    with open(key_file, "rb") as f:
+        key = f.read()
+    msg = (b"\xffchain" + struct.pack("<I", len(plan)) + plan.encode() + b"i" +
+           struct.pack("<Q", user & (2**64 - 1)))
+    return hmac.new(key, msg, hashlib.sha256).digest()[:16].hex()
 
 
 def viewer_with(rankd, n):
@@ -232,9 +261,9 @@ def test_bad_cursors_are_400():
 def test_snapshot_deleted_is_410():
     e = env()
     a, r = e["a"], e["redis"]
-    before = page_keys(r)
+    before = snapshot_keys(r)
     first = ok(a, {"plan": "feed", "user_id": 5, "page_size": 5})
-    made = page_keys(r) - before
+    made = snapshot_keys(r) - before
     assert len(made) == 1, made
     key = made.pop()
     ttl = r.execute("PTTL", key)
@@ -244,7 +273,7 @@ def test_snapshot_deleted_is_410():
     assert msg.startswith("cursor:"), msg
     # A key rewritten by someone else is no snapshot either.
     first = ok(a, {"plan": "feed", "user_id": 5, "page_size": 5})
-    key = (page_keys(r) - before).pop()
+    key = (snapshot_keys(r) - before).pop()
     r.execute("SET", key, "something else")
     error(a, {"plan": "feed", "user_id": 5, "cursor": first["cursor"]}, 410, "cursor_expired")
 
@@ -336,6 +365,87 @@ def test_snapshot_write_failures_answer_without_a_cursor():
         s.stop()
 
 
+def ended(rankd):
+    return metric_value(rankd.metrics(), "rankd_page_chains_ended_total") or 0
+
+
+def test_a_viewer_keeps_page_max_snapshots_chains():
+    e = env()
+    a, r = e["a"], e["redis"]
+    tag = chain_tag(e["key_file"], "repeats", 77)
+    before = ended(a)
+    # Five chains of one plan and user, over both shards (a connection each).
+    firsts = [ok(a, {"plan": "repeats", "user_id": 77, "page_size": 5}) for _ in range(5)]
+    assert all(f.get("cursor") for f in firsts)
+    assert len(snapshot_keys(r, tag)) == 4 and r.execute("LLEN", "rankd:page:{" + tag + "}") == 4
+    assert 0 < r.execute("PTTL", "rankd:page:{" + tag + "}") <= 600000
+    # The oldest ended; the newest four page on.
+    msg = error(a, {"plan": "repeats", "user_id": 77, "cursor": firsts[0]["cursor"]}, 410,
+                "cursor_expired")
+    assert msg.startswith("cursor:"), msg
+    for f in firsts[1:]:
+        assert ok(a, {"plan": "repeats", "user_id": 77, "cursor": f["cursor"]})["count"] == 5
+    assert ended(a) == before + 1
+    # Another user's and another plan's chains are counted apart.
+    other = ok(a, {"plan": "repeats", "user_id": 78, "page_size": 5})
+    feed = ok(a, {"plan": "feed", "user_id": 77, "page_size": 5})
+    assert ended(a) == before + 1 and len(snapshot_keys(r, tag)) == 4
+    for plan, user, f in (("repeats", 78, other), ("feed", 77, feed), ("repeats", 77, firsts[1])):
+        ok(a, {"plan": plan, "user_id": user, "cursor": f["cursor"]})
+
+
+def test_3000_first_pages_of_one_user_stay_within_the_quota():
+    e = env()
+    a, r = e["a"], e["redis"]
+    tag = chain_tag(e["key_file"], "many", 79)
+    used = r.execute("INFO", "memory")
+    start = int(used.split("used_memory:")[1].split()[0])
+    errors = []
+
+    def client(n):
+        conn = a.conn(timeout=30)
+        try:
+            for _ in range(n):
+                conn.request("POST", "/rank", json.dumps({"plan": "many", "user_id": 79, "page_size": 1}))
+                resp = conn.getresponse()
+                body = json.loads(resp.read())
+                if resp.status != 200 or not body.get("cursor"):
+                    errors.append((resp.status, body))
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(750,)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    keys = snapshot_keys(r, tag)
+    assert len(keys) == 4, len(keys)
+    usage = sum(r.execute("MEMORY", "USAGE", k) for k in keys | {"rankd:page:{" + tag + "}"})
+    used = r.execute("INFO", "memory")
+    grown = int(used.split("used_memory:")[1].split()[0]) - start
+    # Without the quota: 3,000 snapshots of about 6 KB, 18 MB.
+    assert grown < 8 << 20, grown
+    print(f"     3,000 first pages: {len(keys)} snapshots, {usage} bytes (MEMORY USAGE), "
+          f"used_memory grew {grown} bytes")
+
+
+def test_past_the_byte_rate_a_first_page_goes_without_a_cursor():
+    e = env()
+    # 100 bytes a second: the first snapshot (over 1 KB) empties the bucket for 10 s.
+    s = Rankd(e["plans"], redis=e["redis"], extra_args=e["common"] + [
+        "--page-write-bytes-per-s", "100"]).wait_ready()
+    first = ok(s, {"plan": "repeats", "user_id": 80, "page_size": 5})
+    second = ok(s, {"plan": "repeats", "user_id": 81, "page_size": 5})
+    assert first.get("cursor") and "cursor" not in second, second
+    assert second["items"] == first["items"]
+    metrics = s.metrics()
+    assert metric_value(metrics, "rankd_page_snapshots_total", outcome="rate_limited") == 1
+    assert metric_value(metrics, "rankd_page_snapshots_total", outcome="written") == 1
+    s.stop()
+
+
 def test_start_up_errors():
     e = env()
     short = temp_path("rankd-short-key-")
@@ -347,6 +457,8 @@ def test_start_up_errors():
         (["--page-endpoint", "nope"], "--page-endpoint: no --redis endpoint is named 'nope'"),
         (["--page-max-items", "0"], "--page-max-items"),
         (["--page-ttl-ms", "0"], "--page-ttl-ms"),
+        (["--page-max-snapshots", "0"], "--page-max-snapshots"),
+        (["--page-write-bytes-per-s", "0"], "--page-write-bytes-per-s"),
     ]
     for args, says in cases:
         out = subprocess.run([RANKD, "serve", "--port", "0", "--plans", e["plans"], "--enable-test-ops",
@@ -373,5 +485,11 @@ if __name__ == "__main__":
         ("pages with the cache on", test_pages_with_the_cache_on),
         ("a failed snapshot write answers without a cursor",
          test_snapshot_write_failures_answer_without_a_cursor),
+        ("a plan and user keep --page-max-snapshots chains; the oldest ends in 410",
+         test_a_viewer_keeps_page_max_snapshots_chains),
+        ("3,000 first pages of one user stay within the quota",
+         test_3000_first_pages_of_one_user_stay_within_the_quota),
+        ("past --page-write-bytes-per-s a first page goes without a cursor",
+         test_past_the_byte_rate_a_first_page_goes_without_a_cursor),
         ("start-up errors", test_start_up_errors),
     ])

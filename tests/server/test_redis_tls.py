@@ -151,7 +151,8 @@ def test_served_log_run_and_bench_over_tls():
     redis = Redis(tls=CERTS)
     demo_data(redis, 10)
     rankd = Rankd(plans_dir(), redis=redis, extra_args=[
-        "--served-log", "main=redis-stream://redis_default?stream=served&maxlen=1000"]).wait_ready()
+        "--served-log", "main=redis-stream://redis_default?stream=served&maxlen=1000",
+        "--allow-forced-logging"]).wait_ready()
     status, body = rank(rankd, 3, plan="rerank")
     assert status == 200, body
     status, _, data = rankd.request("POST", "/rank", {"plan": "rerank", "user_id": 4, "log": True})

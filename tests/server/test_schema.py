@@ -249,6 +249,18 @@ def test_every_schema_mistake_fails_the_load_naming_family_and_member():
         ({"schema_version": 1, "families": {f"f{i}": fam() for i in range(257)}}, ["families", "256"]),
         ({"schema_version": 1, "families": {"x": fam(fields={f"f{i}": "i64" for i in range(1025)})}},
          ["'x'", "1024"]),
+        # A str id, which a client chooses, must not steer a key onto rankd's own keys or
+        # onto another family's keys.
+        ({"schema_version": 1, "families": {"x": fam(key="{id}", id="str")}}, ["'x'", "'rankd:'"]),
+        ({"schema_version": 1, "families": {"x": fam(key="rank{id}:v", id="str")}}, ["'x'", "'rankd:'"]),
+        ({"schema_version": 1, "families": {
+            "acct": fam(key="acct:{id}", id="str"),
+            "watch": {"type": "zset", "key": "acct:{id}:watch", "id": "str", "members": "str"}}},
+         ["family 'acct'", "family 'watch'"]),
+        ({"schema_version": 1, "families": {"u": fam(key="u:{id}", id="str"), "ux": fam(key="u:x{id}")}},
+         ["family 'u'", "family 'ux'"]),
+        ({"schema_version": 1, "families": {"a": fam(key="a:{id}"), "b": fam(key="a:7{id}", id="str")}},
+         ["family 'b'", "family 'a'"]),
         ({"schema_version": 2, "families": {}}, ["schema_version"]),
         ({"families": {}}, ["schema_version"]),
     ]
@@ -259,6 +271,15 @@ def test_every_schema_mistake_fails_the_load_naming_family_and_member():
         assert "schema.json" in text, text
         for w in words:
             assert w in text, (w, text[:400])
+    # What a str id cannot reach loads: i64 ids under any text, disjoint texts, an i64
+    # family whose extra text no decimal id holds, one template shared.
+    for fams in ({"x": fam(key="{id}"), "y": fam(key="rank{id}")},
+                 {"a": fam(key="a:{id}", id="str"), "b": fam(key="b:{id}", id="str")},
+                 {"u": fam(key="u:x{id}", id="str"), "n": fam(key="u:{id}")},
+                 {"h": fam(key="h:{id}", id="str"), "j": {"type": "json", "key": "h:{id}", "id": "str",
+                                                          "fields": {"a": "i64"}}}):
+        rc, text = check_plans(custom_folder({"schema_version": 1, "families": fams}, plans=[]))
+        assert rc == 0, (fams, text)
     # Plans checked against the schema.
     def plan_with(node, out="n"):
         return {"schema_version": 1, "name": "p", "nodes": [

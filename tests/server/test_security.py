@@ -9,6 +9,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from harness import Rankd, Redis, demo_data, plans_dir, run_tests  # noqa: E402
 
 _server = {}
+# sort's "order" (one of desc, asc) from a request param.
+ORDERED = {"schema_version": 1, "name": "ordered", "description": "order from the request",
+           "params": {"ord": {"type": "str", "default": "desc"}}, "expr_table": {}, "pred_table": {},
+           "nodes": [{"node_id": "a", "op": "fixed_source", "inputs": [], "params": {"count": 5}},
+                     {"node_id": "s", "op": "sort", "inputs": ["a"],
+                      "params": {"key": "score", "order": {"param": "ord"}}}],
+           "output": {"node": "s", "columns": ["id", "score"]}}
 
 
 def server():
@@ -16,7 +23,7 @@ def server():
         redis = Redis()
         demo_data(redis, 20)
         _server["redis"] = redis
-        _server["rankd"] = Rankd(plans_dir(), redis=redis).wait_ready()
+        _server["rankd"] = Rankd(plans_dir({"ordered": ORDERED}), redis=redis).wait_ready()
     return _server["rankd"]
 
 
@@ -49,7 +56,8 @@ def test_error_bodies_quote_at_most_256_bytes_of_the_client():
                  {"plan": "feed", "user_id": 1, "params": {big: 1}},
                  {"plan": "feed", "user_id": 1, "params": {"weight": big}},
                  {"plan": "feed", "user_id": 1, "params": {"limit": [big]}},
-                 {"plan": "feed", "user_id": 1, "deadline_ms": big}]:
+                 {"plan": "feed", "user_id": 1, "deadline_ms": big},
+                 {"plan": "ordered", "user_id": 1, "params": {"ord": big}}]:
         status, data = post(body)
         assert status in (400, 404, 422), (status, data[:200])
         assert len(data) < 1024, (status, len(data), data[:300])

@@ -166,7 +166,7 @@ def test_sampling_and_asking():
     plans = plans_dir({"quarter": logged("simple_viewer", "quarter", sample=0.25, sink="main"),
                        "asked": logged("simple_viewer", "asked", sink="main")})
     rankd = Rankd(plans, redis=data_redis(),
-                  extra_args=sink_flag("main", file_sink(path))).wait_ready()
+                  extra_args=sink_flag("main", file_sink(path)) + ["--allow-forced-logging"]).wait_ready()
     n = 800
     conn = rankd.conn()
     with_id = 0
@@ -185,11 +185,140 @@ def test_sampling_and_asking():
         status, _, body = rankd.rank({"plan": "asked", "user_id": 3, "log": ask})
         assert status == 200 and ("served_id" in body) == ask, body
     wait_until(lambda: counted(rankd, "written", "main") == with_id + 2, what="asked records")
+    recs = records_in(path)
+    assert [r["forced_log"] for r in recs if r["plan"] == "asked"] == [True, True]
+    assert not any(r["forced_log"] for r in recs if r["plan"] == "quarter")
     status, _, body = rankd.rank({"plan": "asked", "user_id": 3, "log": "yes"})
     assert status == 400 and "log" in body["error"]["message"], body
     # A plan without a log block records nothing, asked or not.
     status, _, body = rankd.rank({"plan": "simple_viewer", "user_id": 3, "log": True})
     assert status == 200 and "served_id" not in body
+    assert rankd.stop() == 0
+
+
+# --- xoshiro256** and the recovery of its state from its outputs, over GF(2) -----------
+M64 = (1 << 64) - 1
+
+
+def rotl(x, k):
+    return ((x << k) | (x >> (64 - k))) & M64
+
+
+class Xoshiro:
+    """xoshiro256** (Blackman and Vigna), as the served log used to make its ids."""
+
+    def __init__(self, s):
+        self.s = list(s)
+
+    def next(self):
+        s = self.s
+        out = (rotl((s[1] * 5) & M64, 7) * 9) & M64
+        t = (s[1] << 17) & M64
+        s[2] ^= s[0]
+        s[3] ^= s[1]
+        s[1] ^= s[2]
+        s[0] ^= s[3]
+        s[2] ^= t
+        s[3] = rotl(s[3], 45)
+        return out
+
+    def served_id(self):  # two outputs, as 32 hex digits
+        return "%016x%016x" % (self.next(), self.next())
+
+
+def xoshiro_s1(out):
+    """The state word s[1] that gave output `out`: the scrambler is a bijection."""
+    x = (out * pow(9, -1, 1 << 64)) & M64
+    return (rotl(x, 64 - 7) * pow(5, -1, 1 << 64)) & M64
+
+
+def predict_third_id(id1, id2):
+    """From two served ids (four consecutive outputs), the state over GF(2) — every bit of
+    the state a linear form of the 256 unknown seed bits, each a bit mask — and from it
+    the next id. None when the outputs fit no state."""
+    sym = [[1 << (64 * w + b) for b in range(64)] for w in range(4)]  # bit b of word w
+
+    def step(s):
+        t = [0] * 17 + s[1][:47]  # s1 << 17
+        s[2] = [a ^ b for a, b in zip(s[2], s[0])]
+        s[3] = [a ^ b for a, b in zip(s[3], s[1])]
+        s[1] = [a ^ b for a, b in zip(s[1], s[2])]
+        s[0] = [a ^ b for a, b in zip(s[0], s[3])]
+        s[2] = [a ^ b for a, b in zip(s[2], t)]
+        s[3] = s[3][-45:] + s[3][:-45]  # rotl 45: bit b comes from bit b - 45
+
+    rows = []  # (mask, bit)
+    outputs = [int(id1[:16], 16), int(id1[16:], 16), int(id2[:16], 16), int(id2[16:], 16)]
+    for out in outputs:
+        s1 = xoshiro_s1(out)
+        rows += [(sym[1][b], (s1 >> b) & 1) for b in range(64)]
+        step(sym)
+    pivots = {}  # pivot bit -> (mask, rhs), reduced
+    for mask, rhs in rows:
+        for p, (pm, pr) in pivots.items():
+            if mask >> p & 1:
+                mask, rhs = mask ^ pm, rhs ^ pr
+        if mask == 0:
+            if rhs:
+                return None  # inconsistent: no xoshiro256** state gives these outputs
+            continue
+        p = mask.bit_length() - 1
+        for q, (qm, qr) in list(pivots.items()):
+            if qm >> p & 1:
+                pivots[q] = (qm ^ mask, qr ^ rhs)
+        pivots[p] = (mask, rhs)
+    seed = 0  # free bits (if any) taken as 0
+    for p, (mask, rhs) in pivots.items():
+        if rhs:
+            seed |= 1 << p
+    state = [(seed >> (64 * w)) & M64 for w in range(4)]
+    g = Xoshiro(state)
+    for _ in range(4):
+        g.next()
+    return g.served_id()
+
+
+def test_served_ids_do_not_predict_each_other():
+    # The recovery works: two ids of a reference xoshiro256** give the third.
+    rng = random.Random(44)
+    for _ in range(3):
+        g = Xoshiro([rng.getrandbits(64) for _ in range(4)])
+        a, b, c = g.served_id(), g.served_id(), g.served_id()
+        assert predict_third_id(a, b) == c
+    # rankd's: one shard, forced logging, so no sampling draw comes between the ids.
+    d = temp_dir("rankd-served-")
+    plans = plans_dir({"asked": logged("simple_viewer", "asked", sink="main")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=sink_flag(
+        "main", file_sink(os.path.join(d, "served.jsonl"))) + ["--allow-forced-logging"]).wait_ready()
+    ids = []
+    for i in range(9):
+        status, _, body = rankd.rank({"plan": "asked", "user_id": 1 + i, "log": True})
+        assert status == 200 and len(body["served_id"]) == 32, body
+        ids.append(body["served_id"])
+    for k in range(0, 9, 3):
+        assert predict_third_id(ids[k], ids[k + 1]) != ids[k + 2], ids[k:k + 3]
+    assert len(set(ids)) == 9
+    assert rankd.stop() == 0
+
+
+def test_forced_logging_needs_the_flag():
+    d = temp_dir("rankd-served-")
+    path = os.path.join(d, "served.jsonl")
+    plans = plans_dir({"asked": logged("simple_viewer", "asked", sink="main"),
+                       "always": logged("simple_viewer", "always", sample=1.0, sink="main")})
+    rankd = Rankd(plans, redis=data_redis(),
+                  extra_args=sink_flag("main", file_sink(path))).wait_ready()
+    for i in range(5):
+        status, _, body = rankd.rank({"plan": "asked", "user_id": 1 + i, "log": True})
+        assert status == 200 and "served_id" not in body, body
+    # The sample still records: such a record says it was not forced.
+    status, _, body = rankd.rank({"plan": "always", "user_id": 1, "log": True})
+    assert status == 200 and "served_id" in body, body
+    status, _, body = rankd.rank({"plan": "asked", "user_id": 1})
+    assert status == 200 and "served_id" not in body, body
+    assert metric_value(rankd.metrics(), "rankd_served_log_forced_ignored_total") == 6
+    wait_until(lambda: counted(rankd, "written", "main") == 1, what="the sampled record")
+    assert [r["forced_log"] for r in records_in(path)] == [False]
     assert rankd.stop() == 0
 
 
@@ -244,6 +373,59 @@ def test_stream_maxlen_trims():
     wait_until(lambda: counted(rankd, "written", "s") == 400, what="400 records written")
     # MAXLEN ~: trimmed by whole stream nodes (100 entries by default), never below 10.
     assert 10 <= xlen(logs, "served") <= 200, xlen(logs, "served")
+    assert rankd.stop() == 0
+
+
+def test_replay_reads_a_stream_of_1_mib_records():
+    """8 records of 1 MiB less a little under a 4 MiB reply limit: 500 to a page would be
+    an 8 MiB reply, over the limit; replay's pages hold what the limit does (3)."""
+    logs = Redis()
+    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="s")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=[
+        "--redis", f"logs={logs.url()}",
+        *sink_flag("s", "redis-stream://logs?stream=served&maxlen=1000")]).wait_ready()
+    assert rankd.rank({"plan": "logged", "user_id": 3})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "s") == 1, what="a record written")
+    assert rankd.stop() == 0
+    record = json.loads(logs.execute("XRANGE", "served", "-", "+")[0][1][1])
+    record["pad"] = ""
+    record["pad"] = "x" * ((1 << 20) - len(json.dumps(record)) - 64)
+    text = json.dumps(record)
+    assert (1 << 20) - 100 < len(text) < 1 << 20
+    n = 8
+    logs.execute_many([("XADD", "big", "*", "record", text)] * n)
+    assert xlen(logs, "big") == n
+    # redis_default too: replay waits (5 s) for every endpoint it knows to connect.
+    ends = ["--redis", f"logs={logs.url()}", "--redis", f"redis_default={logs.url()}"]
+    code, stats, err = replay("redis-stream://logs?stream=big", plans,
+                              ends + ["--redis-max-reply-bytes", str(4 << 20)])
+    assert code == 0, err
+    _, one, _ = replay("redis-stream://logs?stream=served", plans, ends)
+    assert stats["rerank"]["checked"] == n * one["rerank"]["checked"] > 0, (stats, one)
+    assert stats["rerank"]["differ"] == 0
+
+
+def test_file_sink_is_0640_and_refuses_a_symlink():
+    d = temp_dir("rankd-served-")
+    path = os.path.join(d, "served.jsonl")
+    target = os.path.join(d, "not-a-log")
+    with open(target, "w"):
+        pass
+    link = os.path.join(d, "linked.jsonl")
+    os.symlink(target, link)
+    plans = plans_dir({"f": logged("simple_viewer", "f", sample=1.0, sink="f"),
+                       "l": logged("simple_viewer", "l", sample=1.0, sink="l")})
+    rankd = Rankd(plans, redis=data_redis(), extra_args=sink_flag("f", file_sink(path)) +
+                  sink_flag("l", file_sink(link))).wait_ready()
+    for plan in ("f", "l"):
+        assert rankd.rank({"plan": plan, "user_id": 1})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "f") == 1 and counted(rankd, "dropped_error", "l") == 1,
+               what="one record written, one refused")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o640 & ~umask, oct(os.stat(path).st_mode)
+    assert os.path.getsize(target) == 0 and os.path.islink(link)
+    assert "cannot open " + link in rankd.stderr(), rankd.stderr()[-2000:]
     assert rankd.stop() == 0
 
 
@@ -439,8 +621,12 @@ if __name__ == "__main__":
     run_tests([
         ("file sink: records equal the answers; replay, a changed model", test_file_records_equal_the_answers),
         ("sampling within bounds; a request may ask", test_sampling_and_asking),
+        ("two served ids do not predict a third", test_served_ids_do_not_predict_each_other),
+        ("forced logging needs --allow-forced-logging", test_forced_logging_needs_the_flag),
         ("stream sink: its Redis goes away and comes back", test_stream_sink_survives_its_redis_going_away),
         ("stream sink: MAXLEN ~ trims", test_stream_maxlen_trims),
+        ("replay reads a stream of 1 MiB records", test_replay_reads_a_stream_of_1_mib_records),
+        ("file sink: mode 0640, a symlink refused", test_file_sink_is_0640_and_refuses_a_symlink),
         ("file sink: rotation keeps K files", test_rotation_keeps_k_files),
         ("file sink: cannot write, then can", test_file_that_cannot_be_written_then_can),
         ("SIGTERM's drain flushes the served log", test_drain_flushes_what_is_buffered),
