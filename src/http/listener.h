@@ -72,10 +72,12 @@ class Listener : public std::enable_shared_from_this<Listener>, private Connecti
   int Bind();
   void CloseListenSocket();
   void AcceptOne();
+  // At the cap, with options.evict_idle_at_cap: closes the connection idle the longest.
+  void EvictLongestIdle();
   void MaybeFinished();
   void UnparkAll();
-  // Over the input budget: lets the oldest body under way read on, if it waits.
-  void ResumeOldestBody();
+  // Over the input budget: lets the oldest request under way read on, if it waits.
+  void ResumeOldestUnfinished();
   // Past the shard's output budget: closes the connections whose clients have not
   // read for the longest (in the next loop turn, outside any connection's callback).
   void CloseSlowestReaders();

@@ -72,6 +72,9 @@ struct ShardStats {
   std::atomic<size_t> live_requests{0};
   MetricValue<uint64_t> access_log_dropped;
   MetricValue<uint64_t> scrapes_refused;  // 503 for --max-queued-scrapes
+  // Cross-site refusals at routing (rankd_http_rejects_total, with the HTTP layer's).
+  MetricValue<uint64_t> forbidden_origins;  // 403 forbidden_origin
+  MetricValue<uint64_t> misdirected;        // 421 misdirected_request
   std::array<MetricValue<uint64_t>, static_cast<size_t>(SnapshotOutcome::kCount)> page_snapshots{};
   // Later pages by outcome: 0 = "ok", 1 + ErrorCode = that error's code name.
   std::array<MetricValue<uint64_t>, 1 + kErrorCodeCount> page_requests{};
