@@ -53,9 +53,9 @@ def test_header_lines_past_max_headers_get_431():
 
 
 def test_header_timeout_closes_connections_that_never_ask():
-    """--header-timeout-ms 300: a connection that sends nothing, or a head too slowly, is
+    """--header-timeout-ms 500: a connection that sends nothing, or a head too slowly, is
     closed without an answer and counted; one that asked in time idles on."""
-    rankd = Rankd(plans_dir(), extra_args=["--header-timeout-ms", "300"])
+    rankd = Rankd(plans_dir(), extra_args=["--header-timeout-ms", "500"])
     try:
         silent = socket.create_connection(("127.0.0.1", rankd.port), timeout=10)
         slow = socket.create_connection(("127.0.0.1", rankd.port), timeout=10)
@@ -66,7 +66,7 @@ def test_header_timeout_closes_connections_that_never_ask():
         assert silent.recv(100) == b"", "a silent connection got an answer"
         assert slow.recv(100) == b"", "an unfinished head got an answer"
         assert rejects(rankd, "header_timeout") == 2
-        time.sleep(0.5)  # the stimulus: past the header timeout, within the idle timeout
+        time.sleep(0.8)  # the stimulus: past the header timeout, within the idle timeout
         asked.request("GET", "/healthz")
         assert asked.getresponse().status == 200
         for s in (silent, slow, asked):
