@@ -5,7 +5,7 @@
 // output budgets), and closes gracefully (our FIN, then read-and-discard for a bounded
 // time so the client sees the last response instead of a reset).
 //
-// Thread: the listener's loop thread only; every public method but the two getters
+// Thread: the listener's loop thread only; every public method but the getters
 // asserts it (EventLoop::AssertInLoopThread). Owned by the Listener (shared_ptr, so
 // that Responders can hold weak references); freed after its handle's close callback.
 #pragma once
