@@ -344,7 +344,7 @@ class Traffic:
             elif r < 0.65:
                 # Content-Length over the limit and only part of the body: 413 is due
                 # from the head alone.
-                head = (f"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                head = (f"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                         f"Content-Length: {MAX_BODY * 4}\r\n\r\n").encode()
                 await self.one_shot("oversized", head + b"{" + b" " * 1000)
             elif r < 0.8:

@@ -13,10 +13,14 @@
 namespace rankd {
 
 // The extra headers of every answer of a console route: the page may load nothing but
-// rankd's own files (no inline script, nothing from elsewhere), and a browser takes
-// each file for the type it is served as.
+// rankd's own files (no inline script, nothing from elsewhere), no other site may frame
+// it (clickjacking: CSP's frame-ancestors, and X-Frame-Options for browsers without
+// it), an injected <base> cannot redirect its relative URLs, and a browser takes each
+// file for the type it is served as.
 inline constexpr http::HeaderField kConsoleHeaders[] = {
-    {"Content-Security-Policy", "default-src 'self'"}, {"X-Content-Type-Options", "nosniff"}};
+    {"Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'; base-uri 'none'"},
+    {"X-Frame-Options", "DENY"},
+    {"X-Content-Type-Options", "nosniff"}};
 
 // The body of GET /console's redirect to the console's page.
 inline constexpr std::string_view kConsoleRedirectBody = R"({"location":"/console/"})";

@@ -91,11 +91,13 @@ inline constexpr RouteSpec kRoutes[] = {
     // polls, and its files, compiled in (api/console_files.h). Before "/console/{file}":
     // the first row that matches a path wins.
     {Route::kConsole, "/console", "GET, HEAD", {301}, Access::kOpen, Where::kConsole},
+    // The same counters as /metrics, so the same token rule: none on the metrics address
+    // (the only one that serves it).
     {Route::kConsoleMetrics,
      "/console/api/metrics",
      "GET, HEAD",
      {200, 503},
-     Access::kToken,
+     Access::kMainToken,
      Where::kConsole},
     {Route::kConsoleFile,
      "/console/{file}",
@@ -153,11 +155,14 @@ bool AcceptsMethod(const RouteSpec& spec, std::string_view method);
 // 405 method_not_allowed for `method` on `path`, e.g. "/rank accepts POST, not GET".
 Error MethodNotAllowed(const RouteSpec& spec, std::string_view path, std::string_view method);
 
-// The statuses metrics count by value: every status a route lists and every error's,
-// sorted, once each (values[0..size)). Any other status counts as "other".
+// A CORS preflight's answer (OPTIONS from an allowed origin), on any route.
+inline constexpr int kPreflightStatus = 204;
+
+// The statuses metrics count by value: every status a route lists, every error's and the
+// preflight's, sorted, once each (values[0..size)). Any other status counts as "other".
 struct StatusList {
   std::array<int, std::size(kRoutes) * std::tuple_size_v<decltype(RouteSpec::statuses)> +
-                      kErrorCodeCount>
+                      kErrorCodeCount + 1>
       values{};
   size_t size = 0;
 };
@@ -171,6 +176,7 @@ inline constexpr StatusList kCountedStatuses = [] {
   for (const auto& r : kRoutes)
     for (int s : r.statuses) add(s);
   for (const auto& e : kApiErrors) add(e.status);
+  add(kPreflightStatus);
   std::sort(l.values.begin(), l.values.begin() + l.size);
   return l;
 }();

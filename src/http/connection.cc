@@ -65,6 +65,8 @@ int Connection::Accept(uv_stream_t* server) {
   uv_tcp_nodelay(&tcp_, 1);
   timer_ = ctx_.loop.AcquireTimer();
   timer_->data = this;
+  last_request_ms_ = uv_now(ctx_.loop.uv());
+  header_due_ = last_request_ms_ + ctx_.options.header_timeout_ms;
   Settle();  // starts reading and the idle timer
   return 0;
 }
@@ -97,14 +99,14 @@ void Connection::Unpark(bool first) {
 void Connection::OnAlloc(uv_handle_t* h, size_t, uv_buf_t* buf) {
   auto* c = static_cast<Connection*>(h->data);
   // Read no more than the room left under max_pending_input, nor under the shard's
-  // input budget (but for the oldest body, which may go past it), so that what may end
-  // up held stays within them (but at least a few KiB, so that reads stay cheap): a
-  // burst of connections read in one loop turn then overshoots the budget by a few KiB
-  // each, not by a whole read buffer each.
+  // input budget (but for the oldest request under way, which may go past it), so that
+  // what may end up held stays within them (but at least a few KiB, so that reads stay
+  // cheap): a burst of connections read in one loop turn then overshoots the budget by
+  // a few KiB each, not by a whole read buffer each.
   size_t pending = c->in_buf_.size() - c->in_off_;
   size_t limit = c->ctx_.options.max_pending_input;
   size_t room = pending < limit ? limit - pending : 0;
-  if (c->ctx_.oldest_body != c) room = std::min(room, c->ctx_.InputRoom());
+  if (c->ctx_.oldest_unfinished != c) room = std::min(room, c->ctx_.InputRoom());
   size_t len = std::min(ConnectionContext::kReadBufferBytes, std::max<size_t>(room, kMinRead));
   *buf = uv_buf_init(c->ctx_.read_buffer.get(), static_cast<unsigned>(len));
 }
@@ -159,6 +161,7 @@ size_t Connection::Process(const char* data, size_t n) {
     RequestStream::Step step = stream_.Feed(data + off, n - off);
     off += step.used;
     if (step.message_begun) restart_read_timer_ = true;
+    if (step.head_complete) head_seen_ = true;
     // Queued behind earlier responses: the parser was paused until they were queued.
     if (step.send_continue) AppendContinue(out_back_);
     if (step.outcome == RequestStream::Outcome::kReject) {
@@ -183,7 +186,9 @@ void Connection::Dispatch() {
   // capacity (UUIDs) cost no allocation per request.
   std::string id = std::move(pending_.id);
   id.assign(req.request_id);
-  pending_ = PendingRequest{pending_.seq + 1, req.keep_alive, req.method == "HEAD", std::move(id)};
+  pending_ =
+      PendingRequest{pending_.seq + 1, req.keep_alive, req.method == "HEAD", std::move(id), {}};
+  last_request_ms_ = uv_now(ctx_.loop.uv());
   Enter(Phase::kHandlerPending);
   ++ctx_.counters.requests;
   ctx_.handler(std::move(req), Responder(weak_from_this(), pending_.seq, ctx_.loop));
@@ -193,7 +198,8 @@ void Connection::Respond(uint64_t seq, const Response& r) {
   ctx_.loop.AssertInLoopThread();
   if (phase_ != Phase::kHandlerPending || seq != pending_.seq) return;
   bool close = !pending_.keep_alive || ctx_.draining;
-  AppendResponse(out_back_, r, ResponseMeta{pending_.id, close, pending_.head});
+  AppendResponse(out_back_, r,
+                 ResponseMeta{pending_.id, close, pending_.head, pending_.extra_head});
   ++ctx_.counters.responses;
   if (++queued_responses_ == ctx_.options.max_pipeline_depth)
     ++ctx_.counters.limit(LimitKind::kPipelineDepth);
@@ -207,6 +213,22 @@ void Connection::RespondError(uint64_t seq, const Error& e,
   Respond(seq, Response{answer.status, answer.body, answer.content_type, extra_headers});
 }
 
+void Connection::AddAnswerHeader(uint64_t seq, std::string_view name, std::string_view value) {
+  ctx_.loop.AssertInLoopThread();
+  if (phase_ != Phase::kHandlerPending || seq != pending_.seq) return;
+  // The writer's rule for handlers' headers: none that could split the response.
+  if (name.empty() || name.find_first_of("\r\n") != std::string_view::npos ||
+      value.find_first_of("\r\n") != std::string_view::npos)
+    return;
+  std::string& h = pending_.extra_head;
+  h.append(name).append(": ").append(value).append("\r\n");
+}
+
+void Connection::Evict() {
+  ++ctx_.counters.reject(RejectKind::kEvictedAtCap);
+  CloseNow();
+}
+
 void Connection::Reject(RejectKind kind, const Error& e) {
   ++ctx_.counters.reject(kind);
   if (!Open()) return;
@@ -214,7 +236,7 @@ void Connection::Reject(RejectKind kind, const Error& e) {
   const std::string& cur_id = stream_.current_request_id();
   std::string id = cur_id.empty() ? ctx_.ids.Next() : cur_id;
   Response r{answer.status, answer.body, answer.content_type, {}};
-  AppendResponse(out_back_, r, ResponseMeta{id, /*close=*/true, /*omit_body=*/false});
+  AppendResponse(out_back_, r, ResponseMeta{id, /*close=*/true, /*omit_body=*/false, {}});
   stream_.Abandon();  // the next AccountInput lets the shard's budget have it back
   ++ctx_.counters.responses;
   ++queued_responses_;
@@ -389,12 +411,11 @@ void Connection::UpdateReading() {
 bool Connection::ReadingOnlyBuffers() const {
   // Unparsed input: behind an unanswered request, or left for the next loop turn.
   if (in_off_ < in_buf_.size()) return true;
-  // Part of a request body: reading on only grows it, unless the rest fits in one read
-  // (finishing the request hands its body on and frees the whole share), or the body is
-  // the shard's oldest under way (one body at a time always completes).
-  return stream_.body_bytes_held() > 0 &&
-         stream_.body_bytes_missing() > ConnectionContext::kReadBufferBytes &&
-         ctx_.oldest_body != this;
+  // Part of a request (head or body): reading on only grows it, unless it is the
+  // shard's oldest under way (one request at a time always completes). No exception
+  // for a rest that looks small: a thousand connections each 64 KiB short of the end
+  // would hold 64 MB the budget never let in.
+  return stream_.bytes_held() > 0 && ctx_.oldest_unfinished != this;
 }
 
 bool Connection::OpenWantsInput() {
@@ -403,10 +424,11 @@ bool Connection::OpenWantsInput() {
   bool want = !peer_eof_ && pending < opt.max_pending_input && Unsent() <= opt.max_pending_output;
   if (want && ctx_.InputOverBudget() && ReadingOnlyBuffers()) {
     // The shard holds too much input: connections that would only hold more (input
-    // not parsed yet, a body under way) stop reading until it drains. The others still
-    // read: a head, or a request between others, is parsed at once, so that a new
-    // client is served while bodies wait. A body that never completes ends with the
-    // read timeout's 408. The listener resumes us (ResumeInput) when there is room.
+    // not parsed yet, a head or body under way) stop reading until it drains. The
+    // others, between requests, still read: a request that comes whole in one read is
+    // parsed at once, so that a new client is served while bodies wait. A request that
+    // never completes ends with the read timeout's 408. The listener resumes us
+    // (ResumeInput) when there is room.
     if (!input_waits_for_shard_) {
       input_waits_for_shard_ = true;
       ++ctx_.counters.limit(LimitKind::kShardInput);
@@ -450,9 +472,13 @@ void Connection::UpdateTimer() {
   // Lazy re-arming: modes change two or three times per request, and moving the uv
   // timer each time is a heap removal and insertion. The timer stays where it is when
   // it fires no later than the new due time; OnTimer then re-arms for the rest.
-  timer_due_ = uv_now(ctx_.loop.uv()) + ms;
+  uint64_t now = uv_now(ctx_.loop.uv());
+  timer_due_ = now + ms;
+  // Before the first head, neither idling nor a slow head outlasts the header timeout.
+  bool first_head = want == TimerMode::kIdle || want == TimerMode::kRead;
+  if (first_head && !head_seen_) timer_due_ = std::min(timer_due_, std::max(header_due_, now));
   if (timer_armed_due_ == 0 || timer_due_ < timer_armed_due_) {
-    uv_timer_start(timer_, &Connection::OnTimer, ms, 0);
+    uv_timer_start(timer_, &Connection::OnTimer, timer_due_ - now, 0);
     timer_armed_due_ = timer_due_;
   }
 }
@@ -473,6 +499,14 @@ void Connection::OnTimer(uv_timer_t* t) {
 }
 
 void Connection::Expire(TimerMode mode) {
+  bool first_head = mode == TimerMode::kIdle || mode == TimerMode::kRead;
+  if (first_head && !head_seen_ && uv_now(ctx_.loop.uv()) >= header_due_) {
+    // Connected and never asked (or asked too slowly) within the header timeout: there
+    // is no request to answer, so close.
+    ++ctx_.counters.reject(RejectKind::kHeaderTimeout);
+    CloseNow();
+    return;
+  }
   switch (mode) {
     case TimerMode::kRead:
       Reject(RejectKind::kReadTimeout,
@@ -495,23 +529,25 @@ void Connection::Expire(TimerMode mode) {
 
 void Connection::AccountInput() {
   if (phase_ == Phase::kClosed) return;
-  size_t body = stream_.body_bytes_held();
-  TrackBody(body > 0);  // first: a share released below may let the next oldest on
-  ctx_.MoveInputShare(input_accounted_, in_buf_.size() + body);
+  size_t held = stream_.bytes_held();
+  TrackUnfinished(held > 0);  // first: a share released below may let the next oldest on
+  ctx_.MoveInputShare(input_accounted_, in_buf_.size() + held);
 }
 
-void Connection::TrackBody(bool reading_body) {
-  if (reading_body == in_body_list_) return;
-  in_body_list_ = reading_body;
-  if (reading_body) {  // append: the newest
-    older_body_ = ctx_.newest_body;
-    newer_body_ = nullptr;
-    (older_body_ ? older_body_->newer_body_ : ctx_.oldest_body) = this;
-    ctx_.newest_body = this;
+void Connection::TrackUnfinished(bool holds_part) {
+  if (holds_part == in_unfinished_list_) return;
+  in_unfinished_list_ = holds_part;
+  if (holds_part) {  // append: the newest
+    older_unfinished_ = ctx_.newest_unfinished;
+    newer_unfinished_ = nullptr;
+    (older_unfinished_ ? older_unfinished_->newer_unfinished_ : ctx_.oldest_unfinished) = this;
+    ctx_.newest_unfinished = this;
   } else {
-    (older_body_ ? older_body_->newer_body_ : ctx_.oldest_body) = newer_body_;
-    (newer_body_ ? newer_body_->older_body_ : ctx_.newest_body) = older_body_;
-    older_body_ = newer_body_ = nullptr;
+    (older_unfinished_ ? older_unfinished_->newer_unfinished_ : ctx_.oldest_unfinished) =
+        newer_unfinished_;
+    (newer_unfinished_ ? newer_unfinished_->older_unfinished_ : ctx_.newest_unfinished) =
+        older_unfinished_;
+    older_unfinished_ = newer_unfinished_ = nullptr;
   }
 }
 
@@ -542,7 +578,7 @@ void Connection::CloseNow() {
   stalled_since_ = 0;  // no longer a candidate for the slowest-reader close
   // The buffers go with the connection (after its close callback); stop counting them.
   // A release only schedules the listener's work: safe inside any loop.
-  TrackBody(false);
+  TrackUnfinished(false);
   ctx_.MoveInputShare(input_accounted_, 0);
   ctx_.MoveUnsentShare(output_accounted_, 0);
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::OnClose);

@@ -5,7 +5,7 @@
 // output budgets), and closes gracefully (our FIN, then read-and-discard for a bounded
 // time so the client sees the last response instead of a reset).
 //
-// Thread: the listener's loop thread only; every public method but the two getters
+// Thread: the listener's loop thread only; every public method but the getters
 // asserts it (EventLoop::AssertInLoopThread). Owned by the Listener (shared_ptr, so
 // that Responders can hold weak references); freed after its handle's close callback.
 #pragma once
@@ -40,6 +40,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Respond(uint64_t seq, const Response& r);
   // The same with the error's answer (the listener's ErrorRenderer).
   void RespondError(uint64_t seq, const Error& e, std::span<const HeaderField> extra_headers);
+  // From a Responder: a header for request `seq`'s answer, whatever it will be.
+  void AddAnswerHeader(uint64_t seq, std::string_view name, std::string_view value);
 
   // From the listener's next-turn batch: parse the input that waited (see Park).
   // `first`: the batch's first connection, which parses one step whatever the budget.
@@ -55,6 +57,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool waits_for_input_room() const { return input_waits_for_shard_; }
   // Loop time (ms) since which the client has not taken any of our output; 0: none waits.
   uint64_t stalled_since() const { return stalled_since_; }
+  // Loop time (ms) of its accept or last request, while nothing of it is with the
+  // handler or unsent (it may be in the middle of a head); 0 otherwise. The listener
+  // closes the longest idle at its cap (HttpOptions::evict_idle_at_cap).
+  uint64_t idle_since() const {
+    return phase_ == Phase::kReceiving && Unsent() == 0 ? last_request_ms_ : 0;
+  }
+  // Closes the connection for a new one at the listener's cap, and counts it.
+  void Evict();
 
   size_t index = 0;  // position in the listener's list
 
@@ -76,8 +86,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct PendingRequest {
     uint64_t seq = 0;  // its Responder's; an answer for another seq is ignored
     bool keep_alive = true;
-    bool head = false;  // HEAD: no body bytes
-    std::string id;     // the response's X-Request-Id
+    bool head = false;       // HEAD: no body bytes
+    std::string id;          // the response's X-Request-Id
+    std::string extra_head;  // header lines AddAnswerHeader gave ("Name: value\r\n" each)
   };
 
   static bool Allowed(Phase from, Phase to);
@@ -103,18 +114,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void UpdateReading();
   bool OpenWantsInput();  // UpdateReading for an open connection (records why not)
   // Reading on would only add to what this connection buffers (unparsed input, a request
-  // body under way): it waits while the shard is over its input budget.
+  // head or body under way): it waits while the shard is over its input budget.
   bool ReadingOnlyBuffers() const;
   void UpdateTimer();
   TimerMode WantedTimer() const;
   void Expire(TimerMode mode);
   // Move this connection's shares of the shard's budgets to what it holds now: its
-  // unparsed input and the body of the request it is reading (until the handler takes
-  // it), and its unsent output.
+  // unparsed input and the head and body of the request it is reading (until the
+  // handler takes it), and its unsent output.
   void AccountInput();
   void AccountOutput();
-  // Joins or leaves the context's list of bodies under way (oldest_body ...).
-  void TrackBody(bool reading_body);
+  // Joins or leaves the context's list of requests under way (oldest_unfinished ...).
+  void TrackUnfinished(bool holds_part);
 
   static void OnAlloc(uv_handle_t* h, size_t suggested, uv_buf_t* buf);
   static void OnRead(uv_stream_t* s, ssize_t nread, const uv_buf_t* buf);
@@ -138,6 +149,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   RequestStream stream_;
   bool in_process_ = false;          // inside Process: responses are flushed at its end
   bool restart_read_timer_ = false;  // a new request began: its read time starts now
+  // The first request's head must be complete by header_due_ (loop ms), counted from
+  // the accept: until head_seen_, the idle and read timers fire no later than that.
+  bool head_seen_ = false;
+  uint64_t header_due_ = 0;
+  uint64_t last_request_ms_ = 0;  // loop time of the accept, then of each dispatch
 
   // Unparsed input (pipelined requests waiting behind an unanswered one).
   std::string in_buf_;
@@ -147,10 +163,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool parked_ = false;                 // in the listener's list for the next turn
   bool input_waits_for_shard_ = false;  // in the listener's list of reads to resume
   size_t input_accounted_ = 0;          // our share of the shard's buffered input
-  // Our place in the context's list of bodies under way (see TrackBody).
-  bool in_body_list_ = false;
-  Connection* older_body_ = nullptr;
-  Connection* newer_body_ = nullptr;
+  // Our place in the context's list of requests under way (see TrackUnfinished).
+  bool in_unfinished_list_ = false;
+  Connection* older_unfinished_ = nullptr;
+  Connection* newer_unfinished_ = nullptr;
 
   PendingRequest pending_;
 

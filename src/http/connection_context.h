@@ -63,13 +63,15 @@ struct ConnectionContext {
   HttpCounters counters;   // and the shard budgets: buffered_input, unsent
   bool draining = false;   // every response from now on closes its connection
 
-  // The connections holding part of a request body across reads, in the order their
-  // bodies began: an intrusive list through Connection (Connection::TrackBody). The
-  // oldest may read on past the input budget, so that one body at a time always
-  // completes and frees its share: bodies larger than what the budget leaves them (or
-  // than the budget) do not wait on each other forever.
-  Connection* oldest_body = nullptr;
-  Connection* newest_body = nullptr;
+  // The connections holding part of a request (its head, its body) across reads, in
+  // the order they began holding: an intrusive list through Connection
+  // (Connection::TrackUnfinished). Only the oldest may read on past the input budget, so
+  // that one request at a time always completes and frees its share: bodies larger than
+  // what the budget leaves them (or than the budget) do not wait on each other forever,
+  // and no other size is let past (each exception is a way to hold memory the budget
+  // does not see, times the number of connections).
+  Connection* oldest_unfinished = nullptr;
+  Connection* newest_unfinished = nullptr;
   bool InputOverBudget() const {
     return counters.buffered_input > options.max_buffered_input_bytes;
   }

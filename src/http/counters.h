@@ -10,7 +10,8 @@
 
 namespace rankd::http {
 
-// Why the layer itself rejected a request (each answers an error and closes).
+// Why the layer itself refused a request or a connection (each answers an error and
+// closes, but for the last two, which close without an answer).
 enum class RejectKind : uint8_t {
   kMalformed,                         // llhttp flagged the bytes (400)
   kBareCr,                            // CR not followed by LF in the head (400)
@@ -21,6 +22,10 @@ enum class RejectKind : uint8_t {
   kBodyTooLarge,                      // body over max_body_bytes (413)
   kReadTimeout,                       // head + body slower than read_timeout_ms (408)
   kTransferEncodingHttp10,  // Transfer-Encoding in an HTTP/1.0 request (400, RFC 9112 §6.1)
+  kTooManyHeaders,          // more than max_headers header lines, trailers included (431)
+  kDuplicateHost,           // two Host header lines (400, RFC 9112 §3.2)
+  kHeaderTimeout,           // no complete first head within header_timeout_ms: closed, no answer
+  kEvictedAtCap,            // idle connection closed for a new one at max_connections
   kCount,
 };
 
@@ -35,6 +40,10 @@ constexpr std::string_view RejectKindName(RejectKind k) {
     case RejectKind::kBodyTooLarge: return "body_too_large";
     case RejectKind::kReadTimeout: return "read_timeout";
     case RejectKind::kTransferEncodingHttp10: return "te_http10";
+    case RejectKind::kTooManyHeaders: return "too_many_headers";
+    case RejectKind::kDuplicateHost: return "duplicate_host";
+    case RejectKind::kHeaderTimeout: return "header_timeout";
+    case RejectKind::kEvictedAtCap: return "evicted_at_cap";
     case RejectKind::kCount: break;
   }
   return "unknown";

@@ -120,10 +120,24 @@ void Listener::OnConnection(uv_stream_t* server, int status) {
     if (!l->accept_paused_) {
       l->accept_paused_ = true;
       ++l->ctx_.counters.accept_paused;
+      if (l->ctx_.options.evict_idle_at_cap) l->EvictLongestIdle();
     }
     return;
   }
   l->AcceptOne();
+}
+
+void Listener::EvictLongestIdle() {
+  // O(connections), once per connection accepted at the cap: meant for a listener with
+  // a small cap (the metrics address's 256).
+  Connection* idlest = nullptr;
+  for (const auto& c : conns_) {
+    uint64_t since = c->idle_since();
+    if (since != 0 && (!idlest || since < idlest->idle_since())) idlest = c.get();
+  }
+  // Its close callback takes the socket waiting (ConnectionClosed). With nobody idle
+  // (every connection has a request under way), accepting waits as without eviction.
+  if (idlest) idlest->Evict();
 }
 
 void Listener::AcceptOne() {
@@ -177,9 +191,9 @@ void Listener::WaitForInputRoom(std::shared_ptr<Connection> c) {
 
 void Listener::InputReleased() {
   if (input_waiters_.empty() || input_resume_scheduled_) return;
-  // Over the budget, only the oldest body under way may go on (ResumeOldestBody).
+  // Over the budget, only the oldest request under way may go on (ResumeOldestUnfinished).
   if (ctx_.InputOverBudget() &&
-      !(ctx_.oldest_body != nullptr && ctx_.oldest_body->waits_for_input_room()))
+      !(ctx_.oldest_unfinished != nullptr && ctx_.oldest_unfinished->waits_for_input_room()))
     return;
   // Next turn, not now: we are inside some connection's callback.
   input_resume_scheduled_ = true;
@@ -188,7 +202,7 @@ void Listener::InputReleased() {
     if (!l) return;
     l->input_resume_scheduled_ = false;
     if (l->ctx_.InputOverBudget()) {
-      l->ResumeOldestBody();
+      l->ResumeOldestUnfinished();
       return;
     }
     auto waiters = std::move(l->input_waiters_);
@@ -198,8 +212,8 @@ void Listener::InputReleased() {
   });
 }
 
-void Listener::ResumeOldestBody() {
-  Connection* oldest = ctx_.oldest_body;
+void Listener::ResumeOldestUnfinished() {
+  Connection* oldest = ctx_.oldest_unfinished;
   if (oldest == nullptr || !oldest->waits_for_input_room()) return;
   // O(waiters), once per body that completes while the shard is over its budget.
   auto it = std::find_if(input_waiters_.begin(), input_waiters_.end(),

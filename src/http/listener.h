@@ -4,7 +4,9 @@
 // Under load, input read after the loop turn has used its budget is parsed at the start
 // of the next turn, after its timers (EventLoop::TurnOverBudget; Connection parks).
 // It also keeps the shard's budgets over all its connections: buffered input (reads
-// stop past it) and unsent output (the slowest readers are closed past it).
+// stop past it) and unsent output (the slowest readers are closed past it); at
+// max_connections it pauses accepting, or (evict_idle_at_cap) closes the connection idle
+// the longest for the new one.
 //
 // Thread: everything on the owning EventLoop's thread, Start included (Post it there);
 // every public method but port() and counters() asserts it (EventLoop::AssertInLoopThread).
@@ -72,10 +74,12 @@ class Listener : public std::enable_shared_from_this<Listener>, private Connecti
   int Bind();
   void CloseListenSocket();
   void AcceptOne();
+  // At the cap, with options.evict_idle_at_cap: closes the connection idle the longest.
+  void EvictLongestIdle();
   void MaybeFinished();
   void UnparkAll();
-  // Over the input budget: lets the oldest body under way read on, if it waits.
-  void ResumeOldestBody();
+  // Over the input budget: lets the oldest request under way read on, if it waits.
+  void ResumeOldestUnfinished();
   // Past the shard's output budget: closes the connections whose clients have not
   // read for the longest (in the next loop turn, outside any connection's callback).
   void CloseSlowestReaders();

@@ -33,6 +33,12 @@ struct Request {
   uint8_t http_major = 1;
   uint8_t http_minor = 1;
   TimePoint read_done{};  // when the last byte of the request was parsed
+  // Where the parser found Host and Origin among `headers` (kNoHeader: absent), so that
+  // routing reads them without a scan. A second Origin line makes origin_count 2.
+  static constexpr uint16_t kNoHeader = UINT16_MAX;
+  uint16_t host_at = kNoHeader;
+  uint16_t origin_at = kNoHeader;
+  uint8_t origin_count = 0;
 
   // The target up to '?', and what follows it (without the '?').
   std::string_view path() const;
@@ -40,6 +46,14 @@ struct Request {
   // The first header with this name (ASCII case-insensitive), or "" when absent.
   std::string_view header(std::string_view name) const;
   std::string_view content_type() const { return header("content-type"); }
+  // The Host and (first) Origin header values, "" when absent.
+  std::string_view host() const { return At(host_at); }
+  std::string_view origin() const { return At(origin_at); }
+
+ private:
+  std::string_view At(uint16_t i) const {
+    return i == kNoHeader ? std::string_view{} : std::string_view(headers[i].value);
+  }
 };
 
 // An extra response header. The writer drops headers whose name or value holds CR or

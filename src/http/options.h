@@ -15,10 +15,16 @@ struct HttpOptions {
 
   size_t max_connections = 10000;     // per listener; accepting pauses at the cap
   size_t max_head_bytes = 16 * 1024;  // request line + headers (and, separately, trailers)
+  // Header lines of one request, trailers included: what a head of tiny lines may make
+  // rankd keep (a RequestHeader each) is bounded by the count, not only by its bytes.
+  size_t max_headers = 100;
   size_t max_body_bytes = 1 << 20;
   uint64_t read_timeout_ms = 10000;  // from a request's first byte to its last
   uint64_t idle_timeout_ms = 60000;  // keep-alive connection with nothing to do
-  uint64_t linger_ms = 2000;         // after our FIN, how long we read and discard
+  // From accept to the first request's complete head: past it the connection is closed
+  // without an answer (a client that connects and never asks holds nothing for long).
+  uint64_t header_timeout_ms = 10000;
+  uint64_t linger_ms = 2000;  // after our FIN, how long we read and discard
 
   // Backpressure. A connection stops reading (and stops parsing pipelined requests)
   // while its unsent output exceeds max_pending_output or holds max_pipeline_depth
@@ -36,6 +42,12 @@ struct HttpOptions {
   // are closed until the rest fits.
   size_t max_buffered_input_bytes = 64u << 20;
   size_t max_unsent_bytes = 256u << 20;
+
+  // At max_connections: false pauses accepting until a connection closes (the client
+  // port: clients queue in the kernel's backlog); true closes the connection that has
+  // gone longest without a request to take the new one (the metrics address: a probe
+  // or a scrape must get in however many idle connections hold the cap).
+  bool evict_idle_at_cap = false;
 };
 
 }  // namespace rankd::http

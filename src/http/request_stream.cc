@@ -13,6 +13,23 @@ void TrimTrailingSpace(PoolString& s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
 }
 
+// What a string holds on the heap: nothing while it fits its inline buffer, else its
+// capacity and terminator, rounded up to the block pool's granule.
+size_t HeapBytes(const PoolString& s) {
+  static const size_t kInline = PoolString().capacity();
+  if (s.capacity() <= kInline) return 0;
+  constexpr size_t g = block_pool::kGranule;
+  return (s.capacity() + 1 + g - 1) / g * g;
+}
+
+size_t HeapBytes(const RequestHeader& h) { return HeapBytes(h.name) + HeapBytes(h.value); }
+
+// Header names the parser notes as they complete (its switch is on the length first,
+// so that most names cost one comparison of sizes).
+bool NameIs(const PoolString& name, std::string_view lower) {
+  return name.size() == lower.size() && EqualsIgnoreCase(name, lower);
+}
+
 }  // namespace
 
 const llhttp_settings_t* RequestStream::Settings() {
@@ -115,9 +132,22 @@ size_t RequestStream::VetLines(const char* seg, size_t len, std::optional<Refusa
   return take;
 }
 
-size_t RequestStream::body_bytes_missing() const {
-  if (phase_ != Phase::kBody || msg_.announced_body == 0) return SIZE_MAX;
-  return msg_.announced_body - msg_.body.size();
+size_t RequestStream::head_bytes_held() const {
+  const Message& m = msg_;
+  size_t n =
+      m.head_strings + HeapBytes(m.req.target) + m.req.headers.capacity() * sizeof(RequestHeader);
+  // The header under way, whose value is not complete yet (at most one).
+  for (size_t i = m.counted_headers; i < m.req.headers.size(); ++i)
+    n += HeapBytes(m.req.headers[i]);
+  return n;
+}
+
+bool RequestStream::CountHeaderLine() {
+  if (++msg_.header_lines <= opt_.max_headers) return true;
+  Fail(RejectKind::kTooManyHeaders,
+       Error{ErrorCode::kHeadersTooLarge, "more than " + std::to_string(opt_.max_headers) +
+                                              " header lines in the request (trailers included)"});
+  return false;
 }
 
 bool RequestStream::FinishCutShort() { return llhttp_finish(&parser_) != HPE_OK && in_message(); }
@@ -188,6 +218,7 @@ int RequestStream::OnHeaderField(llhttp_t* p, const char* at, size_t len) {
 
 int RequestStream::OnHeaderFieldComplete(llhttp_t* p) {
   RequestStream* s = Self(p);
+  if (!s->CountHeaderLine()) return -1;
   if (s->phase_ != Phase::kHead) return 0;
   Message& m = s->msg_;
   m.field_open = false;
@@ -239,10 +270,32 @@ int RequestStream::OnHeaderValueComplete(llhttp_t* p) {
   if (s->phase_ != Phase::kHead || m.req.headers.empty()) return 0;
   RequestHeader& h = m.req.headers.back();
   TrimTrailingSpace(h.value);
-  if (EqualsIgnoreCase(h.name, "x-request-id")) {
-    if (m.req.request_id.empty() && IsValidRequestId(h.value)) m.req.request_id = h.value;
-  } else if (EqualsIgnoreCase(h.name, "expect")) {
-    if (EqualsIgnoreCase(h.value, "100-continue")) m.expect_continue = true;
+  m.head_strings += HeapBytes(h);
+  m.counted_headers = m.req.headers.size();
+  auto at = static_cast<uint16_t>(m.req.headers.size() - 1);
+  switch (h.name.size()) {
+    case 4:
+      if (!NameIs(h.name, "host")) break;
+      // RFC 9112 §3.2: two Host lines are refused, so that nobody behind or in front of
+      // us can read another one than the one the Host check read.
+      if (m.req.host_at != Request::kNoHeader) {
+        s->Fail(RejectKind::kDuplicateHost, Error::BadRequest("more than one Host header"));
+        return -1;
+      }
+      m.req.host_at = at;
+      break;
+    case 6:
+      if (NameIs(h.name, "origin")) {
+        if (m.req.origin_count++ == 0) m.req.origin_at = at;
+      } else if (NameIs(h.name, "expect") && EqualsIgnoreCase(h.value, "100-continue")) {
+        m.expect_continue = true;
+      }
+      break;
+    case 12:
+      if (NameIs(h.name, "x-request-id") && m.req.request_id.empty() && IsValidRequestId(h.value))
+        m.req.request_id = h.value;
+      break;
+    default: break;
   }
   return 0;
 }
@@ -272,7 +325,7 @@ int RequestStream::OnHeadersComplete(llhttp_t* p) {
     s->step_.send_continue = true;
   // No reserve(content_length) here: a head costs a client a few bytes, and the body's
   // memory is taken only as its bytes arrive (OnBody).
-  if (has_length) m.announced_body = static_cast<size_t>(p->content_length);
+  s->step_.head_complete = true;
   return 0;
 }
 

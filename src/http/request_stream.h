@@ -52,6 +52,8 @@ class RequestStream {
     bool send_continue = false;
     // A request began in this step (its read time starts now).
     bool message_begun = false;
+    // A request's head was completed in this step.
+    bool head_complete = false;
   };
 
   // Parses one step of `data`: at most one head (vetted line by line), or the body bytes
@@ -79,13 +81,10 @@ class RequestStream {
   // The id of the request being parsed ("" before its X-Request-Id or head end).
   const std::string& current_request_id() const { return msg_.req.request_id; }
 
-  // Heap bytes the body of the request being parsed holds (its capacity; 0 while none
-  // has arrived): what the connection charges against the shard's input budget until
-  // the request is taken.
-  size_t body_bytes_held() const { return msg_.body.held(); }
-  // Body bytes still to come by the request's Content-Length; SIZE_MAX for a chunked
-  // body (its end is unknown) or outside a body.
-  size_t body_bytes_missing() const;
+  // Heap bytes the request being parsed holds — its head (target, header list and
+  // strings) and its body — 0 between requests: what the connection charges against
+  // the shard's input budget until the request is taken. O(1).
+  size_t bytes_held() const { return head_bytes_held() + msg_.body.held(); }
 
  private:
   // Where the stream is. Head and trailer lines are vetted before llhttp sees them;
@@ -109,8 +108,12 @@ class RequestStream {
     bool expect_continue = false;
     // The body while it arrives (de-chunked); req.body once the request is complete.
     BodyBuffer body;
-    // The body's size as the head announced it (Content-Length); 0 when chunked.
-    size_t announced_body = 0;
+    // Header lines seen, trailers included (max_headers).
+    size_t header_lines = 0;
+    // Heap bytes of the strings of headers[0, counted_headers): each header's are
+    // added once its value is complete, so that bytes_held() needs no loop.
+    size_t head_strings = 0;
+    size_t counted_headers = 0;
   };
 
   // Every phase change goes through Enter, which asserts that it is one of these.
@@ -119,6 +122,9 @@ class RequestStream {
   // Head or trailer section start: their lines are vetted and counted afresh.
   void BeginSection(Phase next);
   void Fail(RejectKind kind, Error e);
+  // One more header or trailer line: false (and the request refused) past max_headers.
+  bool CountHeaderLine();
+  size_t head_bytes_held() const;
   // The head or trailer lines at the start of `data` that pass the checks, up to the
   // empty line that ends the section (or the end of the data): their length. A line
   // refused leaves its verdict in `refused`.

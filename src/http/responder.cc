@@ -36,6 +36,12 @@ void Responder::Send(const Response& r) {
   if (auto c = Take()) c->Respond(seq_, r);
 }
 
+void Responder::AddHeader(std::string_view name, std::string_view value) {
+  if (done_) return;
+  loop_->AssertInLoopThread();
+  if (auto c = conn_.lock()) c->AddAnswerHeader(seq_, name, value);
+}
+
 void Responder::SendError(const Error& e, std::span<const HeaderField> extra_headers) {
   if (auto c = Take()) c->RespondError(seq_, e, extra_headers);
 }

@@ -42,6 +42,10 @@ class Responder {
   void Send(const Response& r);
   // Answers with the listener's answer to `e` (its ErrorRenderer).
   void SendError(const Error& e, std::span<const HeaderField> extra_headers = {});
+  // Adds a header to the answer, whichever it will be and whoever gives it (CORS headers
+  // decided at routing, for answers written elsewhere). Before Send or SendError;
+  // dropped when the name or value holds CR or LF.
+  void AddHeader(std::string_view name, std::string_view value);
 
  private:
   // Marks the request answered: the connection to answer it on, or null (answered

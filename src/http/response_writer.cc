@@ -55,7 +55,7 @@ void AppendResponse(std::string& out, const Response& r, const ResponseMeta& met
   size_t extra = 0;
   for (const auto& h : r.headers) extra += h.name.size() + h.value.size() + 4;
   out.reserve(out.size() + 160 + r.content_type.size() + meta.request_id.size() + extra +
-              (meta.omit_body ? 0 : r.body.size()));
+              meta.extra_head.size() + (meta.omit_body ? 0 : r.body.size()));
 
   char num[24];
   int status = (r.status >= 100 && r.status <= 999) ? r.status : 500;
@@ -66,14 +66,17 @@ void AppendResponse(std::string& out, const Response& r, const ResponseMeta& met
   out.append("\r\n", 2);
   if (!r.content_type.empty() && !HasCrOrLf(r.content_type))
     AppendHeader(out, "Content-Type", r.content_type);
-  AppendHeader(out, "Content-Length",
-               std::string_view(num, std::to_chars(num, num + sizeof(num), r.body.size()).ptr));
+  // RFC 9110 §8.6: a 204 carries no Content-Length (a preflight's answer).
+  if (status != 204)
+    AppendHeader(out, "Content-Length",
+                 std::string_view(num, std::to_chars(num, num + sizeof(num), r.body.size()).ptr));
   if (!meta.request_id.empty()) AppendHeader(out, "X-Request-Id", meta.request_id);
   AppendHeader(out, "Connection", meta.close ? "close" : "keep-alive");
   for (const auto& h : r.headers) {
     if (h.name.empty() || HasCrOrLf(h.name) || HasCrOrLf(h.value)) continue;
     AppendHeader(out, h.name, h.value);
   }
+  out.append(meta.extra_head);
   out.append("\r\n", 2);
   if (!meta.omit_body) out.append(r.body);
 }

@@ -15,6 +15,8 @@ struct ResponseMeta {
   std::string_view request_id;
   bool close = false;      // "Connection: close" (else "Connection: keep-alive")
   bool omit_body = false;  // HEAD: Content-Length of the body, but no body bytes
+  // Header lines ("Name: value\r\n" each) already checked, added after r.headers.
+  std::string_view extra_head;
 };
 
 // "OK", "Not Found", ...; "Unknown" for codes we do not name.

@@ -187,6 +187,11 @@ void HttpRejects(const ScrapeSources& s, FamilyOut& out) {
       out.Value({http::RejectKindName(static_cast<http::RejectKind>(k)), t->shard},
                 static_cast<double>(n));
     }
+  // The router's refusals (Shard::CrossSiteAllowed).
+  for (const ShardStats* t : s.shards) {
+    out.Value({"forbidden_origin", t->shard}, static_cast<double>(t->forbidden_origins.value()));
+    out.Value({"misdirected_host", t->shard}, static_cast<double>(t->misdirected.value()));
+  }
 }
 
 void HttpLimitHits(const ScrapeSources& s, FamilyOut& out) {
@@ -560,7 +565,7 @@ constexpr MetricRow kMetricTable[] = {
      {"mode", "shard"},
      CpuOffloads},
     {"rankd_http_rejects_total",
-     "Requests the HTTP layer refused before any route, by reason",
+     "Requests and connections refused before any handler ran, by reason",
      Type::Counter,
      {"reason", "shard"},
      HttpRejects},

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "api/routes.h"
+#include "http/origin_policy.h"
 #include "server/cli_flags.h"
 #include "server/redis_flags.h"
 
@@ -118,8 +119,16 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               o.cpu_queue_max, 1, 1000000),
       IntFlag("--max-body-bytes", "N", "request body limit, 413 over it ({})", o.max_body_bytes, 1,
               int64_t{1} << 30),
+      IntFlag("--max-headers", "N",
+              "header lines of a request, trailers included; 431 past\n"
+              "it ({})",
+              o.max_headers, 1, 10000),
       IntFlag("--read-timeout-ms", "N", "time to read a request head and body, 408 past it ({})",
               o.read_timeout_ms, 1, 3600000),
+      IntFlag("--header-timeout-ms", "N",
+              "from accept to the first request's complete head; past it\n"
+              "the connection is closed without an answer ({})",
+              o.header_timeout_ms, 1, 3600000),
       IntFlag("--idle-timeout-ms", "N", "keep-alive idle limit ({})", o.idle_timeout_ms, 1,
               86400000),
       IntFlag("--drain-delay-ms", "N",
@@ -162,6 +171,20 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "for them; the main port then answers 404 for /metrics\n"
               "({} = main port serves it)",
               o.metrics_port, 1, 65535),
+      IntFlag("--metrics-max-connections", "N",
+              "connections of the metrics address; at the cap the one idle\n"
+              "the longest is closed for the new one ({})",
+              o.metrics_max_connections, 1, 100000),
+      RepeatedFlag("--allowed-origins", "ORIGIN",
+                   "a browser origin (scheme://host[:port]) that may call the\n"
+                   "API, with CORS; repeatable. A request whose Origin is\n"
+                   "neither listed nor its own Host's gets 403",
+                   o.allowed_origins),
+      RepeatedFlag("--allowed-hosts", "HOST",
+                   "a Host name requests may carry (421 otherwise; the probes\n"
+                   "and /metrics excepted), repeatable; * = any. Default: the\n"
+                   "loopback names on a loopback address, else any",
+                   o.allowed_hosts),
       SwitchFlag("--console",
                  "serve the web console on the metrics address, at\n"
                  "/console/, with the API routes it calls (/rank, /plans,\n"
@@ -296,6 +319,9 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
     return Fail(Error::BadRequest(
         "--console needs --metrics-port: the console is served on the metrics address only"));
   if (o.metrics_host.empty()) o.metrics_host = o.host;
+  // Checked here so that a bad entry is a usage error; each shard builds its own.
+  if (auto p = http::OriginPolicy::Make(o.allowed_origins, o.allowed_hosts, false); !p)
+    return Fail(p.error());
   if (o.shards == 0) o.shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto eps = ResolveRedisFlags(redis_flags);
   if (!eps) return Fail(eps.error());

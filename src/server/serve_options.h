@@ -48,8 +48,10 @@ struct ServeOptions {
   bool allow_priority = false;
   size_t cpu_queue_max = 1024;  // CPU jobs waiting for a worker, per shard
   size_t max_body_bytes = 1 << 20;
+  size_t max_headers = 100;  // header lines of a request, trailers included (431 past it)
   uint64_t read_timeout_ms = 10000;
   uint64_t idle_timeout_ms = 60000;
+  uint64_t header_timeout_ms = 10000;  // accept to first complete head, both listeners
   // SIGTERM/SIGINT: time between failing /readyz and closing the listeners. 0 keeps a
   // bare process quick to stop; behind a balancer set it above the balancer's time to
   // notice (docs/operations.md, "Behind a load balancer").
@@ -64,6 +66,13 @@ struct ServeOptions {
   std::string auth_token_file;
   std::string metrics_host;  // "" = --host
   int metrics_port = 0;      // 0: /metrics on the main port; else only on this one
+  // Connections of the metrics address; at the cap the longest idle is closed for a new one.
+  size_t metrics_max_connections = 256;
+  // Cross-site use (docs/operations.md, "HTTP budgets and origins"): the browser origins
+  // that may call the API (CORS), and the Host names requests may carry (empty: the
+  // loopback names on a loopback listener, any name otherwise; "*": any name).
+  std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_hosts;
   // The web console (docs/api.md, "The console") and the API routes it calls, on the metrics
   // address too. REQUIRES: metrics_port (ParseServeArgs checks).
   bool console = false;

@@ -101,14 +101,25 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   page_redis_ = redis.Get(opts_.page_endpoint);
   ExemptLogOnlyEndpoints();
 
+  auto main_origins = http::OriginPolicy::Make(opts_.allowed_origins, opts_.allowed_hosts,
+                                               http::IsLoopbackAddress(opts_.host));
+  auto metrics_origins = http::OriginPolicy::Make(opts_.allowed_origins, opts_.allowed_hosts,
+                                                  http::IsLoopbackAddress(opts_.metrics_host));
+  if (!main_origins) return Fail(main_origins.error());
+  if (!metrics_origins) return Fail(metrics_origins.error());
+  main_origins_ = std::move(*main_origins);
+  metrics_origins_ = std::move(*metrics_origins);
+
   http::HttpOptions h;
   h.host = opts_.host;
   h.port = port;
   h.shard_id = static_cast<uint32_t>(id_);
   h.max_connections = opts_.max_connections;
   h.max_body_bytes = opts_.max_body_bytes;
+  h.max_headers = opts_.max_headers;
   h.read_timeout_ms = opts_.read_timeout_ms;
   h.idle_timeout_ms = opts_.idle_timeout_ms;
+  h.header_timeout_ms = opts_.header_timeout_ms;
   h.max_pipeline_depth = opts_.max_pipeline_depth;
   // Unparsed input per connection: a full head for each request it may run ahead.
   h.max_pending_input = opts_.max_pipeline_depth * h.max_head_bytes;
@@ -129,7 +140,10 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
     http::HttpOptions mh = h;
     mh.host = opts_.metrics_host;
     mh.port = opts_.metrics_port;
-    mh.max_connections = 256;
+    // Few connections, and at the cap the idlest makes room: whoever holds them idle
+    // cannot keep the probes and Prometheus out.
+    mh.max_connections = opts_.metrics_max_connections;
+    mh.evict_idle_at_cap = true;
     auto ml = http::Listener::Start(
         loop(), mh,
         [this](http::Request req, http::Responder res) {
@@ -305,6 +319,7 @@ void Shard::OnRequest(http::Request req, http::Responder res, Listener listener)
   std::string_view path = req.path();
   Route route = MatchRoute(path);
   if (!ServedOn(route, listener, opts_.console)) route = Route::kOther;
+  if (!CrossSiteAllowed(req, res, route, listener)) return;
   if (!Admitted(req, res, route, listener)) return;
   if (route == Route::kOther) {
     // The metrics address is for Prometheus and probes (and, with --console, the
@@ -350,6 +365,55 @@ bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route
   if (ok) return true;
   AnswerError(req, res, route, ok.error(), req.read_done, kWwwAuthenticate);
   return false;
+}
+
+bool Shard::CrossSiteAllowed(const http::Request& req, http::Responder& res, Route route,
+                             Listener listener) {
+  // The probes and scrapes: kubelet sends the pod's IP as Host, and none of them is
+  // anything a page could use.
+  if (route == Route::kHealthz || route == Route::kReadyz || route == Route::kMetrics) return true;
+  const http::OriginPolicy& policy = listener == Listener::kMain ? main_origins_ : metrics_origins_;
+  if (!policy.HostAllowed(req.host())) {
+    ++stats_.misdirected;
+    AnswerError(req, res, route,
+                Error{ErrorCode::kMisdirectedRequest,
+                      "Host '" + ClientText(req.host()) +
+                          "' is not a name of this server (--allowed-hosts)"},
+                req.read_done);
+    return false;
+  }
+  if (req.origin_count == 0) return true;  // not a browser's cross-site call: curl, servers
+  switch (policy.CheckOrigin(req.origin(), req.host(), req.origin_count)) {
+    case http::OriginPolicy::Verdict::kSameHost: return true;
+    case http::OriginPolicy::Verdict::kListed:
+      // Its answers, whichever they are, may be read by the page (the origin echoed:
+      // there may be several listed), and say that they depend on Origin.
+      res.AddHeader("Access-Control-Allow-Origin", req.origin());
+      res.AddHeader("Vary", "Origin");
+      if (req.method == "OPTIONS" && route != Route::kOther) {
+        AnswerPreflight(req, res, route);
+        return false;
+      }
+      res.AddHeader("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Server-Timing");
+      return true;
+    case http::OriginPolicy::Verdict::kForbidden: break;
+  }
+  ++stats_.forbidden_origins;
+  AnswerError(req, res, route,
+              Error{ErrorCode::kForbiddenOrigin,
+                    "Origin '" + ClientText(req.origin_count == 1 ? req.origin() : "(several)") +
+                        "' may not call this server (--allowed-origins)"},
+              req.read_done);
+  return false;
+}
+
+void Shard::AnswerPreflight(const http::Request& req, http::Responder& res, Route route) {
+  // What the browser may send next: the route's methods, and the two headers a page
+  // sets (the token, a JSON body). Cached by the browser for 10 minutes.
+  res.AddHeader("Access-Control-Allow-Methods", SpecOf(route).allow);
+  res.AddHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
+  res.AddHeader("Access-Control-Max-Age", "600");
+  Answer(req, res, route, kPreflightStatus, {}, req.read_done, {}, {});
 }
 
 void Shard::HandleSchema(http::Request& req, http::Responder& res) {

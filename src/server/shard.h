@@ -25,6 +25,7 @@
 #include "core/rate_budget.h"
 #include "core/spsc_ring.h"
 #include "http/listener.h"
+#include "http/origin_policy.h"
 #include "plan/plan.h"
 #include "rank/admission.h"
 #include "sched/scheduler.h"
@@ -76,6 +77,12 @@ class Shard {
   // With --auth-token-file, whether `req` may ask `route` on `listener`: else it is
   // answered 401 here.
   bool Admitted(const http::Request& req, http::Responder& res, Route route, Listener listener);
+  // Whether `req`'s Host and Origin may use `route` on `listener` (--allowed-hosts,
+  // --allowed-origins): else it is answered here, 421, 403, or a CORS preflight's 204.
+  // A listed origin's answer gets its CORS headers through `res`.
+  bool CrossSiteAllowed(const http::Request& req, http::Responder& res, Route route,
+                        Listener listener);
+  void AnswerPreflight(const http::Request& req, http::Responder& res, Route route);
   EventLoop& loop() { return runtime_.loop(); }
   // What RunRank needs besides the run: how to answer, count and record it.
   struct RankTicket {
@@ -201,6 +208,10 @@ class Shard {
   std::shared_ptr<const AuthTokens> auth_;
   std::shared_ptr<http::Listener> listener_;
   std::shared_ptr<http::Listener> metrics_listener_;  // --metrics-port, shard 0 only
+  // --allowed-hosts and --allowed-origins as each listener applies them (the default
+  // Host list depends on its address).
+  http::OriginPolicy main_origins_;
+  http::OriginPolicy metrics_origins_;
   std::unique_ptr<ShardServedLog> served_log_;
   // --page-endpoint's client: never null once started (ParseServeArgs checks the name).
   RedisClient* page_redis_ = nullptr;

@@ -73,6 +73,9 @@ struct ShardStats {
   std::atomic<size_t> live_requests{0};
   MetricValue<uint64_t> access_log_dropped;
   MetricValue<uint64_t> scrapes_refused;  // 503 for --max-queued-scrapes
+  // Cross-site refusals at routing (rankd_http_rejects_total, with the HTTP layer's).
+  MetricValue<uint64_t> forbidden_origins;  // 403 forbidden_origin
+  MetricValue<uint64_t> misdirected;        // 421 misdirected_request
   std::array<MetricValue<uint64_t>, static_cast<size_t>(SnapshotOutcome::kCount)> page_snapshots{};
   // Chains ended by a newer one of their (plan, user) past --page-max-snapshots.
   MetricValue<uint64_t> page_chains_ended;

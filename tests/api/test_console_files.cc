@@ -74,7 +74,8 @@ TEST_SUITE("console_files") {
     CHECK(rankd::ServedOn(Route::kRank, Listener::kMetrics, true));
     CHECK_FALSE(rankd::ServedOn(Route::kRank, Listener::kMetrics, false));
     CHECK(rankd::ServedOn(Route::kHealthz, Listener::kMetrics, false));
-    CHECK(rankd::NeedsToken(Route::kConsoleMetrics, Listener::kMetrics));
+    // The metrics in both forms follow one rule: no token on the metrics address.
+    CHECK_FALSE(rankd::NeedsToken(Route::kConsoleMetrics, Listener::kMetrics));
     CHECK_FALSE(rankd::NeedsToken(Route::kConsoleFile, Listener::kMetrics));
     CHECK_FALSE(rankd::NeedsToken(Route::kMetrics, Listener::kMetrics));
     CHECK(rankd::NeedsToken(Route::kMetrics, Listener::kMain));

@@ -159,7 +159,8 @@ def resource_count(path):
 def test_static_files_and_headers():
     status, headers, body = api("GET", "/console/")
     assert status == 200 and headers["content-type"].startswith("text/html"), (status, headers)
-    assert headers["content-security-policy"] == "default-src 'self'"
+    assert headers["content-security-policy"] == \
+        "default-src 'self'; frame-ancestors 'none'; base-uri 'none'"
     assert b'src="app.js"' in body and b"<script>" not in body and b"<style" not in body
     for name in ("app.js", "app.css"):
         status, _, _ = api("GET", f"/console/{name}")

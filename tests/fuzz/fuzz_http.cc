@@ -69,7 +69,7 @@ class FakeConnection {
         (void)kind;
         std::string body = ErrorBody(err);
         AppendResponse(out_, Response{status, body, "application/json", {}},
-                       ResponseMeta{"fuzz", true, false});
+                       ResponseMeta{"fuzz", true, false, {}});
         return false;
       }
       if (step.outcome == RequestStream::Outcome::kRequest) {
@@ -91,7 +91,7 @@ class FakeConnection {
     if (stream_.FinishCutShort()) {
       std::string body = ErrorBody(rankd::Error::BadRequest("request cut short by end of stream"));
       AppendResponse(out_, Response{400, body, "application/json", {}},
-                     ResponseMeta{"fuzz", true, false});
+                     ResponseMeta{"fuzz", true, false, {}});
     }
   }
 
@@ -107,7 +107,8 @@ class FakeConnection {
     (void)req.query();
     (void)req.content_type();
     Response r{200, req.body, "application/octet-stream", {}};
-    AppendResponse(out_, r, ResponseMeta{req.request_id, !req.keep_alive, req.method == "HEAD"});
+    AppendResponse(out_, r,
+                   ResponseMeta{req.request_id, !req.keep_alive, req.method == "HEAD", {}});
     // Answered and sent: output does not pile up across a long input.
     if (out_.size() > (1 << 16)) out_.clear();
   }

@@ -94,17 +94,17 @@ TEST_CASE("a body's memory follows its bytes: nothing ahead of them, one block a
       "POST /rank HTTP/1.1\r\nContent-Length: " + std::to_string(announced) + "\r\n\r\n";
   auto step = s.Feed(head.data(), head.size());
   REQUIRE(step.outcome == RequestStream::Outcome::kMore);
-  CHECK(s.body_bytes_held() == 0);  // a head announcing 1 MiB costs nothing yet
-  CHECK(s.body_bytes_missing() == announced);
+  // A head announcing 1 MiB costs its header list only.
+  const size_t head_held = s.bytes_held();
+  CHECK(head_held <= 1024);
   std::string piece(5000, 'b');
   size_t fed = 0;
   while (fed + piece.size() < announced) {
     step = s.Feed(piece.data(), piece.size());
     REQUIRE(step.outcome == RequestStream::Outcome::kMore);
     fed += piece.size();
-    CHECK(s.body_bytes_held() >= fed);
-    CHECK(s.body_bytes_held() <= fed + BodyBuffer::kBlock);
-    CHECK(s.body_bytes_missing() == announced - fed);
+    CHECK(s.bytes_held() - head_held >= fed);
+    CHECK(s.bytes_held() - head_held <= fed + BodyBuffer::kBlock);
   }
   std::string rest(announced - fed, 'c');
   step = s.Feed(rest.data(), rest.size());
@@ -114,7 +114,66 @@ TEST_CASE("a body's memory follows its bytes: nothing ahead of them, one block a
   std::string_view body = req.body;
   CHECK(body.substr(0, 5000) == std::string(5000, 'b'));
   CHECK(body.substr(fed) == rest);
-  CHECK(s.body_bytes_held() == 0);
+  CHECK(s.bytes_held() == 0);
+}
+
+std::string Headers(size_t n, std::string_view line) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) out += line;
+  return out;
+}
+
+TEST_CASE("at most max_headers header lines, trailers included: 431 on the next one") {
+  std::string head100 = "GET / HTTP/1.1\r\n" + Headers(100, "a:\r\n");
+  Fed ok = FeedAll(head100 + "\r\n", 7);
+  CHECK(!ok.reject);
+  CHECK(ok.requests.size() == 1);
+  Fed over = FeedAll(head100 + "b:\r\n\r\n", 7);
+  REQUIRE(over.reject);
+  CHECK(*over.reject == RejectKind::kTooManyHeaders);
+  // A head of 4,000 empty headers stops at the 101st.
+  CHECK(*FeedAll("GET / HTTP/1.1\r\n" + Headers(4000, "a:\r\n"), 4096).reject ==
+        RejectKind::kTooManyHeaders);
+  // 60 in the head and 41 in the trailers are 101 lines.
+  std::string chunked = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n" +
+                        Headers(59, "a:\r\n") + "\r\n1\r\nx\r\n0\r\n";
+  CHECK(!FeedAll(chunked + Headers(40, "t: 1\r\n") + "\r\n", 5).reject);
+  CHECK(*FeedAll(chunked + Headers(41, "t: 1\r\n") + "\r\n", 5).reject ==
+        RejectKind::kTooManyHeaders);
+}
+
+TEST_CASE("a head's memory is charged while it arrives, and bounded by its lines") {
+  HttpOptions opt;
+  RequestIdGenerator ids(0, 99);
+  RequestStream s(opt, ids);
+  std::string line = "X-Long-Header-Name: " + std::string(130, 'v') + "\r\n";  // 152 bytes
+  std::string head = "GET / HTTP/1.1\r\n" + Headers(100, line);
+  REQUIRE(s.Feed(head.data(), head.size()).outcome == RequestStream::Outcome::kMore);
+  // Each header's name and value strings (64 + 192 bytes in the pool's granules) and
+  // its place in the list.
+  CHECK(s.bytes_held() >= 100 * (64 + 192));
+  CHECK(s.bytes_held() <= 100 * (64 + 192 + 2 * sizeof(RequestHeader)) + 64);
+  std::string end = "\r\n";
+  REQUIRE(s.Feed(end.data(), end.size()).outcome == RequestStream::Outcome::kRequest);
+  CHECK(s.TakeRequest().headers.size() == 100);
+  CHECK(s.bytes_held() == 0);
+}
+
+TEST_CASE("Host and Origin are found while parsing; a second Host is refused") {
+  Fed o = FeedAll(
+      "GET / HTTP/1.1\r\nHOST: a.example:8080\r\nOrigin: http://b\r\n"
+      "origin: http://c\r\n\r\n",
+      3);
+  REQUIRE(o.requests.size() == 1);
+  CHECK(o.requests[0].host() == "a.example:8080");
+  CHECK(o.requests[0].origin() == "http://b");
+  CHECK(o.requests[0].origin_count == 2);
+  Fed none = FeedAll("GET / HTTP/1.1\r\n\r\n", 3);
+  REQUIRE(none.requests.size() == 1);
+  CHECK(none.requests[0].host().empty());
+  CHECK(none.requests[0].origin().empty());
+  CHECK(*FeedAll("GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", 3).reject ==
+        RejectKind::kDuplicateHost);
 }
 
 TEST_CASE("BodyBuffer: bytes across block boundaries come back whole, and Take empties it") {

@@ -31,7 +31,7 @@ def raise_open_file_limit(need):
 
 
 def body_head(path, length, close=False):
-    return (b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n%s"
+    return (b"POST %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n%s"
             b"Content-Length: %d\r\n\r\n"
             % (path.encode(), b"Connection: close\r\n" if close else b"", length))
 

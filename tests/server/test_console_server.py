@@ -17,7 +17,7 @@ DIST = os.path.join(SOURCE_ROOT, "console", "dist")
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png",
          ".json": "application/json"}
-CSP = "default-src 'self'"
+CSP = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 
 def console_rankd(shards=1, extra=None):
@@ -43,6 +43,7 @@ def dist_files():
 def assert_console_headers(headers, what):
     assert headers.get("content-security-policy") == CSP, (what, headers)
     assert headers.get("x-content-type-options") == "nosniff", (what, headers)
+    assert headers.get("x-frame-options") == "DENY", (what, headers)
 
 
 def assert_error(status, body, want_status, want_code, what):
@@ -222,7 +223,7 @@ def test_token():
     auth = {"Authorization": "Bearer tok-console"}
     rank = json.dumps({"plan": "home_light", "user_id": 1})
     try:
-        for method, path, body in (("GET", "/console/api/metrics", None), ("GET", "/plans", None),
+        for method, path, body in (("GET", "/plans", None),
                                    ("GET", "/plans/feed", None), ("GET", "/schema", None),
                                    ("GET", "/experiments", None), ("POST", "/rank", rank)):
             status, headers, answer = call(mport, method, path, body=body)
@@ -232,8 +233,10 @@ def test_token():
                 assert_console_headers(headers, path)
             status, _, answer = call(mport, method, path, headers=auth, body=body)
             assert status == 200, (path, status, answer[:200])
-        # The files, the redirect, the probes and /metrics need no token there.
-        for path in ("/console/", "/console/app.js", "/console", "/metrics", "/healthz"):
+        # The files, the redirect, the probes and the metrics in both forms (one rule:
+        # the same counters) need no token there.
+        for path in ("/console/", "/console/app.js", "/console", "/metrics", "/healthz",
+                     "/console/api/metrics"):
             assert call(mport, "GET", path)[0] in (200, 301), path
         assert_error(*call(mport, "GET", "/console/nope.js")[::2], 404, "not_found", "nope.js")
         # The main port still asks for one first, and has no console.

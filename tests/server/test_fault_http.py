@@ -92,7 +92,7 @@ def flood(port, request, conns, seconds, read=True):
 def test_pipelined_metrics_flood_keeps_memory_bounded():
     rankd = Rankd(PLANS_DIR)
     try:
-        req = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 12 * 1024 + b"\r\n\r\n"
+        req = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + b"a" * 12 * 1024 + b"\r\n\r\n"
         result = []
         t = threading.Thread(target=lambda: result.append(flood(rankd.port, req, conns=8, seconds=10)))
         t.start()
@@ -125,7 +125,7 @@ def rank_request(plan, rid="", close=False):
     extra = b"X-Request-Id: %s\r\n" % rid.encode() if rid else b""
     if close:
         extra += b"Connection: close\r\n"
-    return (b"POST /rank HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n%s"
+    return (b"POST /rank HTTP/1.1\r\nHost: localhost\r\n%sContent-Length: %d\r\n\r\n%s"
             % (extra, len(body), body))
 
 
@@ -223,7 +223,7 @@ def test_pipeline_depth_and_shard_input_bounds_keep_answers_in_order():
         conns = []
         for c in range(8):
             ids = [f"c{c}-{i}" for i in range(n)]
-            data = b"".join(b"POST /rank HTTP/1.1\r\nHost: x\r\nX-Request-Id: %s\r\nX-Pad: %s\r\n"
+            data = b"".join(b"POST /rank HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: %s\r\nX-Pad: %s\r\n"
                             b"Content-Length: 26\r\n\r\n{\"plan\":\"big\",\"user_id\":1}"
                             % (rid.encode(), pad) for rid in ids)
             s = connect(rankd.port, rcvbuf=8192)
@@ -284,8 +284,8 @@ def test_http10_with_transfer_encoding_is_400_and_closed():
     rankd = Rankd(PLANS_DIR)
     try:
         s = connect(rankd.port)
-        s.sendall(b"POST /rank HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                  b"5\r\nhello\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(b"POST /rank HTTP/1.0\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  b"5\r\nhello\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         out = b""
         while True:
             d = s.recv(65536)

@@ -245,7 +245,7 @@ def test_sigterm_under_load_answers_or_drops_cleanly():
                     rid = f"c{i}-{n}"
                     n += 1
                     body = json.dumps({"plan": "nap", "user_id": i}).encode()
-                    req = (b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    req = (b"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                            b"X-Request-Id: " + rid.encode() + b"\r\nContent-Length: " +
                            str(len(body)).encode() + b"\r\n\r\n" + body)
                     try:

@@ -132,11 +132,11 @@ def test_mutated_rank_bodies_get_clear_answers():
 # --- raw HTTP requests ---------------------------------------------------------------
 
 GOOD_REQUESTS = [
-    b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n"
+    b"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 34\r\n\r\n"
     b'{"plan":"fixed_rank","user_id":1}\n',
-    b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-    b"GET /plans/feed HTTP/1.1\r\nHost: x\r\nX-Request-Id: abc\r\n\r\n",
-    b"POST /rank HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    b"GET /plans/feed HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: abc\r\n\r\n",
+    b"POST /rank HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
     b'22\r\n{"plan":"fixed_rank","user_id":1}\n\r\n0\r\n\r\n',
     b"GET /metrics HTTP/1.0\r\n\r\n",
 ]

@@ -204,7 +204,7 @@ def test_method_not_allowed():
 
 def test_payload_too_large():
     big = json.dumps({"plan": "fixed_rank", "user_id": 1, "pad": "x" * (2 << 20)})
-    out = raw(server().port, b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(big)
+    out = raw(server().port, b"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n" % len(big)
               + big.encode())
     assert out.startswith(b"HTTP/1.1 413"), out[:100]
     assert b'"payload_too_large"' in out
@@ -212,7 +212,7 @@ def test_payload_too_large():
 
 
 def test_headers_too_large():
-    head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (20 * 1024) + b"\r\n\r\n"
+    head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: " + b"a" * (20 * 1024) + b"\r\n\r\n"
     out = raw(server().port, head)
     assert out.startswith(b"HTTP/1.1 431"), out[:100]
     assert b'"headers_too_large"' in out
@@ -223,7 +223,7 @@ def test_request_timeout_slowloris():
     s = Rankd(plans_dir(), extra_args=["--read-timeout-ms", "300"])
     try:
         sock = socket.create_connection(("127.0.0.1", s.port), timeout=5)
-        sock.sendall(b"POST /rank HTTP/1.1\r\nHost: x\r\n")
+        sock.sendall(b"POST /rank HTTP/1.1\r\nHost: localhost\r\n")
         for _ in range(3):
             time.sleep(0.15)  # the stimulus: a client that really is this slow
             try:
@@ -351,11 +351,11 @@ def test_keep_alive_reuse_and_pipelining():
         assert r.status == 200
     c.close()
     body = json.dumps({"plan": "fixed_simple", "user_id": 1}).encode()
-    req = b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
-    pipelined = (b"POST /rank HTTP/1.1\r\nHost: x\r\nX-Request-Id: first\r\nContent-Length: %d\r\n\r\n%s"
+    req = b"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    pipelined = (b"POST /rank HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: first\r\nContent-Length: %d\r\n\r\n%s"
                  % (len(json.dumps({"plan": "slow", "user_id": 1})), json.dumps({"plan": "slow", "user_id": 1}).encode())
-                 + b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: second\r\n\r\n"
-                 + req.replace(b"Host: x\r\n", b"Host: x\r\nX-Request-Id: third\r\nConnection: close\r\n"))
+                 + b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: second\r\n\r\n"
+                 + req.replace(b"Host: localhost\r\n", b"Host: localhost\r\nX-Request-Id: third\r\nConnection: close\r\n"))
     out = raw(s.port, pipelined)
     ids = [line.split(b": ")[1] for line in out.split(b"\r\n") if line.lower().startswith(b"x-request-id")]
     assert ids == [b"first", b"second", b"third"], out[:400]
@@ -370,11 +370,11 @@ def test_http10_closes():
 def test_chunked_and_expect_continue():
     body = json.dumps({"plan": "fixed_simple", "user_id": 3}).encode()
     chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-    out = raw(server().port, b"POST /rank HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+    out = raw(server().port, b"POST /rank HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n"
               b"Connection: close\r\n\r\n" + chunked)
     assert out.startswith(b"HTTP/1.1 200"), out[:200]
     sock = socket.create_connection(("127.0.0.1", server().port), timeout=5)
-    sock.sendall(b"POST /rank HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nConnection: close\r\n"
+    sock.sendall(b"POST /rank HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\nConnection: close\r\n"
                  b"Content-Length: %d\r\n\r\n" % len(body))
     first = sock.recv(100)
     assert first.startswith(b"HTTP/1.1 100"), first
@@ -392,10 +392,10 @@ def test_chunked_and_expect_continue():
 def test_smuggling_rejected():
     p = server().port
     for attack in [
-        b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-        b"POST /rank HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+        b"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
         b"GET /healthz HTTP/1.1\r\nHost: x\rX-Evil: 1\r\n\r\n",
-        b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n  b\r\n\r\n",
+        b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Folded: a\r\n  b\r\n\r\n",
     ]:
         out = raw(p, attack)
         assert out.startswith(b"HTTP/1.1 400"), (attack, out[:120])
