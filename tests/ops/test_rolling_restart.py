@@ -248,6 +248,13 @@ def test_a_request_a_replica_drops_shows_in_the_log():
         c.request("POST", "/rank", json.dumps({"plan": PLAN, "user_id": 1}))
         statuses.append(c.getresponse().status)
         c.close()
+
+    def logged():
+        with open(haproxy_log) as f:
+            return len(request_log(f.read())) >= len(statuses)
+    # HAProxy writes a request's line once its session ends, which on a busy machine can
+    # come after the client has its answer: wait for every line before stopping it.
+    wait_until(logged, what="HAProxy to log every request")
     haproxy.send_signal(signal.SIGTERM)
     haproxy.wait(timeout=10)
     with open(haproxy_log) as f:
