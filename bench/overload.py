@@ -69,13 +69,13 @@ def rss_kb(pid):
 
 
 def settle(v):
-    """Waits until the variant's rankd is idle (a previous overload step's backlog gone)."""
-    pid = cfg["variants"][v]["pid"]
-    prev = cpu_ticks(pid)
+    """Waits until the variant's rankd and Redis are idle (a previous step's backlog gone)."""
+    pids = [cfg["variants"][v]["pid"], cfg["redis_pid"]]
+    prev = sum(cpu_ticks(p) for p in pids)
     for _ in range(60):  # 15 s at most
         time.sleep(0.25)
-        cur = cpu_ticks(pid)
-        if (cur - prev) * TICK_US < 0.02 * 0.25e6:  # under 2% of a core
+        cur = sum(cpu_ticks(p) for p in pids)
+        if (cur - prev) * TICK_US < 0.04 * 0.25e6:  # under 4% of a core
             return
         prev = cur
     log(f"{v}: rankd still busy after 15 s of settling")
@@ -163,37 +163,78 @@ def histogram_p(before, after, p):
     return prev_le, total
 
 
-def sweep(v, plan):
-    """C: the highest offered rate with >= 99% of requests 2xx within the deadline."""
-    settle(v)
-    est = closed_loop_estimate(v, plan)
-    log(f"{v} {plan}: closed-loop estimate {est:.0f} req/s")
-    lo, hi, steps = None, None, []
-    rate = est
-    for _ in range(cfg["sweep_steps"]):
-        settle(v)
-        r = paced(v, plan, rate, cfg["sweep_warm"], cfg["sweep_measure"], cfg["sweep_tail"])
+class Sweep:
+    """One side's search for C: x1.2 up / x0.8 down from 0.9 x the closed-loop estimate
+    until a pass and a fail, then bisection to SWEEP_RESOLUTION; the final C is run once
+    more and must pass again (else it counts as a fail and the search goes on below it)."""
+
+    def __init__(self, est):
+        self.est, self.rate, self.lo, self.hi = est, 0.9 * est, None, None
+        self.steps, self.confirming, self.done = [], False, False
+
+    def record(self, r):
         ok = r["good_share"] >= RULE
-        steps.append({"rate": round(rate, 1), "good_share": round(r["good_share"], 4),
-                      "p99_ms": round(r["p99_us"] / 1e3, 1), "sent_rps": r["sent_rps"]})
-        log(f"{v} {plan}: sweep {rate:.0f} req/s: good {r['good_share']:.4f} "
-            f"p99 {r['p99_us'] / 1e3:.1f} ms sent {r['sent_rps']:.0f}/s -> {'pass' if ok else 'fail'}")
+        self.steps.append({"rate": round(self.rate, 1), "good_share": round(r["good_share"], 4),
+                           "p99_ms": round(r["p99_us"] / 1e3, 1), "sent_rps": r["sent_rps"],
+                           "dropped": r["dropped"], "confirm": self.confirming})
+        if self.confirming:
+            self.confirming = False
+            if ok:
+                self.done = True
+                return ok
+            self.lo = None  # a pass and a fail at this rate: not C
         if ok:
-            lo = rate
+            self.lo = self.rate
         else:
-            hi = rate
-        if lo is not None and hi is not None:
-            if hi / lo <= 1 + cfg["sweep_resolution"]:
-                break
-            rate = (lo + hi) / 2
-        elif lo is not None:
-            rate = lo * 1.2
+            self.hi = self.rate if self.hi is None else min(self.hi, self.rate)
+        if self.lo is not None and self.hi is not None:
+            if self.hi / self.lo <= 1 + cfg["sweep_resolution"]:
+                self.rate, self.confirming = self.lo, True
+            else:
+                self.rate = (self.lo + self.hi) / 2
+        elif self.lo is not None:
+            self.rate = self.lo * 1.2
         else:
-            rate = hi * 0.8
-    if lo is None:
-        log(f"{v} {plan}: no swept rate passed; C is the lowest tried")
-        lo = min(s["rate"] for s in steps)
-    return lo, est, steps
+            self.rate = self.hi * 0.8
+        return ok
+
+    def capacity(self):
+        if self.lo is not None:
+            return self.lo
+        passed = [s["rate"] for s in self.steps if s["good_share"] >= RULE]
+        return max(passed) if passed else min(s["rate"] for s in self.steps)
+
+
+def sweep_all(variants, plan):
+    """Every side's sweep, in lockstep (one step of each in turn, the order swapped every
+    step) so that the shared machine's slow minutes fall on all alike -> {v: Sweep}."""
+    sweeps = {}
+    for v in variants:
+        settle(v)
+        est = closed_loop_estimate(v, plan)
+        log(f"{v} {plan}: closed-loop estimate {est:.0f} req/s")
+        sweeps[v] = Sweep(est)
+    order = list(variants)
+    for _ in range(cfg["sweep_steps"]):
+        for v in order:
+            sw = sweeps[v]
+            if sw.done:
+                continue
+            settle(v)
+            rate = sw.rate
+            r = paced(v, plan, rate, cfg["sweep_warm"], cfg["sweep_measure"], cfg["sweep_tail"])
+            ok = sw.record(r)
+            log(f"{v} {plan}: sweep {rate:.0f} req/s: good {r['good_share']:.4f} p99 "
+                f"{r['p99_us'] / 1e3:.1f} ms sent {r['sent_rps']:.0f}/s dropped {r['dropped']} -> "
+                f"{'pass' if ok else 'fail'}")
+        order.reverse()
+        if all(sw.done for sw in sweeps.values()):
+            break
+    for v, sw in sweeps.items():
+        if not sw.done:
+            log(f"{v} {plan}: the sweep did not converge in {cfg['sweep_steps']} steps; "
+                f"C = {sw.capacity():.0f} req/s (the best pass, else the lowest rate tried)")
+    return sweeps
 
 
 def step(v, plan, rate):
@@ -260,6 +301,8 @@ def redis_slow(v, plan, c):
                 marks["error"] = reply.decode(errors="replace")
                 break
             n += 1
+            if cfg["slow_gap_ms"]:
+                time.sleep(cfg["slow_gap_ms"] / 1000)
         marks["end"] = time.monotonic()
         marks["sleeps"] = n
         s.close()
@@ -307,7 +350,7 @@ def redis_slow(v, plan, c):
            "max_in_flight": r["max_in_flight"], "wrk_cpu_share": r["wrk_cpu_share"]}
     log(f"{v} {plan}: Redis slow-down at {rate:.0f} req/s: goodput before {before_rate:.0f}/s, "
         f"during {out['goodput_during']:.0f}/s, after {out['goodput_after']:.0f}/s, recovery "
-        f"{recovery_ms} ms, RSS {out['rss_before_mb']:.0f} -> max {out['max_rss_mb']:.0f} MB")
+        f"{'none' if recovery_ms is None else round(recovery_ms)} ms, RSS {out['rss_before_mb']:.0f} -> max {out['max_rss_mb']:.0f} MB")
     return out
 
 
@@ -318,9 +361,9 @@ def main():
     res = {v: {} for v in variants}   # v -> plan -> {"C", "est", "sweep", k: step}
     order = list(variants)
     for plan in plans:
-        for v in order:
-            c, est, steps = sweep(v, plan)
-            res[v][plan] = {"C": c, "est": est, "sweep": steps}
+        for v, sw in sweep_all(order, plan).items():
+            res[v][plan] = {"C": sw.capacity(), "est": sw.est, "sweep": sw.steps,
+                            "converged": sw.done}
         order.reverse()
         # The multiples are of the current build's C, so that both sides are offered the
         # same rates; each side's own C is on the capacity line.
@@ -378,10 +421,10 @@ def print_figures(res, quality):
         d = {"name": f"{plan}_capacity", "value": round(c, 1), "unit": "req/s",
              "rule": f">= {RULE:.0%} of offered requests 2xx within {DEADLINE_MS} ms of their "
                      f"scheduled send", "closed_loop_estimate": round(cur["est"], 1),
-             "sweep": cur["sweep"]}
+             "converged": cur["converged"], "sweep": cur["sweep"]}
         if base:
             d.update(baseline=round(base["C"], 1), ratio=round(c / base["C"], 3),
-                     baseline_sweep=base["sweep"])
+                     baseline_converged=base["converged"], baseline_sweep=base["sweep"])
         emit(d, plan)
         for k in cfg["multiples"]:
             r = cur[k]
@@ -430,8 +473,8 @@ def print_figures(res, quality):
                               ("max_rss_mb", "MB")):
                 d = {"name": f"{plan}_redis_slow_{key}", "value": None if s[key] is None else round(s[key], 1),
                      "unit": unit, "load": f"{cfg['slow_load']:g} C = {s['rate']:.0f} req/s",
-                     "slow": f"DEBUG SLEEP 0.05 back to back for {s['slow_s']:.1f} s "
-                             f"({s['sleeps']} sleeps)"}
+                     "slow": f"DEBUG SLEEP 0.05 every {50 + cfg['slow_gap_ms']:g} ms for "
+                             f"{s['slow_s']:.1f} s ({s['sleeps']} sleeps)"}
                 if key == "recovery_ms":
                     d["note"] = ("from the slow-down's end to the first of two 250 ms buckets in a "
                                  "row with goodput >= 0.9 x before; null: not within the run")

@@ -7,8 +7,10 @@
 # Per plan:
 #   capacity C: the highest offered rate at which >= 99% of the offered requests are
 #     answered 2xx within 250 ms of their scheduled send, found by an open-loop sweep from
-#     a closed-loop estimate (wrk -c16, 2 s): x1.2 up / x0.8 down until a pass and a fail,
-#     then bisection to 5%, each step 0.5 s warm-up + 2 s counted + 0.5 s tail;
+#     0.9 x a closed-loop estimate (wrk -c16, 2 s): x1.2 up / x0.8 down until a pass and a
+#     fail, then bisection to 5%, and the result run once more (it must pass twice), each
+#     step 0.5 s warm-up + 3 s counted + 0.5 s tail, SWEEP_STEPS (10) at most; with
+#     BASE_REV both sides' sweeps run in lockstep, a step of each in turn;
 #   at 0.8 C, 1.5 C, 2 C, 4 C (MULTIPLES) of the current build's C, DURATION s each:
 #     <plan>_goodput_<k>c (2xx within the deadline per second; baseline C, ratio to C),
 #     <plan>_not_2xx_share_<k>c (of the offered: 503, 504, other, not answered),
@@ -27,17 +29,20 @@
 # QUALITY_PLAN=<name>: a plan using the `quality` block, offered QUALITY_MULTIPLE (2) x C
 # of the first plan, current build only; skipped (with a note) when the tree has no such
 # plan or the current rankd does not load it.
-# REDIS_SLOW=1: per plan and side, a steady load at SLOW_LOAD (0.8) x C, Redis blocked by
-# `DEBUG SLEEP 0.05` back to back for SLOW_S (5) s after SLOW_BEFORE (4) s, then
-# SLOW_AFTER (8) s: <plan>_redis_slow_goodput_before/_during/_after, _recovery_ms (to two
-# 250 ms buckets in a row at >= 0.9 x before) and _max_rss_mb (rankd's VmRSS, sampled
-# every 50 ms from the slow-down's start).
+# REDIS_SLOW=1: per plan and side, a steady load at SLOW_LOAD (0.8) x C; after SLOW_BEFORE
+# (4) s Redis is blocked by `DEBUG SLEEP 0.05` back to back (SLOW_GAP_MS apart, 0) for
+# SLOW_S (5) s, then SLOW_AFTER (8) s more: <plan>_redis_slow_goodput_before/_during/_after
+# (good answers per 250 ms bucket by arrival, as a rate), _recovery_ms (from the
+# slow-down's end to two buckets in a row at >= 0.9 x before) and _max_rss_mb (rankd's
+# VmRSS, sampled every 50 ms, from the slow-down's start to the run's end).
 # Env: PLANS (feed; also home_light), DURATION (8), MULTIPLES ("0.8 1.5 2 4"), BASE_REV,
 # QUALITY_PLAN, QUALITY_MULTIPLE (2), REDIS_SLOW, SLOW_*, WRK_THREADS (1), MAX_CONNS (1000),
 # VIEWERS (2000), SERVE_FLAGS / BASE_SERVE_FLAGS (extra `rankd serve` flags of the current /
-# base build), SWEEP_STEPS (8).
+# base build), SWEEP_STEPS (10).
+# Between runs the bench waits until rankd and Redis are idle (an overload step's backlog
+# drained: under 4% of a core over 250 ms, 15 s at most).
 set -euo pipefail
-build=${RANKD_BUILD:?run through ops/bench}
+: "${RANKD_BUILD:?run through ops/bench}"
 root=${RANKD_ROOT:?run through ops/bench}
 read -r -a plans <<< "${PLANS:-feed}"
 source "$root/bench/lib.sh"
@@ -61,13 +66,14 @@ fi
 slow_args=()
 [ -n "${REDIS_SLOW:-}" ] && slow_args=(--enable-debug-command local)
 start_redis "${slow_args[@]}"
+redis_pid=${bench_pids[-1]}
 "${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 
 declare -A port pid flags=([current]="${SERVE_FLAGS:-}" [base]="${BASE_SERVE_FLAGS:-}")
 declare -A plan_dir=([current]="$tmp/plans-current" [base]="$tmp/plans")
 for v in "${variants[@]}"; do
   port[$v]=$(free_port)
-  # shellcheck disable=SC2086  # flags are words
+  # shellcheck disable=SC2046,SC2086  # the flags are words
   "${bin[$v]}" serve --host 127.0.0.1 --port "${port[$v]}" --shards 2 --plans "${plan_dir[$v]}" \
     --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error \
     $(test_ops_flag "${bin[$v]}") ${flags[$v]} &
@@ -91,16 +97,17 @@ cfg = {"root": "$root", "variants": variants, "plans": "${plans[*]}".split(),
        "quality_multiple": float(os.environ.get("QUALITY_MULTIPLE", "2")),
        "multiples": [float(k) for k in os.environ.get("MULTIPLES", "0.8 1.5 2 4").split()],
        "deadline_ms": 250, "duration": float(os.environ.get("DURATION", "8")), "warm": 1, "tail": 1,
-       "sweep_warm": 0.5, "sweep_measure": 2, "sweep_tail": 0.5, "sweep_resolution": 0.05,
-       "sweep_steps": int(os.environ.get("SWEEP_STEPS", "8")),
+       "sweep_warm": 0.5, "sweep_measure": 3, "sweep_tail": 0.5, "sweep_resolution": 0.05,
+       "sweep_steps": int(os.environ.get("SWEEP_STEPS", "10")),
        "wrk_threads": int(os.environ.get("WRK_THREADS", "1")),
        "max_conns": int(os.environ.get("MAX_CONNS", "1000")),
        "viewers": int(os.environ.get("VIEWERS", "2000")),
-       "redis_port": $REDIS_PORT, "redis_slow": bool(os.environ.get("REDIS_SLOW")),
+       "redis_port": $REDIS_PORT, "redis_pid": $redis_pid, "redis_slow": bool(os.environ.get("REDIS_SLOW")),
        "slow_load": float(os.environ.get("SLOW_LOAD", "0.8")),
        "slow_before": float(os.environ.get("SLOW_BEFORE", "4")),
        "slow_s": float(os.environ.get("SLOW_S", "5")),
        "slow_after": float(os.environ.get("SLOW_AFTER", "8")),
+       "slow_gap_ms": float(os.environ.get("SLOW_GAP_MS", "0")),
        "machine": os.environ["MACHINE"], "base_sha": "${BASE_SHA:-}" or None,
        "serve_flags": os.environ.get("SERVE_FLAGS") or None}
 json.dump(cfg, open(sys.argv[1], "w"))
