@@ -166,7 +166,8 @@ def histogram_p(before, after, p):
 class Sweep:
     """One side's search for C: x1.2 up / x0.8 down from 0.9 x the closed-loop estimate
     until a pass and a fail, then bisection to SWEEP_RESOLUTION; the final C is run once
-    more and must pass again (else it counts as a fail and the search goes on below it)."""
+    more and must pass again (else it counts as a fail and the bisection goes on between it
+    and the highest pass below it)."""
 
     def __init__(self, est):
         self.est, self.rate, self.lo, self.hi = est, 0.9 * est, None, None
@@ -182,11 +183,21 @@ class Sweep:
             if ok:
                 self.done = True
                 return ok
-            self.lo = None  # a pass and a fail at this rate: not C
+            # a pass and a fail at this rate: not C; the next pass below it is the new lo
+            below = [x["rate"] for x in self.steps if x["good_share"] >= RULE
+                     and x["rate"] < round(self.rate, 1)]
+            self.lo = max(below) if below else None
+            self.hi = self.rate
+            self._next()
+            return ok
         if ok:
             self.lo = self.rate
         else:
             self.hi = self.rate if self.hi is None else min(self.hi, self.rate)
+        self._next()
+        return ok
+
+    def _next(self):
         if self.lo is not None and self.hi is not None:
             if self.hi / self.lo <= 1 + cfg["sweep_resolution"]:
                 self.rate, self.confirming = self.lo, True
@@ -196,7 +207,6 @@ class Sweep:
             self.rate = self.lo * 1.2
         else:
             self.rate = self.hi * 0.8
-        return ok
 
     def capacity(self):
         if self.lo is not None:
