@@ -58,6 +58,12 @@ def cpu_ticks(pid):
     return t
 
 
+def machine_busy_ticks():
+    """Busy CPU time of the whole machine (every process, /proc/stat), in clock ticks."""
+    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return sum(v) - v[3] - v[4]  # all but idle and iowait
+
+
 def rss_kb(pid):
     try:
         for line in open(f"/proc/{pid}/status"):
@@ -108,9 +114,15 @@ def paced(v, plan, rate, warm, measure, tail, timeline_ms=None):
            "WRK_DEADLINE_MS": str(DEADLINE_MS), "WRK_WINDOW": f"{warm}:{measure}"}
     if timeline_ms:
         env["WRK_TIMELINE_MS"] = str(timeline_ms)
+    ours = [x["pid"] for x in cfg["variants"].values()] + [cfg["redis_pid"]]
+    m0, o0, t0 = machine_busy_ticks(), sum(cpu_ticks(p) for p in ours), time.monotonic()
     r, cpu = run_wrk([f"-t{THREADS}", f"-c{conns}", f"-d{secs}s", "--timeout", "10s", "-s", PACED,
                       url], env)
+    m1, o1, t1 = machine_busy_ticks(), sum(cpu_ticks(p) for p in ours), time.monotonic()
     r["wrk_cpu_share"] = round(cpu / secs, 3)  # of one core, over the whole wrk run
+    # The CPU of everything but the bench's rankd, Redis and wrk (the machine's other users),
+    # in cores over the run: what disturbed it.
+    r["other_cpu"] = round(max(0.0, ((m1 - m0) - (o1 - o0)) * TICK_US / 1e6 - cpu) / (t1 - t0), 2)
     r["good_share"] = r["good"] / r["offered"] if r["offered"] else 0.0
     return r
 
@@ -177,7 +189,8 @@ class Sweep:
         ok = r["good_share"] >= RULE
         self.steps.append({"rate": round(self.rate, 1), "good_share": round(r["good_share"], 4),
                            "p99_ms": round(r["p99_us"] / 1e3, 1), "sent_rps": r["sent_rps"],
-                           "dropped": r["dropped"], "confirm": self.confirming})
+                           "dropped": r["dropped"], "other_cpu": r["other_cpu"],
+                           "confirm": self.confirming})
         if self.confirming:
             self.confirming = False
             if ok:
@@ -235,7 +248,8 @@ def sweep_all(variants, plan):
             r = paced(v, plan, rate, cfg["sweep_warm"], cfg["sweep_measure"], cfg["sweep_tail"])
             ok = sw.record(r)
             log(f"{v} {plan}: sweep {rate:.0f} req/s: good {r['good_share']:.4f} p99 "
-                f"{r['p99_us'] / 1e3:.1f} ms sent {r['sent_rps']:.0f}/s dropped {r['dropped']} -> "
+                f"{r['p99_us'] / 1e3:.1f} ms sent {r['sent_rps']:.0f}/s dropped {r['dropped']} other CPU "
+                f"{r['other_cpu']:.2f} -> "
                 f"{'pass' if ok else 'fail'}")
         order.reverse()
         if all(sw.done for sw in sweeps.values()):
@@ -269,7 +283,7 @@ def step(v, plan, rate):
         f"{r['sent_rps']:.0f}/s, dropped {r['dropped']}, 503 {r['n_503']} 504 {r['n_504']} other "
         f"{r['n_other']} unanswered {r['unanswered']}, p50 {r['p50_us'] / 1e3:.1f} p99 "
         f"{r['p99_us'] / 1e3:.1f} ms, conns {r['conns']} (max in flight {r['max_in_flight']}), "
-        f"wrk CPU {r['wrk_cpu_share']:.2f}")
+        f"wrk CPU {r['wrk_cpu_share']:.2f}, other processes {r['other_cpu']:.2f} cores")
     return r
 
 
@@ -357,7 +371,8 @@ def redis_slow(v, plan, c):
            "timeline_good_per_s": [round(g * per_s) for _, g in buckets],
            "timeline_t0_s": round((tl["t0_ms"] - start) / 1000, 3),
            "status": r["status"], "dropped": r["dropped"], "conns": r["conns"],
-           "max_in_flight": r["max_in_flight"], "wrk_cpu_share": r["wrk_cpu_share"]}
+           "max_in_flight": r["max_in_flight"], "wrk_cpu_share": r["wrk_cpu_share"],
+           "other_cpu": r["other_cpu"]}
     log(f"{v} {plan}: Redis slow-down at {rate:.0f} req/s: goodput before {before_rate:.0f}/s, "
         f"during {out['goodput_during']:.0f}/s, after {out['goodput_after']:.0f}/s, recovery "
         f"{'none' if recovery_ms is None else round(recovery_ms)} ms, RSS {out['rss_before_mb']:.0f} -> max {out['max_rss_mb']:.0f} MB")
@@ -422,7 +437,8 @@ def print_figures(res, quality):
                 "unanswered": r["unanswered"], "status": r["status"], "conns": r["conns"],
                 "max_in_flight": r["max_in_flight"], "conns_exhausted": r["conns_exhausted"],
                 "send_lag_p99_ms": round(r["send_lag_p99_us"] / 1e3, 2),
-                "wrk_cpu_share": r["wrk_cpu_share"], "rankd_cpu_share": r["rankd_cpu_share"]}
+                "wrk_cpu_share": r["wrk_cpu_share"], "rankd_cpu_share": r["rankd_cpu_share"],
+                "other_cpu": r["other_cpu"]}
 
     for plan in cfg["plans"]:
         cur = res["current"][plan]
@@ -488,6 +504,7 @@ def print_figures(res, quality):
                 if key == "recovery_ms":
                     d["note"] = ("from the slow-down's end to the first of two 250 ms buckets in a "
                                  "row with goodput >= 0.9 x before; null: not within the run")
+                d["other_cpu"] = s["other_cpu"]
                 if key == "max_rss_mb":
                     d["rss_before_mb"] = round(s["rss_before_mb"], 1)
                 if key == "goodput_during":
