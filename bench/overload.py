@@ -480,11 +480,11 @@ def print_figures(res, quality):
                       "multiple": k}, plan)
             if base:
                 b = base[k]
-                for name, key, unit in (("goodput", "goodput_rps", "req/s"),
-                                        ("p99_latency", "p99_us", "us")):
-                    val, bval = r[key], b[key]
-                    emit({"name": f"{plan}_{name}_{kn}_vs_base", "value": round(val, 1),
-                          "unit": unit, "baseline": round(bval, 1),
+                for name, key, unit, scale in (("goodput", "goodput_rps", "req/s", 1),
+                                               ("p99_latency", "p99_us", "ms", 1e-3)):
+                    val, bval = r[key] * scale, b[key] * scale
+                    emit({"name": f"{plan}_{name}_{kn}_vs_base", "value": round(val, 2),
+                          "unit": unit, "baseline": round(bval, 2),
                           "ratio": round(val / bval, 3) if bval else None, "multiple": k,
                           "baseline_fields": step_fields(b)}, plan)
                 bshare = b["not_2xx"] / b["offered"] if b["offered"] else 0.0
