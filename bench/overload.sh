@@ -18,6 +18,9 @@
 #     sent, slots dropped, connections and the most in flight, wrk's and rankd's CPU;
 #     <plan>_refusal_p99_<k>c: the p99 of rankd_admission_refusal_seconds (summed over
 #     shards, interpolated in the bucket) over the step, when rankd exports it.
+# Connections: rate x 0.4 s, 64..MAX_CONNS (2000): a server answering within 1.6 deadlines
+# never leaves wrk short of them; one that collapses (answers at ~300 ms) does past ~6,500
+# req/s offered, reported as conns_exhausted and dropped slots.
 # Targets (#42): goodput at 1.5/2/4 C >= 0.95 C; at 0.8 C <= 1% not 2xx; refusal p99
 # <= 1 ms; QUALITY_PLAN at 2 C >= 1.3 C.
 #
@@ -36,7 +39,7 @@
 # slow-down's end to two buckets in a row at >= 0.9 x before) and _max_rss_mb (rankd's
 # VmRSS, sampled every 50 ms, from the slow-down's start to the run's end).
 # Env: PLANS (feed; also home_light), DURATION (8), MULTIPLES ("0.8 1.5 2 4"), BASE_REV,
-# QUALITY_PLAN, QUALITY_MULTIPLE (2), REDIS_SLOW, SLOW_*, WRK_THREADS (1), MAX_CONNS (1000),
+# QUALITY_PLAN, QUALITY_MULTIPLE (2), REDIS_SLOW, SLOW_*, WRK_THREADS (1), MAX_CONNS (2000),
 # VIEWERS (2000), SERVE_FLAGS / BASE_SERVE_FLAGS (extra `rankd serve` flags of the current /
 # base build), SWEEP_STEPS (10).
 # Between runs the bench waits until rankd and Redis are idle (an overload step's backlog
@@ -100,7 +103,7 @@ cfg = {"root": "$root", "variants": variants, "plans": "${plans[*]}".split(),
        "sweep_warm": 0.5, "sweep_measure": 3, "sweep_tail": 0.5, "sweep_resolution": 0.05,
        "sweep_steps": int(os.environ.get("SWEEP_STEPS", "10")),
        "wrk_threads": int(os.environ.get("WRK_THREADS", "1")),
-       "max_conns": int(os.environ.get("MAX_CONNS", "1000")),
+       "max_conns": int(os.environ.get("MAX_CONNS", "2000")),
        "viewers": int(os.environ.get("VIEWERS", "2000")),
        "redis_port": $REDIS_PORT, "redis_pid": $redis_pid, "redis_slow": bool(os.environ.get("REDIS_SLOW")),
        "slow_load": float(os.environ.get("SLOW_LOAD", "0.8")),
