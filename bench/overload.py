@@ -526,7 +526,7 @@ def print_figures(res, quality):
         qplan = cfg["quality_plan"]
         c = res["current"][cfg["plans"][0]]["C"]
         k = cfg["quality_multiple"]
-        emit({"name": f"{qplan}_goodput_{kname(k)}", "value": round(quality["goodput_rps"], 1),
+        emit({"name": f"{qplan}_quality_goodput_{kname(k)}", "value": round(quality["goodput_rps"], 1),
               "unit": "req/s", "baseline": round(c, 1), "ratio": round(quality["goodput_rps"] / c, 3),
               "baseline_is": f"capacity C of {cfg['plans'][0]} (current build)", "target": ">= 1.3",
               "baseline_command": f"this run's sweep ({cfg['plans'][0]}_capacity)",

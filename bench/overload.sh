@@ -31,7 +31,7 @@
 # C); lines <plan>_*_vs_base carry the base's figure as baseline.
 # QUALITY_PLAN=<name>: a plan using the `quality` block, offered QUALITY_MULTIPLE (2) x C
 # of the first plan, current build only; skipped (with a note) when the tree has no such
-# plan or the current rankd does not load it.
+# plan or the current rankd does not load it: <name>_quality_goodput_2c (ratio to that C).
 # REDIS_SLOW=1: per plan and side, a steady load at SLOW_LOAD (0.8) x C; after SLOW_BEFORE
 # (4) s Redis is blocked by `DEBUG SLEEP 0.05` back to back (SLOW_GAP_MS apart, 0) for
 # SLOW_S (5) s, then SLOW_AFTER (8) s more: <plan>_redis_slow_goodput_before/_during/_after
