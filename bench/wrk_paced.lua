@@ -8,25 +8,25 @@
 --
 -- Pacing. wrk calls delay() before every request a connection sends (the first included).
 -- Each thread keeps its own schedule, one slot every T*1000/R ms, and delay() gives the
--- asking connection the next free slot (its wait rounded up to wrk's millisecond timer, so
--- a request never leaves before its slot): the offered rate is R whatever the answers'
--- latency, as long as a connection is free when a slot comes (connections >= R/T x
--- latency). A connection that comes back after its slot went by sends at once (a backlog
--- of up to WRK_MAX_BACKLOG_MS, 100 by default, is caught up); an older backlog is dropped
--- and every dropped slot counted ("dropped", with the slots that were due and still unsent
--- when wrk stopped): the client offered them and could not send them, so they count as
--- offered and not answered. A fixed per-connection gap
--- (connections*1000/R) would instead offer connections / (gap + latency): less to a slower
--- server, the feedback of a closed loop.
+-- asking connection the next free slot (its wait rounded up to wrk's millisecond timer):
+-- the offered rate is R whatever the answers' latency, as long as a connection is free
+-- when a slot comes (connections >= R/T x latency). A connection that comes back after its
+-- slot went by sends at once (a backlog of up to WRK_MAX_BACKLOG_MS, 100 by default, is
+-- caught up); an older backlog is dropped and every dropped slot counted ("dropped", with
+-- the slots that were due and still unsent when wrk stopped): the client offered them and
+-- could not send them, so they count as offered and not answered. A fixed per-connection
+-- gap (connections*1000/R) would instead offer connections / (gap + latency): less to a
+-- slower server, the feedback of a closed loop.
 --
 -- Coordinated omission. wrk starts its latency clock when a request is written, so a
 -- request that waited for a busy connection, or was sent late because the connection came
 -- back late, hides that wait: the server's queueing disappears from the percentiles exactly
 -- when it matters. Here the k-th request a thread sends is the k-th slot of its schedule
 -- (request() takes the oldest slot delay() handed out and not yet sent), the slot's time
--- travels in the request's X-Request-Id ("ol<thread>-<µs since the thread's first slot>":
--- printable ASCII, which rankd echoes on every answer) and response() measures the latency
--- from that scheduled time, on CLOCK_MONOTONIC (LuaJIT's ffi: wrk is built on LuaJIT). The
+-- travels in the request's X-Request-Id ("ol<thread>-<n>-<µs since the thread's first
+-- slot>": printable ASCII, which rankd echoes on every answer) and response() measures the
+-- latency from that scheduled time (from the write when wrk's millisecond timer fired up to
+-- 1 ms early), on CLOCK_MONOTONIC (LuaJIT's ffi: wrk is built on LuaJIT). The
 -- percentiles (p50_us ... max_us) are these, from a log histogram per thread (1.6% wide
 -- buckets, the bucket's upper bound reported), merged in done() through thread:get. wrk's
 -- own latency statistics (its stdout table) still measure from the write and are not used.
@@ -101,7 +101,7 @@ q, q_head, q_tail = {}, 1, 0  -- slots handed out by delay(), not yet sent (ms)
 last_now = 0            -- the thread's clock at its last callback: slots after it were not due
 local in_flight = 0      -- requests on connections, not answered yet
 c_offered, c_sent, c_dropped, c_answered, c_good, c_unmatched, c_resent = 0, 0, 0, 0, 0, 0, 0
-c_answers_all = 0
+seq = 0                 -- requests sent on the schedule
 max_in_flight = 0
 hist = {}               -- log bucket -> answers (counted ones)
 lag_hist = {}           -- log bucket -> sends (counted ones)
@@ -187,7 +187,7 @@ request = function()
   local now = now_ms()
   if not next_slot then  -- wrk's check of the script's request, before the run: not sent
     local b = make_body()
-    return prefix .. "X-Request-Id: ol0-0\r\nContent-Length: " .. #b .. "\r\n\r\n" .. b
+    return prefix .. "X-Request-Id: ol0-0-0\r\nContent-Length: " .. #b .. "\r\n\r\n" .. b
   end
   last_now = now
   if q_head > q_tail then
@@ -205,46 +205,47 @@ request = function()
   offer(slot)
   in_flight = in_flight + 1
   if in_flight > max_in_flight then max_in_flight = in_flight end
-  local slot_us = floor((slot - t0) * 1000 + 0.5)
+  seq = seq + 1
+  -- The latency's start: the slot, or the write if wrk's millisecond timer fired early.
+  local stamp_us = floor(((now < slot and now or slot) - t0) * 1000 + 0.5)
   if in_window(slot) then
     c_sent = c_sent + 1
-    outstanding[slot_us] = true
+    outstanding[seq] = true
     local lb = bucket((now - slot) * 1000)
     lag_hist[lb] = (lag_hist[lb] or 0) + 1
   end
   local b = make_body()
-  return prefix .. "X-Request-Id: ol" .. (tid or 0) .. "-" .. slot_us ..
+  return prefix .. "X-Request-Id: ol" .. (tid or 0) .. "-" .. seq .. "-" .. stamp_us ..
       "\r\nContent-Length: " .. #b .. "\r\n\r\n" .. b
 end
 
 response = function(code, headers, body)
   local now = now_ms()
   last_now = now
-  c_answers_all = c_answers_all + 1
-  local id = headers["X-Request-Id"] or headers["x-request-id"]
-  local slot_us = id and tonumber(id:match("^ol%d+%-(%d+)$"))
   in_flight = in_flight - 1
+  local id = headers["X-Request-Id"] or headers["x-request-id"] or ""
+  local n, stamp_us = id:match("^ol%d+%-(%d+)%-(%d+)$")
+  local lat_ms = stamp_us and now - (t0 + tonumber(stamp_us) / 1000)
   local ok = code >= 200 and code < 300
+  local good = ok and lat_ms and (not deadline_ms or lat_ms <= deadline_ms)
   if timeline_ms then
     local tb = floor(now / timeline_ms)
     tl_answered[tb] = (tl_answered[tb] or 0) + 1
-    if ok and slot_us and (not deadline_ms or now - (t0 + slot_us / 1000) <= deadline_ms) then
-      tl_good[tb] = (tl_good[tb] or 0) + 1
-    end
+    if good then tl_good[tb] = (tl_good[tb] or 0) + 1 end
   end
-  if not slot_us then
-    c_unmatched = c_unmatched + 1
+  if not n then
+    if not id:match("^ol%d+%-r$") then c_unmatched = c_unmatched + 1 end
     return
   end
-  if not outstanding[slot_us] then return end  -- outside the window
-  outstanding[slot_us] = nil
-  local lat_ms = now - (t0 + slot_us / 1000)
+  n = tonumber(n)
+  if not outstanding[n] then return end  -- outside the window
+  outstanding[n] = nil
   c_answered = c_answered + 1
   local b = bucket(lat_ms * 1000)
   hist[b] = (hist[b] or 0) + 1
-  local s = tostring(code)
-  status[s] = (status[s] or 0) + 1
-  if ok and (not deadline_ms or lat_ms <= deadline_ms) then c_good = c_good + 1 end
+  local st = tostring(code)
+  status[st] = (status[st] or 0) + 1
+  if good then c_good = c_good + 1 end
 end
 
 local threads = {}
