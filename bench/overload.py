@@ -91,6 +91,9 @@ def body(plan):
     return '{"plan":"%s","user_id":$USER,"deadline_ms":%d}' % (plan, DEADLINE_MS)
 
 
+OTHER_CPU = []  # every paced run's other_cpu
+
+
 def run_wrk(args, env):
     """Runs wrk, returns (its JSON line, wrk's CPU seconds)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -123,6 +126,7 @@ def paced(v, plan, rate, warm, measure, tail, timeline_ms=None):
     # The CPU of everything but the bench's rankd, Redis and wrk (the machine's other users),
     # in cores over the run: what disturbed it.
     r["other_cpu"] = round(max(0.0, ((m1 - m0) - (o1 - o0)) * TICK_US / 1e6 - cpu) / (t1 - t0), 2)
+    OTHER_CPU.append(r["other_cpu"])
     r["good_share"] = r["good"] / r["offered"] if r["offered"] else 0.0
     return r
 
@@ -428,6 +432,12 @@ def print_figures(res, quality):
            "viewers": cfg["viewers"]}
     if cfg.get("base_sha"):
         ctx["base_rev"] = cfg["base_sha"][:12]
+    # The machine's other users, in cores, over the bench's wrk runs (mean, max).
+    ctx["other_cpu"] = [round(sum(OTHER_CPU) / len(OTHER_CPU), 2), max(OTHER_CPU)] if OTHER_CPU else None
+    if OTHER_CPU and sum(OTHER_CPU) / len(OTHER_CPU) > 0.25:
+        log(f"other processes used {ctx['other_cpu'][0]} cores on average (at most "
+            f"{ctx['other_cpu'][1]}) during the runs: C and the steps measured the machine's "
+            f"load as much as rankd")
     if cfg.get("serve_flags"):
         ctx["serve_flags"] = cfg["serve_flags"]
     has_base = "base" in res
