@@ -324,7 +324,6 @@ void RedisPool::Send(RedisConnection* c, PendingBatch* b) {
 }
 
 void RedisPool::FinishExpired(PendingBatch* b) {
-  Bump(stats_->expired_unsent);
   Finish(b, BatchError(b, ErrorCode::kDeadlineExceeded, "deadline passed before sending",
                        "deadline passed before sending"));
 }
@@ -345,6 +344,9 @@ void RedisPool::Finish(PendingBatch* b, std::optional<Error> error) {
     Bump(error->code == ErrorCode::kDeadlineExceeded ? stats_->failed_deadline
          : error->code == ErrorCode::kBackendError   ? stats_->failed_backend
                                                      : stats_->failed_unavailable);
+    // Never written (queued for a connection, or expired before): Redis did no work.
+    if (error->code == ErrorCode::kDeadlineExceeded && b->outstanding == 0)
+      Bump(stats_->expired_unsent);
     b->error = std::move(error);
   } else {
     auto us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - b->started);

@@ -86,7 +86,8 @@ class RedisPool final : public RedisClient {
   RedisConnection* PickConnection(size_t n);
   bool AnyConnectingOrLive() const;
   void Finish(PendingBatch* b, std::optional<Error> error);
-  // Fails a batch not yet written whose deadline passed (counted: expired_unsent).
+  // Fails a batch not yet written whose deadline passed (Finish counts it in
+  // expired_unsent, as it does a queued batch whose deadline timer fires).
   void FinishExpired(PendingBatch* b);
   void SchedulePump();
   void Pump();

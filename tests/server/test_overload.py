@@ -103,7 +103,7 @@ def test_cpu_flood_adapts_the_limit_and_refuses_fast():
     # start (128) below the 48 clients, refuse the excess at once with 503 + Retry-After,
     # and keep serving.
     r = Rankd(folder({"busy": busy_plan("busy", 5)}), shards=1,
-              extra_args=["--cpu-threads", "1", "--deadline-ms", "2000"])
+              extra_args=["--cpu-threads", "1", "--deadline-ms", "10000"])
     answers = run_clients(r.port, {"plan": "busy", "user_id": 1}, 48, 4.0)
     ok = sum(1 for a in answers if a[1] == 200)
     refused = sum(1 for a in answers if a[1] == 503)
@@ -323,6 +323,38 @@ def test_redis_slowdown_sheds_and_recovers():
     redis.stop()
 
 
+def test_expired_redis_batches_are_never_written():
+    # One Redis connection, paused: the first request's 5,000 HMGETs fill the
+    # connection's pipeline (4,096 commands), so the next requests' batches wait for it and
+    # their deadline passes before they are written. They answer 504 and are counted as
+    # unsent; once Redis answers again, rankd serves.
+    redis = Redis()
+    plan = simple_plan("wide", [
+        {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 5000}},
+        {"node_id": "h", "op": "features", "inputs": ["src"],
+         "params": {"endpoint": "redis_default", "fields": ["likes"]}}], "h")
+    r = Rankd(folder({"wide": plan}), redis=redis,
+              extra_args=["--redis-conns", "1", "--admission", "fixed"])
+    r.wait_ready()
+    assert r.rank({"plan": "wide", "user_id": 1})[0] == 200
+    redis.execute("CLIENT", "PAUSE", "1500", "ALL")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(
+        r.rank({"plan": "wide", "user_id": 1, "deadline_ms": 300})[0])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [504] * 4, results
+    wait_until(lambda: r.rank({"plan": "wide", "user_id": 1})[0] == 200, timeout=20,
+               what="rankd to serve once Redis answers")
+    unsent = metric_value(r.metrics(), "rankd_redis_batches_unsent_total",
+                          endpoint="redis_default")
+    assert unsent >= 2, unsent
+    r.stop()
+    redis.stop()
+
+
 if __name__ == "__main__":
     run_tests([
         ("cpu_flood_adapts_the_limit_and_refuses_fast", test_cpu_flood_adapts_the_limit_and_refuses_fast),
@@ -332,4 +364,5 @@ if __name__ == "__main__":
         ("quality_bends_and_recovers", test_quality_bends_and_recovers),
         ("quality_block_load_errors", test_quality_block_load_errors),
         ("redis_slowdown_sheds_and_recovers", test_redis_slowdown_sheds_and_recovers),
+        ("expired_redis_batches_are_never_written", test_expired_redis_batches_are_never_written),
     ])
