@@ -9,8 +9,8 @@
 #                               a shard talks to Redis: batches of many requests share a
 #                               connection and a write): redis-benchmark -c CONNS -P
 #                               CONC*BATCH/CONNS, the same commands in flight per connection
-# Sides alternate for ROUNDS rounds and the medians are compared, so that a busy machine
-# hurts both alike. Each line has our ops/s, the baseline's, the ratio (target >= 0.8),
+# Sides alternate for ROUNDS rounds, the order reversed every other round, and the
+# medians are compared, so that a busy machine hurts both alike. Each line has our ops/s, the baseline's, the ratio (target >= 0.8),
 # the client CPU per command of each side, and the baseline's exact commands.
 # Env: OPS (commands per side and round, default 400000), ROUNDS (3), BATCH (16),
 #      CONC (50), CONNS (2).
@@ -71,9 +71,15 @@ shapes = [("redis_client_ops", conc, conc, batch),
 for name, our_conns, base_conns, depth in shapes:
     base_cmds, mine_cmd = baseline_cmds(base_conns, depth), ours_cmd(our_conns)
     base, mine = [], []
-    for _ in range(rounds):
-        base.append(baseline(base_cmds))
-        mine.append(ours(mine_cmd))
+    for r in range(rounds):
+        # The order of the sides reverses every other round (ours first on odd rounds),
+        # so that the machine's drift falls on both alike.
+        if r % 2:
+            mine.append(ours(mine_cmd))
+            base.append(baseline(base_cmds))
+        else:
+            base.append(baseline(base_cmds))
+            mine.append(ours(mine_cmd))
     b = statistics.median(x[0] for x in base)
     m = statistics.median(x[0]["value"] for x in mine)
     last = mine[-1][0]
