@@ -250,9 +250,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "resp_read_bench: %s wants a positive number\n", f.c_str());
       return 2;
     }
-    if (f == "--rounds") rounds = static_cast<int>(v);
-    else if (f == "--passes") passes = static_cast<int>(v);
-    else if (f == "--chunk") chunk = static_cast<size_t>(v);
+    if (f == "--rounds")
+      rounds = static_cast<int>(v);
+    else if (f == "--passes")
+      passes = static_cast<int>(v);
+    else if (f == "--chunk")
+      chunk = static_cast<size_t>(v);
     else {
       std::fprintf(stderr, "resp_read_bench: unknown flag %s\n", f.c_str());
       return 2;
@@ -290,7 +293,9 @@ int main(int argc, char** argv) {
   }
   const double total = static_cast<double>(rounds) * passes * a.replies;
   double ours = Median(ns[0]), theirs = Median(ns[1]);
-  auto rounded = [](double v) { return static_cast<double>(static_cast<long long>(v * 100 + 0.5)) / 100; };
+  auto rounded = [](double v) {
+    return static_cast<double>(static_cast<long long>(v * 100 + 0.5)) / 100;
+  };
   std::printf(
       "{\"name\": \"resp_read_ns_per_reply\", \"value\": %.2f, \"unit\": \"ns\", "
       "\"baseline\": %.2f, \"ratio\": %.3f, \"baseline_is\": \"hiredis 0.14 redisReader, custom "
@@ -306,10 +311,11 @@ int main(int argc, char** argv) {
   std::printf("]}\n");
 
   // Bounds: each reader fed one hostile header (or nesting) alone.
-  std::printf("{\"name\": \"resp_read_bounds\", \"limits\": {\"max_bytes\": %llu, "
-              "\"max_depth\": %d, \"max_elements\": %llu}, \"probes\": {\n",
-              static_cast<unsigned long long>(limits.max_bytes), limits.max_depth,
-              static_cast<unsigned long long>(limits.max_elements));
+  std::printf(
+      "{\"name\": \"resp_read_bounds\", \"limits\": {\"max_bytes\": %llu, "
+      "\"max_depth\": %d, \"max_elements\": %llu}, \"probes\": {\n",
+      static_cast<unsigned long long>(limits.max_bytes), limits.max_depth,
+      static_cast<unsigned long long>(limits.max_elements));
   Probe("array header of 2000000 elements", "*2000000\r\n", limits, false);
   Probe("array header of 2147483647 elements", "*2147483647\r\n", limits, false,
         /*tree=*/false);
