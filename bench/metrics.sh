@@ -19,6 +19,8 @@
 #   rank_fixed_rps             POST /rank fixed_rank with metrics on vs --no-metrics, same
 #                              run, alternating rounds, 2 shards (target ratio >= 0.97)
 #   rank_fixed_cpu_us_per_req  rankd's CPU time per request in those rounds, on vs off
+# 4 rounds, the order of the sides reversed every other round. Every wrk run fails the
+# bench when wrk fails or over 1% of its requests got a non-2xx answer or a socket error.
 # Env: WRK_THREADS (1), WRK_CONNS (64), WRK_SECONDS (8), LAG_RATE (20000).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
@@ -49,22 +51,36 @@ start_rankd() {  # start_rankd SHARDS [flags] -> rport, rpid
 stop_rankd() { kill -TERM "$rpid"; wait "$rpid" 2>/dev/null || true; }
 body='{"plan":"fixed_rank","user_id":1}'
 wrk_load() {  # wrk_load OUT: $secs of POST /rank at $rport, its report line in OUT
-  # With PACED=1: offered at $lag_rate requests/s instead of as fast as answered.
-  local script=wrk_report.lua
+  # With PACED=1: offered at $lag_rate requests/s instead of as fast as answered. Fails
+  # (and so ends the bench) when wrk fails, prints no report, or over 1% of the requests
+  # got a non-2xx answer or a socket error: the figures of such a run mean nothing.
+  local script=wrk_report.lua rc=0
   [ -n "${PACED:-}" ] && script=wrk_paced.lua
   WRK_BODY="$body" WRK_RATE=$lag_rate wrk -t"$threads" -c"$conns" -d"${secs}s" \
-    -s "$root/bench/$script" "http://127.0.0.1:$rport/rank" | grep '^{"rps"' > "$1" || true
+    -s "$root/bench/$script" "http://127.0.0.1:$rport/rank" > "$1.raw" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "metrics: wrk exited $rc:" >&2
+    cat "$1.raw" >&2
+    return 1
+  fi
+  grep '^{"rps"' "$1.raw" > "$1" || { echo "metrics: no report from wrk:" >&2; cat "$1.raw" >&2; return 1; }
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+n, bad2xx, socket = d["requests"], d["non2xx"], d["socket_errors"]
+if bad2xx + socket > 0.01 * max(1, n):
+    sys.exit(f"metrics: {bad2xx} non-2xx answers and {socket} socket errors in {n} requests (over 1%)")' "$1"
 }
-wrk_rps() {  # -> "RPS CPU_US_PER_REQUEST" of the rankd at $rport ($rpid)
+wrk_rps() {  # -> "RPS CPU_US_PER_REQUEST ERRORS" of the rankd at $rport ($rpid)
   local t0 t1
   t0=$(cpu_ticks "$rpid")
-  wrk_load "$tmp/wrk_rps.out"
+  wrk_load "$tmp/wrk_rps.out" || return 1
   t1=$(cpu_ticks "$rpid")
   python3 -c '
 import json, os, sys
 d = json.load(open(sys.argv[1]))
 cpu_us = (int(sys.argv[3]) - int(sys.argv[2])) / os.sysconf("SC_CLK_TCK") * 1e6 / d["requests"]
-print(d["rps"], round(cpu_us, 3))' "$tmp/wrk_rps.out" "$t0" "$t1"
+print(d["rps"], round(cpu_us, 3), d["non2xx"] + d["socket_errors"])' "$tmp/wrk_rps.out" "$t0" "$t1"
 }
 
 # 1: scrape time
@@ -101,7 +117,7 @@ lag_run() {
   else
     echo '{"worst_ms": null, "scrapes": 0}' > "$tmp/lag_samples.json"
   fi
-  wait "$wrk_pid"
+  wait "$wrk_pid" || { echo "metrics: the load of a lag run failed" >&2; return 1; }
   local bucket
   bucket=$(worst_lag_bucket_ms)
   stop_rankd
@@ -122,11 +138,26 @@ lag_run 2 1 "$tmp/lag_2shards.json"
 PACED=1 lag_run 2 1 "$tmp/lag_2shards_paced.json"
 PACED=1 lag_run 2 0 "$tmp/lag_2shards_paced_plain.json"
 
-# 3: rank_fixed rps, metrics on vs off, alternating
+# 3: rank_fixed rps, metrics on vs off, alternating, the order reversed every other
+# round (on, off; off, on; ...) so that the machine's drift falls on both alike.
 on=() off=()
-for round in 1 2 3; do
-  start_rankd 2; on+=("$(wrk_rps | tr ' ' ':')"); stop_rankd
-  start_rankd 2 --no-metrics; off+=("$(wrk_rps | tr ' ' ':')"); stop_rankd
+measure_side() {  # measure_side on|off: one round of that side, appended to its list
+  local r
+  if [ "$1" = on ]; then
+    start_rankd 2
+  else
+    start_rankd 2 --no-metrics
+  fi
+  r=$(wrk_rps) || exit 1
+  stop_rankd
+  if [ "$1" = on ]; then on+=("${r// /:}"); else off+=("${r// /:}"); fi
+}
+for round in 1 2 3 4; do
+  if [ $((round % 2)) -eq 1 ]; then
+    measure_side on; measure_side off
+  else
+    measure_side off; measure_side on
+  fi
 done
 
 serve_cmd="$build/src/server/rankd serve --host 127.0.0.1 --plans (plans/ and tests/plans/fixed_rank) --enable-test-ops --redis redis_default=redis://127.0.0.1:$redis_port --log-level error"
@@ -139,6 +170,8 @@ scrape, scraped, plain, two = load("scrape"), load("lag_scraped"), load("lag_pla
 paced, paced_plain = load("lag_2shards_paced"), load("lag_2shards_paced_plain")
 on_cpu = [float(x.split(":")[1]) for x in on.split()]
 off_cpu = [float(x.split(":")[1]) for x in off.split()]
+on_err = sum(int(x.split(":")[2]) for x in on.split())
+off_err = sum(int(x.split(":")[2]) for x in off.split())
 on, off = [float(x.split(":")[0]) for x in on.split()], [float(x.split(":")[0]) for x in off.split()]
 ctx = {"machine": machine, "build": "release+lto"}
 def emit(d):
@@ -174,7 +207,8 @@ v, b = statistics.median(on), statistics.median(off)
 emit({"name": "rank_fixed_rps", "value": round(v, 1), "unit": "req/s", "baseline": round(b, 1),
       "ratio": round(v / b, 3), "target_ratio_min": 0.97, "baseline_is": "--no-metrics",
       "baseline_command": f"{load_cmd} against {serve} --shards 2 --no-metrics",
-      "rounds_on": on, "rounds_off": off, "wrk": wrk, "shards": 2})
+      "rounds_on": on, "rounds_off": off, "errors_on": on_err, "errors_off": off_err,
+      "order": "on, off; then reversed every other round", "wrk": wrk, "shards": 2})
 c, cb = statistics.median(on_cpu), statistics.median(off_cpu)
 emit({"name": "rank_fixed_cpu_us_per_req", "value": round(c, 3), "unit": "us", "baseline": round(cb, 3),
       "ratio": round(c / cb, 3), "baseline_is": "--no-metrics", "rounds_on": on_cpu,

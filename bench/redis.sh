@@ -9,14 +9,28 @@
 #                               a shard talks to Redis: batches of many requests share a
 #                               connection and a write): redis-benchmark -c CONNS -P
 #                               CONC*BATCH/CONNS, the same commands in flight per connection
-# Sides alternate for ROUNDS rounds and the medians are compared, so that a busy machine
-# hurts both alike. Each line has our ops/s, the baseline's, the ratio (target >= 0.8),
+# Sides alternate for ROUNDS rounds, the order reversed every other round, and the
+# medians are compared, so that a busy machine hurts both alike. Each line has our ops/s, the baseline's, the ratio (target >= 0.8),
 # the client CPU per command of each side, and the baseline's exact commands.
+# Then the reply readers (bench/resp_read_bench.cc): the replies a redis-server seeded by
+# `rankd seed` (10,000 users, seed 1) sent `rankd serve` (1 shard, --cache-mb 0) for
+# FEED_REQUESTS `feed` requests, recorded by bench/record_replies.py between the two,
+# read through our RespReader and through hiredis 0.14's redisReader (custom object
+# functions), alternating, READ_ROUNDS rounds of READ_PASSES passes:
+#   resp_read_ns_per_reply      ns per reply (and allocations per reply) of each
+#   resp_read_bounds            what each reader does with hostile headers
 # Env: OPS (commands per side and round, default 400000), ROUNDS (3), BATCH (16),
-#      CONC (50), CONNS (2).
+#      CONC (50), CONNS (2), FEED_REQUESTS (20), READ_ROUNDS (9), READ_PASSES (20).
 set -euo pipefail
 export OPS=${OPS:-400000} ROUNDS=${ROUNDS:-3} BATCH=${BATCH:-16} CONC=${CONC:-50} CONNS=${CONNS:-2}
+feed_requests=${FEED_REQUESTS:-20} read_rounds=${READ_ROUNDS:-9} read_passes=${READ_PASSES:-20}
 source "$RANKD_ROOT/bench/lib.sh"
+reader_bench="$RANKD_BUILD/bench/resp_read_bench"
+if [ ! -x "$reader_bench" ]; then
+  echo "redis: $reader_bench is not built: libhiredis-dev (ops/lib/ensure-deps --bench) was" \
+    "missing when $RANKD_BUILD was set up; run meson setup --reconfigure $RANKD_BUILD" >&2
+  exit 1
+fi
 start_redis
 port=$REDIS_PORT
 redis-cli -p "$port" RPUSH media:42 $(seq 4201 4220) >/dev/null
@@ -71,9 +85,15 @@ shapes = [("redis_client_ops", conc, conc, batch),
 for name, our_conns, base_conns, depth in shapes:
     base_cmds, mine_cmd = baseline_cmds(base_conns, depth), ours_cmd(our_conns)
     base, mine = [], []
-    for _ in range(rounds):
-        base.append(baseline(base_cmds))
-        mine.append(ours(mine_cmd))
+    for r in range(rounds):
+        # The order of the sides reverses every other round (ours first on odd rounds),
+        # so that the machine's drift falls on both alike.
+        if r % 2:
+            mine.append(ours(mine_cmd))
+            base.append(baseline(base_cmds))
+        else:
+            base.append(baseline(base_cmds))
+            mine.append(ours(mine_cmd))
     b = statistics.median(x[0] for x in base)
     m = statistics.median(x[0]["value"] for x in mine)
     last = mine[-1][0]
@@ -88,3 +108,44 @@ for name, our_conns, base_conns, depth in shapes:
         "baseline_command": " && ".join(shlex.join(c) for c in base_cmds),
         "machine": os.environ["MACHINE"]}), flush=True)
 PY
+
+# The reply readers, on replies recorded from a real `feed` request.
+rankd="$RANKD_BUILD/src/server/rankd"
+"$rankd" seed --redis "redis://127.0.0.1:$port" --users 10000 --seed 1 --flush >/dev/null
+replies="$BENCH_TMP/feed_replies.resp"
+proxy_port=$(free_port)
+python3 "$RANKD_ROOT/bench/record_replies.py" "$proxy_port" "$port" "$replies" > "$BENCH_TMP/recorder.out" &
+recorder=$!
+bench_pids+=("$recorder")
+for _ in $(seq 100); do grep -q ready "$BENCH_TMP/recorder.out" && break; sleep 0.05; done
+mkdir -p "$BENCH_TMP/plans"
+cp "$(plan_file feed)" "$BENCH_TMP/plans/"
+http_port=$(free_port)
+"$rankd" serve --host 127.0.0.1 --port "$http_port" --shards 1 --cache-mb 0 --plans "$BENCH_TMP/plans" \
+  --redis "redis_default=redis://127.0.0.1:$proxy_port" --log-level error &
+serve_pid=$!
+bench_pids+=("$serve_pid")
+wait_http "http://127.0.0.1:$http_port/readyz"
+for u in $(seq 1 "$feed_requests"); do
+  curl -sf -o /dev/null -X POST -H 'Content-Type: application/json' \
+    -d "{\"plan\": \"feed\", \"user_id\": $u, \"deadline_ms\": 5000}" "http://127.0.0.1:$http_port/rank"
+done
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+kill -TERM "$recorder"
+wait "$recorder" || true
+[ -s "$replies" ] || { echo "redis: no replies recorded" >&2; exit 1; }
+read_cmd=("$reader_bench" "$replies" --rounds "$read_rounds" --passes "$read_passes")
+"${read_cmd[@]}" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    if not line.startswith("{\"name\": \"resp_read_bounds\""):
+        d = json.loads(line)
+    else:  # the bounds object spans lines
+        d = json.loads(line + sys.stdin.read())
+    d.update({"command": sys.argv[1], "recorded": sys.argv[2], "machine": sys.argv[3]})
+    print(json.dumps(d), flush=True)' "$(printf '%q ' "${read_cmd[@]}")" \
+  "replies to $feed_requests feed requests (rankd serve --shards 1 --cache-mb 0, rankd seed --users 10000 --seed 1), bench/record_replies.py" \
+  "$MACHINE"

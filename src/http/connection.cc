@@ -24,6 +24,13 @@ void ReleaseIfHuge(std::string& s, size_t keep = kKeepCapacity) {
   if (s.empty() && s.capacity() > keep) std::string().swap(s);
 }
 
+// What a string has allocated: nothing while it fits its inline buffer, else its
+// capacity and terminator.
+size_t HeapBytes(const std::string& s) {
+  static const size_t kInline = std::string().capacity();
+  return s.capacity() > kInline ? s.capacity() + 1 : 0;
+}
+
 }  // namespace
 
 Connection::Connection(ConnectionContext& ctx) : ctx_(ctx), stream_(ctx.options, ctx.ids) {}
@@ -532,6 +539,9 @@ void Connection::AccountInput() {
   size_t held = stream_.bytes_held();
   TrackUnfinished(held > 0);  // first: a share released below may let the next oldest on
   ctx_.MoveInputShare(input_accounted_, in_buf_.size() + held);
+  // What the buffers allocated: the input buffer's whole capacity (kept while empty),
+  // and the request's head and body (bytes_held counts their capacities).
+  ctx_.MoveAllocatedShare(allocated_accounted_, HeapBytes(in_buf_) + held);
 }
 
 void Connection::TrackUnfinished(bool holds_part) {
@@ -580,6 +590,7 @@ void Connection::CloseNow() {
   // A release only schedules the listener's work: safe inside any loop.
   TrackUnfinished(false);
   ctx_.MoveInputShare(input_accounted_, 0);
+  ctx_.MoveAllocatedShare(allocated_accounted_, 0);
   ctx_.MoveUnsentShare(output_accounted_, 0);
   uv_close(reinterpret_cast<uv_handle_t*>(&tcp_), &Connection::OnClose);
 }

@@ -163,6 +163,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool parked_ = false;                 // in the listener's list for the next turn
   bool input_waits_for_shard_ = false;  // in the listener's list of reads to resume
   size_t input_accounted_ = 0;          // our share of the shard's buffered input
+  size_t allocated_accounted_ = 0;      // our share of the input buffers' heap bytes
   // Our place in the context's list of requests under way (see TrackUnfinished).
   bool in_unfinished_list_ = false;
   Connection* older_unfinished_ = nullptr;

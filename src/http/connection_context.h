@@ -85,6 +85,10 @@ struct ConnectionContext {
     share = now;
     if (released) events.InputReleased();
   }
+  void MoveAllocatedShare(size_t& share, size_t now) {
+    counters.input_allocated = counters.input_allocated - share + now;
+    share = now;
+  }
   void MoveUnsentShare(size_t& share, size_t now) {
     if (now == share) return;
     counters.unsent = counters.unsent - share + now;

@@ -84,6 +84,12 @@ struct HttpCounters {
   // keeps its share (the bytes it last reported) and moves it with these.
   Counter buffered_input;  // unparsed input and request bodies not yet handed on
   Counter unsent;          // output the clients have not taken
+  // Heap bytes the input buffers have allocated, used or not: each connection's unparsed
+  // input buffer (its capacity, kept between requests) and the head and body of the
+  // request it is reading. Not a budget: what a test bounds to see that nothing is
+  // allocated ahead of the bytes received (a reserve that RSS would not show until
+  // touched).
+  Counter input_allocated;
   std::array<Counter, static_cast<size_t>(RejectKind::kCount)> rejects{};
   std::array<Counter, static_cast<size_t>(LimitKind::kCount)> limits{};
 

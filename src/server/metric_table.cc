@@ -579,6 +579,12 @@ constexpr MetricRow kMetricTable[] = {
      Type::Gauge,
      {"shard"},
      PerShard<[](const ShardStats& t) { return t.http->buffered_input.value(); }>},
+    {"rankd_http_input_allocated_bytes",
+     "Heap bytes a shard's HTTP input buffers have allocated, used or not (unparsed input "
+     "buffers, request heads and bodies being read)",
+     Type::Gauge,
+     {"shard"},
+     PerShard<[](const ShardStats& t) { return t.http->input_allocated.value(); }>},
     {"rankd_http_unsent_bytes",
      "Response bytes a shard holds for clients that have not read them (--max-unsent-bytes)",
      Type::Gauge,

@@ -1,7 +1,9 @@
 // A main for a fuzz harness without libFuzzer: runs LLVMFuzzerTestOneInput once on each
 // file named on the command line (folders: each file in them, sorted). This is how the
 // normal build keeps every corpus entry a regression test (meson test fuzz_corpus) and
-// how a crash file is replayed under a debugger or gcov (docs/fuzzing.md).
+// how a crash file is replayed under a debugger or gcov (docs/fuzzing.md). No input at
+// all fails (exit 1): a corpus folder moved, renamed or emptied must not pass as a
+// corpus replayed.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -18,12 +20,21 @@ int main(int argc, char** argv) {
   std::vector<fs::path> files;
   for (int i = 1; i < argc; ++i) {
     fs::path p(argv[i]);
+    if (!fs::exists(p)) {
+      std::fprintf(stderr, "no such file or folder: %s\n", p.c_str());
+      return 2;
+    }
     if (fs::is_directory(p)) {
       for (const auto& e : fs::directory_iterator(p))
         if (e.is_regular_file()) files.push_back(e.path());
     } else {
       files.push_back(p);
     }
+  }
+  if (files.empty()) {
+    std::fprintf(stderr, "%s: no input to replay (an empty or missing corpus)\n",
+                 argc > 0 ? argv[0] : "replay");
+    return 1;
   }
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {

@@ -14,8 +14,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, demo_data, metric_value,  # noqa: E402
-                     plans_dir, run_tests, simple_plan, temp_dir, wait_until, write_plan)
+from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, Traffic, demo_data,  # noqa: E402
+                     metric_value, plans_dir, run_tests, simple_plan, temp_dir, wait_until,
+                     write_plan)
 
 USERS = 2000
 _data = {}
@@ -116,8 +117,10 @@ def test_buckets_match_the_formula_and_stick():
     status, body = ask(conn, {"plan": "rerank", "user_id": 3})
     assert status == 200 and "experiment" not in body and "variant" not in body
     sample = list(range(1, 201))
+    reloads = metric_value(rankd.metrics(), "rankd_plan_reloads_total", result="ok")
     rankd.signal(signal.SIGHUP)
-    rankd.wait_for_tick()
+    wait_until(lambda: metric_value(rankd.metrics(), "rankd_plan_reloads_total", result="ok")
+               > reloads, what="the reload")
     assert variants_of(rankd, sample) == {u: seen[u] for u in sample}, "stable across a reload"
     assert rankd.stop() == 0
     again = Rankd(d, redis=data_redis()).wait_ready()
@@ -131,28 +134,22 @@ def test_raising_the_last_weight_under_traffic_moves_only_control():
     rankd = Rankd(d, redis=data_redis(), extra_args=["--watch-plans-ms", "50"]).wait_ready()
     users = list(range(1, 401))
     before = variants_of(rankd, users)
-    stop = threading.Event()
     bad = []
+    conn = rankd.conn(timeout=30)
+    user = [0]
 
-    def traffic():
-        conn = rankd.conn(timeout=30)
-        u = 0
-        while not stop.is_set():
-            u = u % 400 + 1
-            status, body = ask(conn, {"plan": "feed", "user_id": u, "deadline_ms": 5000})
-            if status != 200 or body.get("variant") not in ("control", "heavy", "light"):
-                bad.append((status, body))
-    t = threading.Thread(target=traffic)
-    t.start()
-    try:
+    def one():
+        user[0] = user[0] % 400 + 1
+        status, body = ask(conn, {"plan": "feed", "user_id": user[0], "deadline_ms": 5000})
+        if status != 200 or body.get("variant") not in ("control", "heavy", "light"):
+            bad.append((status, body))
+    with Traffic(one, "/rank traffic") as traffic:
         for weight in (2600, 3000, 3500):  # edited under traffic, each reload seen
             raised = experiment(variants=[exp["variants"][0], dict(exp["variants"][1], weight=weight)])
             write_experiments(d, [raised])
             wait_until(lambda: json.loads(rankd.request("GET", "/experiments")[2])
                        ["experiments"][0]["variants"][1]["weight"] == weight, what="the reload")
-    finally:
-        stop.set()
-        t.join()
+            traffic.wait_steps(1)  # requests answered under this weight
     assert not bad, bad[:3]
     after = variants_of(rankd, users)
     moved = [u for u in users if before[u] != after[u]]

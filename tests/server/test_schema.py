@@ -12,11 +12,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, SANITIZED, SOURCE_ROOT, Rankd, Redis, metric_value, run_tests,  # noqa: E402
-                     temp_dir, wait_until)
+from harness import (RANKD, SANITIZED, SOURCE_ROOT, Rankd, Redis, Traffic, metric_value,  # noqa: E402
+                     run_tests, temp_dir, wait_until)
 
 EXAMPLE = os.path.join(SOURCE_ROOT, "examples", "marketplace")
 sys.path.insert(0, EXAMPLE)
@@ -331,17 +330,14 @@ def test_a_schema_change_reloads_under_traffic_all_or_nothing():
                         ["SET", "t:doc:d-a:v1", json.dumps({"n": 1, "tag": "a"})]])
     d = custom_folder()
     s = Rankd(d, redis=redis, shards=2, extra_args=["--cache-mb", "8", "--watch-plans-ms", "100"])
-    stop = threading.Event()
     failures = []
 
-    def traffic():
-        while not stop.is_set():
-            status, _, text = s.request("POST", "/rank", json.dumps({"plan": "custom", "user_id": "u1"}))
-            if status != 200:
-                failures.append((status, text))
-    t = threading.Thread(target=traffic)
-    t.start()
-    try:
+    def one():
+        status, _, text = s.request("POST", "/rank", json.dumps({"plan": "custom", "user_id": "u1"}))
+        if status != 200:
+            failures.append((status, text))
+    with Traffic(one, "/rank traffic") as traffic:
+        traffic.wait_steps(1)
         sha0 = json.loads(s.request("GET", "/schema")[2])["sha256"]
         # A bad schema: rejected whole, the old one serves on.
         with open(os.path.join(d, "schema.json"), "w") as f:
@@ -349,6 +345,7 @@ def test_a_schema_change_reloads_under_traffic_all_or_nothing():
         s.signal(signal.SIGHUP)
         wait_until(lambda: "reload rejected" in s.stderr(), what="the bad schema rejected")
         assert json.loads(s.request("GET", "/schema")[2])["sha256"] == sha0
+        traffic.wait_steps(1)  # traffic went on while the old schema served
         # doc moves to other keys (its key template changes): the cached entries go, and
         # the next answers read the new keys.
         redis.execute("SET", "t:doc2:d-a", json.dumps({"n": 2, "tag": "b"}))
@@ -362,9 +359,7 @@ def test_a_schema_change_reloads_under_traffic_all_or_nothing():
         redis.execute("SET", "t:doc2:d-a", json.dumps({"n": 3, "tag": "b"}))
         wait_until(lambda: rank(s, "custom", "u1")["items"][0]["n"] == 3, timeout=5,
                    what="a write under the new template seen")
-    finally:
-        stop.set()
-        t.join()
+        traffic.wait_steps(1)  # and under the new one
     assert not failures, failures[:3]
 
 

@@ -72,9 +72,13 @@ def file_sink(path, max_mb=64, keep=2):
     return f"file://{path}?max_mb={max_mb}&keep={keep}"
 
 
-def replay(log, plans, extra=()):
+def replay(log, plans, extra=(), expect=0):
+    """Runs `rankd replay`; its exit status must be `expect` (0: every record checked
+    agreed or differed only as reported; 1: nothing could be checked)."""
     out = subprocess.run([RANKD, "replay", "--log", log, "--plans", plans, "--enable-test-ops", *extra],
                          capture_output=True, text=True, timeout=120)
+    assert out.returncode == expect, \
+        f"rankd replay exited {out.returncode}, not {expect}: {out.stderr[-2000:]}"
     lines = [json.loads(x) for x in out.stdout.splitlines() if x.strip()]
     return out.returncode, {x["model"]: x for x in lines}, out.stderr
 
@@ -155,7 +159,7 @@ def test_file_records_equal_the_answers():
     os.remove(os.path.join(changed, "rerank.model.json"))
     os.remove(os.path.join(changed, "rerank.plan.json"))
     os.remove(os.path.join(changed, "logged.plan.json"))
-    code, stats, err = replay(path, changed)
+    code, stats, err = replay(path, changed, expect=1)
     assert code == 1 and stats["rerank"]["missing"] == checked and stats["rerank"]["checked"] == 0
     assert rankd.stop() == 0
 
@@ -400,7 +404,8 @@ def test_replay_reads_a_stream_of_1_mib_records():
     code, stats, err = replay("redis-stream://logs?stream=big", plans,
                               ends + ["--redis-max-reply-bytes", str(4 << 20)])
     assert code == 0, err
-    _, one, _ = replay("redis-stream://logs?stream=served", plans, ends)
+    code, one, err = replay("redis-stream://logs?stream=served", plans, ends)
+    assert code == 0, err
     assert stats["rerank"]["checked"] == n * one["rerank"]["checked"] > 0, (stats, one)
     assert stats["rerank"]["differ"] == 0
 
@@ -613,6 +618,7 @@ def test_training_loop_closes():
     assert stats["rerank"]["sha256_mismatch"] == 0
     # The old log against the new model: every score is of another model.
     code, stats, err = replay(path + ".before", plans)
+    assert code == 0, err
     assert stats["rerank"]["sha256_mismatch"] == stats["rerank"]["checked"] > 0
     assert rankd.stop() == 0
 

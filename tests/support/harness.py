@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -167,6 +168,55 @@ def wait_until(cond, timeout=10.0, what="condition"):
             pass
         time.sleep(0.02)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class Traffic:
+    """Background traffic for a test that changes something under load: `step()` runs
+    again and again on a thread of its own until the block ends (`with Traffic(step) as
+    t:`). An exception in a step (a connection refused, a timeout, an assertion of the
+    step's own) is recorded and ends the thread; leaving the block joins it and fails
+    when a step raised or when no step completed, so that a test cannot pass on traffic
+    that never ran. `t.steps` counts the completed steps; `t.wait_steps(n)` waits for n
+    more."""
+
+    def __init__(self, step, what="traffic"):
+        self.step, self.what = step, what
+        self.steps = 0
+        self.error = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=what, daemon=True)
+
+    def _run(self):
+        try:
+            while not self._stop.is_set():
+                self.step()
+                self.steps += 1
+        except BaseException as e:  # noqa: B036 (recorded, raised by the test's thread)
+            self.error = (e, traceback.format_exc())
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def wait_steps(self, n, timeout=10.0):
+        start = self.steps
+        wait_until(lambda: self.steps >= start + n or self.error is not None, timeout,
+                   what=f"{n} steps of {self.what}")
+        self.check()
+
+    def check(self):
+        if self.error is not None:
+            raise AssertionError(f"{self.what} failed: {self.error[0]!r}\n{self.error[1]}")
+
+    def __exit__(self, exc_type, exc, tb):
+        self._stop.set()
+        self._thread.join(30)
+        if exc_type is not None:
+            return False  # the test's own failure comes first
+        assert not self._thread.is_alive(), f"{self.what} did not stop within 30 s"
+        self.check()
+        assert self.steps > 0, f"{self.what} never completed a step"
+        return False
 
 
 # --- Redis -----------------------------------------------------------------------
