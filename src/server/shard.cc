@@ -24,21 +24,33 @@ namespace {
 
 constexpr uint64_t kLagTickMs = 100;
 
-double SecondsSince(TimePoint t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 }  // namespace
 
 namespace {
 
-AdmissionOptions AdmissionOptionsOf(const ServeOptions& o) {
-  AdmissionOptions a;
-  a.adaptive = o.adaptive_admission;
-  a.max_inflight = o.max_inflight;
-  a.min_limit = std::min<size_t>(a.min_limit, o.max_inflight);
-  a.initial_limit = std::min<size_t>(a.initial_limit, o.max_inflight);
-  return a;
+RankShard RankShardOf(int id, const ServeOptions& o, const CursorKey& key, ShardRuntime& runtime,
+                      ShardStats& stats) {
+  RankShard s;
+  s.id = id;
+  s.cursor_key = &key;
+  s.runtime = &runtime;
+  s.stats = &stats;
+  RankOptions& r = s.opts;
+  r.deadline_ms = o.deadline_ms;
+  r.admission.adaptive = o.adaptive_admission;
+  r.admission.max_inflight = o.max_inflight;
+  r.admission.min_limit = std::min<size_t>(r.admission.min_limit, o.max_inflight);
+  r.admission.initial_limit = std::min<size_t>(r.admission.initial_limit, o.max_inflight);
+  r.allow_priority = o.allow_priority;
+  r.allow_forced_variants = o.allow_forced_variants;
+  r.shadow_max_inflight = o.shadow_max_inflight;
+  r.page_max_items = o.page_max_items;
+  r.page_ttl_ms = o.page_ttl_ms;
+  r.page_max_snapshots = o.page_max_snapshots;
+  r.page_write_bytes_per_s = o.page_write_bytes_per_s;
+  r.page_endpoint = o.page_endpoint;
+  r.access_log = o.access_log;
+  return s;
 }
 
 }  // namespace
@@ -50,8 +62,8 @@ Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
       stats_(id, opts.metrics, !opts.auth_token_file.empty()),
       runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
                opts.cpu_queue_max),
-      admission_(AdmissionOptionsOf(opts)) {
-  stats_.admission = &admission_.stats();
+      rank_(RankShardOf(id, opts, host.cursor_key(), runtime_, stats_)) {
+  stats_.admission = &path_.stage<AdmissionStage>().stats();
   // A CPU backlog older than a quarter of the default deadline is served newest first
   // (ThreadPool::set_lifo_after; docs/operations.md, "Overload").
   runtime_.cpu().set_lifo_after(
@@ -92,13 +104,14 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   env.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
   env.offloads = &stats_.offloads;
   env.cpu_cancelled = &stats_.cpu_cancelled;
-  access_log_ = host_.access_log_ring(id_);
+  rank_.access_log = host_.access_log_ring(id_);
   served_log_ =
       std::make_unique<ShardServedLog>(loop(), &redis, opts_.served_log, host_.file_sinks(),
                                        opts_.served_log_buffer_bytes, opts_.allow_forced_logging);
   stats_.served_log = served_log_.get();
+  rank_.served_log = served_log_.get();
   stats_.timers = &loop().timers();
-  page_redis_ = redis.Get(opts_.page_endpoint);
+  rank_.page_redis = redis.Get(opts_.page_endpoint);
   ExemptLogOnlyEndpoints();
 
   auto main_origins = http::OriginPolicy::Make(opts_.allowed_origins, opts_.allowed_hosts,
@@ -178,34 +191,8 @@ void Shard::InstallAuthTokens(std::shared_ptr<const AuthTokens> tokens) {
 void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   loop().AssertInLoopThread();
   runtime_.InstallPlans(std::move(plans));
-  std::vector<PlanPtr> list;
-  for (const auto& [name, p] : runtime_.plans()->plans) list.push_back(p);
-  // Metric series now, not on the request path. Requests still running hold the
-  // previous snapshot's series (shared_ptr), so nothing they touch is freed here.
-  plan_metrics_.PreparePlans(list);
-  admission_.Install(list);
-  PrepareQualitySeries();
-  experiment_series_ = MakeExperimentSeries(stats_.series, *runtime_.plans()->experiments);
+  path_.Install(*runtime_.plans());
   ExemptLogOnlyEndpoints();
-}
-
-void Shard::PrepareQualitySeries() {
-  if (!stats_.enabled) return;
-  std::unordered_map<std::string, Series*> next;
-  for (const auto& [name, load] : admission_.loads()) {
-    if (!load->quality) continue;
-    auto it = quality_series_.find(name);
-    Series* s = it != quality_series_.end()
-                    ? it->second
-                    : stats_.series.Retain(SeriesFamily::kPlanQuality, {name, stats_.shard});
-    if (it != quality_series_.end()) quality_series_.erase(it);
-    load->q_gauge = &s->gauge;
-    s->gauge = load->q;
-    next[name] = s;
-  }
-  for (const auto& [name, s] : quality_series_) stats_.series.Release(s);
-  quality_series_ = std::move(next);
-  stats_.series.Publish();
 }
 
 // An endpoint only served-log sinks write to does not gate readiness: a dead log sink
@@ -283,36 +270,11 @@ void Shard::OnTick() {
   stats_.loop_lag = lag;
   stats_.loop_lag_distribution.Observe(lag);
   redis_ready_.store(runtime_.redis() && runtime_.redis()->Ready(), std::memory_order_relaxed);
-  admission_.OnTick(Clock::now(), stats_.live_requests.load(std::memory_order_relaxed));
+  path_.Tick(Clock::now());
   StartLagTimer();
 }
 
 // --- routes -----------------------------------------------------------------------
-
-void Shard::AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
-                      TimePoint t0, const Plan* plan, const UserId& user_id) {
-  loop().AssertInLoopThread();
-  std::string line = R"({"shard":)";
-  AppendJsonInt(id_, line);
-  line += R"(,"request_id":)";
-  AppendJsonString(request_id, line);
-  line += R"(,"method":)";
-  AppendJsonString(method, line);
-  line += R"(,"route":)";
-  AppendJsonString(RouteName(route), line);
-  if (plan) {
-    line += R"(,"plan":)";
-    AppendJsonString(plan->name, line);
-    line += R"(,"user_id":)";
-    AppendJsonUserId(user_id, line);
-  }
-  line += R"(,"status":)";
-  AppendJsonInt(status, line);
-  line += R"(,"took_us":)";
-  AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
-                line);
-  if (!access_log_ || !access_log_->TryPush(line, "}\n")) ++stats_.access_log_dropped;
-}
 
 void Shard::OnRequest(http::Request req, http::Responder res, Listener listener) {
   TimePoint t0 = req.read_done;
@@ -336,7 +298,7 @@ void Shard::OnRequest(http::Request req, http::Responder res, Listener listener)
     return AnswerError(req, res, route, MethodNotAllowed(spec, path, req.method), t0, allow);
   }
   switch (route) {
-    case Route::kRank: return HandleRank(req, res, t0);
+    case Route::kRank: return path_.Handle(req, std::move(res), t0);
     case Route::kHealthz: return Answer(req, res, route, 200, kHealthyBody, t0);
     case Route::kReadyz: return HandleReadyz(req, res);
     case Route::kMetrics:
@@ -445,11 +407,7 @@ void Shard::AnswerAs(std::string_view method, std::string_view request_id, http:
     end = std::copy(std::begin(kConsoleHeaders), std::end(kConsoleHeaders), end);
     r.headers = {with_console.begin(), end};
   }
-  // Counted before sending: a client that scrapes /metrics after reading its answer
-  // (from any shard) finds it counted.
-  stats_.CountHttp(route, method, status, SecondsSince(t0));
-  res.Send(r);
-  if (opts_.access_log) AccessLog(request_id, route, method, status, t0, nullptr, {});
+  SendAnswer(rank_, res, method, request_id, route, r, t0);
 }
 
 void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,

@@ -1,0 +1,56 @@
+// RankContext: one /rank request on its way through the path's stages (rank/stage.h):
+// what every stage reads (the run, the request's id, time and deadline, the result, the
+// answer's status) and one slot a stage (its `Slot`, ctx.slot<Stage>()).
+//
+// Threads: the shard's loop thread; owned by the request's coroutine frame.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <tuple>
+
+#include "api/rank_response.h"
+#include "rank/stages.h"
+
+namespace rankd {
+
+template <class List>
+struct SlotsOf;
+template <class... Stages>
+struct SlotsOf<StageList<Stages...>> {
+  using type = std::tuple<typename Stages::Slot...>;
+};
+
+struct RankContext {
+  explicit RankContext(http::Responder res) : res(std::move(res)) {}
+
+  template <class Stage>
+  typename Stage::Slot& slot() {
+    return std::get<typename Stage::Slot>(slots);
+  }
+  template <class Stage>
+  const typename Stage::Slot& slot() const {
+    return std::get<typename Stage::Slot>(slots);
+  }
+
+  // Before the run.
+  RunRequest run;  // moved into RunPlan by the path
+  PlanPtr plan;    // the plan that runs (a variant's), kept after the run
+  UserId user_id;
+  std::string request_id;
+  TimePoint t0;  // when the request was fully read
+  int64_t deadline_ms = 0;
+  bool explain = false;
+  http::Responder res;
+  bool answered = false;  // a stage answered the request itself: the path stops
+
+  // After it.
+  Result<RunResult> result = Fail(Error::Internal("not run"));
+  ResponseExtras extras;  // OnResult: views into the slots
+  int64_t took_us = 0;    // from t0 to the answer written
+  int status = 200;
+
+  SlotsOf<RankStages>::type slots;
+};
+
+}  // namespace rankd
