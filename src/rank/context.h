@@ -14,23 +14,35 @@
 
 namespace rankd {
 
+// A stage's Slot, or an empty one of its own.
+template <class Stage>
+struct NoSlot {};
+template <class Stage>
+struct SlotOf {
+  using type = NoSlot<Stage>;
+};
+template <class Stage>
+requires requires { typename Stage::Slot; }
+struct SlotOf<Stage> {
+  using type = typename Stage::Slot;
+};
 template <class List>
 struct SlotsOf;
 template <class... Stages>
 struct SlotsOf<StageList<Stages...>> {
-  using type = std::tuple<typename Stages::Slot...>;
+  using type = std::tuple<typename SlotOf<Stages>::type...>;
 };
 
 struct RankContext {
   explicit RankContext(http::Responder res) : res(std::move(res)) {}
 
   template <class Stage>
-  typename Stage::Slot& slot() {
-    return std::get<typename Stage::Slot>(slots);
+  typename SlotOf<Stage>::type& slot() {
+    return std::get<typename SlotOf<Stage>::type>(slots);
   }
   template <class Stage>
-  const typename Stage::Slot& slot() const {
-    return std::get<typename Stage::Slot>(slots);
+  const typename SlotOf<Stage>::type& slot() const {
+    return std::get<typename SlotOf<Stage>::type>(slots);
   }
 
   // Before the run.

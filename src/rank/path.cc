@@ -48,8 +48,8 @@ void RankPath::Handle(const http::Request& req, http::Responder res, TimePoint t
   ctx.t0 = t0;
   RankInput in{req, {}};
   Status refused;
-  bool go = std::apply([&](auto&... s) { return (BeforeOf(s, ctx, in, refused) && ...); },
-                       stages_.all());
+  bool go =
+      std::apply([&](auto&... s) { return (BeforeOf(s, ctx, in, refused) && ...); }, stages_.all());
   if (ctx.answered) return;
   if (!go) return Refuse(ctx, req, refused.error());
   ctx.plan = ctx.run.plan;
@@ -60,14 +60,9 @@ void RankPath::Handle(const http::Request& req, http::Responder res, TimePoint t
 }
 
 void RankPath::Refuse(RankContext& ctx, const http::Request& req, const Error& e) {
-  std::apply(
-      [&](auto&... s) {
-        auto refused = [&](auto& stage) {
-          if constexpr (requires { stage.Refused(ctx, e); }) stage.Refused(ctx, e);
-        };
-        (refused(s), ...);
-      },
-      stages_.all());
+  Each([&](auto& s) {
+    if constexpr (requires { s.Refused(ctx, e); }) s.Refused(ctx, e);
+  });
   http::Response r;
   r.status = ErrorStatus(e.code);
   std::string body = ErrorBody(e);
@@ -80,19 +75,18 @@ void RankPath::Refuse(RankContext& ctx, const http::Request& req, const Error& e
 // and ctx.plan), the stages' slots (its metric series, its experiment set) and its
 // admission count (`live`, which RunPlan keeps until the request's last CPU job has let go).
 Coro<void> RankPath::Run(RankContext ctx) {
-  auto each = [&](auto hook) { std::apply([&](auto&... s) { (hook(s), ...); }, stages_.all()); };
   auto live = std::allocate_shared<LiveRequest>(block_pool::Allocator<LiveRequest>(),
                                                 shard_.stats->live_requests);
   // Work the answer waits for after the run (Settle) runs as part of the request.
   std::array<std::optional<Coro<void>>, kStageCount<RankStages>> settling;
   size_t n_settling = 0;
-  each([&](auto& s) {
+  Each([&](auto& s) {
     if constexpr (requires { s.Settle(ctx); })
       if (s.Settles(ctx)) settling[n_settling++].emplace(s.Settle(ctx));
   });
   std::shared_ptr<LiveRequest> hold = n_settling > 0 ? live : nullptr;
   ctx.result = co_await RunPlan(shard_.runtime->env(), std::move(ctx.run), std::move(live));
-  each([&](auto& s) {
+  Each([&](auto& s) {
     if constexpr (requires { s.OnResult(ctx); }) s.OnResult(ctx);
   });
   for (size_t i = 0; i < n_settling; ++i) co_await std::move(*settling[i]);
@@ -108,8 +102,8 @@ Coro<void> RankPath::Run(RankContext ctx) {
   const http::HeaderField ok_headers[] = {{"Server-Timing", timing}};
   const http::HeaderField busy_headers[] = {{"Server-Timing", timing}, kRetryAfter[0]};
   std::span<const http::HeaderField> headers = ok_headers;
-  bool written = std::apply(
-      [&](auto&... s) { return (WriteBodyOf(s, ctx, *body) || ...); }, stages_.all());
+  bool written =
+      std::apply([&](auto&... s) { return (WriteBodyOf(s, ctx, *body) || ...); }, stages_.all());
   if (!written && ctx.result) {
     body->reserve(256 + ctx.result->output.size() * 48);
     AppendRankResponse(*ctx.result, ctx.explain, *body, ctx.extras);
@@ -120,41 +114,30 @@ Coro<void> RankPath::Run(RankContext ctx) {
   }
   // Counted before sending: a client that scrapes /metrics after reading its answer
   // (from any shard) finds it counted.
-  each([&](auto& s) {
+  Each([&](auto& s) {
     if constexpr (requires { s.Count(ctx); }) s.Count(ctx);
   });
-  shard_.stats->CountHttp(Route::kRank, "POST", ctx.status,
-                          static_cast<double>(ctx.took_us) / 1e6);
+  shard_.stats->CountHttp(Route::kRank, "POST", ctx.status, static_cast<double>(ctx.took_us) / 1e6);
   http::Response r;
   r.status = ctx.status;
   r.body = *body;
   r.headers = headers;
   ctx.res.Send(r);
-  each([&](auto& s) {
+  Each([&](auto& s) {
     if constexpr (requires { s.After(ctx); }) s.After(ctx);
   });
 }
 
 void RankPath::Install(const PlanSet& plans) {
-  std::apply(
-      [&](auto&... s) {
-        auto install = [&](auto& stage) {
-          if constexpr (requires { stage.Install(plans); }) stage.Install(plans);
-        };
-        (install(s), ...);
-      },
-      stages_.all());
+  Each([&](auto& s) {
+    if constexpr (requires { s.Install(plans); }) s.Install(plans);
+  });
 }
 
 void RankPath::Tick(TimePoint now) {
-  std::apply(
-      [&](auto&... s) {
-        auto tick = [&](auto& stage) {
-          if constexpr (requires { stage.Tick(now); }) stage.Tick(now);
-        };
-        (tick(s), ...);
-      },
-      stages_.all());
+  Each([&](auto& s) {
+    if constexpr (requires { s.Tick(now); }) s.Tick(now);
+  });
 }
 
 void SendAnswer(RankShard& shard, http::Responder& res, std::string_view method,
@@ -164,7 +147,8 @@ void SendAnswer(RankShard& shard, http::Responder& res, std::string_view method,
   shard.stats->CountHttp(route, method, r.status,
                          std::chrono::duration<double>(Clock::now() - t0).count());
   res.Send(r);
-  if (shard.opts.access_log) WriteAccessLog(shard, request_id, route, method, r.status, t0, nullptr, {});
+  if (shard.opts.access_log)
+    WriteAccessLog(shard, request_id, route, method, r.status, t0, nullptr, {});
 }
 
 // "total;dur=<ms with 3 decimals>", from whole microseconds (no printf on this path).

@@ -47,6 +47,11 @@ class RankPath {
   }
 
  private:
+  // Calls f(stage) for every stage, in the list's order.
+  template <class F>
+  void Each(F f) {
+    std::apply([&](auto&... s) { (f(s), ...); }, stages_.all());
+  }
   Coro<void> Run(RankContext ctx);
   void Refuse(RankContext& ctx, const http::Request& req, const Error& e);
 

@@ -2,9 +2,9 @@
 //
 // A stage is a class in its own file (rank/stage_<name>.h and .cc), listed once in
 // RankStages (rank/stages.h), whose order is the order its hooks run in. It is made from
-// the shard's RankShard, holds the shard's state of its feature, declares `struct Slot`
-// (its state of one request, kept in RankContext: ctx.slot<Stage>()) and has any of these
-// hooks, each called stage by stage in the list's order:
+// the shard's RankShard (StageBase), holds the shard's state of its feature, may declare
+// `struct Slot` (its state of one request, kept in RankContext: ctx.slot<Stage>()) and has any of
+// these hooks, each called stage by stage in the list's order:
 //
 //   Status Before(RankContext&, RankInput&)  before the run: reads the request, fills the
 //       run and its slot. An error refuses the request (answered with it; the stages after
@@ -68,11 +68,20 @@ struct RankShard {
   RankOptions opts;
   ShardRuntime* runtime = nullptr;
   ShardStats* stats = nullptr;
-  RankPath* path = nullptr;                // to reach another stage: path->stage<S>()
-  ShardServedLog* served_log = nullptr;    // never null once started
-  RedisClient* page_redis = nullptr;       // --page-endpoint's client
-  const CursorKey* cursor_key = nullptr;   // the key page cursors are signed with
-  SpscRing* access_log = nullptr;          // null without --access-log
+  RankPath* path = nullptr;               // to reach another stage: path->stage<S>()
+  ShardServedLog* served_log = nullptr;   // never null once started
+  RedisClient* page_redis = nullptr;      // --page-endpoint's client
+  const CursorKey* cursor_key = nullptr;  // the key page cursors are signed with
+  SpscRing* access_log = nullptr;         // null without --access-log
+};
+
+// What most stages derive from: the shard's RankShard, as shard_.
+class StageBase {
+ public:
+  explicit StageBase(RankShard& shard) : shard_(shard) {}
+
+ protected:
+  RankShard& shard_;
 };
 
 // The request as read, for the hooks before the run.

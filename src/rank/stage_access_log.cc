@@ -54,8 +54,8 @@ void LogFailures(std::string_view request_id, const Plan& plan, const Result<Run
 void AccessLogStage::After(RankContext& ctx) {
   LogFailures(ctx.request_id, *ctx.plan, ctx.result);
   if (shard_.opts.access_log)
-    WriteAccessLog(shard_, ctx.request_id, Route::kRank, "POST", ctx.status, ctx.t0,
-                   ctx.plan.get(), ctx.user_id);
+    WriteAccessLog(shard_, ctx.request_id, Route::kRank, "POST", ctx.status, ctx.t0, ctx.plan.get(),
+                   ctx.user_id);
 }
 
 void WriteAccessLog(RankShard& shard, std::string_view request_id, Route route,
@@ -80,7 +80,8 @@ void WriteAccessLog(RankShard& shard, std::string_view request_id, Route route,
   line += R"(,"took_us":)";
   AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
                 line);
-  if (!shard.access_log || !shard.access_log->TryPush(line, "}\n")) ++shard.stats->access_log_dropped;
+  if (!shard.access_log || !shard.access_log->TryPush(line, "}\n"))
+    ++shard.stats->access_log_dropped;
 }
 
 }  // namespace rankd

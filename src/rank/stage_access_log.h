@@ -11,14 +11,10 @@
 
 namespace rankd {
 
-class AccessLogStage {
+class AccessLogStage : public StageBase {
  public:
-  struct Slot {};
-  explicit AccessLogStage(RankShard& shard) : shard_(shard) {}
+  using StageBase::StageBase;
   void After(RankContext& ctx);
-
- private:
-  RankShard& shard_;
 };
 
 // One JSON line into the shard's access log ring, written to stdout by the server's

@@ -6,7 +6,7 @@
 namespace rankd {
 
 AdmissionStage::AdmissionStage(RankShard& shard)
-    : shard_(shard), admission_(shard.opts.admission) {}
+    : StageBase(shard), admission_(shard.opts.admission) {}
 
 // Admission counts requests until their work has really stopped, so abandoned CPU work
 // (a 504 whose job still runs) counts against the limit.
@@ -17,7 +17,8 @@ Status AdmissionStage::AdmitPage() {
     return Fail(Error::Unavailable("shard " + std::to_string(shard_.id) +
                                    " is at its admission limit " + std::to_string(limit) +
                                    "; retry later"));
-  if (!admission_.AdmitShadow(live + 1)) shard_.path->stage<ShadowStage>().Cancel();  // primaries first
+  if (!admission_.AdmitShadow(live + 1))
+    shard_.path->stage<ShadowStage>().Cancel();  // primaries first
   return {};
 }
 
@@ -38,7 +39,8 @@ Status AdmissionStage::Before(RankContext& ctx, RankInput& in) {
       std::chrono::duration_cast<std::chrono::microseconds>(now - ctx.t0).count();
   auto refused = admission_.Admit(ctx.run.plan, live, priority, remaining_us, ticket);
   if (!refused) {
-    if (!admission_.AdmitShadow(live + 1)) shard_.path->stage<ShadowStage>().Cancel();  // primaries first
+    if (!admission_.AdmitShadow(live + 1))
+      shard_.path->stage<ShadowStage>().Cancel();  // primaries first
     if (double q = admission_.QualityOf(*ticket.load); q >= 0) ctx.run.quality = q;
     return {};
   }

@@ -15,7 +15,7 @@
 
 namespace rankd {
 
-class AdmissionStage {
+class AdmissionStage : public StageBase {
  public:
   struct Slot {
     Admission::Ticket ticket;  // its plan's load statistics, for its answer's sample
@@ -38,7 +38,6 @@ class AdmissionStage {
  private:
   void PrepareQualitySeries();  // the gauges of the snapshot's plans with a quality block
 
-  RankShard& shard_;
   Admission admission_;
   std::unordered_map<std::string, Series*> quality_series_;  // by plan name
 };

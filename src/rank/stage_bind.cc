@@ -20,8 +20,7 @@ Status BindStage::Before(RankContext& ctx, RankInput& in) {
   auto it = snapshot->plans.find(rr.plan);
   if (it == snapshot->plans.end())
     return Fail(Error::UnknownPlan("plan: '" + ClientText(rr.plan) + "' is not loaded"));
-  if (auto ok = CheckUserIdType(rr.user_id, it->second->user_id_type, rr.plan); !ok)
-    return ok;
+  if (auto ok = CheckUserIdType(rr.user_id, it->second->user_id_type, rr.plan); !ok) return ok;
   ctx.run.plan = it->second;
   ctx.run.user_id = std::move(rr.user_id);
   ctx.run.params = std::move(rr.params);

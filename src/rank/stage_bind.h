@@ -1,5 +1,5 @@
-// The first stages of /rank: parse and bind. Parses the body (api/rank_request.h) and binds it to a plan of
-// the shard's snapshot: bad_request naming the field, unknown_plan, a user id of another
+// The first stages of /rank: parse and bind. Parses the body (api/rank_request.h) and binds it to a
+// plan of the shard's snapshot: bad_request naming the field, unknown_plan, a user id of another
 // type. Fills the run and the request's own fields of the context.
 //
 // Threads: the shard's loop thread.
@@ -11,26 +11,18 @@
 namespace rankd {
 
 // Parses the body; the request's id, time and deadline.
-class ParseStage {
+class ParseStage : public StageBase {
  public:
-  struct Slot {};
-  explicit ParseStage(RankShard& shard) : shard_(shard) {}
+  using StageBase::StageBase;
   Status Before(RankContext& ctx, RankInput& in);
-
- private:
-  RankShard& shard_;
 };
 
 // Binds the request to its plan. After the pages stage, which answers a request with a
 // cursor itself (later pages run no plan).
-class BindStage {
+class BindStage : public StageBase {
  public:
-  struct Slot {};
-  explicit BindStage(RankShard& shard) : shard_(shard) {}
+  using StageBase::StageBase;
   Status Before(RankContext& ctx, RankInput& in);
-
- private:
-  RankShard& shard_;
 };
 
 }  // namespace rankd

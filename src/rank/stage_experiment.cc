@@ -81,7 +81,8 @@ Status ExperimentStage::Before(RankContext& ctx, RankInput& in) {
   slot.experiment = e;
   slot.index = static_cast<int>(e - set->experiments.data());
   slot.variant = variant;
-  slot.requests = series_.requests[static_cast<size_t>(slot.index)][static_cast<size_t>(variant + 1)];
+  slot.requests =
+      series_.requests[static_cast<size_t>(slot.index)][static_cast<size_t>(variant + 1)];
   if (!e->shadows.empty()) slot.params = run.params;
   if (variant >= 0) {
     const ExperimentVariant& v = e->variants[static_cast<size_t>(variant)];

@@ -12,19 +12,19 @@
 
 namespace rankd {
 
-class ExperimentStage {
+class ExperimentStage : public StageBase {
  public:
   // The experiment that applied (experiment null: none), kept alive by `experiments`.
   struct Slot {
     ExperimentSetPtr experiments;
     const Experiment* experiment = nullptr;
     int index = -1;
-    int variant = -1;      // -1: control
-    bool forced = false;   // by X-Rankd-Variant
-    GivenParams params;    // as the request gave them, when the experiment has shadows
+    int variant = -1;            // -1: control
+    bool forced = false;         // by X-Rankd-Variant
+    GivenParams params;          // as the request gave them, when the experiment has shadows
     Series* requests = nullptr;  // its variant's count
   };
-  explicit ExperimentStage(RankShard& shard) : shard_(shard) {}
+  using StageBase::StageBase;
 
   // Errors: a bad X-Rankd-Variant (400), the request's params against the requested plan
   // (invalid_param).
@@ -37,7 +37,6 @@ class ExperimentStage {
   const ExperimentSeries& series() const { return series_; }
 
  private:
-  RankShard& shard_;
   ExperimentSeries series_;
 };
 

@@ -229,8 +229,7 @@ void PagesStage::AnswerError(http::Responder& res, const Error& e, TimePoint t0,
 
 Coro<void> PagesStage::RunNextPage(http::Responder res, NextPage p) {
   const PageCursor& c = p.cursor;
-  std::string tail =
-      SnapshotKeyTail(shard_.cursor_key->ChainTag(p.plan, p.user_id), c.snapshot);
+  std::string tail = SnapshotKeyTail(shard_.cursor_key->ChainTag(p.plan, p.user_id), c.snapshot);
   RedisClient* redis = shard_.page_redis;
   const std::string& prefix = redis->prefix();
   // The header lines, and the page's bytes: at most page_size of the longest item from

@@ -15,7 +15,7 @@
 
 namespace rankd {
 
-class PagesStage {
+class PagesStage : public StageBase {
  public:
   struct Slot {
     int page_size = 0;       // 0: no pages asked
@@ -24,7 +24,7 @@ class PagesStage {
     std::string cursor;      // of the second page (empty: everything fit, or not written)
   };
   explicit PagesStage(RankShard& shard)
-      : shard_(shard), write_budget_(shard.opts.page_write_bytes_per_s) {}
+      : StageBase(shard), write_budget_(shard.opts.page_write_bytes_per_s) {}
 
   Status Before(RankContext& ctx, RankInput& in);
   bool Settles(const RankContext& ctx) const;
@@ -45,10 +45,8 @@ class PagesStage {
   };
   Coro<void> RunNextPage(http::Responder res, NextPage p);
   // Answers and counts a later page's error (before its Redis read, or after it).
-  void AnswerError(http::Responder& res, const Error& e, TimePoint t0,
-                   std::string_view request_id);
+  void AnswerError(http::Responder& res, const Error& e, TimePoint t0, std::string_view request_id);
 
-  RankShard& shard_;
   RateBudget write_budget_;  // --page-write-bytes-per-s
 };
 

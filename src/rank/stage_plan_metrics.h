@@ -9,13 +9,13 @@
 
 namespace rankd {
 
-class PlanMetricsStage {
+class PlanMetricsStage : public StageBase {
  public:
   struct Slot {
     PlanMetricsPtr pm;  // null with --no-metrics
   };
   explicit PlanMetricsStage(RankShard& shard)
-      : shard_(shard), plans_(shard.stats->series, shard.id) {}
+      : StageBase(shard), plans_(shard.stats->series, shard.id) {}
 
   Status Before(RankContext& ctx, RankInput& in);
   void Refused(RankContext& ctx, const Error& e);
@@ -23,7 +23,6 @@ class PlanMetricsStage {
   void Install(const PlanSet& plans);
 
  private:
-  RankShard& shard_;
   ShardPlanMetrics plans_;
 };
 

@@ -12,14 +12,14 @@
 
 namespace rankd {
 
-class ServedLogStage {
+class ServedLogStage : public StageBase {
  public:
   struct Slot {
-    std::string served_id;  // empty: not recorded
-    int64_t ts_ms = 0;      // Unix ms of t0, for the record
+    std::string served_id;    // empty: not recorded
+    int64_t ts_ms = 0;        // Unix ms of t0, for the record
     bool forced_log = false;  // recorded because it asked ("log": true)
   };
-  explicit ServedLogStage(RankShard& shard) : shard_(shard) {}
+  using StageBase::StageBase;
 
   Status Before(RankContext& ctx, RankInput& in);
   void OnResult(RankContext& ctx);
@@ -29,9 +29,6 @@ class ServedLogStage {
   void SelectShadow(RunRequest& run, TimePoint t0, Slot& slot);
   // Records a run selected before, as `h` says (served_id and ts_ms from `slot`).
   void Record(const RunResult& r, const Slot& slot, RecordHeader h);
-
- private:
-  RankShard& shard_;
 };
 
 }  // namespace rankd

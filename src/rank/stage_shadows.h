@@ -17,10 +17,9 @@
 
 namespace rankd {
 
-class ShadowStage {
+class ShadowStage : public StageBase {
  public:
-  struct Slot {};
-  explicit ShadowStage(RankShard& shard) : shard_(shard) {}
+  using StageBase::StageBase;
 
   void After(RankContext& ctx);
   // The primaries need the shard: the shadows running stop.
@@ -37,7 +36,6 @@ class ShadowStage {
   };
   Coro<void> Run(RunRequest run, Shadow s, std::vector<uint64_t> primary_ids);
 
-  RankShard& shard_;
   size_t running_ = 0;
   // The running shadows' parent token; replaced by a fresh one each time it is cancelled.
   std::shared_ptr<CancelToken> cancel_ = std::make_shared<CancelToken>();

@@ -5,53 +5,20 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
 
 #include "api/console_files.h"
 #include "api/errors.h"
-#include "api/rank_request.h"
-#include "api/rank_response.h"
 #include "api/route_bodies.h"
 #include "core/client_text.h"
 #include "core/log.h"
-#include "plan/experiments.h"
 #include "redis/shard_clients.h"
-#include "sched/scheduler.h"
+#include "server/cross_site.h"
 
 namespace rankd {
 
 namespace {
 
 constexpr uint64_t kLagTickMs = 100;
-
-}  // namespace
-
-namespace {
-
-RankShard RankShardOf(int id, const ServeOptions& o, const CursorKey& key, ShardRuntime& runtime,
-                      ShardStats& stats) {
-  RankShard s;
-  s.id = id;
-  s.cursor_key = &key;
-  s.runtime = &runtime;
-  s.stats = &stats;
-  RankOptions& r = s.opts;
-  r.deadline_ms = o.deadline_ms;
-  r.admission.adaptive = o.adaptive_admission;
-  r.admission.max_inflight = o.max_inflight;
-  r.admission.min_limit = std::min<size_t>(r.admission.min_limit, o.max_inflight);
-  r.admission.initial_limit = std::min<size_t>(r.admission.initial_limit, o.max_inflight);
-  r.allow_priority = o.allow_priority;
-  r.allow_forced_variants = o.allow_forced_variants;
-  r.shadow_max_inflight = o.shadow_max_inflight;
-  r.page_max_items = o.page_max_items;
-  r.page_ttl_ms = o.page_ttl_ms;
-  r.page_max_snapshots = o.page_max_snapshots;
-  r.page_write_bytes_per_s = o.page_write_bytes_per_s;
-  r.page_endpoint = o.page_endpoint;
-  r.access_log = o.access_log;
-  return s;
-}
 
 }  // namespace
 
@@ -62,7 +29,11 @@ Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
       stats_(id, opts.metrics, !opts.auth_token_file.empty()),
       runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
                opts.cpu_queue_max),
-      rank_(RankShardOf(id, opts, host.cursor_key(), runtime_, stats_)) {
+      rank_{.id = id,
+            .opts = RankOptionsOf(opts),
+            .runtime = &runtime_,
+            .stats = &stats_,
+            .cursor_key = &host.cursor_key()} {
   stats_.admission = &path_.stage<AdmissionStage>().stats();
   // A CPU backlog older than a quarter of the default deadline is served newest first
   // (ThreadPool::set_lifo_after; docs/operations.md, "Overload").
@@ -123,21 +94,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   main_origins_ = std::move(*main_origins);
   metrics_origins_ = std::move(*metrics_origins);
 
-  http::HttpOptions h;
-  h.host = opts_.host;
-  h.port = port;
-  h.shard_id = static_cast<uint32_t>(id_);
-  h.max_connections = opts_.max_connections;
-  h.max_body_bytes = opts_.max_body_bytes;
-  h.max_headers = opts_.max_headers;
-  h.read_timeout_ms = opts_.read_timeout_ms;
-  h.idle_timeout_ms = opts_.idle_timeout_ms;
-  h.header_timeout_ms = opts_.header_timeout_ms;
-  h.max_pipeline_depth = opts_.max_pipeline_depth;
-  // Unparsed input per connection: a full head for each request it may run ahead.
-  h.max_pending_input = opts_.max_pipeline_depth * h.max_head_bytes;
-  h.max_buffered_input_bytes = opts_.max_buffered_input_bytes;
-  h.max_unsent_bytes = opts_.max_unsent_bytes;
+  http::HttpOptions h = HttpOptionsOf(opts_, id_, port);
   auto l = http::Listener::Start(
       loop(), h,
       [this](http::Request req, http::Responder res) {
@@ -331,51 +288,19 @@ bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route
 
 bool Shard::CrossSiteAllowed(const http::Request& req, http::Responder& res, Route route,
                              Listener listener) {
-  // The probes and scrapes: kubelet sends the pod's IP as Host, and none of them is
-  // anything a page could use.
-  if (route == Route::kHealthz || route == Route::kReadyz || route == Route::kMetrics) return true;
   const http::OriginPolicy& policy = listener == Listener::kMain ? main_origins_ : metrics_origins_;
-  if (!policy.HostAllowed(req.host())) {
-    ++stats_.misdirected;
-    AnswerError(req, res, route,
-                Error{ErrorCode::kMisdirectedRequest,
-                      "Host '" + ClientText(req.host()) +
-                          "' is not a name of this server (--allowed-hosts)"},
-                req.read_done);
-    return false;
+  CrossSite verdict = CheckCrossSite(policy, req, res, route);
+  switch (verdict) {
+    case CrossSite::kAllowed: return true;
+    case CrossSite::kPreflight:
+      AddPreflightHeaders(res, route);
+      Answer(req, res, route, kPreflightStatus, {}, req.read_done, {}, {});
+      return false;
+    case CrossSite::kMisdirected: ++stats_.misdirected; break;
+    case CrossSite::kForbidden: ++stats_.forbidden_origins; break;
   }
-  if (req.origin_count == 0) return true;  // not a browser's cross-site call: curl, servers
-  switch (policy.CheckOrigin(req.origin(), req.host(), req.origin_count)) {
-    case http::OriginPolicy::Verdict::kSameHost: return true;
-    case http::OriginPolicy::Verdict::kListed:
-      // Its answers, whichever they are, may be read by the page (the origin echoed:
-      // there may be several listed), and say that they depend on Origin.
-      res.AddHeader("Access-Control-Allow-Origin", req.origin());
-      res.AddHeader("Vary", "Origin");
-      if (req.method == "OPTIONS" && route != Route::kOther) {
-        AnswerPreflight(req, res, route);
-        return false;
-      }
-      res.AddHeader("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Server-Timing");
-      return true;
-    case http::OriginPolicy::Verdict::kForbidden: break;
-  }
-  ++stats_.forbidden_origins;
-  AnswerError(req, res, route,
-              Error{ErrorCode::kForbiddenOrigin,
-                    "Origin '" + ClientText(req.origin_count == 1 ? req.origin() : "(several)") +
-                        "' may not call this server (--allowed-origins)"},
-              req.read_done);
+  AnswerError(req, res, route, CrossSiteError(verdict, req), req.read_done);
   return false;
-}
-
-void Shard::AnswerPreflight(const http::Request& req, http::Responder& res, Route route) {
-  // What the browser may send next: the route's methods, and the two headers a page
-  // sets (the token, a JSON body). Cached by the browser for 10 minutes.
-  res.AddHeader("Access-Control-Allow-Methods", SpecOf(route).allow);
-  res.AddHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
-  res.AddHeader("Access-Control-Max-Age", "600");
-  Answer(req, res, route, kPreflightStatus, {}, req.read_done, {}, {});
 }
 
 void Shard::HandleSchema(http::Request& req, http::Responder& res) {

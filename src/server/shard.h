@@ -69,12 +69,10 @@ class Shard {
   // With --auth-token-file, whether `req` may ask `route` on `listener`: else it is
   // answered 401 here.
   bool Admitted(const http::Request& req, http::Responder& res, Route route, Listener listener);
-  // Whether `req`'s Host and Origin may use `route` on `listener` (--allowed-hosts,
-  // --allowed-origins): else it is answered here, 421, 403, or a CORS preflight's 204.
-  // A listed origin's answer gets its CORS headers through `res`.
+  // Whether `req`'s Host and Origin may use `route` on `listener` (server/cross_site.h):
+  // else it is answered here, 421, 403, or a CORS preflight's 204.
   bool CrossSiteAllowed(const http::Request& req, http::Responder& res, Route route,
                         Listener listener);
-  void AnswerPreflight(const http::Request& req, http::Responder& res, Route route);
   EventLoop& loop() { return runtime_.loop(); }
   void SetPlans(std::shared_ptr<const PlanSet> plans);  // loop thread
   // Every request of both listeners: routes it by kRoutes (api/routes.h says which
