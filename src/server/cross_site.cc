@@ -29,9 +29,9 @@ CrossSite CheckCrossSite(const http::OriginPolicy& policy, const http::Request& 
 
 Error CrossSiteError(CrossSite verdict, const http::Request& req) {
   if (verdict == CrossSite::kMisdirected)
-    return Error{ErrorCode::kMisdirectedRequest,
-                 "Host '" + ClientText(req.host()) +
-                     "' is not a name of this server (--allowed-hosts)"};
+    return Error{
+        ErrorCode::kMisdirectedRequest,
+        "Host '" + ClientText(req.host()) + "' is not a name of this server (--allowed-hosts)"};
   return Error{ErrorCode::kForbiddenOrigin,
                "Origin '" + ClientText(req.origin_count == 1 ? req.origin() : "(several)") +
                    "' may not call this server (--allowed-origins)"};
