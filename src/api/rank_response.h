@@ -29,7 +29,7 @@ void AppendRankResponse(const RunResult& r, bool explain, std::string& out,
                         const ResponseExtras& extras = {});
 
 // The pieces AppendRankResponse is made of, in its order, for answers whose items are
-// cut into pages (server/page_snapshot.h) — each page is one of these bodies:
+// cut into pages (rank/page_snapshot.h) — each page is one of these bodies:
 //   AppendRankHead, items written by RankItemWriter (comma-separated),
 //   AppendRankCounts, AppendRankMeta, [AppendRankCursor], [AppendRankNodes], '}'.
 // None of them writes a raw newline (strings are escaped): a page snapshot keeps its

@@ -6,7 +6,7 @@
 
 #include "api/rank_response.h"
 #include "core/json_escape.h"
-#include "server/metric_buckets.h"
+#include "metrics/metric_buckets.h"
 
 namespace rankd {
 

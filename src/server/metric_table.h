@@ -15,7 +15,7 @@
 #include <string>
 
 #include "core/metric_value.h"
-#include "server/shard_stats.h"
+#include "metrics/shard_stats.h"
 
 namespace rankd {
 

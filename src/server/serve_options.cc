@@ -336,4 +336,42 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   return out;
 }
 
+http::HttpOptions HttpOptionsOf(const ServeOptions& o, int shard, int port) {
+  http::HttpOptions h;
+  h.host = o.host;
+  h.port = port;
+  h.shard_id = static_cast<uint32_t>(shard);
+  h.max_connections = o.max_connections;
+  h.max_body_bytes = o.max_body_bytes;
+  h.max_headers = o.max_headers;
+  h.read_timeout_ms = o.read_timeout_ms;
+  h.idle_timeout_ms = o.idle_timeout_ms;
+  h.header_timeout_ms = o.header_timeout_ms;
+  h.max_pipeline_depth = o.max_pipeline_depth;
+  // Unparsed input per connection: a full head for each request it may run ahead.
+  h.max_pending_input = o.max_pipeline_depth * h.max_head_bytes;
+  h.max_buffered_input_bytes = o.max_buffered_input_bytes;
+  h.max_unsent_bytes = o.max_unsent_bytes;
+  return h;
+}
+
+RankOptions RankOptionsOf(const ServeOptions& o) {
+  RankOptions r;
+  r.deadline_ms = o.deadline_ms;
+  r.admission.adaptive = o.adaptive_admission;
+  r.admission.max_inflight = o.max_inflight;
+  r.admission.min_limit = std::min<size_t>(r.admission.min_limit, o.max_inflight);
+  r.admission.initial_limit = std::min<size_t>(r.admission.initial_limit, o.max_inflight);
+  r.allow_priority = o.allow_priority;
+  r.allow_forced_variants = o.allow_forced_variants;
+  r.shadow_max_inflight = o.shadow_max_inflight;
+  r.page_max_items = o.page_max_items;
+  r.page_ttl_ms = o.page_ttl_ms;
+  r.page_max_snapshots = o.page_max_snapshots;
+  r.page_write_bytes_per_s = o.page_write_bytes_per_s;
+  r.page_endpoint = o.page_endpoint;
+  r.access_log = o.access_log;
+  return r;
+}
+
 }  // namespace rankd

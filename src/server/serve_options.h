@@ -10,7 +10,9 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "http/options.h"
 #include "model/model.h"
+#include "rank/stage.h"
 #include "redis/endpoint.h"
 #include "redis/invalidation.h"
 #include "redis/options.h"
@@ -114,5 +116,9 @@ struct ServeArgs {
 Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args);
 // `rankd serve --help`: the routes and every flag with its default (serve_options.cc).
 const std::string& ServeUsage();
+
+// What shard `shard`'s listener (on `port`) and /rank path take of the flags.
+http::HttpOptions HttpOptionsOf(const ServeOptions& o, int shard, int port);
+RankOptions RankOptionsOf(const ServeOptions& o);
 
 }  // namespace rankd

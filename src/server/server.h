@@ -18,11 +18,11 @@
 #include "core/event_loop.h"
 #include "core/thread_pool.h"
 #include "plan/plan.h"
+#include "rank/page_cursor.h"
 #include "served/file_sink.h"
 #include "server/access_log.h"
 #include "server/auth_tokens.h"
 #include "server/metric_table.h"
-#include "server/page_cursor.h"
 #include "server/serve_options.h"
 #include "server/shard_host.h"
 

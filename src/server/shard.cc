@@ -5,41 +5,20 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstdio>
 
 #include "api/console_files.h"
 #include "api/errors.h"
-#include "api/rank_request.h"
-#include "api/rank_response.h"
 #include "api/route_bodies.h"
 #include "core/client_text.h"
 #include "core/log.h"
-#include "plan/experiments.h"
 #include "redis/shard_clients.h"
-#include "sched/scheduler.h"
+#include "server/cross_site.h"
 
 namespace rankd {
 
 namespace {
 
 constexpr uint64_t kLagTickMs = 100;
-
-double SecondsSince(TimePoint t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-}  // namespace
-
-namespace {
-
-AdmissionOptions AdmissionOptionsOf(const ServeOptions& o) {
-  AdmissionOptions a;
-  a.adaptive = o.adaptive_admission;
-  a.max_inflight = o.max_inflight;
-  a.min_limit = std::min<size_t>(a.min_limit, o.max_inflight);
-  a.initial_limit = std::min<size_t>(a.initial_limit, o.max_inflight);
-  return a;
-}
 
 }  // namespace
 
@@ -50,8 +29,12 @@ Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
       stats_(id, opts.metrics, !opts.auth_token_file.empty()),
       runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
                opts.cpu_queue_max),
-      admission_(AdmissionOptionsOf(opts)) {
-  stats_.admission = &admission_.stats();
+      rank_{.id = id,
+            .opts = RankOptionsOf(opts),
+            .runtime = &runtime_,
+            .stats = &stats_,
+            .cursor_key = &host.cursor_key()} {
+  stats_.admission = &path_.stage<AdmissionStage>().stats();
   // A CPU backlog older than a quarter of the default deadline is served newest first
   // (ThreadPool::set_lifo_after; docs/operations.md, "Overload").
   runtime_.cpu().set_lifo_after(
@@ -92,13 +75,14 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   env.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
   env.offloads = &stats_.offloads;
   env.cpu_cancelled = &stats_.cpu_cancelled;
-  access_log_ = host_.access_log_ring(id_);
+  rank_.access_log = host_.access_log_ring(id_);
   served_log_ =
       std::make_unique<ShardServedLog>(loop(), &redis, opts_.served_log, host_.file_sinks(),
                                        opts_.served_log_buffer_bytes, opts_.allow_forced_logging);
   stats_.served_log = served_log_.get();
+  rank_.served_log = served_log_.get();
   stats_.timers = &loop().timers();
-  page_redis_ = redis.Get(opts_.page_endpoint);
+  rank_.page_redis = redis.Get(opts_.page_endpoint);
   ExemptLogOnlyEndpoints();
 
   auto main_origins = http::OriginPolicy::Make(opts_.allowed_origins, opts_.allowed_hosts,
@@ -110,21 +94,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   main_origins_ = std::move(*main_origins);
   metrics_origins_ = std::move(*metrics_origins);
 
-  http::HttpOptions h;
-  h.host = opts_.host;
-  h.port = port;
-  h.shard_id = static_cast<uint32_t>(id_);
-  h.max_connections = opts_.max_connections;
-  h.max_body_bytes = opts_.max_body_bytes;
-  h.max_headers = opts_.max_headers;
-  h.read_timeout_ms = opts_.read_timeout_ms;
-  h.idle_timeout_ms = opts_.idle_timeout_ms;
-  h.header_timeout_ms = opts_.header_timeout_ms;
-  h.max_pipeline_depth = opts_.max_pipeline_depth;
-  // Unparsed input per connection: a full head for each request it may run ahead.
-  h.max_pending_input = opts_.max_pipeline_depth * h.max_head_bytes;
-  h.max_buffered_input_bytes = opts_.max_buffered_input_bytes;
-  h.max_unsent_bytes = opts_.max_unsent_bytes;
+  http::HttpOptions h = HttpOptionsOf(opts_, id_, port);
   auto l = http::Listener::Start(
       loop(), h,
       [this](http::Request req, http::Responder res) {
@@ -178,34 +148,8 @@ void Shard::InstallAuthTokens(std::shared_ptr<const AuthTokens> tokens) {
 void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   loop().AssertInLoopThread();
   runtime_.InstallPlans(std::move(plans));
-  std::vector<PlanPtr> list;
-  for (const auto& [name, p] : runtime_.plans()->plans) list.push_back(p);
-  // Metric series now, not on the request path. Requests still running hold the
-  // previous snapshot's series (shared_ptr), so nothing they touch is freed here.
-  plan_metrics_.PreparePlans(list);
-  admission_.Install(list);
-  PrepareQualitySeries();
-  experiment_series_ = MakeExperimentSeries(stats_.series, *runtime_.plans()->experiments);
+  path_.Install(*runtime_.plans());
   ExemptLogOnlyEndpoints();
-}
-
-void Shard::PrepareQualitySeries() {
-  if (!stats_.enabled) return;
-  std::unordered_map<std::string, Series*> next;
-  for (const auto& [name, load] : admission_.loads()) {
-    if (!load->quality) continue;
-    auto it = quality_series_.find(name);
-    Series* s = it != quality_series_.end()
-                    ? it->second
-                    : stats_.series.Retain(SeriesFamily::kPlanQuality, {name, stats_.shard});
-    if (it != quality_series_.end()) quality_series_.erase(it);
-    load->q_gauge = &s->gauge;
-    s->gauge = load->q;
-    next[name] = s;
-  }
-  for (const auto& [name, s] : quality_series_) stats_.series.Release(s);
-  quality_series_ = std::move(next);
-  stats_.series.Publish();
 }
 
 // An endpoint only served-log sinks write to does not gate readiness: a dead log sink
@@ -283,36 +227,11 @@ void Shard::OnTick() {
   stats_.loop_lag = lag;
   stats_.loop_lag_distribution.Observe(lag);
   redis_ready_.store(runtime_.redis() && runtime_.redis()->Ready(), std::memory_order_relaxed);
-  admission_.OnTick(Clock::now(), stats_.live_requests.load(std::memory_order_relaxed));
+  path_.Tick(Clock::now());
   StartLagTimer();
 }
 
 // --- routes -----------------------------------------------------------------------
-
-void Shard::AccessLog(std::string_view request_id, Route route, std::string_view method, int status,
-                      TimePoint t0, const Plan* plan, const UserId& user_id) {
-  loop().AssertInLoopThread();
-  std::string line = R"({"shard":)";
-  AppendJsonInt(id_, line);
-  line += R"(,"request_id":)";
-  AppendJsonString(request_id, line);
-  line += R"(,"method":)";
-  AppendJsonString(method, line);
-  line += R"(,"route":)";
-  AppendJsonString(RouteName(route), line);
-  if (plan) {
-    line += R"(,"plan":)";
-    AppendJsonString(plan->name, line);
-    line += R"(,"user_id":)";
-    AppendJsonUserId(user_id, line);
-  }
-  line += R"(,"status":)";
-  AppendJsonInt(status, line);
-  line += R"(,"took_us":)";
-  AppendJsonInt(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count(),
-                line);
-  if (!access_log_ || !access_log_->TryPush(line, "}\n")) ++stats_.access_log_dropped;
-}
 
 void Shard::OnRequest(http::Request req, http::Responder res, Listener listener) {
   TimePoint t0 = req.read_done;
@@ -336,7 +255,7 @@ void Shard::OnRequest(http::Request req, http::Responder res, Listener listener)
     return AnswerError(req, res, route, MethodNotAllowed(spec, path, req.method), t0, allow);
   }
   switch (route) {
-    case Route::kRank: return HandleRank(req, res, t0);
+    case Route::kRank: return path_.Handle(req, std::move(res), t0);
     case Route::kHealthz: return Answer(req, res, route, 200, kHealthyBody, t0);
     case Route::kReadyz: return HandleReadyz(req, res);
     case Route::kMetrics:
@@ -369,51 +288,19 @@ bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route
 
 bool Shard::CrossSiteAllowed(const http::Request& req, http::Responder& res, Route route,
                              Listener listener) {
-  // The probes and scrapes: kubelet sends the pod's IP as Host, and none of them is
-  // anything a page could use.
-  if (route == Route::kHealthz || route == Route::kReadyz || route == Route::kMetrics) return true;
   const http::OriginPolicy& policy = listener == Listener::kMain ? main_origins_ : metrics_origins_;
-  if (!policy.HostAllowed(req.host())) {
-    ++stats_.misdirected;
-    AnswerError(req, res, route,
-                Error{ErrorCode::kMisdirectedRequest,
-                      "Host '" + ClientText(req.host()) +
-                          "' is not a name of this server (--allowed-hosts)"},
-                req.read_done);
-    return false;
+  CrossSite verdict = CheckCrossSite(policy, req, res, route);
+  switch (verdict) {
+    case CrossSite::kAllowed: return true;
+    case CrossSite::kPreflight:
+      AddPreflightHeaders(res, route);
+      Answer(req, res, route, kPreflightStatus, {}, req.read_done, {}, {});
+      return false;
+    case CrossSite::kMisdirected: ++stats_.misdirected; break;
+    case CrossSite::kForbidden: ++stats_.forbidden_origins; break;
   }
-  if (req.origin_count == 0) return true;  // not a browser's cross-site call: curl, servers
-  switch (policy.CheckOrigin(req.origin(), req.host(), req.origin_count)) {
-    case http::OriginPolicy::Verdict::kSameHost: return true;
-    case http::OriginPolicy::Verdict::kListed:
-      // Its answers, whichever they are, may be read by the page (the origin echoed:
-      // there may be several listed), and say that they depend on Origin.
-      res.AddHeader("Access-Control-Allow-Origin", req.origin());
-      res.AddHeader("Vary", "Origin");
-      if (req.method == "OPTIONS" && route != Route::kOther) {
-        AnswerPreflight(req, res, route);
-        return false;
-      }
-      res.AddHeader("Access-Control-Expose-Headers", "X-Request-Id, Retry-After, Server-Timing");
-      return true;
-    case http::OriginPolicy::Verdict::kForbidden: break;
-  }
-  ++stats_.forbidden_origins;
-  AnswerError(req, res, route,
-              Error{ErrorCode::kForbiddenOrigin,
-                    "Origin '" + ClientText(req.origin_count == 1 ? req.origin() : "(several)") +
-                        "' may not call this server (--allowed-origins)"},
-              req.read_done);
+  AnswerError(req, res, route, CrossSiteError(verdict, req), req.read_done);
   return false;
-}
-
-void Shard::AnswerPreflight(const http::Request& req, http::Responder& res, Route route) {
-  // What the browser may send next: the route's methods, and the two headers a page
-  // sets (the token, a JSON body). Cached by the browser for 10 minutes.
-  res.AddHeader("Access-Control-Allow-Methods", SpecOf(route).allow);
-  res.AddHeader("Access-Control-Allow-Headers", "Authorization, Content-Type");
-  res.AddHeader("Access-Control-Max-Age", "600");
-  Answer(req, res, route, kPreflightStatus, {}, req.read_done, {}, {});
 }
 
 void Shard::HandleSchema(http::Request& req, http::Responder& res) {
@@ -445,11 +332,7 @@ void Shard::AnswerAs(std::string_view method, std::string_view request_id, http:
     end = std::copy(std::begin(kConsoleHeaders), std::end(kConsoleHeaders), end);
     r.headers = {with_console.begin(), end};
   }
-  // Counted before sending: a client that scrapes /metrics after reading its answer
-  // (from any shard) finds it counted.
-  stats_.CountHttp(route, method, status, SecondsSince(t0));
-  res.Send(r);
-  if (opts_.access_log) AccessLog(request_id, route, method, status, t0, nullptr, {});
+  SendAnswer(rank_, res, method, request_id, route, r, t0);
 }
 
 void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,

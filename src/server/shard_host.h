@@ -14,8 +14,8 @@
 
 #include "core/event_loop.h"
 #include "core/spsc_ring.h"
+#include "rank/page_cursor.h"
 #include "served/file_sink.h"
-#include "server/page_cursor.h"
 
 namespace rankd {
 

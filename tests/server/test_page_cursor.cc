@@ -1,4 +1,4 @@
-// Page cursors (server/page_cursor.h): what is sealed opens back, for its plan and user
+// Page cursors (rank/page_cursor.h): what is sealed opens back, for its plan and user
 // only; every single-character change of a cursor fails; key files shorter than 32
 // bytes are refused.
 #include <doctest/doctest.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "server/page_cursor.h"
+#include "rank/page_cursor.h"
 
 using namespace rankd;
 

@@ -1,11 +1,11 @@
-// SeriesSet (server/series_set.h): one series per label set however many snapshots take
+// SeriesSet (metrics/series_set.h): one series per label set however many snapshots take
 // it, the series leaves with its last reference, scrapes see changes once published,
 // and a scrape's snapshot keeps the series it lists alive.
 #include <doctest/doctest.h>
 
 #include <array>
 
-#include "server/series_set.h"
+#include "metrics/series_set.h"
 
 using namespace rankd;
 

@@ -1,10 +1,10 @@
-// How shadow answers are compared with the primary's (src/server/shadow_compare.h):
+// How shadow answers are compared with the primary's (src/rank/shadow_compare.h):
 // overlap at k and Kendall's tau-a, on hand-counted cases.
 #include <doctest/doctest.h>
 
 #include <vector>
 
-#include "server/shadow_compare.h"
+#include "rank/shadow_compare.h"
 
 using namespace rankd;
 

@@ -1,6 +1,5 @@
-// Pages of /rank on a shard (docs/api.md, "Pages"): a first page writes the ranking's
-// snapshot to --page-endpoint and hands out a cursor; a later page checks its cursor and
-// reads its items back from the snapshot, in one round trip and without a plan run.
+#include "rank/stage_pages.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -9,7 +8,9 @@
 #include "core/line_rate_limit.h"
 #include "core/log.h"
 #include "core/random_bytes.h"
-#include "server/shard.h"
+#include "rank/context.h"
+#include "rank/path.h"
+#include "redis/shard_clients.h"
 
 namespace rankd {
 
@@ -103,28 +104,70 @@ Status CheckReplies(const Result<RespReplies>& replies, size_t n, std::string_vi
 
 }  // namespace
 
-Coro<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtras& extras,
-                                         const RankTicket& t, const UserId& user) {
-  FirstPage page;
-  page.snapshot = BuildPageSnapshot(r, extras, opts_.page_max_items);
+Status PagesStage::Before(RankContext& ctx, RankInput& in) {
+  RankRequest& rr = in.rr;
+  if (!rr.cursor) {
+    Slot& slot = ctx.slot<PagesStage>();
+    slot.page_size = rr.page_size.value_or(0);
+    if (slot.page_size > 0) slot.plan_asked = rr.plan;
+    return {};
+  }
+  ctx.answered = true;
+  const http::Request& req = in.req;
+  auto cursor = shard_.cursor_key->Open(*rr.cursor, rr.plan, rr.user_id);
+  if (!cursor) {
+    AnswerError(ctx.res, cursor.error(), ctx.t0, req.request_id);
+    return {};
+  }
+  if (auto admitted = shard_.path->stage<AdmissionStage>().AdmitPage(); !admitted) {
+    AnswerError(ctx.res, admitted.error(), ctx.t0, req.request_id);
+    return {};
+  }
+  NextPage p;
+  p.cursor = *cursor;
+  // A later request may ask another page size; the first request's otherwise.
+  p.page_size = static_cast<size_t>(rr.page_size.value_or(cursor->page_size));
+  p.plan = std::move(rr.plan);
+  p.user_id = std::move(rr.user_id);
+  p.request_id = req.request_id;
+  p.t0 = ctx.t0;
+  p.deadline_ms = ctx.deadline_ms;
+  shard_.stats->live_requests.fetch_add(1, std::memory_order_relaxed);
+  Spawn(RunNextPage(std::move(ctx.res), std::move(p)));
+  return {};
+}
+
+bool PagesStage::Settles(const RankContext& ctx) const {
+  return ctx.slot<PagesStage>().page_size > 0;
+}
+
+// A first page still runs while its snapshot is written: it counts until then.
+Coro<void> PagesStage::Settle(RankContext& ctx) {
+  if (!ctx.result) co_return;
+  Slot& page = ctx.slot<PagesStage>();
+  const RankOptions& opts = shard_.opts;
+  page.snapshot = BuildPageSnapshot(*ctx.result, ctx.extras, opts.page_max_items);
   const PageSnapshot& s = page.snapshot;
-  auto count = [this](SnapshotOutcome o) { ++stats_.page_snapshots[static_cast<size_t>(o)]; };
-  auto page_size = static_cast<size_t>(t.page_size);
+  auto count = [this](SnapshotOutcome o) {
+    ++shard_.stats->page_snapshots[static_cast<size_t>(o)];
+  };
+  auto page_size = static_cast<size_t>(page.page_size);
   if (s.items() <= page_size) {
     count(SnapshotOutcome::kOnePage);
-    co_return page;
+    co_return;
   }
   // Past the shard's byte rate the page goes without a cursor: the quota per (plan, user)
   // does not bound a client that sends many user ids, this does.
-  if (!page_write_budget_.Take(s.bytes.size(), Clock::now())) {
+  if (!write_budget_.Take(s.bytes.size(), Clock::now())) {
     count(SnapshotOutcome::kRateLimited);
-    co_return page;
+    co_return;
   }
   PageCursor c;
   FillRandom(c.snapshot.data(), c.snapshot.size());
-  std::string tag = host_.cursor_key().ChainTag(t.plan_asked, user);
-  const std::string& prefix = page_redis_->prefix();
-  auto ttl_ms = static_cast<int64_t>(opts_.page_ttl_ms);
+  std::string tag = shard_.cursor_key->ChainTag(page.plan_asked, ctx.user_id);
+  RedisClient* redis = shard_.page_redis;
+  const std::string& prefix = redis->prefix();
+  auto ttl_ms = static_cast<int64_t>(opts.page_ttl_ms);
   RedisCommands cmds;
   cmds.Add(5)
       .Arg("SET")
@@ -138,17 +181,18 @@ Coro<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtra
       .Arg(int64_t{1})
       .Key(prefix, ChainIndexTail(tag))
       .Arg(Hex(c.snapshot))
-      .Arg(static_cast<int64_t>(opts_.page_max_snapshots))
+      .Arg(static_cast<int64_t>(opts.page_max_snapshots))
       .Arg(ttl_ms);
   // Within the request's deadline: past it the page goes without a cursor.
   auto replies =
-      co_await page_redis_->Batch(std::move(cmds), t.t0 + std::chrono::milliseconds(t.deadline_ms));
-  if (auto written = CheckReplies(replies, 2, opts_.page_endpoint); !written) {
-    LogPageFailure(0, t.request_id, "first page sent without cursor", written.error());
+      co_await redis->Batch(std::move(cmds), ctx.t0 + std::chrono::milliseconds(ctx.deadline_ms));
+  if (auto written = CheckReplies(replies, 2, opts.page_endpoint); !written) {
+    LogPageFailure(0, ctx.request_id, "first page sent without cursor", written.error());
     count(SnapshotOutcome::kWriteFailed);
-    co_return page;
+    co_return;
   }
-  stats_.page_chains_ended += static_cast<uint64_t>(std::max<int64_t>(0, (*replies)[1].integer()));
+  shard_.stats->page_chains_ended +=
+      static_cast<uint64_t>(std::max<int64_t>(0, (*replies)[1].integer()));
   c.offset = static_cast<uint32_t>(page_size);
   c.byte_start = s.ends[page_size - 1];
   c.header_bytes = s.header_bytes;
@@ -156,59 +200,38 @@ Coro<Shard::FirstPage> Shard::StartPages(const RunResult& r, const ResponseExtra
   c.bytes = static_cast<uint32_t>(s.bytes.size());
   c.max_item_bytes = s.max_item_bytes;
   c.page_size = static_cast<uint16_t>(page_size);
-  page.cursor = host_.cursor_key().Seal(c, t.plan_asked, user);
+  page.cursor = shard_.cursor_key->Seal(c, page.plan_asked, ctx.user_id);
   count(SnapshotOutcome::kWritten);
-  co_return page;
 }
 
-void Shard::AppendFirstPage(const FirstPage& page, const RunResult& r, const RankTicket& t,
-                            std::string& out) {
+bool PagesStage::WriteBody(RankContext& ctx, std::string& out) {
+  const Slot& page = ctx.slot<PagesStage>();
+  if (!ctx.result || page.page_size == 0) return false;
   const PageSnapshot& s = page.snapshot;
-  size_t n = std::min(s.items(), static_cast<size_t>(t.page_size));
-  AppendPage(s.head(), s.Lines(n), n, r.took_us, s.meta(), page.cursor, out);
-  if (t.explain) AppendRankNodes(r, out);
+  size_t n = std::min(s.items(), static_cast<size_t>(page.page_size));
+  AppendPage(s.head(), s.Lines(n), n, ctx.result->took_us, s.meta(), page.cursor, out);
+  if (ctx.explain) AppendRankNodes(*ctx.result, out);
   out += '}';
+  return true;
 }
 
-void Shard::AnswerPageError(http::Responder& res, const Error& e, TimePoint t0,
-                            std::string_view request_id) {
-  ++stats_.page_requests[1 + static_cast<size_t>(e.code)];
-  int status = ErrorStatus(e.code);
-  if (status >= 500) LogPageFailure(1, request_id, "later page", e);
+void PagesStage::AnswerError(http::Responder& res, const Error& e, TimePoint t0,
+                             std::string_view request_id) {
+  ++shard_.stats->page_requests[1 + static_cast<size_t>(e.code)];
   http::Response r;
-  r.status = status;
+  r.status = ErrorStatus(e.code);
+  if (r.status >= 500) LogPageFailure(1, request_id, "later page", e);
   std::string body = ErrorBody(e);
   r.body = body;
-  if (status == 503) r.headers = kRetryAfter;
-  stats_.CountHttp(Route::kRank, "POST", status,
-                   std::chrono::duration<double>(Clock::now() - t0).count());
-  res.Send(r);
-  if (opts_.access_log) AccessLog(request_id, Route::kRank, "POST", status, t0, nullptr, {});
+  if (r.status == 503) r.headers = kRetryAfter;
+  SendAnswer(shard_, res, "POST", request_id, Route::kRank, r, t0);
 }
 
-void Shard::HandleNextPage(http::Request& req, http::Responder& res, RankRequest& rr,
-                           TimePoint t0) {
-  auto cursor = host_.cursor_key().Open(*rr.cursor, rr.plan, rr.user_id);
-  if (!cursor) return AnswerPageError(res, cursor.error(), t0, req.request_id);
-  if (auto admitted = Admit(); !admitted)
-    return AnswerPageError(res, admitted.error(), t0, req.request_id);
-  NextPage p;
-  p.cursor = *cursor;
-  // A later request may ask another page size; the first request's otherwise.
-  p.page_size = static_cast<size_t>(rr.page_size.value_or(cursor->page_size));
-  p.plan = std::move(rr.plan);
-  p.user_id = std::move(rr.user_id);
-  p.request_id = req.request_id;
-  p.t0 = t0;
-  p.deadline_ms = rr.deadline_ms.value_or(opts_.deadline_ms);
-  stats_.live_requests.fetch_add(1, std::memory_order_relaxed);
-  Spawn(RunNextPage(std::move(res), std::move(p)));
-}
-
-Coro<void> Shard::RunNextPage(http::Responder res, NextPage p) {
+Coro<void> PagesStage::RunNextPage(http::Responder res, NextPage p) {
   const PageCursor& c = p.cursor;
-  std::string tail = SnapshotKeyTail(host_.cursor_key().ChainTag(p.plan, p.user_id), c.snapshot);
-  const std::string& prefix = page_redis_->prefix();
+  std::string tail = SnapshotKeyTail(shard_.cursor_key->ChainTag(p.plan, p.user_id), c.snapshot);
+  RedisClient* redis = shard_.page_redis;
+  const std::string& prefix = redis->prefix();
   // The header lines, and the page's bytes: at most page_size of the longest item from
   // the page's first byte. Both commands name one key, so a cluster sends them to one
   // node, in one round trip.
@@ -222,15 +245,15 @@ Coro<void> Shard::RunNextPage(http::Responder res, NextPage p) {
       .Arg(int64_t{c.byte_start})
       .Arg(static_cast<int64_t>(end) - 1);
   auto replies =
-      co_await page_redis_->Batch(std::move(cmds), p.t0 + std::chrono::milliseconds(p.deadline_ms));
-  stats_.live_requests.fetch_sub(1, std::memory_order_relaxed);
+      co_await redis->Batch(std::move(cmds), p.t0 + std::chrono::milliseconds(p.deadline_ms));
+  shard_.stats->live_requests.fetch_sub(1, std::memory_order_relaxed);
   Result<PageRead> page = Fail(Error::Internal("unreachable"));
-  if (auto ok = CheckReplies(replies, 2, opts_.page_endpoint); !ok)
+  if (auto ok = CheckReplies(replies, 2, shard_.opts.page_endpoint); !ok)
     page = Fail(ok.error());
   else
     page = ReadPage((*replies)[0].str(), (*replies)[1].str(), c, p.page_size);
   if (!page) {
-    AnswerPageError(res, page.error(), p.t0, p.request_id);
+    AnswerError(res, page.error(), p.t0, p.request_id);
     co_return;
   }
 
@@ -239,7 +262,7 @@ Coro<void> Shard::RunNextPage(http::Responder res, NextPage p) {
     PageCursor next = c;
     next.offset += static_cast<uint32_t>(page->count);
     next.byte_start += static_cast<uint32_t>(page->lines.size());
-    cursor = host_.cursor_key().Seal(next, p.plan, p.user_id);
+    cursor = shard_.cursor_key->Seal(next, p.plan, p.user_id);
   }
   Recycled<std::string, 1u << 20, 64> body;
   auto took = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - p.t0);
@@ -247,14 +270,15 @@ Coro<void> Shard::RunNextPage(http::Responder res, NextPage p) {
   *body += '}';
   std::string timing = ServerTiming(took);
   const http::HeaderField headers[] = {{"Server-Timing", timing}};
-  ++stats_.page_requests[0];
-  stats_.CountHttp(Route::kRank, "POST", 200, static_cast<double>(took.count()) / 1e6);
+  ++shard_.stats->page_requests[0];
+  shard_.stats->CountHttp(Route::kRank, "POST", 200, static_cast<double>(took.count()) / 1e6);
   http::Response r;
   r.status = 200;
   r.body = *body;
   r.headers = headers;
   res.Send(r);
-  if (opts_.access_log) AccessLog(p.request_id, Route::kRank, "POST", 200, p.t0, nullptr, {});
+  if (shard_.opts.access_log)
+    WriteAccessLog(shard_, p.request_id, Route::kRank, "POST", 200, p.t0, nullptr, {});
 }
 
 }  // namespace rankd

@@ -1,4 +1,4 @@
-#include "server/shard_stats.h"
+#include "metrics/shard_stats.h"
 
 namespace rankd {
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "api/errors.h"
+#include "metrics/series_set.h"
 #include "plan/experiments.h"
 #include "plan/plan.h"
-#include "server/series_set.h"
 
 namespace rankd {
 

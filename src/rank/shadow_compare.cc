@@ -1,4 +1,4 @@
-#include "server/shadow_compare.h"
+#include "rank/shadow_compare.h"
 
 #include <algorithm>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-#include "server/page_cursor.h"
+#include "rank/page_cursor.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

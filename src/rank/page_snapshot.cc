@@ -1,4 +1,4 @@
-#include "server/page_snapshot.h"
+#include "rank/page_snapshot.h"
 
 #include <algorithm>
 #include <unordered_set>

@@ -24,9 +24,9 @@
 #include "core/metric_value.h"
 #include "core/timer_queue.h"
 #include "http/counters.h"
+#include "metrics/metric_buckets.h"
+#include "metrics/series_set.h"
 #include "sched/scheduler.h"
-#include "server/metric_buckets.h"
-#include "server/series_set.h"
 
 namespace rankd {
 
@@ -87,7 +87,7 @@ struct ShardStats {
   const AdmissionStats* admission = nullptr;
   MetricHistogram admission_refusal_seconds{
       kRefusalBuckets};  // X-Rankd-Variant without --allow-forced-variants
-  SeriesSet series;      // of plans and experiments (server/plan_metrics.h)
+  SeriesSet series;      // of plans and experiments (rank/plan_metrics.h)
 
   // The other layers' counters, set on the loop thread while the shard starts.
   const http::HttpCounters* http = nullptr;          // the client listener's

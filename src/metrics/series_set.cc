@@ -1,4 +1,4 @@
-#include "server/series_set.h"
+#include "metrics/series_set.h"
 
 namespace rankd {
 

@@ -23,8 +23,8 @@
 
 #include "api/rank_response.h"
 #include "core/error.h"
+#include "rank/page_cursor.h"
 #include "sched/scheduler.h"
-#include "server/page_cursor.h"
 
 namespace rankd {
 

@@ -1,7 +1,7 @@
-#include "server/plan_metrics.h"
+#include "rank/plan_metrics.h"
 
+#include "metrics/metric_buckets.h"
 #include "sched/scheduler.h"
-#include "server/metric_buckets.h"
 
 namespace rankd {
 
