@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 namespace rankd {
 
 namespace {
@@ -30,8 +29,8 @@ std::string_view RefusalName(Refusal r) {
 
 Admission::Admission(AdmissionOptions opts)
     : opts_(opts),
-      limit_(opts.adaptive ? static_cast<double>(std::clamp(opts.initial_limit, opts.min_limit,
-                                                            opts.max_inflight))
+      limit_(opts.adaptive ? static_cast<double>(
+                                 std::clamp(opts.initial_limit, opts.min_limit, opts.max_inflight))
                            : static_cast<double>(opts.max_inflight)) {
   ratios_.reserve(kMaxRatiosPerInterval);
   stats_.limit = limit_;
@@ -55,8 +54,7 @@ void Admission::Install(const std::vector<PlanPtr>& plans) {
   by_plan_.clear();
   for (const PlanPtr& p : plans) {
     auto it = by_name_.find(p->name);
-    PlanLoadPtr load =
-        it != by_name_.end() ? it->second : std::make_shared<PlanLoad>(p->name);
+    PlanLoadPtr load = it != by_name_.end() ? it->second : std::make_shared<PlanLoad>(p->name);
     load->quality = p->quality.enabled ? &p->quality : nullptr;
     load->quality_plan = p->quality.enabled ? p : nullptr;
     if (!load->quality) load->q = 1.0;
@@ -104,8 +102,8 @@ void Admission::OnAnswer(const Ticket& t, int64_t took_us, bool ok) {
   if (ok && (t.alone || probe)) AddAlone(l, took_us, now);
   if (probe) ++measured_;
   if (!measuring() && l.no_load_us > 0 && ratios_.size() < kMaxRatiosPerInterval)
-    ratios_.push_back(static_cast<float>(static_cast<double>(took_us) /
-                                         static_cast<double>(l.no_load_us)));
+    ratios_.push_back(
+        static_cast<float>(static_cast<double>(took_us) / static_cast<double>(l.no_load_us)));
 }
 
 void Admission::AddAlone(PlanLoad& l, int64_t took_us, TimePoint now) {
@@ -146,8 +144,9 @@ void Admission::OnTick(TimePoint now, size_t live) {
 bool Admission::NeedsMeasuring(TimePoint now) const {
   for (const auto& [name, l] : by_name_) {
     if (!l->seen) continue;
-    if (l->no_load_us == 0 ? now - l->first_seen >= std::chrono::milliseconds(opts_.probe_after_ms)
-                           : now - l->no_load_at >= std::chrono::milliseconds(opts_.refresh_after_ms))
+    if (l->no_load_us == 0
+            ? now - l->first_seen >= std::chrono::milliseconds(opts_.probe_after_ms)
+            : now - l->no_load_at >= std::chrono::milliseconds(opts_.refresh_after_ms))
       return true;
   }
   return false;

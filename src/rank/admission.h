@@ -47,10 +47,10 @@ enum class Refusal : uint8_t { kLimit, kDeadline, kCount };
 std::string_view RefusalName(Refusal r);  // "limit", "deadline"
 
 struct AdmissionOptions {
-  bool adaptive = true;      // false: the limit is --max-inflight (the old fixed rule)
+  bool adaptive = true;  // false: the limit is --max-inflight (the old fixed rule)
   size_t max_inflight = 1024;
   size_t min_limit = 4;
-  size_t initial_limit = 128;  // until latency says otherwise: the first answers do
+  size_t initial_limit = 128;        // until latency says otherwise: the first answers do
   double tolerance = 2.0;            // latency over no-load latency the limit accepts
   int64_t probe_after_ms = 5000;     // a plan with traffic and no no-load estimate
   int64_t refresh_after_ms = 60000;  // a plan with traffic whose estimate is this old
@@ -78,15 +78,15 @@ struct PlanLoad {
   // No-load latency: the last answers of requests admitted alone (or while measuring).
   std::array<uint32_t, 32> alone{};
   size_t alone_filled = 0, alone_next = 0;
-  int64_t no_load_us = 0;      // their median; 0: none yet
-  TimePoint no_load_at{};      // when the last one came
-  TimePoint first_seen{};      // the first answer of the plan on this shard
-  bool seen = false;           // answers since the last tick
+  int64_t no_load_us = 0;  // their median; 0: none yet
+  TimePoint no_load_at{};  // when the last one came
+  TimePoint first_seen{};  // the first answer of the plan on this shard
+  bool seen = false;       // answers since the last tick
   // The quality block of the plan last installed under this name (null: none).
   const PlanQuality* quality = nullptr;
   PlanPtr quality_plan;  // keeps `quality` alive
   double q = 1.0;
-  uint64_t q_seen = 0;  // all_times.added() at the last update
+  uint64_t q_seen = 0;                     // all_times.added() at the last update
   MetricValue<double>* q_gauge = nullptr;  // rankd_plan_quality, set by the owner
 };
 using PlanLoadPtr = std::shared_ptr<PlanLoad>;
@@ -140,9 +140,9 @@ class Admission {
   double limit_before_measuring_ = 0;
   uint32_t epoch_ = 0;
   TimePoint measure_started_{};
-  size_t measured_ = 0;  // probe answers so far
-  std::vector<float> ratios_;  // this interval's latency ratios
-  size_t max_live_ = 0;       // the most requests running at once this interval
+  size_t measured_ = 0;          // probe answers so far
+  std::vector<float> ratios_;    // this interval's latency ratios
+  size_t max_live_ = 0;          // the most requests running at once this interval
   uint64_t limit_refusals_ = 0;  // this interval's, for quality
   std::unordered_map<std::string, PlanLoadPtr> by_name_;
   std::unordered_map<const Plan*, PlanLoadPtr> by_plan_;

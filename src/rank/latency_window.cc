@@ -21,8 +21,8 @@ void LatencyWindow::Clear() { *this = LatencyWindow(); }
 
 int64_t LatencyWindow::Cached(Cache& c, double q) {
   // A window still filling changes a lot per sample: recompute on every change then.
-  bool stale = c.at == UINT64_MAX || (filled_ < kSize ? c.at != added_
-                                                       : added_ - c.at >= kRecomputeEvery);
+  bool stale =
+      c.at == UINT64_MAX || (filled_ < kSize ? c.at != added_ : added_ - c.at >= kRecomputeEvery);
   if (stale) {
     c.value = Quantile(q);
     c.at = added_;
