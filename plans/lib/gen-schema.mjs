@@ -169,6 +169,20 @@ function optionType(d, gen) {
   throw new Error(`no option type for ${d.type}`);
 }
 
+/** The doc comment of option `p` (param `d` of op entry `e`). */
+function optionDoc(e, p, d) {
+  let what = d.type === "i64" ? "An integer" : d.type === "f64" ? "A number" : d.type === "bool" ? "A boolean" : "A string";
+  if (d.type === "column" && d.reads) what = d.reads.length ? `A column of the input: ${d.reads.join(", ")}` : "A column of the input";
+  if (d.type === "column" && d.writes) {
+    const add = e.output.adds.find((a) => a.param === p);
+    what = `The ${add ? `${add.type} ` : ""}column it writes (added or replaced)`;
+  }
+  if (d.min !== undefined || d.max !== undefined) what += `, ${d.min ?? ""}..${d.max ?? ""}`;
+  if (d.values) what += `: ${d.values.join(", ")}`;
+  if (d.ref) what += `; or a request parameter (P.name)`;
+  return `${what}${d.required ? "" : ` (d ${JSON.stringify(d.default)})`}.`;
+}
+
 /** One generated node method's declaration. */
 function methodDecl(op, e) {
   const gens = [];
@@ -179,9 +193,7 @@ function methodDecl(op, e) {
       gen = `K_${camel(p)}`;
       gens.push(`const ${gen} extends string${d.required ? "" : " = never"}`);
     }
-    const bounds = d.min !== undefined || d.max !== undefined ? ` ${d.min ?? ""}..${d.max ?? ""}` : "";
-    const dflt = d.required ? "required" : `default ${JSON.stringify(d.default)}`;
-    opts.push(`    /** ${d.type}${bounds}, ${dflt}${d.ref ? ", or a request parameter" : ""}. */\n    ${camel(p)}${d.required ? "" : "?"}: ${optionType(d, gen)};`);
+    opts.push(`    /** ${optionDoc(e, p, d)} */\n    ${camel(p)}${d.required ? "" : "?"}: ${optionType(d, gen)};`);
   }
   let out = "C";
   for (const a of e.output.adds) {
