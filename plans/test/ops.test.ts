@@ -3,7 +3,7 @@
 // its options written under their JSON names, checked as the catalogue says, its column added.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { definePlan, planText, PlanError, type Ctx } from "../lib/index.js";
+import { Ctx, Node, definePlan, planText, PlanError } from "../lib/index.js";
 import { GENERATED_METHODS, OPS } from "../lib/ops.gen.js";
 
 type J = any;
@@ -22,6 +22,14 @@ function compileErr(build: (c: Ctx, P: any) => any): string {
   assert.fail("compiled");
 }
 const hydrated = (c: Ctx) => c.viewer().follow().features({ fields: ["likes", "category", "quality"] });
+
+test("every op of the catalogue has a DSL method (hand-written or generated)", () => {
+  const methods = new Set([...Object.getOwnPropertyNames(Node.prototype), ...Object.getOwnPropertyNames(Ctx.prototype)]);
+  for (const op of Object.keys(OPS)) {
+    const name = op.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+    assert.ok(methods.has(name), `op '${op}' has no method '${name}'`);
+  }
+});
 
 test("the catalogue's defaults and bounds reach the hand-written methods", () => {
   assert.equal(OPS.follow.params.fanout.default, 100);

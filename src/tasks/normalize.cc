@@ -55,15 +55,16 @@ bool Rescale(Method m, const Values& v, PoolVector<double>& out, const TaskConte
   const size_t n = v.x.size();
   double lo = v.x[0], hi = v.x[0], mean = 0;
   for (size_t i = 0; i < n; ++i) {  // a running mean does not overflow where a sum would
+    if (i % kPollRows == 0 && ctx.cancelled()) return false;
     lo = std::min(lo, v.x[i]);
     hi = std::max(hi, v.x[i]);
     mean += (v.x[i] - mean) / static_cast<double>(i + 1);
   }
-  if (ctx.cancelled()) return false;
   double shift = lo, scale = hi - lo;
   if (m == Method::kZScore) {
     double var = 0;
     for (size_t i = 0; i < n; ++i) {
+      if (i % kPollRows == 0 && ctx.cancelled()) return false;
       const double d = v.x[i] - mean;
       var += (d * d - var) / static_cast<double>(i + 1);
     }
