@@ -35,7 +35,7 @@ Result<ColumnTypes> SchemaAsDeclared(const SchemaArgs& a) {
                                   want + " column"));
   }
   ColumnTypes out;
-  if (a.op->keeps_input && !a.inputs.empty()) out = a.inputs[0];
+  if (a.op->keeps_input) out = *SchemaSameAsInput(a);
   for (const AddedColumn& c : a.op->adds) {
     const std::string& name = c.name_param ? a.args.Str(c.name) : c.name;
     if (name.empty()) continue;

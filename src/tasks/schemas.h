@@ -18,7 +18,8 @@ Result<ColumnTypes> SchemaSameAsInput(const SchemaArgs& a);
 // Output = `id` (i64) only.
 Result<ColumnTypes> SchemaIdOnly(const SchemaArgs& a);
 
-// The output the op's catalogue entry states (OpSchema::keeps_input, adds), after checking
+// The output the op's catalogue entry states (OpSchema::keeps_input: the input's columns,
+// or `id` alone when it has none, as SchemaSameAsInput; then `adds`), after checking
 // that each parameter that reads a column (TaskParamSpec::Reads) names one of the first
 // input's columns of an allowed type: for ops whose columns depend on their params only
 // through names and the expression (not a family), so that the catalogue is the schema.
