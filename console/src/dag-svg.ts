@@ -3,6 +3,7 @@
 
 import { layout, type Slot } from "./dag-layout.js";
 import { clip, s } from "./dom.js";
+import { opInfo } from "./plan-info.js";
 import type { PlanFile, PlanNode } from "./types.js";
 
 const BOX_W = 190;
@@ -35,7 +36,10 @@ function nodeBox(node: PlanNode, x: number, y: number, isOutput: boolean): SVGGE
   const model = typeof node.params["model"] === "string" ? (node.params["model"] as string) : null;
   const cls = ["dag-node", `op-${node.op}`, node.optional ? "optional" : "", isOutput ? "output" : ""];
   const g = s("g", { class: cls.filter(Boolean).join(" "), "data-node-id": node.node_id, transform: `translate(${x},${y})` });
-  g.appendChild(s("title", {}, JSON.stringify({ node_id: node.node_id, op: node.op, inputs: node.inputs, params: node.params }, null, 1)));
+  // The tooltip: the op's line of doc from the server's catalogue, then the node's JSON.
+  const doc = opInfo(node.op)?.doc;
+  const json = JSON.stringify({ node_id: node.node_id, op: node.op, inputs: node.inputs, params: node.params }, null, 1);
+  g.appendChild(s("title", {}, doc ? `${node.op}: ${doc}\n${json}` : json));
   g.appendChild(s("rect", { width: BOX_W, height: BOX_H, rx: 6 }));
   g.appendChild(s("text", { x: 8, y: 16, class: "node-id" }, clip(node.node_id, 18)));
   g.appendChild(s("text", { x: BOX_W - 8, y: 16, class: "node-op", "text-anchor": "end" }, clip(node.op, 16)));

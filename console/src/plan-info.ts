@@ -1,18 +1,31 @@
-// What a plan reads, derived from its JSON and the loaded schema (docs/plan.md "Tasks",
-// docs/data.md). Pure: no DOM.
+// What a plan reads, derived from its JSON, the loaded schema (docs/plan.md "Tasks",
+// docs/data.md) and the server's op catalogue (plans/ops.json, `rankd ops --json`, which
+// the build bundles). Pure: no DOM.
 
+import catalogue from "../../plans/ops.json";
 import type { PlanFile, PlanNode, SchemaAnswer } from "./types.js";
 
-// The family each IO op reads when its node names none.
-const DEFAULT_FAMILY: Record<string, string> = {
-  viewer: "user", follow: "follow", recommendation: "recs", media: "media", features: "item", seen_filter: "seen",
-};
+/** One op of the catalogue, as far as the console reads it. */
+export interface OpInfo {
+  readonly doc: string;
+  readonly family: { readonly types: readonly string[]; readonly keyed_by: string } | null;
+  readonly params: Readonly<Record<string, { readonly type: string; readonly default?: unknown }>>;
+}
 
-/** The Redis family a node reads, or null for a node that reads none. */
+const OPS: Readonly<Record<string, OpInfo>> = catalogue.ops;
+
+/** The catalogue's entry of `op`, or undefined for an op this console does not know. */
+export function opInfo(op: string): OpInfo | undefined {
+  return OPS[op];
+}
+
+/** The Redis family a node reads (its `family` param, else its op's default), or null for
+ *  a node that reads none. */
 export function familyOf(node: PlanNode): string | null {
-  const fallback = DEFAULT_FAMILY[node.op];
-  if (!fallback) return null;
-  return typeof node.params["family"] === "string" ? (node.params["family"] as string) : fallback;
+  const info = OPS[node.op];
+  if (!info?.family) return null;
+  const given = node.params["family"];
+  return typeof given === "string" ? given : String(info.params["family"]?.default ?? "");
 }
 
 /** The families a plan reads, each with the nodes that read it. */
@@ -25,11 +38,11 @@ export function familiesOf(plan: PlanFile): Map<string, string[]> {
   return out;
 }
 
-/** Whether the plan is keyed by string ids: its viewer or seen_filter reads a family
- *  with "id": "str" (docs/data.md "String ids"). */
+/** Whether the plan is keyed by string ids: a node that reads a family keyed by the
+ *  user_id (viewer, seen_filter) reads one with "id": "str" (docs/data.md "String ids"). */
 export function takesStringIds(plan: PlanFile, schema: SchemaAnswer | null): boolean {
   return plan.nodes.some((node) => {
-    const family = node.op === "viewer" || node.op === "seen_filter" ? familyOf(node) : null;
+    const family = OPS[node.op]?.family?.keyed_by === "user_id" ? familyOf(node) : null;
     return family !== null && schema?.schema.families[family]?.id === "str";
   });
 }

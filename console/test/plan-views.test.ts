@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { criticalPath } from "../src/critical-path.js";
 import { layout } from "../src/dag-layout.js";
+import { familyOf, opInfo, takesStringIds } from "../src/plan-info.js";
 import { parseParams, parseUserId } from "../src/request-check.js";
 import type { PlanFile } from "../src/types.js";
 
@@ -44,4 +45,18 @@ test("params: a JSON object of declared params of the right type within bounds",
   for (const bad of ["[1]", "{", '"x"', '{"limit": 0}', '{"limit": 2.5}', '{"weight": "1"}', '{"nope": 1}', '{"country": 3}']) {
     assert.ok("error" in parseParams(bad, feed), bad);
   }
+});
+
+test("families and docs come from the server's op catalogue (plans/ops.json)", () => {
+  const node = (op: string, params: Record<string, unknown> = {}) => ({ node_id: op, op, inputs: [], params }) as unknown as PlanFile["nodes"][number];
+  assert.equal(familyOf(node("viewer")), "user");
+  assert.equal(familyOf(node("recommendation")), "recs");
+  assert.equal(familyOf(node("features", { family: "item_json" })), "item_json");
+  assert.equal(familyOf(node("take")), null);
+  assert.equal(familyOf(node("no_such_op")), null);
+  assert.ok(opInfo("sort")?.doc.length);
+  const plan = { nodes: [node("seen_filter", { family: "seen_s" })] } as unknown as PlanFile;
+  const schema = (id: string) => ({ schema: { families: { seen_s: { type: "set", id } } } }) as never;
+  assert.equal(takesStringIds(plan, schema("str")), true);
+  assert.equal(takesStringIds(plan, schema("i64")), false);
 });

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
-// Writes two modules for a plans folder:
+// Writes lib/ops.gen.ts from plans/ops.json (the server's op catalogue, `rankd ops --json`):
+// the catalogue as an `as const` value, which lib/plan.ts takes its op methods' defaults,
+// bounds and allowed values from, and the node methods of the ops lib/plan.ts does not
+// write by hand (docs/plans.md, "Ops"). Also two modules for a plans folder:
 // - <dir>/schema.gen.ts: the folder's schema.json as an `as const` value (the demo schema when
 //   the folder has none), and the plan DSL bound to it, so that tsc knows the folder's
 //   families and fields (docs/plans.md, "Schema");
@@ -114,8 +117,145 @@ function write(out, text) {
   if (old !== text) fs.writeFileSync(out, text);
 }
 
-/** Writes <dir>/schema.gen.ts and <dir>/plans.gen.ts when their text changes; returns the schema.gen.ts path. */
+// ---- the op catalogue ------------------------------------------------------------------
+
+/** The ops whose node methods lib/plan.ts writes by hand (their options have shapes the
+ *  catalogue does not describe: families, expressions, models, several inputs). Every
+ *  other op gets a generated method, so it must be "simple" (isSimple). */
+const HAND_WRITTEN = new Set([
+  "viewer", "follow", "recommendation", "media", "features", "seen_filter", "vm", "model", "filter",
+  "sort", "take", "concat", "dedupe", "diversify", "cap", "fixed_source", "sleep", "busy_cpu",
+]);
+const COL_TYPES = ["i64", "f64", "str", "bool"];
+
+/** snake_case → camelCase: the DSL's spelling of ops and params (out_key → outKey). */
+export function camel(s) {
+  return s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+}
+
+/** Why op `e` cannot have a generated method, or null: one input, no family, the input's
+ *  columns plus columns of fixed types named by params that write them, params of plain types. */
+function notSimple(name, e) {
+  if (e.family !== null) return "it reads a family";
+  if (e.inputs.min !== 1 || e.inputs.max !== 1) return "it does not take exactly one input";
+  if (!e.output.input) return "its output is not its input's columns plus others";
+  for (const [p, d] of Object.entries(e.params)) {
+    if (!["column", "i64", "f64", "bool", "str"].includes(d.type)) return `param '${p}' is a ${d.type}`;
+    if (d.type === "column" && !d.reads && !d.writes) return `column param '${p}' neither reads nor writes`;
+  }
+  for (const a of e.output.adds) {
+    if (a.param === undefined || !COL_TYPES.includes(a.type)) return `it adds a column typed ${a.type}`;
+    if (!e.params[a.param]?.writes) return `its added column's param '${a.param}' does not write a column`;
+  }
+  return null;
+}
+
+/** The TypeScript type of a generated method's option for param `d` (`gen`: the type
+ *  parameter of a column it writes). */
+function optionType(d, gen) {
+  const lit = (xs) => xs.map((x) => JSON.stringify(x)).join(" | ");
+  switch (d.type) {
+    case "column":
+      if (d.writes) return gen;
+      return d.reads.length ? `ColOfType<C, ${lit(d.reads)}>` : "ColName<C>";
+    case "i64": return d.ref ? "IntArg" : "number";
+    case "f64": return d.ref ? "F64Arg" : "number";
+    case "bool": return d.ref ? "BoolArg" : "boolean";
+    case "str": {
+      const t = d.values ? lit(d.values) : "string";
+      return d.ref ? `${t} | ParamRef<"str">` : t;
+    }
+  }
+  throw new Error(`no option type for ${d.type}`);
+}
+
+/** The doc comment of option `p` (param `d` of op entry `e`). */
+function optionDoc(e, p, d) {
+  let what = d.type === "i64" ? "An integer" : d.type === "f64" ? "A number" : d.type === "bool" ? "A boolean" : "A string";
+  if (d.type === "column" && d.reads) what = d.reads.length ? `A column of the input: ${d.reads.join(", ")}` : "A column of the input";
+  if (d.type === "column" && d.writes) {
+    const add = e.output.adds.find((a) => a.param === p);
+    what = `The ${add ? `${add.type} ` : ""}column it writes (added or replaced)`;
+  }
+  if (d.min !== undefined || d.max !== undefined) what += `, ${d.min ?? ""}..${d.max ?? ""}`;
+  if (d.values) what += `: ${d.values.join(", ")}`;
+  if (d.ref) what += `; or a request parameter (P.name)`;
+  return `${what}${d.required ? "" : ` (d ${JSON.stringify(d.default)})`}.`;
+}
+
+/** One generated node method's declaration. */
+function methodDecl(op, e) {
+  const gens = [];
+  const opts = [];
+  for (const [p, d] of Object.entries(e.params)) {
+    let gen = "";
+    if (d.type === "column" && d.writes) {
+      gen = `K_${camel(p)}`;
+      gens.push(`const ${gen} extends string${d.required ? "" : " = never"}`);
+    }
+    opts.push(`    /** ${optionDoc(e, p, d)} */\n    ${camel(p)}${d.required ? "" : "?"}: ${optionType(d, gen)};`);
+  }
+  let out = "C";
+  for (const a of e.output.adds) {
+    const g = `K_${camel(a.param)}`;
+    out = `Simplify<Omit<${out}, ${g}> & { [k in ${g}]: ${JSON.stringify(a.type)} }>`;
+  }
+  return [
+    `  /** ${e.doc} (docs/plan.md, "Tasks") */`,
+    `  ${camel(op)}${gens.length ? `<${gens.join(", ")}>` : ""}(o: {
+${opts.join("\n")}\n  } & NodeOpts): Node<${out}, S>;`,
+  ].join("\n");
+}
+
+/** The text of lib/ops.gen.ts for the catalogue `cat` (plans/ops.json, parsed). */
+export function generateOps(cat) {
+  const ops = Object.entries(cat.ops);
+  const generated = [];
+  for (const [op, e] of ops) {
+    if (HAND_WRITTEN.has(op)) continue;
+    const why = notSimple(op, e);
+    if (why) throw new Error(`op '${op}' of plans/ops.json needs a hand-written method in lib/plan.ts: ${why}`);
+    generated.push([op, e]);
+  }
+  return [
+    "// Generated by plans/lib/gen-schema.mjs from plans/ops.json (`rankd ops --json`, the server's op",
+    "// catalogue); do not edit (git ignores it). lib/plan.ts reads the ops' defaults, bounds and",
+    "// allowed values from OPS, and gives Node the methods of GeneratedMethods.",
+    'import type { BoolArg, ColName, ColOfType, Cols, F64Arg, IntArg, Node, NodeOpts, Simplify } from "./plan.js";',
+    'import type { ParamRef } from "./expr.js";',
+    'import type { SchemaDecl } from "./schema.js";',
+    "",
+    "/** The server's ops, by name (docs/plan.md, \"Tasks\"). */",
+    `export const OPS = ${JSON.stringify(cat.ops, null, 2)} as const;`,
+    "export type Ops = typeof OPS;",
+    "",
+    "/** The ops with a generated node method, and its name. */",
+    `export const GENERATED_METHODS = ${JSON.stringify(Object.fromEntries(generated.map(([op]) => [op, camel(op)])))} as const;`,
+    "",
+    "/** The generated node methods: each writes the params it is given (the server applies the",
+    " *  defaults of the others) and adds the columns the catalogue says. */",
+    "export interface GeneratedMethods<C extends Cols, S extends SchemaDecl> {",
+    ...generated.map(([op, e]) => methodDecl(op, e)),
+    "}",
+    "",
+  ].join("\n");
+}
+
+/** Writes lib/ops.gen.ts from plans/ops.json when its text changes. */
+export function writeOps() {
+  const file = path.join(PLANS, "ops.json");
+  let cat;
+  try {
+    cat = JSON.parse(fs.readFileSync(file, "utf8"));
+  } catch (e) {
+    throw new Error(`${file}: ${e.message}`);
+  }
+  write(path.join(LIB, "ops.gen.ts"), generateOps(cat));
+}
+
+/** Writes <dir>/schema.gen.ts and <dir>/plans.gen.ts (and lib/ops.gen.ts) when their text changes; returns the schema.gen.ts path. */
 export function writeGenerated(dir) {
+  writeOps();
   const out = path.join(dir, "schema.gen.ts");
   write(out, generate(dir));
   write(path.join(dir, "plans.gen.ts"), generatePlans(dir));

@@ -12,6 +12,7 @@ import {
   type ColType, type ENode, type PNode, type TypeEnv,
 } from "./expr.js";
 import { parseExpr, parsePred } from "./parse.js";
+import { GENERATED_METHODS, OPS, type GeneratedMethods, type Ops } from "./ops.gen.js";
 import { checkModelInputs, checkNumericColumn, readModelFeatures } from "./model.js";
 import {
   DEMO_SCHEMA, checkSchema, fieldCol,
@@ -34,13 +35,13 @@ export const Key = {
 // ---- types ----------------------------------------------------------------------------
 
 export type Cols = { readonly [k: string]: ColType };
-type Simplify<T> = { [K in keyof T]: T[K] } & {};
+export type Simplify<T> = { [K in keyof T]: T[K] } & {};
 type IdCol = { id: "i64" };
 /** Typed references to the columns of a node's input: `(c) => c.likes.log1p()`. */
 export type ColRefs<C extends Cols> = { readonly [K in keyof C & string]: Expr<C[K]> };
-type ColName<C extends Cols> = keyof C & string;
+export type ColName<C extends Cols> = keyof C & string;
 /** The columns of C whose type is one of T. */
-type ColOfType<C extends Cols, T extends ColType> = { [K in keyof C & string]: C[K] extends T ? K : never }[keyof C & string];
+export type ColOfType<C extends Cols, T extends ColType> = { [K in keyof C & string]: C[K] extends T ? K : never }[keyof C & string];
 /** The columns a model feature may read: i64, f64 and bool. */
 type NumColName<C extends Cols> = ColOfType<C, "i64" | "f64" | "bool">;
 
@@ -59,6 +60,47 @@ export type ParamDecl =
 export type ParamDecls = { readonly [name: string]: ParamDecl };
 /** `P.weight` is a ParamRef<"f64"> when `weight` is declared `{type: "f64", …}`. */
 export type ParamRefs<Ps extends ParamDecls> = { readonly [K in keyof Ps & string]: ParamRef<Ps[K]["type"]> };
+
+// ---- the op catalogue (plans/ops.json, `rankd ops --json`; lib/ops.gen.ts) -----------------
+
+type OpName = keyof Ops;
+/** The catalogue's default of param P of op O (`OpDefault<"follow", "fanout">` is 100). */
+type OpDefault<O extends OpName, P extends keyof Ops[O]["params"]> = Ops[O]["params"][P] extends { default: infer D } ? D : never;
+/** The values a str param of the catalogue allows (`OpValues<"sort", "order">` is "desc" | "asc"). */
+type OpValues<O extends OpName, P extends keyof Ops[O]["params"]> = Ops[O]["params"][P] extends { values: readonly (infer V)[] } ? V : never;
+/** snake_case → camelCase, as the DSL spells the catalogue's params (per_author → perAuthor). */
+type Camel<T extends string> = T extends `${infer A}_${infer B}` ? `${A}${Capitalize<Camel<B>>}` : T;
+
+interface CatalogueParam {
+  readonly type: string;
+  readonly required?: boolean;
+  readonly default?: unknown;
+  readonly min?: number;
+  readonly max?: number;
+  readonly values?: readonly string[];
+  readonly ref?: boolean;
+  readonly reads?: readonly ColType[];
+  readonly writes?: boolean;
+}
+interface CatalogueOp {
+  readonly params: Readonly<Record<string, CatalogueParam>>;
+  readonly output: { readonly adds: readonly { readonly param?: string; readonly name?: string; readonly type: string }[] };
+}
+/** The catalogue's entry of op `op`'s param `json`. */
+function opParam(op: string, json: string): CatalogueParam {
+  const p = (OPS as unknown as Record<string, CatalogueOp>)[op]?.params[json];
+  if (!p) throw new Error(`plans/ops.json: op '${op}' has no param '${json}' (regenerate it: rankd ops --json)`);
+  return p;
+}
+/** The catalogue's default of a param (string, number or boolean). */
+function opDefault<T>(op: string, json: string): T {
+  return opParam(op, json).default as T;
+}
+/** The catalogue's bounds of a numeric param. */
+function opBounds(op: string, json: string): [number, number] {
+  const p = opParam(op, json);
+  return [p.min ?? -Number.MAX_VALUE, p.max ?? Number.MAX_VALUE];
+}
 
 /** A literal integer or an i64 request parameter. */
 export type IntArg = number | ParamRef<"i64">;
@@ -216,9 +258,9 @@ class PlanBuilder {
   }
 
   /** The integer task parameter `name` (JSON `json`) of `rec`, checked by `int`: written, and
-   *  recorded as one that a `quality` block may scale. */
-  intParam(rec: NodeRec, name: string, json: string, v: unknown, lo: number, hi: number): void {
-    rec.params.push([json, this.int(name, v, lo, hi)]);
+   *  recorded as one that a `quality` block may scale. Bounds: the op's, from the catalogue. */
+  intParam(rec: NodeRec, name: string, json: string, v: unknown): void {
+    rec.params.push([json, this.int(name, v, ...opBounds(rec.op, json))]);
     rec.ints.set(name, json);
   }
 
@@ -235,6 +277,11 @@ class PlanBuilder {
     if (typeof v !== "number" || !Number.isFinite(v)) fail(`${name} must be a number or an f64 parameter, got ${JSON.stringify(v)}`);
     if (v < lo || v > hi) fail(`${name} ${v} is out of bounds ${lo}..${hi}`);
     return new F64(v);
+  }
+
+  /** The number task parameter `json` of `rec`, checked by `num` against the op's bounds (the catalogue's). */
+  numParam(rec: NodeRec, name: string, json: string, v: unknown): F64 | { param: string } {
+    return this.num(name, v, ...opBounds(rec.op, json));
   }
 
   /** A column of the input whose type is one of `types` (diversify's and cap's key, diversify's score). */
@@ -273,10 +320,12 @@ class PlanBuilder {
   }
 
   /**
-   * The family `v` (default `dflt`) of one of the types `kinds`; writes `family` to the JSON
+   * The family `v` (default: the op's, from the catalogue) of one of the types the op reads; writes `family` to the JSON
    * only when it differs from the op's default, so plans of the demo schema compile as before.
    */
-  family(rec: NodeRec, v: unknown, dflt: string, kinds: readonly FamilyType[]): Family {
+  family(rec: NodeRec, v: unknown): Family {
+    const dflt = opDefault<string>(rec.op, "family");
+    const kinds = (OPS as unknown as Record<string, { family: { types: readonly FamilyType[] } }>)[rec.op].family.types;
     const fams = this.schema.families;
     const kindText = kinds.join(" or ");
     const fitting = () => {
@@ -329,19 +378,20 @@ class PlanBuilder {
   }
 
   /** follow / recommendation / media: a list or zset family keyed by the input's ids. */
-  expand(rec: NodeRec, dflt: string, o: Record<string, unknown>, countOpt: string, countJson: string, dfltCount: number, max: number): void {
+  expand(rec: NodeRec, o: Record<string, unknown>, countOpt: string, countJson: string): void {
     const media = rec.op === "media";
     checkKeys(rec.op, o, ["endpoint", "family", "cache", countOpt, ...(media ? ["sourceAs"] : []), "scoreAs"]);
     this.endpoint(rec, o.endpoint);
-    const fam = this.family(rec, o.family, dflt, ["list", "zset"]);
+    const fam = this.family(rec, o.family);
     this.sameIds(rec, fam, "id");
     this.cache(rec, o.cache);
-    this.intParam(rec, countOpt, countJson, o[countOpt] ?? dfltCount, 1, max);
+    this.intParam(rec, countOpt, countJson, o[countOpt] ?? opDefault(rec.op, countJson));
     const inputId = rec.inputs[0].cols.get("id")!;
     rec.cols = new Map([["id", fam.members]]);
     if (media) {
-      const src = o.sourceAs === undefined ? "author" : this.colName("sourceAs", o.sourceAs);
-      if (src !== "author") rec.params.push(["source_as", src]);
+      const dfltSrc = opDefault<string>("media", "source_as");
+      const src = o.sourceAs === undefined ? dfltSrc : this.colName("sourceAs", o.sourceAs);
+      if (src !== dfltSrc) rec.params.push(["source_as", src]);
       rec.cols.set(src, inputId);
     }
     if (o.scoreAs !== undefined) {
@@ -434,38 +484,38 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
    * row's id (`LRANGE key 0 fanout-1`, or `ZRANGE key 0 fanout-1 REV WITHSCORES`) → rows id =
    * member. fanout 1..1000 (100). On a zset, `scoreAs` names an f64 column for the score.
    */
-  follow<const Fam extends SeqFam<S, C["id"]> = Dflt<"follow", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
-    ...[o = {} as never]: OptArg<"follow", SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "follow", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
+  follow<const Fam extends SeqFam<S, C["id"]> = Dflt<OpDefault<"follow", "family">, SeqFam<S, C["id"]>>, const N extends number = OpDefault<"follow", "fanout">, const A extends string = never>(
+    ...[o = {} as never]: OptArg<OpDefault<"follow", "family">, SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, OpDefault<"follow", "family">, SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
-    return this.plan.task("follow", [this], o, (r) => this.plan.expand(r, "follow", o as never, "fanout", "fanout", 100, 1000));
+    return this.plan.task("follow", [this], o, (r) => this.plan.expand(r, o as never, "fanout", "fanout"));
   }
   /** Like `follow`, reading the family `family` (default `recs`): rows id = recommended id. fanout 1..1000 (100). */
-  recommendation<const Fam extends SeqFam<S, C["id"]> = Dflt<"recs", SeqFam<S, C["id"]>>, const N extends number = 100, const A extends string = never>(
-    ...[o = {} as never]: OptArg<"recs", SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "recs", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
+  recommendation<const Fam extends SeqFam<S, C["id"]> = Dflt<OpDefault<"recommendation", "family">, SeqFam<S, C["id"]>>, const N extends number = OpDefault<"recommendation", "fanout">, const A extends string = never>(
+    ...[o = {} as never]: OptArg<OpDefault<"recommendation", "family">, SeqFam<S, C["id"]>, { endpoint?: Endpoint; fanout?: N | ParamRef<"i64">; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, OpDefault<"recommendation", "family">, SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "fanout">>
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in A]: "f64" }>>, S> {
-    return this.plan.task("recommendation", [this], o, (r) => this.plan.expand(r, "recs", o as never, "fanout", "fanout", 100, 1000));
+    return this.plan.task("recommendation", [this], o, (r) => this.plan.expand(r, o as never, "fanout", "fanout"));
   }
   /**
    * Like `follow`, reading the family `family` (default `media`), perAuthor 1..100 (10) per row;
    * rows id = member, and the column `sourceAs` (default `author`) = the input row's id.
    */
-  media<const Fam extends SeqFam<S, C["id"]> = Dflt<"media", SeqFam<S, C["id"]>>, const N extends number = 10, const A extends string = never, const Src extends string = "author">(
-    ...[o = {} as never]: OptArg<"media", SeqFam<S, C["id"]>, { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64">; sourceAs?: Src; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, "media", SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "perAuthor">>
+  media<const Fam extends SeqFam<S, C["id"]> = Dflt<OpDefault<"media", "family">, SeqFam<S, C["id"]>>, const N extends number = OpDefault<"media", "per_author">, const A extends string = never, const Src extends string = OpDefault<"media", "source_as">>(
+    ...[o = {} as never]: OptArg<OpDefault<"media", "family">, SeqFam<S, C["id"]>, { endpoint?: Endpoint; perAuthor?: N | ParamRef<"i64">; sourceAs?: Src; scoreAs?: ScoreAsOpt<S, Fam, A> } & FamilyOpt<Fam, OpDefault<"media", "family">, SeqFam<S, C["id"]>> & CacheOpt & NodeOpts & IntCheck<N, "perAuthor">>
   ): Node<AsCols<Simplify<{ id: MembersOf<Fams<S>[Fam]> } & { [k in Src]: C["id"] } & { [k in A]: "f64" }>>, S> {
-    return this.plan.task("media", [this], o, (r) => this.plan.expand(r, "media", o as never, "perAuthor", "per_author", 10, 100));
+    return this.plan.task("media", [this], o, (r) => this.plan.expand(r, o as never, "perAuthor", "per_author"));
   }
   /**
    * Per row: the fields `fields` of the `hash` or `json` family `family` (default `item`) keyed
    * by the row's id (`HMGET`, or `MGET` for json) → the input plus one typed column per field
    * (added, or replacing a column of that name; null where missing).
    */
-  features<const Fam extends FieldFam<S, C["id"]> = Dflt<"item", FieldFam<S, C["id"]>>, const F extends readonly [FieldName<Fams<S>[Fam]>, ...FieldName<Fams<S>[Fam]>[]] = never>(
-    o: { endpoint?: Endpoint; fields: F } & FamilyOpt<Fam, "item", FieldFam<S, C["id"]>> & CacheOpt & NodeOpts,
+  features<const Fam extends FieldFam<S, C["id"]> = Dflt<OpDefault<"features", "family">, FieldFam<S, C["id"]>>, const F extends readonly [FieldName<Fams<S>[Fam]>, ...FieldName<Fams<S>[Fam]>[]] = never>(
+    o: { endpoint?: Endpoint; fields: F } & FamilyOpt<Fam, OpDefault<"features", "family">, FieldFam<S, C["id"]>> & CacheOpt & NodeOpts,
   ): Node<AsCols<Simplify<Omit<C, F[number]> & FieldCols<Fams<S>[Fam], F[number]>>>, S> {
     return this.plan.task("features", [this], o, (r) => {
       checkKeys("features", o, ["endpoint", "family", "cache", "fields"]);
       this.plan.endpoint(r, o.endpoint);
-      const fam = this.plan.family(r, (o as { family?: unknown }).family, "item", ["hash", "json"]);
+      const fam = this.plan.family(r, (o as { family?: unknown }).family);
       this.plan.sameIds(r, fam, "id");
       this.plan.cache(r, o.cache);
       const fields = this.plan.fields(fam, o.fields) ?? fail(`fields must be a non-empty list of fields of '${fam.name}' (${[...fam.fields.keys()].join(", ")})`);
@@ -474,13 +524,13 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
     });
   }
   /** Drops rows whose id is a member of the `set` family `family` (default `seen`) keyed by the request's user_id. */
-  seenFilter<const Fam extends SetFamilyOf<S, C["id"]> = Dflt<"seen", SetFamilyOf<S, C["id"]>>>(
-    ...[o = {} as never]: OptArg<"seen", SetFamilyOf<S, C["id"]>, { endpoint?: Endpoint } & FamilyOpt<Fam, "seen", SetFamilyOf<S, C["id"]>> & NodeOpts>
+  seenFilter<const Fam extends SetFamilyOf<S, C["id"]> = Dflt<OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>>>(
+    ...[o = {} as never]: OptArg<OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>, { endpoint?: Endpoint } & FamilyOpt<Fam, OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>> & NodeOpts>
   ): Node<C, S> {
     return this.plan.task("seen_filter", [this], o, (r) => {
       checkKeys("seen_filter", o, ["endpoint", "family"]);
       this.plan.endpoint(r, o.endpoint);
-      const fam = this.plan.family(r, (o as { family?: unknown }).family, "seen", ["set"]);
+      const fam = this.plan.family(r, (o as { family?: unknown }).family);
       r.userKeyed = fam;
       this.plan.sameIds(r, fam, "members");
     });
@@ -504,15 +554,16 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
    * prediction (a probability for the logistic ones), "margin" the raw sum of the trees.
    */
   model<const K extends string>(
-    o: { model: string; outKey: K; features?: { readonly [feature: string]: NumColName<C> }; output?: "default" | "margin" } & NodeOpts,
+    o: { model: string; outKey: K; features?: { readonly [feature: string]: NumColName<C> }; output?: OpValues<"model", "output"> } & NodeOpts,
   ): Node<Simplify<Omit<C, K> & { [k in K]: "f64" }>, S> {
     return this.plan.task("model", [this], o, (r) => {
       checkKeys("model", o, ["model", "outKey", "features", "output"]);
       if (typeof o.model !== "string" || !FILE_STEM_RE.test(o.model)) fail(`model ${JSON.stringify(o.model)} is not a model name (letters, digits, _ or -)`);
       if (typeof o.outKey !== "string" || !ID_RE.test(o.outKey)) fail(`outKey ${JSON.stringify(o.outKey)} is not a valid column name`);
       if (o.outKey === "id") fail(`outKey: model may not replace the id column`);
-      const output = o.output ?? "default";
-      if (output !== "default" && output !== "margin") fail(`output must be "default" or "margin", got ${JSON.stringify(o.output)}`);
+      const output = o.output ?? opDefault<string>("model", "output");
+      const outputs = opParam("model", "output").values!;
+      if (!outputs.includes(output)) fail(`output must be ${outputs.map((v) => JSON.stringify(v)).join(" or ")}, got ${JSON.stringify(o.output)}`);
       const features = new Map<string, string>();
       if (o.features !== undefined) {
         if (typeof o.features !== "object" || o.features === null || Array.isArray(o.features))
@@ -539,11 +590,12 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
     });
   }
   /** Stable sort by one column; nulls last in either order. */
-  sort(o: { key: ColName<C>; order: "desc" | "asc" } & NodeOpts): Node<C, S> {
+  sort(o: { key: ColName<C>; order: OpValues<"sort", "order"> } & NodeOpts): Node<C, S> {
     return this.plan.task("sort", [this], o, (r) => {
       checkKeys("sort", o, ["key", "order"]);
       const key = this.plan.column(r, "key", o.key);
-      if (o.order !== "desc" && o.order !== "asc") fail(`order must be "desc" or "asc", got ${JSON.stringify(o.order)}`);
+      const orders = opParam("sort", "order").values!;
+      if (!orders.includes(o.order)) fail(`order must be ${orders.map((v) => JSON.stringify(v)).join(" or ")}, got ${JSON.stringify(o.order)}`);
       r.params.push(["key", key], ["order", o.order]);
     });
   }
@@ -551,7 +603,7 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
   take<const N extends number>(o: { count: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count">): Node<C, S> {
     return this.plan.task("take", [this], o, (r) => {
       checkKeys("take", o, ["count"]);
-      this.plan.intParam(r, "count", "count", o.count, 1, 10000);
+      this.plan.intParam(r, "count", "count", o.count);
     });
   }
   /**
@@ -577,7 +629,10 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
         out = o.outKey;
         r.params.push(["out_key", out]);
       }
-      r.params.push(["decay", this.plan.num("decay", o.decay ?? 0.5, 0, 1)], ["floor", this.plan.num("floor", o.floor ?? 0.25, 0, 1)]);
+      r.params.push(
+        ["decay", this.plan.numParam(r, "decay", "decay", o.decay ?? opDefault("diversify", "decay"))],
+        ["floor", this.plan.numParam(r, "floor", "floor", o.floor ?? opDefault("diversify", "floor"))],
+      );
       r.cols.set(out, "f64");
     });
   }
@@ -597,9 +652,9 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
       if (defer instanceof ParamRef) fail(`defer takes a literal boolean, not a request parameter ('${defer.paramName}')`);
       if (defer !== undefined && typeof defer !== "boolean") fail(`defer must be a boolean, got ${JSON.stringify(defer)}`);
       r.params.push(["key", key]);
-      this.plan.intParam(r, "max", "max", o.max, 1, 10000);
-      this.plan.intParam(r, "window", "window", o.window, 1, 10000);
-      r.params.push(["defer", defer ?? false]);
+      this.plan.intParam(r, "max", "max", o.max);
+      this.plan.intParam(r, "window", "window", o.window);
+      r.params.push(["defer", defer ?? opDefault<boolean>("cap", "defer")]);
     });
   }
   /** Rows of this node, then of `other` (or of each of `others`); columns are the union. */
@@ -645,6 +700,90 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
   }
 }
 
+// The methods of the ops without a hand-written one above: declared by lib/ops.gen.ts from the
+// catalogue, and installed on Node's prototype below.
+export interface Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> extends GeneratedMethods<C, S> {}
+
+/** snake_case → camelCase: the DSL's spelling of a catalogue param (out_key → outKey). */
+function camelName(json: string): string {
+  return json.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * A node of an op with a generated method: each option is checked as the catalogue
+ * describes its param (type, bounds, allowed values, whether a request parameter may stand
+ * for it, the types of a column it reads) and written under its JSON name; options left out
+ * are not written (the server applies their defaults). The columns it adds are the
+ * catalogue's.
+ */
+function catalogueNode(node: Node<any, any>, op: string, o: Record<string, unknown>): Node<any, any> {
+  const entry = (OPS as unknown as Record<string, CatalogueOp>)[op];
+  const b = node.plan;
+  return b.task(op, [node], o as NodeOpts, (r) => {
+    const params = Object.entries(entry.params);
+    if (typeof o !== "object" || o === null) fail(`options must be an object`);
+    checkKeys(op, o, params.map(([json]) => camelName(json)));
+    for (const [json, p] of params) {
+      const name = camelName(json);
+      const v = o[name];
+      if (v === undefined) {
+        if (p.required) fail(`${name} is required`);
+        continue;
+      }
+      if (v instanceof ParamRef && !p.ref) fail(`${name} takes a literal, not a request parameter ('${v.paramName}')`);
+      switch (p.type) {
+        case "column":
+          if (p.writes) {
+            if (typeof v !== "string" || !ID_RE.test(v)) fail(`${name} ${JSON.stringify(v)} is not a valid column name`);
+            if (v === "id") fail(`${name}: ${op} may not replace the id column`);
+            r.params.push([json, v]);
+          } else {
+            const reads = p.reads ?? [];
+            r.params.push([json, reads.length ? b.typedColumn(r, name, v, reads, `an ${reads.join(" or ")} column`) : b.column(r, name, v)]);
+          }
+          break;
+        case "i64":
+          b.intParam(r, name, json, v);
+          break;
+        case "f64":
+          r.params.push([json, b.numParam(r, name, json, v)]);
+          break;
+        case "bool":
+          r.params.push([json, b.bool(name, v)]);
+          break;
+        case "str": {
+          if (v instanceof ParamRef) {
+            const d = b.decls.get(v.paramName) ?? fail(`${name}: parameter '${v.paramName}' is not declared`);
+            if (d.type !== "str") fail(`${name}: parameter '${v.paramName}' is ${d.type}; ${name} needs a str`);
+            r.params.push([json, { param: v.paramName }]);
+            break;
+          }
+          if (typeof v !== "string") fail(`${name} must be a string, got ${JSON.stringify(v)}`);
+          if (p.values && !p.values.includes(v)) fail(`${name} must be one of ${p.values.map((x) => JSON.stringify(x)).join(", ")}, got ${JSON.stringify(v)}`);
+          r.params.push([json, v]);
+          break;
+        }
+        default:
+          fail(`param '${json}' of op '${op}' is a ${p.type}, which a generated method cannot take`);
+      }
+    }
+    for (const a of entry.output.adds) {
+      const col = a.param !== undefined ? r.params.find(([k]) => k === a.param)?.[1] : a.name;
+      if (typeof col === "string" && col !== "") r.cols.set(col, a.type as ColType);
+    }
+  });
+}
+
+for (const [op, method] of Object.entries(GENERATED_METHODS) as [string, string][]) {
+  Object.defineProperty(Node.prototype, method, {
+    value(this: Node<any, any>, o: Record<string, unknown>) {
+      return catalogueNode(this, op, o);
+    },
+    writable: true,
+    configurable: true,
+  });
+}
+
 /** The plan's output: a node and the columns of the response. */
 export class Output<C extends Cols = Cols> {
   declare readonly __cols: C;
@@ -669,7 +808,7 @@ function concatNodes(plan: PlanBuilder, list: readonly Node<any, any>[], o: Node
 function sleepNode(plan: PlanBuilder, inputs: Node<any, any>[], o: { durationMs: unknown; failAfterSleep?: unknown } & NodeOpts): Node<any, any> {
   return plan.task("sleep", inputs, o, (r) => {
     checkKeys("sleep", o, ["durationMs", "failAfterSleep"]);
-    plan.intParam(r, "durationMs", "duration_ms", o?.durationMs, 0, 60000);
+    plan.intParam(r, "durationMs", "duration_ms", o?.durationMs);
     r.params.push(["fail_after_sleep", plan.bool("failAfterSleep", o.failAfterSleep ?? false)]);
   });
 }
@@ -677,7 +816,7 @@ function sleepNode(plan: PlanBuilder, inputs: Node<any, any>[], o: { durationMs:
 function busyNode(plan: PlanBuilder, inputs: Node<any, any>[], o: { durationMs: unknown } & NodeOpts): Node<any, any> {
   return plan.task("busy_cpu", inputs, o, (r) => {
     checkKeys("busy_cpu", o, ["durationMs"]);
-    plan.intParam(r, "durationMs", "duration_ms", o?.durationMs, 0, 60000);
+    plan.intParam(r, "durationMs", "duration_ms", o?.durationMs);
   });
 }
 
@@ -691,13 +830,13 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
    * request's user_id → one row, id = user_id plus the family's fields (all declared fields, or
    * `fields`, in that order); zero rows for a missing key.
    */
-  viewer<const Fam extends FieldFam<S> = Dflt<"user", FieldFam<S>>, const F extends readonly [FieldName<Fams<S>[Fam]>, ...FieldName<Fams<S>[Fam]>[]] = never>(
-    ...[o = {} as never]: OptArg<"user", FieldFam<S>, { endpoint?: Endpoint; fields?: F } & FamilyOpt<Fam, "user", FieldFam<S>> & CacheOpt & NodeOpts>
+  viewer<const Fam extends FieldFam<S> = Dflt<OpDefault<"viewer", "family">, FieldFam<S>>, const F extends readonly [FieldName<Fams<S>[Fam]>, ...FieldName<Fams<S>[Fam]>[]] = never>(
+    ...[o = {} as never]: OptArg<OpDefault<"viewer", "family">, FieldFam<S>, { endpoint?: Endpoint; fields?: F } & FamilyOpt<Fam, OpDefault<"viewer", "family">, FieldFam<S>> & CacheOpt & NodeOpts>
   ): Node<AsCols<Simplify<{ id: IdOf<Fams<S>[Fam]> } & FieldCols<Fams<S>[Fam], [F] extends [never] ? FieldName<Fams<S>[Fam]> : F[number]>>>, S> {
     return this.plan.task("viewer", [], o, (r) => {
       checkKeys("viewer", o, ["endpoint", "family", "cache", "fields"]);
       this.plan.endpoint(r, o.endpoint);
-      const fam = this.plan.family(r, (o as { family?: unknown }).family, "user", ["hash", "json"]);
+      const fam = this.plan.family(r, (o as { family?: unknown }).family);
       r.userKeyed = fam;
       this.plan.cache(r, o.cache);
       const fields = this.plan.fields(fam, o.fields);
@@ -708,10 +847,10 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
     });
   }
   /** Rows id = 1..count and score = id (f64); count 0..100000 (10). No IO. Test-only: rankd loads it only with --enable-test-ops. */
-  fixedSource<const N extends number = 10>(o: { count?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count"> = {} as never): Node<{ id: "i64"; score: "f64" }, S> {
+  fixedSource<const N extends number = OpDefault<"fixed_source", "count">>(o: { count?: N | ParamRef<"i64"> } & NodeOpts & IntCheck<N, "count"> = {} as never): Node<{ id: "i64"; score: "f64" }, S> {
     return this.plan.task("fixed_source", [], o, (r) => {
       checkKeys("fixed_source", o, ["count"]);
-      this.plan.intParam(r, "count", "count", o.count ?? 10, 0, 100000);
+      this.plan.intParam(r, "count", "count", o.count ?? opDefault("fixed_source", "count"));
       r.cols = new Map([["id", "i64"], ["score", "f64"]]);
     });
   }
@@ -748,12 +887,16 @@ export interface LogSpec {
   candidates?: { node: string; top: number };
 }
 
+/** The i64 params of op O in the catalogue. */
+type I64ParamOf<O extends OpName> = {
+  [P in keyof Ops[O]["params"] & string]: Ops[O]["params"][P] extends { type: "i64" } ? P : never;
+}[keyof Ops[O]["params"] & string];
 /**
- * The integer task parameters a `quality` block may scale, in the DSL's spelling: `fanout`
- * (follow, recommendation), `perAuthor` (media), `count` (take, fixedSource), `max` and
- * `window` (cap), `durationMs` (sleep, busyCpu).
+ * The integer task parameters a `quality` block may scale, in the DSL's spelling: every i64
+ * param of the catalogue (`fanout` of follow and recommendation, `perAuthor` of media,
+ * `count` of take and fixedSource, `max` and `window` of cap, `durationMs` of sleep and busyCpu).
  */
-export type ScaledParam = "fanout" | "perAuthor" | "count" | "max" | "window" | "durationMs";
+export type ScaledParam = Camel<{ [O in OpName]: I64ParamOf<O> }[OpName]>;
 
 /**
  * Work that bends under load (docs/plan.md, "quality"): per shard, the server keeps a

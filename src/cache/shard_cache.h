@@ -4,7 +4,7 @@
 // track the keys their data connections read (CLIENT TRACKING ... REDIRECT) and call
 // Invalidate / InvalidateAll when Redis says a key changed or when tracking was lost.
 //
-// A read of keys the cache missed goes like this (tasks/io_tasks.cc):
+// A read of keys the cache missed goes like this (tasks/read_through.cc):
 //
 //   ReadTicket t = cache.BeginRead(missed_keys);   // before the batch is sent
 //   ... co_await the batch ...

@@ -527,7 +527,7 @@ class Loader {
         return s;
       if (auto s = BindModel(node, input_cols, plan); !s) return s;
       if (auto s = BindFamily(node, plan); !s) return s;
-      SchemaArgs sa{in_types, in_ids, node.args, node.expr.get(), node.family};
+      SchemaArgs sa{in_types, in_ids, node.args, node.expr.get(), node.family, node.schema};
       auto out = node.schema->output(sa);
       if (!out) return Fail(w_.Node(node.id, "", out.error().message));
       node.out_types = std::move(*out);

@@ -69,6 +69,29 @@ TaskParamSpec TaskParamSpec::Ref() && {
   return std::move(*this);
 }
 
+TaskParamSpec TaskParamSpec::Reads(std::vector<ColumnType> types) && {
+  column = Column::kReads;
+  column_types = std::move(types);
+  return std::move(*this);
+}
+
+TaskParamSpec TaskParamSpec::Writes() && {
+  column = Column::kWrites;
+  return std::move(*this);
+}
+
+std::string_view ColumnFromName(ColumnFrom f) {
+  switch (f) {
+    case ColumnFrom::kFixed: return "fixed";
+    case ColumnFrom::kExpr: return "expr";
+    case ColumnFrom::kFamilyId: return "family.id";
+    case ColumnFrom::kFamilyMembers: return "family.members";
+    case ColumnFrom::kFamilyFields: return "family.fields";
+    case ColumnFrom::kInputId: return "input.id";
+  }
+  return "?";
+}
+
 size_t TaskArgs::Index(std::string_view name) const {
   for (size_t i = 0; i < specs_->size(); ++i)
     if ((*specs_)[i].name == name) return i;

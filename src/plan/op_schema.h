@@ -1,6 +1,8 @@
 // OpSchema: the load-time half of a task — arity, parameters (types, defaults, bounds)
 // and the output columns — which is all the plan loader needs to validate and type a
-// plan. The run half (coroutine or CPU function) lives in src/tasks/task.h.
+// plan, and the op's entry in the catalogue (`rankd ops --json`, tasks/catalogue.h) that
+// the plan DSL, the console and docs/plan.md are checked against. The run half
+// (coroutine or CPU function) lives in src/tasks/task.h.
 // Immutable once registered: any thread.
 #pragma once
 
@@ -51,6 +53,13 @@ struct TaskParamSpec {
   // columns (column names, expr ids, field lists) must be literals so that a plan's
   // types are fixed at load.
   bool allow_ref = false;
+  // Whether a kColumn parameter names a column of the first input the op reads (then
+  // `column_types` lists the types it takes; empty: any), or a column the op writes
+  // (kColumn or kStr: vm's out_key, media's source_as). Catalogue facts; an op whose
+  // output is SchemaAsDeclared (tasks/schemas.h) also has them checked at load.
+  enum class Column : uint8_t { kNone, kReads, kWrites };
+  Column column = Column::kNone;
+  std::vector<ColumnType> column_types;
 
   // Builders: TaskParamSpec::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100).Ref()
   static TaskParamSpec Required(std::string name, ParamKind kind);
@@ -59,6 +68,36 @@ struct TaskParamSpec {
   TaskParamSpec BoundsF64(double lo, double hi) &&;
   TaskParamSpec Allowed(std::vector<std::string> values) &&;
   TaskParamSpec Ref() &&;
+  TaskParamSpec Reads(std::vector<ColumnType> types = {}) &&;
+  TaskParamSpec Writes() &&;
+};
+
+// A column an op adds to its output, as the catalogue states it: its name is fixed, or
+// the value of a parameter (`name_param`: out_key, score_as; an empty value adds none);
+// its type is fixed, or one of the small vocabulary of types a node's params decide
+// (ColumnFrom). kFamilyFields stands for one column per field the parameter lists.
+enum class ColumnFrom : uint8_t {
+  kFixed,          // `type`
+  kExpr,           // the type of the node's expression (vm)
+  kFamilyId,       // the id type of the family the node reads
+  kFamilyMembers,  // the members' type of that family (list, zset, set)
+  kFamilyFields,   // each listed field's declared type (bool as i64)
+  kInputId,        // the type of the input's id column
+};
+std::string_view ColumnFromName(ColumnFrom f);  // "f64", "expr", "family.id", ...
+
+struct AddedColumn {
+  std::string name;  // the column, or with name_param the parameter naming it
+  bool name_param = false;
+  ColumnFrom from = ColumnFrom::kFixed;
+  ColumnType type = ColumnType::kF64;  // kFixed
+
+  static AddedColumn Named(std::string name, ColumnFrom from, ColumnType t = ColumnType::kF64) {
+    return {std::move(name), false, from, t};
+  }
+  static AddedColumn ByParam(std::string param, ColumnFrom from, ColumnType t = ColumnType::kF64) {
+    return {std::move(param), true, from, t};
+  }
 };
 
 // A node's task parameters, in the order of its op's TaskParamSpec list. A value is
@@ -94,12 +133,14 @@ class TaskArgs {
 };
 
 // What an op's output-schema function sees at load.
+struct OpSchema;
 struct SchemaArgs {
   std::span<const ColumnTypes> inputs;          // in listed order
   std::span<const std::string_view> input_ids;  // node ids of the inputs, same order
   const TaskArgs& args;                         // literals; a `{"param"}` slot holds its default
   const CompiledExpr* expr = nullptr;           // the compiled kExprId param, if the op has one
   const KeyFamily* family = nullptr;  // the schema family of its `family` param, if it has one
+  const OpSchema* op = nullptr;       // the node's op
 };
 
 // The node's output columns, or an error whose message names the field (the loader
@@ -120,6 +161,13 @@ struct OpSchema {
   // loads only from a catalog whose test_ops_enabled() is true (rankd --enable-test-ops),
   // so that a production server cannot be made to sleep or spin by a plan.
   bool test_only = false;
+
+  // The catalogue's description of the op (SchemaAsDeclared computes the output from it;
+  // other ops' `output` functions must agree with it).
+  std::string doc;                       // one line: what the op does
+  std::vector<FamilyType> family_types;  // the family types its `family` may name; none: no IO
+  bool keeps_input = true;  // output = the first input's columns + adds; else adds only
+  std::vector<AddedColumn> adds;
 };
 
 // Where the loader looks ops up. Implemented by TaskRegistry (src/tasks/task.h).

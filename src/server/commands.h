@@ -25,6 +25,7 @@ int CmdCheckPlans(const std::vector<std::string>& args);  // cmd_check_plans.cc
 int CmdSeed(const std::vector<std::string>& args);        // cmd_seed.cc (Redis demo data)
 int CmdReplay(const std::vector<std::string>& args);      // cmd_replay.cc (served logs)
 int CmdServe(const std::vector<std::string>& args);       // cmd_serve.cc (the default)
+int CmdOps(const std::vector<std::string>& args);         // cmd_ops.cc (the op catalogue)
 
 // Reads a subcommand's flags (cli_flags.h); on an error prints "rankd: <message>", or
 // "rankd <command>: unknown argument '<arg>'", on stderr and returns false (cli_args.cc).

@@ -30,6 +30,7 @@ constexpr Command kCommands[] = {
     {"seed", &rankd::CmdSeed,
      "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
      "[--flush]"},
+    {"ops", &rankd::CmdOps, "--json | --markdown  (the op catalogue)"},
 };
 
 int Usage() {

@@ -102,25 +102,36 @@ Result<RowSet> RunDedupe(const TaskContext& ctx, RowSets in) {
 
 }  // namespace
 
-void RegisterCpuTasks(TaskRegistry& r) {
+void RegisterOps_cpu_tasks(TaskRegistry& r) {
   using P = TaskParamSpec;
   using S = TaskSpec;
-  r.Add(
-      S::Cpu("vm", 1, 1,
-             {P::Required("out_key", ParamKind::kColumn), P::Required("expr", ParamKind::kExprId)},
-             &VmSchema, &RunVm));
+  using C = AddedColumn;
+  r.Add(S::Cpu("vm", 1, 1,
+               {P::Required("out_key", ParamKind::kColumn).Writes(),
+                P::Required("expr", ParamKind::kExprId)},
+               &VmSchema, &RunVm)
+            .Doc("Evaluates an expression for every selected row into the column out_key "
+                 "(added or replaced).")
+            .Adds({C::ByParam("out_key", ColumnFrom::kExpr)}));
   r.Add(S::Cpu("filter", 1, 1, {P::Required("pred", ParamKind::kPredId)}, &SchemaSameAsInput,
-               &RunFilter));
-  r.Add(S::Cpu(
-      "sort", 1, 1,
-      {P::Required("key", ParamKind::kColumn),
-       P::Optional("order", ParamKind::kStr, std::string("desc")).Allowed({"desc", "asc"}).Ref()},
-      &KeyedSchema, &RunSort));
+               &RunFilter)
+            .Doc("Keeps the rows where the predicate is true, in their order."));
+  r.Add(S::Cpu("sort", 1, 1,
+               {P::Required("key", ParamKind::kColumn).Reads(),
+                P::Optional("order", ParamKind::kStr, std::string("desc"))
+                    .Allowed({"desc", "asc"})
+                    .Ref()},
+               &KeyedSchema, &RunSort)
+            .Doc("Sorts the rows by one column, stably, nulls last in either order."));
   r.Add(S::Cpu("take", 1, 1, {P::Required("count", ParamKind::kI64).Bounds(1, 10000).Ref()},
-               &SchemaSameAsInput, &RunTake));
-  r.Add(S::Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat));
-  r.Add(S::Cpu("dedupe", 1, 1, {P::Optional("key", ParamKind::kColumn, std::string("id"))},
-               &KeyedSchema, &RunDedupe));
+               &SchemaSameAsInput, &RunTake)
+            .Doc("Keeps the first count rows."));
+  r.Add(S::Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat)
+            .Doc("The rows of each input in the listed order; the columns are the union, cells "
+                 "an input lacks null."));
+  r.Add(S::Cpu("dedupe", 1, 1, {P::Optional("key", ParamKind::kColumn, std::string("id")).Reads()},
+               &KeyedSchema, &RunDedupe)
+            .Doc("Keeps the first row of each distinct key value; all nulls are one value."));
 }
 
 }  // namespace rankd

@@ -191,22 +191,29 @@ Result<RowSet> RunCap(const TaskContext& ctx, RowSets in) {
 
 }  // namespace
 
-void RegisterFeedTasks(TaskRegistry& r) {
+void RegisterOps_feed_ops(TaskRegistry& r) {
   using P = TaskParamSpec;
   using S = TaskSpec;
+  const std::vector<ColumnType> key_types = {ColumnType::kI64, ColumnType::kStr};
   r.Add(S::Cpu("diversify", 1, 1,
-               {P::Required("key", ParamKind::kColumn), P::Required("score", ParamKind::kColumn),
+               {P::Required("key", ParamKind::kColumn).Reads(key_types),
+                P::Required("score", ParamKind::kColumn).Reads({ColumnType::kF64}),
                 // "": the score column itself (DiversifySchema, OutKey).
-                P::Optional("out_key", ParamKind::kColumn, std::string()),
+                P::Optional("out_key", ParamKind::kColumn, std::string()).Writes(),
                 P::Optional("decay", ParamKind::kF64, 0.5).BoundsF64(0, 1).Ref(),
                 P::Optional("floor", ParamKind::kF64, 0.25).BoundsF64(0, 1).Ref()},
-               &DiversifySchema, &RunDiversify));
+               &DiversifySchema, &RunDiversify)
+            .Doc("Discounts each repeat of a key value's score into out_key (default: the score "
+                 "column), then sorts by it, descending.")
+            .Adds({AddedColumn::ByParam("out_key", ColumnFrom::kFixed, ColumnType::kF64)}));
   r.Add(S::Cpu("cap", 1, 1,
-               {P::Required("key", ParamKind::kColumn),
+               {P::Required("key", ParamKind::kColumn).Reads(key_types),
                 P::Required("max", ParamKind::kI64).Bounds(1, 10000).Ref(),
                 P::Required("window", ParamKind::kI64).Bounds(1, 10000).Ref(),
                 P::Optional("defer", ParamKind::kBool, false)},
-               &CapSchema, &RunCap));
+               &CapSchema, &RunCap)
+            .Doc("Keeps at most max rows of a key value in any window consecutive rows; the "
+                 "others are dropped, or with defer moved last."));
 }
 
 }  // namespace rankd

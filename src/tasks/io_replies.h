@@ -1,5 +1,6 @@
-// The reply -> rows half of the Redis-backed tasks (io_tasks.cc, read_through.h), kept
-// apart from the IO so that it runs without a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
+// The reply -> rows half of the Redis-backed tasks (viewer.cc, lists.cc, features.cc,
+// seen_filter.cc, through read_through.h), kept apart from the IO so that it runs without
+// a Redis (tests, tests/fuzz/fuzz_redis_reply.cc).
 //
 // Replies are read in place (redis/resp_replies.h: a RespView into the batch's RESP bytes, no
 // reply tree, no string per value) and decoded by the family's declared types

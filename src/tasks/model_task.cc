@@ -74,15 +74,18 @@ Result<RowSet> RunModel(const TaskContext& ctx, RowSets in) {
 
 }  // namespace
 
-void RegisterModelTask(TaskRegistry& r) {
+void RegisterOps_model_task(TaskRegistry& r) {
   using P = TaskParamSpec;
-  r.Add(TaskSpec::Cpu(
-      "model", 1, 1,
-      {P::Required("model", ParamKind::kModel), P::Required("out_key", ParamKind::kColumn),
-       P::Optional("features", ParamKind::kColumnMap, std::vector<std::string>{}),
-       P::Optional("output", ParamKind::kStr, std::string("default"))
-           .Allowed({"default", "margin"})},
-      &ModelSchema, &RunModel));
+  r.Add(TaskSpec::Cpu("model", 1, 1,
+                      {P::Required("model", ParamKind::kModel),
+                       P::Required("out_key", ParamKind::kColumn).Writes(),
+                       P::Optional("features", ParamKind::kColumnMap, std::vector<std::string>{}),
+                       P::Optional("output", ParamKind::kStr, std::string("default"))
+                           .Allowed({"default", "margin"})},
+                      &ModelSchema, &RunModel)
+            .Doc("Scores every selected row with a tree model of the plan folder into the f64 "
+                 "column out_key.")
+            .Adds({AddedColumn::ByParam("out_key", ColumnFrom::kFixed, ColumnType::kF64)}));
 }
 
 }  // namespace rankd

@@ -43,11 +43,33 @@ void TaskRegistry::Add(TaskSpec spec) {
   by_op_[specs_.back().op] = &specs_.back();
 }
 
-void TaskRegistry::SetAsyncRun(std::string_view op, AsyncRunFn run) {
-  auto it = by_op_.find(std::string(op));
-  assert(it != by_op_.end());
-  it->second->kind = RunKind::kAsync;
-  it->second->run_async = std::move(run);
+TaskSpec TaskSpec::Doc(std::string line) && {
+  doc = std::move(line);
+  return std::move(*this);
+}
+
+TaskSpec TaskSpec::Reads(std::vector<FamilyType> types, bool by_user) && {
+  family_types = std::move(types);
+  keyed_by_user = by_user;
+  is_io = true;
+  return std::move(*this);
+}
+
+TaskSpec TaskSpec::Adds(std::vector<AddedColumn> columns) && {
+  adds = std::move(columns);
+  keeps_input = true;
+  return std::move(*this);
+}
+
+TaskSpec TaskSpec::Replaces(std::vector<AddedColumn> columns) && {
+  adds = std::move(columns);
+  keeps_input = false;
+  return std::move(*this);
+}
+
+TaskSpec TaskSpec::TestOnly() && {
+  test_only = true;
+  return std::move(*this);
 }
 
 const TaskSpec* TaskRegistry::Find(std::string_view op) const {
@@ -66,14 +88,7 @@ namespace {
 // Built in place: plans keep pointers into the registry, so it never moves.
 struct BuiltinTasks {
   TaskRegistry r;
-  explicit BuiltinTasks(bool test_ops_enabled) : r(test_ops_enabled) {
-    RegisterCpuTasks(r);
-    RegisterFeedTasks(r);
-    RegisterModelTask(r);
-    RegisterTestTasks(r);
-    RegisterIoTaskSpecs(r);
-    RegisterIoTaskRuns(r);
-  }
+  explicit BuiltinTasks(bool test_ops_enabled) : r(test_ops_enabled) { RegisterBuiltinOps(r); }
 };
 
 }  // namespace

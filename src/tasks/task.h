@@ -108,6 +108,17 @@ struct TaskSpec : OpSchema {
                       RunKind kind = RunKind::kCpu);
   static TaskSpec Async(std::string op, uint32_t min_inputs, uint32_t max_inputs,
                         std::vector<TaskParamSpec> params, SchemaFn output, AsyncRunFn run);
+
+  // The catalogue entry (OpSchema's doc, family_types, keeps_input, adds):
+  // TaskSpec::Cpu(...).Doc("...").Adds({AddedColumn::ByParam("out_key", ...)}).
+  TaskSpec Doc(std::string line) &&;
+  // An IO op: reads a family of one of `types` (its `family` param), keyed by the input's
+  // ids or, with by_user, by the request's user_id.
+  TaskSpec Reads(std::vector<FamilyType> types, bool by_user = false) &&;
+  TaskSpec Adds(std::vector<AddedColumn> columns) &&;
+  // The output holds only the added columns, not the input's.
+  TaskSpec Replaces(std::vector<AddedColumn> columns) &&;
+  TaskSpec TestOnly() &&;
 };
 
 class TaskRegistry : public OpCatalog {
@@ -119,16 +130,13 @@ class TaskRegistry : public OpCatalog {
 
   // REQUIRES: no spec of that op yet.
   void Add(TaskSpec spec);
-  // Installs the coroutine of an already added kAsync op (the IO tasks' runs).
-  // REQUIRES: Add(op) happened.
-  void SetAsyncRun(std::string_view op, AsyncRunFn run);
 
   const TaskSpec* Find(std::string_view op) const;
   const OpSchema* FindOp(std::string_view op) const override { return Find(op); }
   bool test_ops_enabled() const override { return test_ops_enabled_; }
   std::vector<std::string> ops() const;
 
-  // Every built-in task, IO runs included (RegisterIoTaskRuns), built on first use. Both
+  // Every built-in task (each op file's registration, tasks/meson.build), built on first use. Both
   // hold the same ops; Default() refuses a plan that uses a test-only one (production),
   // WithTestOps() loads it (--enable-test-ops, unit tests, fuzzers, benchmarks).
   static const TaskRegistry& Default();
@@ -143,13 +151,10 @@ class TaskRegistry : public OpCatalog {
 // The spec behind a node of a plan loaded against a TaskRegistry.
 inline const TaskSpec& SpecOf(const PlanNode& n) { return *static_cast<const TaskSpec*>(n.schema); }
 
-// --- registration, one function per group of tasks ------------------------------------
-void RegisterCpuTasks(TaskRegistry& r);     // vm, filter, sort, take, concat, dedupe
-void RegisterFeedTasks(TaskRegistry& r);    // diversify, cap
-void RegisterModelTask(TaskRegistry& r);    // model
-void RegisterTestTasks(TaskRegistry& r);    // fixed_source, sleep, busy_cpu (test_only)
-void RegisterIoTaskSpecs(TaskRegistry& r);  // viewer, follow, ... : specs, runs stubbed
-// src/tasks/io_tasks.cc: installs the IO runs with SetAsyncRun.
-void RegisterIoTaskRuns(TaskRegistry& r);
+// --- registration ----------------------------------------------------------------------
+// Every op file `src/tasks/<stem>.cc` listed in tasks/meson.build's `op_files` defines
+// `void RegisterOps_<stem>(TaskRegistry& r)`, which adds its ops; the build generates the
+// list that calls them all (op_list.cc.in), so adding an op edits no shared file.
+void RegisterBuiltinOps(TaskRegistry& r);  // op_list.cc (generated)
 
 }  // namespace rankd

@@ -57,26 +57,32 @@ TaskParamSpec Duration() {
   return TaskParamSpec::Optional("duration_ms", ParamKind::kI64, int64_t{0}).Bounds(0, 60000).Ref();
 }
 
-TaskSpec TestOnly(TaskSpec s) {
-  s.test_only = true;
-  return s;
-}
-
 }  // namespace
 
 // Each is test_only: a plan using one loads only with --enable-test-ops (a plan that
 // sleeps or spins a worker for 60 s has no place on a production server).
-void RegisterTestTasks(TaskRegistry& r) {
+void RegisterOps_test_tasks(TaskRegistry& r) {
   using P = TaskParamSpec;
-  r.Add(TestOnly(
-      TaskSpec::Cpu("fixed_source", 0, 0,
-                    {P::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()},
-                    &FixedSchema, &RunFixed)));
-  r.Add(TestOnly(TaskSpec::Async(
-      "sleep", 0, 1, {Duration(), P::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()},
-      &SchemaSameAsInput, &RunSleep)));
-  r.Add(TestOnly(TaskSpec::Cpu("busy_cpu", 0, 1, {Duration()}, &SchemaSameAsInput, &RunBusy,
-                               RunKind::kCpuPool)));
+  using C = AddedColumn;
+  r.Add(TaskSpec::Cpu("fixed_source", 0, 0,
+                      {P::Optional("count", ParamKind::kI64, int64_t{10}).Bounds(0, 100000).Ref()},
+                      &FixedSchema, &RunFixed)
+            .Doc("Rows id = 1..count and score = id, without IO.")
+            .Replaces({C::Named("id", ColumnFrom::kFixed, ColumnType::kI64),
+                       C::Named("score", ColumnFrom::kFixed, ColumnType::kF64)})
+            .TestOnly());
+  r.Add(
+      TaskSpec::Async("sleep", 0, 1,
+                      {Duration(), P::Optional("fail_after_sleep", ParamKind::kBool, false).Ref()},
+                      &SchemaSameAsInput, &RunSleep)
+          .Doc("Waits duration_ms on a loop timer, then passes its input through (no input: "
+               "id only, zero rows), or fails.")
+          .TestOnly());
+  r.Add(
+      TaskSpec::Cpu("busy_cpu", 0, 1, {Duration()}, &SchemaSameAsInput, &RunBusy, RunKind::kCpuPool)
+          .Doc("Spins a CPU worker for duration_ms, then passes its input through (no input: "
+               "id only, zero rows).")
+          .TestOnly());
 }
 
 }  // namespace rankd

@@ -47,8 +47,7 @@ char ProcessState(pid_t pid) {
 const TaskRegistry& IoRegistry() {
   static const TaskRegistry* r = [] {
     auto* reg = new TaskRegistry;
-    RegisterIoTaskSpecs(*reg);
-    RegisterIoTaskRuns(*reg);
+    RegisterBuiltinOps(*reg);
     return reg;
   }();
   return *r;

@@ -56,12 +56,11 @@ Coro<Result<RowSet>> RunHold(const TaskContext& ctx, RowSets) {
   co_return Fail(CancelledError("hold"));
 }
 
-// The built-in CPU and test tasks plus `hold`.
+// The built-in tasks plus `hold`.
 const TaskRegistry& RegistryWithHold() {
   static const TaskRegistry* r = [] {
     auto* reg = new TaskRegistry(/*test_ops_enabled=*/true);
-    RegisterCpuTasks(*reg);
-    RegisterTestTasks(*reg);
+    RegisterBuiltinOps(*reg);
     TaskSpec hold;
     hold.op = "hold";
     hold.max_inputs = 1;

@@ -1,0 +1,55 @@
+// features: the listed fields of each input row's hash or json (one HMGET, or MGET for
+// json, per distinct id), read through the cache (read_through.h).
+// Threads: the run executes on the request's loop thread.
+#include "tasks/read_through.h"
+#include "tasks/schemas.h"
+#include "tasks/task.h"
+
+namespace rankd {
+
+namespace {
+
+Result<ColumnTypes> FeaturesSchema(const SchemaArgs& a) {
+  if (auto ok = NeedType(a, {FamilyType::kHash, FamilyType::kJson}, "features reads hash or json");
+      !ok)
+    return Fail(ok.error());
+  if (auto ok = NeedInputIds(a, a.family->id_type, "is keyed by"); !ok) return Fail(ok.error());
+  ColumnTypes t = a.inputs[0];
+  if (auto ok = AddFields(a, a.args.StrList("fields"), t); !ok) return Fail(ok.error());
+  return t;
+}
+
+Coro<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
+  const RowSet& input = in.at(0);
+  const KeyFamily& family = *ctx.node->family;
+  const auto& fields = ctx.args->StrList("fields");
+  std::vector<size_t> field_index(fields.size());
+  for (size_t f = 0; f < fields.size(); ++f) field_index[f] = *family.FieldIndex(fields[f]);
+  auto io = StartIo(ctx, CacheableFields(field_index));
+  if (!io) co_return Fail(io.error());
+  auto ids = IdsOf(input, family);
+  if (!ids) co_return Fail(ids.error());
+  Distinct distinct = DistinctIds(*ids);
+  auto read = co_await ReadHashes(ctx, *io, distinct.ids, field_index, false);
+  if (!read) co_return Fail(std::move(read.error()));
+  if (read->all_hit)
+    co_return FeatureRows(io->src, input, *ids, distinct.reply_of, fields, field_index,
+                          read->found);
+  co_return FeatureRows(io->src, input, *ids, distinct.reply_of, fields, field_index, read->cells);
+}
+
+}  // namespace
+
+void RegisterOps_features(TaskRegistry& r) {
+  r.Add(TaskSpec::Async(
+            "features", 1, 1,
+            {Endpoint(), Cache(), FamilyParam("item"),
+             TaskParamSpec::Required("fields", ParamKind::kStrList).Bounds(1, std::nullopt)},
+            &FeaturesSchema, &RunFeatures)
+            .Doc("The input plus the listed fields of each row's key (added or replaced), null "
+                 "where missing.")
+            .Reads({FamilyType::kHash, FamilyType::kJson})
+            .Adds({AddedColumn::ByParam("fields", ColumnFrom::kFamilyFields)}));
+}
+
+}  // namespace rankd
