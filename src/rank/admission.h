@@ -50,12 +50,15 @@ struct AdmissionOptions {
   bool adaptive = true;  // false: the limit is --max-inflight (the old fixed rule)
   size_t max_inflight = 1024;
   size_t min_limit = 4;
-  size_t initial_limit = 128;        // until latency says otherwise: the first answers do
-  double tolerance = 2.0;            // latency over no-load latency the limit accepts
-  int64_t probe_after_ms = 5000;     // a plan with traffic and no no-load estimate
-  int64_t refresh_after_ms = 60000;  // a plan with traffic whose estimate is this old
-  size_t probe_requests = 40;        // answers a measurement waits for
-  int64_t probe_max_ms = 1000;       // a measurement ends after this even with fewer
+  size_t initial_limit = 128;     // until latency says otherwise: the first answers do
+  double tolerance = 2.0;         // latency over no-load latency the limit accepts
+  int64_t probe_after_ms = 5000;  // a plan with traffic and no no-load estimate
+  // A plan with traffic whose estimate is this old. A measurement refuses all but one
+  // request at a time for its ~20 answers: at 1,000 req/s and 3 ms a request, about 60
+  // requests every 5 minutes under sustained load.
+  int64_t refresh_after_ms = 300000;
+  size_t probe_requests = 20;   // answers a measurement waits for
+  int64_t probe_max_ms = 1000;  // a measurement ends after this even with fewer
 };
 
 // What a scrape reads (relaxed atomics; the loop writes).

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "api/routes.h"
+#include "core/parse_f64.h"
 #include "http/origin_policy.h"
 #include "server/cli_flags.h"
 #include "server/redis_flags.h"
@@ -109,6 +110,25 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
              return {};
            },
            [&o] { return std::string(o.adaptive_admission ? "adaptive" : "fixed"); }},
+      Flag{"--admission-tolerance",
+           {},
+           "X",
+           "how many times its plan's no-load latency a request may\n"
+           "take before the adaptive limit shrinks, 1.1..100 ({})",
+           [&o](std::string_view v) -> Status {
+             std::optional<double> x = ParseStrictF64(v);
+             if (!x || !(*x >= 1.1 && *x <= 100))
+               return Fail(Error::BadRequest("--admission-tolerance: '" + std::string(v) +
+                                             "' is not a number from 1.1 to 100"));
+             o.admission_tolerance = *x;
+             return {};
+           },
+           [&o] {
+             std::string s = std::to_string(o.admission_tolerance);
+             s.erase(s.find_last_not_of('0') + 1);
+             if (s.back() == '.') s.pop_back();
+             return s;
+           }},
       SwitchFlag("--allow-priority",
                  "honour /rank's \"priority\" (critical | default | sheddable);\n"
                  "without it the field is ignored and counted",
@@ -359,6 +379,7 @@ RankOptions RankOptionsOf(const ServeOptions& o) {
   RankOptions r;
   r.deadline_ms = o.deadline_ms;
   r.admission.adaptive = o.adaptive_admission;
+  r.admission.tolerance = o.admission_tolerance;
   r.admission.max_inflight = o.max_inflight;
   r.admission.min_limit = std::min<size_t>(r.admission.min_limit, o.max_inflight);
   r.admission.initial_limit = std::min<size_t>(r.admission.initial_limit, o.max_inflight);

@@ -47,6 +47,7 @@ struct ServeOptions {
   // Overload (docs/operations.md, "Overload"): the limit adapts to latency under
   // --max-inflight (false: --max-inflight is the limit); "priority" in /rank honoured.
   bool adaptive_admission = true;
+  double admission_tolerance = 2.0;  // latency over no-load latency the limit accepts
   bool allow_priority = false;
   size_t cpu_queue_max = 1024;  // CPU jobs waiting for a worker, per shard
   size_t max_body_bytes = 1 << 20;
