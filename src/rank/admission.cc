@@ -120,6 +120,7 @@ void Admission::AddAlone(PlanLoad& l, int64_t took_us, TimePoint now) {
 
 void Admission::OnTick(TimePoint now, size_t live) {
   bool refusing = limit_refusals_ > 0;
+  if (refusing) last_refusal_ = now;
   for (auto& [name, l] : by_name_)
     if (l->quality) UpdateQuality(*l, refusing);
   limit_refusals_ = 0;
@@ -139,9 +140,11 @@ void Admission::OnTick(TimePoint now, size_t live) {
   max_live_ = live;
 }
 
-// A plan answered since the last tick and lacks a no-load estimate it could have had by
-// now: none after probe_after of traffic, or one older than refresh_after.
+// The shard refused for its limit within the last second (the estimates then decide who
+// is served), and a plan answered since the last tick lacks a no-load estimate it could
+// have had by now: none after probe_after of traffic, or one older than refresh_after.
 bool Admission::NeedsMeasuring(TimePoint now) const {
+  if (last_refusal_ == TimePoint{} || now - last_refusal_ > std::chrono::seconds(1)) return false;
   for (const auto& [name, l] : by_name_) {
     if (!l->seen) continue;
     if (l->no_load_us == 0

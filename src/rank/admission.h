@@ -10,7 +10,8 @@
 //    of it. The no-load latency of each plan is measured, not assumed: the median of its
 //    last 32 answers to requests admitted while the shard ran nothing else. A shard under
 //    sustained load has no such moments, so when a plan with traffic has had none for
-//    `probe_after` (no estimate yet) or `refresh_after` (an old one), the shard makes them:
+//    `probe_after` (no estimate yet) or `refresh_after` (an old one) while the shard
+//    refuses for its limit (only then does the estimate decide anything), it makes them:
 //    it pins its limit at 1 until `probe_requests` have answered (at most `probe_max_ms`).
 //    A minimum taken from loaded traffic would drift upward with the load it detects.
 //  - Priorities: sheddable requests (and shadows) may use half of the limit, default the
@@ -147,6 +148,7 @@ class Admission {
   std::vector<float> ratios_;    // this interval's latency ratios
   size_t max_live_ = 0;          // the most requests running at once this interval
   uint64_t limit_refusals_ = 0;  // this interval's, for quality
+  TimePoint last_refusal_{};     // the last tick whose interval refused for the limit
   std::unordered_map<std::string, PlanLoadPtr> by_name_;
   std::unordered_map<const Plan*, PlanLoadPtr> by_plan_;
   AdmissionStats stats_;

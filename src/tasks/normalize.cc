@@ -16,7 +16,7 @@ namespace rankd {
 namespace {
 
 // Rows between two polls of ctx.cancelled() (each row costs a few ns).
-constexpr size_t kPollRows = 16384;
+constexpr size_t kNormalizePollRows = 16384;
 
 enum class Method : uint8_t { kMinMax, kZScore, kRank, kReciprocalRank };
 
@@ -55,7 +55,7 @@ bool Rescale(Method m, const Values& v, PoolVector<double>& out, const TaskConte
   const size_t n = v.x.size();
   double lo = v.x[0], hi = v.x[0], mean = 0;
   for (size_t i = 0; i < n; ++i) {  // a running mean does not overflow where a sum would
-    if (i % kPollRows == 0 && ctx.cancelled()) return false;
+    if (i % kNormalizePollRows == 0 && ctx.cancelled()) return false;
     lo = std::min(lo, v.x[i]);
     hi = std::max(hi, v.x[i]);
     mean += (v.x[i] - mean) / static_cast<double>(i + 1);
@@ -64,7 +64,7 @@ bool Rescale(Method m, const Values& v, PoolVector<double>& out, const TaskConte
   if (m == Method::kZScore) {
     double var = 0;
     for (size_t i = 0; i < n; ++i) {
-      if (i % kPollRows == 0 && ctx.cancelled()) return false;
+      if (i % kNormalizePollRows == 0 && ctx.cancelled()) return false;
       const double d = v.x[i] - mean;
       var += (d * d - var) / static_cast<double>(i + 1);
     }
@@ -111,7 +111,7 @@ Result<RowSet> RunNormalize(const TaskContext& ctx, RowSets in) {
   PoolVector<double> cells(rows, 0.0);
   PoolVector<uint64_t> valid((rows + 63) / 64, 0);
   for (size_t i = 0; i < v.x.size(); ++i) {
-    if (i % kPollRows == 0 && ctx.cancelled()) return Fail(CancelledError("normalize"));
+    if (i % kNormalizePollRows == 0 && ctx.cancelled()) return Fail(CancelledError("normalize"));
     if (!std::isfinite(normalized[i])) continue;
     const uint32_t r = v.rows[i];
     cells[r] = normalized[i];

@@ -116,23 +116,24 @@ TEST_CASE("Admission: a loaded plan without a no-load estimate is measured one a
   AdmissionOptions o;
   o.probe_after_ms = 2000;
   o.probe_requests = 5;
+  o.initial_limit = 8;
   Admission a(o);
   auto plan = MakePlan("p");
   TimePoint now = Clock::now();
   Admission::Ticket t;
-  // Always busy: never admitted alone, so no estimate.
-  for (int tick = 0; tick < 8; ++tick) {
+  // Always busy (never admitted alone, so no estimate), and refusing at its limit.
+  auto busy_tick = [&](std::chrono::milliseconds step) {
     for (int i = 0; i < 5; ++i)
       if (!a.Admit(plan, 2, Priority::kDefault, 1000000, t)) a.OnAnswer(t, 9000, true);
-    now += std::chrono::milliseconds(100);
+    CHECK(a.Admit(plan, 100, Priority::kDefault, 1000000, t) == Refusal::kLimit);
+    now += step;
     a.OnTick(now, 2);
-  }
+  };
+  for (int tick = 0; tick < 8; ++tick) busy_tick(std::chrono::milliseconds(100));
   REQUIRE(a.loads().at("p")->no_load_us == 0);
+  CHECK(a.limit() == 8);
   // Past probe_after: the next tick pins the limit at 1.
-  for (int i = 0; i < 5; ++i)
-    if (!a.Admit(plan, 2, Priority::kDefault, 1000000, t)) a.OnAnswer(t, 9000, true);
-  now += std::chrono::seconds(2);
-  a.OnTick(now, 2);
+  busy_tick(std::chrono::seconds(2));
   CHECK(a.limit() == 1);
   CHECK(a.Admit(plan, 1, Priority::kDefault, 1000000, t) == Refusal::kLimit);
   for (int i = 0; i < 5; ++i) {
@@ -144,6 +145,23 @@ TEST_CASE("Admission: a loaded plan without a no-load estimate is measured one a
   CHECK(a.loads().at("p")->no_load_us == 3000);
   CHECK(a.limit() >= 4);
   CHECK(a.stats().probes.value() == 1);
+}
+
+TEST_CASE("Admission: a shard that refuses nothing never pins its limit to measure") {
+  AdmissionOptions o;
+  o.probe_after_ms = 100;
+  Admission a(o);
+  auto plan = MakePlan("p");
+  TimePoint now = Clock::now();
+  Admission::Ticket t;
+  for (int tick = 0; tick < 30; ++tick) {
+    for (int i = 0; i < 5; ++i)
+      if (!a.Admit(plan, 2, Priority::kDefault, 1000000, t)) a.OnAnswer(t, 9000, true);
+    now += std::chrono::milliseconds(100);
+    a.OnTick(now, 2);
+    REQUIRE(a.limit() == 128);
+  }
+  CHECK(a.stats().probes.value() == 0);
 }
 
 TEST_CASE("Admission: quality falls over target or while refusing, climbs back slowly") {
