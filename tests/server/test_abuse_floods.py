@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (Rankd, call, metric_value, plans_dir, proc_status_kib,  # noqa: E402
+from harness import (Rankd, call, one_write_request, metric_value, plans_dir, proc_status_kib,  # noqa: E402
                      run_tests, wait_until)
 from test_body_budget import open_bodies, push, raise_open_file_limit  # noqa: E402
 
@@ -52,20 +52,6 @@ def quiet_rankd(**kw):
     allocation; test_body_budget.py says why)."""
     os.environ.pop("MALLOC_PERTURB_", None)
     return Rankd(plans_dir(), **kw)
-
-
-def one_write_rank(port, body):
-    """POST /rank with head and body in one send(2): (status, body bytes)."""
-    data = json.dumps(body).encode()
-    head = (f"POST /rank HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode()
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(head + data)
-        got = b""
-        while chunk := s.recv(65536):
-            got += chunk
-    status = int(got.split(b" ", 2)[1])
-    return status, got.partition(b"\r\n\r\n")[2]
 
 
 def close_all(conns):
@@ -153,7 +139,8 @@ def test_1000_bodies_one_byte_short_inside_the_input_budget():
         held = metric_value(rankd.metrics(), "rankd_http_buffered_input_bytes")
         # A request that comes whole in one read is still served meanwhile: head and body
         # in one write (http.client writes them apart, which may arrive as two reads).
-        status, answer = one_write_rank(rankd.port, {"plan": "no_such_plan", "user_id": 1})
+        status, answer = one_write_request(rankd.port, "POST", "/rank",
+                                           {"plan": "no_such_plan", "user_id": 1})
         print(f"     {count} bodies 1 byte short: sent {sent // MIB} MiB, RSS "
               f"+{grown / 1024:.1f} MiB, budget holds {held / MIB:.2f} MiB", flush=True)
         assert grown * KIB < 48e6, f"RSS grew by {grown // 1024} MiB"

@@ -127,6 +127,21 @@ def call(port, method, path, headers=None, body=None, timeout=10):
         c.close()
 
 
+def one_write_request(port, method, path, body=None, timeout=5):
+    """A request whose head and body leave in one send(2), on its own connection:
+    (status, body bytes). http.client writes them apart, which may arrive as two reads:
+    past its input budget a shard serves only a request that came whole in one read."""
+    data = json.dumps(body).encode() if isinstance(body, (dict, list)) else (body or b"")
+    head = (f"{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(head + data)
+        got = b""
+        while chunk := s.recv(65536):
+            got += chunk
+    return int(got.split(b" ", 2)[1]), got.partition(b"\r\n\r\n")[2]
+
+
 def listening_ports(pid):
     """The TCP ports process `pid` listens on, read from /proc."""
     inodes = set()
