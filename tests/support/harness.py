@@ -628,7 +628,8 @@ def demo_data(redis, users, flush=True, timeout=60):
     if flush:
         args.append("--flush")
     out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-    assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stderr}"
+    assert out.returncode == 0, \
+        f"{' '.join(args)} failed (exit status {out.returncode}):\n{out.stdout}\n{out.stderr}"
 
 
 _demo = {}
