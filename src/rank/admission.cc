@@ -31,7 +31,8 @@ Admission::Admission(AdmissionOptions opts)
     : opts_(opts),
       limit_(opts.adaptive ? static_cast<double>(
                                  std::clamp(opts.initial_limit, opts.min_limit, opts.max_inflight))
-                           : static_cast<double>(opts.max_inflight)) {
+                           : static_cast<double>(opts.max_inflight)),
+      tick_(Clock::now()) {
   ratios_.reserve(kMaxRatiosPerInterval);
   stats_.limit = limit_;
 }
@@ -41,10 +42,7 @@ PlanLoadPtr Admission::LoadFor(const PlanPtr& plan) {
   if (it != by_plan_.end()) return it->second;
   PlanLoadPtr& load = by_name_[plan->name];
   if (!load) load = std::make_shared<PlanLoad>(plan->name);
-  if (plan->quality.enabled) {
-    load->quality = &plan->quality;
-    load->quality_plan = plan;
-  }
+  if (plan->quality.enabled) SetQuality(*load, *plan);
   by_plan_[plan.get()] = load;
   return load;
 }
@@ -55,13 +53,20 @@ void Admission::Install(const std::vector<PlanPtr>& plans) {
   for (const PlanPtr& p : plans) {
     auto it = by_name_.find(p->name);
     PlanLoadPtr load = it != by_name_.end() ? it->second : std::make_shared<PlanLoad>(p->name);
-    load->quality = p->quality.enabled ? &p->quality : nullptr;
-    load->quality_plan = p->quality.enabled ? p : nullptr;
-    if (!load->quality) load->q = 1.0;
+    SetQuality(*load, *p);
     names[p->name] = load;
     by_plan_[p.get()] = load;
   }
   by_name_ = std::move(names);  // a request still running keeps its own PlanLoadPtr
+}
+
+void Admission::SetQuality(PlanLoad& l, const Plan& plan) {
+  if (plan.quality.enabled) {
+    l.quality = plan.quality;
+  } else {
+    l.quality.reset();
+    l.q = 1.0;
+  }
 }
 
 size_t Admission::LimitFor(Priority p) const {
@@ -95,11 +100,10 @@ void Admission::OnAnswer(const Ticket& t, int64_t took_us, bool ok) {
   l.all_times.Add(took_us);
   if (ok) l.ok_times.Add(took_us);
   if (!opts_.adaptive) return;
-  TimePoint now = Clock::now();
-  if (!l.seen && l.first_seen == TimePoint{}) l.first_seen = now;
+  if (l.first_seen == TimePoint{}) l.first_seen = tick_;
   l.seen = true;
   bool probe = measuring() && t.epoch == epoch_;
-  if (ok && (t.alone || probe)) AddAlone(l, took_us, now);
+  if (ok && (t.alone || probe)) AddAlone(l, took_us, tick_);
   if (probe) ++measured_;
   if (!measuring() && l.no_load_us > 0 && ratios_.size() < kMaxRatiosPerInterval)
     ratios_.push_back(
@@ -119,6 +123,7 @@ void Admission::AddAlone(PlanLoad& l, int64_t took_us, TimePoint now) {
 }
 
 void Admission::OnTick(TimePoint now, size_t live) {
+  tick_ = now;
   bool refusing = limit_refusals_ > 0;
   if (refusing) last_refusal_ = now;
   for (auto& [name, l] : by_name_)

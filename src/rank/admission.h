@@ -83,12 +83,11 @@ struct PlanLoad {
   std::array<uint32_t, 32> alone{};
   size_t alone_filled = 0, alone_next = 0;
   int64_t no_load_us = 0;  // their median; 0: none yet
-  TimePoint no_load_at{};  // when the last one came
-  TimePoint first_seen{};  // the first answer of the plan on this shard
+  TimePoint no_load_at{};  // when the last one came (to the tick)
+  TimePoint first_seen{};  // the first answer of the plan on this shard (to the tick)
   bool seen = false;       // answers since the last tick
-  // The quality block of the plan last installed under this name (null: none).
-  const PlanQuality* quality = nullptr;
-  PlanPtr quality_plan;  // keeps `quality` alive
+  // The quality block of the plan last installed under this name (none: no block).
+  std::optional<PlanQuality> quality;
   double q = 1.0;
   uint64_t q_seen = 0;                     // all_times.added() at the last update
   MetricValue<double>* q_gauge = nullptr;  // rankd_plan_quality, set by the owner
@@ -136,6 +135,7 @@ class Admission {
   void StartMeasuring(TimePoint now);
   void FinishMeasuring();
   static void AddAlone(PlanLoad& l, int64_t took_us, TimePoint now);
+  static void SetQuality(PlanLoad& l, const Plan& plan);
   void UpdateLimit(size_t live);
   void UpdateQuality(PlanLoad& l, bool refusing);
 
@@ -143,6 +143,7 @@ class Admission {
   double limit_;
   double limit_before_measuring_ = 0;
   uint32_t epoch_ = 0;
+  TimePoint tick_{};  // the last tick's time: answers are dated to it (no clock read each)
   TimePoint measure_started_{};
   size_t measured_ = 0;          // probe answers so far
   std::vector<float> ratios_;    // this interval's latency ratios
