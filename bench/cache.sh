@@ -58,7 +58,7 @@ done
 case $tracking in default | bcast) ;; *) echo "cache: TRACKING is bcast or default" >&2; exit 2 ;; esac
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
-rankd=$build/src/server/rankd
+rankd=$build/src/cli/rankd
 users=10000 per_author=20  # rankd seed's --users and its default --media
 
 # The cached copies: "cache": true on every media and features node.

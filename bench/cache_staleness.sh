@@ -33,7 +33,7 @@ cat > "$tmp/plans/stale_probe.plan.json" <<JSON
 JSON
 
 port=$(free_port)
-"$build/src/server/rankd" serve --host 127.0.0.1 --port "$port" --shards 2 --plans "$tmp/plans" \
+"$build/src/cli/rankd" serve --host 127.0.0.1 --port "$port" --shards 2 --plans "$tmp/plans" \
   --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --cache-mb 64 \
   --cache-tracking "$tracking" --log-level error --enable-test-ops &
 bench_pids+=($!)

@@ -49,7 +49,7 @@ paced_secs=${PACED_SECONDS:-12} rate_share=${RATE_SHARE:-0.25} rate=${RATE:-}
 shadow_percent=${SHADOW_PERCENT:-100} viewers=${VIEWERS:-2000} cache_mb=${CACHE_MB:-0}
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
-rankd="$build/src/server/rankd"
+rankd="$build/src/cli/rankd"
 
 start_redis
 "$rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2

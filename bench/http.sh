@@ -58,7 +58,7 @@ mkdir -p "$tmp/plans"
 cp "$(plan_file fixed_rank)" "$tmp/plans/"
 start_rankd() {  # start_rankd SHARDS -> sets rport, rpid
   rport=$(free_port)
-  "$build/src/server/rankd" serve --host 127.0.0.1 --port "$rport" --shards "$1" \
+  "$build/src/cli/rankd" serve --host 127.0.0.1 --port "$rport" --shards "$1" \
     --plans "$tmp/plans" --enable-test-ops --redis "redis_default=redis://127.0.0.1:$(free_port)" \
     --log-level error ${RANKD_BENCH_FLAGS:-} &
   rpid=$!

@@ -90,9 +90,13 @@ build_base() {
   if [ ! -f "$dir/build/build.ninja" ]; then
     meson setup "$dir/build" "$dir/src" --buildtype=release -Db_lto=true -Db_ndebug=true >&2
   fi
-  ninja -C "$dir/build" src/server/rankd >&2
+  # The executable moved from src/server/ to src/cli/: a base from before the move has
+  # it in the old place.
+  local exe=src/cli/rankd
+  [ -f "$dir/src/src/cli/meson.build" ] || exe=src/cli/rankd
+  ninja -C "$dir/build" "$exe" >&2
   # shellcheck disable=SC2034  # outputs, read by the caller
-  BASE_BIN="$dir/build/src/server/rankd"
+  BASE_BIN="$dir/build/$exe"
   # shellcheck disable=SC2034
   BASE_SHA=$sha
 }
@@ -123,7 +127,7 @@ test_ops_flag() {
 # test fixture among them loads with $(test_ops_flag "${bin[$v]}") on the serve line.
 bench_builds_and_plans() {
   variants=(current)
-  declare -gA bin=([current]="$RANKD_BUILD/src/server/rankd")
+  declare -gA bin=([current]="$RANKD_BUILD/src/cli/rankd")
   if [ -n "${BASE_REV:-}" ]; then
     build_base "$BASE_REV"
     variants+=(base)

@@ -31,7 +31,7 @@ source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 start_redis
 redis_port=$REDIS_PORT
-"$build/src/server/rankd" seed --redis "redis://127.0.0.1:$redis_port" --users 2000 >/dev/null
+"$build/src/cli/rankd" seed --redis "redis://127.0.0.1:$redis_port" --users 2000 >/dev/null
 
 # The shipped plans and the test fixture the load posts to.
 mkdir -p "$tmp/plans"
@@ -41,7 +41,7 @@ start_rankd() {  # start_rankd SHARDS [flags] -> rport, rpid
   local shards=$1
   shift
   rport=$(free_port)
-  "$build/src/server/rankd" serve --host 127.0.0.1 --port "$rport" --shards "$shards" \
+  "$build/src/cli/rankd" serve --host 127.0.0.1 --port "$rport" --shards "$shards" \
     --plans "$tmp/plans" --enable-test-ops --redis "redis_default=redis://127.0.0.1:$redis_port" \
     --log-level error "$@" &
   rpid=$!
@@ -160,7 +160,7 @@ for round in 1 2 3 4; do
   fi
 done
 
-serve_cmd="$build/src/server/rankd serve --host 127.0.0.1 --plans (plans/ and tests/plans/fixed_rank) --enable-test-ops --redis redis_default=redis://127.0.0.1:$redis_port --log-level error"
+serve_cmd="$build/src/cli/rankd serve --host 127.0.0.1 --plans (plans/ and tests/plans/fixed_rank) --enable-test-ops --redis redis_default=redis://127.0.0.1:$redis_port --log-level error"
 python3 - "$MACHINE" "$tmp" "${on[*]}" "${off[*]}" "wrk -t$threads -c$conns -d${secs}s" "$serve_cmd" "$lag_rate" <<'PY'
 import json, statistics, sys
 machine, tmp, on, off, wrk, serve, _ = sys.argv[1:]

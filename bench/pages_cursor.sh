@@ -34,7 +34,7 @@ pages_cursor_setup() {
   pc_rounds=${ROUNDS:-5} pc_threads=${WRK_THREADS:-1} pc_conns=${WRK_CONNS:-16}
   pc_secs=${WRK_SECONDS:-8} pc_viewers=${VIEWERS:-2000} pc_page_size=${PAGE_SIZE:-20}
   pc_cache_mb=${CACHE_MB:-0}
-  local rankd="$RANKD_BUILD/src/server/rankd" root=$RANKD_ROOT
+  local rankd="$RANKD_BUILD/src/cli/rankd" root=$RANKD_ROOT
   start_redis
   "$rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
   # The tree's plans and models, not its experiments.json: every viewer runs feed itself.

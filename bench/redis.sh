@@ -110,7 +110,7 @@ for name, our_conns, base_conns, depth in shapes:
 PY
 
 # The reply readers, on replies recorded from a real `feed` request.
-rankd="$RANKD_BUILD/src/server/rankd"
+rankd="$RANKD_BUILD/src/cli/rankd"
 "$rankd" seed --redis "redis://127.0.0.1:$port" --users 10000 --seed 1 --flush >/dev/null
 replies="$BENCH_TMP/feed_replies.resp"
 proxy_port=$(free_port)

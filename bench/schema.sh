@@ -23,7 +23,7 @@ rounds=${ROUNDS:-5} threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-16} secs=${WRK_
 viewers=${VIEWERS:-2000}
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
-rankd="$build/src/server/rankd"
+rankd="$build/src/cli/rankd"
 hook="$build/bench/alloc_hook.so"
 counts="$root/bench/alloc_count.py"
 example="$root/examples/marketplace"

@@ -40,7 +40,7 @@ candidates=${LOG_CANDIDATES:-plan}
 case $candidates in plan | none) ;; *) echo "served_log: LOG_CANDIDATES is plan or none" >&2; exit 2 ;; esac
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
-rankd="$build/src/server/rankd"
+rankd="$build/src/cli/rankd"
 
 # The data plane: one seeded redis-server.
 start_redis

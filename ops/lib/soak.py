@@ -440,7 +440,7 @@ async def soak(args, tmp):
     failures = []
     stats = Stats()
     faults = FaultWindows()
-    rankd_bin = os.path.join(args.build, "src", "server", "rankd")
+    rankd_bin = os.path.join(args.build, "src", "cli", "rankd")
 
     # Plans: a copy of the shipped ones, so that reloads can touch and rewrite them.
     plans_dir = os.path.join(tmp, "plans")
@@ -694,7 +694,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("minutes", type=float)
     ap.add_argument("--short", action="store_true", help="judge everything but RSS growth")
-    ap.add_argument("--build", required=True, help="build dir holding src/server/rankd")
+    ap.add_argument("--build", required=True, help="build dir holding src/cli/rankd")
     ap.add_argument("--root", required=True, help="source root (plans/)")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (logs, RDB)")
     # To tell which ingredient breaks a failing run: 0 turns reloads / Redis restarts off.

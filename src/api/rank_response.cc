@@ -6,35 +6,6 @@
 
 namespace rankd {
 
-void AppendJsonCell(const Column& c, uint32_t row, std::string& out) {
-  if (!c.valid(row)) {
-    out += "null";
-    return;
-  }
-  switch (c.type) {
-    case ColumnType::kI64: AppendJsonInt(c.i64[row], out); break;
-    case ColumnType::kF64: AppendJsonDouble(c.f64[row], out); break;
-    case ColumnType::kBool: out += c.b[row] ? "true" : "false"; break;
-    case ColumnType::kStr: AppendJsonString(c.str(row), out); break;
-  }
-}
-
-void AppendJsonDouble(double d, std::string& out) {
-  if (!std::isfinite(d)) {
-    out += "null";
-    return;
-  }
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, d);
-  out.append(buf, r.ptr);
-}
-
-void AppendJsonInt(int64_t v, std::string& out) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
 RankItemWriter::RankItemWriter(const RunResult& r) {
   const Plan& plan = *r.plan;
   const RowSet& rows = r.output;
@@ -71,13 +42,6 @@ void RankItemWriter::Append(uint32_t row, std::string& out) const {
       out += "null";
   }
   out += '}';
-}
-
-void AppendJsonUserId(const UserId& id, std::string& out) {
-  if (id.is_str)
-    AppendJsonString(id.str, out);
-  else
-    AppendJsonInt(id.num, out);
 }
 
 void AppendRankHead(const RunResult& r, std::string& out) {

@@ -1,6 +1,5 @@
-// The 200 body of /rank (docs/api.md) built from a RunResult, and the JSON number
-// writers it uses: doubles in the shortest form that round-trips, non-finite numbers as
-// null. Strings go through core/json_escape.h; error bodies are api/errors.h's.
+// The 200 body of /rank (docs/api.md) built from a RunResult. Numbers, strings and cells
+// go through core/json_write.h and data/json_cell.h; error bodies are api/errors.h's.
 //
 // Threads: any thread; appends to a caller-owned string.
 #pragma once
@@ -11,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/json_escape.h"
+#include "data/json_cell.h"
 #include "sched/scheduler.h"
 
 namespace rankd {
@@ -63,11 +62,5 @@ class RankItemWriter {
   std::vector<Col> heap_cols_;
   std::span<Col> cols_;
 };
-void AppendJsonDouble(double d, std::string& out);  // null when not finite
-void AppendJsonInt(int64_t v, std::string& out);
-// A user_id as the request gave it: a JSON string or an integer.
-void AppendJsonUserId(const UserId& id, std::string& out);
-// Physical row `row` of `c`: null, a number, true/false or a string.
-void AppendJsonCell(const Column& c, uint32_t row, std::string& out);
 
 }  // namespace rankd

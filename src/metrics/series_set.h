@@ -23,7 +23,7 @@
 
 namespace rankd {
 
-// The families whose series a SeriesSet holds (server/metric_table.cc writes them).
+// The families whose series a SeriesSet holds (metrics/metric_table.cc writes them).
 enum class SeriesFamily : uint8_t {
   kRankRequests,
   kRankDuration,

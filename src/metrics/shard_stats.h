@@ -1,6 +1,6 @@
 // ShardStats: what one shard counts for /metrics itself, and where the scrape finds what
 // the shard's other layers count (its listeners, scheduler, timers, Redis pools, cache and
-// served log keep their own counters). server/metric_table.cc reads it at scrape time;
+// served log keep their own counters). metrics/metric_table.cc reads it at scrape time;
 // nothing is copied between the two.
 //
 // Threads: the shard's loop thread writes (CPU workers too, into the two std::atomic

@@ -18,15 +18,6 @@ constexpr uint64_t kQualityMinNewSamples = 10;
 
 }  // namespace
 
-std::string_view RefusalName(Refusal r) {
-  switch (r) {
-    case Refusal::kLimit: return "limit";
-    case Refusal::kDeadline: return "deadline";
-    case Refusal::kCount: break;
-  }
-  return "?";
-}
-
 Admission::Admission(AdmissionOptions opts)
     : opts_(opts),
       limit_(opts.adaptive ? static_cast<double>(

@@ -38,14 +38,11 @@
 #include "api/rank_request.h"
 #include "core/deadline.h"
 #include "core/metric_value.h"
+#include "metrics/admission_stats.h"
 #include "plan/plan.h"
 #include "rank/latency_window.h"
 
 namespace rankd {
-
-// Why a request was refused (rankd_admission_refusals_total's `reason`).
-enum class Refusal : uint8_t { kLimit, kDeadline, kCount };
-std::string_view RefusalName(Refusal r);  // "limit", "deadline"
 
 struct AdmissionOptions {
   bool adaptive = true;  // false: the limit is --max-inflight (the old fixed rule)
@@ -60,17 +57,6 @@ struct AdmissionOptions {
   int64_t refresh_after_ms = 300000;
   size_t probe_requests = 20;   // answers a measurement waits for
   int64_t probe_max_ms = 1000;  // a measurement ends after this even with fewer
-};
-
-// What a scrape reads (relaxed atomics; the loop writes).
-struct AdmissionStats {
-  MetricValue<double> limit;
-  // By reason, then priority.
-  std::array<std::array<MetricValue<uint64_t>, static_cast<size_t>(Priority::kCount)>,
-             static_cast<size_t>(Refusal::kCount)>
-      refusals{};
-  MetricValue<uint64_t> probes;            // no-load measurements done
-  MetricValue<uint64_t> priority_ignored;  // "priority" without --allow-priority
 };
 
 // One plan's load statistics on one shard; they survive reloads of the plan (by name).

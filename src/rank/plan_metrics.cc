@@ -32,7 +32,7 @@ PlanMetricsPtr ShardPlanMetrics::ForPlan(const Plan& plan) const {
   return it == plans_.end() ? nullptr : it->second;
 }
 
-// Label values in the order of each family's labels (server/metric_table.cc).
+// Label values in the order of each family's labels (metrics/metric_table.cc).
 PlanMetricsPtr ShardPlanMetrics::Make(const Plan& plan) {
   using F = SeriesFamily;
   auto pm = std::make_shared<PlanMetrics>(set_);

@@ -77,7 +77,6 @@ class RedisClusterPool final : public RedisClient {
   using RedisClient::Batch;
   bool live() const override;
   std::string NotLiveReason() const override;
-  void Close() override;
 
   // Every node's pool tracks (with `config`); a change of the slot map or a MOVED
   // flushes the sink, and the map is then fetched every 2 s.
@@ -85,6 +84,8 @@ class RedisClusterPool final : public RedisClient {
   // Every node in the slot map tracks.
   bool tracking_ready() const override;
   void SetTrackingPrefixes(std::vector<std::string> prefixes) override;
+
+  void Close() override;
 
  private:
   struct Round;

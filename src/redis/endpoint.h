@@ -15,7 +15,7 @@
 // takes for the password is what the mask hides, even in a URL it rejects.
 //
 // The parsers are shared by every CLI subcommand (serve, run, bench, seed, replay) through
-// server/redis_flags.h, which adds the flags' defaults and reads the password files.
+// cli/redis_flags.h, which adds the flags' defaults and reads the password files.
 //
 // Threads: pure functions and plain values; any thread.
 #pragma once
@@ -69,7 +69,7 @@ struct RedisEndpoint {
   std::string user;      // AUTH user password when set (Redis 6 ACL), else AUTH password
   std::string password;  // empty: no AUTH. Never printed: messages name the endpoint (Label)
   // ?password_file= or --redis-password-file: the file the password is read from at
-  // start-up (server/redis_flags.h); empty when the password, if any, is in the URL.
+  // start-up (cli/redis_flags.h); empty when the password, if any, is in the URL.
   std::string password_file;
   int db = 0;          // SELECT db when non-zero
   std::string prefix;  // prepended to every key

@@ -7,10 +7,6 @@
 
 namespace rankd {
 
-namespace {
-
-// OpenSSL's error queue as one line ("error:0A000086:SSL routines::certificate verify
-// failed"), emptied; `fallback` when the queue is empty.
 std::string TakeOpenSslErrors(std::string_view fallback) {
   std::string out;
   while (unsigned long e = ERR_get_error()) {
@@ -21,8 +17,6 @@ std::string TakeOpenSslErrors(std::string_view fallback) {
   }
   return out.empty() ? std::string(fallback) : out;
 }
-
-}  // namespace
 
 TlsClientContext::~TlsClientContext() { SSL_CTX_free(ctx_); }
 

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.h"
@@ -40,5 +41,9 @@ class TlsClientContext {
 // Fills `tls.context` of every endpoint with tls.enabled; logs a warning for each
 // endpoint with tls_verify=off. Errors as Make's.
 Status LoadRedisTls(std::vector<RedisEndpoint>& endpoints);
+
+// OpenSSL's error queue as one line ("error:0A000086:SSL routines::certificate verify
+// failed"), emptied; `fallback` when the queue is empty. The thread's own queue.
+std::string TakeOpenSslErrors(std::string_view fallback);
 
 }  // namespace rankd

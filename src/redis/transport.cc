@@ -246,13 +246,7 @@ namespace {
 // OpenSSL's error queue (emptied), else the SSL_get_error code.
 std::string TlsReason(SSL* ssl, int ssl_error) {
   long v = SSL_get_verify_result(ssl);
-  std::string queue;
-  while (unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    if (!queue.empty()) queue += "; ";
-    queue += buf;
-  }
+  std::string queue = TakeOpenSslErrors("");
   if (v != X509_V_OK)
     return std::string("certificate verify failed: ") + X509_verify_cert_error_string(v);
   if (!queue.empty()) return queue;

@@ -6,25 +6,15 @@
 #include <cstring>
 #include <string_view>
 
-#include "api/rank_response.h"
 #include "core/json_escape.h"
+#include "core/json_write.h"
 #include "core/mix.h"
+#include "data/json_cell.h"
 #include "tasks/model_input.h"
 
 namespace rankd {
 
 namespace {
-
-// AppendJsonReal's text at `p` (at most 32 bytes); returns its end.
-char* WriteJsonReal(char* p, double d) {
-  if (!std::isfinite(d)) return std::copy_n("null", 4, p);
-  // Whole numbers without a trailing zero (most counts) print as integers, which is what
-  // the shortest form is for them, at a fraction of its cost.
-  if (d != 0 && std::fabs(d) < 1e15 && d == std::trunc(d) && static_cast<int64_t>(d) % 10 != 0)
-    return std::to_chars(p, p + 32, static_cast<int64_t>(d)).ptr;
-  return std::fabs(d) >= 1e15 ? std::to_chars(p, p + 32, d, std::chars_format::scientific).ptr
-                              : std::to_chars(p, p + 32, d).ptr;
-}
 
 // The rows of a row set by id (i64 or str), the first row of each id: an open-addressing
 // table of row numbers, one allocation however many rows (a record looks ids up for
@@ -274,15 +264,6 @@ void AppendItem(const RowsView& from, uint32_t row, size_t position, bool served
   }
   out.Put("}}");
 }
-
-}  // namespace
-
-void AppendJsonReal(double d, std::string& out) {
-  char buf[32];
-  out.append(buf, WriteJsonReal(buf, d));
-}
-
-namespace {
 
 // The kept rows a record reads (PlanLog::kept): the viewer's, the candidates', and each
 // model node's with the text of its model head.

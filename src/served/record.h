@@ -29,9 +29,4 @@ struct RecordHeader {
 // outputs of r.plan->log.kept). No trailing newline.
 void AppendServedRecord(const RunResult& r, const RecordHeader& h, std::string& out);
 
-// A number every JSON reader takes as the same double: the shortest decimal that reads
-// back to `d`, in exponent form from 1e15 up (so that no reader takes it for an integer
-// beyond 64 bits); null when not finite.
-void AppendJsonReal(double d, std::string& out);
-
 }  // namespace rankd

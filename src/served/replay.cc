@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/json_escape.h"
+#include "core/json_write.h"
 #include "served/record.h"
 
 namespace rankd {

@@ -130,4 +130,18 @@ Result<std::vector<SinkConfig>> ParseSinkFlags(const std::vector<std::string>& v
   return out;
 }
 
+std::vector<std::string> LogOnlyEndpoints(const std::vector<SinkConfig>& sinks,
+                                          const PlanSet& plans) {
+  std::vector<std::string> exempt;
+  for (const SinkConfig& c : sinks)
+    if (c.kind == SinkConfig::Kind::kRedisStream) exempt.push_back(c.endpoint);
+  for (const auto& [name, plan] : plans.plans)
+    for (const PlanNode& node : plan->nodes)
+      for (size_t i = 0; i < node.args.size(); ++i)
+        if (node.args.spec(i).name == "endpoint" &&
+            std::holds_alternative<std::string>(node.args.at(i)))
+          std::erase(exempt, std::get<std::string>(node.args.at(i)));
+  return exempt;
+}
+
 }  // namespace rankd

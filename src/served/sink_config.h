@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "plan/plan.h"
 #include "redis/endpoint.h"
 
 namespace rankd {
@@ -39,5 +40,11 @@ Result<SinkConfig> ParseSinkFlag(std::string_view value);
 // `endpoints`, no two file sinks on one path.
 Result<std::vector<SinkConfig>> ParseSinkFlags(const std::vector<std::string>& values,
                                                const std::vector<RedisEndpoint>& endpoints);
+
+// The Redis endpoints only `sinks` write to, none of `plans`' nodes reading them: they
+// do not gate readiness (a dead log sink drops records; it does not take the replica out
+// of its balancer).
+std::vector<std::string> LogOnlyEndpoints(const std::vector<SinkConfig>& sinks,
+                                          const PlanSet& plans);
 
 }  // namespace rankd

@@ -8,8 +8,8 @@
 #include "core/log.h"
 #include "core/timeout.h"
 #include "http/listener.h"
+#include "metrics/console_metrics.h"
 #include "plan/loader.h"
-#include "server/console_metrics.h"
 #include "server/shard.h"
 #include "tasks/task.h"
 
@@ -51,14 +51,14 @@ Status Server::Start() {
     if (!key) return Fail(Error::BadRequest("--cursor-key-file: " + key.error().message));
     cursor_key_ = std::move(*key);
   }
-  if (opts_.port != 0) {
-    if (auto free = http::CheckPortFree(opts_.host, opts_.port); !free) return free;
+  if (opts_.http.port != 0) {
+    if (auto free = http::CheckPortFree(opts_.http.host, opts_.http.port); !free) return free;
   }
   if (opts_.metrics_port != 0) {
     if (auto free = http::CheckPortFree(opts_.metrics_host, opts_.metrics_port); !free)
       return Fail(Error::Internal("--metrics-port: " + free.error().message));
   }
-  if (opts_.access_log) access_log_ = std::make_unique<AccessLog>(opts_.shards, STDOUT_FILENO);
+  if (opts_.rank.access_log) access_log_ = std::make_unique<AccessLog>(opts_.shards, STDOUT_FILENO);
   for (const SinkConfig& c : opts_.served_log) {
     file_sinks_.push_back(c.kind == SinkConfig::Kind::kFile ? std::make_unique<FileSink>(c)
                                                             : nullptr);
@@ -69,7 +69,7 @@ Status Server::Start() {
   for (int i = 0; i < opts_.shards; ++i)
     shards_.push_back(std::make_unique<Shard>(i, opts_, *this));
   for (auto& shard : shards_) {
-    if (auto st = shard->Start(plans_, auth_, opts_.port); !st) {
+    if (auto st = shard->Start(plans_, auth_, opts_.http.port); !st) {
       Shutdown();
       return st;
     }
@@ -78,13 +78,13 @@ Status Server::Start() {
       scrape_shards_.push_back(&shard->stats());
     }
     // With --port 0 the first shard picks the port and the others join it.
-    if (opts_.port == 0) opts_.port = shard->port();
+    if (opts_.http.port == 0) opts_.http.port = shard->port();
   }
   started_.store(true, std::memory_order_release);
   LogInfo(
-      "rankd " RANKD_VERSION " serving on " + opts_.host + ":" + std::to_string(port()) + " with " +
-      std::to_string(opts_.shards) + " shard(s), " + std::to_string(plans_->plans.size()) +
-      " plan(s) from " + opts_.plans +
+      "rankd " RANKD_VERSION " serving on " + opts_.http.host + ":" + std::to_string(port()) +
+      " with " + std::to_string(opts_.shards) + " shard(s), " +
+      std::to_string(plans_->plans.size()) + " plan(s) from " + opts_.plans +
       (auth_ ? ", " + std::to_string(auth_->size()) + " API token(s) from " + opts_.auth_token_file
              : std::string()) +
       (opts_.cursor_key_file.empty()

@@ -17,12 +17,12 @@
 #include "core/error.h"
 #include "core/event_loop.h"
 #include "core/thread_pool.h"
+#include "metrics/metric_table.h"
 #include "plan/plan.h"
 #include "rank/page_cursor.h"
 #include "served/file_sink.h"
 #include "server/access_log.h"
 #include "server/auth_tokens.h"
-#include "server/metric_table.h"
 #include "server/serve_options.h"
 #include "server/shard_host.h"
 
@@ -58,7 +58,7 @@ class Server final : public ShardHost {
   // A /metrics scrape for a shard: `done` runs on `loop` with the text. Written on one
   // low-priority (nice 10) thread for the whole process, so a scrape neither queues
   // behind request CPU work nor takes a core from a shard loop; it reads the shards'
-  // counters where they are (server/metric_table.h) and takes no lock a shard holds
+  // counters where they are (metrics/metric_table.h) and takes no lock a shard holds
   // while it serves. Scrapes that
   // arrive while one is being serialised wait together for the next one and share its
   // text: each gets a text begun after it asked, and a flood costs one serialisation

@@ -6,12 +6,10 @@
 #include <array>
 #include <chrono>
 
-#include "api/console_files.h"
 #include "api/errors.h"
-#include "api/route_bodies.h"
-#include "core/client_text.h"
 #include "core/log.h"
 #include "redis/shard_clients.h"
+#include "server/answer.h"
 #include "server/cross_site.h"
 
 namespace rankd {
@@ -30,7 +28,7 @@ Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
       runtime_("shard-" + std::to_string(id), static_cast<size_t>(opts.cpu_threads),
                opts.cpu_queue_max),
       rank_{.id = id,
-            .opts = RankOptionsOf(opts),
+            .opts = opts.rank,
             .runtime = &runtime_,
             .stats = &stats_,
             .cursor_key = &host.cursor_key()} {
@@ -38,7 +36,7 @@ Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
   // A CPU backlog older than a quarter of the default deadline is served newest first
   // (ThreadPool::set_lifo_after; docs/operations.md, "Overload").
   runtime_.cpu().set_lifo_after(
-      std::chrono::milliseconds(std::max<int64_t>(1, opts.deadline_ms / 4)));
+      std::chrono::milliseconds(std::max<int64_t>(1, opts.rank.deadline_ms / 4)));
 }
 
 Shard::~Shard() { Stop(); }
@@ -82,11 +80,11 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   stats_.served_log = served_log_.get();
   rank_.served_log = served_log_.get();
   stats_.timers = &loop().timers();
-  rank_.page_redis = redis.Get(opts_.page_endpoint);
+  rank_.page_redis = redis.Get(opts_.rank.page_endpoint);
   ExemptLogOnlyEndpoints();
 
   auto main_origins = http::OriginPolicy::Make(opts_.allowed_origins, opts_.allowed_hosts,
-                                               http::IsLoopbackAddress(opts_.host));
+                                               http::IsLoopbackAddress(opts_.http.host));
   auto metrics_origins = http::OriginPolicy::Make(opts_.allowed_origins, opts_.allowed_hosts,
                                                   http::IsLoopbackAddress(opts_.metrics_host));
   if (!main_origins) return Fail(main_origins.error());
@@ -94,7 +92,9 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   main_origins_ = std::move(*main_origins);
   metrics_origins_ = std::move(*metrics_origins);
 
-  http::HttpOptions h = HttpOptionsOf(opts_, id_, port);
+  http::HttpOptions h = opts_.http;
+  h.port = port;
+  h.shard_id = static_cast<uint32_t>(id_);
   auto l = http::Listener::Start(
       loop(), h,
       [this](http::Request req, http::Responder res) {
@@ -152,20 +152,10 @@ void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   ExemptLogOnlyEndpoints();
 }
 
-// An endpoint only served-log sinks write to does not gate readiness: a dead log sink
-// drops records, it does not take the replica out of its balancer.
+// Log-only endpoints do not gate readiness (served/sink_config.h).
 void Shard::ExemptLogOnlyEndpoints() {
-  if (!runtime_.redis() || opts_.served_log.empty()) return;
-  std::vector<std::string> exempt;
-  for (const SinkConfig& c : opts_.served_log)
-    if (c.kind == SinkConfig::Kind::kRedisStream) exempt.push_back(c.endpoint);
-  for (const auto& [name, plan] : runtime_.plans()->plans)
-    for (const PlanNode& node : plan->nodes)
-      for (size_t i = 0; i < node.args.size(); ++i)
-        if (node.args.spec(i).name == "endpoint" &&
-            std::holds_alternative<std::string>(node.args.at(i)))
-          std::erase(exempt, std::get<std::string>(node.args.at(i)));
-  runtime_.redis()->SetReadyExempt(exempt);
+  if (runtime_.redis() && !opts_.served_log.empty())
+    runtime_.redis()->SetReadyExempt(LogOnlyEndpoints(opts_.served_log, *runtime_.plans()));
 }
 
 void Shard::Drain() {
@@ -245,36 +235,18 @@ void Shard::OnRequest(http::Request req, http::Responder res, Listener listener)
     // console): a NetworkPolicy or firewall decides who reaches it.
     if (listener == Listener::kMetrics && !opts_.console)
       return AnswerError(
-          req, res, route,
+          rank_, req, res, route,
           Error::NotFound("the metrics address serves only /metrics, /healthz and /readyz"), t0);
-    return AnswerError(req, res, route, Error::NotFound("no route for " + std::string(path)), t0);
+    return AnswerError(rank_, req, res, route, Error::NotFound("no route for " + std::string(path)),
+                       t0);
   }
   const RouteSpec& spec = SpecOf(route);
   if (!AcceptsMethod(spec, req.method)) {
     const http::HeaderField allow[] = {{"Allow", spec.allow}};
-    return AnswerError(req, res, route, MethodNotAllowed(spec, path, req.method), t0, allow);
+    return AnswerError(rank_, req, res, route, MethodNotAllowed(spec, path, req.method), t0, allow);
   }
-  switch (route) {
-    case Route::kRank: return path_.Handle(req, std::move(res), t0);
-    case Route::kHealthz: return Answer(req, res, route, 200, kHealthyBody, t0);
-    case Route::kReadyz: return HandleReadyz(req, res);
-    case Route::kMetrics:
-      // With a metrics address, /metrics does not face clients at all.
-      if (listener == Listener::kMain && opts_.metrics_port != 0)
-        return AnswerError(req, res, route,
-                           Error::NotFound("/metrics is served on the metrics address only"), t0);
-      return HandleScrape(req, res, route, listener);
-    case Route::kSchema: return HandleSchema(req, res);
-    case Route::kExperiments:
-      return Answer(req, res, route, 200, ExperimentsBody(*runtime_.plans()->experiments), t0);
-    case Route::kConsole: {
-      const http::HeaderField location[] = {{"Location", "/console/"}};
-      return Answer(req, res, route, 301, kConsoleRedirectBody, t0, location);
-    }
-    case Route::kConsoleMetrics: return HandleScrape(req, res, route, listener);
-    case Route::kConsoleFile: return HandleConsoleFile(req, res);
-    default: return HandlePlans(req, res, route);
-  }
+  if (route == Route::kRank) return path_.Handle(req, std::move(res), t0);
+  info_.Handle(req, res, route, listener);
 }
 
 bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route,
@@ -282,7 +254,7 @@ bool Shard::Admitted(const http::Request& req, http::Responder& res, Route route
   if (!auth_ || !NeedsToken(route, listener)) return true;
   auto ok = auth_->Check(req.header("authorization"));
   if (ok) return true;
-  AnswerError(req, res, route, ok.error(), req.read_done, kWwwAuthenticate);
+  AnswerError(rank_, req, res, route, ok.error(), req.read_done, kWwwAuthenticate);
   return false;
 }
 
@@ -294,105 +266,13 @@ bool Shard::CrossSiteAllowed(const http::Request& req, http::Responder& res, Rou
     case CrossSite::kAllowed: return true;
     case CrossSite::kPreflight:
       AddPreflightHeaders(res, route);
-      Answer(req, res, route, kPreflightStatus, {}, req.read_done, {}, {});
+      Answer(rank_, req, res, route, kPreflightStatus, {}, req.read_done, {}, {});
       return false;
     case CrossSite::kMisdirected: ++stats_.misdirected; break;
     case CrossSite::kForbidden: ++stats_.forbidden_origins; break;
   }
-  AnswerError(req, res, route, CrossSiteError(verdict, req), req.read_done);
+  AnswerError(rank_, req, res, route, CrossSiteError(verdict, req), req.read_done);
   return false;
-}
-
-void Shard::HandleSchema(http::Request& req, http::Responder& res) {
-  const SchemaPtr& schema = runtime_.plans()->schema;
-  Answer(req, res, Route::kSchema, 200, SchemaBody(schema ? *schema : *DemoSchema()),
-         req.read_done);
-}
-
-void Shard::Answer(const http::Request& req, http::Responder& res, Route route, int status,
-                   std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra,
-                   std::string_view content_type) {
-  AnswerAs(req.method, req.request_id, res, route, status, body, t0, extra, content_type);
-}
-
-void Shard::AnswerAs(std::string_view method, std::string_view request_id, http::Responder& res,
-                     Route route, int status, std::string_view body, TimePoint t0,
-                     std::span<const http::HeaderField> extra, std::string_view content_type) {
-  loop().AssertInLoopThread();
-  http::Response r;
-  r.status = status;
-  r.body = body;
-  r.content_type = content_type;
-  r.headers = extra;
-  // A console route's answer has one extra header at most (Allow, WWW-Authenticate,
-  // Retry-After, Location or Cache-Control); two fit.
-  std::array<http::HeaderField, 2 + std::size(kConsoleHeaders)> with_console;
-  if (IsConsoleRoute(route) && extra.size() <= 2) {
-    auto end = std::copy(extra.begin(), extra.end(), with_console.begin());
-    end = std::copy(std::begin(kConsoleHeaders), std::end(kConsoleHeaders), end);
-    r.headers = {with_console.begin(), end};
-  }
-  SendAnswer(rank_, res, method, request_id, route, r, t0);
-}
-
-void Shard::AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
-                        TimePoint t0, std::span<const http::HeaderField> extra) {
-  Answer(req, res, route, ErrorStatus(e.code), ErrorBody(e), t0, extra);
-}
-
-void Shard::HandleReadyz(const http::Request& req, http::Responder& res) {
-  std::string why = host_.ReadinessReasons();
-  if (why.empty()) return Answer(req, res, Route::kReadyz, 200, ReadyzBody(why), req.read_done);
-  Answer(req, res, Route::kReadyz, 503, ReadyzBody(why), req.read_done, kRetryAfter);
-}
-
-void Shard::HandlePlans(http::Request& req, http::Responder& res, Route route) {
-  TimePoint t0 = req.read_done;
-  if (route == Route::kPlan) {
-    std::string_view name = RouteParam(SpecOf(route), req.path());
-    auto it = runtime_.plans()->plans.find(std::string(name));
-    if (it == runtime_.plans()->plans.end())
-      return AnswerError(req, res, route,
-                         Error::UnknownPlan("plan '" + ClientText(name) + "' is not loaded"), t0);
-    return Answer(req, res, route, 200, PlanBody(*it->second), t0);
-  }
-  Answer(req, res, route, 200, PlansBody(*runtime_.plans()), t0);
-}
-
-void Shard::HandleScrape(const http::Request& req, http::Responder& res, Route route,
-                         Listener listener) {
-  loop().AssertInLoopThread();
-  TimePoint t0 = req.read_done;
-  const bool text = route == Route::kMetrics;
-  // Serialising takes a few milliseconds with every plan loaded: the server does it off
-  // the loops, once for every scrape waiting (every counter it reads may be read from any thread).
-  auto holder = std::make_shared<http::Responder>(std::move(res));
-  auto done = [this, holder, t0, route, text, method = req.method,
-               request_id = req.request_id](std::shared_ptr<const std::string> body) {
-    AnswerAs(method, request_id, *holder, route, 200, *body, t0, {},
-             text ? "text/plain; version=0.0.4; charset=utf-8" : "application/json");
-  };
-  if (!host_.RequestScrape(loop(), listener == Listener::kMetrics,
-                           text ? ScrapeFormat::kPrometheus : ScrapeFormat::kConsoleJson,
-                           std::move(done))) {
-    ++stats_.scrapes_refused;
-    AnswerError(req, *holder, route,
-                Error::Unavailable("too many scrapes waiting (--max-queued-scrapes " +
-                                   std::to_string(opts_.max_queued_scrapes) + ")"),
-                t0, kRetryAfter);
-  }
-}
-
-void Shard::HandleConsoleFile(const http::Request& req, http::Responder& res) {
-  TimePoint t0 = req.read_done;
-  std::string_view name = RouteParam(SpecOf(Route::kConsoleFile), req.path());
-  const EmbeddedFile* file = FindEmbeddedFile(ConsoleFiles(), name);
-  if (!file)
-    return AnswerError(req, res, Route::kConsoleFile,
-                       Error::NotFound("the console has no file '" + ClientText(name) + "'"), t0);
-  // Revalidated on each load: a new rankd's console replaces the old one at once.
-  static constexpr http::HeaderField kNoCache[] = {{"Cache-Control", "no-cache"}};
-  Answer(req, res, Route::kConsoleFile, 200, file->bytes, t0, kNoCache, file->content_type);
 }
 
 }  // namespace rankd

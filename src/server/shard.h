@@ -4,8 +4,9 @@
 // to last byte and takes no lock another shard can hold.
 //
 // Its loop, CPU workers, Redis pools and plan snapshot are a ShardRuntime, which also
-// writes the stop order; the shard adds the listeners, the routes, the drain and the
-// metrics, and hands every POST /rank to its RankPath (rank/path.h: the stages).
+// writes the stop order; the shard adds the listeners, the routing (tokens, cross-site
+// rules, methods), the drain and the loop's tick, and hands every POST /rank to its
+// RankPath (rank/path.h: the stages) and every other route to its InfoRoutes.
 //
 // Threads: constructed and destroyed on the main thread; Start, InstallPlans, Drain,
 // CloseNow and Stop are called from the main thread and post their work to the loop.
@@ -29,6 +30,7 @@
 #include "sched/shard_runtime.h"
 #include "served/shard_log.h"
 #include "server/auth_tokens.h"
+#include "server/info_routes.h"
 #include "server/serve_options.h"
 #include "server/shard_host.h"
 
@@ -78,25 +80,6 @@ class Shard {
   // Every request of both listeners: routes it by kRoutes (api/routes.h says which
   // listener serves what).
   void OnRequest(http::Request req, http::Responder res, Listener listener);
-  void HandleSchema(http::Request& req, http::Responder& res);
-  void HandlePlans(http::Request& req, http::Responder& res, Route route);
-  void HandleReadyz(const http::Request& req, http::Responder& res);
-  // /metrics and /console/api/metrics (`route`), written off the loop by the host;
-  // `listener`'s queue bounds the scrapes waiting.
-  void HandleScrape(const http::Request& req, http::Responder& res, Route route, Listener listener);
-  // /console/{file}: a file compiled in (api/console_files.h).
-  void HandleConsoleFile(const http::Request& req, http::Responder& res);
-  // Sends the answer and counts it (metrics, access log). A console route's answers
-  // also carry kConsoleHeaders.
-  void Answer(const http::Request& req, http::Responder& res, Route route, int status,
-              std::string_view body, TimePoint t0, std::span<const http::HeaderField> extra = {},
-              std::string_view content_type = "application/json");
-  // The same for an answer sent after its request is gone (a scrape's).
-  void AnswerAs(std::string_view method, std::string_view request_id, http::Responder& res,
-                Route route, int status, std::string_view body, TimePoint t0,
-                std::span<const http::HeaderField> extra, std::string_view content_type);
-  void AnswerError(const http::Request& req, http::Responder& res, Route route, const Error& e,
-                   TimePoint t0, std::span<const http::HeaderField> extra = {});
   void ExemptLogOnlyEndpoints();
   void FinishDrain();  // the listeners are drained: flush the served log, then drained()
   void StartLagTimer();
@@ -111,6 +94,7 @@ class Shard {
   // The /rank path (rank/path.h) and what its stages share of the shard.
   RankShard rank_;
   RankPath path_{rank_};
+  InfoRoutes info_{rank_, runtime_, host_, opts_};  // every other route
 
   // --- loop thread only ---
   // The tokens of --auth-token-file this shard was last given (null: none needed). Each

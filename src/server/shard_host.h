@@ -20,7 +20,7 @@
 namespace rankd {
 
 // What a scrape writes: /metrics's text exposition, or /console/api/metrics's JSON
-// (server/console_metrics.h).
+// (metrics/console_metrics.h).
 enum class ScrapeFormat : uint8_t { kPrometheus, kConsoleJson };
 
 class ShardHost {

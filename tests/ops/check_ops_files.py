@@ -60,8 +60,8 @@ METRIC_ROW = re.compile(r'\{\s*"([a-z_:][a-z0-9_:]*)",\s*(?:"(?:[^"\\]|\\.)*"\s*
 
 
 def metric_table():
-    """{family name: (type, [label names])} from the table in src/server/metric_table.cc."""
-    text = read(os.path.join("src", "server", "metric_table.cc"))
+    """{family name: (type, [label names])} from the table in src/metrics/metric_table.cc."""
+    text = read(os.path.join("src", "metrics", "metric_table.cc"))
     return {name: (kind.lower(), re.findall(r'"([a-z_]+)"', labels))
             for name, kind, labels in METRIC_ROW.findall(text)}
 
@@ -102,12 +102,12 @@ def grafana_to_promql(expr):
     return re.sub(r"\$\{?(\w+)\}?", ".*", e)
 
 
-@check("metric list read from src/server/metric_table.cc")
+@check("metric list read from src/metrics/metric_table.cc")
 def _():
     must = ["rankd_http_requests_total", "rankd_rank_duration_seconds", "rankd_redis_connections",
             "rankd_redis_errors_total", "rankd_loop_lag_seconds", "rankd_degraded_total",
             "process_cpu_seconds_total"]
-    return [f"{m} not found in src/server/metric_table.cc" for m in must if m not in FAMILIES]
+    return [f"{m} not found in src/metrics/metric_table.cc" for m in must if m not in FAMILIES]
 
 
 # --- Grafana dashboard ---------------------------------------------------------------
@@ -719,8 +719,8 @@ def _():
     doc = read("docs/operations.md")
     # The flag table of `rankd serve` (its --help is written from it), with the Redis flags
     # every command shares.
-    flags = set(re.findall(r'Flag[({]"(--[a-z-]+)"', read("src/server/serve_options.cc") +
-                           read("src/server/redis_flags.cc")))
+    flags = set(re.findall(r'Flag[({]"(--[a-z-]+)"', read("src/cli/serve_flags.cc") +
+                           read("src/cli/redis_flags.cc")))
     bad = [f"flag {f} not documented" for f in sorted(flags) if f"`{f}" not in doc]
     # Each family of the metric table has its row: same type, every label named.
     rows = metric_doc_rows(doc)

@@ -6,10 +6,10 @@
 #include <cstdlib>
 
 #include "core/thread_pool.h"
+#include "demo/seed.h"
 #include "plan/loader.h"
 #include "redis_server.h"
 #include "sched/scheduler.h"
-#include "server/seed.h"
 #include "test_shard.h"
 
 using namespace rankd;

@@ -1,4 +1,4 @@
-// The Redis flags every command shares (server/redis_flags.h), resolved into endpoints:
+// The Redis flags every command shares (cli/redis_flags.h), resolved into endpoints:
 // password files, the TLS flags as defaults of every TLS endpoint, the errors naming
 // the endpoint and the file but never a password.
 #include <doctest/doctest.h>
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "server/redis_flags.h"
+#include "cli/redis_flags.h"
 
 using namespace rankd;
 

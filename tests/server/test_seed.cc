@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
+#include "demo/seed.h"
 #include "redis_server.h"
-#include "server/seed.h"
 
 using namespace rankd;
 using namespace rankd::testing;

@@ -28,7 +28,7 @@ from exit_status import check_exit, exit_problem  # noqa: F401 (tests import the
 
 SOURCE_ROOT = os.environ.get("RANKD_SOURCE_ROOT", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD_ROOT = os.environ.get("RANKD_BUILD_ROOT", os.path.join(SOURCE_ROOT, "build"))
-RANKD = os.path.join(BUILD_ROOT, "src", "server", "rankd")
+RANKD = os.path.join(BUILD_ROOT, "src", "cli", "rankd")
 
 
 def _sanitized():

@@ -1,8 +1,8 @@
 // The op catalogue (tasks/catalogue.h) against its copies: plans/ops.json (what the plan
 // DSL and the console read) must be exactly `rankd ops --json`, and docs/plan.md must hold
 // exactly `rankd ops --markdown` as its task table. On a failure, regenerate them:
-//   build/src/server/rankd ops --json > plans/ops.json   (then npm --prefix plans run check)
-//   build/src/server/rankd ops --markdown                 (paste into docs/plan.md, "Tasks")
+//   build/src/cli/rankd ops --json > plans/ops.json   (then npm --prefix plans run check)
+//   build/src/cli/rankd ops --markdown                 (paste into docs/plan.md, "Tasks")
 #include <doctest/doctest.h>
 
 #include <algorithm>

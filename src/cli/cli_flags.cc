@@ -1,4 +1,4 @@
-#include "server/cli_flags.h"
+#include "cli/cli_flags.h"
 
 #include "core/parse_int.h"
 #include "redis/endpoint.h"

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/metric_table.h"
+#include "metrics/metric_table.h"
 
 namespace rankd {
 

@@ -1,14 +1,14 @@
 // `rankd seed`: writes the demo data set (docs/data.md) into a Redis server
-// (src/server/seed.h), deterministic for --seed, refusing a non-empty database unless
+// (src/demo/seed.h), deterministic for --seed, refusing a non-empty database unless
 // --flush. Prints one summary line.
 //
 // Threads: the main thread (the seeder runs its own loop and waits for it).
 #include <cstdio>
 
+#include "cli/commands.h"
+#include "cli/redis_flags.h"
+#include "demo/seed.h"
 #include "redis/endpoint.h"
-#include "server/commands.h"
-#include "server/redis_flags.h"
-#include "server/seed.h"
 
 namespace rankd {
 

@@ -1,4 +1,4 @@
-#include "server/seed.h"
+#include "demo/seed.h"
 
 #include <algorithm>
 #include <charconv>

@@ -1,4 +1,4 @@
-#include "server/exposition.h"
+#include "metrics/exposition.h"
 
 #include <charconv>
 #include <cmath>

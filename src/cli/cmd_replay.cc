@@ -10,14 +10,14 @@
 #include <fstream>
 #include <string>
 
+#include "cli/cli_redis.h"
+#include "cli/commands.h"
 #include "core/run_sync.h"
 #include "plan/loader.h"
 #include "redis/shard_clients.h"
 #include "served/replay.h"
 #include "served/shard_log.h"
 #include "served/sink_config.h"
-#include "server/cli_redis.h"
-#include "server/commands.h"
 #include "tasks/task.h"
 
 namespace rankd {

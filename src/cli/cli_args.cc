@@ -1,6 +1,6 @@
 #include <cstdio>
 
-#include "server/commands.h"
+#include "cli/commands.h"
 #include "tasks/task.h"
 
 namespace rankd {

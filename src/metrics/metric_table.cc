@@ -1,4 +1,4 @@
-#include "server/metric_table.h"
+#include "metrics/metric_table.h"
 
 #include <dirent.h>
 #include <prometheus/metric_family.h>
@@ -16,11 +16,11 @@
 
 #include "cache/shard_cache.h"
 #include "core/timeout.h"
+#include "metrics/admission_stats.h"
+#include "metrics/exposition.h"
 #include "plan/schema.h"
-#include "rank/admission.h"
 #include "redis/stats.h"
 #include "served/shard_log.h"
-#include "server/exposition.h"
 
 namespace rankd {
 

@@ -10,10 +10,10 @@
 #include "api/errors.h"
 #include "api/rank_request.h"
 #include "api/rank_response.h"
+#include "cli/cli_redis.h"
+#include "cli/commands.h"
 #include "plan/loader.h"
 #include "sched/scheduler.h"
-#include "server/cli_redis.h"
-#include "server/commands.h"
 
 namespace rankd {
 

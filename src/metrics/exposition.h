@@ -13,7 +13,7 @@
 namespace rankd {
 
 // Appends one family (nothing when it has no series): a counter, gauge or histogram,
-// the types server/metric_table.cc exports.
+// the types metrics/metric_table.cc exports.
 void WriteFamily(const prometheus::MetricFamily& family, std::string& out);
 
 }  // namespace rankd

@@ -12,10 +12,10 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/cli_flags.h"
+#include "cli/redis_flags.h"
 #include "plan/loader.h"
 #include "redis/endpoint.h"
-#include "server/cli_flags.h"
-#include "server/redis_flags.h"
 
 namespace rankd {
 
@@ -31,7 +31,7 @@ int CmdOps(const std::vector<std::string>& args);         // cmd_ops.cc (the op 
 // "rankd <command>: unknown argument '<arg>'", on stderr and returns false (cli_args.cc).
 bool ParseCommandFlags(std::string_view command, const std::vector<std::string>& args,
                        std::span<const Flag> flags);
-// The endpoints of a subcommand's Redis flags (server/redis_flags.h); on an error prints
+// The endpoints of a subcommand's Redis flags (cli/redis_flags.h); on an error prints
 // "rankd <command>: <message>" on stderr and returns nullopt, for the command to exit 2.
 std::optional<std::vector<RedisEndpoint>> ResolveCommandRedis(std::string_view command,
                                                               const RedisFlags& flags);
@@ -39,7 +39,7 @@ std::optional<std::vector<RedisEndpoint>> ResolveCommandRedis(std::string_view c
 inline constexpr int64_t kAnyInt = std::numeric_limits<int64_t>::max();
 
 // The plans folder of a one-shot subcommand (run, bench, check-plans, replay): the flags
-// --plans DIR, --max-model-bytes N and --enable-test-ops (serve's rows, serve_options.cc,
+// --plans DIR, --max-model-bytes N and --enable-test-ops (serve's rows, serve_flags.cc,
 // mean the same for the server), and the folder they name, loaded (cli_args.cc).
 struct PlanDirFlags {
   std::string dir = "plans";

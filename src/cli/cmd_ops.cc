@@ -4,7 +4,7 @@
 // table. Regenerate both after changing an op: `rankd ops --json > plans/ops.json`.
 #include <cstdio>
 
-#include "server/commands.h"
+#include "cli/commands.h"
 #include "tasks/catalogue.h"
 
 namespace rankd {

@@ -6,9 +6,9 @@
 // dropped_no_sink).
 #include <cstdio>
 
+#include "cli/commands.h"
 #include "plan/loader.h"
 #include "served/sink_config.h"
-#include "server/commands.h"
 #include "tasks/task.h"
 
 namespace rankd {

@@ -1,4 +1,4 @@
-#include "server/redis_flags.h"
+#include "cli/redis_flags.h"
 
 #include <cerrno>
 #include <cstdio>

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "server/commands.h"
+#include "cli/commands.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
-// The metrics of `rankd serve`: one table (server/metric_table.cc) with a row per family
+// The metrics of `rankd serve`: one table (metrics/metric_table.cc) with a row per family
 // (name, help, type, labels and the reader that finds its series at scrape time), read
-// at each scrape and written in the Prometheus text format by server/exposition.h.
+// at each scrape and written in the Prometheus text format by metrics/exposition.h.
 // Nothing is copied ahead of a scrape: every layer keeps its own counters (core/metric_value.h
 // and relaxed atomics), and the readers sum them over shards where a family has no
 // `shard` label.

@@ -1,4 +1,4 @@
-#include "server/serve_options.h"
+#include "cli/serve_flags.h"
 
 #include <algorithm>
 #include <array>
@@ -6,10 +6,10 @@
 #include <thread>
 
 #include "api/routes.h"
+#include "cli/cli_flags.h"
+#include "cli/redis_flags.h"
 #include "core/parse_f64.h"
 #include "http/origin_policy.h"
-#include "server/cli_flags.h"
-#include "server/redis_flags.h"
 
 namespace rankd {
 
@@ -19,14 +19,15 @@ constexpr std::array<std::string_view, 4> kLogLevelNames = {"error", "warn", "in
 
 // Every flag of `rankd serve`, bound to `a`: the parser reads it, and --help writes its
 // lines from a table bound to default ServeArgs, so the defaults shown are the ones used.
-// Adding a flag: a field in ServeOptions and a row here.
+// Adding a flag: a field in ServeOptions (or the HttpOptions or RankOptions it holds)
+// and a row here.
 std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
                              std::vector<std::string>& sink_flags) {
   ServeOptions& o = a.options;
   constexpr int64_t kMax = int64_t{1} << 40;
   std::vector<Flag> flags = {
-      TextFlag("--host", "ADDR", "listen address, IPv4 or IPv6 ({}; :: for both)", o.host),
-      IntFlag("--port", "N", "listen port ({})", o.port, 0, 65535),
+      TextFlag("--host", "ADDR", "listen address, IPv4 or IPv6 ({}; :: for both)", o.http.host),
+      IntFlag("--port", "N", "listen port ({})", o.http.port, 0, 65535),
       IntFlag("--shards", "N", "event-loop shards, each with its own listener (number of CPUs)",
               o.shards, 1, 256),
       IntFlag("--cpu-threads", "N", "CPU worker threads per shard ({})", o.cpu_threads, 1, 256),
@@ -86,16 +87,16 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
            [&o] {
              return std::string(o.cache_tracking == TrackingMode::kBcast ? "bcast" : "default");
            }},
-      IntFlag("--deadline-ms", "N", "default request deadline ({})", o.deadline_ms, 1, 60000),
+      IntFlag("--deadline-ms", "N", "default request deadline ({})", o.rank.deadline_ms, 1, 60000),
       IntFlag("--node-timeout-ms", "N", "default per-node timeout, 0 = none ({})",
               o.node_timeout_ms, 0, 60000),
       IntFlag("--max-connections", "N", "open connections per shard; accepting pauses at it ({})",
-              o.max_connections, 1, 1000000),
+              o.http.max_connections, 1, 1000000),
       IntFlag("--max-inflight", "N",
               "requests running per shard, counted until their CPU work\n"
               "has stopped: the ceiling of the adaptive limit; more get\n"
               "503 ({})",
-              o.max_inflight, 1, 1000000),
+              o.rank.admission.max_inflight, 1, 1000000),
       Flag{"--admission",
            {},
            "MODE",
@@ -106,10 +107,10 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
              if (v != "adaptive" && v != "fixed")
                return Fail(Error::BadRequest("--admission: '" + std::string(v) +
                                              "' is not one of adaptive, fixed"));
-             o.adaptive_admission = v == "adaptive";
+             o.rank.admission.adaptive = v == "adaptive";
              return {};
            },
-           [&o] { return std::string(o.adaptive_admission ? "adaptive" : "fixed"); }},
+           [&o] { return std::string(o.rank.admission.adaptive ? "adaptive" : "fixed"); }},
       Flag{"--admission-tolerance",
            {},
            "X",
@@ -120,11 +121,11 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
              if (!x || !(*x >= 1.1 && *x <= 100))
                return Fail(Error::BadRequest("--admission-tolerance: '" + std::string(v) +
                                              "' is not a number from 1.1 to 100"));
-             o.admission_tolerance = *x;
+             o.rank.admission.tolerance = *x;
              return {};
            },
            [&o] {
-             std::string s = std::to_string(o.admission_tolerance);
+             std::string s = std::to_string(o.rank.admission.tolerance);
              s.erase(s.find_last_not_of('0') + 1);
              if (s.back() == '.') s.pop_back();
              return s;
@@ -132,24 +133,24 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
       SwitchFlag("--allow-priority",
                  "honour /rank's \"priority\" (critical | default | sheddable);\n"
                  "without it the field is ignored and counted",
-                 o.allow_priority),
+                 o.rank.allow_priority),
       IntFlag("--cpu-queue-max", "N",
               "CPU jobs waiting for a worker per shard; a job past it\n"
               "fails its request with 503 (an optional node degrades) ({})",
               o.cpu_queue_max, 1, 1000000),
-      IntFlag("--max-body-bytes", "N", "request body limit, 413 over it ({})", o.max_body_bytes, 1,
-              int64_t{1} << 30),
+      IntFlag("--max-body-bytes", "N", "request body limit, 413 over it ({})",
+              o.http.max_body_bytes, 1, int64_t{1} << 30),
       IntFlag("--max-headers", "N",
               "header lines of a request, trailers included; 431 past\n"
               "it ({})",
-              o.max_headers, 1, 10000),
+              o.http.max_headers, 1, 10000),
       IntFlag("--read-timeout-ms", "N", "time to read a request head and body, 408 past it ({})",
-              o.read_timeout_ms, 1, 3600000),
+              o.http.read_timeout_ms, 1, 3600000),
       IntFlag("--header-timeout-ms", "N",
               "from accept to the first request's complete head; past it\n"
               "the connection is closed without an answer ({})",
-              o.header_timeout_ms, 1, 3600000),
-      IntFlag("--idle-timeout-ms", "N", "keep-alive idle limit ({})", o.idle_timeout_ms, 1,
+              o.http.header_timeout_ms, 1, 3600000),
+      IntFlag("--idle-timeout-ms", "N", "keep-alive idle limit ({})", o.http.idle_timeout_ms, 1,
               86400000),
       IntFlag("--drain-delay-ms", "N",
               "SIGTERM/SIGINT: /readyz fails at once, but rankd serves on\n"
@@ -164,16 +165,16 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "answers a connection's client has not read before rankd\n"
               "stops parsing its pipelined requests ({}); a connection\n"
               "also buffers at most N x 16 KiB of unparsed input",
-              o.max_pipeline_depth, 1, 1024),
+              o.http.max_pipeline_depth, 1, 1024),
       IntFlag("--max-buffered-input-bytes", "N",
               "unparsed input and unfinished request bodies a shard\n"
               "holds; past it, connections whose input waits or whose\n"
               "body is under way stop reading ({})",
-              o.max_buffered_input_bytes, 65536, kMax),
+              o.http.max_buffered_input_bytes, 65536, kMax),
       IntFlag("--max-unsent-bytes", "N",
               "response bytes a shard holds for clients that do not read;\n"
               "past it, the slowest readers are closed ({})",
-              o.max_unsent_bytes, 65536, kMax),
+              o.http.max_unsent_bytes, 65536, kMax),
       IntFlag("--max-queued-scrapes", "N",
               "/metrics (and /console/api/metrics) requests waiting for a\n"
               "serialisation, per address; more get 503 ({})",
@@ -222,7 +223,7 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
              return {};
            },
            [&o] { return std::string(kLogLevelNames[static_cast<size_t>(o.log_level)]); }},
-      SwitchFlag("--access-log", "one JSON line per request on stdout", o.access_log),
+      SwitchFlag("--access-log", "one JSON line per request on stdout", o.rank.access_log),
       RepeatedFlag("--served-log", "NAME=URL",
                    "a served-log sink, repeatable (docs/served-log.md):\n"
                    "redis-stream://ENDPOINT?stream=S&maxlen=N or\n"
@@ -235,10 +236,10 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
       SwitchFlag("--allow-forced-variants",
                  "honour X-Rankd-Variant: EXPERIMENT=VARIANT (QA); without it the\n"
                  "header is ignored and counted",
-                 o.allow_forced_variants),
+                 o.rank.allow_forced_variants),
       IntFlag("--shadow-max-inflight", "N",
               "shadow plan runs a shard may have at once; more are shed ({})",
-              o.shadow_max_inflight, 0, 100000),
+              o.rank.shadow_max_inflight, 0, 100000),
       IntFlag("--served-log-buffer-bytes", "N",
               "served-log records a shard holds for its sinks; past it,\n"
               "new records are dropped and counted ({})",
@@ -246,23 +247,23 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
       IntFlag("--page-max-items", "N",
               "items of a ranking asked with page_size kept for its later\n"
               "pages; the chain of pages ends after them ({})",
-              o.page_max_items, 1, 100000),
+              o.rank.page_max_items, 1, 100000),
       IntFlag("--page-ttl-ms", "N",
               "how long a ranking's later pages can be asked for; past it\n"
               "a cursor gets 410 cursor_expired ({})",
-              o.page_ttl_ms, 1, 86400000),
+              o.rank.page_ttl_ms, 1, 86400000),
       IntFlag("--page-max-snapshots", "N",
               "live snapshots of one plan and user_id, across shards and\n"
               "replicas; a new chain ends the oldest ({})",
-              o.page_max_snapshots, 1, 1000),
+              o.rank.page_max_snapshots, 1, 1000),
       IntFlag("--page-write-bytes-per-s", "N",
               "snapshot bytes a shard writes a second; past it a first\n"
               "page goes without cursor, counted ({})",
-              o.page_write_bytes_per_s, 1, int64_t{1} << 40),
+              o.rank.page_write_bytes_per_s, 1, int64_t{1} << 40),
       TextFlag("--page-endpoint", "NAME",
                "the --redis endpoint that keeps the rankings of later pages\n"
                "({})",
-               o.page_endpoint),
+               o.rank.page_endpoint),
       TextFlag("--cursor-key-file", "FILE",
                "key that signs page cursors (its bytes, at least 32);\n"
                "replicas behind one balancer need the same file; without\n"
@@ -331,14 +332,19 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   }
   // Help and version need nothing resolved (no password file read, no TLS file loaded).
   if (out.help || out.version) return out;
-  if (o.metrics_port != 0 && o.metrics_port == o.port &&
-      (o.metrics_host.empty() || o.metrics_host == o.host))
+  if (o.metrics_port != 0 && o.metrics_port == o.http.port &&
+      (o.metrics_host.empty() || o.metrics_host == o.http.host))
     return Fail(Error::BadRequest("--metrics-port: " + std::to_string(o.metrics_port) +
                                   " is the main --port; pick another (or leave it unset)"));
   if (o.console && o.metrics_port == 0)
     return Fail(Error::BadRequest(
         "--console needs --metrics-port: the console is served on the metrics address only"));
-  if (o.metrics_host.empty()) o.metrics_host = o.host;
+  if (o.metrics_host.empty()) o.metrics_host = o.http.host;
+  // Unparsed input per connection: a full head for each request it may run ahead.
+  o.http.max_pending_input = o.http.max_pipeline_depth * o.http.max_head_bytes;
+  AdmissionOptions& adm = o.rank.admission;
+  adm.min_limit = std::min(adm.min_limit, adm.max_inflight);
+  adm.initial_limit = std::min(adm.initial_limit, adm.max_inflight);
   // Checked here so that a bad entry is a usage error; each shard builds its own.
   if (auto p = http::OriginPolicy::Make(o.allowed_origins, o.allowed_hosts, false); !p)
     return Fail(p.error());
@@ -350,49 +356,10 @@ Result<ServeArgs> ParseServeArgs(const std::vector<std::string>& args) {
   if (!sinks) return Fail(sinks.error());
   o.served_log = std::move(*sinks);
   if (std::none_of(o.redis.begin(), o.redis.end(),
-                   [&](const RedisEndpoint& e) { return e.name == o.page_endpoint; }))
+                   [&](const RedisEndpoint& e) { return e.name == o.rank.page_endpoint; }))
     return Fail(Error::BadRequest("--page-endpoint: no --redis endpoint is named '" +
-                                  o.page_endpoint + "'"));
+                                  o.rank.page_endpoint + "'"));
   return out;
-}
-
-http::HttpOptions HttpOptionsOf(const ServeOptions& o, int shard, int port) {
-  http::HttpOptions h;
-  h.host = o.host;
-  h.port = port;
-  h.shard_id = static_cast<uint32_t>(shard);
-  h.max_connections = o.max_connections;
-  h.max_body_bytes = o.max_body_bytes;
-  h.max_headers = o.max_headers;
-  h.read_timeout_ms = o.read_timeout_ms;
-  h.idle_timeout_ms = o.idle_timeout_ms;
-  h.header_timeout_ms = o.header_timeout_ms;
-  h.max_pipeline_depth = o.max_pipeline_depth;
-  // Unparsed input per connection: a full head for each request it may run ahead.
-  h.max_pending_input = o.max_pipeline_depth * h.max_head_bytes;
-  h.max_buffered_input_bytes = o.max_buffered_input_bytes;
-  h.max_unsent_bytes = o.max_unsent_bytes;
-  return h;
-}
-
-RankOptions RankOptionsOf(const ServeOptions& o) {
-  RankOptions r;
-  r.deadline_ms = o.deadline_ms;
-  r.admission.adaptive = o.adaptive_admission;
-  r.admission.tolerance = o.admission_tolerance;
-  r.admission.max_inflight = o.max_inflight;
-  r.admission.min_limit = std::min<size_t>(r.admission.min_limit, o.max_inflight);
-  r.admission.initial_limit = std::min<size_t>(r.admission.initial_limit, o.max_inflight);
-  r.allow_priority = o.allow_priority;
-  r.allow_forced_variants = o.allow_forced_variants;
-  r.shadow_max_inflight = o.shadow_max_inflight;
-  r.page_max_items = o.page_max_items;
-  r.page_ttl_ms = o.page_ttl_ms;
-  r.page_max_snapshots = o.page_max_snapshots;
-  r.page_write_bytes_per_s = o.page_write_bytes_per_s;
-  r.page_endpoint = o.page_endpoint;
-  r.access_log = o.access_log;
-  return r;
 }
 
 }  // namespace rankd

@@ -12,10 +12,11 @@
 #include <cstdio>
 #include <ctime>
 
+#include "cli/commands.h"
+#include "cli/serve_flags.h"
 #include "core/deadline.h"
 #include "core/log.h"
 #include "plan/loader.h"
-#include "server/commands.h"
 #include "server/server.h"
 
 namespace rankd {
@@ -61,7 +62,7 @@ void RaiseOpenFileLimit(const ServeOptions& o) {
     raised.rlim_cur = r.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &raised) == 0) r = raised;
   }
-  uint64_t want = static_cast<uint64_t>(o.max_connections) * static_cast<uint64_t>(o.shards);
+  uint64_t want = static_cast<uint64_t>(o.http.max_connections) * static_cast<uint64_t>(o.shards);
   if (r.rlim_cur != RLIM_INFINITY && r.rlim_cur < want)
     LogInfo("open files are limited to " + std::to_string(r.rlim_cur) +
             " (RLIMIT_NOFILE), under --max-connections x --shards = " + std::to_string(want) +

@@ -1,4 +1,4 @@
-#include "server/console_metrics.h"
+#include "metrics/console_metrics.h"
 
 #include <cmath>
 #include <map>

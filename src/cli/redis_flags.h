@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/cli_flags.h"
 #include "core/error.h"
 #include "redis/endpoint.h"
-#include "server/cli_flags.h"
 
 namespace rankd {
 

@@ -1,4 +1,4 @@
-#include "server/cli_redis.h"
+#include "cli/cli_redis.h"
 
 namespace rankd {
 

@@ -6,11 +6,11 @@
 #include <memory>
 #include <thread>
 
+#include "cli/cli_redis.h"
+#include "cli/commands.h"
 #include "plan/loader.h"
 #include "redis/shard_clients.h"
 #include "sched/scheduler.h"
-#include "server/cli_redis.h"
-#include "server/commands.h"
 
 namespace rankd {
 
