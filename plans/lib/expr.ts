@@ -20,6 +20,8 @@ export type ENode =
   | ConstNode
   | { t: "key"; name: string }
   | { t: "param"; name: string }
+  /** A column of a one-row ancestor node (a viewer): a Node of the plan, or its explicit id. */
+  | { t: "from"; node: unknown; key: string }
   | { t: "op"; op: ArithOp | FnOp; args: ENode[] }
   | { t: "if"; pred: PNode; then: ENode; else: ENode };
 export type PNode =
@@ -291,6 +293,14 @@ export const E = {
     if (typeof name !== "string" || name === "") throw new PlanError(`E.key: column name must be a non-empty string`);
     return new Expr({ t: "key", name });
   },
+  /** Column `key` of a viewer node this expression's node reads through its inputs, the same
+   *  for every row (null when the viewer found no user): `E.from(viewer, "age")`, or the
+   *  viewer's explicit id. Checked when the plan compiles. */
+  from(node: object | string, key: string): Expr<any> {
+    if (typeof node !== "object" && typeof node !== "string") throw new PlanError(`E.from: node must be a node or a node id`);
+    if (typeof key !== "string" || key === "") throw new PlanError(`E.from: column name must be a non-empty string`);
+    return new Expr({ t: "from", node, key });
+  },
   /** A request parameter by name, checked when the plan compiles (prefer the typed P.name). */
   param(name: string): Expr<any> {
     if (typeof name !== "string" || name === "") throw new PlanError(`E.param: name must be a non-empty string`);
@@ -344,6 +354,8 @@ export const E = {
 export interface TypeEnv {
   cols: ReadonlyMap<string, ColType>;
   params: ReadonlyMap<string, ColType>;
+  /** The type of E.from(node, key) at this node; throws a PlanError when it may not be read. */
+  from?: (node: unknown, key: string) => ColType;
 }
 
 function constType(c: ConstNode): VT {
@@ -361,6 +373,8 @@ function show(n: ENode): string {
       return n.name;
     case "param":
       return `$${n.name}`;
+    case "from":
+      return `from(${typeof n.node === "string" ? n.node : "node"}, ${n.key})`;
     case "if":
       return "if(…)";
     case "op":
@@ -387,6 +401,9 @@ export function typeOfExpr(n: ENode, env: TypeEnv): VT {
       if (!t) throw new PlanError(`parameter '${n.name}' is not declared in the plan's params`);
       return t;
     }
+    case "from":
+      if (!env.from) throw new PlanError(`${show(n)}: E.from reads another node, only in a plan`);
+      return env.from(n.node, n.key);
     case "if": {
       checkPred(n.pred, env);
       return join("if", [n.then, n.else], env);
@@ -482,7 +499,14 @@ function constJson(c: ConstNode): Json {
   return typeof c.v === "number" && (c.f64 || !Number.isSafeInteger(c.v)) ? new F64(c.v) : c.v;
 }
 
-export function exprJson(n: ENode): Json {
+/** `nodeId` names the node of an E.from (the plan's compile passes it). */
+export type NodeIdOf = (node: unknown) => string;
+const noNodeIds: NodeIdOf = () => {
+  throw new PlanError(`E.from: a node id is known only when the plan compiles`);
+};
+
+export function exprJson(n: ENode, nodeId: NodeIdOf = noNodeIds): Json {
+  const sub = (e: ENode) => exprJson(e, nodeId);
   switch (n.t) {
     case "const":
       return { const: constJson(n) };
@@ -490,27 +514,30 @@ export function exprJson(n: ENode): Json {
       return { key: n.name };
     case "param":
       return { param: n.name };
+    case "from":
+      return { from: nodeId(n.node), key: n.key };
     case "op":
-      return { op: n.op, args: n.args.map(exprJson) };
+      return { op: n.op, args: n.args.map(sub) };
     case "if":
-      return { op: "if", args: [predJson(n.pred), exprJson(n.then), exprJson(n.else)] };
+      return { op: "if", args: [predJson(n.pred, nodeId), sub(n.then), sub(n.else)] };
   }
 }
 
-export function predJson(p: PNode): Json {
+export function predJson(p: PNode, nodeId: NodeIdOf = noNodeIds): Json {
+  const e = (x: ENode) => exprJson(x, nodeId);
   switch (p.t) {
     case "cmp":
-      return { op: "cmp", cmp: p.cmp, lhs: exprJson(p.lhs), rhs: exprJson(p.rhs) };
+      return { op: "cmp", cmp: p.cmp, lhs: e(p.lhs), rhs: e(p.rhs) };
     case "and":
     case "or":
-      return { op: p.t, args: p.args.map(predJson) };
+      return { op: p.t, args: p.args.map((a) => predJson(a, nodeId)) };
     case "not":
-      return { op: "not", arg: predJson(p.arg) };
+      return { op: "not", arg: predJson(p.arg, nodeId) };
     case "in":
-      return { op: "in", lhs: exprJson(p.lhs), values: p.values.map(constJson) };
+      return { op: "in", lhs: e(p.lhs), values: p.values.map(constJson) };
     case "is_null":
-      return { op: "is_null", arg: exprJson(p.arg) };
+      return { op: "is_null", arg: e(p.arg) };
     case "regex":
-      return { op: "regex", lhs: exprJson(p.lhs), pattern: p.pattern };
+      return { op: "regex", lhs: e(p.lhs), pattern: p.pattern };
   }
 }

@@ -240,7 +240,38 @@ class PlanBuilder {
   }
 
   env(rec: NodeRec): TypeEnv {
-    return { cols: rec.inputs[0]?.cols ?? new Map(), params: this.paramTypes };
+    return { cols: rec.inputs[0]?.cols ?? new Map(), params: this.paramTypes, from: (node, key) => this.fromType(rec, node, key) };
+  }
+
+  /** The node E.from names: a Node of this plan, or the explicit id of one. */
+  fromNode(node: unknown): NodeRec {
+    if (node instanceof Node) {
+      if (node.plan !== this) fail(`E.from: the node is of another plan`);
+      return node.rec;
+    }
+    const found = this.nodes.find((n) => n.id === node);
+    if (!found) fail(`E.from: no node has the id '${String(node)}' (give the viewer an explicit id, or pass the node)`);
+    return found;
+  }
+
+  /** E.from(node, key) at `rec` (the server's rule, docs/plan.md): a viewer that `rec` reads
+   *  through its inputs, and one of its columns. */
+  fromType(rec: NodeRec, node: unknown, key: string): ColType {
+    const src = this.fromNode(node);
+    const what = `E.from(${src.id ?? src.op}, ${key})`;
+    const seen = new Set<NodeRec>();
+    const stack = [...rec.inputs];
+    let reached = false;
+    while (stack.length > 0 && !reached) {
+      const n = stack.pop()!;
+      if (n === src) reached = true;
+      else if (!seen.has(n)) seen.add(n), stack.push(...n.inputs);
+    }
+    if (!reached) fail(`${what}: that node is not an input of this one, directly or through other nodes`);
+    if (src.op !== "viewer") fail(`${what}: a ${src.op} node; E.from reads a viewer node (one row)`);
+    const t = src.cols.get(key);
+    if (!t) fail(`${what}: the viewer has no column '${key}' (it has ${[...src.cols.keys()].join(", ")})`);
+    return t;
   }
 
   int(name: string, v: unknown, lo: number, hi: number): number | { param: string } {
@@ -523,16 +554,26 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
       r.params.push(["fields", fields]);
     });
   }
-  /** Drops rows whose id is a member of the `set` family `family` (default `seen`) keyed by the request's user_id. */
+  /** Drops rows whose id is a member of the `set` or `zset` family `family` (default `seen`)
+   *  keyed by the request's user_id; on a zset, with `withinS`, only members scored (Unix ms)
+   *  within the last withinS seconds of the request's time. */
   seenFilter<const Fam extends SetFamilyOf<S, C["id"]> = Dflt<OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>>>(
-    ...[o = {} as never]: OptArg<OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>, { endpoint?: Endpoint } & FamilyOpt<Fam, OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>> & NodeOpts>
+    ...[o = {} as never]: OptArg<OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>, { endpoint?: Endpoint; withinS?: number } & FamilyOpt<Fam, OpDefault<"seen_filter", "family">, SetFamilyOf<S, C["id"]>> & NodeOpts>
   ): Node<C, S> {
     return this.plan.task("seen_filter", [this], o, (r) => {
-      checkKeys("seen_filter", o, ["endpoint", "family"]);
+      checkKeys("seen_filter", o, ["endpoint", "family", "withinS"]);
       this.plan.endpoint(r, o.endpoint);
       const fam = this.plan.family(r, (o as { family?: unknown }).family);
       r.userKeyed = fam;
       this.plan.sameIds(r, fam, "members");
+      const within = (o as { withinS?: unknown }).withinS;
+      if (within !== undefined) {
+        const [lo, hi] = opBounds("seen_filter", "within_s");
+        if (typeof within !== "number" || !Number.isSafeInteger(within)) fail(`withinS must be an integer, got ${JSON.stringify(within)}`);
+        if (within < lo || within > hi) fail(`withinS ${within} is out of bounds ${lo}..${hi}`);
+        if (within > 0 && fam.type !== "zset") fail(`withinS needs a zset family (scored by time); '${fam.name}' is a ${fam.type} family`);
+        if (within !== opDefault<number>("seen_filter", "within_s")) r.params.push(["within_s", within]);
+      }
     });
   }
   /** Evaluates `expr` per row into the column `outKey` (added or replaced). */
@@ -1134,11 +1175,12 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
     return id;
   };
 
+  const nodeId = (node: unknown) => ids.get(b.fromNode(node))!;
   const nodes: Json[] = b.nodes.map((n) => {
     const p: Record<string, Json> = {};
     for (const [k, v] of n.params) {
-      if (typeof v === "object" && v !== null && "expr" in v) p[k] = intern(exprJson(v.expr), exprTable, exprIds, "e");
-      else if (typeof v === "object" && v !== null && "pred" in v) p[k] = intern(predJson(v.pred), predTable, predIds, "p");
+      if (typeof v === "object" && v !== null && "expr" in v) p[k] = intern(exprJson(v.expr, nodeId), exprTable, exprIds, "e");
+      else if (typeof v === "object" && v !== null && "pred" in v) p[k] = intern(predJson(v.pred, nodeId), predTable, predIds, "p");
       else if (typeof v === "object" && v !== null && "columnMap" in v) p[k] = Object.fromEntries(v.columnMap);
       else p[k] = v as Json;
     }

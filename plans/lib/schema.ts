@@ -55,9 +55,9 @@ export type Fams<S extends SchemaDecl> = S["families"];
 export type FamilyOf<S extends SchemaDecl, T extends FamilyType, I = IdType> = {
   [K in keyof Fams<S> & string]: Fams<S>[K]["type"] extends T ? (IdOf<Fams<S>[K]> extends I ? K : never) : never;
 }[keyof Fams<S> & string];
-/** Names of the set families of S whose members are of type M. */
+/** Names of the set and zset families of S whose members are of type M (what seen_filter reads). */
 export type SetFamilyOf<S extends SchemaDecl, M> = {
-  [K in keyof Fams<S> & string]: Fams<S>[K]["type"] extends "set" ? (MembersOf<Fams<S>[K]> extends M ? K : never) : never;
+  [K in keyof Fams<S> & string]: Fams<S>[K]["type"] extends "set" | "zset" ? (MembersOf<Fams<S>[K]> extends M ? K : never) : never;
 }[keyof Fams<S> & string];
 export type IdOf<F> = F extends { readonly id: infer I extends IdType } ? I : "i64";
 export type MembersOf<F> = F extends { readonly members: infer M extends IdType } ? M : "i64";

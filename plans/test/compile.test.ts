@@ -257,3 +257,49 @@ test("the same source compiles to the same bytes", () => {
   const def = definePlan({ name: "t", build: (c) => c.viewer().follow().concat(c.viewer().recommendation()) });
   assert.equal(planText(def), planText(def));
 });
+
+test("E.from: a viewer's column, by node or explicit id, in vm and filter", () => {
+  const p = plan((c) => {
+    const v = c.viewer({ id: "v" });
+    return v.follow().media()
+      .vm({ outKey: "s", expr: E.add(E.key("author"), E.from(v, "age")) })
+      .filter({ pred: E.key("author").gt(E.from("v", "age")) });
+  });
+  assert.deepEqual(p.expr_table.e0, { op: "+", args: [{ key: "author" }, { from: "v", key: "age" }] });
+  assert.deepEqual(p.pred_table.p0, { op: "cmp", cmp: ">", lhs: { key: "author" }, rhs: { from: "v", key: "age" } });
+  // An auto-named viewer is named in the JSON by its derived id.
+  const q = plan((c) => {
+    const v = c.viewer();
+    return v.follow().vm({ outKey: "a", expr: E.from(v, "country") });
+  });
+  assert.deepEqual(q.expr_table.e0, { from: "viewer", key: "country" });
+  assert.equal(node(q, "vm").params.out_key, "a");
+});
+
+test("E.from: refused unless a viewer the node reads, and one of its columns", () => {
+  const err = (build: (c: Ctx) => Node<any>, want: RegExp) =>
+    assert.throws(() => plan(build), (e: Error) => want.test(e.message) || assert.fail(e.message));
+  err((c) => {
+    const v = c.viewer();
+    return c.fixedSource().vm({ outKey: "a", expr: E.from(v, "age") }).concat(v.follow());
+  }, /E\.from\(viewer, age\): that node is not an input of this one/);
+  err((c) => {
+    const f = c.viewer().follow({ id: "f" });
+    return f.media().vm({ outKey: "a", expr: E.from(f, "id") });
+  }, /E\.from\(f, id\): a follow node; E\.from reads a viewer node/);
+  err((c) => c.viewer().follow().vm({ outKey: "a", expr: E.from(c.viewer(), "age") }), /not an input of this one/);
+  err((c) => {
+    const v = c.viewer({ id: "v" });
+    return v.follow().vm({ outKey: "a", expr: E.from(v, "nope") });
+  }, /E\.from\(v, nope\): the viewer has no column 'nope' \(it has id, country/);
+  err((c) => c.viewer().follow().vm({ outKey: "a", expr: E.from("w", "age") }), /E\.from: no node has the id 'w'/);
+});
+
+test("seenFilter withinS: within_s on a zset family only", () => {
+  const err = (build: (c: Ctx) => Node<any>, want: RegExp) =>
+    assert.throws(() => plan(build), (e: Error) => want.test(e.message) || assert.fail(e.message));
+  err((c) => c.viewer().follow().seenFilter({ withinS: 60 }), /withinS needs a zset family \(scored by time\); 'seen' is a set family/);
+  err((c) => c.viewer().follow().seenFilter({ withinS: -1 }), /withinS -1 is out of bounds 0\.\.315360000/);
+  const p = plan((c) => c.viewer().follow().seenFilter({ withinS: 0 }));
+  assert.deepEqual(node(p, "seen_filter").params, { endpoint: "redis_default" });
+});

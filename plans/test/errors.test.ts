@@ -36,7 +36,7 @@ const cases: [string, B, RegExp, ParamDecls?][] = [
   ["bad endpoint", (c) => c.viewer({ endpoint: "" }), /endpoint must be an endpoint name/],
   ["cache not a bool", (c) => c.viewer().follow().media({ cache: "yes" }), /media\(\) .*cache must be a boolean, got "yes"/],
   ["cache as a request param", (c, P) => c.viewer({ cache: P.warm }), /viewer\(\) .*cache takes a literal boolean, not a request parameter \('warm'\)/, { warm: { type: "bool", default: true } }],
-  ["cache on seen_filter", (c) => c.viewer().follow().seenFilter({ cache: true }), /seen_filter\(\) .*unknown option 'cache' \(allowed: endpoint, family, id, optional, timeoutMs\)/],
+  ["cache on seen_filter", (c) => c.viewer().follow().seenFilter({ cache: true }), /seen_filter\(\) .*unknown option 'cache' \(allowed: endpoint, family, withinS, id, optional, timeoutMs\)/],
   ["cache on a CPU task", (c) => c.fixedSource().take({ count: 1, cache: true }), /take\(\) .*unknown option 'cache'/],
   ["sort order", (c) => c.fixedSource().sort({ key: "score", order: "up" }), /order must be "desc" or "asc"/],
   // diversify and cap (the column and bounds checks tsc cannot make on an untyped call)

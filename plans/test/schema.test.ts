@@ -106,7 +106,7 @@ const cases: [string, B, RegExp, ((spec: any) => any)?][] = [
   ["misspelled family", (c) => c.viewer().follow({ family: "folow" }), new RegExp(`follow\\(\\) ${AT}family: unknown family "folow" \\(list or zset families in the demo schema: follow, recs, media\\)`)],
   ["family of the wrong type", (c) => c.viewer({ family: "follow" }), /viewer\(\) .*family 'follow' is a list family; viewer reads a hash or json family \(hash or json families in the demo schema: user, item\)/],
   ["set family for features", (c) => c.viewer().follow().features({ family: "seen", fields: ["likes"] }), /features\(\) .*family 'seen' is a set family; features reads a hash or json family/],
-  ["list family for seen_filter", (c) => c.viewer().follow().seenFilter({ family: "recs" }), /seen_filter\(\) .*family 'recs' is a list family; seen_filter reads a set family/],
+  ["list family for seen_filter", (c) => c.viewer().follow().seenFilter({ family: "recs" }), /seen_filter\(\) .*family 'recs' is a list family; seen_filter reads a set or zset family/],
   ["family not a string", (c) => c.viewer({ family: 3 }), /family must be a family name, got 3/],
   ["undeclared viewer field", (c) => c.viewer({ fields: ["country", "height"] }), /viewer\(\) .*fields: "height" is not a field of 'user' \(country, lang, age, premium\)/],
   ["empty viewer fields", (c) => c.viewer({ fields: [] }), /fields must be a non-empty list of fields of 'user'/],

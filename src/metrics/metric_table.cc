@@ -667,6 +667,13 @@ constexpr MetricRow kMetricTable[] = {
      Type::Counter,
      {},
      ForcedIgnored},
+    {"rankd_served_state_writes_total",
+     "Writes of answers' items to their user's served-state zset (a plan's served_state), by "
+     "outcome: ok (Redis acknowledged it), failed (an error, no connection, or no answer "
+     "within 1 s), dropped (not sent: too many in flight on the shard)",
+     Type::Counter,
+     {"outcome", "plan"},
+     SummedSeries<SeriesFamily::kServedStateWrites>},
     {"rankd_shadow_runs_total",
      "Shadow plan runs by experiment, plan and outcome: ok, failed, shed (not started: overload "
      "or --shadow-max-inflight), cancelled",

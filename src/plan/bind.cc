@@ -101,7 +101,7 @@ std::string CheckArg(const TaskParamSpec& spec, const Value& v) {
 
 Result<ParamValues> BindParams(const Plan& plan, const GivenParams& given) {
   ParamValues values;
-  values.reserve(plan.params.decls.size());
+  values.reserve(plan.params.decls.size() + plan.from_values.size());
   for (const auto& d : plan.params.decls) values.push_back(d.default_value);
   for (const auto& [name, v] : given) {
     int idx = plan.params.index_of(name);
@@ -127,6 +127,7 @@ Result<ParamValues> BindParams(const Plan& plan, const GivenParams& given) {
                                       " is out of bounds " + BoundsText(d.min, d.max)));
     values[static_cast<size_t>(idx)] = std::move(*coerced);
   }
+  values.resize(values.size() + plan.from_values.size());
   return values;
 }
 

@@ -18,7 +18,8 @@ namespace rankd {
 // A request's params as given (name, JSON value): int64, double, string or bool.
 using GivenParams = std::vector<std::pair<std::string, Value>>;
 
-// Values by declaration index, defaults filled in. Rejects an unknown name, a wrong
+// Values by declaration index, defaults filled in, then a null for each of the plan's
+// `from` values (bound by the run, sched/scheduler.cc). Rejects an unknown name, a wrong
 // type (an integer is accepted for f64) and a value outside the declared min/max.
 Result<ParamValues> BindParams(const Plan& plan, const GivenParams& given);
 

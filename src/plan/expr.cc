@@ -279,15 +279,19 @@ Result<std::shared_ptr<const Compiled>> Wrap(Result<Program> p) {
 Result<std::shared_ptr<const CompiledExpr>> CompileExpr(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
-                                                        std::string_view where) {
-  return Wrap<ProgramExpr, CompiledExpr>(expr::CompileProgram(json, false, cols, params, where));
+                                                        std::string_view where,
+                                                        const FromResolver& from) {
+  return Wrap<ProgramExpr, CompiledExpr>(
+      expr::CompileProgram(json, false, cols, params, where, from));
 }
 
 Result<std::shared_ptr<const CompiledPred>> CompilePred(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
-                                                        std::string_view where) {
-  return Wrap<ProgramPred, CompiledPred>(expr::CompileProgram(json, true, cols, params, where));
+                                                        std::string_view where,
+                                                        const FromResolver& from) {
+  return Wrap<ProgramPred, CompiledPred>(
+      expr::CompileProgram(json, true, cols, params, where, from));
 }
 
 }  // namespace rankd

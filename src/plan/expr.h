@@ -70,20 +70,36 @@ class CompiledPred {
                                           const CancelCheck& cancelled = {}) const = 0;
 };
 
+// Where a {"from": "<node_id>", "key": "<column>"} leaf reads its value: index `value` of
+// the run's ParamValues (after the declared params, see plan/params.h), of type `type`.
+struct FromSlot {
+  uint32_t value = 0;
+  ColumnType type = ColumnType::kI64;
+};
+// How the plan loader resolves a `from` leaf of the node being compiled: the slot, or an
+// error whose message says what is wrong with the reference (the compiler adds where).
+// The plan layer decides which nodes may be read (plan/loader.cc); the compiler only
+// emits a load of that slot, a scalar bound once per run like a request parameter.
+using FromResolver =
+    std::function<Result<FromSlot>(std::string_view node_id, std::string_view column)>;
+
 // Compiles the expression `json` (an expr_table entry) for a node whose input has the
 // columns `cols`. `where` locates it for messages, e.g.
 // "plans/feed.plan.json: node 's': param 'expr' (expr 'e0')"; errors name it and the
 // offending part (unknown op, arity, undeclared param, arithmetic on strings, ...).
+// Without `from`, a {"from"} leaf is a load error.
 Result<std::shared_ptr<const CompiledExpr>> CompileExpr(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
-                                                        std::string_view where);
+                                                        std::string_view where,
+                                                        const FromResolver& from = {});
 
 // Same for a predicate (a pred_table entry). Regex patterns are compiled here (RE2),
 // never per row; a bad pattern is a load error.
 Result<std::shared_ptr<const CompiledPred>> CompilePred(const simdjson::dom::element& json,
                                                         const ColumnTypes& cols,
                                                         const ParamDecls& params,
-                                                        std::string_view where);
+                                                        std::string_view where,
+                                                        const FromResolver& from = {});
 
 }  // namespace rankd

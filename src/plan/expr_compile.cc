@@ -181,8 +181,9 @@ void MarkUnchecked(Program& p) {
 
 class Compiler {
  public:
-  Compiler(const ColumnTypes& cols, const ParamDecls& params, std::string_view where)
-      : cols_(cols), params_(params), where_(where) {
+  Compiler(const ColumnTypes& cols, const ParamDecls& params, std::string_view where,
+           const FromResolver& from)
+      : cols_(cols), params_(params), where_(where), from_(from) {
     for (const auto& d : params.decls) p_.param_types.push_back(FromColumnType(d.type));
   }
 
@@ -226,6 +227,7 @@ class Compiler {
     return acc;
   }
   Result<Reg> Leaf(dom::object obj, const std::string& path);
+  Result<Reg> From(dom::object obj, dom::element node, const std::string& path);
   Result<Reg> Operation(dom::object obj, std::string_view op, const std::string& path);
   // An op's compiled args: Arithmetic and Choice type and emit them.
   struct OpCall {
@@ -243,6 +245,7 @@ class Compiler {
   const ColumnTypes& cols_;
   const ParamDecls& params_;
   std::string_view where_;
+  const FromResolver& from_;
   Program p_;
   std::map<std::string, Reg, std::less<>> column_regs_;
   std::unordered_map<Reg, Reg> casts_;
@@ -280,7 +283,8 @@ Result<Reg> Compiler::Expr(dom::element e, const std::string& path) {
   dom::object obj;
   if (e.get_object().get(obj))
     return Fail(
-        Err(path, "expected an expression object ({\"const\"|\"key\"|\"param\"|\"op\": ...})"));
+        Err(path,
+            "expected an expression object ({\"const\"|\"key\"|\"param\"|\"from\"|\"op\": ...})"));
   dom::element op;
   if (!obj.at_key("op").get(op)) {
     std::string_view name;
@@ -292,6 +296,8 @@ Result<Reg> Compiler::Expr(dom::element e, const std::string& path) {
 
 Result<Reg> Compiler::Leaf(dom::object obj, const std::string& path) {
   dom::element v;
+  // Before "key": a `from` leaf has one too.
+  if (!obj.at_key("from").get(v)) return From(obj, v, path);
   if (!obj.at_key("const").get(v)) {
     std::optional<Value> val = ScalarValue(v);
     if (!val) return Fail(Err(path, "const must be a number, string, bool or null"));
@@ -321,7 +327,21 @@ Result<Reg> Compiler::Leaf(dom::object obj, const std::string& path) {
     if (idx < 0) return Fail(Err(path, "undeclared param '" + std::string(name) + "'"));
     return Emit(Op::kLoadParam, p_.param_types[size_t(idx)], true, 0, 0, 0, uint32_t(idx));
   }
-  return Fail(Err(path, "expected one of \"const\", \"key\", \"param\", \"op\""));
+  return Fail(Err(path, "expected one of \"const\", \"key\", \"param\", \"from\", \"op\""));
+}
+
+// {"from": node, "key": column}: a scalar bound once per run, as a param is (FromResolver).
+Result<Reg> Compiler::From(dom::object obj, dom::element node, const std::string& path) {
+  std::string_view node_id, column;
+  if (node.get_string().get(node_id)) return Fail(Err(path, "from must be a node id string"));
+  dom::element k;
+  if (obj.at_key("key").get(k) || k.get_string().get(column))
+    return Fail(Err(path, "from '" + std::string(node_id) + "' needs a \"key\": a column name"));
+  std::string what = "from '" + std::string(node_id) + "' key '" + std::string(column) + "'";
+  if (!from_) return Fail(Err(path, what + ": {\"from\"} reads another node, only in a plan"));
+  Result<FromSlot> slot = from_(node_id, column);
+  if (!slot) return Fail(Err(path, what + ": " + slot.error().message));
+  return Emit(Op::kLoadParam, FromColumnType(slot->type), true, 0, 0, 0, slot->value);
 }
 
 Result<Reg> Compiler::Operation(dom::object obj, std::string_view name, const std::string& path) {
@@ -636,8 +656,9 @@ Result<Program> Compiler::Finish(Reg result, bool is_pred) {
 }  // namespace
 
 Result<Program> CompileProgram(const dom::element& json, bool is_pred, const ColumnTypes& cols,
-                               const ParamDecls& params, std::string_view where) {
-  Compiler c(cols, params, where);
+                               const ParamDecls& params, std::string_view where,
+                               const FromResolver& from) {
+  Compiler c(cols, params, where, from);
   Result<Reg> r = is_pred ? c.Pred(json, "") : c.Expr(json, "");
   if (!r) return Fail(std::move(r.error()));
   return c.Finish(*r, is_pred);

@@ -33,7 +33,7 @@ std::string_view VTypeName(VType t);
 enum class Op : uint8_t {
   kLoadColumn,  // out <- column `aux` (gathered through the selection)
   kLoadConst,   // out <- consts[aux] (scalar)
-  kLoadParam,   // out <- request param `aux` (scalar)
+  kLoadParam,   // out <- run value `aux`: a request param or a `from` value (scalar)
   kLoadNull,    // out <- null of type out (scalar)
   kConstMask,   // out <- aux (0 or 1) (scalar mask)
   kCastF64,     // out <- f64(a), a i64 or bool
@@ -153,7 +153,7 @@ struct Program {
   std::vector<Value> consts;
   std::vector<InSet> sets;
   std::vector<std::unique_ptr<RE2>> regexes;
-  std::vector<VType> param_types;  // by declaration index
+  std::vector<VType> param_types;  // by declaration index (`from` values carry their own)
   Reg result = 0;
   // The frame slot of each register. Registers whose values are no longer read share
   // slots (AssignSlots in expr_compile.cc), so a run's memory is that of the values
@@ -223,7 +223,7 @@ struct Frame {
 // (is_pred true) into a program whose result register is an expression value or a mask.
 Result<Program> CompileProgram(const simdjson::dom::element& json, bool is_pred,
                                const ColumnTypes& cols, const ParamDecls& params,
-                               std::string_view where);
+                               std::string_view where, const FromResolver& from = {});
 
 // A run goes over the logical rows of its input in blocks of at most kBlockRows: the
 // registers then stay small (cache-resident) and no instruction works more than one

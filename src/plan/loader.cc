@@ -80,6 +80,7 @@ class Loader {
     if (auto s = Type(obj, *plan); !s) return Fail(s.error());
     if (auto s = Log(obj, *plan); !s) return Fail(s.error());
     if (auto s = Quality(obj, *plan); !s) return Fail(s.error());
+    if (auto s = ServedState(obj, *plan); !s) return Fail(s.error());
     MarkRowsRead(*plan);
     return PlanPtr(std::move(plan));
   }
@@ -464,6 +465,65 @@ class Loader {
     return {};
   }
 
+  // "served_state": {"family", "max", "ttl_s", "endpoint"} (PlanServedState). After Type:
+  // the family must be a zset keyed by the plan's user_id type whose members are of the
+  // type of the answer's ids, which the answer must carry.
+  Status ServedState(object obj, Plan& plan) {
+    element v;
+    if (obj["served_state"].get(v)) return {};
+    object sj;
+    if (v.get_object().get(sj))
+      return Fail(w_.Err("served_state: must be an object {\"family\", \"max\", \"ttl_s\"}"));
+    for (auto [k, _] : sj)
+      if (k != "family" && k != "max" && k != "ttl_s" && k != "endpoint")
+        return Fail(w_.Err("served_state: unknown field '" + std::string(k) + "'"));
+    PlanServedState& ss = plan.served_state;
+    element f;
+    std::string_view s;
+    if (sj["family"].get(f) || f.get_string().get(s))
+      return Fail(w_.Err("served_state.family: missing or not a family name"));
+    const KeyFamily* fam = plan.schema->Find(s);
+    if (!fam) return Fail(w_.Err("served_state.family: unknown family '" + std::string(s) + "'"));
+    const std::string what = "served_state.family: family '" + fam->name + "'";
+    if (fam->type != FamilyType::kZset)
+      return Fail(w_.Err(what + " is a " + std::string(FamilyTypeName(fam->type)) +
+                         "; served state is kept in a zset"));
+    if (fam->id_type != plan.user_id_type)
+      return Fail(w_.Err(what + " is keyed by " + std::string(ColumnTypeName(fam->id_type)) +
+                         " ids but the request's user_id is " +
+                         std::string(ColumnTypeName(plan.user_id_type))));
+    const PlanNode& out = plan.nodes[plan.output];
+    std::optional<ColumnType> id = out.out_types.find("id");
+    if (!id) return Fail(w_.Err("served_state: the output node '" + out.id + "' has no id column"));
+    if (fam->members_type != *id)
+      return Fail(w_.Err(what + " holds " + std::string(ColumnTypeName(fam->members_type)) +
+                         " members but the output's ids are " + std::string(ColumnTypeName(*id))));
+    const auto& cols = plan.output_columns;
+    if (!cols.empty() && std::find(cols.begin(), cols.end(), "id") == cols.end())
+      return Fail(w_.Err("served_state: output.columns must list id (later pages read it)"));
+    ss.family = fam;
+    auto int_in = [&](const char* name, int64_t lo, int64_t hi, int64_t& into) -> Status {
+      std::string where = std::string("served_state.") + name;
+      if (sj[name].get(f) || !IsInt(f))
+        return Fail(w_.Err(where + ": missing or not an integer from " + std::to_string(lo) +
+                           " to " + std::to_string(hi)));
+      into = int64_t(f.get_int64());
+      if (into < lo || into > hi)
+        return Fail(w_.Err(where + ": " + std::to_string(into) + " is out of bounds " +
+                           std::to_string(lo) + ".." + std::to_string(hi)));
+      return {};
+    };
+    if (auto st = int_in("max", 1, 100000, ss.max); !st) return st;
+    if (auto st = int_in("ttl_s", 1, 315360000, ss.ttl_s); !st) return st;
+    if (!sj["endpoint"].get(f)) {
+      if (f.get_string().get(s) || s.empty())
+        return Fail(w_.Err("served_state.endpoint: must be a non-empty endpoint name"));
+      ss.endpoint = std::string(s);
+    }
+    ss.enabled = true;
+    return {};
+  }
+
   Result<QualityScale> ScaleEntry(element e, const Plan& plan, const std::string& where) {
     object sj;
     if (e.get_object().get(sj))
@@ -532,6 +592,7 @@ class Loader {
       if (!out) return Fail(w_.Node(node.id, "", out.error().message));
       node.out_types = std::move(*out);
     }
+    plan.from_values = std::move(from_values_);
     if (auto s = UserIdType(plan); !s) return s;
     if (!plan.output_columns.empty()) {
       const PlanNode& o = plan.nodes[plan.output];
@@ -728,16 +789,62 @@ class Loader {
           std::string("unknown ") + tname + " id '" + id + "' (not in " + tname + "_table)"));
     std::string where =
         w_.file + ": node '" + node.id + "': " + field + " (" + tname + " '" + id + "')";
+    FromResolver from = FromOf(node, plan);
     if (is_expr) {
-      auto c = CompileExpr(def, input_cols, plan.params, where);
+      auto c = CompileExpr(def, input_cols, plan.params, where, from);
       if (!c) return Fail(Error::BadRequest(c.error().message));
       node.expr = std::move(*c);
     } else {
-      auto c = CompilePred(def, input_cols, plan.params, where);
+      auto c = CompilePred(def, input_cols, plan.params, where, from);
       if (!c) return Fail(Error::BadRequest(c.error().message));
       node.pred = std::move(*c);
     }
     return {};
+  }
+
+  // How `node`'s expressions resolve {"from": id, "key": column}: node `id` must be an
+  // ancestor of `node` through inputs (so it has finished before `node` starts, and its
+  // value is bound by then) and a viewer (the one op whose output is at most one row), and
+  // have the column. Each (node, column) gets one slot of Plan::from_values.
+  FromResolver FromOf(const PlanNode& node, const Plan& plan) {
+    return [this, &node, &plan](std::string_view id, std::string_view column) -> Result<FromSlot> {
+      auto it = index_.find(std::string(id));
+      if (it == index_.end()) return Fail(Error::BadRequest("unknown node"));
+      const uint32_t src = it->second;
+      const PlanNode& read = plan.nodes[src];
+      if (!Reaches(plan, src, node))
+        return Fail(Error::BadRequest("node '" + read.id + "' is not an input of node '" + node.id +
+                                      "', directly or through other nodes"));
+      if (read.op != "viewer")
+        return Fail(Error::BadRequest("node '" + read.id + "' is a '" + read.op +
+                                      "' node; {\"from\"} reads a viewer node (one row)"));
+      std::optional<ColumnType> type = read.out_types.find(column);
+      if (!type)
+        return Fail(Error::BadRequest("node '" + read.id + "' has no column '" +
+                                      std::string(column) + "' (it has " + read.out_types.names() +
+                                      ")"));
+      const auto base = static_cast<uint32_t>(plan.params.decls.size());
+      for (size_t k = 0; k < from_values_.size(); ++k)
+        if (from_values_[k].node == src && from_values_[k].column == column)
+          return FromSlot{base + static_cast<uint32_t>(k), *type};
+      from_values_.push_back({src, std::string(column)});
+      return FromSlot{base + static_cast<uint32_t>(from_values_.size() - 1), *type};
+    };
+  }
+
+  // Whether node `from` is an input of `to`, directly or through other nodes.
+  static bool Reaches(const Plan& plan, uint32_t from, const PlanNode& to) {
+    std::vector<uint32_t> stack(to.inputs.begin(), to.inputs.end());
+    std::vector<bool> seen(plan.nodes.size(), false);
+    while (!stack.empty()) {
+      uint32_t i = stack.back();
+      stack.pop_back();
+      if (i == from) return true;
+      if (seen[i]) continue;
+      seen[i] = true;
+      for (uint32_t in : plan.nodes[i].inputs) stack.push_back(in);
+    }
+    return false;
   }
 
   // {"feature": "column", ...}, kept as [feature, column, ...] (ParamKind::kColumnMap).
@@ -823,6 +930,7 @@ class Loader {
   std::unordered_map<std::string, uint32_t> index_;
   std::vector<object> node_json_;
   std::vector<uint32_t> topo_;
+  std::vector<FromValue> from_values_;  // Plan::from_values, as Type finds them
 };
 
 }  // namespace

@@ -28,7 +28,9 @@ struct ParamDecls {
   }
 };
 
-// One request's parameter values, by declaration index, defaults filled in.
+// One run's values, by declaration index, defaults filled in; then the plan's `from`
+// values (plan/plan.h FromValue), null until the node they read has finished. An
+// expression reads both kinds the same way: a scalar per run.
 using ParamValues = std::vector<Value>;
 
 }  // namespace rankd

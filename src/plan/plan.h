@@ -80,6 +80,15 @@ struct PlanLog {
   int32_t viewer = -1;  // the first viewer node, or -1
 };
 
+// A value the plan's {"from": node, "key": column} expressions read (docs/plan.md): the
+// column's cell in the first row of `node` (a viewer), null when it has no row. A run
+// binds it once, when `node` finishes, at index params.decls.size() + its index in
+// Plan::from_values of the run's ParamValues.
+struct FromValue {
+  uint32_t node = 0;
+  std::string column;
+};
+
 // The plan's "quality" block (docs/plan.md): under load, the named integer op params
 // are scaled by a factor q in [min, 1] (rank/admission.h keeps q per plan and shard).
 struct QualityScale {
@@ -94,6 +103,16 @@ struct PlanQuality {
   double target_p95_ms = 0;
   double min = 0.3;
   std::vector<QualityScale> scale;
+};
+
+// The plan's "served_state" block (docs/plan.md): every answer's items go into the
+// user's zset of `family` (rank/stage_served_state.h writes it).
+struct PlanServedState {
+  bool enabled = false;
+  const KeyFamily* family = nullptr;  // Plan::schema's: a zset keyed by the user_id
+  std::string endpoint = "redis_default";
+  int64_t max = 0;    // members kept: the newest
+  int64_t ttl_s = 0;  // the key's TTL, set at every write
 };
 
 struct Plan {
@@ -114,6 +133,8 @@ struct Plan {
   ColumnType user_id_type = ColumnType::kI64;
   PlanLog log;
   PlanQuality quality;
+  std::vector<FromValue> from_values;  // each (node, column) once
+  PlanServedState served_state;
 
   // Index of the node named `id`, or -1. Load time and tests only (linear).
   int node_index(std::string_view id) const;

@@ -43,10 +43,11 @@ bool WriteBodyOf(S& s, RankContext& ctx, std::string& out) {
 
 RankPath::RankPath(RankShard& shard) : shard_(shard), stages_(shard) { shard.path = this; }
 
-void RankPath::Handle(const http::Request& req, http::Responder res, TimePoint t0) {
+void RankPath::Handle(const http::Request& req, http::Responder res, TimePoint t0,
+                      Listener listener) {
   RankContext ctx(std::move(res));
   ctx.t0 = t0;
-  RankInput in{req, {}};
+  RankInput in{req, listener, {}};
   Status refused;
   bool go =
       std::apply([&](auto&... s) { return (BeforeOf(s, ctx, in, refused) && ...); }, stages_.all());

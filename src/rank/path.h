@@ -36,8 +36,8 @@ class RankPath {
   // `shard` outlives the path; its `path` is set to this.
   explicit RankPath(RankShard& shard);
 
-  // A POST /rank the shard routed here, read at `t0`.
-  void Handle(const http::Request& req, http::Responder res, TimePoint t0);
+  // A POST /rank the shard routed here from `listener`, read at `t0`.
+  void Handle(const http::Request& req, http::Responder res, TimePoint t0, Listener listener);
   void Install(const PlanSet& plans);  // a new plan snapshot
   void Tick(TimePoint now);            // every 100 ms
 

@@ -15,6 +15,8 @@ PlanMetrics::~PlanMetrics() {
   for (auto* list : {&node_degraded, &model_rows, &model_eval})
     for (auto* s : *list)
       if (s) set.Release(s);
+  for (auto* s : served_state)
+    if (s) set.Release(s);
   set.Publish();
 }
 
@@ -58,6 +60,11 @@ PlanMetricsPtr ShardPlanMetrics::Make(const Plan& plan) {
     pm->model_rows.push_back(model ? set_.Retain(F::kModelRows, {model->name(), shard_}) : nullptr);
     pm->model_eval.push_back(
         model ? set_.Retain(F::kModelEval, {model->name(), shard_}, kNodeBuckets) : nullptr);
+  }
+  if (plan.served_state.enabled) {
+    static constexpr const char* kOutcomes[] = {"ok", "failed", "dropped"};
+    for (size_t o = 0; o < pm->served_state.size(); ++o)
+      pm->served_state[o] = set_.Retain(F::kServedStateWrites, {kOutcomes[o], name});
   }
   return pm;
 }

@@ -18,6 +18,8 @@
 
 namespace rankd {
 
+enum class ServedStateOutcome : uint8_t { kOk, kFailed, kDropped };
+
 // One plan snapshot's series on one shard. Shared: the shard's current plan set holds
 // one per plan, and every request of that plan holds its own until it has answered, so
 // a reload never drops series a request is about to count in. Series are shared by
@@ -43,6 +45,8 @@ struct PlanMetrics {
   // Shared with every plan node of any snapshot that uses a model of that name.
   std::vector<Series*> model_rows;
   std::vector<Series*> model_eval;
+  // Plans with served_state: its writes, by ServedStateOutcome (null for other plans).
+  std::array<Series*, 3> served_state{};
 };
 using PlanMetricsPtr = std::shared_ptr<PlanMetrics>;
 

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "api/rank_request.h"
+#include "api/routes.h"
 #include "core/spsc_ring.h"
 #include "http/message.h"
 #include "http/responder.h"
@@ -87,7 +88,8 @@ class StageBase {
 // The request as read, for the hooks before the run.
 struct RankInput {
   const http::Request& req;
-  RankRequest rr;  // parsed by the first stage
+  Listener listener;  // where it was asked: the metrics address is the console's
+  RankRequest rr;     // parsed by the first stage
 };
 
 // The extra header of every 503 (overload, not ready, no Redis).

@@ -132,6 +132,7 @@ Status PagesStage::Before(RankContext& ctx, RankInput& in) {
   p.request_id = req.request_id;
   p.t0 = ctx.t0;
   p.deadline_ms = ctx.deadline_ms;
+  p.listener = in.listener;
   shard_.stats->live_requests.fetch_add(1, std::memory_order_relaxed);
   Spawn(RunNextPage(std::move(ctx.res), std::move(p)));
   return {};
@@ -277,6 +278,9 @@ Coro<void> PagesStage::RunNextPage(http::Responder res, NextPage p) {
   r.body = *body;
   r.headers = headers;
   res.Send(r);
+  // The console's pages (on the metrics address) were shown to nobody.
+  if (p.listener == Listener::kMain)
+    shard_.path->stage<ServedStateStage>().LaterPage(page->head, page->lines, UnixMsAt(p.t0));
   if (shard_.opts.access_log)
     WriteAccessLog(shard_, p.request_id, Route::kRank, "POST", 200, p.t0, nullptr, {});
 }

@@ -42,6 +42,7 @@ class PagesStage : public StageBase {
     std::string request_id;
     TimePoint t0;
     int64_t deadline_ms = 0;
+    Listener listener = Listener::kMain;
   };
   Coro<void> RunNextPage(http::Responder res, NextPage p);
   // Answers and counts a later page's error (before its Redis read, or after it).

@@ -21,6 +21,11 @@ class PlanMetricsStage : public StageBase {
   void Refused(RankContext& ctx, const Error& e);
   void Count(RankContext& ctx);
   void Install(const PlanSet& plans);
+  // The series of a plan of the installed snapshot (null if it is not in it, or with
+  // --no-metrics).
+  PlanMetricsPtr ForPlan(const Plan& plan) const {
+    return shard_.stats->enabled ? plans_.ForPlan(plan) : nullptr;
+  }
 
  private:
   ShardPlanMetrics plans_;

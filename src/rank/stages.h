@@ -11,6 +11,7 @@
 #include "rank/stage_pages.h"
 #include "rank/stage_plan_metrics.h"
 #include "rank/stage_served_log.h"
+#include "rank/stage_served_state.h"
 #include "rank/stage_shadows.h"
 
 namespace rankd {
@@ -30,6 +31,7 @@ using RankStages = StageList<  //
     PlanMetricsStage,          // the plan's series, its outcome and node counts
     AdmissionStage,            // refused past the shard's limit or the deadline left
     ServedLogStage,            // sampled into the served log, recorded after the answer
+    ServedStateStage,          // the answer's items into the user's zset, after the answer
     ShadowStage,               // the experiment's shadow plans, after the answer
     AccessLogStage>;           // the access log line and failures' log lines
 

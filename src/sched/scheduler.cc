@@ -106,6 +106,20 @@ void Finish(RequestState& st) {
   if (st.waiter) st.env.loop->Defer(std::exchange(st.waiter, {}));
 }
 
+// The `from` values that read node idx (Plan::from_values): its first row's cells, or
+// nulls when it has none. Written once, before any node that reads them can start (they
+// are its successors), so CPU workers running other nodes never see them change.
+void BindFromValues(RequestState& st, uint32_t idx, const RowSet& out) {
+  const Plan& plan = *st.plan;
+  const size_t base = plan.params.decls.size();
+  for (size_t k = 0; k < plan.from_values.size(); ++k) {
+    const FromValue& f = plan.from_values[k];
+    if (f.node != idx) continue;
+    const Column* col = out.column(f.column);
+    st.values[base + k] = col && out.size() > 0 ? col->Get(out.row(0)) : Value{};
+  }
+}
+
 void Complete(RequestState& st, uint32_t idx, Result<RowSet> r) {
   const PlanNode& node = st.plan->nodes[idx];
   NodeStat& stat = st.stats[idx];
@@ -128,6 +142,7 @@ void Complete(RequestState& st, uint32_t idx, Result<RowSet> r) {
     return;
   }
   stat.rows = out.size();
+  if (!st.plan->from_values.empty()) BindFromValues(st, idx, out);
   st.outputs[idx] = std::move(out);
   if (idx == st.plan->output) {  // every node reaches the output: it is the last
     Finish(st);
@@ -320,6 +335,10 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   size_t with_refs = 0;
   for (const PlanNode& node : plan.nodes) with_refs += node.refs.empty() ? 0 : 1;
   bool scaled = plan.quality.enabled && req.quality < 1.0;
+  const int64_t now_ms = req.ts_ms != 0 ? req.ts_ms
+                                        : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count();
   // TaskContext::args points into it.
   st->resolved.reserve(with_refs + (scaled ? plan.quality.scale.size() : 0));
   for (size_t i = 0; i < n; ++i) {
@@ -331,6 +350,7 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     ctx.cache = env.cache;
     ctx.cache_lookups = &st->stats[i].cache;
     ctx.user_id = {st->user_id.num, st->user_id.str};
+    ctx.now_ms = now_ms;
     ctx.node = &node;
     ctx.params = &st->values;
     ctx.request_deadline = req.deadline;

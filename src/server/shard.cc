@@ -245,7 +245,7 @@ void Shard::OnRequest(http::Request req, http::Responder res, Listener listener)
     const http::HeaderField allow[] = {{"Allow", spec.allow}};
     return AnswerError(rank_, req, res, route, MethodNotAllowed(spec, path, req.method), t0, allow);
   }
-  if (route == Route::kRank) return path_.Handle(req, std::move(res), t0);
+  if (route == Route::kRank) return path_.Handle(req, std::move(res), t0, listener);
   info_.Handle(req, res, route, listener);
 }
 

@@ -538,13 +538,17 @@ RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& 
 }
 
 Result<RowSet> SeenFilterRows(const ReplySource& src, IdRef user_id, const RowSet& input,
-                              const InputIds& ids, RespView r) {
-  if (!r.is_array() || r.size() != ids.size()) return Fail(BadReply(src, "SMISMEMBER", user_id, r));
+                              const InputIds& ids, RespView r, SeenReply how) {
+  if (!r.is_array() || r.size() != ids.size())
+    return Fail(BadReply(src, how.zset ? "ZMSCORE" : "SMISMEMBER", user_id, r));
   // Keep the logical order: rows with a null id were never asked about and stay.
   std::vector<uint8_t> seen(input.physical_rows(), 0);
   size_t i = 0;
   for (RespView e : r) {
-    if (e.is_integer() && e.integer() == 1) seen[ids.rows[i]] = 1;
+    if (!how.zset)
+      seen[ids.rows[i]] = e.is_integer() && e.integer() == 1;
+    else if (e.is_string())  // nil: not a member
+      seen[ids.rows[i]] = !how.after_ms || ParseScore(e.str()) > *how.after_ms;
     ++i;
   }
   Selection keep;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -149,9 +150,16 @@ RowSet FeatureRows(const ReplySource& src, const RowSet& input, const InputIds& 
                    std::span<const uint32_t> reply_of, const std::vector<std::string>& fields,
                    std::span<const size_t> field_index, std::span<const HashRef> found);
 
-// seen_filter: the SMISMEMBER {key of user_id} ids... reply -> the input without the seen
-// rows (rows with a null id stay).
+// How seen_filter reads its reply: SMISMEMBER's of a set family (1: seen), or ZMSCORE's of
+// a zset family (a score: seen; with `after_ms`, only a score above it).
+struct SeenReply {
+  bool zset = false;
+  std::optional<double> after_ms;  // zset only: members scored at or before it are not seen
+};
+
+// seen_filter: the SMISMEMBER (or ZMSCORE) {key of user_id} ids... reply -> the input
+// without the seen rows (rows with a null id stay).
 Result<RowSet> SeenFilterRows(const ReplySource& src, IdRef user_id, const RowSet& input,
-                              const InputIds& ids, RespView r);
+                              const InputIds& ids, RespView r, SeenReply how = {});
 
 }  // namespace rankd

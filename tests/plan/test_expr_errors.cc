@@ -50,9 +50,9 @@ TEST_CASE("errors: unknown ops and arity") {
 TEST_CASE("errors: malformed nodes") {
   ExprFixture fx = Typed();
   CHECK(fx.ExprError(R"(42)") ==
-        "test: expected an expression object ({\"const\"|\"key\"|\"param\"|\"op\": ...})");
+        "test: expected an expression object ({\"const\"|\"key\"|\"param\"|\"from\"|\"op\": ...})");
   CHECK(fx.ExprError(R"({"column": "likes"})") ==
-        "test: expected one of \"const\", \"key\", \"param\", \"op\"");
+        "test: expected one of \"const\", \"key\", \"param\", \"from\", \"op\"");
   CHECK(fx.ExprError(R"({"const": [1]})") == "test: const must be a number, string, bool or null");
   CHECK(fx.ExprError(R"({"key": 3})") == "test: key must be a string");
   CHECK(fx.ExprError(R"({"op": 3, "args": []})") == "test: \"op\" must be a string");
