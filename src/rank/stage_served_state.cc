@@ -105,6 +105,8 @@ void ServedStateStage::Start(PlanPtr plan, PlanMetricsPtr pm, UserId user, Ids i
 // to be: a seen_filter that reads between the commands sees the items, untrimmed).
 Coro<void> ServedStateStage::Write(PlanPtr plan, PlanMetricsPtr pm, UserId user, Ids ids,
                                    int64_t ts_ms) {
+  // Detached work: the loop lets it end before it closes the Redis handles it uses.
+  WorkGate::Hold hold = shard_.runtime->env().loop->HoldWork();
   const PlanServedState& ss = plan->served_state;
   auto outcome = ServedStateOutcome::kFailed;
   RedisPools* pools = shard_.runtime->env().redis;
