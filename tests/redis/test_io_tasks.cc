@@ -77,7 +77,8 @@ Value At(const RowSet& r, std::string_view col, size_t i) {
 // the run.
 Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::string, Value> given,
                      RowSets inputs, int64_t user_id = 1, int deadline_ms = 5000,
-                     ShardCache* cache = nullptr, CacheLookups* lookups = nullptr) {
+                     ShardCache* cache = nullptr, CacheLookups* lookups = nullptr,
+                     const SchemaPtr& schema = nullptr, int64_t now_ms = 0) {
   const TaskSpec* spec = IoRegistry().Find(op);
   REQUIRE(spec != nullptr);
   PlanNode node;
@@ -97,7 +98,8 @@ Result<RowSet> RunIo(TestShard& shard, const std::string& op, std::map<std::stri
   ctx.user_id = {user_id, {}};
   if (std::any_of(spec->params.begin(), spec->params.end(),
                   [](const TaskParamSpec& p) { return p.name == "family"; }))
-    node.family = DemoSchema()->Find(args.Str("family"));
+    node.family = (schema ? schema : DemoSchema())->Find(args.Str("family"));
+  ctx.now_ms = now_ms;
   ctx.node = &node;
   ctx.args = &args;
   ctx.deadline = Clock::now() + std::chrono::milliseconds(deadline_ms);
@@ -349,6 +351,39 @@ TEST_CASE("seen_filter: one SMISMEMBER drops the seen rows, order kept") {
   REQUIRE_FALSE(wrong);
   CHECK(wrong.error().code == ErrorCode::kBackendError);
   CHECK(Contains(wrong.error().detail, "SMISMEMBER seen:44"));
+}
+
+TEST_CASE("seen_filter on a zset: one ZMSCORE; within_s counts only recent scores") {
+  Fixture f;
+  auto schema = ParseSchema(R"({"schema_version": 1, "families": {
+    "seen": {"type": "zset", "key": "z:{id}"}}})",
+                            "schema.json");
+  REQUIRE(schema.has_value());
+  const int64_t now = 1'700'000'000'000;
+  // 2: just inside 60 s; 4: exactly 60 s old (not within: the window is open at its start);
+  // 99: not an input.
+  f.Cmd({"ZADD", "z:42", std::to_string(now - 59'999), "2", std::to_string(now - 60'000), "4",
+         std::to_string(now + 5), "5", "1", "99"});
+  auto run = [&](std::map<std::string, Value> given, int64_t user) {
+    return RunIo(*f.shard, "seen_filter", std::move(given), {Ids({5, 4, 3, 2, 1})}, user, 5000,
+                 nullptr, nullptr, *schema, now);
+  };
+  uint64_t commands0 = Read(f.stats().commands);
+  auto all = run({}, 42);
+  REQUIRE(all.has_value());
+  CHECK(IdsOf(*all) == std::vector<int64_t>{3, 1});
+  CHECK(Read(f.stats().commands) - commands0 == 1);
+  auto recent = run({{"within_s", int64_t{60}}}, 42);
+  REQUIRE(recent.has_value());
+  CHECK(IdsOf(*recent) == std::vector<int64_t>{4, 3, 1});
+  auto nobody = run({{"within_s", int64_t{60}}}, 43);  // no key
+  REQUIRE(nobody);
+  CHECK(IdsOf(*nobody) == std::vector<int64_t>{5, 4, 3, 2, 1});
+  f.Cmd({"SADD", "z:44", "1"});
+  auto wrong = run({}, 44);
+  REQUIRE_FALSE(wrong);
+  CHECK(wrong.error().code == ErrorCode::kBackendError);
+  CHECK(Contains(wrong.error().detail, "ZMSCORE z:44"));
 }
 
 TEST_CASE("keys are read under the endpoint's prefix") {
