@@ -3,7 +3,7 @@
 // re-exports this module with a definePlan bound to that schema). This module's own
 // definePlan is bound to the demo schema.
 export { definePlan, withSchema, planText, Ctx, Node, Output, EP, Key } from "./plan.js";
-export type { PlanDef, PlanSpec, LogSpec, QualitySpec, ScaledParam, CompileOptions, ParamDecl, ParamDecls, ParamRefs, NodeOpts, CacheOpt, Cols, ColRefs, Endpoint, ExprArg, PredArg, IntArg, BoolArg } from "./plan.js";
+export type { PlanDef, PlanSpec, LogSpec, QualitySpec, ServedStateSpec, ScaledParam, CompileOptions, ParamDecl, ParamDecls, ParamRefs, NodeOpts, CacheOpt, Cols, ColRefs, Endpoint, ExprArg, PredArg, IntArg, BoolArg } from "./plan.js";
 export { DEMO_SCHEMA, checkSchema } from "./schema.js";
 export type { SchemaDecl, DemoSchema, FamilyDecl, FieldType, IdType, FamilyType, Schema, Family } from "./schema.js";
 export { E, Expr, Pred, ParamRef, PlanError } from "./expr.js";

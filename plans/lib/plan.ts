@@ -968,6 +968,19 @@ export interface PlanSpec<Ps extends ParamDecls, S extends SchemaDecl = DemoSche
   log?: LogSpec;
   /** Work that bends under load; without it the plan always does all its work (and its JSON has no `quality`). */
   quality?: QualitySpec;
+  /** What each user was shown: every answer's items go into the user's zset of `family`
+   *  (docs/plan.md, "served_state"); without it nothing is written. */
+  servedState?: ServedStateSpec;
+}
+
+/** The plan's served_state: a zset family keyed by the request's user_id whose members are
+ *  the answer's ids; the newest `max` (1..100000) kept, the key living `ttlS` seconds
+ *  (1..315360000) after each write; on `endpoint` (default redis_default). */
+export interface ServedStateSpec {
+  family: string;
+  max: number;
+  ttlS: number;
+  endpoint?: string;
 }
 
 export interface CompileOptions {
@@ -1082,7 +1095,7 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
   if (typeof spec.name !== "string" || !FILE_STEM_RE.test(spec.name)) fail(`definePlan at ${site}: name must be letters, digits, _ or -`);
   if (spec.description !== undefined && typeof spec.description !== "string") fail(`description must be a string`);
   if (typeof spec.build !== "function") fail(`definePlan at ${site}: build must be a function`);
-  for (const k of Object.keys(spec)) if (!["name", "description", "params", "build", "log", "quality"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
+  for (const k of Object.keys(spec)) if (!["name", "description", "params", "build", "log", "quality", "servedState"].includes(k)) fail(`definePlan at ${site}: unknown field '${k}'`);
 
   const b = new PlanBuilder(schema);
   const params: Record<string, Json> = {};
@@ -1215,7 +1228,38 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
       throw e;
     }
   }
+  if (spec.servedState !== undefined) {
+    try {
+      plan.served_state = servedStateJson(spec.servedState, schema, userId, out.node.rec, out.columns);
+    } catch (e) {
+      if (e instanceof PlanError) throw new PlanError(`definePlan at ${site}: ${e.message}`);
+      throw e;
+    }
+  }
   return { plan, userId };
+}
+
+/** The top-level `served_state` object, checked as the server checks it (docs/plan.md). */
+function servedStateJson(ss: ServedStateSpec, schema: Schema, userId: IdType, output: NodeRec, columns: readonly string[]): Json {
+  if (typeof ss !== "object" || ss === null || Array.isArray(ss)) fail(`servedState must be an object {family, max, ttlS, endpoint?}, got ${JSON.stringify(ss)}`);
+  onlyKeys("servedState", ss, ["family", "max", "ttlS", "endpoint"], { ttl_s: "ttlS" });
+  const f = typeof ss.family === "string" ? schema.families.get(ss.family) : undefined;
+  if (!f) fail(`servedState.family: ${JSON.stringify(ss.family)} is not a family of ${schema.source}`);
+  if (f.type !== "zset") fail(`servedState.family: family '${f.name}' is a ${f.type} family; served state is kept in a zset`);
+  if (f.id !== userId) fail(`servedState.family: family '${f.name}' is keyed by ${f.id} ids but the request's user_id is ${userId}`);
+  const id = output.cols.get("id");
+  if (f.members !== id) fail(`servedState.family: family '${f.name}' holds ${f.members} members but the output's ids are ${id ?? "missing"}`);
+  if (columns.length > 0 && !columns.includes("id")) fail(`servedState: the output's columns must list id (later pages read it)`);
+  const int = (name: string, v: unknown, hi: number) => {
+    if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1 || v > hi) fail(`servedState.${name} must be an integer 1..${hi}, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const j: Record<string, Json> = { family: f.name, max: int("max", ss.max, 100000), ttl_s: int("ttlS", ss.ttlS, 315360000) };
+  if (ss.endpoint !== undefined) {
+    if (typeof ss.endpoint !== "string" || !/^[A-Za-z0-9_.-]+$/.test(ss.endpoint)) fail(`servedState.endpoint must be an endpoint name, got ${JSON.stringify(ss.endpoint)}`);
+    j.endpoint = ss.endpoint;
+  }
+  return j;
 }
 
 /** Sink names as the server accepts them: a malformed name fails the build here, not the load there. */

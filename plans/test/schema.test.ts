@@ -178,3 +178,26 @@ test("gen-schema writes schema.gen.ts: the folder's schema as const, or the demo
   const mod = await import(pathToFileURL(path.join(ROOT, "dist", "schema.gen.js")).href);
   assert.equal(JSON.stringify(mod.SCHEMA), JSON.stringify(JSON.parse(fs.readFileSync(path.join(ROOT, "schema.json"), "utf8"))));
 });
+
+test("servedState: the served_state block, checked as the server checks it", () => {
+  const ev = withSchema({
+    schema_version: 1,
+    families: {
+      user: { type: "hash", key: "user:{id}", fields: { age: "i64" } },
+      seen: { type: "set", key: "seen:{id}" },
+      served: { type: "zset", key: "served:{id}" },
+      names: { type: "zset", key: "names:{id}", members: "str" },
+    },
+  } as const);
+  const build = (c: any) => c.viewer().recommendation({ family: "served" }).seenFilter({ family: "served", withinS: 3600 });
+  const p = json(planText(ev.definePlan({ name: "s", build, servedState: { family: "served", max: 500, ttlS: 604800 } })));
+  assert.deepEqual(p.served_state, { family: "served", max: 500, ttl_s: 604800 });
+  assert.deepEqual(p.nodes.find((n: any) => n.op === "seen_filter").params, { endpoint: "redis_default", family: "served", within_s: 3600 });
+  const err = (servedState: unknown, want: RegExp) =>
+    assert.throws(() => planText(ev.definePlan({ name: "s", build, servedState } as any)), (e: Error) => want.test(e.message) || assert.fail(e.message));
+  err({ family: "seen", max: 5, ttlS: 5 }, /servedState\.family: family 'seen' is a set family; served state is kept in a zset/);
+  err({ family: "names", max: 5, ttlS: 5 }, /family 'names' holds str members but the output's ids are i64/);
+  err({ family: "nope", max: 5, ttlS: 5 }, /servedState\.family: "nope" is not a family/);
+  err({ family: "served", max: 0, ttlS: 5 }, /servedState\.max must be an integer 1\.\.100000, got 0/);
+  err({ family: "served", max: 5, ttl_s: 5 }, /unknown .*ttl_s.*the DSL writes it ttlS/);
+});
