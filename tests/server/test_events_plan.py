@@ -2,8 +2,8 @@
 (docs/plan.md): {"from": node, "key": column} expressions (the viewer's values, null
 without a viewer row); seen_filter on a zset, with and without within_s; a plan's
 served_state (each answer's items written after it, so that five calls in a row never
-repeat an item; max and TTL kept; pages; explain, shadow and console runs write nothing).
-About 5 s."""
+repeat an item; max and TTL kept; pages; explain, shadow and console runs write nothing;
+failed and dropped writes counted, never a request's error). About 5 s."""
 import http.client
 import json
 import os
@@ -64,6 +64,8 @@ PLANS = {
     "ss": seen_plan("ss", "served", served_state={"family": "served", "max": 100, "ttl_s": 3600}),
     "ss_small": seen_plan("ss_small", "small", served_state={"family": "small", "max": 4, "ttl_s": 50}),
     "prim": plan("prim", [SRC], "src"),
+    # No Redis read: it answers while Redis is stopped, and only its write waits.
+    "ss_blind": plan("ss_blind", [SRC], "src", served_state={"family": "served", "max": 10, "ttl_s": 60}),
     "ss_shadow": seen_plan("ss_shadow", "shadowed", served_state={"family": "shadowed", "max": 10, "ttl_s": 60}),
 }
 EXPERIMENTS = {"experiments": [{"name": "e", "plan": "prim", "salt": "s", "variants": [],
@@ -213,6 +215,32 @@ def test_no_served_state_for_explain_shadow_console():
     assert redis.execute("EXISTS", "served:13") == 0
     assert redis.execute("EXISTS", "shadowed:13") == 0
     assert writes(s, "ss_shadow") == 0
+
+
+def test_served_state_failures_are_counted_never_errors():
+    """Redis stopped: every answer is 200; past 256 writes in flight they are dropped, the
+    others fail after 1 s; every one is counted. Last: it leaves Redis's connection busy."""
+    s, redis = env()
+    n = 600
+    redis.suspend()
+    try:
+        c = s.conn()
+        for i in range(n):
+            c.request("POST", "/rank", json.dumps({"plan": "ss_blind", "user_id": 20 + i % 7}),
+                      {"Content-Type": "application/json"})
+            r = c.getresponse()
+            r.read()
+            assert r.status == 200, r.status
+        c.close()
+        time.sleep(1.5)  # past the writes' 1 s
+    finally:
+        redis.resume()
+
+    def counted():
+        return sum(writes(s, "ss_blind", o) for o in ("ok", "failed", "dropped"))
+    wait_until(lambda: counted() == n, timeout=10, what="every write counted")
+    assert writes(s, "ss_blind", "dropped") > 0, metrics()
+    assert writes(s, "ss_blind", "failed") > 0, metrics()
 
 
 if __name__ == "__main__":
