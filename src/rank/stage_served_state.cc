@@ -21,8 +21,10 @@ constexpr auto kWriteTimeout = std::chrono::seconds(1);
 
 Status ServedStateStage::Before(RankContext& ctx, RankInput& in) {
   // The console (on the metrics address) and explain look at a ranking; nobody was shown it.
-  ctx.slot<ServedStateStage>().writes =
+  Slot& slot = ctx.slot<ServedStateStage>();
+  slot.writes =
       ctx.run.plan->served_state.enabled && !ctx.explain && in.listener == Listener::kMain;
+  slot.ts_ms = ctx.run.ts_ms;  // what the run's seen_filter compares within_s against
   return {};
 }
 
@@ -30,7 +32,8 @@ Status ServedStateStage::Before(RankContext& ctx, RankInput& in) {
 // its snapshot (rank/page_snapshot.h): the first row of each id, rows with a null id
 // taking a place but naming no member.
 void ServedStateStage::After(RankContext& ctx) {
-  if (!ctx.slot<ServedStateStage>().writes || !ctx.result) return;
+  const Slot& slot = ctx.slot<ServedStateStage>();
+  if (!slot.writes || !ctx.result) return;
   const RunResult& r = *ctx.result;
   const Column* id = r.output.column("id");
   if (!id) return;  // the loader requires one: never here
@@ -50,7 +53,7 @@ void ServedStateStage::After(RankContext& ctx) {
     }
   }
   auto pm = ctx.slot<PlanMetricsStage>().pm;
-  Start(ctx.plan, std::move(pm), ctx.user_id, std::move(ids), UnixMsAt(ctx.t0));
+  Start(ctx.plan, std::move(pm), ctx.user_id, std::move(ids), slot.ts_ms);
 }
 
 void ServedStateStage::LaterPage(std::string_view head, std::string_view lines, int64_t ts_ms) {

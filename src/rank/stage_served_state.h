@@ -23,6 +23,7 @@ class ServedStateStage : public StageBase {
  public:
   struct Slot {
     bool writes = false;  // the plan keeps served state and this run may write it
+    int64_t ts_ms = 0;    // the request's time (RunRequest::ts_ms): the members' score
   };
   using StageBase::StageBase;
 
