@@ -28,6 +28,8 @@ namespace rankd {
 // Buckets per block (per hash field).
 inline constexpr int64_t kBlockBuckets = 32;
 
+// Unix ms -> the second that holds it (floor: a time before 1970 too).
+inline int64_t SecondOf(int64_t ms) { return ms / 1000 - (ms % 1000 < 0 ? 1 : 0); }
 // The start of the bucket holding second `ts_s`: floor(ts_s / bucket_s) * bucket_s.
 int64_t BucketStart(int64_t ts_s, int64_t bucket_s);
 // The start of the block holding bucket start `b`.

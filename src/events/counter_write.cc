@@ -121,12 +121,12 @@ std::string FloatText(long double v) {
 
 }  // namespace
 
-CounterBatch::CounterBatch(const Schema& schema, int64_t now_ms)
-    : schema_(schema), now_ms_(now_ms) {}
+CounterBatch::CounterBatch(SchemaPtr schema, int64_t now_ms)
+    : schema_(std::move(schema)), now_ms_(now_ms) {}
 
 void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double value, int64_t ts_ms) {
-  for (size_t fi = 0; fi < schema_.families.size(); ++fi) {
-    const KeyFamily& f = schema_.families[fi];
+  for (size_t fi = 0; fi < schema_->families.size(); ++fi) {
+    const KeyFamily& f = schema_->families[fi];
     if (!f.counters) continue;
     const CountersSpec& c = *f.counters;
     const std::optional<uint32_t> t = c.TypeIndex(type.name);
@@ -141,9 +141,7 @@ void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double val
       k.str = std::string(id.str);
     else
       k.num = id.num;
-    // Floor division: a ts before 1970 still lands in the bucket that holds it.
-    const int64_t ts_s = ts_ms / 1000 - (ts_ms % 1000 < 0 ? 1 : 0);
-    Sum& s = keys_[std::move(k)][{*t, BucketStart(ts_s, c.bucket_s)}];
+    Sum& s = keys_[std::move(k)][{*t, BucketStart(SecondOf(ts_ms), c.bucket_s)}];
     if (c.valued[*t])
       s.value += value;
     else
@@ -160,7 +158,7 @@ size_t CounterBatch::increments() const {
 RedisCommands CounterBatch::Commands(std::string_view prefix, bool eval,
                                      const std::vector<size_t>& only) const {
   RedisCommands cmds;
-  const int64_t now_s = now_ms_ / 1000 - (now_ms_ % 1000 < 0 ? 1 : 0);
+  const int64_t now_s = SecondOf(now_ms_);
   size_t index = 0;
   auto next = only.begin();
   for (const auto& [k, buckets] : keys_) {
@@ -169,7 +167,7 @@ RedisCommands CounterBatch::Commands(std::string_view prefix, bool eval,
       if (next == only.end() || *next != i) continue;
       ++next;
     }
-    const KeyFamily& f = schema_.families[k.family];
+    const KeyFamily& f = schema_->families[k.family];
     const CountersSpec& c = *f.counters;
     cmds.Add(static_cast<int>(9 + 3 * buckets.size()))
         .Arg(eval ? "EVAL" : "EVALSHA")
@@ -198,7 +196,7 @@ RedisCommands CounterBatch::Commands(std::string_view prefix, bool eval,
 std::string CounterBatch::Key(size_t i, std::string_view prefix) const {
   auto it = keys_.begin();
   std::advance(it, static_cast<ptrdiff_t>(i));
-  const KeyFamily& f = schema_.families[it->first.family];
+  const KeyFamily& f = schema_->families[it->first.family];
   return std::string(prefix) +
          f.KeyOf(f.id_type == ColumnType::kStr ? it->first.str : std::to_string(it->first.num));
 }

@@ -5,7 +5,7 @@
 // key holds at most keep_s / bucket_s + 1 buckets per type after any write) and sets the
 // key's TTL to keep_s.
 //
-//   CounterBatch batch(schema, now_ms);                      // the request's time
+//   CounterBatch batch(schema, now_ms);   // the plan snapshot's schema, the request's time
 //   for (const Event& e : events) batch.Add(*e.type, e.user, e.item, e.value, e.ts_ms);
 //   auto written = co_await WriteCounters(*redis, batch, deadline);
 //
@@ -36,14 +36,15 @@ const std::string& CounterScriptSha();
 
 class CounterBatch {
  public:
-  // `schema` outlives the batch (the plan snapshot holds it). `now_ms`: the request's
-  // time (Unix ms): events older than a family's keep_s are not counted in it.
-  CounterBatch(const Schema& schema, int64_t now_ms);
+  // `schema`: the snapshot the request validated its events against (kept alive by the
+  // batch). `now_ms`: the request's time (Unix ms): events older than a family's keep_s
+  // are not counted in it.
+  CounterBatch(SchemaPtr schema, int64_t now_ms);
 
-  // Counts one event of `type` in every counters family that counts it: `value` (1 for a
-  // type without one) into the bucket of ts_ms. REQUIRES: type is one of the schema's
-  // events; user and item are of its declared id types (a str id valid: ValidStrId); value
-  // finite (|value| <= kMaxEventValue).
+  // Counts one event of `type` in every counters family that counts it: 1, or `value` for
+  // a type that carries one, into the bucket of ts_ms. REQUIRES: type is one of the
+  // schema's events; user and item are of its declared id types (a str id valid:
+  // ValidStrId); value finite (|value| <= kMaxEventValue) when the type carries one.
   void Add(const EventType& type, IdRef user, IdRef item, double value, int64_t ts_ms);
 
   bool empty() const { return keys_.empty(); }
@@ -74,7 +75,7 @@ class CounterBatch {
   };
   using Buckets = std::map<std::pair<uint32_t, int64_t>, Sum>;  // (type index, bucket start)
 
-  const Schema& schema_;
+  SchemaPtr schema_;
   int64_t now_ms_;
   std::map<KeyId, Buckets> keys_;
   uint64_t too_old_ = 0;

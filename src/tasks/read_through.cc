@@ -255,9 +255,7 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
 Coro<Result<CachedFields>> ReadCounters(const TaskContext& ctx, const FamilyIo& io,
                                         std::span<const IdRef> ids,
                                         std::span<const size_t> fields) {
-  // Seconds, floored: a bucket starts on a whole second.
-  const int64_t now_s = ctx.now_ms / 1000 - (ctx.now_ms % 1000 < 0 ? 1 : 0);
-  const CounterWindows windows(*io.family, fields, now_s);
+  const CounterWindows windows(*io.family, fields, SecondOf(ctx.now_ms));
   const RedisCommands::Shape hmget = RedisCommands::MakeShape("HMGET", windows.hash_fields());
   RedisCommands cmds;
   cmds.Reserve(ids.size(),

@@ -11,9 +11,12 @@
 #include <random>
 #include <thread>
 
+#include "core/thread_pool.h"
 #include "events/counter_layout.h"
 #include "events/counter_write.h"
+#include "plan/loader.h"
 #include "redis_server.h"
+#include "sched/scheduler.h"
 #include "tasks/task.h"
 #include "test_shard.h"
 
@@ -50,14 +53,15 @@ constexpr std::string_view kSchema = R"({
 
 constexpr int64_t kNow = 1764590400;  // Unix s of the tests' "now" (a minute's start)
 
-const Schema& TestSchema() {
+SchemaPtr TestSchemaPtr() {
   static const SchemaPtr s = [] {
     auto r = ParseSchema(kSchema, "counters.json");
     REQUIRE(r.has_value());
     return *r;
   }();
-  return *s;
+  return s;
 }
+const Schema& TestSchema() { return *TestSchemaPtr(); }
 
 const TaskRegistry& Registry() {
   static const TaskRegistry* r = [] {
@@ -88,7 +92,7 @@ struct Fixture {
 
   // Writes `events` as one request read at now_s (its batch kept in `last`).
   Result<CounterWriteResult> Write(const std::vector<Event>& events, int64_t now_s) {
-    CounterBatch& batch = last.emplace(TestSchema(), now_s * 1000);
+    CounterBatch& batch = last.emplace(TestSchemaPtr(), now_s * 1000);
     for (const Event& e : events) {
       const EventType& type = *TestSchema().FindEvent(e.type);
       const IdRef user = type.user == ColumnType::kStr ? IdRef{0, e.user_str} : IdRef{e.user, {}};
@@ -377,4 +381,42 @@ TEST_CASE("counters: a block that is no list of numbers makes the fields it feed
   const int64_t slot = (kNow - BlockStart(kNow, 60)) / 60;
   CHECK(std::get<double>(rows->column("clicks_1h")->Get(0)) == (slot == 0 ? 1 : 3));
   CHECK(TestSchema().Find("ic")->values->unparsable_field.load() == before + 1);
+}
+
+TEST_CASE("counters: a plan reads them at its request's ts_ms; viewer needs a family by user") {
+  Fixture f;
+  REQUIRE(
+      f.Write({{"click", 1, "", 2, 1, (kNow - 30) * 1000}, {"imp", 1, "", 2, 1, kNow * 1000}}, kNow)
+          .has_value());
+  constexpr std::string_view kPlan = R"({"schema_version": 1, "name": "cnt", "params": {},
+    "nodes": [{"node_id": "s", "op": "fixed_source", "params": {"count": 2}},
+              {"node_id": "f", "op": "features", "inputs": ["s"],
+               "params": {"family": "ic", "fields": ["clicks_1h", "ctr_30m"]}}],
+    "output": {"node": "f"}})";
+  auto plan =
+      LoadPlanText(kPlan, "cnt.plan.json", TaskRegistry::WithTestOps(), nullptr, TestSchemaPtr());
+  REQUIRE_MESSAGE(plan.has_value(), plan.error().message);
+  ThreadPool pool(1, "test-cpu");
+  ExecEnv env{.loop = &f.shard->loop(), .pool = &pool, .redis = &f.shard->pools()};
+  // At kNow both events count; an hour and a minute later neither does.
+  for (auto [ts_s, clicks] : {std::pair{kNow, 1.0}, {kNow + 3660, 0.0}}) {
+    RunRequest req;
+    req.plan = *plan;
+    req.user_id = int64_t{1};
+    req.deadline = Clock::now() + std::chrono::seconds(10);
+    req.ts_ms = ts_s * 1000;
+    auto r = RunSync(f.shard->loop(), RunPlan(env, std::move(req)));
+    pool.WaitIdle();
+    REQUIRE_MESSAGE(r.has_value(), r.error().message);
+    REQUIRE(r->output.size() == 2);
+    CHECK(std::get<double>(r->output.column("clicks_1h")->Get(1)) == clicks);
+    CHECK(std::get<double>(r->output.column("ctr_30m")->Get(1)) == (clicks + 1) / (clicks + 11));
+    CHECK(std::get<double>(r->output.column("clicks_1h")->Get(0)) == 0);
+  }
+  auto viewer = LoadPlanText(R"({"schema_version": 1, "name": "v", "params": {},
+    "nodes": [{"node_id": "v", "op": "viewer", "params": {"family": "ic"}}], "output": {"node": "v"}})",
+                             "v.plan.json", TaskRegistry::WithTestOps(), nullptr, TestSchemaPtr());
+  REQUIRE_FALSE(viewer.has_value());
+  CHECK(viewer.error().message.find("node 'v'") != std::string::npos);
+  CHECK(viewer.error().message.find("family 'ic' (counters) counts by item") != std::string::npos);
 }
