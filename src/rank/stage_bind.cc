@@ -2,6 +2,7 @@
 
 #include "core/client_text.h"
 #include "rank/context.h"
+#include "rank/path.h"
 
 namespace rankd {
 
@@ -26,6 +27,7 @@ Status BindStage::Before(RankContext& ctx, RankInput& in) {
   ctx.run.params = std::move(rr.params);
   // The deadline counts from the moment the request was fully read (docs/api.md).
   ctx.run.deadline = ctx.t0 + std::chrono::milliseconds(ctx.deadline_ms);
+  ctx.run.ts_ms = UnixMsAt(ctx.t0);  // the served log's ts_ms: counters' `now`
   return {};
 }
 

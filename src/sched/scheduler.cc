@@ -320,6 +320,10 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   size_t with_refs = 0;
   for (const PlanNode& node : plan.nodes) with_refs += node.refs.empty() ? 0 : 1;
   bool scaled = plan.quality.enabled && req.quality < 1.0;
+  const int64_t now_ms = req.ts_ms != 0 ? req.ts_ms
+                                        : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count();
   // TaskContext::args points into it.
   st->resolved.reserve(with_refs + (scaled ? plan.quality.scale.size() : 0));
   for (size_t i = 0; i < n; ++i) {
@@ -331,6 +335,7 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     ctx.cache = env.cache;
     ctx.cache_lookups = &st->stats[i].cache;
     ctx.user_id = {st->user_id.num, st->user_id.str};
+    ctx.now_ms = now_ms;
     ctx.node = &node;
     ctx.params = &st->values;
     ctx.request_deadline = req.deadline;

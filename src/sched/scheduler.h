@@ -58,6 +58,9 @@ struct RunRequest {
   UserId user_id;  // of the plan's user_id type (Plan::user_id_type)
   GivenParams params;
   Deadline deadline;  // absolute; none = no request deadline
+  // The request's time, Unix ms (when it was read): the `now` of counters' windows
+  // (TaskContext::now_ms). 0: the wall clock when the run starts.
+  int64_t ts_ms = 0;
   // The request is recorded (served log): RunResult keeps the outputs of
   // plan->log.kept and the effective parameters.
   bool keep_for_log = false;

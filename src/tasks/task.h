@@ -47,6 +47,7 @@ struct TaskContext {
   ShardCache* cache = nullptr;            // the shard's cache; nullptr when the process has none
   CacheLookups* cache_lookups = nullptr;  // where this run reports them; may be null
   IdRef user_id;                          // its str view points into the request's state
+  int64_t now_ms = 0;                     // the request's time, Unix ms (counters' windows)
   const PlanNode* node = nullptr;         // id, op, compiled expr/pred, output types
   const TaskArgs* args = nullptr;         // this request's task parameters, resolved and checked
   const ParamValues* params = nullptr;    // this request's plan parameters, by decl index
