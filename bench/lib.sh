@@ -93,7 +93,7 @@ build_base() {
   # The executable moved from src/server/ to src/cli/: a base from before the move has
   # it in the old place.
   local exe=src/cli/rankd
-  [ -f "$dir/src/src/cli/meson.build" ] || exe=src/cli/rankd
+  [ -f "$dir/src/src/cli/meson.build" ] || exe=src/server/rankd
   ninja -C "$dir/build" "$exe" >&2
   # shellcheck disable=SC2034  # outputs, read by the caller
   BASE_BIN="$dir/build/$exe"

@@ -358,7 +358,7 @@ class PlanBuilder {
     const dflt = opDefault<string>(rec.op, "family");
     const kinds = (OPS as unknown as Record<string, { family: { types: readonly FamilyType[] } }>)[rec.op].family.types;
     const fams = this.schema.families;
-    const kindText = kinds.join(" or ");
+    const kindText = kinds.length > 1 ? `${kinds.slice(0, -1).join(", ")} or ${kinds[kinds.length - 1]}` : kinds.join("");
     const fitting = () => {
       const names = [...fams.values()].filter((f) => kinds.includes(f.type)).map((f) => f.name);
       return names.length ? `${kindText} families in ${this.schema.source}: ${names.join(", ")}` : `${this.schema.source} declares no ${kindText} family`;

@@ -104,8 +104,8 @@ test("viewer: all declared fields in declaration order, or the given ones in the
 
 const cases: [string, B, RegExp, ((spec: any) => any)?][] = [
   ["misspelled family", (c) => c.viewer().follow({ family: "folow" }), new RegExp(`follow\\(\\) ${AT}family: unknown family "folow" \\(list or zset families in the demo schema: follow, recs, media\\)`)],
-  ["family of the wrong type", (c) => c.viewer({ family: "follow" }), /viewer\(\) .*family 'follow' is a list family; viewer reads a hash or json family \(hash or json families in the demo schema: user, item\)/],
-  ["set family for features", (c) => c.viewer().follow().features({ family: "seen", fields: ["likes"] }), /features\(\) .*family 'seen' is a set family; features reads a hash or json family/],
+  ["family of the wrong type", (c) => c.viewer({ family: "follow" }), /viewer\(\) .*family 'follow' is a list family; viewer reads a hash, json or counters family \(hash, json or counters families in the demo schema: user, item\)/],
+  ["set family for features", (c) => c.viewer().follow().features({ family: "seen", fields: ["likes"] }), /features\(\) .*family 'seen' is a set family; features reads a hash, json or counters family/],
   ["list family for seen_filter", (c) => c.viewer().follow().seenFilter({ family: "recs" }), /seen_filter\(\) .*family 'recs' is a list family; seen_filter reads a set or zset family/],
   ["family not a string", (c) => c.viewer({ family: 3 }), /family must be a family name, got 3/],
   ["undeclared viewer field", (c) => c.viewer({ fields: ["country", "height"] }), /viewer\(\) .*fields: "height" is not a field of 'user' \(country, lang, age, premium\)/],
@@ -121,7 +121,7 @@ const cases: [string, B, RegExp, ((spec: any) => any)?][] = [
   ["i64 ids into a str-keyed family", (c) => c.fixedSource().follow({ family: "watch" }), /family 'watch' is keyed by str ids but the input's id column is i64/, market.definePlan],
   ["i64 members into features of str ids", (c) => c.viewer({ family: "account" }).follow({ family: "nums" }).features({ family: "listing", fields: ["price"] }), /features\(\) .*family 'listing' is keyed by str ids but the input's id column is i64/, market.definePlan],
   ["seen set of another member type", (c) => c.fixedSource().seenFilter({ family: "hidden" }), /seen_filter\(\) .*family 'hidden' holds str members but the input's id column is i64/, market.definePlan],
-  ["no default family in this schema", (c) => c.viewer(), /viewer\(\) .*family: schema\.json has no family 'user' \(the default\); give family \(hash or json families in schema\.json: account, listing, odd\)/, market.definePlan],
+  ["no default family in this schema", (c) => c.viewer(), /viewer\(\) .*family: schema\.json has no family 'user' \(the default\); give family \(hash, json or counters families in schema\.json: account, listing, odd\)/, market.definePlan],
   ["str field in arithmetic", (c) => c.viewer({ family: "account" }).recommendation().features({ family: "listing", fields: ["title"] }).vm({ outKey: "s", expr: "title * 2" }), /vm\(\) .*\*: operand title is str; arithmetic needs numbers/, market.definePlan],
   ["seen set keyed by another type than user_id", (c) => c.viewer({ family: "account" }).recommendation().seenFilter({ family: "legacy_seen" }), /seen_filter\(\) at test\/schema\.test\.ts:\d+:\d+: family 'legacy_seen' is keyed by i64 ids, but the request's user_id is str \(the viewer family 'account' is keyed by str ids\)/, market.definePlan],
   ["viewer of a family with a field named id", (c) => c.viewer({ family: "odd" }), /family 'odd' has a field 'id', which would replace the id column/, market.definePlan],

@@ -159,4 +159,8 @@ int CmdBench(const std::vector<std::string>& argv) {
   return b.errors ? 1 : 0;
 }
 
+const char kBenchSynopsis[] =
+    "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"
+    " [--redis NAME=URL]... [--redis-conns K] [--enable-test-ops]";
+
 }  // namespace rankd

@@ -55,4 +55,6 @@ int CmdCheckPlans(const std::vector<std::string>& argv) {
   return 0;
 }
 
+const char kCheckPlansSynopsis[] = "[--plans DIR] [--served-log NAME=URL]... [--enable-test-ops]";
+
 }  // namespace rankd

@@ -24,4 +24,6 @@ int CmdOps(const std::vector<std::string>& args) {
   return 2;
 }
 
+const char kOpsSynopsis[] = "--json | --markdown  (the op catalogue)";
+
 }  // namespace rankd

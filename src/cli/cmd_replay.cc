@@ -155,4 +155,8 @@ int CmdReplay(const std::vector<std::string>& argv) {
   return replay.ExitCode();
 }
 
+const char kReplaySynopsis[] =
+    "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"
+    " [--enable-test-ops]";
+
 }  // namespace rankd

@@ -87,4 +87,8 @@ int CmdRun(const std::vector<std::string>& argv) {
   return 0;
 }
 
+const char kRunSynopsis[] =
+    "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain] "
+    "[--enable-test-ops] [--redis NAME=URL]...  (request JSON on stdin)";
+
 }  // namespace rankd

@@ -80,4 +80,8 @@ int CmdSeed(const std::vector<std::string>& args) {
   return 0;
 }
 
+const char kSeedSynopsis[] =
+    "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
+    "[--flush]";
+
 }  // namespace rankd

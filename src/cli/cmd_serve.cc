@@ -135,4 +135,6 @@ int CmdServe(const std::vector<std::string>& args) {
   }
 }
 
+const char kServeSynopsis[] = "[flags]  (the default command; see rankd serve --help)";
+
 }  // namespace rankd

@@ -1,5 +1,6 @@
 // The `rankd` subcommands, one per file (cmd_<name>.cc), dispatched by main.cc.
-// Each takes the arguments after its name and returns the process exit code.
+// Each takes the arguments after its name and returns the process exit code; its file
+// also holds its synopsis (k<Name>Synopsis: its flags, for `rankd --help`).
 //
 // Threads: the main thread.
 #pragma once
@@ -26,6 +27,15 @@ int CmdSeed(const std::vector<std::string>& args);        // cmd_seed.cc (Redis 
 int CmdReplay(const std::vector<std::string>& args);      // cmd_replay.cc (served logs)
 int CmdServe(const std::vector<std::string>& args);       // cmd_serve.cc (the default)
 int CmdOps(const std::vector<std::string>& args);         // cmd_ops.cc (the op catalogue)
+
+// Their one-line synopses for `rankd --help`, in their files.
+extern const char kRunSynopsis[];
+extern const char kBenchSynopsis[];
+extern const char kCheckPlansSynopsis[];
+extern const char kSeedSynopsis[];
+extern const char kReplaySynopsis[];
+extern const char kServeSynopsis[];
+extern const char kOpsSynopsis[];
 
 // Reads a subcommand's flags (cli_flags.h); on an error prints "rankd: <message>", or
 // "rankd <command>: unknown argument '<arg>'", on stderr and returns false (cli_args.cc).

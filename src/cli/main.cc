@@ -10,32 +10,23 @@ namespace {
 struct Command {
   const char* name;
   int (*run)(const std::vector<std::string>&);
-  const char* help;
+  const char* usage;  // its line in `rankd --help`
 };
 
 // Add one line per subcommand.
 constexpr Command kCommands[] = {
-    {"serve", &rankd::CmdServe, "[flags]  (the default command; see rankd serve --help)"},
-    {"run", &rankd::CmdRun,
-     "--plan NAME [--plans DIR] [--deadline-ms N] [--node-timeout-ms N] [--explain] "
-     "[--enable-test-ops] [--redis NAME=URL]...  (request JSON on stdin)"},
-    {"bench", &rankd::CmdBench,
-     "--plan NAME [-n N] [-c C] [--plans DIR] [--user-id U] [--deadline-ms N] [--node-timeout-ms N]"
-     " [--redis NAME=URL]... [--redis-conns K] [--enable-test-ops]"},
-    {"check-plans", &rankd::CmdCheckPlans,
-     "[--plans DIR] [--served-log NAME=URL]... [--enable-test-ops]"},
-    {"replay", &rankd::CmdReplay,
-     "--log FILE|redis-stream://ENDPOINT?stream=S [--redis NAME=URL]... [--plans DIR]"
-     " [--enable-test-ops]"},
-    {"seed", &rankd::CmdSeed,
-     "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
-     "[--flush]"},
-    {"ops", &rankd::CmdOps, "--json | --markdown  (the op catalogue)"},
+    {"serve", &rankd::CmdServe, rankd::kServeSynopsis},
+    {"run", &rankd::CmdRun, rankd::kRunSynopsis},
+    {"bench", &rankd::CmdBench, rankd::kBenchSynopsis},
+    {"check-plans", &rankd::CmdCheckPlans, rankd::kCheckPlansSynopsis},
+    {"replay", &rankd::CmdReplay, rankd::kReplaySynopsis},
+    {"seed", &rankd::CmdSeed, rankd::kSeedSynopsis},
+    {"ops", &rankd::CmdOps, rankd::kOpsSynopsis},
 };
 
 int Usage() {
   std::fprintf(stderr, "usage: rankd <command> [flags]\n");
-  for (const auto& c : kCommands) std::fprintf(stderr, "  rankd %s %s\n", c.name, c.help);
+  for (const auto& c : kCommands) std::fprintf(stderr, "  rankd %s %s\n", c.name, c.usage);
   std::fprintf(stderr,
                "Every command that takes --redis also takes --redis-password-file NAME=PATH,\n"
                "--redis-tls-ca FILE, --redis-tls-cert FILE and --redis-tls-key FILE (see rankd "

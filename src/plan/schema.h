@@ -1,8 +1,10 @@
 // Schema: the declared Redis layout of a plans folder (`schema.json`, docs/data.md):
-// families of keys, each with a key template, an id type, and its fields (hash, json) or
-// member type (list, zset, set). Without a schema.json a folder uses the built-in demo
-// schema (kDemoSchemaJson, also shipped as plans/schema.json). Parsed and validated once
-// at load, immutable after, installed with the plans and models as one snapshot.
+// families of keys, each with a key template, an id type, and its fields (hash, json,
+// counters) or member type (list, zset, set); and the event types rankd accepts, with the
+// counters families they keep (docs/events.md). Without a schema.json a folder uses the
+// built-in demo schema (kDemoSchemaJson, also shipped as plans/schema.json). Parsed and
+// validated once at load, immutable after, installed with the plans and models as one
+// snapshot.
 //
 // Threads: ParseSchema and DemoSchema from any thread (FamilyCacheId takes a mutex, at
 // load only); a Schema is immutable once built: any thread.
@@ -23,7 +25,8 @@
 
 namespace rankd {
 
-enum class FamilyType : uint8_t { kHash, kJson, kList, kZset, kSet };
+// kCounters: kept by rankd from events (docs/events.md), read like a hash.
+enum class FamilyType : uint8_t { kHash, kJson, kList, kZset, kSet, kCounters };
 std::string_view FamilyTypeName(FamilyType t);
 
 // A field's declared type. kBool is stored as 0/1/true/false (a JSON boolean in a json
@@ -50,6 +53,53 @@ struct SchemaField {
   FieldType type = FieldType::kI64;
 };
 
+// A counters family's field (docs/events.md): a sum of one counted type, or a rate of
+// two, over the buckets whose start b satisfies now - window_s < b <= now.
+struct CounterField {
+  enum class Kind : uint8_t { kSum, kRate };
+  Kind kind = Kind::kSum;
+  uint32_t num = 0;  // index into CountersSpec::count: what is summed (the rate's numerator)
+  uint32_t den = 0;  // kRate: the denominator's type
+  int64_t window_s = 0;
+  double prior_a = 0, prior_b = 0;  // kRate: (sum(num) + a) / (sum(den) + a + b)
+};
+
+// What a `counters` family keeps: per id (`by`), per counted event type, the sum of
+// its events' values (1 each without a value) in buckets of bucket_s seconds aligned to
+// the Unix epoch, for keep_s seconds.
+struct CountersSpec {
+  enum class By : uint8_t { kItem, kUser };
+  By by = By::kItem;
+  std::vector<std::string> count;    // event type names, as declared
+  std::vector<uint8_t> valued;       // count[t] carries a value (sums are f64, else exact)
+  int64_t bucket_s = 0;              // 1..86,400
+  int64_t keep_s = 0;                // a multiple of bucket_s, at most 1,000 buckets
+  std::vector<CounterField> fields;  // parallel to KeyFamily::fields (all f64)
+  int64_t cache_ms = 0;              // how stale a read value may be served (0: never)
+
+  int64_t buckets() const { return keep_s / bucket_s; }
+  std::optional<uint32_t> TypeIndex(std::string_view type) const;
+};
+std::string_view CounterByName(CountersSpec::By by);  // "item", "user"
+
+// A zset of ids kept newest first, scored by ts_ms (an event type's `marks`, a plan's
+// `served_state`): at most `max` members, the key's TTL ttl_s after each write.
+struct ZsetMarks {
+  std::string family;  // a zset family (checked where it is declared)
+  int64_t max = 0;     // 1..kMaxMarks
+  int64_t ttl_s = 0;   // 1..kMaxMarksTtl
+};
+
+// An event type of `events` (docs/events.md): the id types of its user and item, whether
+// it carries a value, and the zset it marks.
+struct EventType {
+  std::string name;
+  ColumnType user = ColumnType::kI64;  // kI64 or kStr
+  ColumnType item = ColumnType::kI64;
+  bool value = false;
+  std::optional<ZsetMarks> marks;
+};
+
 struct KeyFamily {
   std::string name;
   FamilyType type = FamilyType::kHash;
@@ -58,17 +108,22 @@ struct KeyFamily {
   std::string key_suffix;                      // and after
   ColumnType id_type = ColumnType::kI64;       // kI64 or kStr: what fills {id}
   ColumnType members_type = ColumnType::kI64;  // list, zset, set: kI64 or kStr
-  std::vector<SchemaField> fields;             // hash, json: in declaration order
+  std::vector<SchemaField> fields;             // hash, json, counters: in declaration order
+  std::optional<CountersSpec> counters;        // counters only
   // The same for every family of the same definition (name, type, key, id, members,
   // fields) for the life of the process: the shard cache keys entries by it, so a reload
   // that changes a family's definition leaves its old entries unreachable (and drops them).
   uint32_t cache_id = 0;
   FamilyValueStats* values = nullptr;  // never null in a parsed schema
 
-  bool has_fields() const { return type == FamilyType::kHash || type == FamilyType::kJson; }
+  bool has_fields() const {
+    return type == FamilyType::kHash || type == FamilyType::kJson || type == FamilyType::kCounters;
+  }
   bool is_list() const { return type == FamilyType::kList || type == FamilyType::kZset; }
-  // Whether its values may be kept in the shard cache (a set is asked per request).
-  bool cacheable() const { return type != FamilyType::kSet; }
+  // Whether its values may be kept in the shard cache, exact by invalidation: not a set
+  // (asked per request), nor counters (written by every event, and read for a window
+  // that moves with the request's time: tracking them would only churn).
+  bool cacheable() const { return type != FamilyType::kSet && type != FamilyType::kCounters; }
   std::optional<size_t> FieldIndex(std::string_view name) const;
   KeyTemplate key_template() const { return {key_prefix, key_suffix}; }
   // The Redis key of id `id` (without the endpoint's prefix).
@@ -82,11 +137,14 @@ struct KeyFamily {
 
 struct Schema {
   std::vector<KeyFamily> families;  // in declaration order
+  std::vector<EventType> events;    // `events`, in declaration order; empty without
+  std::string event_log_sink;       // `event_log.sink`; "" without
   std::string json;                 // the file's text (or the built-in's): GET /schema
   std::string sha256;               // of `json`
   bool builtin = false;             // the demo schema, no schema.json in the folder
 
   const KeyFamily* Find(std::string_view name) const;
+  const EventType* FindEvent(std::string_view name) const;
 };
 using SchemaPtr = std::shared_ptr<const Schema>;
 
@@ -95,18 +153,32 @@ inline constexpr size_t kMaxFamilies = 256;
 inline constexpr size_t kMaxFields = 1024;
 inline constexpr size_t kMaxKeyTemplate = 256;
 inline constexpr size_t kMaxStrId = 256;
+inline constexpr size_t kMaxEventTypes = 256;
+inline constexpr int64_t kMaxBucketS = 86400;
+inline constexpr int64_t kMaxBuckets = 1000;
+inline constexpr int64_t kMaxMarks = 100000;
+inline constexpr int64_t kMaxMarksTtl = int64_t{10} * 366 * 86400;  // ten years
+inline constexpr int64_t kMaxCacheMs = 60000;
+// |value| of an event that carries one (docs/events.md).
+inline constexpr double kMaxEventValue = 1e9;
 
 // The built-in demo schema's text (docs/data.md): equal to plans/schema.json.
 extern const std::string_view kDemoSchemaJson;
 
 // Parses and validates a schema file's text. Errors are bad_request naming `file`, the
-// family and the member ("plans/schema.json: family 'item': fields.likes: unknown type
-// 'int'").
+// family (or event type) and the member ("plans/schema.json: family 'item': fields.likes:
+// unknown type 'int'", "...: event type 'click': user: missing").
 Result<SchemaPtr> ParseSchema(std::string_view text, std::string_view file);
 // The demo schema (built once).
 SchemaPtr DemoSchema();
 
 // Whether `id` may fill a str family's {id}: 1..256 bytes without '{' or '}'.
 bool ValidStrId(std::string_view id);
+
+// What is wrong with `m` as "<member>: <what>" ("family: ...", "max: ..."), or "" when
+// nothing is: its family a zset of `schema` keyed by `user` ids with members of `item` ids,
+// max and ttl_s within bounds. An event type's marks and a plan's served_state alike.
+std::string ZsetMarksProblem(const Schema& schema, const ZsetMarks& m, ColumnType user,
+                             ColumnType item);
 
 }  // namespace rankd

@@ -7,9 +7,11 @@
 //    latency ratios (each answer's time over its plan's no-load latency) gives
 //    gradient = clamp(tolerance / median, 0.5, 2); limit = limit * gradient + sqrt(limit),
 //    within [min_limit, --max-inflight]. It grows only while the shard uses more than half
-//    of it. The no-load latency of each plan is measured, not assumed: the median of its
-//    last 32 answers to requests admitted while the shard ran nothing else. A shard under
-//    sustained load has no such moments, so when a plan with traffic has had none for
+//    of it, and does not shrink while 95% of the interval's answers took under a quarter
+//    of their request's deadline (no client is the worse for that queue). The no-load
+//    latency of each plan is measured, not assumed: the median of its last 32 answers
+//    to requests admitted while the shard ran nothing else. A shard under sustained load
+//    has no such moments, so when a plan with traffic has had none for
 //    `probe_after` (no estimate yet) or `refresh_after` (an old one) while the shard
 //    refuses for its limit (only then does the estimate decide anything), it makes them:
 //    it pins its limit at 1 until `probe_requests` have answered (at most `probe_max_ms`).
@@ -87,8 +89,9 @@ class Admission {
   // What admission gave a request, handed back when it answers.
   struct Ticket {
     PlanLoadPtr load;
-    uint32_t epoch = 0;  // the measurement epoch it was admitted in (odd: measuring)
-    bool alone = false;  // admitted while the shard ran nothing else
+    uint32_t epoch = 0;     // the measurement epoch it was admitted in (odd: measuring)
+    bool alone = false;     // admitted while the shard ran nothing else
+    int64_t budget_us = 0;  // its remaining deadline when admitted
   };
 
   // The plan's statistics (made on first use). Plans of one name share them.
@@ -133,6 +136,7 @@ class Admission {
   TimePoint measure_started_{};
   size_t measured_ = 0;          // probe answers so far
   std::vector<float> ratios_;    // this interval's latency ratios
+  std::vector<float> used_;      // and the fractions of their deadlines the answers took
   size_t max_live_ = 0;          // the most requests running at once this interval
   uint64_t limit_refusals_ = 0;  // this interval's, for quality
   TimePoint last_refusal_{};     // the last tick whose interval refused for the limit

@@ -1,5 +1,6 @@
 // features: the listed fields of each input row's hash or json (one HMGET, or MGET for
-// json, per distinct id), read through the cache (read_through.h).
+// json, per distinct id), read through the cache (read_through.h); or of its counters,
+// sums and rates at the request's time (one HMGET of the windows' buckets per distinct id).
 // Threads: the run executes on the request's loop thread.
 #include "tasks/read_through.h"
 #include "tasks/schemas.h"
@@ -10,7 +11,8 @@ namespace rankd {
 namespace {
 
 Result<ColumnTypes> FeaturesSchema(const SchemaArgs& a) {
-  if (auto ok = NeedType(a, {FamilyType::kHash, FamilyType::kJson}, "features reads hash or json");
+  if (auto ok = NeedType(a, {FamilyType::kHash, FamilyType::kJson, FamilyType::kCounters},
+                         "features reads hash, json or counters");
       !ok)
     return Fail(ok.error());
   if (auto ok = NeedInputIds(a, a.family->id_type, "is keyed by"); !ok) return Fail(ok.error());
@@ -30,6 +32,11 @@ Coro<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   auto ids = IdsOf(input, family);
   if (!ids) co_return Fail(ids.error());
   Distinct distinct = DistinctIds(*ids);
+  if (family.type == FamilyType::kCounters) {
+    auto cells = co_await ReadCounters(ctx, *io, distinct.ids, field_index);
+    if (!cells) co_return Fail(std::move(cells.error()));
+    co_return FeatureRows(io->src, input, *ids, distinct.reply_of, fields, field_index, *cells);
+  }
   auto read = co_await ReadHashes(ctx, *io, distinct.ids, field_index, false);
   if (!read) co_return Fail(std::move(read.error()));
   if (read->all_hit)
@@ -47,8 +54,8 @@ void RegisterOps_features(TaskRegistry& r) {
              TaskParamSpec::Required("fields", ParamKind::kStrList).Bounds(1, std::nullopt)},
             &FeaturesSchema, &RunFeatures)
             .Doc("The input plus the listed fields of each row's key (added or replaced), null "
-                 "where missing.")
-            .Reads({FamilyType::kHash, FamilyType::kJson})
+                 "where missing; a counters family's sums and rates at the request's time.")
+            .Reads({FamilyType::kHash, FamilyType::kJson, FamilyType::kCounters})
             .Adds({AddedColumn::ByParam("fields", ColumnFrom::kFamilyFields)}));
 }
 

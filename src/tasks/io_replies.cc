@@ -360,6 +360,14 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
   return {};
 }
 
+Result<void> DecodeCounters(const ReplySource& src, IdRef id, const CounterWindows& windows,
+                            RespView r, CachedFields& cells, size_t first) {
+  if (!r.is_array() || r.size() != windows.hash_fields().size())
+    return Fail(BadReply(src, "HMGET", id, r));
+  windows.SumWindows(r, cells, first);
+  return {};
+}
+
 namespace {
 
 // Walks an LRANGE / ZRANGE reply of `src`'s family: member(position, ok, text, num, score)

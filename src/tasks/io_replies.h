@@ -27,6 +27,7 @@
 #include "cache/shard_cache.h"
 #include "core/error.h"
 #include "data/row_set.h"
+#include "events/counter_layout.h"
 #include "plan/schema.h"
 #include "redis/endpoint.h"
 #include "redis/resp_replies.h"
@@ -83,6 +84,12 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
 // and counts bad_json. Returns whether it was an object.
 bool DecodeJsonFields(const ReplySource& src, std::string_view text, std::span<const size_t> fields,
                       CachedFields& cells, size_t first);
+
+// HMGET {key} <the window's buckets> of a counters family -> the fields of `windows`
+// (sums and rates at its time) into cells first, first + 1, ...
+// REQUIRES: cells.size() >= first + the windows' fields.
+Result<void> DecodeCounters(const ReplySource& src, IdRef id, const CounterWindows& windows,
+                            RespView r, CachedFields& cells, size_t first);
 
 // LRANGE {key} 0 asked-1, or ZRANGE {key} 0 asked-1 REV [WITHSCORES] for a zset family
 // (`scores`: the reply has WITHSCORES pairs, and the scores are kept) -> the head, its

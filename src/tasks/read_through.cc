@@ -252,6 +252,28 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
   co_return out;
 }
 
+Coro<Result<CachedFields>> ReadCounters(const TaskContext& ctx, const FamilyIo& io,
+                                        std::span<const IdRef> ids,
+                                        std::span<const size_t> fields) {
+  const CounterWindows windows(*io.family, fields, SecondOf(ctx.now_ms));
+  const RedisCommands::Shape hmget = RedisCommands::MakeShape("HMGET", windows.hash_fields());
+  RedisCommands cmds;
+  cmds.Reserve(ids.size(),
+               ids.size() * (hmget.head.size() + hmget.tail.size() + 32 + io.pool->prefix().size() +
+                             io.key.before.size() + io.key.after.size()));
+  for (const IdRef id : ids) io.AddKeyed(cmds, hmget, id);
+  auto replies = co_await io.pool->Batch(std::move(cmds), ctx.deadline);
+  if (!replies)
+    co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
+  CachedFields cells;
+  cells.resize(ids.size() * fields.size());
+  for (size_t k = 0; k < ids.size(); ++k)
+    if (auto ok = DecodeCounters(io.src, ids[k], windows, (*replies)[k], cells, k * fields.size());
+        !ok)
+      co_return Fail(std::move(ok.error()));
+  co_return cells;
+}
+
 // Whether a node's fields can be held by the cache (CacheEntry::kMaxFields).
 bool CacheableFields(std::span<const size_t> fields) {
   for (size_t f : fields)

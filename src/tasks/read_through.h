@@ -2,7 +2,8 @@
 // (viewer.cc, lists.cc, features.cc, seen_filter.cc) shares.
 //
 // Every node reads one schema family (plan/schema.h) through one mechanism, ReadHashes
-// for hash and json families and ReadLists for list and zset families: look the keys up
+// for hash and json families and ReadLists for list and zset families (ReadCounters for
+// counters families, which are never cached: KeyFamily::cacheable): look the keys up
 // in the shard's cache (a node with `cache: true` in a process with a cache), send one
 // pipelined batch for the misses (one write, one round trip however many rows), decode
 // the replies by the family's declared types (io_replies.h), store what was read. Hits
@@ -104,6 +105,13 @@ struct HashReads {
 Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
                                    std::span<const IdRef> ids, std::span<const size_t> fields,
                                    bool whole);
+
+// The values of `fields` (the family's field indexes: sums and rates) of every id of `ids`
+// at the request's time (ctx.now_ms), for distinct id k at cells[k * fields.size() + f]:
+// one HMGET of the windows' buckets per id (events/counter_layout.h), one batch.
+// REQUIRES: io.family is a counters family.
+Coro<Result<CachedFields>> ReadCounters(const TaskContext& ctx, const FamilyIo& io,
+                                        std::span<const IdRef> ids, std::span<const size_t> fields);
 
 // Whether a node's fields can be held by the cache (CacheEntry::kMaxFields).
 bool CacheableFields(std::span<const size_t> fields);

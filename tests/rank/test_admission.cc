@@ -86,10 +86,11 @@ TEST_CASE("Admission: the adaptive limit falls with latency and grows back when 
   }
   REQUIRE(a.loads().at("p")->no_load_us == 2000);
   CHECK(a.limit() == 128);
-  // Requests at 8x their no-load latency: the limit shrinks (gradient 0.5 a tick).
+  // Requests at 8x their no-load latency, taking 40% of their deadline: the limit
+  // shrinks (gradient 0.5 a tick).
   for (int tick = 0; tick < 14; ++tick) {
     for (int i = 0; i < 20; ++i) {
-      if (!a.Admit(plan, 3, Priority::kDefault, 1000000, t)) a.OnAnswer(t, 16000, true);
+      if (!a.Admit(plan, 3, Priority::kDefault, 40000, t)) a.OnAnswer(t, 16000, true);
     }
     now += std::chrono::milliseconds(100);
     a.OnTick(now, a.limit());
@@ -110,6 +111,35 @@ TEST_CASE("Admission: the adaptive limit falls with latency and grows back when 
   now += std::chrono::milliseconds(100);
   a.OnTick(now, 0);
   CHECK(a.limit() == before);
+}
+
+TEST_CASE("Admission: no shrinking while answers take under a quarter of their deadline") {
+  AdmissionOptions o;
+  o.max_inflight = 1000;
+  Admission a(o);
+  auto plan = MakePlan("p");
+  TimePoint now = Clock::now();
+  Admission::Ticket t;
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(!a.Admit(plan, 0, Priority::kDefault, 1000000, t));
+    a.OnAnswer(t, 2000, true);
+  }
+  // 8x the no-load latency, as above, but 16 ms of a 2 s deadline (a closed-loop client
+  // with many requests outstanding): the queue costs nobody anything, the limit holds.
+  for (int tick = 0; tick < 14; ++tick) {
+    for (int i = 0; i < 20; ++i)
+      if (!a.Admit(plan, 100, Priority::kDefault, 2000000, t)) a.OnAnswer(t, 16000, true);
+    now += std::chrono::milliseconds(100);
+    a.OnTick(now, 100);
+  }
+  CHECK(a.limit() >= 128);
+  // The same answers against a 50 ms deadline (32% of it): it shrinks.
+  size_t before = a.limit();
+  for (int i = 0; i < 20; ++i)
+    if (!a.Admit(plan, 3, Priority::kDefault, 50000, t)) a.OnAnswer(t, 16000, true);
+  now += std::chrono::milliseconds(100);
+  a.OnTick(now, a.limit());
+  CHECK(a.limit() < before);
 }
 
 TEST_CASE("Admission: a loaded plan without a no-load estimate is measured one at a time") {

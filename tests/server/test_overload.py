@@ -98,13 +98,13 @@ def run_clients(port, body, n, seconds, gap=0.0):
 
 
 def test_cpu_flood_adapts_the_limit_and_refuses_fast():
-    # One CPU worker and 5 ms of CPU per request: 48 clients pile up far more work than
-    # the worker can do within the deadline. The adaptive limit must come down from its
-    # start (128) below the 48 clients, refuse the excess at once with 503 + Retry-After,
-    # and keep serving.
+    # One CPU worker and 5 ms of CPU per request: 48 clients queue 240 ms of work, 40% of
+    # their 600 ms deadline. The adaptive limit must come down from its start (128) below
+    # the 48 clients, refuse the excess at once with 503 + Retry-After, and keep serving.
+    # (The server's --deadline-ms, which sets when the CPU queue turns LIFO, stays long.)
     r = Rankd(folder({"busy": busy_plan("busy", 5)}), shards=1,
               extra_args=["--cpu-threads", "1", "--deadline-ms", "10000"])
-    answers = run_clients(r.port, {"plan": "busy", "user_id": 1}, 48, 4.0)
+    answers = run_clients(r.port, {"plan": "busy", "user_id": 1, "deadline_ms": 600}, 48, 4.0)
     ok = sum(1 for a in answers if a[1] == 200)
     refused = sum(1 for a in answers if a[1] == 503)
     late = sum(1 for a in answers if a[1] == 504)
@@ -124,6 +124,23 @@ def test_cpu_flood_adapts_the_limit_and_refuses_fast():
     assert counted >= refused, f"{refused} refusals seen, {counted} counted"
     n = metric_value(text, "rankd_admission_refusal_seconds_count", shard=0)
     assert n >= refused, f"refusal times: {n} observed for {refused} refusals"
+    r.stop()
+
+
+def test_closed_loop_within_deadlines_is_not_refused():
+    # 24 clients that each send again as soon as they are answered (wrk's way) keep a
+    # queue of ~120 ms of CPU work: far over the no-load latency, far under their 10 s
+    # deadline. Nothing is refused: the queue costs none of them anything.
+    r = Rankd(folder({"busy": busy_plan("busy", 5)}), shards=1,
+              extra_args=["--cpu-threads", "1", "--deadline-ms", "10000"])
+    answers = run_clients(r.port, {"plan": "busy", "user_id": 1}, 24, 3.0)
+    statuses = [a[1] for a in answers]
+    assert len(statuses) > 100, f"only {len(statuses)} answers: the load did not run"
+    assert statuses.count(200) == len(statuses), \
+        f"not all 200: {sorted((s, statuses.count(s)) for s in set(statuses))}"
+    text = r.metrics()
+    assert metric_value(text, "rankd_admission_refusals_total", reason="limit") in (None, 0)
+    assert metric_value(text, "rankd_admission_limit", shard=0) >= 24
     r.stop()
 
 
@@ -358,6 +375,7 @@ def test_expired_redis_batches_are_never_written():
 if __name__ == "__main__":
     run_tests([
         ("cpu_flood_adapts_the_limit_and_refuses_fast", test_cpu_flood_adapts_the_limit_and_refuses_fast),
+        ("closed_loop_within_deadlines_is_not_refused", test_closed_loop_within_deadlines_is_not_refused),
         ("refusal_says_why_and_retry_after", test_refusal_says_why_and_retry_after),
         ("deadline_refusal", test_deadline_refusal),
         ("priority", test_priority),

@@ -1,0 +1,99 @@
+// Writing counters (docs/events.md): CounterBatch aggregates a request's events into one
+// increment per (key, event type, bucket), and WriteCounters sends them as one EVALSHA of
+// kCounterScript per key touched, all in one pipelined write: the script adds to the
+// buckets (counter_layout.h), zeroes those that aged out of the key's window (so that a
+// key holds at most keep_s / bucket_s + 1 buckets per type after any write) and sets the
+// key's TTL to keep_s.
+//
+//   CounterBatch batch(schema, now_ms);   // the plan snapshot's schema, the request's time
+//   for (const Event& e : events) batch.Add(*e.type, e.user, e.item, e.value, e.ts_ms);
+//   auto written = co_await WriteCounters(*redis, batch, deadline);
+//
+// Threads: CounterBatch is a plain value (one thread at a time); WriteCounters on the loop
+// thread that owns `redis`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/coro.h"
+#include "core/deadline.h"
+#include "core/error.h"
+#include "data/value.h"
+#include "plan/schema.h"
+#include "redis/client.h"
+#include "redis/command_batch.h"
+
+namespace rankd {
+
+// The write of one counters key (its text is in counter_write.cc) and its SHA1, hex.
+extern const std::string_view kCounterScript;
+const std::string& CounterScriptSha();
+
+class CounterBatch {
+ public:
+  // `schema`: the snapshot the request validated its events against (kept alive by the
+  // batch). `now_ms`: the request's time (Unix ms): events older than a family's keep_s
+  // are not counted in it.
+  CounterBatch(SchemaPtr schema, int64_t now_ms);
+
+  // Counts one event of `type` in every counters family that counts it: 1, or `value` for
+  // a type that carries one, into the bucket of ts_ms. REQUIRES: type is one of the
+  // schema's events; user and item are of its declared id types (a str id valid:
+  // ValidStrId); value finite (|value| <= kMaxEventValue) when the type carries one.
+  void Add(const EventType& type, IdRef user, IdRef item, double value, int64_t ts_ms);
+
+  bool empty() const { return keys_.empty(); }
+  size_t keys() const { return keys_.size(); }  // counters keys touched
+  size_t increments() const;                    // distinct (key, type, bucket)
+  // Counts of an event in a family skipped because the event was older than its keep_s.
+  uint64_t too_old() const { return too_old_; }
+
+  // One EVALSHA of kCounterScript per key touched, under `prefix`, in (family, id) order;
+  // `eval` sends the script's text instead (EVAL), as after a NOSCRIPT reply. `only`: the
+  // indexes (in that order) of the keys to write; empty: all.
+  RedisCommands Commands(std::string_view prefix, bool eval = false,
+                         const std::vector<size_t>& only = {}) const;
+  // Key i of that order under `prefix` (messages, tests). Linear in i.
+  std::string Key(size_t i, std::string_view prefix) const;
+
+ private:
+  struct KeyId {
+    uint32_t family;  // index into schema.families
+    int64_t num;      // an i64 family's id
+    std::string str;  // a str family's
+    auto operator<=>(const KeyId&) const = default;
+  };
+  // A bucket's increment: an integer for a count-only type, a sum of values otherwise.
+  struct Sum {
+    int64_t count = 0;
+    long double value = 0;
+  };
+  using Buckets = std::map<std::pair<uint32_t, int64_t>, Sum>;  // (type index, bucket start)
+
+  SchemaPtr schema_;
+  int64_t now_ms_;
+  std::map<KeyId, Buckets> keys_;
+  uint64_t too_old_ = 0;
+};
+
+// What a write did.
+struct CounterWriteResult {
+  size_t keys = 0;      // keys written
+  uint64_t late = 0;    // increments the script dropped: older than the key's window
+  size_t reloaded = 0;  // keys sent again with EVAL after NOSCRIPT
+};
+
+// Sends `batch` on `redis` within `deadline`: one pipelined EVALSHA per key, then EVAL for
+// the keys whose reply was NOSCRIPT (Redis restarted or flushed its scripts). Errors:
+// the batch's (unavailable, deadline_exceeded), or backend_error naming the endpoint for
+// an error reply (its key and Redis's text in the detail). Succeeds at once when empty.
+// REQUIRES: the loop thread of `redis`; `batch` outlives the call.
+Coro<Result<CounterWriteResult>> WriteCounters(RedisClient& redis, const CounterBatch& batch,
+                                               Deadline deadline);
+
+}  // namespace rankd
