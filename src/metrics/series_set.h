@@ -39,6 +39,7 @@ enum class SeriesFamily : uint8_t {
   kShadowCorrelation,
   kShadowDuration,
   kPlanQuality,  // a gauge: Series::gauge
+  kEvents,       // POST /events, by event type and outcome
   kCount,
 };
 
