@@ -30,6 +30,7 @@ struct ApiError {
 inline constexpr ApiError kApiErrors[] = {
     {ErrorCode::kBadRequest, "bad_request", 400},
     {ErrorCode::kInvalidCursor, "invalid_cursor", 400},
+    {ErrorCode::kBadEvent, "bad_event", 400},
     {ErrorCode::kUnauthorized, "unauthorized", 401},
     {ErrorCode::kForbiddenOrigin, "forbidden_origin", 403},
     {ErrorCode::kNotFound, "not_found", 404},

@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+#include "api/json_body.h"
 #include "core/client_text.h"
 #include "plan/schema.h"
 
@@ -11,45 +12,6 @@ namespace rankd {
 
 using simdjson::dom::element;
 using simdjson::dom::element_type;
-
-namespace {
-// A JSON value for a message, cut to 64 bytes.
-std::string ShortJson(element v) { return ClientText(simdjson::to_string(v), 64); }
-
-// Duplicate keys anywhere in the body are an error: parsers disagree on which one wins
-// (simdjson's lookup takes the first, others the last), so a body that reads one way here
-// and another in a proxy or a log is refused. Objects of up to 8 keys are checked pair by
-// pair, larger ones with a set: linear in the body's size either way.
-Status NoDuplicateKeys(element e) {
-  if (e.type() == element_type::ARRAY) {
-    for (element item : simdjson::dom::array(e))
-      if (auto st = NoDuplicateKeys(item); !st) return st;
-    return {};
-  }
-  if (e.type() != element_type::OBJECT) return {};
-  simdjson::dom::object obj(e);
-  auto duplicate = [](std::string_view key) {
-    return Fail(Error::BadRequest("duplicate key '" + ClientText(key, 64) + "' in the body"));
-  };
-  if (obj.size() <= 8) {
-    std::string_view keys[8];
-    size_t n = 0;
-    for (auto [key, value] : obj) {
-      for (size_t i = 0; i < n; ++i)
-        if (keys[i] == key) return duplicate(key);
-      keys[n++] = key;
-    }
-  } else {
-    std::unordered_set<std::string_view> keys;
-    keys.reserve(obj.size());
-    for (auto [key, value] : obj)
-      if (!keys.insert(key).second) return duplicate(key);
-  }
-  for (auto [key, value] : obj)
-    if (auto st = NoDuplicateKeys(value); !st) return st;
-  return {};
-}
-}  // namespace
 
 Result<void> CheckUserIdType(const UserId& id, ColumnType type, std::string_view plan) {
   if (type == ColumnType::kStr) {
@@ -70,17 +32,9 @@ Result<void> CheckUserIdType(const UserId& id, ColumnType type, std::string_view
 }
 
 Result<RankRequest> ParseRankRequest(std::string_view body, bool require_plan) {
-  thread_local simdjson::dom::parser parser;
-  element root;
-  // An empty view may have a null data(), which simdjson would hand to memcpy.
-  if (body.empty())
-    return Fail(Error::BadRequest(std::string("invalid JSON: ") +
-                                  simdjson::error_message(simdjson::EMPTY)));
-  if (auto err = parser.parse(body.data(), body.size()).get(root))
-    return Fail(Error::BadRequest(std::string("invalid JSON: ") + simdjson::error_message(err)));
-  simdjson::dom::object obj;
-  if (root.get_object().get(obj)) return Fail(Error::BadRequest("the body must be a JSON object"));
-  if (auto st = NoDuplicateKeys(root); !st) return Fail(st.error());
+  auto body_obj = ParseJsonObjectBody(body);
+  if (!body_obj) return Fail(std::move(body_obj.error()));
+  simdjson::dom::object obj = *body_obj;
   RankRequest req;
   element v;
   std::string_view s;

@@ -24,6 +24,7 @@ namespace rankd {
 
 enum class Route : uint8_t {
   kRank,
+  kEvents,
   kHealthz,
   kReadyz,
   kMetrics,
@@ -79,6 +80,8 @@ inline constexpr RouteSpec kRoutes[] = {
      {200, 400, 404, 410, 422, 500, 502, 503, 504},
      Access::kToken,
      Where::kApi},
+    // 400 bad_request / bad_event, 502 a Redis error reply, 503 overload or Redis down, 504.
+    {Route::kEvents, "/events", "POST", {200, 400, 502, 503, 504}, Access::kToken, Where::kApi},
     {Route::kHealthz, "/healthz", "GET, HEAD", {200}, Access::kOpen, Where::kBoth},
     {Route::kReadyz, "/readyz", "GET, HEAD", {200, 503}, Access::kOpen, Where::kBoth},
     // 404 on the main port when --metrics-port moves it; 503 past --max-queued-scrapes.

@@ -244,6 +244,13 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "served-log records a shard holds for its sinks; past it,\n"
               "new records are dropped and counted ({})",
               o.served_log_buffer_bytes, 65536, kMax),
+      IntFlag("--events-flush-ms", "N",
+              "POST /events: how long a shard gathers events before one\n"
+              "aggregated write to Redis; 0 = each request's at once ({})",
+              o.events_flush_ms, 0, 1000),
+      IntFlag("--max-events-per-request", "N",
+              "events one POST /events may carry; more get 400 ({})", o.max_events_per_request, 1,
+              100000),
       IntFlag("--page-max-items", "N",
               "items of a ranking asked with page_size kept for its later\n"
               "pages; the chain of pages ends after them ({})",

@@ -15,6 +15,7 @@ namespace rankd {
 enum class ErrorCode : uint8_t {
   kBadRequest,
   kInvalidCursor,
+  kBadEvent,  // POST /events: an event that is not of the schema (400)
   kUnauthorized,
   kForbiddenOrigin,
   kNotFound,
@@ -42,6 +43,7 @@ struct Error {
 
   static Error BadRequest(std::string m) { return {ErrorCode::kBadRequest, std::move(m)}; }
   static Error InvalidCursor(std::string m) { return {ErrorCode::kInvalidCursor, std::move(m)}; }
+  static Error BadEvent(std::string m) { return {ErrorCode::kBadEvent, std::move(m)}; }
   static Error CursorExpired(std::string m) { return {ErrorCode::kCursorExpired, std::move(m)}; }
   static Error Unauthorized(std::string m) { return {ErrorCode::kUnauthorized, std::move(m)}; }
   static Error NotFound(std::string m) { return {ErrorCode::kNotFound, std::move(m)}; }

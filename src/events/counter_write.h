@@ -48,6 +48,7 @@ class CounterBatch {
   void Add(const EventType& type, IdRef user, IdRef item, double value, int64_t ts_ms);
 
   bool empty() const { return keys_.empty(); }
+  const SchemaPtr& schema() const { return schema_; }
   size_t keys() const { return keys_.size(); }  // counters keys touched
   size_t increments() const;                    // distinct (key, type, bucket)
   // Counts of an event in a family skipped because the event was older than its keep_s.

@@ -16,6 +16,7 @@
 
 #include "cache/shard_cache.h"
 #include "core/timeout.h"
+#include "events/shard_events.h"
 #include "metrics/admission_stats.h"
 #include "metrics/exposition.h"
 #include "plan/schema.h"
@@ -542,6 +543,36 @@ constexpr MetricRow kMetricTable[] = {
      Type::Gauge,
      {"plan", "shard"},
      ShardSeries<SeriesFamily::kPlanQuality>},
+    {"rankd_events_total",
+     "Events of POST /events by type and outcome: accepted (Redis acknowledged them), failed "
+     "(Redis unavailable or erring: 503/502/504); a rejected request (400) counts none",
+     Type::Counter,
+     {"outcome", "type"},
+     SummedSeries<SeriesFamily::kEvents>},
+    {"rankd_events_flush_increments",
+     "Distinct counter increments (key, type, bucket) of one flush of a shard's events",
+     Type::Histogram,
+     {"shard"},
+     [](const ScrapeSources& s, FamilyOut& out) {
+       for (const ShardStats* t : s.shards) out.Histogram({t->shard}, t->events->flush_increments);
+     }},
+    {"rankd_events_flush_seconds",
+     "Time from a flush of a shard's events to Redis's last reply",
+     Type::Histogram,
+     {"shard"},
+     [](const ScrapeSources& s, FamilyOut& out) {
+       for (const ShardStats* t : s.shards) out.Histogram({t->shard}, t->events->flush_seconds);
+     }},
+    {"rankd_events_flushes_failed_total",
+     "Flushes of a shard's events that Redis did not acknowledge (their requests got an error)",
+     Type::Counter,
+     {"shard"},
+     PerShard<[](const ShardStats& t) { return t.events->flushes_failed.value(); }>},
+    {"rankd_events_too_old_total",
+     "Counts of an event a counters family skipped: the event older than its keep_s",
+     Type::Counter,
+     {"shard"},
+     PerShard<[](const ShardStats& t) { return t.events->too_old.value(); }>},
     {"rankd_open_connections",
      "Open client connections of a shard",
      Type::Gauge,

@@ -40,6 +40,7 @@ enum class SeriesFamily : uint8_t {
   kShadowDuration,
   kPlanQuality,  // a gauge: Series::gauge
   kServedStateWrites,
+  kEvents,  // POST /events, by event type and outcome
   kCount,
 };
 

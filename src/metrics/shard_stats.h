@@ -31,6 +31,7 @@
 namespace rankd {
 
 struct AdmissionStats;
+struct EventWriteStats;
 struct CacheStats;
 struct RedisStats;
 class ShardServedLog;
@@ -85,6 +86,8 @@ struct ShardStats {
   // Admission (rank/admission.h): its limit and refusals, and the server-side time from a
   // request read to its refusal queued.
   const AdmissionStats* admission = nullptr;
+  // POST /events' writes (events/shard_events.h).
+  const EventWriteStats* events = nullptr;
   MetricHistogram admission_refusal_seconds{
       kRefusalBuckets};  // X-Rankd-Variant without --allow-forced-variants
   SeriesSet series;      // of plans and experiments (rank/plan_metrics.h)

@@ -10,7 +10,7 @@ AdmissionStage::AdmissionStage(RankShard& shard)
 
 // Admission counts requests until their work has really stopped, so abandoned CPU work
 // (a 504 whose job still runs) counts against the limit.
-Status AdmissionStage::AdmitPage() {
+Status AdmissionStage::AdmitWithoutRun() {
   size_t live = shard_.stats->live_requests.load(std::memory_order_relaxed);
   size_t limit = admission_.LimitFor(Priority::kDefault);
   if (live >= limit)

@@ -28,9 +28,10 @@ class AdmissionStage : public StageBase {
   void Install(const PlanSet& plans);
   void Tick(TimePoint now);
 
-  // A later page (no plan run): 503 unavailable when the shard runs its admission limit
-  // of requests already; cancels the shadows past the sheddable share of it.
-  Status AdmitPage();
+  // A request that runs no plan (a later page, POST /events): 503 unavailable when the
+  // shard runs its admission limit of requests already; cancels the shadows past the
+  // sheddable share of it.
+  Status AdmitWithoutRun();
   // Whether a shadow run may start with `live` requests running.
   bool AdmitShadow(size_t live) const { return admission_.AdmitShadow(live); }
   const AdmissionStats& stats() const { return admission_.stats(); }

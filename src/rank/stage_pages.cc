@@ -119,7 +119,7 @@ Status PagesStage::Before(RankContext& ctx, RankInput& in) {
     AnswerError(ctx.res, cursor.error(), ctx.t0, req.request_id);
     return {};
   }
-  if (auto admitted = shard_.path->stage<AdmissionStage>().AdmitPage(); !admitted) {
+  if (auto admitted = shard_.path->stage<AdmissionStage>().AdmitWithoutRun(); !admitted) {
     AnswerError(ctx.res, admitted.error(), ctx.t0, req.request_id);
     return {};
   }

@@ -71,6 +71,11 @@ struct ServeOptions {
   std::vector<SinkConfig> served_log;
   size_t served_log_buffer_bytes = 16u << 20;
   bool allow_forced_logging = false;  // honour a request's "log": true (an operator's tool)
+  // POST /events (docs/events.md): how long a shard gathers events before writing them
+  // as one batch (0: each request's at once, unaggregated), and the events one request
+  // may carry.
+  uint64_t events_flush_ms = 2;
+  size_t max_events_per_request = 1000;
   // The key page cursors are signed with ("" = a random key per process: cursors then
   // work on one replica).
   std::string cursor_key_file;

@@ -33,6 +33,7 @@ Shard::Shard(int id, const ServeOptions& opts, ShardHost& host)
             .stats = &stats_,
             .cursor_key = &host.cursor_key()} {
   stats_.admission = &path_.stage<AdmissionStage>().stats();
+  stats_.events = &events_.stats();
   // A CPU backlog older than a quarter of the default deadline is served newest first
   // (ThreadPool::set_lifo_after; docs/operations.md, "Overload").
   runtime_.cpu().set_lifo_after(
@@ -81,6 +82,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   rank_.served_log = served_log_.get();
   stats_.timers = &loop().timers();
   rank_.page_redis = redis.Get(opts_.rank.page_endpoint);
+  events_.Start();
   ExemptLogOnlyEndpoints();
 
   auto main_origins = http::OriginPolicy::Make(opts_.allowed_origins, opts_.allowed_hosts,
@@ -149,6 +151,7 @@ void Shard::SetPlans(std::shared_ptr<const PlanSet> plans) {
   loop().AssertInLoopThread();
   runtime_.InstallPlans(std::move(plans));
   path_.Install(*runtime_.plans());
+  events_.Install(*runtime_.plans());
   ExemptLogOnlyEndpoints();
 }
 
@@ -246,6 +249,7 @@ void Shard::OnRequest(http::Request req, http::Responder res, Listener listener)
     return AnswerError(rank_, req, res, route, MethodNotAllowed(spec, path, req.method), t0, allow);
   }
   if (route == Route::kRank) return path_.Handle(req, std::move(res), t0, listener);
+  if (route == Route::kEvents) return events_.Handle(req, std::move(res), t0);
   info_.Handle(req, res, route, listener);
 }
 

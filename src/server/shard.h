@@ -6,7 +6,8 @@
 // Its loop, CPU workers, Redis pools and plan snapshot are a ShardRuntime, which also
 // writes the stop order; the shard adds the listeners, the routing (tokens, cross-site
 // rules, methods), the drain and the loop's tick, and hands every POST /rank to its
-// RankPath (rank/path.h: the stages) and every other route to its InfoRoutes.
+// RankPath (rank/path.h: the stages), every POST /events to its EventsRoute and every
+// other route to its InfoRoutes.
 //
 // Threads: constructed and destroyed on the main thread; Start, InstallPlans, Drain,
 // CloseNow and Stop are called from the main thread and post their work to the loop.
@@ -30,6 +31,7 @@
 #include "sched/shard_runtime.h"
 #include "served/shard_log.h"
 #include "server/auth_tokens.h"
+#include "server/events_route.h"
 #include "server/info_routes.h"
 #include "server/serve_options.h"
 #include "server/shard_host.h"
@@ -94,6 +96,7 @@ class Shard {
   // The /rank path (rank/path.h) and what its stages share of the shard.
   RankShard rank_;
   RankPath path_{rank_};
+  EventsRoute events_{rank_, runtime_, opts_};      // POST /events
   InfoRoutes info_{rank_, runtime_, host_, opts_};  // every other route
 
   // --- loop thread only ---

@@ -1,0 +1,54 @@
+// Writing marks (docs/events.md): items added to a user's zset scored by a time in ms,
+// never lowering a member's score (ZADD GT), the newest `max` kept, the TTL set — what an
+// event type's `marks` and a plan's `served_state` both keep. MarkBatch gathers them per
+// key (a member marked twice keeps its newest time) and WriteMarks sends one pipelined
+// batch: ZADD, ZREMRANGEBYRANK and EXPIRE per key.
+//
+// Threads: MarkBatch is a plain value; WriteMarks on the loop thread that owns `redis`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/coro.h"
+#include "core/deadline.h"
+#include "core/error.h"
+#include "data/value.h"
+#include "plan/schema.h"
+#include "redis/client.h"
+
+namespace rankd {
+
+class MarkBatch {
+ public:
+  // Marks `item` in `user`'s zset of `family` (a zset family of the schema the caller
+  // keeps alive) at `ts_ms`, under `marks`' bounds.
+  void Add(const KeyFamily& family, const ZsetMarks& marks, const UserId& user, const UserId& item,
+           int64_t ts_ms);
+  bool empty() const { return keys_.empty(); }
+  size_t keys() const { return keys_.size(); }
+  // Three commands per key, in key order.
+  RedisCommands Commands(std::string_view prefix) const;
+
+ private:
+  struct Key {
+    const KeyFamily* family;
+    int64_t num;
+    std::string str;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Marks {
+    int64_t max = 0, ttl_s = 0;
+    std::map<std::string, int64_t> members;  // member text -> newest ts_ms
+  };
+  std::map<Key, Marks> keys_;
+};
+
+// Errors: the batch's (unavailable, deadline_exceeded), or backend_error naming the
+// endpoint for an error reply (the key and Redis's text in the detail).
+Coro<Status> WriteMarks(RedisClient& redis, const MarkBatch& batch, Deadline deadline);
+
+}  // namespace rankd
