@@ -100,12 +100,13 @@ void Admission::OnAnswer(const Ticket& t, int64_t took_us, bool ok) {
   bool probe = measuring() && t.epoch == epoch_;
   if (ok && (t.alone || probe)) AddAlone(l, took_us, tick_);
   if (probe) ++measured_;
-  if (!measuring() && l.no_load_us > 0 && ratios_.size() < kMaxRatiosPerInterval) {
-    ratios_.push_back(
-        static_cast<float>(static_cast<double>(took_us) / static_cast<double>(l.no_load_us)));
+  if (measuring()) return;
+  if (used_.size() < kMaxRatiosPerInterval)
     used_.push_back(static_cast<float>(static_cast<double>(took_us) /
                                        static_cast<double>(std::max<int64_t>(1, t.budget_us))));
-  }
+  if (l.no_load_us > 0 && ratios_.size() < kMaxRatiosPerInterval)
+    ratios_.push_back(
+        static_cast<float>(static_cast<double>(took_us) / static_cast<double>(l.no_load_us)));
 }
 
 void Admission::AddAlone(PlanLoad& l, int64_t took_us, TimePoint now) {
@@ -123,7 +124,8 @@ void Admission::AddAlone(PlanLoad& l, int64_t took_us, TimePoint now) {
 void Admission::OnTick(TimePoint now, size_t live) {
   tick_ = now;
   bool refusing = limit_refusals_ > 0;
-  if (refusing) last_refusal_ = now;
+  pressed_ = Pressed();
+  if (refusing || pressed_) last_pressure_ = now;
   for (auto& [name, l] : by_name_)
     if (l->quality) UpdateQuality(*l, refusing);
   limit_refusals_ = 0;
@@ -144,11 +146,26 @@ void Admission::OnTick(TimePoint now, size_t live) {
   max_live_ = live;
 }
 
-// The shard refused for its limit within the last second (the estimates then decide who
-// is served), and a plan answered since the last tick lacks a no-load estimate it could
-// have had by now: none after probe_after of traffic, or one older than refresh_after.
+// Admission is there so that requests keep their deadlines. While 95% of the answers
+// take under a quarter of their deadline (the quarter past which the CPU queue turns
+// LIFO, whose fast newest answers would make a median look well), a longer queue costs
+// the clients nothing they asked for: the limit holds where the latency rule would
+// shrink it. A latency target alone would refuse a closed-loop client (wrk -c16) with
+// more requests outstanding than a few per shard, continuously, though every answer came
+// in time, and its immediate retries would cost the shard more than the answers.
+bool Admission::Pressed() {
+  if (used_.empty()) return false;
+  auto p95 = used_.begin() + static_cast<std::ptrdiff_t>(used_.size() * 95 / 100);
+  std::nth_element(used_.begin(), p95, used_.end());
+  return *p95 >= kRelaxedDeadlineShare;
+}
+
+// The shard refused for its limit, or its answers took more than a quarter of their
+// deadlines, within the last second (the estimates then decide who is served), and a
+// plan answered since the last tick lacks a no-load estimate it could have had by now:
+// none after probe_after of traffic, or one older than refresh_after.
 bool Admission::NeedsMeasuring(TimePoint now) const {
-  if (last_refusal_ == TimePoint{} || now - last_refusal_ > std::chrono::seconds(1)) return false;
+  if (last_pressure_ == TimePoint{} || now - last_pressure_ > std::chrono::seconds(1)) return false;
   for (const auto& [name, l] : by_name_) {
     if (!l->seen) continue;
     if (l->no_load_us == 0
@@ -181,18 +198,8 @@ void Admission::UpdateLimit(size_t live) {
   std::nth_element(ratios_.begin(), mid, ratios_.end());
   double median = std::max(1e-3, static_cast<double>(*mid));
   double gradient = std::clamp(opts_.tolerance / median, 0.5, 2.0);
-  // Admission is there so that requests keep their deadlines. While 95% of the answers
-  // take under a quarter of their deadline (the quarter past which the CPU queue turns
-  // LIFO, whose fast newest answers would make a median look well), a longer queue costs the
-  // clients nothing they asked for: the limit holds where the latency rule would shrink it. A
-  // latency target alone would refuse a closed-loop client (wrk -c16) with more requests
-  // outstanding than a few per shard, continuously, though every answer came in time, and its
-  // immediate retries would cost the shard more than the answers.
-  auto p95 = used_.begin() + static_cast<std::ptrdiff_t>(used_.size() * 95 / 100);
-  std::nth_element(used_.begin(), p95, used_.end());
-  const bool relaxed = *p95 < kRelaxedDeadlineShare;
   double next = limit_ * gradient + std::sqrt(limit_);
-  if (relaxed && next < limit_) next = limit_;
+  if (!pressed_ && next < limit_) next = limit_;  // Pressed(): no client is the worse
   // A limit the shard does not use is not evidence that it could carry it: grow only
   // while more than half of it is in use.
   if (next > limit_ && static_cast<double>(std::max(max_live_, live)) * 2 < limit_) next = limit_;

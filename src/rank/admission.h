@@ -13,7 +13,8 @@
 //    to requests admitted while the shard ran nothing else. A shard under sustained load
 //    has no such moments, so when a plan with traffic has had none for
 //    `probe_after` (no estimate yet) or `refresh_after` (an old one) while the shard
-//    refuses for its limit (only then does the estimate decide anything), it makes them:
+//    refuses for its limit or its answers run late against their deadlines (only then
+//    does the estimate decide anything), it makes them:
 //    it pins its limit at 1 until `probe_requests` have answered (at most `probe_max_ms`).
 //    A minimum taken from loaded traffic would drift upward with the load it detects.
 //  - Priorities: sheddable requests (and shadows) may use half of the limit, default the
@@ -120,6 +121,8 @@ class Admission {
 
  private:
   bool measuring() const { return (epoch_ & 1) != 0; }
+  // 95% of the interval's answers took over a quarter of their deadlines (sorts used_).
+  bool Pressed();
   bool NeedsMeasuring(TimePoint now) const;
   void StartMeasuring(TimePoint now);
   void FinishMeasuring();
@@ -139,7 +142,9 @@ class Admission {
   std::vector<float> used_;      // and the fractions of their deadlines the answers took
   size_t max_live_ = 0;          // the most requests running at once this interval
   uint64_t limit_refusals_ = 0;  // this interval's, for quality
-  TimePoint last_refusal_{};     // the last tick whose interval refused for the limit
+  // The last tick whose interval refused for the limit or was Pressed().
+  TimePoint last_pressure_{};
+  bool pressed_ = false;  // the last interval's answers took over a quarter of their deadlines
   std::unordered_map<std::string, PlanLoadPtr> by_name_;
   std::unordered_map<const Plan*, PlanLoadPtr> by_plan_;
   AdmissionStats stats_;

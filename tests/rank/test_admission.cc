@@ -177,6 +177,26 @@ TEST_CASE("Admission: a loaded plan without a no-load estimate is measured one a
   CHECK(a.stats().probes.value() == 1);
 }
 
+TEST_CASE("Admission: answers late against their deadlines start a measurement too") {
+  // 48 clients piling up work, never one alone, and nothing refused yet (the limit is
+  // over them): without an estimate the limit could not move. Answers taking 45% of
+  // their deadline are pressure enough to measure.
+  AdmissionOptions o;
+  o.probe_after_ms = 500;
+  o.probe_requests = 5;
+  Admission a(o);
+  auto plan = MakePlan("p");
+  TimePoint now = Clock::now();
+  Admission::Ticket t;
+  for (int tick = 0; tick < 7; ++tick) {
+    for (int i = 0; i < 10; ++i)
+      if (!a.Admit(plan, 47, Priority::kDefault, 20000, t)) a.OnAnswer(t, 9000, true);
+    now += std::chrono::milliseconds(100);
+    a.OnTick(now, 48);
+  }
+  CHECK(a.limit() == 1);
+}
+
 TEST_CASE("Admission: a shard that refuses nothing never pins its limit to measure") {
   AdmissionOptions o;
   o.probe_after_ms = 100;
