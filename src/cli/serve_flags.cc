@@ -249,8 +249,9 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "aggregated write to Redis; 0 = each request's at once ({})",
               o.events_flush_ms, 0, 1000),
       IntFlag("--max-events-per-request", "N",
-              "events one POST /events may carry; more get 400 ({})", o.max_events_per_request, 1,
-              100000),
+              "events one POST /events may carry; more are refused\n"
+              "with 400 bad_request ({})",
+              o.max_events_per_request, 1, 100000),
       IntFlag("--page-max-items", "N",
               "items of a ranking asked with page_size kept for its later\n"
               "pages; the chain of pages ends after them ({})",

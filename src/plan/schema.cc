@@ -517,6 +517,20 @@ class SchemaParser {
     return {};
   }
 
+  // One name of a family's `fields` (at `where`): a valid name, not declared twice, and
+  // not past kMaxFields.
+  Result<void> CheckFieldName(std::string_view name, std::string_view field,
+                              const std::string& where,
+                              std::unordered_set<std::string_view>& seen) {
+    if (!ValidName(field))
+      return Fail(Err(name, "fields",
+                      "'" + std::string(field) + "' is not a valid name ([a-z_][a-z0-9_]{0,63})"));
+    if (!seen.insert(field).second) return Fail(Err(name, where, "declared twice"));
+    if (seen.size() > kMaxFields)
+      return Fail(Err(name, "fields", "more than " + std::to_string(kMaxFields) + " fields"));
+    return {};
+  }
+
   // `fields`: name -> {"sum": TYPE, "window_s": W} or {"rate": [NUM, DEN], "window_s": W,
   // "prior": [a, b]}; every one an f64 column.
   Result<void> ParseCounterFields(std::string_view name, element v, CountersSpec& c, KeyFamily& f) {
@@ -526,13 +540,7 @@ class SchemaParser {
     std::unordered_set<std::string_view> seen;
     for (auto [field, def] : obj) {
       const std::string where = "fields." + std::string(field);
-      if (!ValidName(field))
-        return Fail(
-            Err(name, "fields",
-                "'" + std::string(field) + "' is not a valid name ([a-z_][a-z0-9_]{0,63})"));
-      if (!seen.insert(field).second) return Fail(Err(name, where, "declared twice"));
-      if (seen.size() > kMaxFields)
-        return Fail(Err(name, "fields", "more than " + std::to_string(kMaxFields) + " fields"));
+      if (auto ok = CheckFieldName(name, field, where, seen); !ok) return Fail(ok.error());
       auto cf = ParseCounterField(name, where, def, c);
       if (!cf) return Fail(cf.error());
       c.fields.push_back(*cf);
@@ -644,13 +652,7 @@ class SchemaParser {
     std::unordered_set<std::string_view> seen;
     for (auto [field, type] : obj) {
       const std::string where = "fields." + std::string(field);
-      if (!ValidName(field))
-        return Fail(
-            Err(name, "fields",
-                "'" + std::string(field) + "' is not a valid name ([a-z_][a-z0-9_]{0,63})"));
-      if (!seen.insert(field).second) return Fail(Err(name, where, "declared twice"));
-      if (seen.size() > kMaxFields)
-        return Fail(Err(name, "fields", "more than " + std::to_string(kMaxFields) + " fields"));
+      if (auto ok = CheckFieldName(name, field, where, seen); !ok) return Fail(ok.error());
       std::string_view s;
       if (type.get(s)) return Fail(Err(name, where, "must be a type name string"));
       auto t = ParseFieldType(s);

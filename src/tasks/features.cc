@@ -11,10 +11,7 @@ namespace rankd {
 namespace {
 
 Result<ColumnTypes> FeaturesSchema(const SchemaArgs& a) {
-  if (auto ok = NeedType(a, {FamilyType::kHash, FamilyType::kJson, FamilyType::kCounters},
-                         "features reads hash, json or counters");
-      !ok)
-    return Fail(ok.error());
+  if (auto ok = NeedValuesFamily(a, "features"); !ok) return Fail(ok.error());
   if (auto ok = NeedInputIds(a, a.family->id_type, "is keyed by"); !ok) return Fail(ok.error());
   ColumnTypes t = a.inputs[0];
   if (auto ok = AddFields(a, a.args.StrList("fields"), t); !ok) return Fail(ok.error());

@@ -86,6 +86,11 @@ Result<void> NeedType(const SchemaArgs& a, std::initializer_list<FamilyType> typ
                                 " cannot be read by this op (" + std::string(what) + ")"));
 }
 
+Result<void> NeedValuesFamily(const SchemaArgs& a, std::string_view op) {
+  return NeedType(a, {FamilyType::kHash, FamilyType::kJson, FamilyType::kCounters},
+                  std::string(op) + " reads hash, json or counters");
+}
+
 Result<void> NeedInputIds(const SchemaArgs& a, ColumnType want, std::string_view of) {
   std::optional<ColumnType> have;
   if (!a.inputs.empty()) have = a.inputs[0].find("id");

@@ -47,6 +47,9 @@ std::string Types(const KeyFamily& f);
 // The node's family must be one of `types` (`what`: the op's need, for the message).
 Result<void> NeedType(const SchemaArgs& a, std::initializer_list<FamilyType> types,
                       std::string_view what);
+// The family must be one whose keys hold named values (hash, json, counters): what
+// `op` reads its fields from.
+Result<void> NeedValuesFamily(const SchemaArgs& a, std::string_view op);
 // The input's id column must have the type that fills the family's {id} (`of`: which
 // type of the family, for the message).
 Result<void> NeedInputIds(const SchemaArgs& a, ColumnType want, std::string_view of);

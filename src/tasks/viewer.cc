@@ -13,10 +13,7 @@ namespace rankd {
 namespace {
 
 Result<ColumnTypes> ViewerSchema(const SchemaArgs& a) {
-  if (auto ok = NeedType(a, {FamilyType::kHash, FamilyType::kJson, FamilyType::kCounters},
-                         "viewer reads hash, json or counters");
-      !ok)
-    return Fail(ok.error());
+  if (auto ok = NeedValuesFamily(a, "viewer"); !ok) return Fail(ok.error());
   if (a.family->counters && a.family->counters->by != CountersSpec::By::kUser)
     return Fail(Error::BadRequest("params.family: " + Types(*a.family) +
                                   " counts by item: viewer reads a family keyed by the user (by: "
