@@ -248,9 +248,7 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "POST /events: how long a shard gathers events before one\n"
               "aggregated write to Redis; 0 = each request's at once ({})",
               o.events_flush_ms, 0, 1000),
-      IntFlag("--max-events-per-request", "N",
-              "events one POST /events may carry; more are refused\n"
-              "with 400 bad_request ({})",
+      IntFlag("--max-events-per-request", "N", "events one POST /events may carry ({})",
               o.max_events_per_request, 1, 100000),
       IntFlag("--page-max-items", "N",
               "items of a ranking asked with page_size kept for its later\n"
