@@ -31,9 +31,11 @@ struct ShardEvents::Flush {
   std::vector<std::coroutine_handle<>> waiters;
 };
 
-// co_await FlushDone{f}: resumes with the flush's result once it has ended.
+// co_await FlushDone{f}: resumes with the flush's result once it has ended. It holds a
+// plain pointer (the awaiting frame holds the flush): GCC 12 may destroy a temporary of a
+// co_await expression twice, which a shared_ptr member would not survive.
 struct ShardEvents::FlushDone {
-  std::shared_ptr<Flush> f;
+  Flush* f;
   bool await_ready() const noexcept { return f->done; }
   void await_suspend(std::coroutine_handle<> h) { f->waiters.push_back(h); }
   Status await_resume() { return f->result; }
@@ -77,12 +79,19 @@ Coro<Status> ShardEvents::Apply(std::span<const Event> events, SchemaPtr schema,
   if (f->requests++ == 0 || !deadline || (f->deadline && *deadline > *f->deadline))
     f->deadline = deadline;
   if (flush_ms_ == 0) StartFlush(f);
-  co_return co_await FlushDone{f};
+  Status st = co_await FlushDone{f.get()};
+  co_return st;
 }
 
-void ShardEvents::StartFlush(std::shared_ptr<Flush> f) { Spawn(Write(std::move(f))); }
+// The shard holds a flush while it is written; its coroutine takes a plain pointer (GCC 12
+// has destroyed a by-value coroutine parameter twice).
+void ShardEvents::StartFlush(std::shared_ptr<Flush> f) {
+  Flush* raw = f.get();
+  writing_.push_back(std::move(f));
+  Spawn(Write(raw));
+}
 
-Coro<void> ShardEvents::Write(std::shared_ptr<Flush> f) {
+Coro<void> ShardEvents::Write(Flush* f) {
   auto t0 = std::chrono::steady_clock::now();
   stats_.flush_increments.Observe(static_cast<double>(f->counters.increments()));
   stats_.too_old += f->counters.too_old();
@@ -95,6 +104,10 @@ Coro<void> ShardEvents::Write(std::shared_ptr<Flush> f) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   f->result = std::move(st);
   f->done = true;
+  auto it = std::find_if(writing_.begin(), writing_.end(),
+                         [f](const std::shared_ptr<Flush>& w) { return w.get() == f; });
+  std::shared_ptr<Flush> held = std::move(*it);  // alive until its waiters have run
+  writing_.erase(it);
   // Resumed here, on the loop: each answers its request, none awaits this flush again.
   auto waiters = std::move(f->waiters);
   for (std::coroutine_handle<> h : waiters) h.resume();

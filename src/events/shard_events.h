@@ -60,12 +60,13 @@ class ShardEvents {
   struct FlushDone;
   void Add(Flush& f, std::span<const Event> events);
   void StartFlush(std::shared_ptr<Flush> f);
-  Coro<void> Write(std::shared_ptr<Flush> f);
+  Coro<void> Write(Flush* f);
 
   EventLoop& loop_;
   const int64_t flush_ms_;
   RedisClient* redis_ = nullptr;
-  std::shared_ptr<Flush> pending_;  // gathering until its timer fires
+  std::shared_ptr<Flush> pending_;               // gathering until its timer fires
+  std::vector<std::shared_ptr<Flush>> writing_;  // being written (a few at most)
   EventWriteStats stats_;
 };
 

@@ -125,7 +125,7 @@ void Admission::OnTick(TimePoint now, size_t live) {
   tick_ = now;
   bool refusing = limit_refusals_ > 0;
   pressed_ = Pressed();
-  if (refusing || pressed_) last_pressure_ = now;
+  if (refusing) last_refusal_ = now;
   for (auto& [name, l] : by_name_)
     if (l->quality) UpdateQuality(*l, refusing);
   limit_refusals_ = 0;
@@ -160,12 +160,11 @@ bool Admission::Pressed() {
   return *p95 >= kRelaxedDeadlineShare;
 }
 
-// The shard refused for its limit, or its answers took more than a quarter of their
-// deadlines, within the last second (the estimates then decide who is served), and a
-// plan answered since the last tick lacks a no-load estimate it could have had by now:
-// none after probe_after of traffic, or one older than refresh_after.
+// The shard refused for its limit within the last second (the estimates then decide who
+// is served), and a plan answered since the last tick lacks a no-load estimate it could
+// have had by now: none after probe_after of traffic, or one older than refresh_after.
 bool Admission::NeedsMeasuring(TimePoint now) const {
-  if (last_pressure_ == TimePoint{} || now - last_pressure_ > std::chrono::seconds(1)) return false;
+  if (last_refusal_ == TimePoint{} || now - last_refusal_ > std::chrono::seconds(1)) return false;
   for (const auto& [name, l] : by_name_) {
     if (!l->seen) continue;
     if (l->no_load_us == 0
@@ -193,7 +192,13 @@ void Admission::FinishMeasuring() {
 }
 
 void Admission::UpdateLimit(size_t live) {
-  if (ratios_.empty()) return;
+  if (ratios_.empty()) {
+    // No no-load estimate to steer by (no request was ever alone), but answers late
+    // against their deadlines: halve, and refusing will then measure one.
+    if (pressed_) limit_ = std::max(limit_ / 2, static_cast<double>(opts_.min_limit));
+    stats_.limit = limit_;
+    return;
+  }
   auto mid = ratios_.begin() + static_cast<std::ptrdiff_t>(ratios_.size() / 2);
   std::nth_element(ratios_.begin(), mid, ratios_.end());
   double median = std::max(1e-3, static_cast<double>(*mid));

@@ -13,10 +13,10 @@
 //    to requests admitted while the shard ran nothing else. A shard under sustained load
 //    has no such moments, so when a plan with traffic has had none for
 //    `probe_after` (no estimate yet) or `refresh_after` (an old one) while the shard
-//    refuses for its limit or its answers run late against their deadlines (only then
-//    does the estimate decide anything), it makes them:
+//    refuses for its limit (only then does the estimate decide anything), it makes them:
 //    it pins its limit at 1 until `probe_requests` have answered (at most `probe_max_ms`).
 //    A minimum taken from loaded traffic would drift upward with the load it detects.
+//    Until a plan has an estimate, answers late against their deadlines halve the limit.
 //  - Priorities: sheddable requests (and shadows) may use half of the limit, default the
 //    limit, critical 1.5x it (never past --max-inflight).
 //  - Deadlines: a request whose remaining deadline is shorter than its plan's median
@@ -142,8 +142,7 @@ class Admission {
   std::vector<float> used_;      // and the fractions of their deadlines the answers took
   size_t max_live_ = 0;          // the most requests running at once this interval
   uint64_t limit_refusals_ = 0;  // this interval's, for quality
-  // The last tick whose interval refused for the limit or was Pressed().
-  TimePoint last_pressure_{};
+  TimePoint last_refusal_{};     // the last tick whose interval refused for the limit
   bool pressed_ = false;  // the last interval's answers took over a quarter of their deadlines
   std::unordered_map<std::string, PlanLoadPtr> by_name_;
   std::unordered_map<const Plan*, PlanLoadPtr> by_plan_;

@@ -177,10 +177,10 @@ TEST_CASE("Admission: a loaded plan without a no-load estimate is measured one a
   CHECK(a.stats().probes.value() == 1);
 }
 
-TEST_CASE("Admission: answers late against their deadlines start a measurement too") {
+TEST_CASE("Admission: without an estimate, answers late against their deadlines halve it") {
   // 48 clients piling up work, never one alone, and nothing refused yet (the limit is
-  // over them): without an estimate the limit could not move. Answers taking 45% of
-  // their deadline are pressure enough to measure.
+  // over them): there is no estimate to steer by. Answers taking 45% of their deadline
+  // halve the limit each tick; once it refuses, a measurement follows.
   AdmissionOptions o;
   o.probe_after_ms = 500;
   o.probe_requests = 5;
@@ -188,11 +188,19 @@ TEST_CASE("Admission: answers late against their deadlines start a measurement t
   auto plan = MakePlan("p");
   TimePoint now = Clock::now();
   Admission::Ticket t;
-  for (int tick = 0; tick < 7; ++tick) {
+  for (int i = 0; i < 10; ++i)
+    if (!a.Admit(plan, 47, Priority::kDefault, 20000, t)) a.OnAnswer(t, 9000, true);
+  now += std::chrono::milliseconds(100);
+  a.OnTick(now, 48);
+  CHECK(a.limit() == 64);
+  // Refusing now, for probe_after: the limit is pinned at 1 to measure.
+  for (int tick = 0; tick < 7 && a.limit() > 1; ++tick) {
+    const size_t running = a.limit() - 1;  // the shard full: the rest are refused
     for (int i = 0; i < 10; ++i)
-      if (!a.Admit(plan, 47, Priority::kDefault, 20000, t)) a.OnAnswer(t, 9000, true);
+      if (!a.Admit(plan, running, Priority::kDefault, 20000, t)) a.OnAnswer(t, 9000, true);
+    CHECK(a.Admit(plan, running + 1, Priority::kDefault, 20000, t) == Refusal::kLimit);
     now += std::chrono::milliseconds(100);
-    a.OnTick(now, 48);
+    a.OnTick(now, running);
   }
   CHECK(a.limit() == 1);
 }
