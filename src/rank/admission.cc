@@ -101,7 +101,9 @@ void Admission::OnAnswer(const Ticket& t, int64_t took_us, bool ok) {
   if (ok && (t.alone || probe)) AddAlone(l, took_us, tick_);
   if (probe) ++measured_;
   if (measuring()) return;
-  if (used_.size() < kMaxRatiosPerInterval)
+  // Only answers that came in time say how much of its deadline a request needs: a client
+  // asking for impossible deadlines (every answer a 504) must not move the shard's limit.
+  if (ok && used_.size() < kMaxRatiosPerInterval)
     used_.push_back(static_cast<float>(static_cast<double>(took_us) /
                                        static_cast<double>(std::max<int64_t>(1, t.budget_us))));
   if (l.no_load_us > 0 && ratios_.size() < kMaxRatiosPerInterval)
