@@ -38,8 +38,10 @@ def schema(d, marks_max=5):
             "ctr_1h": {"rate": ["click", "impression"], "window_s": 3600, "prior": [1, 50]},
         }}
     s["families"]["served"] = {"type": "zset", "key": "served:{id}"}
+    del s["families"]["user_counts"]  # the demo's, kept 7 days: only item_counts here
     with open(os.path.join(d, "schema.json"), "w") as f:
         json.dump(s, f)
+    os.remove(os.path.join(d, "for_you.plan.json"))  # it reads the demo's item_counts fields
     write_plan(d, "counts", {
         "schema_version": 1, "name": "counts",
         "nodes": [
