@@ -1,13 +1,16 @@
 """The demo's `for_you` plan (plans/for_you.plan.ts) on a real rankd and a real
 redis-server seeded with the demo data set: five calls in a row never repeat an item (its
 served state, read back by its seen filter within the hour), a click posted to /events
-changes the next answer's ctr_1d of that item. About 2 s."""
+changes the next answer's ctr_1d of that item, and `rankd seed --events` histories are
+what it reads. About 3 s."""
 import json
 import os
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (Rankd, Redis, demo_data, metric_value, plans_dir, run_tests,  # noqa: E402
+from harness import (RANKD, Rankd, Redis, demo_data, metric_value, plans_dir, run_tests,  # noqa: E402
                      wait_until)
 
 _env = {}
@@ -58,8 +61,26 @@ def test_a_click_changes_the_next_ctr():
     assert abs(after[item] - 2 / 51) < 1e-12, after  # (1 click + 1) / (0 impressions + 1 + 50)
 
 
+def test_seeded_events_are_read():
+    # A seeded history, at the request's time: some items have impressions and clicks.
+    redis = Redis()
+    now = int(time.time() * 1000)
+    args = [RANKD, "seed", "--redis", redis.url(), "--users", "50", "--events", "20000",
+            "--now-ms", str(now), "--flush"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "20000 events" in out.stdout, (out.stdout, out.stderr)
+    s = Rankd(plans_dir(), redis=redis)
+    items = rank(s, 5, explain=True)["items"]
+    assert any(abs(it["ctr_1d"] - 1 / 51) > 1e-6 for it in items), items
+    assert int(redis.execute("EXISTS", "cnt:user:5")) == 1
+    assert int(redis.execute("EXISTS", "served:5")) == 1
+    s.stop()
+    redis.stop()
+
+
 if __name__ == "__main__":
     run_tests([
         ("five_calls_never_repeat_an_item", test_five_calls_never_repeat_an_item),
         ("a_click_changes_the_next_ctr", test_a_click_changes_the_next_ctr),
+        ("seeded_events_are_read", test_seeded_events_are_read),
     ])
