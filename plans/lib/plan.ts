@@ -126,8 +126,8 @@ export interface CacheOpt {
 
 /** list and zset families keyed by ids of type I. */
 type SeqFam<S extends SchemaDecl, I> = FamilyOf<S, "list" | "zset", I>;
-/** hash and json families (keyed by ids of type I). */
-type FieldFam<S extends SchemaDecl, I = IdType> = FamilyOf<S, "hash" | "json", I>;
+/** hash, json and counters families (keyed by ids of type I). */
+type FieldFam<S extends SchemaDecl, I = IdType> = FamilyOf<S, "hash" | "json" | "counters", I>;
 /** T, known to be a column set. */
 type AsCols<T> = T extends Cols ? T : never;
 /** The op's default family when the schema has it with the right type, else never (then `family` is required). */
@@ -564,6 +564,7 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
       checkKeys("seen_filter", o, ["endpoint", "family", "withinS"]);
       this.plan.endpoint(r, o.endpoint);
       const fam = this.plan.family(r, (o as { family?: unknown }).family);
+      if (fam.type === "counters" && fam.by !== "user") fail(`family '${fam.name}' counts by ${fam.by}; viewer reads a counters family by user`);
       r.userKeyed = fam;
       this.plan.sameIds(r, fam, "members");
       const within = (o as { withinS?: unknown }).withinS;
@@ -878,6 +879,7 @@ export class Ctx<S extends SchemaDecl = DemoSchema> {
       checkKeys("viewer", o, ["endpoint", "family", "cache", "fields"]);
       this.plan.endpoint(r, o.endpoint);
       const fam = this.plan.family(r, (o as { family?: unknown }).family);
+      if (fam.type === "counters" && fam.by !== "user") fail(`family '${fam.name}' counts by ${fam.by}; viewer reads a counters family by user`);
       r.userKeyed = fam;
       this.plan.cache(r, o.cache);
       const fields = this.plan.fields(fam, o.fields);

@@ -124,18 +124,20 @@ test("rerank is two-phase: cheap score, take k, model features, model, take limi
   assert.ok(fs.existsSync(path.join(ROOT, "rerank.model.json")), "the demo model is committed next to the plan");
 });
 
-test("the feeds cache the shared reads (media, features), not the per-viewer ones", () => {
+test("the feeds cache the shared reads (media, features), not the per-viewer ones nor counters", () => {
   const io = ["viewer", "follow", "recommendation", "media", "features"];
-  for (const name of ["feed", "feed_quality", "home_light", "rerank"]) {
+  const feeds = ["feed", "feed_quality", "home_light", "rerank", "for_you"];
+  for (const name of feeds) {
     const got = JSON.parse(read(name))
       .nodes.filter((n: any) => io.includes(n.op))
-      .map((n: any) => [n.op, n.params.cache]);
-    const want = got.map(([op]: [string]) => [op, op === "media" || op === "features" ? true : undefined]);
+      .map((n: any) => [n.op, n.params.cache, n.params.family]);
+    const shared = (op: string, family?: string) => op === "media" || (op === "features" && family !== "item_counts");
+    const want = got.map(([op, , family]: [string, unknown, string?]) => [op, shared(op, family) ? true : undefined, family]);
     assert.deepEqual(got, want, name);
     assert.ok(got.some(([op]: [string]) => op === "media") && got.some(([op]: [string]) => op === "features"), name);
   }
   // The other plans are as they were before `cache` existed.
-  for (const name of planNames().filter((n) => !["feed", "feed_quality", "home_light", "rerank"].includes(n)))
+  for (const name of planNames().filter((n) => !feeds.includes(n)))
     assert.doesNotMatch(read(name), /"cache"/, name);
 });
 

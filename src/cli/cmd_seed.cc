@@ -1,5 +1,6 @@
 // `rankd seed`: writes the demo data set (docs/data.md) into a Redis server
-// (src/demo/seed.h), deterministic for --seed, refusing a non-empty database unless
+// (src/demo/seed.h), with --events N a history of events, deterministic for --seed (and
+// --now-ms), refusing a non-empty database unless
 // --flush. Prints one summary line.
 //
 // Threads: the main thread (the seeder runs its own loop and waits for it).
@@ -15,13 +16,17 @@ namespace rankd {
 namespace {
 constexpr const char* kSeedUsage =
     "usage: rankd seed [--redis URL] [--users N] [--follows F] [--media M] [--recs R]\n"
-    "                  [--seen S] [--seed X] [--flush] [--redis-password-file NAME=PATH]\n"
+    "                  [--seen S] [--seed X] [--events N] [--now-ms T] [--flush]\n"
+    "                  [--redis-password-file NAME=PATH]\n"
     "                  [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n"
     "  URL: redis[s]://[[user]:password@]host[:port][/db][?prefix=P] or\n"
     "       redis[s]-cluster://... (default redis://127.0.0.1:6379; NAME=URL is accepted\n"
     "       too, a URL alone is named redis_default). Defaults: 10000 users, 100 follows,\n"
     "       20 media, 200 recs, 50 seen, seed 1. Without --flush a non-empty database is\n"
-    "       refused.\n";
+    "       refused. --events N: N impressions and clicks (9:1) over the 7 days before\n"
+    "       --now-ms T (Unix ms, default now), counted in item_counts and user_counts and\n"
+    "       marked in served, as POST /events writes them; the same seed and T give the\n"
+    "       same contents.\n";
 }  // namespace
 
 int CmdSeed(const std::vector<std::string>& args) {
@@ -38,6 +43,8 @@ int CmdSeed(const std::vector<std::string>& args) {
                                 IntFlag("--recs", "R", {}, o.recs, -kAnyInt, kAnyInt),
                                 IntFlag("--seen", "S", {}, o.seen, -kAnyInt, kAnyInt),
                                 IntFlag("--seed", "X", {}, seed, -kAnyInt, kAnyInt),
+                                IntFlag("--events", "N", {}, o.events, -kAnyInt, kAnyInt),
+                                IntFlag("--now-ms", "T", {}, o.now_ms, -kAnyInt, kAnyInt),
                                 SwitchFlag("--flush", {}, o.flush),
                             });
   if (!ParseCommandFlags("seed", args, flags)) {
@@ -82,6 +89,6 @@ int CmdSeed(const std::vector<std::string>& args) {
 
 const char kSeedSynopsis[] =
     "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
-    "[--flush]";
+    "[--events N] [--now-ms T] [--flush]";
 
 }  // namespace rankd

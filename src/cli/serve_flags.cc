@@ -246,7 +246,8 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               o.served_log_buffer_bytes, 65536, kMax),
       IntFlag("--events-flush-ms", "N",
               "POST /events: how long a shard gathers events before one\n"
-              "aggregated write to Redis; 0 = each request's at once ({})",
+              "aggregated write to Redis; 0 = each request's at once,\n"
+              "one increment per event ({})",
               o.events_flush_ms, 0, 1000),
       IntFlag("--max-events-per-request", "N", "events one POST /events may carry ({})",
               o.max_events_per_request, 1, 100000),

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "core/mix.h"
+#include "events/counter_write.h"
+#include "events/zset_marks.h"
 #include "plan/schema.h"
 #include "redis/cluster_slots.h"
 #include "redis/server_pool.h"
@@ -25,7 +27,16 @@ namespace {
 
 // ---- deterministic randomness ------------------------------------------------------
 
-enum Stream : uint64_t { kPermutation = 1, kProfile, kFollow, kItems, kRecs, kSeen };
+enum Stream : uint64_t {
+  kPermutation = 1,
+  kProfile,
+  kFollow,
+  kItems,
+  kRecs,
+  kSeen,
+  kItemPermutation,
+  kEvents
+};
 
 // splitmix64, one stream per (seed, user, purpose): a user's data does not depend on
 // how many numbers other users drew.
@@ -73,18 +84,18 @@ constexpr int64_t kAgeBucketHi[] = {3600, 86400, 604800, 1209600};
 constexpr int kAgeBucketWeights[] = {20, 35, 35, 10};
 constexpr int64_t kMaxLikes = 10'000'000;
 
-// Follow popularity: Zipf (s = 1) over ranks, ranks mapped to users by a seeded shuffle
-// so that the popular authors are not simply the low uids.
+// Follow popularity: Zipf (s = 1) over ranks, ranks mapped to ids 1..n by a seeded shuffle
+// (`stream`) so that the popular authors (or items) are not simply the low ids.
 class Popularity {
  public:
-  Popularity(uint64_t seed, int64_t users)
-      : cdf_(static_cast<size_t>(users)), by_rank_(static_cast<size_t>(users)) {
+  Popularity(uint64_t seed, int64_t n, Stream stream = kPermutation)
+      : cdf_(static_cast<size_t>(n)), by_rank_(static_cast<size_t>(n)) {
     double sum = 0;
-    for (int64_t r = 0; r < users; ++r)
+    for (int64_t r = 0; r < n; ++r)
       cdf_[static_cast<size_t>(r)] = sum += 1.0 / static_cast<double>(r + 1);
     std::iota(by_rank_.begin(), by_rank_.end(), int64_t{1});
-    Rng rng(seed, 0, kPermutation);
-    for (int64_t i = users - 1; i > 0; --i)
+    Rng rng(seed, 0, stream);
+    for (int64_t i = n - 1; i > 0; --i)
       std::swap(by_rank_[static_cast<size_t>(i)], by_rank_[static_cast<size_t>(rng.Below(i + 1))]);
   }
   int64_t Draw(Rng& rng) const {
@@ -177,6 +188,8 @@ Status CheckOptions(const SeedOptions& o) {
   if (o.media < 1 || o.media > 10000) return bad("--media must be in 1..10000");
   if (o.recs < 0 || o.recs > 100000) return bad("--recs must be in 0..100000");
   if (o.seen < 0 || o.seen > 100000) return bad("--seen must be in 0..100000");
+  if (o.events < 0 || o.events > 1'000'000'000) return bad("--events must be in 0..1000000000");
+  if (o.now_ms < 0) return bad("--now-ms must be a Unix time in ms");
   if (o.pipeline < 1) return bad("pipeline must be positive");
   return {};
 }
@@ -188,8 +201,10 @@ std::string SeedSummary::OneLine() const {
   std::snprintf(secs, sizeof secs, "%.2f", seconds);
   return "seeded " + std::to_string(users) + " users, " + std::to_string(items) + " items, " +
          std::to_string(follow_edges) + " follows, " + std::to_string(recs) + " recs, " +
-         std::to_string(seen) + " seen ids in " + secs + " s (" + std::to_string(commands) +
-         " commands, " + std::to_string(round_trips) + " round trips)";
+         std::to_string(seen) + " seen ids" +
+         (events > 0 ? ", " + std::to_string(events) + " events" : std::string()) + " in " + secs +
+         " s (" + std::to_string(commands) + " commands, " + std::to_string(round_trips) +
+         " round trips)";
 }
 
 namespace {
@@ -369,6 +384,46 @@ class UserSeeder {
   std::vector<std::string> args_;  // reused: one allocation for every list command
 };
 
+// Events per write: a fixed number, so that the contents never depend on --pipeline.
+constexpr int64_t kEventChunk = 10000;
+
+// The event history: `o.events` events, impressions and clicks 9:1, users uniform, items
+// Zipf-popular (s = 1, their own shuffle), times uniform over the 7 days before now_ms,
+// from one stream in a fixed order. Written as POST /events writes them (CounterBatch,
+// aggregated per chunk, and MarkBatch: the demo's counters families and served zsets), a
+// chunk of kEventChunk at a time.
+Status SeedEvents(const SeedOptions& o, int64_t now_ms, ShardRuntime& rt, RedisClient& client,
+                  SeedSummary& sum) {
+  const SchemaPtr schema = DemoSchema();
+  const EventType& impression = *schema->FindEvent("impression");
+  const EventType& click = *schema->FindEvent("click");
+  const KeyFamily& served = *schema->Find(impression.marks->family);
+  const int64_t items = o.users * o.media;
+  const Popularity pop(o.seed, items, kItemPermutation);
+  constexpr int64_t kSpanMs = int64_t{604800} * 1000;  // the demo families' keep_s
+  Rng rng(o.seed, 0, kEvents);
+  for (int64_t done = 0; done < o.events;) {
+    CounterBatch counters(schema, now_ms);
+    MarkBatch marks;
+    for (int64_t end = std::min(o.events, done + kEventChunk); done < end; ++done) {
+      const EventType& type = rng.Below(10) == 0 ? click : impression;
+      const int64_t user = 1 + rng.Below(o.users);
+      const int64_t item = pop.Draw(rng);
+      const int64_t ts_ms = now_ms - rng.Below(kSpanMs);
+      counters.Add(type, IdRef{user, {}}, IdRef{item, {}}, 1, ts_ms);
+      if (type.marks) marks.Add(served, *type.marks, UserId(user), UserId(item), ts_ms);
+    }
+    auto written = rt.Run(WriteCounters(client, counters, RoundTripDeadline()));
+    if (!written) return Fail(Error(written.error().code, "seed: " + written.error().message));
+    if (auto ok = rt.Run(WriteMarks(client, marks, RoundTripDeadline())); !ok)
+      return Fail(Error(ok.error().code, "seed: " + ok.error().message));
+    sum.commands += static_cast<int64_t>(counters.keys() + 3 * marks.keys());
+    sum.round_trips += 2 + (written->reloaded > 0 ? 1 : 0);
+  }
+  sum.events = o.events;
+  return {};
+}
+
 }  // namespace
 
 namespace {
@@ -486,6 +541,13 @@ Result<SeedSummary> SeedDemoData(const SeedOptions& o) {
   SeedSummary sum = seeder.summary();
   sum.commands = w.commands();
   sum.round_trips = w.round_trips();
+  if (o.events > 0) {
+    const int64_t now_ms = o.now_ms > 0 ? o.now_ms
+                                        : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count();
+    if (auto s = SeedEvents(o, now_ms, rt, client, sum); !s) return Fail(s.error());
+  }
   sum.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   rt.Stop();
   return sum;

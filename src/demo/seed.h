@@ -2,7 +2,10 @@
 // server or a Redis Cluster (its routing sends each command to the master of its key's
 // slot), at the keys of the built-in demo schema's templates (plan/schema.h): users with
 // profiles,
-// Zipf-like follows, media, item features, recs and seen sets. Deterministic for a seed:
+// Zipf-like follows, media, item features, recs and seen sets, and optionally a history of
+// impression and click events written as POST /events writes them (CounterBatch and
+// MarkBatch: the demo's counters families and served zsets). Deterministic for a seed
+// (and, with events, --now-ms):
 // every value comes from our own splitmix64 streams (never std:: distributions, whose
 // output differs between standard libraries), one stream per user and purpose, and the
 // commands are sent in a fixed order, so the same seed gives byte-identical contents.
@@ -28,6 +31,8 @@ struct SeedOptions {
   int64_t recs = 200;     // per user
   int64_t seen = 50;      // per user
   uint64_t seed = 1;
+  int64_t events = 0;   // impressions and clicks (9:1) spread over the last keep_s (7 days)
+  int64_t now_ms = 0;   // the events' "now" (Unix ms); 0: the clock's
   bool flush = false;   // FLUSHDB first (every master of a cluster); without it a
                         // non-empty database is refused
   int pipeline = 2000;  // commands per pipelined round trip
@@ -39,6 +44,7 @@ struct SeedSummary {
   int64_t follow_edges = 0;
   int64_t recs = 0;
   int64_t seen = 0;
+  int64_t events = 0;
   int64_t commands = 0;
   int64_t round_trips = 0;
   double seconds = 0;

@@ -121,10 +121,11 @@ std::string FloatText(long double v) {
 
 }  // namespace
 
-CounterBatch::CounterBatch(SchemaPtr schema, int64_t now_ms)
-    : schema_(std::move(schema)), now_ms_(now_ms) {}
+CounterBatch::CounterBatch(SchemaPtr schema, int64_t now_ms, bool aggregate)
+    : schema_(std::move(schema)), now_ms_(now_ms), aggregate_(aggregate) {}
 
 void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double value, int64_t ts_ms) {
+  const uint64_t add = aggregate_ ? 0 : ++adds_;
   for (size_t fi = 0; fi < schema_->families.size(); ++fi) {
     const KeyFamily& f = schema_->families[fi];
     if (!f.counters) continue;
@@ -136,7 +137,7 @@ void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double val
       continue;
     }
     const IdRef id = c.by == CountersSpec::By::kItem ? item : user;
-    KeyId k{static_cast<uint32_t>(fi), 0, {}};
+    KeyId k{static_cast<uint32_t>(fi), 0, {}, add};
     if (f.id_type == ColumnType::kStr)
       k.str = std::string(id.str);
     else

@@ -1,5 +1,6 @@
 // Writing counters (docs/events.md): CounterBatch aggregates a request's events into one
-// increment per (key, event type, bucket), and WriteCounters sends them as one EVALSHA of
+// increment per (key, event type, bucket) (or, unaggregated, keeps one increment per event
+// and family: --events-flush-ms 0), and WriteCounters sends them as one EVALSHA of
 // kCounterScript per key touched, all in one pipelined write: the script adds to the
 // buckets (counter_layout.h), zeroes those that aged out of the key's window (so that a
 // key holds at most keep_s / bucket_s + 1 buckets per type after any write) and sets the
@@ -38,8 +39,9 @@ class CounterBatch {
  public:
   // `schema`: the snapshot the request validated its events against (kept alive by the
   // batch). `now_ms`: the request's time (Unix ms): events older than a family's keep_s
-  // are not counted in it.
-  CounterBatch(SchemaPtr schema, int64_t now_ms);
+  // are not counted in it. `aggregate` false: every Add is an entry of its own (one
+  // EVALSHA per event and family), as --events-flush-ms 0 promises.
+  CounterBatch(SchemaPtr schema, int64_t now_ms, bool aggregate = true);
 
   // Counts one event of `type` in every counters family that counts it: 1, or `value` for
   // a type that carries one, into the bucket of ts_ms. REQUIRES: type is one of the
@@ -49,12 +51,13 @@ class CounterBatch {
 
   bool empty() const { return keys_.empty(); }
   const SchemaPtr& schema() const { return schema_; }
-  size_t keys() const { return keys_.size(); }  // counters keys touched
-  size_t increments() const;                    // distinct (key, type, bucket)
+  // Entries: the counters keys touched, or (key, event) pairs when not aggregating.
+  size_t keys() const { return keys_.size(); }
+  size_t increments() const;  // distinct (entry, type, bucket)
   // Counts of an event in a family skipped because the event was older than its keep_s.
   uint64_t too_old() const { return too_old_; }
 
-  // One EVALSHA of kCounterScript per key touched, under `prefix`, in (family, id) order;
+  // One EVALSHA of kCounterScript per entry, under `prefix`, in (family, id) order;
   // `eval` sends the script's text instead (EVAL), as after a NOSCRIPT reply. `only`: the
   // indexes (in that order) of the keys to write; empty: all.
   RedisCommands Commands(std::string_view prefix, bool eval = false,
@@ -67,6 +70,7 @@ class CounterBatch {
     uint32_t family;  // index into schema.families
     int64_t num;      // an i64 family's id
     std::string str;  // a str family's
+    uint64_t add;     // 0 when aggregating; else the Add's number: an entry per event
     auto operator<=>(const KeyId&) const = default;
   };
   // A bucket's increment: an integer for a count-only type, a sum of values otherwise.
@@ -78,6 +82,8 @@ class CounterBatch {
 
   SchemaPtr schema_;
   int64_t now_ms_;
+  bool aggregate_;
+  uint64_t adds_ = 0;
   std::map<KeyId, Buckets> keys_;
   uint64_t too_old_ = 0;
 };

@@ -21,7 +21,8 @@ EventWriteStats::EventWriteStats()
 // One flush: the counters and marks of the requests it gathers, and those requests,
 // waiting for its end.
 struct ShardEvents::Flush {
-  Flush(SchemaPtr schema, int64_t now_ms) : counters(std::move(schema), now_ms) {}
+  Flush(SchemaPtr schema, int64_t now_ms, bool aggregate)
+      : counters(std::move(schema), now_ms, aggregate) {}
   CounterBatch counters;
   MarkBatch marks;
   Deadline deadline;
@@ -65,7 +66,7 @@ Coro<Status> ShardEvents::Apply(std::span<const Event> events, SchemaPtr schema,
   }
   std::shared_ptr<Flush> f = pending_;
   if (!f) {
-    f = std::make_shared<Flush>(std::move(schema), now_ms);
+    f = std::make_shared<Flush>(std::move(schema), now_ms, flush_ms_ > 0);
     if (flush_ms_ > 0) {
       pending_ = f;
       loop_.timers().Start(static_cast<uint64_t>(flush_ms_), [this, f] {

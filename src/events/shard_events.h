@@ -3,7 +3,8 @@
 // aggregated batch (many events on one key and bucket become one increment, pipelined
 // with one EVALSHA per key), with the marks of their types; each request waits until
 // Redis has acknowledged every write it contributed to, so that its 200 means its
-// events are kept. With --events-flush-ms 0 each request writes its own at once.
+// events are kept. With --events-flush-ms 0 each request writes its own at once, not
+// aggregated: one increment per event and counters family.
 //
 // Threads: the shard's loop thread; the stats are read by scrapes from any thread.
 #pragma once

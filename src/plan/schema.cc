@@ -16,13 +16,20 @@ namespace rankd {
 
 const std::string_view kDemoSchemaJson = R"({
   "schema_version": 1,
+  "events": {
+    "impression": {"user": "i64", "item": "i64", "marks": {"family": "served", "max": 500, "ttl_s": 604800}},
+    "click": {"user": "i64", "item": "i64"}
+  },
   "families": {
     "user": {"type": "hash", "key": "user:{id}", "fields": {"country": "str", "lang": "str", "age": "i64", "premium": "i64"}},
     "item": {"type": "hash", "key": "item:{id}", "fields": {"author": "i64", "likes": "i64", "age_s": "i64", "category": "str", "country": "str", "quality": "f64", "nsfw": "i64"}},
     "follow": {"type": "list", "key": "follow:{id}"},
     "recs": {"type": "list", "key": "recs:{id}"},
     "media": {"type": "list", "key": "media:{id}"},
-    "seen": {"type": "set", "key": "seen:{id}"}
+    "seen": {"type": "set", "key": "seen:{id}"},
+    "served": {"type": "zset", "key": "served:{id}"},
+    "item_counts": {"type": "counters", "key": "cnt:item:{id}", "by": "item", "count": ["impression", "click"], "bucket_s": 3600, "keep_s": 604800, "fields": {"clicks_1d": {"sum": "click", "window_s": 86400}, "imps_1d": {"sum": "impression", "window_s": 86400}, "ctr_1d": {"rate": ["click", "impression"], "window_s": 86400, "prior": [1, 50]}}},
+    "user_counts": {"type": "counters", "key": "cnt:user:{id}", "by": "user", "count": ["impression", "click"], "bucket_s": 3600, "keep_s": 604800, "fields": {"clicks_1d": {"sum": "click", "window_s": 86400}, "imps_1d": {"sum": "impression", "window_s": 86400}}}
   }
 }
 )";

@@ -18,7 +18,7 @@ TEST_CASE("the built-in demo schema is plans/schema.json") {
   CHECK(text.str() == kDemoSchemaJson);
   SchemaPtr demo = DemoSchema();
   CHECK(demo->builtin);
-  REQUIRE(demo->families.size() == 6);
+  REQUIRE(demo->families.size() == 9);
   const KeyFamily* item = demo->Find("item");
   REQUIRE(item != nullptr);
   CHECK(item->type == FamilyType::kHash);
@@ -29,6 +29,16 @@ TEST_CASE("the built-in demo schema is plans/schema.json") {
   CHECK(ColumnTypeOf(item->fields[5].type) == ColumnType::kF64);
   CHECK(demo->Find("seen")->type == FamilyType::kSet);
   CHECK(demo->Find("nope") == nullptr);
+  // Its events: impressions mark the served zset; both count into item and user counters.
+  REQUIRE(demo->events.size() == 2);
+  const EventType* imp = demo->FindEvent("impression");
+  REQUIRE(imp != nullptr);
+  REQUIRE(imp->marks.has_value());
+  CHECK(imp->marks->family == "served");
+  CHECK(demo->FindEvent("click") != nullptr);
+  REQUIRE(demo->Find("item_counts")->counters.has_value());
+  CHECK(demo->Find("item_counts")->counters->by == CountersSpec::By::kItem);
+  CHECK(demo->Find("user_counts")->counters->by == CountersSpec::By::kUser);
 }
 
 TEST_CASE("families: templates, id types, cache ids by definition") {

@@ -91,8 +91,9 @@ struct Fixture {
   }
 
   // Writes `events` as one request read at now_s (its batch kept in `last`).
-  Result<CounterWriteResult> Write(const std::vector<Event>& events, int64_t now_s) {
-    CounterBatch& batch = last.emplace(TestSchemaPtr(), now_s * 1000);
+  Result<CounterWriteResult> Write(const std::vector<Event>& events, int64_t now_s,
+                                   bool aggregate = true) {
+    CounterBatch& batch = last.emplace(TestSchemaPtr(), now_s * 1000, aggregate);
     for (const Event& e : events) {
       const EventType& type = *TestSchema().FindEvent(e.type);
       const IdRef user = type.user == ColumnType::kStr ? IdRef{0, e.user_str} : IdRef{e.user, {}};
@@ -284,6 +285,21 @@ TEST_CASE("counters: many events on one key and bucket are one increment") {
   CHECK(Buckets(f.server, "short:7", 1)["click"][kNow] == 100);
   CHECK(f.server.Command({"HMGET", "ic:7", "_lo", "_hi"})[0].begin()->str() ==
         std::to_string(kNow));
+}
+
+TEST_CASE("counters: unaggregated, each event is an increment of its own in each family") {
+  Fixture f;
+  std::vector<Event> events(100, Event{"click", 1, "", 7, 1, kNow * 1000 + 5});
+  events.push_back({"click", 1, "", 7, 1, (kNow - 4000) * 1000});  // older than ic's keep_s
+  auto w = f.Write(events, kNow, /*aggregate=*/false);
+  REQUIRE(w.has_value());
+  CHECK(f.last->keys() == 300);  // 100 events each on ic:7, short:7, brief:7
+  CHECK(f.last->increments() == 300);
+  CHECK(f.last->too_old() == 3);
+  CHECK(w->keys == 300);
+  CHECK(f.last->Commands("").size() == 300);
+  CHECK(Buckets(f.server, "ic:7", 60)["click"][kNow] == 100);
+  CHECK(Buckets(f.server, "brief:7", 1)["click"][kNow] == 100);
 }
 
 TEST_CASE("counters: a key holds at most keep_s / bucket_s + 1 buckets per type after any write") {

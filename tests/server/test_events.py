@@ -3,7 +3,8 @@ events counted into counters families and read back by a plan's `features` at th
 request's time (against sums the test keeps itself), marks (ZADD GT, the newest `max`,
 the TTL), all-or-nothing validation (nothing applied on a 400), --max-events-per-request,
 Redis down -> 503 with nothing acknowledged, SIGKILL right after a 200 loses nothing,
-aggregation across requests (--events-flush-ms) and the metrics."""
+aggregation across requests (--events-flush-ms), none with --events-flush-ms 0, and the
+metrics."""
 import json
 import os
 import random
@@ -37,8 +38,10 @@ def schema(d, marks_max=5):
             "ctr_1h": {"rate": ["click", "impression"], "window_s": 3600, "prior": [1, 50]},
         }}
     s["families"]["served"] = {"type": "zset", "key": "served:{id}"}
+    del s["families"]["user_counts"]  # the demo's, kept 7 days: only item_counts here
     with open(os.path.join(d, "schema.json"), "w") as f:
         json.dump(s, f)
+    os.remove(os.path.join(d, "for_you.plan.json"))  # it reads the demo's item_counts fields
     write_plan(d, "counts", {
         "schema_version": 1, "name": "counts",
         "nodes": [
@@ -235,6 +238,24 @@ def test_requests_share_a_flush():
     redis.stop()
 
 
+def test_flush_0_does_not_aggregate():
+    # One request of 10 clicks on one key and bucket: one increment per event with
+    # --events-flush-ms 0, one for all of them with a flush window; the same counts.
+    now = int(time.time() * 1000)
+    ev = [{"type": "click", "user_id": 1, "item_id": 11, "ts_ms": now}] * 10
+    for flush_ms, increments in (("0", 10), ("20", 1)):
+        redis = Redis()
+        r = Rankd(schema(plans_dir()), redis=redis, extra_args=["--events-flush-ms", flush_ms])
+        status, _, body = post(r, ev)
+        assert status == 200 and body == {"accepted": 10}, (status, body)
+        text = r.metrics()
+        got = metric_value(text, "rankd_events_flush_increments_sum", shard=0)
+        assert got == increments, f"--events-flush-ms {flush_ms}: {got} increments"
+        assert counts(r)[11]["clicks_1h"] == 10
+        r.stop()
+        redis.stop()
+
+
 if __name__ == "__main__":
     run_tests([
         ("counts_read_back_at_the_request_time", test_counts_read_back_at_the_request_time),
@@ -243,4 +264,5 @@ if __name__ == "__main__":
         ("redis_down_acknowledges_nothing", test_redis_down_acknowledges_nothing),
         ("sigkill_after_200_loses_nothing", test_sigkill_after_200_loses_nothing),
         ("requests_share_a_flush", test_requests_share_a_flush),
+        ("flush_0_does_not_aggregate", test_flush_0_does_not_aggregate),
     ])

@@ -1,5 +1,6 @@
-// The demo-data seeder: deterministic for a seed (compared with DEBUG DIGEST), refuses
-// a non-empty database without --flush, and writes the shape of docs/data.md.
+// The demo-data seeder: deterministic for a seed (compared with DEBUG DIGEST), with and
+// without an event history (--events, --now-ms), refuses a non-empty database without
+// --flush, and writes the shape of docs/data.md.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -56,6 +57,58 @@ TEST_CASE("the same seed gives the same contents; another seed different ones") 
   CHECK(Digest(server) == d1);
 
   opts.seed = 8;
+  REQUIRE(SeedDemoData(opts).has_value());
+  CHECK(Digest(server) != d1);
+}
+
+TEST_CASE("events: the same seed and now give the same contents; another now different ones") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  constexpr int64_t kNowMs = 1764590400123;
+  auto opts = Small(server, 7);
+  opts.events = 25000;  // more than one write of events
+  opts.now_ms = kNowMs;
+  auto first = SeedDemoData(opts);
+  REQUIRE(first.has_value());
+  CHECK(first->events == 25000);
+  CHECK(first->OneLine().find(", 25000 events in ") != std::string::npos);
+  const std::string d1 = Digest(server);
+  // Counted as POST /events counts them, marked in the served zsets.
+  CHECK(server.Command({"TYPE", "cnt:item:1"})[0].str() == "hash");
+  CHECK(server.Command({"TYPE", "cnt:user:1"})[0].str() == "hash");
+  CHECK(server.Command({"TYPE", "served:1"})[0].str() == "zset");
+  CHECK(server.Command({"ZCARD", "served:1"})[0].integer() <= 500);
+  int64_t clicks = 0, imps = 0;
+  for (int u = 1; u <= 200; ++u) {
+    const RespReplies all = server.Command({"HGETALL", "cnt:user:" + std::to_string(u)});
+    std::string field;
+    size_t i = 0;
+    for (RespView e : all[0]) {
+      const std::string text(e.str());
+      if (i++ % 2 == 0) {
+        field = text;
+        continue;
+      }
+      if (field.starts_with("_")) continue;
+      int64_t sum = 0;
+      for (size_t p = 0; p < text.size();) {
+        size_t q = text.find(',', p);
+        if (q == std::string::npos) q = text.size();
+        sum += std::stoll(text.substr(p, q - p));
+        p = q + 1;
+      }
+      (field.starts_with("click:") ? clicks : imps) += sum;
+    }
+  }
+  CHECK(clicks + imps == 25000);    // every event, once in its user's key
+  CHECK(clicks * 100 > 25000 * 8);  // impression:click 9:1, loosely
+  CHECK(clicks * 100 < 25000 * 12);
+
+  opts.flush = true;
+  REQUIRE(SeedDemoData(opts).has_value());
+  CHECK(Digest(server) == d1);
+
+  opts.now_ms = kNowMs + 3600 * 1000;
   REQUIRE(SeedDemoData(opts).has_value());
   CHECK(Digest(server) != d1);
 }
