@@ -43,9 +43,12 @@ pages_cursor_setup() {
   cp "$root"/plans/*.model.json "$BENCH_TMP/pc_plans/" 2>/dev/null || true
   pc_port=$(free_port)
   # No snapshot byte rate to speak of: every first page writes its snapshot, as measured.
+  # No quota of chains either: the first-page rounds start new chains for the viewers whose
+  # cursors the later rounds replay, and past --page-max-snapshots (4) per plan and user
+  # the oldest chain ends: those later pages would answer 410 cursor_expired.
   "$rankd" serve --host 127.0.0.1 --port "$pc_port" --shards 2 --plans "$BENCH_TMP/pc_plans" \
     --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error \
-    --cache-mb "$pc_cache_mb" --page-write-bytes-per-s 1099511627776 &
+    --cache-mb "$pc_cache_mb" --page-write-bytes-per-s 1099511627776 --page-max-snapshots 1000 &
   pc_pid=$!
   bench_pids+=("$pc_pid")
   wait_http "http://127.0.0.1:$pc_port/readyz"
