@@ -559,8 +559,10 @@ async def soak(args, tmp):
             await asyncio.to_thread(redis.start)
             redis.restarts += 1
             after = await asyncio.to_thread(redis.cli, "dbsize")
-            if after != keys:
-                failures.append(f"redis restarted with {after} keys, {keys} before (RDB not kept)")
+            # At least the seeded keys: rankd adds its own (served state, page snapshots),
+            # which a SIGTERM's save keeps.
+            if after < keys:
+                failures.append(f"redis restarted with {after} keys, {keys} seeded (RDB not kept)")
             back = await ready_again()
             faults.end("redis_restart")
             if back is None:
