@@ -10,12 +10,10 @@ local s = tonumber(os.getenv("WRK_ZIPF_S") or "") or 1.1
 
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
-
-local threads = 0
-setup = function(thread)
-  threads = threads + 1
-  thread:set("tid", threads)  -- a different random sequence per wrk thread
-end
+-- setup (a tid per thread) and done (the JSON line) from wrk_report.lua; no WRK_BODY here,
+-- so it defines no request of its own.
+local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
+dofile(here .. "wrk_report.lua")
 
 -- The Zipf CDF over ranks 1..items, built once per thread (100,000 doubles: ~2 MB).
 local cdf
@@ -50,13 +48,4 @@ request = function()
     parts[i] = string.format('{"type":"%s","user_id":%d,"item_id":%d}', kind, math.random(1, users), item)
   end
   return wrk.format(nil, nil, nil, '{"events":[' .. table.concat(parts, ",", 1, events) .. "]}")
-end
-
-done = function(summary, latency, requests)
-  local secs = summary.duration / 1e6
-  io.write(string.format(
-    '{"rps": %.1f, "requests": %d, "non2xx": %d, "socket_errors": %d, "p50_us": %d, "p90_us": %d, "p99_us": %d, "max_us": %d}\n',
-    summary.requests / secs, summary.requests, summary.errors.status,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max))
 end
