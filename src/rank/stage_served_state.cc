@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "events/zset_marks.h"
 #include "rank/context.h"
 #include "rank/path.h"
 #include "redis/shard_clients.h"
@@ -102,10 +103,9 @@ void ServedStateStage::Start(PlanPtr plan, PlanMetricsPtr pm, UserId user, Ids i
   Spawn(Write(std::move(plan), std::move(pm), std::move(user), std::move(ids), ts_ms));
 }
 
-// ZADD key GT ts id ts id ... (a member's score never goes down: an older answer's write
-// arriving late does not undo a newer one), ZREMRANGEBYRANK key 0 -(max+1) (the newest
-// max stay), PEXPIRE key ttl: one batch, one round trip, not atomic (no reader needs it
-// to be: a seen_filter that reads between the commands sees the items, untrimmed).
+// The marks of the answer's items (events/zset_marks.h: ZADD GT, the newest max kept, the
+// TTL; one batch, one round trip, not atomic: a seen_filter that reads between the
+// commands sees the items, untrimmed).
 Coro<void> ServedStateStage::Write(PlanPtr plan, PlanMetricsPtr pm, UserId user, Ids ids,
                                    int64_t ts_ms) {
   // Detached work: the loop lets it end before it closes the Redis handles it uses.
@@ -115,31 +115,13 @@ Coro<void> ServedStateStage::Write(PlanPtr plan, PlanMetricsPtr pm, UserId user,
   RedisPools* pools = shard_.runtime->env().redis;
   RedisClient* redis = pools ? pools->Get(ss.endpoint) : nullptr;
   if (redis) {
-    const KeyTemplate key = ss.family->key_template();
-    auto add_key = [&](RedisCommands& c) {
-      if (user.is_str)
-        c.Key(redis->prefix(), key, user.str);
-      else
-        c.Key(redis->prefix(), key, user.num);
-    };
-    RedisCommands cmds;
-    cmds.Add(3 + 2 * static_cast<int>(ids.size())).Arg("ZADD");
-    add_key(cmds);
-    cmds.Arg("GT");
-    for (int64_t n : ids.nums) cmds.Arg(ts_ms).Arg(n);
-    for (const std::string& s : ids.strs) cmds.Arg(ts_ms).Arg(s);
-    cmds.Add(4).Arg("ZREMRANGEBYRANK");
-    add_key(cmds);
-    cmds.Arg(int64_t{0}).Arg(-(ss.max + 1));
-    cmds.Add(3).Arg("PEXPIRE");
-    add_key(cmds);
-    cmds.Arg(ss.ttl_s * 1000);
-    auto replies = co_await redis->Batch(std::move(cmds), Clock::now() + kWriteTimeout);
-    if (replies && replies->size() == 3) {
+    const ZsetMarks bounds{ss.family->name, ss.max, ss.ttl_s};
+    MarkBatch marks;
+    for (int64_t n : ids.nums) marks.Add(*ss.family, bounds, user, UserId(n), ts_ms);
+    for (const std::string& id : ids.strs)
+      marks.Add(*ss.family, bounds, user, UserId::Str(id), ts_ms);
+    if (co_await WriteMarks(*redis, marks, Clock::now() + kWriteTimeout))
       outcome = ServedStateOutcome::kOk;
-      for (size_t i = 0; i < 3; ++i)
-        if ((*replies)[i].is_error()) outcome = ServedStateOutcome::kFailed;
-    }
   }
   --inflight_;
   if (pm) pm->served_state[static_cast<size_t>(outcome)]->Add();
