@@ -417,7 +417,7 @@ Status SeedEvents(const SeedOptions& o, int64_t now_ms, ShardRuntime& rt, RedisC
     if (!written) return Fail(Error(written.error().code, "seed: " + written.error().message));
     if (auto ok = rt.Run(WriteMarks(client, marks, RoundTripDeadline())); !ok)
       return Fail(Error(ok.error().code, "seed: " + ok.error().message));
-    sum.commands += static_cast<int64_t>(counters.keys() + 3 * marks.keys());
+    sum.commands += static_cast<int64_t>(written->calls + 3 * marks.keys());
     sum.round_trips += 2 + (written->reloaded > 0 ? 1 : 0);
   }
   sum.events = o.events;

@@ -1,13 +1,16 @@
-// counter_layout.h: blocks of bucket sums, and a node's windows read back.
+// counter_layout.h: the ring of bucket slots, and a node's windows read back.
 #include "events/counter_layout.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
-
-#include "core/parse_f64.h"
-#include "core/parse_int.h"
+#include <cstring>
+#include <limits>
 
 namespace rankd {
+
+// Slots are little-endian and read with memcpy.
+static_assert(std::endian::native == std::endian::little);
 
 int64_t BucketStart(int64_t ts_s, int64_t bucket_s) {
   int64_t q = ts_s / bucket_s;
@@ -15,107 +18,86 @@ int64_t BucketStart(int64_t ts_s, int64_t bucket_s) {
   return q * bucket_s;
 }
 
-int64_t BlockStart(int64_t b, int64_t bucket_s) { return BucketStart(b, bucket_s * kBlockBuckets); }
+CounterRing::CounterRing(const CountersSpec& c)
+    : slots(c.keep_s / c.bucket_s + 1), slot_bytes(4 + 8 * c.count.size()), bucket_s(c.bucket_s) {}
 
-std::string BlockField(std::string_view type, int64_t block_start_s) {
-  std::string f;
-  f.reserve(type.size() + 12);
-  f.append(type);
-  f += ':';
-  f += std::to_string(block_start_s);
-  return f;
+std::optional<uint32_t> CounterRing::IndexOf(int64_t b) const {
+  const int64_t index = b / bucket_s;
+  if (index <= 0 || index > std::numeric_limits<uint32_t>::max()) return std::nullopt;
+  return static_cast<uint32_t>(index);
 }
 
-bool ParseBlock(std::string_view text, std::span<long double> sums) {
-  std::fill(sums.begin(), sums.end(), 0.0L);
-  size_t slot = 0;
-  while (!text.empty()) {
-    if (slot == sums.size()) return false;
-    const size_t comma = text.find(',');
-    const std::string_view x = text.substr(0, comma);
-    // Most sums are small counts: integers first, the general parser for the rest.
-    if (auto n = ParseStrictInt<int64_t>(x))
-      sums[slot] = static_cast<long double>(*n);
-    else if (auto d = ParseStrictF64(x))
-      sums[slot] = *d;
-    else
-      return false;
-    ++slot;
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-    if (text.empty()) return false;  // a trailing comma
-  }
-  return true;
-}
+std::string RingField(int64_t block) { return std::to_string(block); }
 
 CounterWindows::CounterWindows(const KeyFamily& family, std::span<const size_t> fields,
                                int64_t now_s)
-    : spec_(*family.counters), fields_(fields.begin(), fields.end()) {
-  spans_.resize(spec_.count.size());
-  for (size_t f : fields_) {
-    const CounterField& cf = spec_.fields[f];
-    const auto n = static_cast<uint32_t>(cf.window_s / spec_.bucket_s);
-    spans_[cf.num].buckets = std::max(spans_[cf.num].buckets, n);
-    if (cf.kind == CounterField::Kind::kRate)
-      spans_[cf.den].buckets = std::max(spans_[cf.den].buckets, n);
-  }
-  newest_ = BucketStart(now_s, spec_.bucket_s);
-  const int64_t span = spec_.bucket_s * kBlockBuckets;
-  for (size_t t = 0; t < spans_.size(); ++t) {
-    Span& s = spans_[t];
-    if (s.buckets == 0) continue;
-    s.first = static_cast<uint32_t>(hash_fields_.size());
-    s.oldest = BlockStart(newest_ - (s.buckets - 1) * spec_.bucket_s, spec_.bucket_s);
-    for (int64_t b = s.oldest; b <= newest_; b += span)
-      hash_fields_.push_back(BlockField(spec_.count[t], b));
+    : spec_(*family.counters), ring_(spec_), fields_(fields.begin(), fields.end()) {
+  newest_ = BucketStart(now_s, spec_.bucket_s) / spec_.bucket_s;
+  int64_t longest = 0;
+  for (size_t f : fields_) longest = std::max(longest, spec_.fields[f].window_s / spec_.bucket_s);
+  reply_of_block_.assign(static_cast<size_t>(ring_.blocks()), -1);
+  for (int64_t k = 0; k < longest; ++k) {
+    const auto index = ring_.IndexOf((newest_ - k) * spec_.bucket_s);
+    if (!index) continue;
+    int32_t& at = reply_of_block_[static_cast<size_t>(ring_.Block(*index))];
+    if (at >= 0) continue;
+    at = static_cast<int32_t>(hash_fields_.size());
+    hash_fields_.push_back(RingField(ring_.Block(*index)));
   }
 }
 
 void CounterWindows::SumWindows(RespView reply, CachedFields& cells, size_t first) const {
-  // Per type, the sums of its windows of 1..buckets newest buckets (prefix[k]: of the k
-  // newest), and how many of those buckets lie in a block that did not parse. Count-only
-  // sums are integers and add exactly in long double; sums of values to its precision.
-  std::vector<std::vector<long double>> prefix(spans_.size());
-  std::vector<std::vector<uint32_t>> bad(spans_.size());
-  std::vector<long double> sums;
-  std::vector<uint8_t> block_ok;
-  auto it = reply.begin();
-  for (size_t t = 0; t < spans_.size(); ++t) {
-    const Span& s = spans_[t];
-    if (s.buckets == 0) continue;
-    const size_t blocks =
-        static_cast<size_t>((newest_ - s.oldest) / (spec_.bucket_s * kBlockBuckets)) + 1;
-    sums.assign(blocks * kBlockBuckets, 0.0L);
-    block_ok.assign(blocks, 1);
-    for (size_t k = 0; k < blocks; ++k, ++it) {
-      const RespView v = *it;
-      std::span<long double> block(sums.data() + k * kBlockBuckets, kBlockBuckets);
-      if (v.is_string())
-        block_ok[k] = ParseBlock(v.str(), block) ? 1 : 0;
-      else if (!v.is_nil())
-        block_ok[k] = 0;
-    }
-    prefix[t].assign(s.buckets + 1, 0.0L);
-    bad[t].assign(s.buckets + 1, 0);
-    for (uint32_t k = 0; k < s.buckets; ++k) {
-      const auto at =
-          static_cast<size_t>((newest_ - k * spec_.bucket_s - s.oldest) / spec_.bucket_s);
-      const bool ok = block_ok[at / kBlockBuckets] != 0;
-      prefix[t][k + 1] = prefix[t][k] + (ok ? sums[at] : 0.0L);
-      bad[t][k + 1] = bad[t][k] + (ok ? 0 : 1);
-    }
+  // The reply's blocks, as views; a block that is not whole slots within its block's
+  // bytes is bad (kUnparsable for every field reading a slot of it).
+  struct Block {
+    std::string_view bytes;  // empty when absent
+    bool bad = false;
+  };
+  constexpr size_t kInline = 8;  // a day of hourly buckets spans 4 blocks at most
+  Block inline_blocks[kInline];
+  std::vector<Block> more;
+  Block* blocks = inline_blocks;
+  if (hash_fields_.size() > kInline) {
+    more.resize(hash_fields_.size());
+    blocks = more.data();
   }
-  // Type t's window: its prefix and bad count at window_s / bucket_s buckets.
-  auto window = [&](uint32_t t, int64_t window_s, long double& sum) {
-    const auto n = static_cast<size_t>(window_s / spec_.bucket_s);
-    sum = prefix[t][n];
-    return bad[t][n] == 0;
+  size_t i = 0;
+  const size_t block_bytes = ring_.slot_bytes * kRingBlockSlots;
+  for (RespView v : reply) {
+    Block& b = blocks[i++];
+    if (v.is_string() && v.str().size() % ring_.slot_bytes == 0 && v.str().size() <= block_bytes)
+      b.bytes = v.str();
+    else
+      b.bad = !v.is_nil();
+  }
+  // Type t's sum over the n newest buckets; false when a slot it needs is in a bad block
+  // or holds a sum that is not finite. Count-only sums are integers: exact in long double.
+  auto window = [&](uint32_t t, int64_t n, long double& sum) {
+    sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const auto index = ring_.IndexOf((newest_ - k) * spec_.bucket_s);
+      if (!index) continue;
+      const auto r = static_cast<size_t>(reply_of_block_[static_cast<size_t>(ring_.Block(*index))]);
+      if (blocks[r].bad) return false;
+      const std::string_view b = blocks[r].bytes;
+      const size_t at = ring_.Offset(*index);
+      if (at + ring_.slot_bytes > b.size()) continue;  // past the block's end: empty
+      uint32_t held;
+      std::memcpy(&held, b.data() + at, 4);
+      if (held != *index) continue;  // empty, or a bucket that aged out of the ring
+      double x;
+      std::memcpy(&x, b.data() + at + 4 + 8 * t, 8);
+      if (!std::isfinite(x)) return false;
+      sum += x;
+    }
+    return true;
   };
   for (size_t f = 0; f < fields_.size(); ++f) {
     const CounterField& cf = spec_.fields[fields_[f]];
+    const int64_t n = cf.window_s / spec_.bucket_s;
     long double num = 0, den = 0;
-    bool ok = window(cf.num, cf.window_s, num);
-    if (cf.kind == CounterField::Kind::kRate) ok = window(cf.den, cf.window_s, den) && ok;
+    bool ok = window(cf.num, n, num);
+    if (cf.kind == CounterField::Kind::kRate) ok = window(cf.den, n, den) && ok;
     if (!ok) {
       cells.SetNoValue(first + f, CachedField::State::kUnparsable);
       continue;

@@ -1,19 +1,24 @@
 // The Redis layout of a `counters` family (docs/events.md), in one place for the writer
-// (counter_write.h) and the readers (tasks/read_through.h ReadCounters): one hash per id;
-// per event type, its buckets grouped in blocks of kBlockBuckets consecutive buckets
-// aligned to the Unix epoch, one field per block named "<type>:<block start, Unix s>"
-// holding the block's sums as decimal text separated by commas, oldest bucket first,
-// trailing zeros left out ("3,0,1"); and two bookkeeping fields without a ':' ("_lo",
-// "_hi": the oldest bucket that may hold a sum, the newest ever written).
+// (counter_write.h) and the readers (tasks/read_through.h ReadCounters): one hash per id
+// holding a ring of keep_s / bucket_s + 1 slots, slot (bucket index mod ring size), so
+// that a key can never hold more buckets than the bound, whatever the writes. A slot is
+// binary: the index of the bucket it holds (bucket start / bucket_s, u32 little-endian),
+// then one f64 little-endian sum per event type the family counts, in `count` order.
+// Slots are grouped kRingBlockSlots to a hash field, named by its block number in
+// decimal ("0", "1", ...); a field may be shorter than its block (the slots past its end
+// are empty).
 //
-// Why blocks: a read asks for the window's buckets of 1,000 candidates. One field per
-// bucket made a demo key 340 fields (a listpack) and its HMGET of 48 buckets cost Redis
-// ~65 us a key; blocks make it ~14 fields and an HMGET of 4 (~1.3 us, docs/events.md).
+// Why this shape: a read of 1,000 candidates asks each key for the few fields holding its
+// window and decodes them with loads, not text parsing; a write is a short script that
+// touches only the fields of the buckets it adds to (no bookkeeping fields, no scan for
+// aged-out buckets: a slot holding an older bucket is reset when its position is written
+// again, and readers ignore a slot whose index is not the bucket they want).
 //
 // Threads: pure functions and immutable values; any thread.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,28 +30,38 @@
 
 namespace rankd {
 
-// Buckets per block (per hash field).
-inline constexpr int64_t kBlockBuckets = 32;
+// Slots per hash field (a block).
+inline constexpr int64_t kRingBlockSlots = 8;
 
 // Unix ms -> the second that holds it (floor: a time before 1970 too).
 inline int64_t SecondOf(int64_t ms) { return ms / 1000 - (ms % 1000 < 0 ? 1 : 0); }
 // The start of the bucket holding second `ts_s`: floor(ts_s / bucket_s) * bucket_s.
 int64_t BucketStart(int64_t ts_s, int64_t bucket_s);
-// The start of the block holding bucket start `b`.
-int64_t BlockStart(int64_t b, int64_t bucket_s);
-// "<type>:<block_start_s>".
-std::string BlockField(std::string_view type, int64_t block_start_s);
-inline constexpr std::string_view kLowField = "_lo";
-inline constexpr std::string_view kHighField = "_hi";
 
-// A block's text -> its kBlockBuckets sums (absent ones 0); false when it is not a list of
-// at most kBlockBuckets finite numbers.
-bool ParseBlock(std::string_view text, std::span<long double> sums);
+// A counters family's ring: its size, its slots' bytes, where a bucket lives.
+struct CounterRing {
+  explicit CounterRing(const CountersSpec& c);
+
+  int64_t slots = 0;      // keep_s / bucket_s + 1
+  size_t slot_bytes = 0;  // 4 + 8 x event types counted
+  int64_t bucket_s = 0;
+
+  // The bucket index of bucket start `b` when a slot can hold it (0 < index < 2^32).
+  std::optional<uint32_t> IndexOf(int64_t b) const;
+  int64_t Block(uint32_t index) const { return (index % slots) / kRingBlockSlots; }
+  size_t Offset(uint32_t index) const {
+    return static_cast<size_t>((index % slots) % kRingBlockSlots) * slot_bytes;
+  }
+  int64_t blocks() const { return (slots + kRingBlockSlots - 1) / kRingBlockSlots; }
+};
+
+// Block `block`'s hash field: its number in decimal.
+std::string RingField(int64_t block);
 
 // What a read of some of a counters family's fields at `now_s` asks (HMGET's fields) and
-// how the reply becomes their values: a type is asked for the blocks that hold the
-// buckets of its longest window, the W / bucket_s newest from BucketStart(now_s) (the b
-// with now - W < b <= now: W is a multiple of bucket_s).
+// how the reply becomes their values: the blocks holding the buckets of the longest
+// window asked, the W / bucket_s newest from BucketStart(now_s) (the b with
+// now - W < b <= now: W is a multiple of bucket_s).
 class CounterWindows {
  public:
   // `fields`: indexes into family.fields. REQUIRES: family.counters; the family outlives
@@ -59,19 +74,16 @@ class CounterWindows {
   // An HMGET reply (an array of hash_fields().size() elements, nil where a block is
   // absent) -> the node's field f into cells[first + f]: a sum, a rate, or null (kBad:
   // nothing to count) for a rate whose denominator is 0; kUnparsable when a block it
-  // reads is no list of numbers. REQUIRES: that shape, cells.size() >= first + fields.
+  // reads is not a whole number of slots within its block, or a sum is not finite.
+  // REQUIRES: that shape, cells.size() >= first + fields.
   void SumWindows(RespView reply, CachedFields& cells, size_t first) const;
 
  private:
-  struct Span {            // a type's blocks in hash_fields_, oldest first
-    uint32_t first = 0;    // index of its oldest block
-    uint32_t buckets = 0;  // buckets of its longest window; 0: not asked
-    int64_t oldest = 0;    // start of its oldest block
-  };
   const CountersSpec& spec_;
+  CounterRing ring_;
   std::vector<size_t> fields_;
-  std::vector<Span> spans_;  // by type index
-  int64_t newest_ = 0;       // BucketStart(now)
+  int64_t newest_ = 0;                   // BucketStart(now) / bucket_s
+  std::vector<int32_t> reply_of_block_;  // block -> its place in hash_fields_, or -1
   std::vector<std::string> hash_fields_;
 };
 

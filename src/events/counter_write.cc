@@ -9,87 +9,55 @@
 #include <iterator>
 
 #include "events/counter_layout.h"
+#include "redis/cluster_slots.h"
 
 namespace rankd {
 
-// KEYS[1]: a counters key. ARGV: its TTL in ms (keep_s), keep_s, the writer's current
-// bucket start, bucket_s, buckets per block, then (type, bucket start, increment) triples.
-// Blocks are "<type>:<block start>" fields of comma-separated sums (counter_layout.h),
-// read once each and written back once; a changed sum as "%.17g" (a double's exact text:
-// counts stay integers), the others as they were. "_lo" and "_hi" hold the oldest bucket that may
-// hold a sum and the newest ever written, so that the key is scanned (HKEYS, a few fields) only
-// when its oldest bucket has aged out, about once per bucket_s, not on every write.
-//
-// The key keeps the buckets b >= top - keep_s, top the newest of: the writer's bucket,
-// "_hi", the buckets written: keep_s / bucket_s + 1 starts per type, whatever the writes
-// (a future-dated event, a writer whose clock is behind). Older sums are zeroed (a block
-// of zeros is deleted, trailing zeros are not written); an increment older than that is
-// dropped and counted in the reply. A key left without a block is deleted.
-const std::string_view kCounterScript = R"lua(local key = KEYS[1]
-local keep, bs, slots = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local span = bs * slots
-local marks = redis.call('HMGET', key, '_lo', '_hi')
-local lo, hi = tonumber(marks[1]), tonumber(marks[2])
-local top = tonumber(ARGV[3])
-if hi and hi > top then top = hi end
-for i = 6, #ARGV, 3 do
-  local b = tonumber(ARGV[i + 1])
-  if b > top then top = b end
-end
-local cutoff = top - keep
-local blocks = {}
-local function block(f)
-  local v = blocks[f]
-  if not v then
-    v = {}
-    local text = redis.call('HGET', key, f)
-    if text then for x in string.gmatch(text, '[^,]+') do v[#v + 1] = x end end
-    for s = #v + 1, slots do v[s] = '0' end
+// KEYS: counters keys. ARGV, for each key in turn: its TTL in ms (keep_s), its ring's
+// slots, a slot's bytes, n, then n increments (bucket index, type index from 0, amount).
+// A slot (counter_layout.h) is the index of the bucket it holds (u32 LE) and a sum per
+// type (f64 LE). An increment lands in slot index % ring, in block field
+// floor(slot / 8): when the slot holds an older bucket (or none: index 0), it is reset to
+// this one first; when it holds a newer one, the increment is older than the key's
+// window and is dropped, counted in the reply. Each block read once (HGET), the changed
+// ones written back at once (HSET), then the TTL: a key can hold no more than its ring,
+// whatever the writes, and expires keep_s after the last write.
+const std::string_view kCounterScript = R"lua(local late, a = 0, 1
+for k = 1, #KEYS do
+  local key = KEYS[k]
+  local ttl, ring, width, n = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
+  a = a + 4
+  local blocks, changed, order = {}, {}, {}
+  for _ = 1, n do
+    local index, t, d = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+    a = a + 3
+    local slot = index % ring
+    local f = tostring((slot - slot % 8) / 8)
+    local at = (slot % 8) * width
+    local v = blocks[f]
+    if v == nil then v = redis.call('HGET', key, f) or '' end
+    if #v < at + width then v = v .. string.rep('\0', at + width - #v) end
+    local held = struct.unpack('<I4', v, at + 1)
+    if held > index then
+      late = late + 1
+    else
+      if held < index then
+        v = string.sub(v, 1, at) .. struct.pack('<I4', index) .. string.rep('\0', width - 4) ..
+            string.sub(v, at + width + 1)
+      end
+      local o = at + 4 + 8 * t
+      v = string.sub(v, 1, o) .. struct.pack('<d', struct.unpack('<d', v, o + 1) + d) ..
+          string.sub(v, o + 9)
+      if not changed[f] then changed[f] = true; order[#order + 1] = f end
+    end
     blocks[f] = v
   end
-  return v
-end
-local late, low = 0, lo
-for i = 6, #ARGV, 3 do
-  local b = tonumber(ARGV[i + 1])
-  if b < cutoff then
-    late = late + 1
-  else
-    local start = b - b % span
-    local v = block(ARGV[i] .. ':' .. start)
-    local s = (b - start) / bs + 1
-    v[s] = string.format('%.17g', (tonumber(v[s]) or 0) + tonumber(ARGV[i + 2]))
-    if low == nil or b < low then low = b end
+  if #order > 0 then
+    local args = {'HSET', key}
+    for _, f in ipairs(order) do args[#args + 1] = f; args[#args + 1] = blocks[f] end
+    redis.call(unpack(args))
+    redis.call('PEXPIRE', key, ttl)
   end
-end
-if low ~= nil and low < cutoff then
-  for _, f in ipairs(redis.call('HKEYS', key)) do
-    local start = tonumber(string.match(f, ':(%-?%d+)$'))
-    if start ~= nil and start < cutoff then
-      local v = block(f)
-      for s = 1, math.min(slots, (cutoff - start) / bs) do v[s] = '0' end
-    end
-  end
-  low = cutoff
-end
-for f, v in pairs(blocks) do
-  local n = #v
-  while n > 0 and tonumber(v[n]) == 0 do n = n - 1 end
-  if n == 0 then
-    redis.call('HDEL', key, f)
-  else
-    redis.call('HSET', key, f, table.concat(v, ',', 1, n))
-  end
-end
-if low == nil then
-  redis.call('DEL', key)
-  return late
-end
-if low ~= lo or top ~= hi then redis.call('HSET', key, '_lo', low, '_hi', top) end
-if redis.call('HLEN', key) <= 2 then
-  redis.call('DEL', key)
-else
-  redis.call('PEXPIRE', key, ARGV[1])
 end
 return late
 )lua";
@@ -132,7 +100,8 @@ void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double val
     const CountersSpec& c = *f.counters;
     const std::optional<uint32_t> t = c.TypeIndex(type.name);
     if (!t) continue;
-    if (ts_ms < now_ms_ - c.keep_s * 1000) {
+    const auto index = CounterRing(c).IndexOf(BucketStart(SecondOf(ts_ms), c.bucket_s));
+    if (ts_ms < now_ms_ - c.keep_s * 1000 || !index) {  // no slot before 1970 either
       ++too_old_;
       continue;
     }
@@ -142,7 +111,7 @@ void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double val
       k.str = std::string(id.str);
     else
       k.num = id.num;
-    Sum& s = keys_[std::move(k)][{*t, BucketStart(SecondOf(ts_ms), c.bucket_s)}];
+    Sum& s = keys_[std::move(k)][{*t, *index}];
     if (c.valued[*t])
       s.value += value;
     else
@@ -156,70 +125,104 @@ size_t CounterBatch::increments() const {
   return n;
 }
 
-RedisCommands CounterBatch::Commands(std::string_view prefix, bool eval,
-                                     const std::vector<size_t>& only) const {
-  RedisCommands cmds;
-  const int64_t now_s = SecondOf(now_ms_);
-  size_t index = 0;
-  auto next = only.begin();
+CounterCalls CounterBatch::Calls(std::string_view prefix, bool cluster) const {
+  CounterCalls calls;
+  if (!aggregate_) {  // one call per increment, as the unaggregated baseline promises
+    for (size_t i = 0; i < keys_.size(); ++i) calls.push_back({i});
+    return calls;
+  }
+  // A cluster runs a script's keys on one node only when they share a slot.
+  std::map<int, size_t> open;  // slot -> its call still taking keys
+  size_t i = 0;
   for (const auto& [k, buckets] : keys_) {
-    const size_t i = index++;
-    if (!only.empty()) {
-      if (next == only.end() || *next != i) continue;
-      ++next;
+    const int slot = cluster ? KeySlot(KeyText(k, prefix)) : 0;
+    auto [at, fresh] = open.try_emplace(slot, calls.size());
+    if (fresh || calls[at->second].size() == kKeysPerCall) {
+      at->second = calls.size();
+      calls.emplace_back();
     }
-    const KeyFamily& f = schema_->families[k.family];
-    const CountersSpec& c = *f.counters;
-    cmds.Add(static_cast<int>(9 + 3 * buckets.size()))
+    calls[at->second].push_back(i++);
+  }
+  return calls;
+}
+
+RedisCommands CounterBatch::Commands(std::string_view prefix, const CounterCalls& calls, bool eval,
+                                     const std::vector<size_t>& only) const {
+  std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
+  entries.reserve(keys_.size());
+  for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
+  RedisCommands cmds;
+  auto write = [&](const std::vector<size_t>& call) {
+    int argc = 3 + static_cast<int>(call.size());
+    for (size_t e : call) argc += 4 + 3 * static_cast<int>(entries[e]->second.size());
+    cmds.Add(argc)
         .Arg(eval ? "EVAL" : "EVALSHA")
         .Arg(eval ? kCounterScript : std::string_view(CounterScriptSha()))
-        .Arg(int64_t{1});
-    if (f.id_type == ColumnType::kStr)
-      cmds.Key(prefix, f.key_template(), std::string_view(k.str));
-    else
-      cmds.Key(prefix, f.key_template(), k.num);
-    cmds.Arg(c.keep_s * 1000)
-        .Arg(c.keep_s)
-        .Arg(BucketStart(now_s, c.bucket_s))
-        .Arg(c.bucket_s)
-        .Arg(kBlockBuckets);
-    for (const auto& [tb, sum] : buckets) {
-      cmds.Arg(c.count[tb.first]).Arg(tb.second);
-      if (c.valued[tb.first])
-        cmds.Arg(FloatText(sum.value));
+        .Arg(static_cast<int64_t>(call.size()));
+    for (size_t e : call) {
+      const KeyId& k = entries[e]->first;
+      const KeyFamily& f = schema_->families[k.family];
+      if (f.id_type == ColumnType::kStr)
+        cmds.Key(prefix, f.key_template(), std::string_view(k.str));
       else
-        cmds.Arg(sum.count);
+        cmds.Key(prefix, f.key_template(), k.num);
     }
-  }
+    for (size_t e : call) {
+      const KeyFamily& f = schema_->families[entries[e]->first.family];
+      const CountersSpec& c = *f.counters;
+      const CounterRing ring(c);
+      cmds.Arg(c.keep_s * 1000)
+          .Arg(ring.slots)
+          .Arg(static_cast<int64_t>(ring.slot_bytes))
+          .Arg(static_cast<int64_t>(entries[e]->second.size()));
+      for (const auto& [tb, sum] : entries[e]->second) {
+        cmds.Arg(int64_t{tb.second}).Arg(int64_t{tb.first});
+        if (c.valued[tb.first])
+          cmds.Arg(FloatText(sum.value));
+        else
+          cmds.Arg(sum.count);
+      }
+    }
+  };
+  if (only.empty())
+    for (const auto& call : calls) write(call);
+  else
+    for (size_t c : only) write(calls[c]);
   return cmds;
+}
+
+std::string CounterBatch::KeyText(const KeyId& k, std::string_view prefix) const {
+  const KeyFamily& f = schema_->families[k.family];
+  return std::string(prefix) +
+         f.KeyOf(f.id_type == ColumnType::kStr ? k.str : std::to_string(k.num));
 }
 
 std::string CounterBatch::Key(size_t i, std::string_view prefix) const {
   auto it = keys_.begin();
   std::advance(it, static_cast<ptrdiff_t>(i));
-  const KeyFamily& f = schema_->families[it->first.family];
-  return std::string(prefix) +
-         f.KeyOf(f.id_type == ColumnType::kStr ? it->first.str : std::to_string(it->first.num));
+  return KeyText(it->first, prefix);
 }
 
 namespace {
 
-// Reply `r` to the write of key `key`: counted into `out`, or NOSCRIPT (noted in
+// Reply `r` to call `call` of the write: counted into `out`, or NOSCRIPT (noted in
 // `noscript` when it may be retried), or the error that fails the write.
-Result<void> CheckWrite(const RedisClient& redis, const CounterBatch& batch, RespView r, size_t key,
+Result<void> CheckWrite(const RedisClient& redis, const CounterBatch& batch,
+                        const CounterCalls& calls, RespView r, size_t call,
                         std::vector<size_t>* noscript, CounterWriteResult& out) {
   if (r.is_integer()) {
     out.late += static_cast<uint64_t>(std::max<int64_t>(0, r.integer()));
-    ++out.keys;
+    out.keys += calls[call].size();
     return {};
   }
   if (noscript && r.is_error() && r.str().starts_with("NOSCRIPT")) {
-    noscript->push_back(key);
+    noscript->push_back(call);
     return {};
   }
   Error e = Error::Backend("counters write at redis endpoint " + redis.endpoint().name + ": " +
                            (r.is_error() ? "error reply" : "unexpected reply"));
-  e.detail = "counters write " + batch.Key(key, redis.prefix()) + " at redis endpoint " +
+  e.detail = "counters write of " + std::to_string(calls[call].size()) + " key(s) from " +
+             batch.Key(calls[call].front(), redis.prefix()) + " at redis endpoint " +
              redis.endpoint().Label() + ": " +
              (r.is_error() ? std::string(r.str()) : std::string(RespKindName(r.kind())));
   return Fail(std::move(e));
@@ -231,19 +234,22 @@ Coro<Result<CounterWriteResult>> WriteCounters(RedisClient& redis, const Counter
                                                Deadline deadline) {
   CounterWriteResult out;
   if (batch.empty()) co_return out;
-  auto replies = co_await redis.Batch(batch.Commands(redis.prefix()), deadline);
+  const CounterCalls calls = batch.Calls(redis.prefix(), !redis.endpoint().cluster_seeds.empty());
+  out.calls = calls.size();
+  auto replies = co_await redis.Batch(batch.Commands(redis.prefix(), calls), deadline);
   if (!replies) co_return Fail(std::move(replies.error()));
   std::vector<size_t> noscript;
-  for (size_t i = 0; i < batch.keys(); ++i)
-    if (auto ok = CheckWrite(redis, batch, (*replies)[i], i, &noscript, out); !ok)
+  for (size_t i = 0; i < calls.size(); ++i)
+    if (auto ok = CheckWrite(redis, batch, calls, (*replies)[i], i, &noscript, out); !ok)
       co_return Fail(std::move(ok.error()));
   if (noscript.empty()) co_return out;
   // Redis lost the script (a restart, SCRIPT FLUSH): EVAL loads it again.
-  out.reloaded = noscript.size();
-  auto again = co_await redis.Batch(batch.Commands(redis.prefix(), true, noscript), deadline);
+  for (size_t c : noscript) out.reloaded += calls[c].size();
+  auto again =
+      co_await redis.Batch(batch.Commands(redis.prefix(), calls, true, noscript), deadline);
   if (!again) co_return Fail(std::move(again.error()));
   for (size_t i = 0; i < noscript.size(); ++i)
-    if (auto ok = CheckWrite(redis, batch, (*again)[i], noscript[i], nullptr, out); !ok)
+    if (auto ok = CheckWrite(redis, batch, calls, (*again)[i], noscript[i], nullptr, out); !ok)
       co_return Fail(std::move(ok.error()));
   co_return out;
 }

@@ -1,10 +1,11 @@
 // Writing counters (docs/events.md): CounterBatch aggregates a request's events into one
 // increment per (key, event type, bucket) (or, unaggregated, keeps one increment per event
-// and family: --events-flush-ms 0), and WriteCounters sends them as one EVALSHA of
-// kCounterScript per key touched, all in one pipelined write: the script adds to the
-// buckets (counter_layout.h), zeroes those that aged out of the key's window (so that a
-// key holds at most keep_s / bucket_s + 1 buckets per type after any write) and sets the
-// key's TTL to keep_s.
+// and family: --events-flush-ms 0), and WriteCounters sends them as EVALSHAs of
+// kCounterScript, each for up to kKeysPerCall keys (of one cluster slot: a cluster runs a
+// script on one node), all in one pipelined write: the script adds to the buckets' slots
+// of each key's ring (counter_layout.h: a key holds at most keep_s / bucket_s + 1 buckets
+// per type, whatever the writes) and sets the key's TTL to keep_s. Unaggregated, every
+// increment is its own EVALSHA.
 //
 //   CounterBatch batch(schema, now_ms);   // the plan snapshot's schema, the request's time
 //   for (const Event& e : events) batch.Add(*e.type, e.user, e.item, e.value, e.ts_ms);
@@ -31,9 +32,16 @@
 
 namespace rankd {
 
-// The write of one counters key (its text is in counter_write.cc) and its SHA1, hex.
+// The write of counters keys (its text is in counter_write.cc) and its SHA1, hex.
 extern const std::string_view kCounterScript;
 const std::string& CounterScriptSha();
+
+// Keys per EVALSHA when aggregating: a call holds Redis for its whole run (~2 us a key),
+// so it stays short.
+inline constexpr size_t kKeysPerCall = 64;
+
+// The EVALSHA calls of a write: each the entries (indexes in (family, id) order) it writes.
+using CounterCalls = std::vector<std::vector<size_t>>;
 
 class CounterBatch {
  public:
@@ -57,10 +65,13 @@ class CounterBatch {
   // Counts of an event in a family skipped because the event was older than its keep_s.
   uint64_t too_old() const { return too_old_; }
 
-  // One EVALSHA of kCounterScript per entry, under `prefix`, in (family, id) order;
-  // `eval` sends the script's text instead (EVAL), as after a NOSCRIPT reply. `only`: the
-  // indexes (in that order) of the keys to write; empty: all.
-  RedisCommands Commands(std::string_view prefix, bool eval = false,
+  // The calls of a write under `prefix`: unaggregated, one per entry; else up to
+  // kKeysPerCall entries each, grouped by cluster slot when `cluster`.
+  CounterCalls Calls(std::string_view prefix, bool cluster) const;
+  // One EVALSHA of kCounterScript per call, under `prefix`; `eval` sends the script's
+  // text instead (EVAL), as after a NOSCRIPT reply. `only`: the indexes (in order) of the
+  // calls to send; empty: all.
+  RedisCommands Commands(std::string_view prefix, const CounterCalls& calls, bool eval = false,
                          const std::vector<size_t>& only = {}) const;
   // Key i of that order under `prefix` (messages, tests). Linear in i.
   std::string Key(size_t i, std::string_view prefix) const;
@@ -78,7 +89,8 @@ class CounterBatch {
     int64_t count = 0;
     long double value = 0;
   };
-  using Buckets = std::map<std::pair<uint32_t, int64_t>, Sum>;  // (type index, bucket start)
+  using Buckets = std::map<std::pair<uint32_t, uint32_t>, Sum>;  // (type index, bucket index)
+  std::string KeyText(const KeyId& k, std::string_view prefix) const;
 
   SchemaPtr schema_;
   int64_t now_ms_;
@@ -91,12 +103,13 @@ class CounterBatch {
 // What a write did.
 struct CounterWriteResult {
   size_t keys = 0;      // keys written
+  size_t calls = 0;     // EVALSHAs sent (EVALs after NOSCRIPT not counted)
   uint64_t late = 0;    // increments the script dropped: older than the key's window
   size_t reloaded = 0;  // keys sent again with EVAL after NOSCRIPT
 };
 
-// Sends `batch` on `redis` within `deadline`: one pipelined EVALSHA per key, then EVAL for
-// the keys whose reply was NOSCRIPT (Redis restarted or flushed its scripts). Errors:
+// Sends `batch` on `redis` within `deadline`: its calls as pipelined EVALSHAs, then EVAL
+// for the calls whose reply was NOSCRIPT (Redis restarted or flushed its scripts). Errors:
 // the batch's (unavailable, deadline_exceeded), or backend_error naming the endpoint for
 // an error reply (its key and Redis's text in the detail). Succeeds at once when empty.
 // REQUIRES: the loop thread of `redis`; `batch` outlives the call.

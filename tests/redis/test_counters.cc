@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <random>
@@ -156,26 +157,48 @@ long double RefSum(const std::vector<Event>& events, const CountersSpec& c, bool
   return sum;
 }
 
-// The bucket sums a counters key holds, by type: HGETALL parsed (blocks of the layout).
+// The bucket sums a counters key holds, by type, from HGETALL (the ring of
+// counter_layout.h): the slots whose bucket is within the ring of the newest one held (a
+// reader at that time can see them; older ones are dead, overwritten when their slot is
+// written again). `slots`: every slot holding a bucket, dead ones too.
 std::map<std::string, std::map<int64_t, long double>> Buckets(const RedisServer& server,
                                                               const std::string& key,
-                                                              int64_t bucket_s) {
-  std::map<std::string, std::map<int64_t, long double>> out;
+                                                              const CountersSpec& c,
+                                                              size_t* slots = nullptr) {
+  const CounterRing ring(c);
+  std::vector<std::pair<uint32_t, std::string>> held;  // (bucket index, slot bytes)
   RespReplies r = server.Command({"HGETALL", key});
   REQUIRE(r[0].is_array());
   for (auto it = r[0].begin(); it != r[0].end(); ++it) {
-    const std::string field(it->str());
+    const int64_t block = std::stoll(std::string(it->str()));
     ++it;
-    const size_t colon = field.rfind(':');
-    if (colon == std::string::npos) continue;  // _lo, _hi
-    const int64_t start = std::stoll(field.substr(colon + 1));
-    std::vector<long double> sums(kBlockBuckets);
-    REQUIRE(ParseBlock(it->str(), sums));
-    for (int64_t s = 0; s < kBlockBuckets; ++s)
-      if (sums[s] != 0) out[field.substr(0, colon)][start + s * bucket_s] = sums[s];
+    const std::string_view bytes = it->str();
+    REQUIRE(bytes.size() % ring.slot_bytes == 0);
+    for (size_t at = 0; at < bytes.size(); at += ring.slot_bytes) {
+      uint32_t index;
+      std::memcpy(&index, bytes.data() + at, 4);
+      if (index == 0) continue;
+      CHECK(ring.Block(index) == block);
+      CHECK(ring.Offset(index) == at);
+      held.emplace_back(index, std::string(bytes.substr(at, ring.slot_bytes)));
+    }
+  }
+  if (slots) *slots = held.size();
+  uint32_t newest = 0;
+  for (const auto& h : held) newest = std::max(newest, h.first);
+  std::map<std::string, std::map<int64_t, long double>> out;
+  for (const auto& [index, bytes] : held) {
+    if (index + ring.slots <= newest) continue;  // dead
+    for (size_t t = 0; t < c.count.size(); ++t) {
+      double x;
+      std::memcpy(&x, bytes.data() + 4 + 8 * t, 8);
+      if (x != 0) out[c.count[t]][int64_t{index} * c.bucket_s] = x;
+    }
   }
   return out;
 }
+
+const CountersSpec& Spec(const char* family) { return *TestSchema().Find(family)->counters; }
 
 bool Close(double got, long double want) {
   return std::fabs(static_cast<long double>(got) - want) <= 1e-9L * std::fabs(want) + 1e-12L;
@@ -281,10 +304,8 @@ TEST_CASE("counters: many events on one key and bucket are one increment") {
   CHECK(f.last->keys() == 3);  // ic:7, short:7, brief:7
   CHECK(f.last->increments() == 3);
   CHECK(f.last->too_old() == 3);  // the old one, in each
-  CHECK(Buckets(f.server, "ic:7", 60)["click"][kNow] == 100);
-  CHECK(Buckets(f.server, "short:7", 1)["click"][kNow] == 100);
-  CHECK(f.server.Command({"HMGET", "ic:7", "_lo", "_hi"})[0].begin()->str() ==
-        std::to_string(kNow));
+  CHECK(Buckets(f.server, "ic:7", Spec("ic"))["click"][kNow] == 100);
+  CHECK(Buckets(f.server, "short:7", Spec("short"))["click"][kNow] == 100);
 }
 
 TEST_CASE("counters: unaggregated, each event is an increment of its own in each family") {
@@ -297,9 +318,10 @@ TEST_CASE("counters: unaggregated, each event is an increment of its own in each
   CHECK(f.last->increments() == 300);
   CHECK(f.last->too_old() == 3);
   CHECK(w->keys == 300);
-  CHECK(f.last->Commands("").size() == 300);
-  CHECK(Buckets(f.server, "ic:7", 60)["click"][kNow] == 100);
-  CHECK(Buckets(f.server, "brief:7", 1)["click"][kNow] == 100);
+  CHECK(f.last->Calls("", false).size() == 300);
+  CHECK(w->calls == 300);
+  CHECK(Buckets(f.server, "ic:7", Spec("ic"))["click"][kNow] == 100);
+  CHECK(Buckets(f.server, "brief:7", Spec("brief"))["click"][kNow] == 100);
 }
 
 TEST_CASE("counters: a key holds at most keep_s / bucket_s + 1 buckets per type after any write") {
@@ -320,23 +342,28 @@ TEST_CASE("counters: a key holds at most keep_s / bucket_s + 1 buckets per type 
     }
     auto w = f.Write(events, now);
     REQUIRE(w.has_value());
-    for (const auto& [type, buckets] : Buckets(f.server, "short:9", 1)) {
-      CAPTURE(step);
+    CAPTURE(step);
+    size_t slots = 0;
+    for (const auto& [type, buckets] : Buckets(f.server, "short:9", Spec("short"), &slots)) {
       CHECK(buckets.size() <= 6);
-      // Every bucket held lies within keep_s of the newest.
+      // Every bucket a reader can see lies within keep_s of the newest.
       CHECK(buckets.rbegin()->first - buckets.begin()->first <= 5);
     }
-    // And the fields a key has stay few: 2 types x at most 2 blocks + the marks.
-    CHECK(f.server.Command({"HLEN", "short:9"})[0].integer() <= 6);
+    // The key holds at most its ring's 6 buckets (each with every type's sum), in 1 block.
+    CHECK(slots <= 6);
+    CHECK(f.server.Command({"HLEN", "short:9"})[0].integer() == 1);
   }
   // ic (60 buckets) written sparsely over 10 x keep_s: one event an hour and a half.
   for (int i = 0; i < 10; ++i) {
     const int64_t t = kNow + i * 5400;
     REQUIRE(f.Write({{"imp", 1, "", 11, 1, t * 1000}, {"imp", 1, "", 11, 1, (t - 3599) * 1000}}, t)
                 .has_value());
-    auto held = Buckets(f.server, "ic:11", 60);
+    size_t slots = 0;
+    auto held = Buckets(f.server, "ic:11", Spec("ic"), &slots);
     CHECK(held["imp"].size() == 2);
     CHECK(held["imp"].begin()->first >= BucketStart(t - 3600, 60));
+    CHECK(slots <= 61);  // keep_s / bucket_s + 1, whatever the sparse writes left behind
+    CHECK(f.server.Command({"HLEN", "ic:11"})[0].integer() <= 8);  // ceil(61 / 8) blocks
   }
 }
 
@@ -365,7 +392,7 @@ TEST_CASE("counters: a script Redis lost is sent again with EVAL") {
   auto w = f.Write({{"click", 1, "", 3, 1, kNow * 1000}, {"imp", 1, "", 4, 1, kNow * 1000}}, kNow);
   REQUIRE(w.has_value());
   CHECK(w->reloaded == 5);  // ic:3, short:3, brief:3, ic:4, short:4
-  CHECK(Buckets(f.server, "ic:3", 60)["click"][kNow] == 2);
+  CHECK(Buckets(f.server, "ic:3", Spec("ic"))["click"][kNow] == 2);
   auto again = f.Write({{"click", 1, "", 3, 1, kNow * 1000}}, kNow);
   REQUIRE(again.has_value());
   CHECK(again->reloaded == 0);
@@ -384,19 +411,40 @@ TEST_CASE(
   CHECK(w.error().detail.find("WRONGTYPE") != std::string::npos);
 }
 
-TEST_CASE("counters: a block that is no list of numbers makes the fields it feeds null") {
+TEST_CASE(
+    "counters: a block that is not whole slots, or a sum not finite, nulls the fields it feeds") {
   Fixture f;
-  const std::string block = std::to_string(BlockStart(kNow, 60));
-  REQUIRE(f.server.Command({"HSET", "ic:1", "imp:" + block, "1,x"})[0].integer() == 1);
-  REQUIRE(f.server.Command({"HSET", "ic:1", "click:" + block, "1,2"})[0].integer() == 1);
+  const CounterRing ring(Spec("ic"));  // slots: index, then imp, click, dwell
+  const uint32_t now = static_cast<uint32_t>(kNow / 60);
+  auto slot = [&](uint32_t index, double imp, double click) {
+    std::string s(ring.slot_bytes, '\0');
+    std::memcpy(s.data(), &index, 4);
+    std::memcpy(s.data() + 4, &imp, 8);
+    std::memcpy(s.data() + 12, &click, 8);
+    return s;
+  };
+  auto put = [&](const std::string& key, uint32_t index, const std::string& bytes) {
+    // The bytes at the index's offset within its block (earlier slots empty).
+    const std::string block(ring.Offset(index), '\0');
+    REQUIRE(f.server.Command({"HSET", key, RingField(ring.Block(index)), block + bytes})[0]
+                .is_integer());
+  };
   const uint64_t before = TestSchema().Find("ic")->values->unparsable_field.load();
-  auto rows = f.Read("features", "ic", {"imps_10m", "clicks_1h"}, {Items({1})}, kNow * 1000);
+  put("ic:1", now, slot(now, 2, 1) + "x");  // not whole slots
+  put("ic:2", now, slot(now, std::nan(""), 1));
+  put("ic:3", now, slot(now, 2, 1));
+  put("ic:4", now, slot(now - 61, 5, 5));  // a bucket a whole ring older: dead, not counted
+  auto rows =
+      f.Read("features", "ic", {"imps_10m", "clicks_1h"}, {Items({1, 2, 3, 4})}, kNow * 1000);
   REQUIRE(rows.has_value());
   CHECK(IsNull(rows->column("imps_10m")->Get(0)));
-  // kNow is slot 0 of... its block: the clicks summed are those of the buckets up to now.
-  const int64_t slot = (kNow - BlockStart(kNow, 60)) / 60;
-  CHECK(std::get<double>(rows->column("clicks_1h")->Get(0)) == (slot == 0 ? 1 : 3));
-  CHECK(TestSchema().Find("ic")->values->unparsable_field.load() == before + 1);
+  CHECK(IsNull(rows->column("clicks_1h")->Get(0)));
+  CHECK(IsNull(rows->column("imps_10m")->Get(1)));
+  CHECK(std::get<double>(rows->column("clicks_1h")->Get(1)) == 1);  // its own sum is fine
+  CHECK(std::get<double>(rows->column("imps_10m")->Get(2)) == 2);
+  CHECK(std::get<double>(rows->column("clicks_1h")->Get(2)) == 1);
+  CHECK(std::get<double>(rows->column("imps_10m")->Get(3)) == 0);
+  CHECK(TestSchema().Find("ic")->values->unparsable_field.load() == before + 3);
 }
 
 TEST_CASE("counters: a plan reads them at its request's ts_ms; viewer needs a family by user") {
