@@ -4,7 +4,8 @@ field per bucket: a Lua script (one EVALSHA per key) against a read-before-write
 Lua (HMGET the key's "_lo"/"_hi", then HINCRBY the buckets, HSET the marks, PEXPIRE, and
 HKEYS + HDEL when a bucket aged out: two or three round trips), a read of the demo
 configuration's windows (HMGET of 48 buckets per key) and MEMORY USAGE of a full key; then
-rankd's layout, blocks of 32 buckets (src/events/counter_write.cc's script, HMGET of 4).
+rankd's layout, a ring of binary bucket slots (src/events/counter_write.cc's script, one
+call per key and one per 64 keys; a read is an HMGET of the blocks of a day's buckets).
 
 Every key starts full: the demo family (bucket_s 3600, keep_s 604800: 169 buckets of each
 of 2 types, 340 fields with the marks). A round writes 2 increments to every key, at the
@@ -34,7 +35,7 @@ def script_text():
     return re.search(r'R"lua\((.*?)\)lua"', src, re.S).group(1)
 
 
-# One field per bucket ("<type>:<bucket start>"), the layout measured before blocks.
+# One field per bucket ("<type>:<bucket start>"), the layout measured before the ring.
 PER_BUCKET_SCRIPT = """local key = KEYS[1]
 local keep = tonumber(ARGV[2])
 local marks = redis.call('HMGET', key, '_lo', '_hi')
@@ -123,37 +124,35 @@ def fill(conn, keys):
     return conn.many([("OBJECT", "ENCODING", "cnt:item:0")])[0]
 
 
-SLOTS = 32  # kBlockBuckets
+RING = KEEP // BUCKET + 1  # CounterRing::slots
+WIDTH = 4 + 8 * len(TYPES)  # CounterRing::slot_bytes
 
 
-def fill_blocks(conn, keys):
-    """Every key full in rankd's layout: blocks of 32 buckets (src/events/counter_layout.h)."""
+def ring_args(k, now_b):
+    # ttl, ring, width, n, then (bucket index, type index, amount): click 1, impression 3.
+    return [str(KEEP * 1000), str(RING), str(WIDTH), "2", str(now_b // BUCKET), "0", "1",
+            str(now_b // BUCKET), "1", "3"]
+
+
+def ring_round(conn, sha, keys, now_b, per_call):
+    calls = []
+    for first in range(0, keys, per_call):
+        ks = range(first, min(keys, first + per_call))
+        calls.append(("EVALSHA", sha, str(len(ks)), *[f"cnt:item:{k}" for k in ks],
+                      *[x for k in ks for x in ring_args(k, now_b)]))
+    conn.many(calls)
+
+
+def fill_ring(conn, sha, keys):
+    """Every key full in rankd's layout: every bucket of the ring written."""
     conn.many([("FLUSHALL",)])
-    span = BUCKET * SLOTS
-    cmds = []
-    for k in range(keys):
-        for t in TYPES:
-            start = (NOW0 - KEEP) - (NOW0 - KEEP) % span
-            for block in range(start, NOW0 + 1, span):
-                sums = [str(1 + (b // BUCKET) % 7) if NOW0 - KEEP <= b <= NOW0 else "0"
-                        for b in range(block, block + span, BUCKET)]
-                while sums and sums[-1] == "0":
-                    sums.pop()
-                cmds.append(("HSET", f"cnt:item:{k}", f"{t}:{block}", ",".join(sums)))
-        cmds.append(("HSET", f"cnt:item:{k}", "_lo", str(NOW0 - KEEP), "_hi", str(NOW0)))
-        cmds.append(("PEXPIRE", f"cnt:item:{k}", str(KEEP * 1000)))
-    conn.many(cmds)
+    for b in range(NOW0 - KEEP, NOW0 + 1, BUCKET):
+        ring_round(conn, sha, keys, b, 64)
     return conn.many([("OBJECT", "ENCODING", "cnt:item:0")])[0]
 
 
-def blocks_round(conn, sha, keys, now_b):
-    conn.many([("EVALSHA", sha, "1", f"cnt:item:{k}", str(KEEP * 1000), str(KEEP), str(now_b),
-                str(BUCKET), str(SLOTS), "click", str(now_b), "1", "impression", str(now_b), "3")
-               for k in range(keys)])
-
-
 def lua_round(conn, sha, keys, now_b):
-    """The script of one field per bucket that blocks replaced: HINCRBY each, then drop
+    """The script of one field per bucket that the ring replaced: HINCRBY each, then drop
     the fields older than the window (HKEYS + Lua when the oldest aged out)."""
     conn.many([("EVALSHA", sha, "1", f"cnt:item:{k}", str(KEEP * 1000), str(KEEP), str(now_b),
                 "2", f"click:{now_b}", "1", f"impression:{now_b}", "3") for k in range(keys)])
@@ -201,7 +200,7 @@ def main():
     redis = Redis()
     conn = Conn(redis)
     sha = conn.many([("SCRIPT", "LOAD", PER_BUCKET_SCRIPT)])[0]
-    blocks_sha = conn.many([("SCRIPT", "LOAD", script_text())])[0]
+    ring_sha = conn.many([("SCRIPT", "LOAD", script_text())])[0]
     print(f"redis-server {conn.many([('INFO', 'server')])[0].split('redis_version:')[1].split()[0]}, "
           f"{a.keys} keys x {a.rounds} rounds, 2 increments a write, full demo keys "
           f"({2 * (KEEP // BUCKET + 1)} buckets)")
@@ -213,11 +212,13 @@ def main():
             ("read-before-write aging", lambda r: rbw_round(conn, a.keys, NOW0 + (r + 1) * BUCKET))):
         fill(conn, a.keys)
         rows.append((name,) + measure(conn, a.keys, a.rounds, write))
-    for name, write in (
-            ("blocks lua steady", lambda r: blocks_round(conn, blocks_sha, a.keys, NOW0)),
-            ("blocks lua aging", lambda r: blocks_round(conn, blocks_sha, a.keys, NOW0 + (r + 1) * BUCKET))):
-        fill_blocks(conn, a.keys)
-        rows.append((name,) + measure(conn, a.keys, a.rounds, write))
+    for name, per_call in (("ring, a call per key", 1), ("ring, a call per 64 keys", 64)):
+        fill_ring(conn, ring_sha, a.keys)
+        rows.append((f"{name} steady",) + measure(
+            conn, a.keys, a.rounds, lambda r: ring_round(conn, ring_sha, a.keys, NOW0, per_call)))
+        rows.append((f"{name} aging",) + measure(
+            conn, a.keys, a.rounds,
+            lambda r: ring_round(conn, ring_sha, a.keys, NOW0 + (r + 1) * BUCKET, per_call)))
     for name, cpu_us, cmd_us in rows:
         print(f"{name:28s} redis cpu {cpu_us:6.1f} us/key-write   command time {cmd_us:6.1f} us")
     print(f"encoding of a full key: {fill(conn, a.keys)}")
@@ -231,17 +232,16 @@ def main():
     print(f"read: HMGET of {len(window)} buckets: redis cpu "
           f"{(c1 - c0) / (a.keys * a.rounds) * 1e6:.1f} us/key, command time "
           f"{command_usec(conn) / (a.keys * a.rounds):.1f} us")
-    print(f"blocks: encoding {fill_blocks(conn, a.keys)}, HLEN "
+    print(f"ring: encoding {fill_ring(conn, ring_sha, a.keys)}, HLEN "
           f"{conn.many([('HLEN', 'cnt:item:0')])[0]}, MEMORY USAGE "
           f"{conn.many([('MEMORY', 'USAGE', 'cnt:item:0', 'SAMPLES', '0')])[0]} bytes")
-    span = BUCKET * SLOTS
-    blocks = sorted({f"{t}:{b - b % span}" for t in TYPES for b in range(NOW0 - 23 * BUCKET, NOW0 + 1, BUCKET)})
+    fields = sorted({str(((b // BUCKET) % RING) // 8) for b in range(NOW0 - 23 * BUCKET, NOW0 + 1, BUCKET)})
     conn.many([("CONFIG", "RESETSTAT")])
     c0 = cpu(conn)
     for _ in range(a.rounds):
-        conn.many([("HMGET", f"cnt:item:{k}", *blocks) for k in range(a.keys)])
+        conn.many([("HMGET", f"cnt:item:{k}", *fields) for k in range(a.keys)])
     c1 = cpu(conn)
-    print(f"read: blocks HMGET of {len(blocks)} fields: redis cpu "
+    print(f"read: ring HMGET of {len(fields)} fields: redis cpu "
           f"{(c1 - c0) / (a.keys * a.rounds) * 1e6:.1f} us/key, command time "
           f"{command_usec(conn) / (a.keys * a.rounds):.1f} us")
     redis.stop()

@@ -14,6 +14,7 @@
 
 #include "core/mix.h"
 #include "events/counter_write.h"
+#include "events/shard_events.h"
 #include "events/zset_marks.h"
 #include "plan/schema.h"
 #include "redis/cluster_slots.h"
@@ -413,12 +414,11 @@ Status SeedEvents(const SeedOptions& o, int64_t now_ms, ShardRuntime& rt, RedisC
       counters.Add(type, IdRef{user, {}}, IdRef{item, {}}, 1, ts_ms);
       if (type.marks) marks.Add(served, *type.marks, UserId(user), UserId(item), ts_ms);
     }
-    auto written = rt.Run(WriteCounters(client, counters, RoundTripDeadline()));
-    if (!written) return Fail(Error(written.error().code, "seed: " + written.error().message));
-    if (auto ok = rt.Run(WriteMarks(client, marks, RoundTripDeadline())); !ok)
-      return Fail(Error(ok.error().code, "seed: " + ok.error().message));
-    sum.commands += static_cast<int64_t>(written->calls + 3 * marks.keys());
-    sum.round_trips += 2 + (written->reloaded > 0 ? 1 : 0);
+    size_t calls = 0;
+    auto again = rt.Run(WriteEventBatch(client, counters, marks, RoundTripDeadline(), &calls));
+    if (!again) return Fail(Error(again.error().code, "seed: " + again.error().message));
+    sum.commands += static_cast<int64_t>(calls);
+    sum.round_trips += 1 + (*again > 0 ? 1 : 0);
   }
   sum.events = o.events;
   return {};

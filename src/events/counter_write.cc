@@ -1,15 +1,12 @@
 // counter_write.h: a request's counter increments, aggregated, and their write.
 #include "events/counter_write.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <iterator>
 
 #include "events/counter_layout.h"
-#include "redis/cluster_slots.h"
 
 namespace rankd {
 
@@ -63,18 +60,7 @@ return late
 )lua";
 
 const std::string& CounterScriptSha() {
-  static const std::string sha = [] {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int len = 0;
-    EVP_Digest(kCounterScript.data(), kCounterScript.size(), md, &len, EVP_sha1(), nullptr);
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string hex;
-    for (unsigned int i = 0; i < len; ++i) {
-      hex += kHex[md[i] >> 4];
-      hex += kHex[md[i] & 15];
-    }
-    return hex;
-  }();
+  static const std::string sha = ScriptSha(kCounterScript);
   return sha;
 }
 
@@ -125,33 +111,23 @@ size_t CounterBatch::increments() const {
   return n;
 }
 
-CounterCalls CounterBatch::Calls(std::string_view prefix, bool cluster) const {
-  CounterCalls calls;
+ScriptCalls CounterBatch::Calls(std::string_view prefix, bool cluster) const {
+  ScriptCalls calls;
   if (!aggregate_) {  // one call per increment, as the unaggregated baseline promises
     for (size_t i = 0; i < keys_.size(); ++i) calls.push_back({i});
     return calls;
   }
-  // A cluster runs a script's keys on one node only when they share a slot.
-  std::map<int, size_t> open;  // slot -> its call still taking keys
-  size_t i = 0;
-  for (const auto& [k, buckets] : keys_) {
-    const int slot = cluster ? KeySlot(KeyText(k, prefix)) : 0;
-    auto [at, fresh] = open.try_emplace(slot, calls.size());
-    if (fresh || calls[at->second].size() == kKeysPerCall) {
-      at->second = calls.size();
-      calls.emplace_back();
-    }
-    calls[at->second].push_back(i++);
-  }
-  return calls;
+  std::vector<std::string> keys;
+  keys.reserve(keys_.size());
+  for (const auto& [k, buckets] : keys_) keys.push_back(KeyText(k, prefix));
+  return GroupKeys(keys, cluster);
 }
 
-RedisCommands CounterBatch::Commands(std::string_view prefix, const CounterCalls& calls, bool eval,
-                                     const std::vector<size_t>& only) const {
+void CounterBatch::Commands(RedisCommands& cmds, std::string_view prefix, const ScriptCalls& calls,
+                            bool eval, const std::vector<size_t>& only) const {
   std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
   entries.reserve(keys_.size());
   for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
-  RedisCommands cmds;
   auto write = [&](const std::vector<size_t>& call) {
     int argc = 3 + static_cast<int>(call.size());
     for (size_t e : call) argc += 4 + 3 * static_cast<int>(entries[e]->second.size());
@@ -168,8 +144,7 @@ RedisCommands CounterBatch::Commands(std::string_view prefix, const CounterCalls
         cmds.Key(prefix, f.key_template(), k.num);
     }
     for (size_t e : call) {
-      const KeyFamily& f = schema_->families[entries[e]->first.family];
-      const CountersSpec& c = *f.counters;
+      const CountersSpec& c = *schema_->families[entries[e]->first.family].counters;
       const CounterRing ring(c);
       cmds.Arg(c.keep_s * 1000)
           .Arg(ring.slots)
@@ -188,7 +163,6 @@ RedisCommands CounterBatch::Commands(std::string_view prefix, const CounterCalls
     for (const auto& call : calls) write(call);
   else
     for (size_t c : only) write(calls[c]);
-  return cmds;
 }
 
 std::string CounterBatch::KeyText(const KeyId& k, std::string_view prefix) const {
@@ -203,55 +177,39 @@ std::string CounterBatch::Key(size_t i, std::string_view prefix) const {
   return KeyText(it->first, prefix);
 }
 
-namespace {
+CounterWrite::CounterWrite(const CounterBatch& batch, std::string_view prefix, bool cluster)
+    : batch_(batch), prefix_(prefix), calls_(batch.Calls(prefix, cluster)) {
+  result_.calls = calls_.size();
+}
 
-// Reply `r` to call `call` of the write: counted into `out`, or NOSCRIPT (noted in
-// `noscript` when it may be retried), or the error that fails the write.
-Result<void> CheckWrite(const RedisClient& redis, const CounterBatch& batch,
-                        const CounterCalls& calls, RespView r, size_t call,
-                        std::vector<size_t>* noscript, CounterWriteResult& out) {
+void CounterWrite::Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) {
+  if (eval)
+    for (size_t c : only) result_.reloaded += calls_[c].size();
+  batch_.Commands(cmds, prefix_, calls_, eval, only);
+}
+
+Result<void> CounterWrite::Take(const RedisClient& redis, size_t call, RespView r) {
   if (r.is_integer()) {
-    out.late += static_cast<uint64_t>(std::max<int64_t>(0, r.integer()));
-    out.keys += calls[call].size();
-    return {};
-  }
-  if (noscript && r.is_error() && r.str().starts_with("NOSCRIPT")) {
-    noscript->push_back(call);
+    result_.late += static_cast<uint64_t>(std::max<int64_t>(0, r.integer()));
+    result_.keys += calls_[call].size();
     return {};
   }
   Error e = Error::Backend("counters write at redis endpoint " + redis.endpoint().name + ": " +
                            (r.is_error() ? "error reply" : "unexpected reply"));
-  e.detail = "counters write of " + std::to_string(calls[call].size()) + " key(s) from " +
-             batch.Key(calls[call].front(), redis.prefix()) + " at redis endpoint " +
+  e.detail = "counters write of " + std::to_string(calls_[call].size()) + " key(s) from " +
+             batch_.Key(calls_[call].front(), prefix_) + " at redis endpoint " +
              redis.endpoint().Label() + ": " +
              (r.is_error() ? std::string(r.str()) : std::string(RespKindName(r.kind())));
   return Fail(std::move(e));
 }
 
-}  // namespace
-
 Coro<Result<CounterWriteResult>> WriteCounters(RedisClient& redis, const CounterBatch& batch,
                                                Deadline deadline) {
-  CounterWriteResult out;
-  if (batch.empty()) co_return out;
-  const CounterCalls calls = batch.Calls(redis.prefix(), !redis.endpoint().cluster_seeds.empty());
-  out.calls = calls.size();
-  auto replies = co_await redis.Batch(batch.Commands(redis.prefix(), calls), deadline);
-  if (!replies) co_return Fail(std::move(replies.error()));
-  std::vector<size_t> noscript;
-  for (size_t i = 0; i < calls.size(); ++i)
-    if (auto ok = CheckWrite(redis, batch, calls, (*replies)[i], i, &noscript, out); !ok)
-      co_return Fail(std::move(ok.error()));
-  if (noscript.empty()) co_return out;
-  // Redis lost the script (a restart, SCRIPT FLUSH): EVAL loads it again.
-  for (size_t c : noscript) out.reloaded += calls[c].size();
-  auto again =
-      co_await redis.Batch(batch.Commands(redis.prefix(), calls, true, noscript), deadline);
-  if (!again) co_return Fail(std::move(again.error()));
-  for (size_t i = 0; i < noscript.size(); ++i)
-    if (auto ok = CheckWrite(redis, batch, calls, (*again)[i], noscript[i], nullptr, out); !ok)
-      co_return Fail(std::move(ok.error()));
-  co_return out;
+  CounterWrite write(batch, redis.prefix(), IsCluster(redis));
+  ScriptWrite* writes[] = {&write};
+  if (auto sent = co_await SendScriptWrites(redis, writes, deadline); !sent)
+    co_return Fail(std::move(sent.error()));
+  co_return write.result();
 }
 
 }  // namespace rankd

@@ -26,6 +26,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "data/value.h"
+#include "events/script_calls.h"
 #include "plan/schema.h"
 #include "redis/client.h"
 #include "redis/command_batch.h"
@@ -35,13 +36,6 @@ namespace rankd {
 // The write of counters keys (its text is in counter_write.cc) and its SHA1, hex.
 extern const std::string_view kCounterScript;
 const std::string& CounterScriptSha();
-
-// Keys per EVALSHA when aggregating: a call holds Redis for its whole run (~2 us a key),
-// so it stays short.
-inline constexpr size_t kKeysPerCall = 64;
-
-// The EVALSHA calls of a write: each the entries (indexes in (family, id) order) it writes.
-using CounterCalls = std::vector<std::vector<size_t>>;
 
 class CounterBatch {
  public:
@@ -67,12 +61,12 @@ class CounterBatch {
 
   // The calls of a write under `prefix`: unaggregated, one per entry; else up to
   // kKeysPerCall entries each, grouped by cluster slot when `cluster`.
-  CounterCalls Calls(std::string_view prefix, bool cluster) const;
+  ScriptCalls Calls(std::string_view prefix, bool cluster) const;
   // One EVALSHA of kCounterScript per call, under `prefix`; `eval` sends the script's
   // text instead (EVAL), as after a NOSCRIPT reply. `only`: the indexes (in order) of the
   // calls to send; empty: all.
-  RedisCommands Commands(std::string_view prefix, const CounterCalls& calls, bool eval = false,
-                         const std::vector<size_t>& only = {}) const;
+  void Commands(RedisCommands& cmds, std::string_view prefix, const ScriptCalls& calls,
+                bool eval = false, const std::vector<size_t>& only = {}) const;
   // Key i of that order under `prefix` (messages, tests). Linear in i.
   std::string Key(size_t i, std::string_view prefix) const;
 
@@ -108,10 +102,26 @@ struct CounterWriteResult {
   size_t reloaded = 0;  // keys sent again with EVAL after NOSCRIPT
 };
 
-// Sends `batch` on `redis` within `deadline`: its calls as pipelined EVALSHAs, then EVAL
-// for the calls whose reply was NOSCRIPT (Redis restarted or flushed its scripts). Errors:
-// the batch's (unavailable, deadline_exceeded), or backend_error naming the endpoint for
-// an error reply (its key and Redis's text in the detail). Succeeds at once when empty.
+// A batch's write, for SendScriptWrites (script_calls.h): its calls under the client's
+// prefix, and what the replies said. REQUIRES: `batch` outlives it.
+class CounterWrite : public ScriptWrite {
+ public:
+  CounterWrite(const CounterBatch& batch, std::string_view prefix, bool cluster);
+  size_t calls() const override { return calls_.size(); }
+  void Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) override;
+  Result<void> Take(const RedisClient& redis, size_t call, RespView reply) override;
+  const CounterWriteResult& result() const { return result_; }
+
+ private:
+  const CounterBatch& batch_;
+  std::string prefix_;
+  ScriptCalls calls_;
+  CounterWriteResult result_;
+};
+
+// Sends `batch` on `redis` within `deadline` (SendScriptWrites). Errors: the batch's
+// (unavailable, deadline_exceeded), or backend_error naming the endpoint for an error
+// reply (its first key and Redis's text in the detail). Succeeds at once when empty.
 // REQUIRES: the loop thread of `redis`; `batch` outlives the call.
 Coro<Result<CounterWriteResult>> WriteCounters(RedisClient& redis, const CounterBatch& batch,
                                                Deadline deadline);

@@ -15,6 +15,15 @@ constexpr std::array<double, 12> kFlushBuckets = {0.0001, 0.00025, 0.0005, 0.001
 
 }  // namespace
 
+Coro<Result<size_t>> WriteEventBatch(RedisClient& redis, const CounterBatch& counters,
+                                     const MarkBatch& marks, Deadline deadline, size_t* calls) {
+  CounterWrite cw(counters, redis.prefix(), IsCluster(redis));
+  MarkWrite mw(marks, redis.prefix(), IsCluster(redis));
+  if (calls) *calls = cw.calls() + mw.calls();
+  ScriptWrite* writes[] = {&cw, &mw};
+  co_return co_await SendScriptWrites(redis, writes, deadline);
+}
+
 EventWriteStats::EventWriteStats()
     : flush_increments(kIncrementBuckets), flush_seconds(kFlushBuckets) {}
 
@@ -97,9 +106,8 @@ Coro<void> ShardEvents::Write(Flush* f) {
   stats_.flush_increments.Observe(static_cast<double>(f->counters.increments()));
   stats_.too_old += f->counters.too_old();
   Status st;
-  if (auto w = co_await WriteCounters(*redis_, f->counters, f->deadline); !w)
-    st = Fail(std::move(w.error()));
-  if (st) st = co_await WriteMarks(*redis_, f->marks, f->deadline);
+  if (auto sent = co_await WriteEventBatch(*redis_, f->counters, f->marks, f->deadline); !sent)
+    st = Fail(std::move(sent.error()));
   if (!st) ++stats_.flushes_failed;
   stats_.flush_seconds.Observe(
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

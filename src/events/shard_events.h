@@ -28,6 +28,14 @@
 namespace rankd {
 
 // What a shard's event writes count (rankd_events_flush_*).
+// Writes a batch of events' counters and marks as a flush does: both in one pipelined
+// batch (one round trip, script_calls.h). The number of calls sent again by text after
+// NOSCRIPT, or the first error. REQUIRES: the loop thread of `redis`; the batches outlive
+// the call.
+Coro<Result<size_t>> WriteEventBatch(RedisClient& redis, const CounterBatch& counters,
+                                     const MarkBatch& marks, Deadline deadline,
+                                     size_t* calls = nullptr);
+
 struct EventWriteStats {
   EventWriteStats();
   MetricHistogram flush_increments;  // distinct (key, type, bucket) a flush writes

@@ -1,10 +1,39 @@
+// zset_marks.h: marks gathered per key, and their write by script.
 #include "events/zset_marks.h"
 
 namespace rankd {
 
+// KEYS: zsets. ARGV, for each key in turn: max, ttl_s, n, then n (score, member) pairs.
+// Per key: ZADD GT (never lowering a member's time; 1,000 pairs a command, well within
+// Lua's limit on unpack), then all but the newest `max` dropped (ranks run from the
+// lowest score), then the TTL.
+const std::string_view kMarksScript = R"lua(local a = 1
+for k = 1, #KEYS do
+  local key, max, ttl, n = KEYS[k], tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
+  a = a + 3
+  for first = 0, n - 1, 1000 do
+    local args = {'ZADD', key, 'GT'}
+    for i = first, math.min(n, first + 1000) - 1 do
+      args[#args + 1] = ARGV[a + 2 * i]
+      args[#args + 1] = ARGV[a + 2 * i + 1]
+    end
+    redis.call(unpack(args))
+  end
+  a = a + 2 * n
+  redis.call('ZREMRANGEBYRANK', key, 0, -(max + 1))
+  redis.call('EXPIRE', key, ttl)
+end
+return 0
+)lua";
+
 namespace {
 
 std::string MemberText(const UserId& id) { return id.is_str ? id.str : std::to_string(id.num); }
+
+const std::string& MarksScriptSha() {
+  static const std::string sha = ScriptSha(kMarksScript);
+  return sha;
+}
 
 }  // namespace
 
@@ -17,39 +46,60 @@ void MarkBatch::Add(const KeyFamily& family, const ZsetMarks& marks, const UserI
   if (!added && it->second < ts_ms) it->second = ts_ms;
 }
 
-RedisCommands MarkBatch::Commands(std::string_view prefix) const {
-  RedisCommands cmds;
-  auto key = [&](const Key& k) -> RedisCommands& {
-    return k.family->id_type == ColumnType::kStr
-               ? cmds.Key(prefix, k.family->key_template(), std::string_view(k.str))
-               : cmds.Key(prefix, k.family->key_template(), k.num);
-  };
-  for (const auto& [k, m] : keys_) {
-    cmds.Add(static_cast<int>(3 + 2 * m.members.size())).Arg("ZADD");
-    key(k).Arg("GT");
-    for (const auto& [member, ts] : m.members) cmds.Arg(ts).Arg(member);
-    // The newest `max`: ranks run from the lowest score, so drop all but the last max.
-    cmds.Add(4).Arg("ZREMRANGEBYRANK");
-    key(k).Arg(int64_t{0}).Arg(-(m.max + 1));
-    cmds.Add(3).Arg("EXPIRE");
-    key(k).Arg(m.ttl_s);
+MarkWrite::MarkWrite(const MarkBatch& batch, std::string_view prefix, bool cluster)
+    : prefix_(prefix) {
+  std::vector<std::string> keys;
+  for (auto it = batch.keys_.begin(); it != batch.keys_.end(); ++it) {
+    entries_.push_back(it);
+    const auto& k = it->first;
+    keys.push_back(prefix_ + k.family->KeyOf(k.family->id_type == ColumnType::kStr
+                                                 ? k.str
+                                                 : std::to_string(k.num)));
   }
-  return cmds;
+  calls_ = GroupKeys(keys, cluster);
+}
+
+void MarkWrite::Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) {
+  auto write = [&](const std::vector<size_t>& call) {
+    int argc = 3 + static_cast<int>(call.size());
+    for (size_t e : call) argc += 3 + 2 * static_cast<int>(entries_[e]->second.members.size());
+    cmds.Add(argc)
+        .Arg(eval ? "EVAL" : "EVALSHA")
+        .Arg(eval ? kMarksScript : std::string_view(MarksScriptSha()))
+        .Arg(static_cast<int64_t>(call.size()));
+    for (size_t e : call) {
+      const auto& k = entries_[e]->first;
+      if (k.family->id_type == ColumnType::kStr)
+        cmds.Key(prefix_, k.family->key_template(), std::string_view(k.str));
+      else
+        cmds.Key(prefix_, k.family->key_template(), k.num);
+    }
+    for (size_t e : call) {
+      const auto& m = entries_[e]->second;
+      cmds.Arg(m.max).Arg(m.ttl_s).Arg(static_cast<int64_t>(m.members.size()));
+      for (const auto& [member, ts] : m.members) cmds.Arg(ts).Arg(member);
+    }
+  };
+  if (only.empty())
+    for (const auto& call : calls_) write(call);
+  else
+    for (size_t c : only) write(calls_[c]);
+}
+
+Result<void> MarkWrite::Take(const RedisClient& redis, size_t, RespView r) {
+  if (!r.is_error()) return {};
+  Error e =
+      Error::Backend("marks write at redis endpoint " + redis.endpoint().name + ": error reply");
+  e.detail =
+      "marks write at redis endpoint " + redis.endpoint().Label() + ": " + std::string(r.str());
+  return Fail(std::move(e));
 }
 
 Coro<Status> WriteMarks(RedisClient& redis, const MarkBatch& batch, Deadline deadline) {
-  if (batch.empty()) co_return Status{};
-  auto replies = co_await redis.Batch(batch.Commands(redis.prefix()), deadline);
-  if (!replies) co_return Fail(std::move(replies.error()));
-  for (size_t i = 0; i < replies->size(); ++i) {
-    RespView r = (*replies)[i];
-    if (!r.is_error()) continue;
-    Error e =
-        Error::Backend("marks write at redis endpoint " + redis.endpoint().name + ": error reply");
-    e.detail =
-        "marks write at redis endpoint " + redis.endpoint().Label() + ": " + std::string(r.str());
-    co_return Fail(std::move(e));
-  }
+  MarkWrite write(batch, redis.prefix(), IsCluster(redis));
+  ScriptWrite* writes[] = {&write};
+  if (auto sent = co_await SendScriptWrites(redis, writes, deadline); !sent)
+    co_return Fail(std::move(sent.error()));
   co_return Status{};
 }
 

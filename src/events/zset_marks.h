@@ -1,8 +1,10 @@
 // Writing marks (docs/events.md): items added to a user's zset scored by a time in ms,
 // never lowering a member's score (ZADD GT), the newest `max` kept, the TTL set — what an
 // event type's `marks` and a plan's `served_state` both keep. MarkBatch gathers them per
-// key (a member marked twice keeps its newest time) and WriteMarks sends one pipelined
-// batch: ZADD, ZREMRANGEBYRANK and EXPIRE per key.
+// key (a member marked twice keeps its newest time) and WriteMarks sends them as
+// EVALSHAs of kMarksScript, up to kKeysPerCall keys a call (script_calls.h): ZADD GT,
+// ZREMRANGEBYRANK and EXPIRE per key, run by Redis without a command's round of parsing
+// and reply for each.
 //
 // Threads: MarkBatch is a plain value; WriteMarks on the loop thread that owns `redis`.
 #pragma once
@@ -17,6 +19,7 @@
 #include "core/deadline.h"
 #include "core/error.h"
 #include "data/value.h"
+#include "events/script_calls.h"
 #include "plan/schema.h"
 #include "redis/client.h"
 
@@ -30,8 +33,6 @@ class MarkBatch {
            int64_t ts_ms);
   bool empty() const { return keys_.empty(); }
   size_t keys() const { return keys_.size(); }
-  // Three commands per key, in key order.
-  RedisCommands Commands(std::string_view prefix) const;
 
  private:
   struct Key {
@@ -45,6 +46,24 @@ class MarkBatch {
     std::map<std::string, int64_t> members;  // member text -> newest ts_ms
   };
   std::map<Key, Marks> keys_;
+  friend class MarkWrite;
+};
+
+// The write of marks (its text is in zset_marks.cc).
+extern const std::string_view kMarksScript;
+
+// A batch's write, for SendScriptWrites (script_calls.h). REQUIRES: `batch` outlives it.
+class MarkWrite : public ScriptWrite {
+ public:
+  MarkWrite(const MarkBatch& batch, std::string_view prefix, bool cluster);
+  size_t calls() const override { return calls_.size(); }
+  void Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) override;
+  Result<void> Take(const RedisClient& redis, size_t call, RespView reply) override;
+
+ private:
+  std::vector<std::map<MarkBatch::Key, MarkBatch::Marks>::const_iterator> entries_;
+  std::string prefix_;
+  ScriptCalls calls_;
 };
 
 // Errors: the batch's (unavailable, deadline_exceeded), or backend_error naming the

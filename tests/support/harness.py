@@ -347,7 +347,10 @@ class Redis:
             if n < 0:
                 return None
             data = f.read(n + 2)[:-2]
-            return data.decode()
+            try:
+                return data.decode()
+            except UnicodeDecodeError:  # binary values (counters' slots): bytes
+                return data
         if t == b"*":
             n = int(rest)
             return None if n < 0 else [self._read(f) for _ in range(n)]

@@ -1,0 +1,73 @@
+// script_calls.h: grouping keys into script calls, and sending them.
+#include "events/script_calls.h"
+
+#include <openssl/evp.h>
+
+#include <map>
+
+#include "redis/cluster_slots.h"
+
+namespace rankd {
+
+ScriptCalls GroupKeys(std::span<const std::string> keys, bool cluster) {
+  ScriptCalls calls;
+  std::map<int, size_t> open;  // slot -> its call still taking keys
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int slot = cluster ? KeySlot(keys[i]) : 0;
+    auto [at, fresh] = open.try_emplace(slot, calls.size());
+    if (fresh || calls[at->second].size() == kKeysPerCall) {
+      at->second = calls.size();
+      calls.emplace_back();
+    }
+    calls[at->second].push_back(i);
+  }
+  return calls;
+}
+
+std::string ScriptSha(std::string_view text) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(text.data(), text.size(), md, &len, EVP_sha1(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) {
+    hex += kHex[md[i] >> 4];
+    hex += kHex[md[i] & 15];
+  }
+  return hex;
+}
+
+Coro<Result<size_t>> SendScriptWrites(RedisClient& redis, std::span<ScriptWrite* const> writes,
+                                      Deadline deadline) {
+  RedisCommands cmds;
+  for (ScriptWrite* w : writes) w->Commands(cmds, false, {});
+  if (cmds.size() == 0) co_return size_t{0};
+  auto replies = co_await redis.Batch(std::move(cmds), deadline);
+  if (!replies) co_return Fail(std::move(replies.error()));
+  std::vector<std::vector<size_t>> lost(writes.size());  // per write: calls to send again
+  size_t at = 0, again = 0;
+  for (size_t w = 0; w < writes.size(); ++w)
+    for (size_t c = 0; c < writes[w]->calls(); ++c) {
+      RespView r = (*replies)[at++];
+      if (r.is_error() && r.str().starts_with("NOSCRIPT")) {
+        lost[w].push_back(c);
+        ++again;
+      } else if (auto ok = writes[w]->Take(redis, c, r); !ok) {
+        co_return Fail(std::move(ok.error()));
+      }
+    }
+  if (again == 0) co_return size_t{0};
+  RedisCommands retry;
+  for (size_t w = 0; w < writes.size(); ++w)
+    if (!lost[w].empty()) writes[w]->Commands(retry, true, lost[w]);
+  auto second = co_await redis.Batch(std::move(retry), deadline);
+  if (!second) co_return Fail(std::move(second.error()));
+  at = 0;
+  for (size_t w = 0; w < writes.size(); ++w)
+    for (size_t c : lost[w])
+      if (auto ok = writes[w]->Take(redis, c, (*second)[at++]); !ok)
+        co_return Fail(std::move(ok.error()));
+  co_return again;
+}
+
+}  // namespace rankd

@@ -1,0 +1,62 @@
+// Keys written by a Lua script many at a time (counters: counter_write.h; marks:
+// zset_marks.h): which keys share a call, and the sending of the calls by SHA in one
+// pipelined batch, with a second round by text for the calls Redis answered NOSCRIPT (a
+// restart, SCRIPT FLUSH). One EVALSHA for up to kKeysPerCall keys costs Redis about what
+// one command per key would (docs/events.md, "Measured"), so a flush of many keys is a
+// handful of calls.
+//
+// Threads: GroupKeys and ScriptSha on any thread; SendScriptWrites on the loop thread that
+// owns `redis`.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/coro.h"
+#include "core/deadline.h"
+#include "core/error.h"
+#include "redis/client.h"
+#include "redis/command_batch.h"
+
+namespace rankd {
+
+// Whether `redis` is a Redis Cluster (its calls are grouped by slot).
+inline bool IsCluster(const RedisClient& redis) { return !redis.endpoint().cluster_seeds.empty(); }
+
+// Keys per call: a call holds Redis for its whole run (a few us a key), so it stays short.
+inline constexpr size_t kKeysPerCall = 64;
+
+// The calls of a write: each the indexes of the entries (keys) it writes.
+using ScriptCalls = std::vector<std::vector<size_t>>;
+
+// Entries' keys (their whole text, prefix included) -> calls of up to kKeysPerCall
+// entries in entry order; when `cluster`, each of one cluster slot (a cluster runs a
+// script on one node only when its keys share a slot).
+ScriptCalls GroupKeys(std::span<const std::string> keys, bool cluster);
+
+// A script's SHA1, hex, as EVALSHA names it.
+std::string ScriptSha(std::string_view text);
+
+// One kind of keys written by script: its calls' commands and what their replies mean.
+class ScriptWrite {
+ public:
+  virtual ~ScriptWrite() = default;
+  virtual size_t calls() const = 0;
+  // Appends the commands of the calls `only` (every call when empty, else those indexes
+  // in order): EVALSHA, or EVAL with the script's text when `eval`.
+  virtual void Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) = 0;
+  // The reply to call `call` (not NOSCRIPT): taken in, or the error that fails the write.
+  virtual Result<void> Take(const RedisClient& redis, size_t call, RespView reply) = 0;
+};
+
+// Sends the calls of every write in one pipelined batch within `deadline`, then the calls
+// answered NOSCRIPT again by text. Returns how many calls were sent again. Errors: the
+// batch's (unavailable, deadline_exceeded) or the first Take's.
+// REQUIRES: the loop thread of `redis`; `writes` and what they point to outlive the call.
+Coro<Result<size_t>> SendScriptWrites(RedisClient& redis, std::span<ScriptWrite* const> writes,
+                                      Deadline deadline);
+
+}  // namespace rankd
