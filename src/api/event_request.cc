@@ -83,7 +83,7 @@ class EventReader {
         return Bad(at, "served_id", "must be 32 lowercase hex digits, got " + ShortJson(v));
       ev.served_id = std::string(s);
     }
-    if (!obj["event_id"].get(v)) {
+    if (!obj["event_id"].get(v) && !v.is_null()) {  // null: none, as for served_id
       if (v.get_string().get(s) || s.empty() || s.size() > 64 || !IsPrintableAscii(s))
         return Bad(at, "event_id", "must be 1..64 printable ASCII bytes, got " + ShortJson(v));
       ev.event_id = std::string(s);

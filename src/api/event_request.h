@@ -25,7 +25,8 @@ inline constexpr size_t kDefaultMaxEventsPerRequest = 1000;
 // valid id, a value missing, present for a type without one, not finite or over
 // kMaxEventValue, a ts_ms outside [now − the longest keep_s of a counters family,
 // now + kEventMaxFutureMs], a served_id that is not 32 lowercase hex digits, an event_id
-// that is not 1..64 printable ASCII bytes, an unknown field.
+// that is not 1..64 printable ASCII bytes, an unknown field. A null served_id or event_id
+// is none.
 Result<std::vector<Event>> ParseEvents(std::string_view body, const Schema& schema, int64_t now_ms,
                                        size_t max_events);
 

@@ -229,13 +229,16 @@ void PageRequests(const ScrapeSources& s, FamilyOut& out) {
                 static_cast<double>(t->page_requests[o].value()));
 }
 
-void ServedLogRecords(const ScrapeSources& s, FamilyOut& out) {
+// The records of one log (served or events) by sink and outcome, summed over shards.
+template <LogKind kKind>
+void LogRecords(const ScrapeSources& s, FamilyOut& out) {
   std::map<std::pair<std::string, ServedOutcome>, uint64_t> sums;  // (sink, outcome)
   for (const ShardStats* t : s.shards)
     if (t->served_log)
-      t->served_log->ForEachCount([&](std::string_view sink, ServedOutcome o, uint64_t n) {
-        if (n) sums[{std::string(sink), o}] += n;
-      });
+      t->served_log->ForEachCount(
+          [&](std::string_view sink, LogKind k, ServedOutcome o, uint64_t n) {
+            if (n && k == kKind) sums[{std::string(sink), o}] += n;
+          });
   for (const auto& [key, n] : sums)
     out.Value({ServedOutcomeName(key.second), key.first}, static_cast<double>(n));
 }
@@ -662,7 +665,15 @@ constexpr MetricRow kMetricTable[] = {
      "dropped_error (the sink failed), dropped_no_sink, dropped_too_large",
      Type::Counter,
      {"outcome", "sink"},
-     ServedLogRecords},
+     LogRecords<LogKind::kServed>},
+    {"rankd_event_log_records_total",
+     "Event-log records (one per event /events accepted, docs/events.md) by sink and outcome: "
+     "written, dropped_full (the shard's buffer), dropped_error (the sink failed), "
+     "dropped_no_sink (the schema's event_log names a sink rankd was not started with), "
+     "dropped_too_large",
+     Type::Counter,
+     {"outcome", "sink"},
+     LogRecords<LogKind::kEvents>},
     {"rankd_served_log_forced_ignored_total",
      "/rank requests whose \"log\": true was ignored because rankd runs without "
      "--allow-forced-logging",

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "served/event_record.h"
+
 namespace rankd {
 
 namespace {
@@ -89,17 +91,21 @@ bool ShardServedLog::Selected(const Plan& plan, bool asked) {
   if (!picked) return false;
   if (!by_name_.contains(plan.log.sink)) {
     // Not recorded (no served_id, nothing kept): only counted.
-    auto& count = no_sink_[plan.log.sink];
-    if (!count) {  // a name never seen: ForEachCount lists it from now on
-      count = std::make_shared<NoSinkCount>(plan.log.sink);
-      auto list = std::make_shared<NoSinkCounts>();
-      for (const auto& [name, c] : no_sink_) list->push_back(c);
-      no_sink_list_.Set(std::move(list));
-    }
-    ++count->records;
+    CountNoSink(plan.log.sink, LogKind::kServed, 1);
     return false;
   }
   return true;
+}
+
+void ShardServedLog::CountNoSink(std::string_view sink, LogKind k, uint64_t n) {
+  auto& count = no_sink_[std::string(sink)];
+  if (!count) {  // a name never seen: ForEachCount lists it from now on
+    count = std::make_shared<NoSinkCount>(std::string(sink));
+    auto list = std::make_shared<NoSinkCounts>();
+    for (const auto& [name, c] : no_sink_) list->push_back(c);
+    no_sink_list_.Set(std::move(list));
+  }
+  count->records[static_cast<size_t>(k)] += n;
 }
 
 std::string ShardServedLog::NewServedId() {
@@ -117,26 +123,41 @@ std::string ShardServedLog::NewServedId() {
 void ShardServedLog::Record(const RunResult& r, const RecordHeader& h) {
   auto it = by_name_.find(r.plan->log.sink);
   if (it == by_name_.end()) return;  // Selected counted it
-  Sink& s = sinks_[it->second];
+  Append(it->second, LogKind::kServed, [&](std::string& out) { AppendServedRecord(r, h, out); });
+}
+
+void ShardServedLog::RecordEvents(std::string_view sink, std::span<const Event> events,
+                                  int64_t received_ms) {
+  auto it = by_name_.find(std::string(sink));
+  if (it == by_name_.end()) return CountNoSink(sink, LogKind::kEvents, events.size());
+  for (const Event& e : events) {
+    std::string random_id = e.event_id.empty() ? NewServedId() : std::string();
+    Append(it->second, LogKind::kEvents,
+           [&](std::string& out) { AppendEventRecord(e, random_id, received_ms, out); });
+  }
+}
+
+void ShardServedLog::Append(size_t i, LogKind k, FunctionRef<void(std::string&)> build) {
+  Sink& s = sinks_[i];
   size_t start = s.buf.size();
-  AppendServedRecord(r, h, s.buf);
+  build(s.buf);
   size_t bytes = s.buf.size() - start + 1;  // with its '\n'
   if (bytes > kMaxRecordBytes + 1) {
     s.buf.resize(start);
-    Count(s, ServedOutcome::kDroppedTooLarge);
+    Count(s, k, ServedOutcome::kDroppedTooLarge);
     return;
   }
   if (pending_ + bytes > budget_) {
     s.buf.resize(start);
-    Count(s, ServedOutcome::kDroppedFull);
+    Count(s, k, ServedOutcome::kDroppedFull);
     return;
   }
   s.buf += '\n';
-  s.ends.push_back(static_cast<uint32_t>(s.buf.size()));
+  s.ends.push_back({static_cast<uint32_t>(s.buf.size()), k});
   pending_ += bytes;
   if (s.in_flight) return;
   if (s.buf.size() >= kSendNowBytes)
-    Send(it->second);
+    Send(i);
   else
     ScheduleSend();
 }
@@ -158,15 +179,15 @@ void ShardServedLog::Send(size_t i) {
   if (closed_) return;
   Sink& s = sinks_[i];
   std::string buf;
-  std::vector<uint32_t> ends;
+  std::vector<RecordEnd> ends;
   if (s.config->kind == SinkConfig::Kind::kRedisStream && s.ends.size() > kMaxStreamBatch) {
     // The first kMaxStreamBatch records leave; the rest stay, moved to the front.
-    size_t cut = s.ends[kMaxStreamBatch - 1];
+    size_t cut = s.ends[kMaxStreamBatch - 1].end;
     buf.assign(s.buf, 0, cut);
     s.buf.erase(0, cut);
     ends.assign(s.ends.begin(), s.ends.begin() + kMaxStreamBatch);
     s.ends.erase(s.ends.begin(), s.ends.begin() + kMaxStreamBatch);
-    for (uint32_t& e : s.ends) e -= static_cast<uint32_t>(cut);
+    for (RecordEnd& e : s.ends) e.end -= static_cast<uint32_t>(cut);
   } else {
     buf.swap(s.buf);
     ends.swap(s.ends);
@@ -175,13 +196,12 @@ void ShardServedLog::Send(size_t i) {
   s.in_flight = true;
   s.in_flight_bytes = buf.size();
   if (s.file) {
-    size_t n = ends.size();
     std::weak_ptr<bool> alive = alive_;
     EventLoop* loop = &loop_;
-    s.file->Submit(std::move(buf), [this, loop, alive, i, n](bool ok) {
-      loop->Post([this, alive, i, n, ok] {
+    s.file->Submit(std::move(buf), [this, loop, alive, i, ends = std::move(ends)](bool ok) mutable {
+      loop->Post([this, alive, i, ends = std::move(ends), ok] {
         if (alive.expired() || !*alive.lock()) return;
-        Count(sinks_[i], ok ? ServedOutcome::kWritten : ServedOutcome::kDroppedError, n);
+        CountBatch(sinks_[i], ends, [ok](size_t) { return !ok; });
         Sent(i, sinks_[i].in_flight_bytes);
       });
     });
@@ -190,20 +210,19 @@ void ShardServedLog::Send(size_t i) {
   Spawn(SendStream(i, std::move(buf), std::move(ends)));
 }
 
-Coro<void> ShardServedLog::SendStream(size_t i, std::string buf, std::vector<uint32_t> ends) {
+Coro<void> ShardServedLog::SendStream(size_t i, std::string buf, std::vector<RecordEnd> ends) {
   std::shared_ptr<bool> alive = alive_;
   Sink& s = sinks_[i];
-  size_t n = ends.size();
   if (!s.client) {  // unreachable: start-up checks the endpoint exists
-    Count(s, ServedOutcome::kDroppedError, n);
+    CountBatch(s, ends, [](size_t) { return true; });
     Sent(i, buf.size());
     co_return;
   }
   RedisCommands cmds;
   std::string maxlen = std::to_string(s.config->maxlen);
   uint32_t begin = 0;
-  for (uint32_t end : ends) {
-    std::string_view record(buf.data() + begin, end - begin - 1);  // less its '\n'
+  for (const RecordEnd& e : ends) {
+    std::string_view record(buf.data() + begin, e.end - begin - 1);  // less its '\n'
     cmds.Add(8)
         .Arg("XADD")
         .Arg(s.config->stream)
@@ -213,21 +232,22 @@ Coro<void> ShardServedLog::SendStream(size_t i, std::string buf, std::vector<uin
         .Arg("*")
         .Arg("record")
         .Arg(record);
-    begin = end;
+    begin = e.end;
   }
   auto replies = co_await s.client->Batch(
       std::move(cmds), Clock::now() + std::chrono::milliseconds(kStreamWriteTimeoutMs));
   if (!*alive) co_return;
-  if (!replies) {
-    Count(s, ServedOutcome::kDroppedError, n);
-  } else {
-    uint64_t failed = 0;
-    for (size_t k = 0; k < replies->size(); ++k) failed += (*replies)[k].is_error() ? 1 : 0;
-    failed += n > replies->size() ? n - replies->size() : 0;
-    Count(s, ServedOutcome::kDroppedError, failed);
-    Count(s, ServedOutcome::kWritten, n - failed);
-  }
+  // A record without its reply (none came, or fewer than sent) failed.
+  CountBatch(s, ends, [&](size_t k) {
+    return !replies || k >= replies->size() || (*replies)[k].is_error();
+  });
   Sent(i, buf.size());
+}
+
+void ShardServedLog::CountBatch(Sink& s, std::span<const RecordEnd> ends,
+                                FunctionRef<bool(size_t)> failed) {
+  for (size_t k = 0; k < ends.size(); ++k)
+    Count(s, ends[k].kind, failed(k) ? ServedOutcome::kDroppedError : ServedOutcome::kWritten);
 }
 
 void ShardServedLog::Sent(size_t i, size_t bytes) {
@@ -241,12 +261,15 @@ void ShardServedLog::Sent(size_t i, size_t bytes) {
 }
 
 void ShardServedLog::ForEachCount(
-    const std::function<void(std::string_view, ServedOutcome, uint64_t)>& fn) const {
+    const std::function<void(std::string_view, LogKind, ServedOutcome, uint64_t)>& fn) const {
   for (const Sink& s : sinks_)
-    for (size_t o = 0; o < s.counts.size(); ++o)
-      fn(s.config->name, static_cast<ServedOutcome>(o), s.counts[o]);
+    for (size_t k = 0; k < s.counts.size(); ++k)
+      for (size_t o = 0; o < s.counts[k].size(); ++o)
+        fn(s.config->name, static_cast<LogKind>(k), static_cast<ServedOutcome>(o), s.counts[k][o]);
   if (auto list = no_sink_list_.Get())
-    for (const auto& c : *list) fn(c->sink, ServedOutcome::kDroppedNoSink, c->records);
+    for (const auto& c : *list)
+      for (size_t k = 0; k < c->records.size(); ++k)
+        fn(c->sink, static_cast<LogKind>(k), ServedOutcome::kDroppedNoSink, c->records[k]);
 }
 
 void ShardServedLog::Flush(std::function<void()> done) {

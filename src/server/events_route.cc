@@ -4,6 +4,7 @@
 #include "rank/path.h"
 #include "rank/stage_admission.h"
 #include "redis/shard_clients.h"
+#include "served/shard_log.h"
 #include "server/answer.h"
 
 namespace rankd {
@@ -63,6 +64,10 @@ Coro<void> EventsRoute::Run(std::vector<Event> events, SchemaPtr schema, int64_t
   }
   std::string body = "{\"accepted\":" + std::to_string(events.size()) + "}";
   AnswerAs(shard_, "POST", request_id, res, Route::kEvents, 200, body, t0, {}, "application/json");
+  // After the answer, as the served log: a slow or dead sink drops records (counted), it
+  // never delays or fails the events Redis kept.
+  if (!schema->event_log_sink.empty())
+    shard_.served_log->RecordEvents(schema->event_log_sink, events, now_ms);
 }
 
 void EventsRoute::Count(const std::vector<Event>& events, bool ok) {

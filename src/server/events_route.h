@@ -2,7 +2,8 @@
 // types (api/event_request.h), all or nothing; the shard's admission as for a request
 // that runs no plan; the events handed to the shard's ShardEvents, and 200
 // {"accepted": N} only once Redis acknowledged every increment and mark (503 when Redis
-// is unavailable: the client retries, and may count some events twice).
+// is unavailable: the client retries, and may count some events twice); then, when the
+// schema has an event_log, one record per event into the shard's ShardServedLog.
 //
 // Threads: the shard's loop thread.
 #pragma once

@@ -3,7 +3,8 @@ served to a real file and a real redis-server stream; the records against the an
 the clients got, sampling, rotation, sinks that fail and come back while traffic runs,
 the drain's flush, bad flags and plans, `rankd replay`, and the training loop
 (ops/train-from-log with Debian's python3-xgboost, so this file runs under
-/usr/bin/python3): serve, click, train, reload, serve the new model, replay."""
+/usr/bin/python3): serve, click through POST /events into the event log, train on it
+(and on a clicks file), reload, serve the new model, replay."""
 import hashlib
 import json
 import math
@@ -568,37 +569,115 @@ def test_no_sink_and_too_large():
     assert rankd.stop() == 0
 
 
-def test_training_loop_closes():
-    """Serve with logging, click the items a hidden rule likes, train a model on the log,
-    reload, and the new model serves; a replay of the new log agrees with it."""
-    d = temp_dir("rankd-train-")
-    path = os.path.join(d, "served.jsonl")
-    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="f",
-                                        candidates={"node": "top_k", "top": 20})})
-    rankd = Rankd(plans, redis=data_redis(),
-                  extra_args=sink_flag("f", file_sink(path))).wait_ready()
-    for u in range(1, 61):
-        assert rankd.rank({"plan": "logged", "user_id": u, "params": {"limit": 20}})[0] == 200
-    wait_until(lambda: counted(rankd, "written", "f") == 60, what="60 records")
-    rng = random.Random(7)
-    clicks = os.path.join(d, "clicks.jsonl")
-    with open(clicks, "w") as f:
-        for rec in records_in(path):
-            for it in rec["items"]:
-                x = it["models"]["model"]["inputs"]
-                # Young items get clicked: a rule the demo model does not know.
-                young = x["age_s"] is not None and x["age_s"] < 20000
-                if rng.random() < (0.7 if young else 0.05):
-                    f.write(json.dumps({"served_id": rec["served_id"], "id": it["id"]}) + "\n")
-    out = subprocess.run(["/usr/bin/python3", TRAIN_FROM_LOG, "--log", path, "--clicks", clicks,
+def events_schema(plans, sink):
+    """The demo schema, its events logged to `sink`, as the plans folder's schema.json."""
+    with open(os.path.join(SOURCE_ROOT, "plans", "schema.json")) as f:
+        s = json.load(f)
+    s["event_log"] = {"sink": sink}
+    with open(os.path.join(plans, "schema.json"), "w") as f:
+        json.dump(s, f)
+
+
+def train(log, labels, plans):
+    """ops/train-from-log on the served log `log`, with `labels` (--events ... or
+    --clicks ...), into `plans`: its summary and stderr."""
+    out = subprocess.run(["/usr/bin/python3", TRAIN_FROM_LOG, "--log", log, *labels,
                           "--model-node", "model", "--name", "rerank", "--plans", plans,
                           "--include-unserved"],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    summary = json.loads(out.stdout.strip().splitlines()[-1])
-    assert summary["rows"] > 1000 and summary["positives"] > 0, summary
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+def model_bytes(plans):
     with open(os.path.join(plans, "rerank.model.json"), "rb") as f:
-        new_sha = hashlib.sha256(f.read()).hexdigest()
+        return f.read()
+
+
+def test_train_from_log_usage():
+    """Exactly one of --clicks and --events; --events needs --label; a stream's endpoint
+    must be given; a bad event line is named. Exit 2 each, run side by side."""
+    d = temp_dir("rankd-train-usage-")
+    bad = os.path.join(d, "events.jsonl")
+    with open(bad, "w") as f:
+        f.write('{"type": "click", "item_id": 1, "served_id": null}\n\n{"type": 3}\n')
+    common = ["--log", bad, "--model-node", "model", "--name", "m", "--plans", d]
+    cases = [
+        ([], "one of the arguments --events --clicks is required"),
+        (["--clicks", bad, "--events", bad, "--label", "click"], "not allowed with argument"),
+        (["--events", bad], "--events needs --label TYPE"),
+        (["--clicks", bad, "--label", "click"], "--label goes with --events"),
+        (["--events", "redis-stream://nope?stream=s", "--label", "click"],
+         "no --redis endpoint is named 'nope'"),
+        (["--events", bad, "--label", "click"], f"{bad}:3: type must be a non-empty string"),
+    ]
+    procs = [subprocess.Popen(["/usr/bin/python3", TRAIN_FROM_LOG, *common, *args],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for args, _ in cases]
+    for p, (args, words) in zip(procs, cases):
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 2 and words in err, (args, p.returncode, err)
+
+
+def test_training_loop_closes():
+    """Serve with logging, click (POST /events, with the answers' served_ids) the items a
+    hidden rule likes, train a model on the served log and the event log, reload, and the
+    new model serves; a replay of the new log agrees with it. The labels read from the
+    event log's Redis stream, from the same records in a file, and from a clicks file of
+    the same pairs train the very same model."""
+    d = temp_dir("rankd-train-")
+    path = os.path.join(d, "served.jsonl")
+    logs = Redis()
+    plans = plans_dir({"logged": logged("rerank", "logged", sample=1.0, sink="f",
+                                        candidates={"node": "top_k", "top": 20})})
+    events_schema(plans, "ev")
+    rankd = Rankd(plans, redis=data_redis(), extra_args=[
+        *sink_flag("f", file_sink(path)), "--redis", f"logs={logs.url()}",
+        *sink_flag("ev", "redis-stream://logs?stream=events&maxlen=100000")]).wait_ready()
+    for u in range(1, 61):
+        assert rankd.rank({"plan": "logged", "user_id": u, "params": {"limit": 20}})[0] == 200
+    wait_until(lambda: counted(rankd, "written", "f") == 60, what="60 records")
+    rng = random.Random(7)
+    clicks, clicked = [], set()
+    for rec in records_in(path):
+        for it in rec["items"]:
+            x = it["models"]["model"]["inputs"]
+            # Young items get clicked: a rule the demo model does not know.
+            young = x["age_s"] is not None and x["age_s"] < 20000
+            if rng.random() < (0.7 if young else 0.05):
+                clicks.append({"type": "click", "user_id": rec["user_id"], "item_id": it["id"],
+                               "served_id": rec["served_id"]})
+                if it["served"]:
+                    clicked.add((rec["served_id"], it["id"]))
+    # Not labels: impressions, and clicks that name no served_id.
+    events = clicks + [{"type": "impression", "user_id": 1000, "item_id": 1 + i,
+                        "served_id": clicks[0]["served_id"]} for i in range(5)]
+    events += [{"type": "click", "user_id": 1000, "item_id": 1 + i} for i in range(3)]
+    for i in range(0, len(events), 500):
+        status, _, body = rankd.request("POST", "/events", json.dumps({"events": events[i:i + 500]}))
+        assert status == 200, body
+    wait_until(lambda: metric_value(rankd.metrics(), "rankd_event_log_records_total", sink="ev",
+                                    outcome="written") == len(events), what="the event records")
+    summary, err = train(path, ["--events", "redis-stream://logs?stream=events", "--label", "click",
+                          "--redis", f"logs={logs.url()}"], plans)
+    assert summary["rows"] > 1000 and summary["positives"] == len(clicked) > 0, summary
+    assert "5 events of other types than 'click' ignored" in err, err
+    assert "3 'click' events without a served_id ignored" in err, err
+
+    # The same labels from the event log as a file, and as a clicks file: the same model.
+    as_file = os.path.join(d, "events.jsonl")
+    with open(as_file, "w") as f:
+        for _, fields in logs.execute("XRANGE", "events", "-", "+"):
+            f.write(fields[1] + "\n")
+    clicks_file = os.path.join(d, "clicks.jsonl")
+    with open(clicks_file, "w") as f:
+        for e in clicks:
+            f.write(json.dumps({"served_id": e["served_id"], "id": str(e["item_id"])}) + "\n")
+    for labels in (["--events", as_file, "--label", "click"], ["--clicks", clicks_file]):
+        other = temp_dir("rankd-train-again-")
+        assert train(path, labels, other)[0]["positives"] == len(clicked)
+        assert model_bytes(other) == model_bytes(plans), labels
+    new_sha = hashlib.sha256(model_bytes(plans)).hexdigest()
     rankd.signal(signal.SIGHUP)
 
     def serving_new():
@@ -638,5 +717,6 @@ if __name__ == "__main__":
         ("SIGTERM's drain flushes the served log", test_drain_flushes_what_is_buffered),
         ("bad sink flags and log blocks", test_bad_flags_and_plans),
         ("dropped_no_sink and dropped_too_large", test_no_sink_and_too_large),
-        ("the training loop closes", test_training_loop_closes),
+        ("train-from-log: usage errors", test_train_from_log_usage),
+        ("the training loop closes, from events", test_training_loop_closes),
     ])
