@@ -32,17 +32,21 @@ std::string RingField(int64_t block) { return std::to_string(block); }
 CounterWindows::CounterWindows(const KeyFamily& family, std::span<const size_t> fields,
                                int64_t now_s)
     : spec_(*family.counters), ring_(spec_), fields_(fields.begin(), fields.end()) {
-  newest_ = BucketStart(now_s, spec_.bucket_s) / spec_.bucket_s;
+  const int64_t newest = BucketStart(now_s, spec_.bucket_s);
   int64_t longest = 0;
   for (size_t f : fields_) longest = std::max(longest, spec_.fields[f].window_s / spec_.bucket_s);
-  reply_of_block_.assign(static_cast<size_t>(ring_.blocks()), -1);
+  std::vector<int32_t> reply_of_block(static_cast<size_t>(ring_.blocks()), -1);
+  slots_.resize(static_cast<size_t>(longest));
   for (int64_t k = 0; k < longest; ++k) {
-    const auto index = ring_.IndexOf((newest_ - k) * spec_.bucket_s);
+    const auto index = ring_.IndexOf(newest - k * spec_.bucket_s);
     if (!index) continue;
-    int32_t& at = reply_of_block_[static_cast<size_t>(ring_.Block(*index))];
-    if (at >= 0) continue;
-    at = static_cast<int32_t>(hash_fields_.size());
-    hash_fields_.push_back(RingField(ring_.Block(*index)));
+    int32_t& at = reply_of_block[static_cast<size_t>(ring_.Block(*index))];
+    if (at < 0) {
+      at = static_cast<int32_t>(hash_fields_.size());
+      hash_fields_.push_back(RingField(ring_.Block(*index)));
+    }
+    slots_[static_cast<size_t>(k)] = {*index, static_cast<uint32_t>(at),
+                                      static_cast<uint32_t>(ring_.Offset(*index))};
   }
 }
 
@@ -75,18 +79,16 @@ void CounterWindows::SumWindows(RespView reply, CachedFields& cells, size_t firs
   auto window = [&](uint32_t t, int64_t n, long double& sum) {
     sum = 0;
     for (int64_t k = 0; k < n; ++k) {
-      const auto index = ring_.IndexOf((newest_ - k) * spec_.bucket_s);
-      if (!index) continue;
-      const auto r = static_cast<size_t>(reply_of_block_[static_cast<size_t>(ring_.Block(*index))]);
-      if (blocks[r].bad) return false;
-      const std::string_view b = blocks[r].bytes;
-      const size_t at = ring_.Offset(*index);
-      if (at + ring_.slot_bytes > b.size()) continue;  // past the block's end: empty
+      const Slot& s = slots_[static_cast<size_t>(k)];
+      if (s.index == 0) continue;
+      const Block& b = blocks[s.reply];
+      if (b.bad) return false;
+      if (s.offset + ring_.slot_bytes > b.bytes.size()) continue;  // past the field's end: empty
       uint32_t held;
-      std::memcpy(&held, b.data() + at, 4);
-      if (held != *index) continue;  // empty, or a bucket that aged out of the ring
+      std::memcpy(&held, b.bytes.data() + s.offset, 4);
+      if (held != s.index) continue;  // empty, or a bucket that aged out of the ring
       double x;
-      std::memcpy(&x, b.data() + at + 4 + 8 * t, 8);
+      std::memcpy(&x, b.bytes.data() + s.offset + 4 + 8 * t, 8);
       if (!std::isfinite(x)) return false;
       sum += x;
     }

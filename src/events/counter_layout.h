@@ -79,11 +79,17 @@ class CounterWindows {
   void SumWindows(RespView reply, CachedFields& cells, size_t first) const;
 
  private:
+  // Where the k-th newest bucket of the longest window lives, worked out once per node
+  // (not per key): its index, the reply element holding its slot, the slot's offset.
+  struct Slot {
+    uint32_t index = 0;  // 0: no slot can hold it (before 1970 or past 2106)
+    uint32_t reply = 0;
+    uint32_t offset = 0;
+  };
   const CountersSpec& spec_;
   CounterRing ring_;
   std::vector<size_t> fields_;
-  int64_t newest_ = 0;                   // BucketStart(now) / bucket_s
-  std::vector<int32_t> reply_of_block_;  // block -> its place in hash_fields_, or -1
+  std::vector<Slot> slots_;  // newest first
   std::vector<std::string> hash_fields_;
 };
 
