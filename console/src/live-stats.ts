@@ -1,6 +1,7 @@
 // Rates from the cumulative counters of /console/api/metrics: each poll is compared with
 // the one before it, as Prometheus' rate() and histogram_quantile() would over that
-// interval. Keeps at most WINDOW_MS of points per plan. Pure: no DOM.
+// interval. Keeps at most WINDOW_MS of points per plan, and of the whole server's
+// requests/s and events/s. Pure: no DOM.
 
 import type { MetricsSnapshot, PlanMetrics } from "./types.js";
 
@@ -12,6 +13,13 @@ export interface Point {
   errorRate: number | null; // errors / requests in the interval; null without requests
   p50: number | null; // ms; null without requests
   p99: number | null;
+}
+
+/** The whole server between two polls: requests/s over every plan, events/s accepted. */
+export interface TotalPoint {
+  t_ms: number;
+  rps: number;
+  eps: number | null; // null when the server counts no events (an older rankd)
 }
 
 /** The q-quantile (0..1) of the requests counted between two cumulative histograms,
@@ -52,15 +60,35 @@ export function pointBetween(before: PlanMetrics, after: PlanMetrics, dtMs: numb
   };
 }
 
-/** Per-plan series built from successive snapshots. */
+/** The server's point between two polls, or null when a counter went back (rankd
+ *  restarted) or no time passed. Requests of plans in both polls; events accepted (POST
+ *  /events answered 200), as rate(rankd_events_total{outcome="accepted"}). */
+export function totalBetween(before: MetricsSnapshot, after: MetricsSnapshot): TotalPoint | null {
+  const dtMs = after.now_ms - before.now_ms;
+  if (dtMs <= 0) return null;
+  let requests = 0;
+  for (const [plan, now] of Object.entries(after.plans)) {
+    const was = before.plans[plan];
+    if (was) requests += now.requests - was.requests;
+  }
+  const events = before.events && after.events ? after.events.accepted - before.events.accepted : null;
+  if (requests < 0 || (events !== null && events < 0)) return null;
+  return { t_ms: after.now_ms, rps: (requests * 1000) / dtMs, eps: events === null ? null : (events * 1000) / dtMs };
+}
+
+/** Per-plan series built from successive snapshots, and the server's. */
 export class LiveSeries {
   private last: MetricsSnapshot | null = null;
   readonly points = new Map<string, Point[]>();
+  readonly totals: TotalPoint[] = [];
 
   /** Adds the deltas from the previous snapshot; drops points older than WINDOW_MS. */
   add(snap: MetricsSnapshot): void {
     const prev = this.last;
     this.last = snap;
+    const total = prev ? totalBetween(prev, snap) : null;
+    if (total) this.totals.push(total);
+    while (this.totals.length && this.totals[0]!.t_ms < snap.now_ms - WINDOW_MS) this.totals.shift();
     for (const [plan, now] of Object.entries(snap.plans)) {
       const series = this.points.get(plan) ?? [];
       this.points.set(plan, series);

@@ -111,7 +111,14 @@ export interface PlanMetrics {
   duration_ms: { le: number[]; counts: number[] };
 }
 
+/** POST /events' events since start, every type, summed over shards. */
+export interface EventMetrics {
+  accepted: number;
+  failed: number;
+}
+
 export interface MetricsSnapshot {
   plans: Record<string, PlanMetrics>;
+  events?: EventMetrics; // absent from a rankd older than the events
   now_ms: number;
 }

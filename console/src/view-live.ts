@@ -1,11 +1,12 @@
-// #/live: polls /console/api/metrics every 2 s and shows, per plan, requests/s, p50 and
-// p99 latency and the error rate of the last interval, with sparklines of the last 10
-// minutes (live-stats.ts). Polling stops when the page leaves the view.
+// #/live: polls /console/api/metrics every 2 s and shows the server's requests/s and
+// events/s (POST /events accepted), then, per plan, requests/s, p50 and p99 latency and
+// the error rate of the last interval, with sparklines of the last 10 minutes
+// (live-stats.ts). Polling stops when the page leaves the view.
 // Called from the page's one thread.
 
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
-import { LiveSeries, type Point } from "./live-stats.js";
+import { LiveSeries, type Point, type TotalPoint } from "./live-stats.js";
 import { sparkline } from "./sparkline.js";
 import { errorBox, fmt } from "./ui.js";
 
@@ -22,6 +23,18 @@ function planRow(plan: string, points: Point[]): HTMLElement {
     h("td", { class: "num errors" }, pct(last?.errorRate)),
     h("td", {}, sparkline(points.map((p) => p.rps), "rps")),
     h("td", {}, sparkline(points.map((p) => p.p99), "p99")));
+}
+
+function totals(points: TotalPoint[]): HTMLElement {
+  const last = points[points.length - 1];
+  return h("table", { class: "live-totals" },
+    h("thead", {}, h("tr", {}, ...["server", "req/s", "events/s", "req/s (10 min)", "events/s (10 min)"].map((t) => h("th", {}, t)))),
+    h("tbody", {}, h("tr", {},
+      h("td", {}, "all plans"),
+      h("td", { class: "num rps" }, fmt(last?.rps, 2)),
+      h("td", { class: "num eps" }, fmt(last?.eps, 2)),
+      h("td", {}, sparkline(points.map((p) => p.rps), "rps")),
+      h("td", {}, sparkline(points.map((p) => p.eps), "eps")))));
 }
 
 function table(series: LiveSeries): HTMLElement {
@@ -45,7 +58,7 @@ export function renderLive(root: HTMLElement): () => void {
       if (stopped) return;
       series.add(snap);
       replace(status, `last poll ${new Date(snap.now_ms).toISOString().slice(11, 19)} UTC`);
-      replace(body, table(series));
+      replace(body, totals(series.totals), table(series));
     } catch (e) {
       if (!stopped) replace(status, errorBox(e));
     }

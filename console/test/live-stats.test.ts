@@ -2,7 +2,7 @@
 // Rates and quantiles between two polls of the cumulative counters.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { LiveSeries, WINDOW_MS, pointBetween, quantileOfDelta } from "../src/live-stats.js";
+import { LiveSeries, WINDOW_MS, pointBetween, quantileOfDelta, totalBetween } from "../src/live-stats.js";
 import type { PlanMetrics } from "../src/types.js";
 
 const le = [1, 2, 5];
@@ -36,4 +36,23 @@ test("the series keeps ten minutes", () => {
   assert.ok(points[0]!.t_ms >= 20000);
   s.add({ now_ms: WINDOW_MS + 30000, plans: {} });
   assert.equal(s.points.has("feed"), false);
+});
+
+test("the server's requests/s over every plan and events/s accepted", () => {
+  const before = { now_ms: 1000, plans: { a: plan(10, 0, [0, 0, 0, 10]), b: plan(5, 0, [0, 0, 0, 5]) }, events: { accepted: 100, failed: 3 } };
+  const after = {
+    now_ms: 3000,
+    plans: { a: plan(30, 0, [0, 0, 0, 30]), b: plan(7, 0, [0, 0, 0, 7]), c: plan(50, 0, [0, 0, 0, 50]) },
+    events: { accepted: 500, failed: 9 },
+  };
+  // c was not in the first poll: none of its requests count yet. Failed events do not count.
+  assert.deepEqual(totalBetween(before, after), { t_ms: 3000, rps: 11, eps: 200 });
+  // A restart (counters back) or no time: no point; a server without events: eps null.
+  assert.equal(totalBetween(after, { ...before, now_ms: 5000 }), null);
+  assert.equal(totalBetween(before, { ...after, now_ms: 1000 }), null);
+  assert.deepEqual(totalBetween({ now_ms: 0, plans: {} }, { now_ms: 1000, plans: {} }), { t_ms: 1000, rps: 0, eps: null });
+  const s = new LiveSeries();
+  s.add(before);
+  s.add(after);
+  assert.deepEqual(s.totals.map((p) => p.eps), [200]);
 });

@@ -21,9 +21,18 @@ struct PlanSums {
   std::vector<uint64_t> buckets = std::vector<uint64_t>(kLatencyBuckets.size() + 1);
 };
 
+// POST /events' events, every type, summed over shards.
+struct EventSums {
+  uint64_t accepted = 0;
+  uint64_t failed = 0;
+};
+
 // The series' labels, as plan_metrics.cc makes them: requests {outcome, plan, shard},
-// duration {plan, shard}.
-void AddShard(const SeriesSet::Snapshot& set, std::map<std::string, PlanSums>& plans) {
+// duration {plan, shard}; as events_route.cc makes them: events {outcome, type}.
+void AddShard(const SeriesSet::Snapshot& set, std::map<std::string, PlanSums>& plans,
+              EventSums& events) {
+  for (const auto& s : set[static_cast<size_t>(SeriesFamily::kEvents)])
+    (s->labels[0] == "accepted" ? events.accepted : events.failed) += s->count.value();
   for (const auto& s : set[static_cast<size_t>(SeriesFamily::kRankRequests)])
     plans[s->labels[1]].outcomes[s->labels[0]] += s->count.value();
   for (const auto& s : set[static_cast<size_t>(SeriesFamily::kRankDuration)]) {
@@ -72,8 +81,9 @@ void AppendPlan(const PlanSums& p, std::string& out) {
 
 void WriteConsoleMetrics(const ScrapeSources& sources, int64_t now_ms, std::string& out) {
   std::map<std::string, PlanSums> plans;
+  EventSums events;
   for (const ShardStats* t : sources.shards)
-    if (auto set = t->series.Current()) AddShard(*set, plans);
+    if (auto set = t->series.Current()) AddShard(*set, plans, events);
   out += R"({"plans":{)";
   bool first = true;
   for (const auto& [name, sums] : plans) {
@@ -83,6 +93,10 @@ void WriteConsoleMetrics(const ScrapeSources& sources, int64_t now_ms, std::stri
     out += ':';
     AppendPlan(sums, out);
   }
+  out += R"(},"events":{"accepted":)";
+  AppendJsonInt(static_cast<int64_t>(events.accepted), out);
+  out += R"(,"failed":)";
+  AppendJsonInt(static_cast<int64_t>(events.failed), out);
   out += R"(},"now_ms":)";
   AppendJsonInt(now_ms, out);
   out += '}';

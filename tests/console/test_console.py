@@ -353,10 +353,13 @@ def test_live_view():
     open_view("#/live")
     stop = threading.Event()
 
-    def traffic():  # bounded: at most 15 s of requests, about 20 a second
+    def traffic():  # bounded: at most 15 s of requests, about 20 a second, 5 events each
         end = time.monotonic() + 15
+        clicks = {"events": [{"type": "click", "user_id": env.user, "item_id": i} for i in range(5)]}
         while not stop.is_set() and time.monotonic() < end:
             rank({"plan": "home_light", "user_id": env.user})
+            status, _, body = api("POST", "/events", clicks)
+            assert status == 200, body
             time.sleep(0.05)
 
     t = threading.Thread(target=traffic)
@@ -367,6 +370,11 @@ def test_live_view():
         assert float(b.text("tr[data-plan=home_light] .p99")) > 0
         assert b.text("tr[data-plan=home_light] .errors") == "0.0%"
         assert js("document.querySelectorAll('tr[data-plan=home_light] svg.spark').length") == 2
+        # The server's events/s beside its requests/s: about 5 events a request.
+        b.wait_for("parseFloat(document.querySelector('table.live-totals .eps')?.textContent) > 0", timeout=12,
+                   what="events/s")
+        assert float(b.text("table.live-totals .rps")) > 0
+        assert js("document.querySelectorAll('table.live-totals svg.spark.eps').length") == 1
         shot("live.png")
     finally:
         stop.set()

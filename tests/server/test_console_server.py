@@ -186,6 +186,10 @@ def test_console_metrics_agree_with_metrics():
                                    body=json.dumps({"plan": "e2e_slow", "user_id": 1,
                                                     "deadline_ms": 1}))
             assert_error(status, body, 504, "deadline_exceeded", "e2e_slow")
+        for port, events in ((rankd.port, [{"type": "click", "user_id": 1, "item_id": i} for i in range(7)]),
+                             (mport, [{"type": "impression", "user_id": 2, "item_id": 1}] * 3)):
+            status, _, body = call(port, "POST", "/events", body=json.dumps({"events": events}))
+            assert status == 200 and json.loads(body) == {"accepted": len(events)}, body
         status, headers, body = call(mport, "GET", "/console/api/metrics")
         assert status == 200 and headers["content-type"] == "application/json", status
         assert_console_headers(headers, "/console/api/metrics")
@@ -209,6 +213,10 @@ def test_console_metrics_agree_with_metrics():
         assert slow["errors"] == n_slow and slow["outcomes"] == {"deadline_exceeded": n_slow}, slow
         assert got["plans"]["diamond"]["requests"] == 0, got["plans"]["diamond"]
         assert got["plans"]["diamond"]["outcomes"] == {}
+        # POST /events' events, summed over types and shards, as the live view's events/s reads them.
+        assert got["events"] == {"accepted": 10, "failed": 0}, got["events"]
+        assert metric_value(text, "rankd_events_total", outcome="accepted", type="click") == 7
+        assert metric_value(text, "rankd_events_total", outcome="accepted", type="impression") == 3
         assert metric_value(text, "rankd_http_requests_total", route="/console/api/metrics",
                             code=200) == 1
     finally:
