@@ -48,6 +48,10 @@ CounterWindows::CounterWindows(const KeyFamily& family, std::span<const size_t> 
     slots_[static_cast<size_t>(k)] = {*index, static_cast<uint32_t>(at),
                                       static_cast<uint32_t>(ring_.Offset(*index))};
   }
+  for (size_t f : fields_) lengths_.push_back(spec_.fields[f].window_s / spec_.bucket_s);
+  std::sort(lengths_.begin(), lengths_.end());
+  lengths_.erase(std::unique(lengths_.begin(), lengths_.end()), lengths_.end());
+  sums_.resize(lengths_.size() * spec_.count.size());
 }
 
 void CounterWindows::SumWindows(RespView reply, CachedFields& cells, size_t first) const {
@@ -74,30 +78,46 @@ void CounterWindows::SumWindows(RespView reply, CachedFields& cells, size_t firs
     else
       b.bad = !v.is_nil();
   }
-  // Type t's sum over the n newest buckets; false when a slot it needs is in a bad block
-  // or holds a sum that is not finite. Count-only sums are integers: exact in long double.
-  auto window = [&](uint32_t t, int64_t n, long double& sum) {
-    sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      const Slot& s = slots_[static_cast<size_t>(k)];
-      if (s.index == 0) continue;
+  // One pass over the longest window, newest bucket first, adding every type's sum of a
+  // slot that holds the bucket; the running sums are kept at each window length a field
+  // asks. A count stays an exact integer in a double up to 2^53; a sum that is not
+  // finite, or a length reaching a bad block, makes its fields kUnparsable.
+  const size_t types = spec_.count.size();
+  double run[kMaxCountedTypes] = {};
+  int64_t bad_from = static_cast<int64_t>(slots_.size());  // the first k in a bad block
+  size_t next = 0;                                         // the next length to keep
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    const Slot& s = slots_[k];
+    if (s.index != 0) {
       const Block& b = blocks[s.reply];
-      if (b.bad) return false;
-      if (s.offset + ring_.slot_bytes > b.bytes.size()) continue;  // past the field's end: empty
-      uint32_t held;
-      std::memcpy(&held, b.bytes.data() + s.offset, 4);
-      if (held != s.index) continue;  // empty, or a bucket that aged out of the ring
-      double x;
-      std::memcpy(&x, b.bytes.data() + s.offset + 4 + 8 * t, 8);
-      if (!std::isfinite(x)) return false;
-      sum += x;
+      if (b.bad && bad_from == static_cast<int64_t>(slots_.size()))
+        bad_from = static_cast<int64_t>(k);
+      uint32_t held = 0;
+      if (s.offset + ring_.slot_bytes <= b.bytes.size())
+        std::memcpy(&held, b.bytes.data() + s.offset, 4);
+      if (held == s.index) {  // else empty, past the field's end, or aged out of the ring
+        const char* sums = b.bytes.data() + s.offset + 4;
+        for (size_t t = 0; t < types; ++t) {
+          double x;
+          std::memcpy(&x, sums + 8 * t, 8);
+          run[t] += x;
+        }
+      }
     }
-    return true;
+    while (next < lengths_.size() && lengths_[next] == static_cast<int64_t>(k) + 1)
+      std::copy(run, run + types, sums_.begin() + static_cast<ptrdiff_t>(types * next++));
+  }
+  // Type t's sum over the n newest buckets; false when it cannot be trusted.
+  auto window = [&](uint32_t t, int64_t n, double& sum) {
+    const auto j = static_cast<size_t>(std::lower_bound(lengths_.begin(), lengths_.end(), n) -
+                                       lengths_.begin());
+    sum = sums_[types * j + t];
+    return n <= bad_from && std::isfinite(sum);
   };
   for (size_t f = 0; f < fields_.size(); ++f) {
     const CounterField& cf = spec_.fields[fields_[f]];
     const int64_t n = cf.window_s / spec_.bucket_s;
-    long double num = 0, den = 0;
+    double num = 0, den = 0;
     bool ok = window(cf.num, n, num);
     if (cf.kind == CounterField::Kind::kRate) ok = window(cf.den, n, den) && ok;
     if (!ok) {
@@ -105,11 +125,11 @@ void CounterWindows::SumWindows(RespView reply, CachedFields& cells, size_t firs
       continue;
     }
     if (cf.kind == CounterField::Kind::kSum) {
-      cells.SetF64(first + f, static_cast<double>(num));
+      cells.SetF64(first + f, num);
       continue;
     }
-    const long double d = den + cf.prior_a + cf.prior_b;
-    const double rate = static_cast<double>((num + cf.prior_a) / d);
+    const double d = den + cf.prior_a + cf.prior_b;
+    const double rate = (num + cf.prior_a) / d;
     if (d == 0 || !std::isfinite(rate)) {
       cells.SetNoValue(first + f, CachedField::State::kBad);  // a null, not a bad value
       continue;

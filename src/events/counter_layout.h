@@ -14,7 +14,8 @@
 // aged-out buckets: a slot holding an older bucket is reset when its position is written
 // again, and readers ignore a slot whose index is not the bucket they want).
 //
-// Threads: pure functions and immutable values; any thread.
+// Threads: pure functions and values; any thread. A CounterWindows is used by one thread
+// at a time (SumWindows keeps its scratch in it).
 #pragma once
 
 #include <cstdint>
@@ -91,6 +92,9 @@ class CounterWindows {
   std::vector<size_t> fields_;
   std::vector<Slot> slots_;  // newest first
   std::vector<std::string> hash_fields_;
+  std::vector<int64_t> lengths_;  // the distinct window lengths asked, in buckets, ascending
+  // Scratch of SumWindows (one key at a time): the sums of every type at each length.
+  mutable std::vector<double> sums_;
 };
 
 }  // namespace rankd

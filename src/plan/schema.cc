@@ -494,6 +494,10 @@ class SchemaParser {
     simdjson::dom::array types;
     if (v->get(types) || types.size() == 0)
       return Fail(Err(name, "count", "must be a non-empty array of event type names"));
+    if (types.size() > kMaxCountedTypes)  // a bucket's slot holds a sum of each
+      return Fail(Err(name, "count",
+                      "at most " + std::to_string(kMaxCountedTypes) + " event types, got " +
+                          std::to_string(types.size())));
     for (element t : types) {
       std::string_view s;
       if (t.get(s))

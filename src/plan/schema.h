@@ -156,6 +156,7 @@ inline constexpr size_t kMaxStrId = 256;
 inline constexpr size_t kMaxEventTypes = 256;
 inline constexpr int64_t kMaxBucketS = 86400;
 inline constexpr int64_t kMaxBuckets = 1000;
+inline constexpr size_t kMaxCountedTypes = 16;  // event types one counters family counts
 inline constexpr int64_t kMaxMarks = 100000;
 inline constexpr int64_t kMaxMarksTtl = int64_t{10} * 366 * 86400;  // ten years
 inline constexpr int64_t kMaxCacheMs = 60000;

@@ -243,6 +243,14 @@ TEST_CASE("counters: a family's own members") {
         "s.json: family 'c': count: 'view' is not a declared event type (declared: click, dwell)");
   CHECK(ErrorOf(Counters(R"("by": "item", "count": ["click", "click"], "bucket_s": 60,
         "keep_s": 600, "fields": {})")) == "s.json: family 'c': count: 'click' is listed twice");
+  {  // one more than a bucket's slot holds (kMaxCountedTypes), checked before the names
+    std::string many;
+    for (size_t i = 0; i <= kMaxCountedTypes; ++i)
+      many += (i ? ", \"t" : "\"t") + std::to_string(i) + '"';
+    CHECK(ErrorOf(Counters(R"("by": "item", "count": [)" + many +
+                           R"(], "bucket_s": 60, "keep_s": 600, "fields": {})")) ==
+          "s.json: family 'c': count: at most 16 event types, got 17");
+  }
   CHECK(ErrorOf(Counters(R"("by": "user", "count": ["click", "dwell"], "bucket_s": 60,
         "keep_s": 600, "fields": {})")) ==
         "s.json: family 'c': by: the family is keyed by i64 ids (its id) but event type 'dwell' "
