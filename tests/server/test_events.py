@@ -3,8 +3,10 @@ events counted into counters families and read back by a plan's `features` at th
 request's time (against sums the test keeps itself), marks (ZADD GT, the newest `max`,
 the TTL), all-or-nothing validation (nothing applied on a 400), --max-events-per-request,
 Redis down -> 503 with nothing acknowledged, SIGKILL right after a 200 loses nothing,
-aggregation across requests (--events-flush-ms), none with --events-flush-ms 0, and the
-metrics."""
+aggregation across requests (--events-flush-ms), none with --events-flush-ms 0, the
+metrics, Redis killed and restarted during a stream of events (nothing acknowledged lost),
+and the bound on a counters key's buckets under sparse writes and its expiry, read in
+Redis."""
 import json
 import os
 import random
@@ -14,7 +16,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import Rankd, Redis, metric_value, plans_dir, run_tests, write_plan  # noqa: E402
+from counter_layout import CounterKey  # noqa: E402
+from harness import (Rankd, Redis, Traffic, metric_value, plans_dir, run_tests, temp_dir,  # noqa: E402
+                     wait_until, write_plan)
 
 ITEMS = 40
 
@@ -256,6 +260,95 @@ def test_flush_0_does_not_aggregate():
         redis.stop()
 
 
+def test_redis_stopped_during_a_stream():
+    # Two clients post events without pause while redis-server (AOF, fsync on every
+    # write: what it acknowledged survives its death) is killed and restarted twice. Every
+    # answer is a 200 or a 503; afterwards each item counts at least the events
+    # acknowledged for it (at least once) and at most those sent; rankd answers 200 again
+    # after each restart (its scripts reloaded: NOSCRIPT) and exits cleanly at the end.
+    redis = Redis(extra_args=["--appendonly", "yes", "--appendfsync", "always"])
+    r = Rankd(schema(plans_dir()), redis=redis, shards=2)
+    lock = threading.Lock()
+    sent, acked, statuses = {}, {}, {}
+
+    def client(k):
+        rng = random.Random(k)
+
+        def step():
+            item = rng.randrange(1, ITEMS + 1)
+            n = rng.randint(1, 5)
+            with lock:
+                sent[item] = sent.get(item, 0) + n
+            status, _, body = post(r, [{"type": "click", "user_id": k, "item_id": item}] * n)
+            assert status in (200, 503), (status, body)
+            with lock:
+                statuses[status] = statuses.get(status, 0) + 1
+                if status == 200:
+                    acked[item] = acked.get(item, 0) + n
+        return step
+
+    def answered(status):
+        with lock:
+            return statuses.get(status, 0)
+    with Traffic(client(1), "client 1"), Traffic(client(2), "client 2"):
+        for _ in range(2):
+            ok = answered(200)
+            wait_until(lambda: answered(200) >= ok + 50, what="200s with Redis up")
+            redis.stop()
+            refused = answered(503)
+            wait_until(lambda: answered(503) >= refused + 20, what="503s with Redis down")
+            redis.start()
+            ok = answered(200)
+            wait_until(lambda: answered(200) >= ok + 50, timeout=15, what="200s after the restart")
+    assert r.proc.poll() is None, r.stderr()
+    got = counts(r)
+    short = {i: (got[i]["clicks_1h"], n) for i, n in acked.items() if got[i]["clicks_1h"] < n}
+    assert not short, f"acknowledged events missing (item: (counted, acknowledged)): {short}"
+    over = {i: (got[i]["clicks_1h"], sent.get(i, 0)) for i in got if got[i]["clicks_1h"] > sent.get(i, 0)}
+    assert not over, f"more counted than sent (item: (counted, sent)): {over}"
+    print(f"  answers: {statuses}, {sum(acked.values())} of {sum(sent.values())} events acknowledged")
+    r.stop()
+    redis.stop()
+
+
+def test_the_bound_and_expiry_through_the_server():
+    # Writes sparser than keep_s (10 s, buckets of 1 s) over 28 x keep_s, dated ahead (the
+    # API takes 5 minutes ahead, so the test need not wait): after each, the key's ring
+    # (tests/support/counter_layout.py) holds exactly the buckets of [top - keep_s, top],
+    # each write's own older buckets dropped, the older ones replaced, the key's TTL at
+    # most keep_s; a key no event touches expires after keep_s (2 s).
+    d = temp_dir("rankd-events-bound-")
+    write_plan(d, "noop", {"schema_version": 1, "name": "noop", "output": {"node": "src"}, "nodes": [
+        {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 1}}]})
+    families = {name: {"type": "counters", "key": f"{name}:{{id}}", "by": "item", "count": ["click"],
+                       "bucket_s": 1, "keep_s": keep, "fields": {"c": {"sum": "click", "window_s": keep}}}
+                for name, keep in (("sparse", 10), ("brief", 2))}
+    with open(os.path.join(d, "schema.json"), "w") as f:
+        json.dump({"schema_version": 1, "events": {"click": {"user": "i64", "item": "i64"}},
+                   "families": families}, f)
+    redis = Redis()
+    r = Rankd(d, redis=redis)
+    start = int(time.time()) + 5
+    for step in range(15):
+        top = start + 20 * step  # up to 285 s ahead
+        evs = [{"type": "click", "user_id": 1, "item_id": 5, "ts_ms": (top - back) * 1000}
+               for back in range(13)]
+        status, _, body = post(r, evs)
+        assert status == 200, (status, body)
+        for name, keep in (("sparse", 10), ("brief", 2)):
+            key = CounterKey(redis.execute("HGETALL", f"{name}:5"), ["click"], 1, keep)
+            assert key.starts("click") == list(range(top - keep, top + 1)), (step, name, key.buckets)
+            assert set(key.buckets.values()) == {1.0}, (step, name, key.buckets)
+            assert key.slots == keep + 1 and key.blocks <= 2, (step, name, key.slots, key.blocks)
+            assert 0 < redis.execute("PTTL", f"{name}:5") <= keep * 1000
+    assert post(r, [{"type": "click", "user_id": 1, "item_id": 6}])[0] == 200
+    assert redis.execute("EXISTS", "brief:6") == 1
+    wait_until(lambda: redis.execute("EXISTS", "brief:6") == 0, timeout=5, what="brief:6 to expire")
+    assert redis.execute("EXISTS", "sparse:6") == 1  # kept 10 s
+    r.stop()
+    redis.stop()
+
+
 if __name__ == "__main__":
     run_tests([
         ("counts_read_back_at_the_request_time", test_counts_read_back_at_the_request_time),
@@ -265,4 +358,6 @@ if __name__ == "__main__":
         ("sigkill_after_200_loses_nothing", test_sigkill_after_200_loses_nothing),
         ("requests_share_a_flush", test_requests_share_a_flush),
         ("flush_0_does_not_aggregate", test_flush_0_does_not_aggregate),
+        ("redis_stopped_during_a_stream", test_redis_stopped_during_a_stream),
+        ("the_bound_and_expiry_through_the_server", test_the_bound_and_expiry_through_the_server),
     ])

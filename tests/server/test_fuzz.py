@@ -1,5 +1,6 @@
 """Bad input, generated: a real rankd (and a real redis-server with demo data) gets
-thousands of mutated /rank bodies and mutated raw HTTP requests from a seeded generator.
+thousands of mutated /rank bodies, mutated /events bodies (the demo schema's event types)
+and mutated raw HTTP requests from a seeded generator.
 Every answer must be a well-formed response (a JSON error body naming what was wrong
 for a 4xx), the server must never crash, and it must serve a good request after every
 batch. Bounded in count and time; the seed is printed so that a failure can be replayed
@@ -9,6 +10,7 @@ import os
 import random
 import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from harness import SharedServer, run_tests  # noqa: E402
@@ -16,9 +18,10 @@ from harness import SharedServer, run_tests  # noqa: E402
 SEED = int(os.environ.get("RANKD_FUZZ_SEED", "20261126"))
 BODIES = int(os.environ.get("RANKD_FUZZ_BODIES", "4000"))
 RAW = int(os.environ.get("RANKD_FUZZ_RAW", "2000"))
-ERROR_CODES = {"bad_request", "unknown_plan", "invalid_param", "not_found", "method_not_allowed",
-               "payload_too_large", "headers_too_large", "request_timeout", "unavailable",
-               "deadline_exceeded", "backend_error", "internal", "invalid_cursor",
+EVENT_BODIES = int(os.environ.get("RANKD_FUZZ_EVENT_BODIES", "1500"))
+ERROR_CODES = {"bad_request", "bad_event", "unknown_plan", "invalid_param", "not_found",
+               "method_not_allowed", "payload_too_large", "headers_too_large", "request_timeout",
+               "unavailable", "deadline_exceeded", "backend_error", "internal", "invalid_cursor",
                "cursor_expired"}
 
 
@@ -83,29 +86,30 @@ def mutate_bytes(rng, data):
     return bytes(data)
 
 
-def check_answer(status, headers, data, what):
+def check_answer(status, headers, data, what, ok_body):
+    """`ok_body(body)`: whether a 200's JSON body is well formed."""
     assert status in (200, 400, 404, 413, 422, 502, 503, 504), (status, what, data[:200])
     body = json.loads(data)  # every answer, error or not, is JSON
     if status != 200:
         assert body["error"]["code"] in ERROR_CODES, (body, what)
         assert body["error"]["message"], (body, what)
     else:
-        assert isinstance(body["items"], list) and body["count"] == len(body["items"]), (body, what)
+        assert ok_body(body), (body, what)
     assert headers.get("x-request-id"), what
 
 
-def test_mutated_rank_bodies_get_clear_answers():
-    s = server()
-    rng = random.Random(SEED)
-    print(f"  seed {SEED}, {BODIES} bodies")
+def send_mutated(s, path, rng, count, make_body, ok_body):
+    """Posts `count` bodies of make_body(rng), most of them damaged (mutate_bytes), on one
+    connection (a new one when the server closes it), checking every answer and that
+    the server still serves a good request every 250; returns {code or "ok": answers}."""
     conn = s.conn(10)
     seen = {}
-    for i in range(BODIES):
-        data = random_body(rng)
+    for i in range(count):
+        data = make_body(rng)
         if rng.random() < 0.6:
             data = mutate_bytes(rng, data)
         try:
-            conn.request("POST", "/rank", body=data, headers={"Content-Type": "application/json"})
+            conn.request("POST", path, body=data, headers={"Content-Type": "application/json"})
             r = conn.getresponse()
             status, headers, out = r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
         except (ConnectionError, OSError):
@@ -113,7 +117,7 @@ def test_mutated_rank_bodies_get_clear_answers():
             conn.close()
             conn = s.conn(10)
             continue
-        check_answer(status, headers, out, data[:200])
+        check_answer(status, headers, out, data[:200], ok_body)
         code = json.loads(out)["error"]["code"] if status != 200 else "ok"
         seen[code] = seen.get(code, 0) + 1
         if headers.get("connection", "").lower() == "close":
@@ -123,10 +127,55 @@ def test_mutated_rank_bodies_get_clear_answers():
             still_serves(s)
     conn.close()
     print("  answers:", dict(sorted(seen.items())))
+    still_serves(s)
+    return seen
+
+
+def test_mutated_rank_bodies_get_clear_answers():
+    s = server()
+    rng = random.Random(SEED)
+    print(f"  seed {SEED}, {BODIES} bodies")
+    seen = send_mutated(s, "/rank", rng, BODIES, random_body, lambda body: isinstance(
+        body["items"], list) and body["count"] == len(body["items"]))
     # The generator reaches past the JSON parser: some requests run, some fail checks.
     assert seen.get("ok", 0) > 0 and seen.get("bad_request", 0) > 0, seen
     assert seen.get("invalid_param", 0) + seen.get("unknown_plan", 0) > 0, seen
-    still_serves(s)
+
+
+# --- /events bodies (the demo schema's impression and click) --------------------------
+
+EVENT_TYPES = ["impression", "click", "dwell", ""]
+EVENT_KEYS = ["type", "user_id", "item_id", "value", "ts_ms", "served_id", "event_id", "extra"]
+
+
+def random_events_body(rng):
+    """A JSON value shaped like a /events request, with random parts wrong."""
+    now = int(time.time() * 1000)
+    events = []
+    for _ in range(rng.choice([0, 1, 3, 20])):
+        ev = {"type": rng.choice(EVENT_TYPES[:2] * 4 + EVENT_TYPES),
+              "user_id": rng.randrange(0, 50), "item_id": rng.randrange(0, 10**6)}
+        for _ in range(rng.randrange(0, 3)):
+            key = rng.choice(EVENT_KEYS)
+            if key == "ts_ms":
+                ev[key] = rng.choice([now, now - 3600 * 1000, now + 299000, now + 301000,
+                                      now - 8 * 86400 * 1000, 0, -1, 2**63, 1.5, "now", None])
+            elif key == "served_id":
+                ev[key] = rng.choice(["0123456789abcdef" * 2, "0123456789ABCDEF" * 2, "", None, 7])
+            else:
+                ev[key] = rng.choice(WEIRD)
+        events.append(ev)
+    return json.dumps({"events": events} if rng.random() < 0.9 else rng.choice(WEIRD)).encode()
+
+
+def test_mutated_event_bodies_get_clear_answers():
+    s = server()
+    rng = random.Random(SEED + 2)
+    print(f"  seed {SEED + 2}, {EVENT_BODIES} /events bodies")
+    seen = send_mutated(s, "/events", rng, EVENT_BODIES, random_events_body,
+                        lambda body: isinstance(body.get("accepted"), int))
+    # Some are accepted (written to Redis), some fail the schema, some the JSON.
+    assert all(seen.get(k, 0) > 0 for k in ("ok", "bad_event", "bad_request")), seen
 
 
 # --- raw HTTP requests ---------------------------------------------------------------
