@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tasks/task.h"
+#include "time_pair.h"
 
 using namespace rankd;
 
@@ -27,24 +28,10 @@ constexpr int kKeys = 50;
 constexpr int kRounds = 101;
 constexpr int kItersPerRound = 20;
 
-double Fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
+// Microseconds per call of ours and of the baseline (bench/time_pair.h).
 std::pair<double, double> TimePair(const std::function<void()>& ours,
                                    const std::function<void()>& base) {
-  std::vector<double> a, b;
-  for (int warm = 0; warm < 10; ++warm) ours(), base();
-  for (int r = 0; r < kRounds; ++r) {
-    for (int which = 0; which < 2; ++which) {
-      const auto& f = which == 0 ? ours : base;
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kItersPerRound; ++i) f();
-      double us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-          kItersPerRound;
-      (which == 0 ? a : b).push_back(us);
-    }
-  }
-  return {Fastest(a), Fastest(b)};
+  return bench::TimePair(ours, base, {kRounds, kItersPerRound, 10});
 }
 
 // A registered task with the given parameters (defaults for the rest), called directly.

@@ -16,6 +16,7 @@
 
 #include "plan/expr.h"
 #include "tasks/task.h"
+#include "time_pair.h"
 
 using namespace rankd;
 
@@ -28,26 +29,10 @@ constexpr size_t kRows = 10'000;
 constexpr int kRounds = 61;
 constexpr int kItersPerRound = 10;
 
-double Fastest(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
-// Microseconds per call of f, fastest round; ours and baseline interleave by round
-// so that frequency changes hit both alike.
+// Microseconds per call of ours and of the baseline (bench/time_pair.h).
 std::pair<double, double> TimePair(const std::function<void()>& ours,
                                    const std::function<void()>& base) {
-  std::vector<double> a, b;
-  for (int warm = 0; warm < 3; ++warm) ours(), base();
-  for (int r = 0; r < kRounds; ++r) {
-    for (int which = 0; which < 2; ++which) {
-      const auto& f = which == 0 ? ours : base;
-      auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < kItersPerRound; ++i) f();
-      double us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-          kItersPerRound;
-      (which == 0 ? a : b).push_back(us);
-    }
-  }
-  return {Fastest(a), Fastest(b)};
+  return bench::TimePair(ours, base, {kRounds, kItersPerRound, 3});
 }
 
 void Emit(const char* name, std::pair<double, double> t, const char* extra) {

@@ -5,13 +5,16 @@
 
 import { F64, type Json } from "./json.js";
 
-export type ColType = "i64" | "f64" | "str" | "bool";
+/** A vector column (docs/vectors.md): float32 rows of dimension D, read only by dot, cosine and l2. */
+export type VecType = `vec:${number}`;
+export type ColType = "i64" | "f64" | "str" | "bool" | VecType;
 /** The type of an expression: a column type, or "null" for a constant null. */
 export type VT = ColType | "null";
 export type Num = "i64" | "f64";
 export type CmpOp = "==" | "!=" | "<" | "<=" | ">" | ">=";
 export type ArithOp = "+" | "-" | "*" | "/";
-export type FnOp = "min" | "max" | "neg" | "abs" | "log" | "log1p" | "exp" | "sqrt" | "pow" | "coalesce";
+export type VecOp = "dot" | "cosine" | "l2";
+export type FnOp = "min" | "max" | "neg" | "abs" | "log" | "log1p" | "exp" | "sqrt" | "pow" | "coalesce" | VecOp;
 export type ExprOp = ArithOp | FnOp | "if";
 
 export type Scalar = number | string | boolean | null;
@@ -54,7 +57,9 @@ export type Fam<T extends VT> = [T] extends [never]
       ? "str" | "null"
       : T extends "bool"
         ? "bool" | "null"
-        : VT;
+        : T extends VecType
+          ? never
+          : VT;
 /** What may stand where an expression of family F is expected: an expression or a literal. */
 export type OperandOf<F extends VT> =
   | Typed<F>
@@ -212,6 +217,18 @@ export class Expr<T extends VT = VT> implements Typed<T> {
   isNull(): Pred {
     return Pred.isNull(this);
   }
+  /** The inner product with a vector of the same dimension (f64; null when either is null). */
+  dot<D extends VecType>(this: Typed<D>, other: Typed<NoInfer<D>>): Expr<"f64"> {
+    return new Expr({ t: "op", op: "dot", args: [toENode(this), toENode(other, "dot")] });
+  }
+  /** The cosine with a vector of the same dimension (f64; null when either is null or all zeros). */
+  cosine<D extends VecType>(this: Typed<D>, other: Typed<NoInfer<D>>): Expr<"f64"> {
+    return new Expr({ t: "op", op: "cosine", args: [toENode(this), toENode(other, "cosine")] });
+  }
+  /** The Euclidean distance to a vector of the same dimension (f64; null when either is null). */
+  l2<D extends VecType>(this: Typed<D>, other: Typed<NoInfer<D>>): Expr<"f64"> {
+    return new Expr({ t: "op", op: "l2", args: [toENode(this), toENode(other, "l2")] });
+  }
   /** RE2 partial match (anchor with ^…$ for a whole match); false for null. */
   matches(this: Typed<"str" | "null">, pattern: string | RegExp): Pred {
     return Pred.regex(this, pattern);
@@ -339,6 +356,15 @@ export const E = {
   sqrt: (x: NumOperand): Expr<"f64"> => new Expr({ t: "op", op: "sqrt", args: [toENode(x, "sqrt")] }),
   pow: (x: NumOperand, y: NumOperand): Expr<"f64"> =>
     new Expr({ t: "op", op: "pow", args: [toENode(x, "pow"), toENode(y, "pow")] }),
+  /** dot(a, b): the inner product of two vectors of one dimension (docs/vectors.md). */
+  dot: <D extends VecType>(a: Typed<D>, b: Typed<NoInfer<D>>): Expr<"f64"> =>
+    new Expr({ t: "op", op: "dot", args: [toENode(a, "dot"), toENode(b, "dot")] }),
+  /** cosine(a, b): null when either vector is all zeros. */
+  cosine: <D extends VecType>(a: Typed<D>, b: Typed<NoInfer<D>>): Expr<"f64"> =>
+    new Expr({ t: "op", op: "cosine", args: [toENode(a, "cosine"), toENode(b, "cosine")] }),
+  /** l2(a, b): the Euclidean distance. */
+  l2: <D extends VecType>(a: Typed<D>, b: Typed<NoInfer<D>>): Expr<"f64"> =>
+    new Expr({ t: "op", op: "l2", args: [toENode(a, "l2"), toENode(b, "l2")] }),
   /** if(pred, then, else): `then` when the predicate is true, else `else`. */
   if<const A extends OperandOf<VT>, const B extends OperandOf<Fam<TypeOf<A>>>>(
     pred: Pred,
@@ -386,6 +412,12 @@ function numeric(t: VT): boolean {
   return t === "i64" || t === "f64" || t === "null";
 }
 
+export function isVec(t: VT): t is VecType {
+  return t.startsWith("vec:");
+}
+
+const VEC_ONLY = "vectors go into dot, cosine and l2 only";
+
 /** The value type of an expression; throws a PlanError naming the offending part. */
 export function typeOfExpr(n: ENode, env: TypeEnv): VT {
   switch (n.t) {
@@ -411,12 +443,21 @@ export function typeOfExpr(n: ENode, env: TypeEnv): VT {
     case "op": {
       const arity: Record<string, [number, number]> = {
         neg: [1, 1], abs: [1, 1], log: [1, 1], log1p: [1, 1], exp: [1, 1], sqrt: [1, 1], pow: [2, 2],
+        dot: [2, 2], cosine: [2, 2], l2: [2, 2],
       };
       const [lo, hi] = arity[n.op] ?? [2, Infinity];
       if (n.args.length < lo || n.args.length > hi)
         throw new PlanError(`${n.op} takes ${lo === hi ? lo : `at least ${lo}`} argument(s), got ${n.args.length}`);
       if (n.op === "min" || n.op === "max" || n.op === "coalesce") return join(n.op, n.args, env);
       const ts = n.args.map((a) => typeOfExpr(a, env));
+      if (n.op === "dot" || n.op === "cosine" || n.op === "l2") {
+        ts.forEach((t, i) => {
+          if (!isVec(t)) throw new PlanError(`${n.op}: operand ${show(n.args[i])} is ${t}; ${n.op} needs two vectors`);
+        });
+        if (ts[0] !== ts[1])
+          throw new PlanError(`${n.op}: ${show(n.args[0])} is ${ts[0]} but ${show(n.args[1])} is ${ts[1]}; the dimensions must agree`);
+        return "f64";
+      }
       ts.forEach((t, i) => {
         if (!numeric(t)) throw new PlanError(`${n.op}: operand ${show(n.args[i])} is ${t}; arithmetic needs numbers`);
       });
@@ -428,6 +469,9 @@ export function typeOfExpr(n: ENode, env: TypeEnv): VT {
 
 function join(op: string, args: ENode[], env: TypeEnv): VT {
   const ts = args.map((a) => typeOfExpr(a, env));
+  ts.forEach((t, i) => {
+    if (isVec(t)) throw new PlanError(`${op}: operand ${show(args[i])} is ${t}; ${VEC_ONLY}`);
+  });
   const known = [...new Set(ts.filter((t) => t !== "null"))];
   if (known.length === 0) return "null";
   if (known.every((t) => t === "i64" || t === "f64")) return known.includes("f64") ? "f64" : "i64";
@@ -444,6 +488,8 @@ export function checkPred(p: PNode, env: TypeEnv): void {
     case "cmp": {
       const a = typeOfExpr(p.lhs, env);
       const b = typeOfExpr(p.rhs, env);
+      for (const [t, e] of [[a, p.lhs], [b, p.rhs]] as const)
+        if (isVec(t)) throw new PlanError(`cmp ${p.cmp}: ${show(e)} is ${t}; ${VEC_ONLY}`);
       if (a === "null" || b === "null")
         throw new PlanError(`cmp ${p.cmp}: comparing with null is always false (use is_null)`);
       if (family(a) !== family(b))
@@ -461,6 +507,7 @@ export function checkPred(p: PNode, env: TypeEnv): void {
       return;
     case "in": {
       const a = typeOfExpr(p.lhs, env);
+      if (isVec(a)) throw new PlanError(`in: ${show(p.lhs)} is ${a}; ${VEC_ONLY}`);
       if (p.values.length === 0) throw new PlanError(`in: the list of values is empty`);
       for (const v of p.values) {
         const b = constType(v);

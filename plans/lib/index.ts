@@ -7,7 +7,7 @@ export type { PlanDef, PlanSpec, LogSpec, QualitySpec, ServedStateSpec, ScaledPa
 export { DEMO_SCHEMA, checkSchema } from "./schema.js";
 export type { SchemaDecl, DemoSchema, FamilyDecl, FieldType, IdType, FamilyType, Schema, Family } from "./schema.js";
 export { E, Expr, Pred, ParamRef, PlanError } from "./expr.js";
-export type { ColType, VT, CmpOp } from "./expr.js";
+export type { ColType, VecType, VT, CmpOp } from "./expr.js";
 export { parseExpr, parsePred } from "./parse.js";
 // Experiments: a folder's experiments.ts imports { defineExperiments } from "./plans.gen.js",
 // the module lib/gen-schema.mjs writes from the folder's <name>.plan.ts files.

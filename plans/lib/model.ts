@@ -17,7 +17,8 @@ function fail(msg: string): never {
 export function checkNumericColumn(cols: ReadonlyMap<string, ColType>, col: string, what: string): void {
   const t = cols.get(col);
   if (t === undefined) fail(`${what} reads column '${col}', which is not known here (columns here: ${[...cols.keys()].join(", ")})`);
-  if (t === "str") fail(`${what} reads column '${col}', which is str; model features need an i64, f64 or bool column`);
+  if (t !== "i64" && t !== "f64" && t !== "bool")
+    fail(`${what} reads column '${col}', which is ${t}; model features need an i64, f64 or bool column`);
 }
 
 /** The model's features: its `feature_names`, or f0..fN-1 when it was saved without names. */

@@ -8,7 +8,7 @@
 //   unary  := "-" unary | atom
 //   atom   := number | string | true | false | null | column | $param
 //           | fn "(" args ")" | "(" pred ")"
-//   fn     := min max neg abs log log1p exp sqrt pow coalesce if is_null regex
+//   fn     := min max neg abs log log1p exp sqrt pow coalesce dot cosine l2 if is_null regex
 //
 // Numbers with a "." or an exponent are f64 (1.0 stays a double); integers are i64.
 
@@ -256,8 +256,11 @@ class Parser {
         want(1, 1);
         return { e: { t: "op", op: fn, args: [E(0)] } };
       case "pow":
+      case "dot":
+      case "cosine":
+      case "l2":
         want(2, 2);
-        return { e: { t: "op", op: "pow", args: [E(0), E(1)] } };
+        return { e: { t: "op", op: fn, args: [E(0), E(1)] } };
       case "if":
         want(3, 3);
         return { e: { t: "if", pred: this.asP(args[0].n, args[0].t), then: E(1), else: E(2) } };

@@ -8,7 +8,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { F64, stringify, canonical, type Json } from "./json.js";
 import {
-  Expr, ParamRef, Pred, PlanError, checkPred, exprJson, predJson, typeOfExpr,
+  Expr, ParamRef, Pred, PlanError, checkPred, exprJson, isVec, predJson, typeOfExpr,
   type ColType, type ENode, type PNode, type TypeEnv,
 } from "./expr.js";
 import { parseExpr, parsePred } from "./parse.js";
@@ -44,6 +44,8 @@ export type ColName<C extends Cols> = keyof C & string;
 export type ColOfType<C extends Cols, T extends ColType> = { [K in keyof C & string]: C[K] extends T ? K : never }[keyof C & string];
 /** The columns a model feature may read: i64, f64 and bool. */
 type NumColName<C extends Cols> = ColOfType<C, "i64" | "f64" | "bool">;
+/** A column sort and dedupe may key on: any but a vector. */
+type KeyColName<C extends Cols> = ColOfType<C, "i64" | "f64" | "str" | "bool">;
 
 type Union2<A extends Cols, B extends Cols> = Simplify<{
   [K in keyof A | keyof B]: K extends keyof A ? A[K] : K extends keyof B ? B[K] : never;
@@ -447,6 +449,7 @@ class PlanBuilder {
     const node = typeof e === "string" ? parseExpr(e) : e instanceof Expr ? e.node : fail(`expr must be an expression, a callback or a string`);
     const type = typeOfExpr(node, this.env(rec));
     if (type === "null") fail(`expr is always null; its column type is unknown`);
+    if (isVec(type)) fail(`expr is a vector (${type}); an expression's result is a number, str or bool (compare vectors with dot, cosine or l2)`);
     return { node, type };
   }
 
@@ -632,10 +635,10 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
     });
   }
   /** Stable sort by one column; nulls last in either order. */
-  sort(o: { key: ColName<C>; order: OpValues<"sort", "order"> } & NodeOpts): Node<C, S> {
+  sort(o: { key: KeyColName<C>; order: OpValues<"sort", "order"> } & NodeOpts): Node<C, S> {
     return this.plan.task("sort", [this], o, (r) => {
       checkKeys("sort", o, ["key", "order"]);
-      const key = this.plan.column(r, "key", o.key);
+      const key = this.plan.typedColumn(r, "key", o.key, opParam("sort", "key").reads!, "an i64, f64, str or bool column");
       const orders = opParam("sort", "order").values!;
       if (!orders.includes(o.order)) fail(`order must be ${orders.map((v) => JSON.stringify(v)).join(" or ")}, got ${JSON.stringify(o.order)}`);
       r.params.push(["key", key], ["order", o.order]);
@@ -707,10 +710,10 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
     return concatNodes(this.plan, list, o);
   }
   /** Keeps the first row of each distinct value of `key` (default id). */
-  dedupe(o: { key?: ColName<C> } & NodeOpts = {}): Node<C, S> {
+  dedupe(o: { key?: KeyColName<C> } & NodeOpts = {}): Node<C, S> {
     return this.plan.task("dedupe", [this], o, (r) => {
       checkKeys("dedupe", o, ["key"]);
-      r.params.push(["key", this.plan.column(r, "key", o.key ?? "id")]);
+      r.params.push(["key", this.plan.typedColumn(r, "key", o.key ?? "id", opParam("dedupe", "key").reads!, "an i64, f64, str or bool column")]);
     });
   }
   /** Waits `durationMs` (0..60000) on a timer, then passes the rows through, or fails. Test-only: rankd loads it only with --enable-test-ops. */

@@ -3,9 +3,10 @@
 // counters families, docs/events.md), as TypeScript types (from the `as const`
 // module that lib/gen-schema.mjs writes next to the plans) and as a checked runtime value.
 
-import { PlanError, type ColType } from "./expr.js";
+import { PlanError, type ColType, type VecType } from "./expr.js";
 
-export type FieldType = "i64" | "f64" | "str" | "bool";
+/** A field's declared type; "vec:D" (1 ≤ D ≤ 4096) in hash and json families only (docs/vectors.md). */
+export type FieldType = "i64" | "f64" | "str" | "bool" | VecType;
 export type IdType = "i64" | "str";
 export type FamilyType = "hash" | "json" | "list" | "zset" | "set" | "counters";
 
@@ -118,7 +119,7 @@ export type MembersOf<F> = F extends { readonly members: infer M extends IdType 
 export type FieldsOf<F> = F extends { readonly fields: infer X } ? X : {};
 export type FieldName<F> = keyof FieldsOf<F> & string;
 /** The column type of a field: a `bool` field is an i64 column holding 0 or 1; a counters field an f64. */
-export type FieldCol<T> = T extends "bool" ? "i64" : T extends "i64" | "f64" | "str" ? T : T extends CountersFieldDecl ? "f64" : never;
+export type FieldCol<T> = T extends "bool" ? "i64" : T extends "i64" | "f64" | "str" | VecType ? T : T extends CountersFieldDecl ? "f64" : never;
 export type FieldCols<F, K extends string> = { [k in K]: FieldCol<FieldsOf<F>[k & keyof FieldsOf<F>]> };
 export type TypeOfFamily<S extends SchemaDecl, N> = N extends keyof Fams<S> ? Fams<S>[N]["type"] : never;
 
@@ -146,6 +147,9 @@ export interface Schema {
 const NAME_RE = /^[a-z_][a-z0-9_]{0,63}$/;
 const FAMILY_TYPES: readonly FamilyType[] = ["hash", "json", "list", "zset", "set", "counters"];
 const FIELD_TYPES: readonly FieldType[] = ["i64", "f64", "str", "bool"];
+/** "vec:D" with D 1..4096, no sign or leading zero (the server's rule). */
+const isVecField = (t: unknown): t is VecType =>
+  typeof t === "string" && /^vec:[1-9][0-9]{0,3}$/.test(t) && Number(t.slice(4)) <= 4096;
 const ID_TYPES: readonly IdType[] = ["i64", "str"];
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -194,14 +198,15 @@ export function checkSchema(v: unknown, source: string): Schema {
     if (type === "counters") {
       by = checkCounters(fam, w, bad, fields);
     } else if (withFields) {
-      if (!isObj(fam.fields)) bad(`${w}.fields`, `a ${type} family needs fields: field name → i64, f64, str or bool`);
+      if (!isObj(fam.fields)) bad(`${w}.fields`, `a ${type} family needs fields: field name → i64, f64, str, bool or vec:D`);
       const fs = fam.fields as Record<string, unknown>;
       const fnames = Object.keys(fs);
       if (fnames.length > 1024) bad(`${w}.fields`, `${fnames.length} fields; at most 1024`);
       for (const fname of fnames) {
         if (!NAME_RE.test(fname)) bad(`${w}.fields.${fname}`, "a field name must match [a-z_][a-z0-9_]{0,63}");
         const ft = fs[fname] as FieldType;
-        if (!FIELD_TYPES.includes(ft)) bad(`${w}.fields.${fname}`, `${JSON.stringify(fs[fname])} is not one of ${FIELD_TYPES.join(", ")}`);
+        if (!FIELD_TYPES.includes(ft) && !isVecField(ft))
+          bad(`${w}.fields.${fname}`, `${JSON.stringify(fs[fname])} is not one of ${FIELD_TYPES.join(", ")}, vec:D (D 1..4096)`);
         fields.set(fname, ft);
       }
     }

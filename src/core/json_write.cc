@@ -22,6 +22,21 @@ void AppendJsonInt(int64_t v, std::string& out) {
   out.append(buf, r.ptr);
 }
 
+void AppendJsonFloats(std::span<const float> v, std::string& out) {
+  out += '[';
+  char buf[24];
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    if (!std::isfinite(v[i])) {
+      out += "null";
+      continue;
+    }
+    auto r = std::to_chars(buf, buf + sizeof buf, v[i]);
+    out.append(buf, r.ptr);
+  }
+  out += ']';
+}
+
 char* WriteJsonReal(char* p, double d) {
   if (!std::isfinite(d)) return std::copy_n("null", 4, p);
   // Whole numbers without a trailing zero (most counts) print as integers, which is what

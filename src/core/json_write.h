@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "core/json_escape.h"
@@ -16,6 +17,9 @@ namespace rankd {
 // What /rank answers use.
 void AppendJsonDouble(double d, std::string& out);
 void AppendJsonInt(int64_t v, std::string& out);
+// A vector of float32 as a JSON array: each element the shortest decimal that reads back
+// to that float32 (0.1f is 0.1, not 0.10000000149011612), null when not finite.
+void AppendJsonFloats(std::span<const float> v, std::string& out);
 
 // A number every JSON reader takes as the same double: the shortest decimal that reads
 // back to `d`, in exponent form from 1e15 up (so that no reader takes it for an integer

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstring>
 #include <functional>
 
@@ -9,9 +10,14 @@
 
 namespace rankd {
 
-ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve) {
+ColumnBuilder::ColumnBuilder(ColumnType type, size_t reserve, uint32_t dim) {
   col_.type = type;
   switch (type) {
+    case ColumnType::kVec:
+      assert(dim >= 1 && dim <= kMaxVecDim);
+      col_.dim = dim;
+      col_.vec.reserve(reserve * dim);
+      break;
     case ColumnType::kI64: col_.i64.reserve(reserve); break;
     case ColumnType::kF64: col_.f64.reserve(reserve); break;
     case ColumnType::kBool: col_.b.reserve(reserve); break;
@@ -96,6 +102,13 @@ void ColumnBuilder::AppendOne(const Column& col, uint32_t row) {
     case ColumnType::kF64: col_.f64.push_back(valid ? col.f64[row] : 0.0); break;
     case ColumnType::kBool: col_.b.push_back(valid ? col.b[row] : 0); break;
     case ColumnType::kStr: col_.str_code.push_back(valid ? Code(col.str(row)) : 0); break;
+    case ColumnType::kVec: {
+      // A null row of the source holds zeros already.
+      assert(col.dim == col_.dim);
+      std::span<const float> v = col.vec_row(row);
+      col_.vec.insert(col_.vec.end(), v.begin(), v.end());
+      break;
+    }
   }
   ++size_;
 }
@@ -115,6 +128,15 @@ void ColumnBuilder::Append(const Column& col, std::span<const uint32_t> rows) {
   for (uint32_t r : rows) AppendOne(col, r);
 }
 
+void ColumnBuilder::AppendVecBytes(std::string_view bytes) {
+  static_assert(std::endian::native == std::endian::little, "vec fields are little-endian float32");
+  assert(bytes.size() == 4 * size_t{col_.dim});
+  const size_t at = col_.vec.size();
+  col_.vec.resize(at + col_.dim);
+  std::memcpy(col_.vec.data() + at, bytes.data(), 4 * size_t{col_.dim});
+  ++size_;
+}
+
 void ColumnBuilder::AppendNulls(size_t n) {
   for (size_t i = 0; i < n; ++i) null_rows_.push_back(size_ + i);
   switch (col_.type) {
@@ -122,6 +144,7 @@ void ColumnBuilder::AppendNulls(size_t n) {
     case ColumnType::kF64: col_.f64.resize(col_.f64.size() + n, 0.0); break;
     case ColumnType::kBool: col_.b.resize(col_.b.size() + n, 0); break;
     case ColumnType::kStr: col_.str_code.resize(col_.str_code.size() + n, 0); break;
+    case ColumnType::kVec: col_.vec.resize(col_.vec.size() + n * col_.dim, 0.0f); break;
   }
   size_ += n;
 }

@@ -1,7 +1,7 @@
 // ColumnBuilder: the one way to build a Column cell by cell, in row order: typed values
 // (parsed Redis fields, test literals), nulls, or cells gathered from other columns
 // (concat). Strings are dictionary-encoded as they come: one code per distinct string,
-// in order of first appearance.
+// in order of first appearance. Vectors are appended as dim floats a row.
 //
 // One exception, on purpose: `features` writes its numeric columns in place from the
 // decoded cells (FillFixed in tasks/io_replies.cc), a value or a null bit per row with no
@@ -20,7 +20,8 @@ namespace rankd {
 
 class ColumnBuilder {
  public:
-  ColumnBuilder(ColumnType type, size_t reserve);
+  // dim: a kVec column's dimension (1..kMaxVecDim), 0 for the other types.
+  ColumnBuilder(ColumnType type, size_t reserve, uint32_t dim = 0);
 
   ColumnType type() const { return col_.type; }
 
@@ -29,8 +30,17 @@ class ColumnBuilder {
   void AppendF64(double v) { col_.f64.push_back(v), ++size_; }
   void AppendBool(bool v) { col_.b.push_back(v ? 1 : 0), ++size_; }
   void AppendStr(std::string_view v) { col_.str_code.push_back(Code(v)), ++size_; }
+  // REQUIRES: v.size() == the column's dim.
+  void AppendVec(std::span<const float> v) {
+    col_.vec.insert(col_.vec.end(), v.begin(), v.end()), ++size_;
+  }
+  // A vector from its bytes: dim float32 in the machine's order (little-endian: rankd
+  // builds for x86-64), at any alignment (a hash field's value, a cache entry's spill).
+  // REQUIRES: bytes.size() == 4 * the column's dim.
+  void AppendVecBytes(std::string_view bytes);
   void AppendNulls(size_t n);
-  // col's physical rows `rows`, in that order. REQUIRES: col.type == type().
+  // col's physical rows `rows`, in that order. REQUIRES: col.type == type() (and, for
+  // vectors, the same dim).
   void Append(const Column& col, std::span<const uint32_t> rows);
 
   Column Finish() &&;

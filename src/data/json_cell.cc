@@ -19,6 +19,7 @@ void AppendJsonCell(const Column& c, uint32_t row, std::string& out) {
     case ColumnType::kF64: AppendJsonDouble(c.f64[row], out); break;
     case ColumnType::kBool: out += c.b[row] ? "true" : "false"; break;
     case ColumnType::kStr: AppendJsonString(c.str(row), out); break;
+    case ColumnType::kVec: AppendJsonFloats(c.vec_row(row), out); break;
   }
 }
 

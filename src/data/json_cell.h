@@ -14,7 +14,8 @@ namespace rankd {
 
 // A user_id as the request gave it: a JSON string or an integer.
 void AppendJsonUserId(const UserId& id, std::string& out);
-// Physical row `row` of `c`: null, a number (AppendJsonDouble), true/false or a string.
+// Physical row `row` of `c`: null, a number (AppendJsonDouble), true/false, a string, or a
+// vector's array of numbers (AppendJsonFloat each: the shortest text of each float32).
 void AppendJsonCell(const Column& c, uint32_t row, std::string& out);
 
 }  // namespace rankd

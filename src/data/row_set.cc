@@ -13,6 +13,7 @@ std::string_view ColumnTypeName(ColumnType t) {
     case ColumnType::kF64: return "f64";
     case ColumnType::kStr: return "str";
     case ColumnType::kBool: return "bool";
+    case ColumnType::kVec: return "vec";
   }
   return "?";
 }
@@ -30,6 +31,7 @@ size_t Column::size() const {
     case ColumnType::kF64: return f64.size();
     case ColumnType::kStr: return str_code.size();
     case ColumnType::kBool: return b.size();
+    case ColumnType::kVec: return dim == 0 ? 0 : vec.size() / dim;
   }
   return 0;
 }
@@ -41,6 +43,10 @@ Value Column::Get(size_t row) const {
     case ColumnType::kF64: return f64[row];
     case ColumnType::kStr: return std::string(str(row));
     case ColumnType::kBool: return b[row] != 0;
+    case ColumnType::kVec: {
+      std::span<const float> v = vec_row(row);
+      return std::vector<float>(v.begin(), v.end());
+    }
   }
   return std::monostate{};
 }
@@ -66,19 +72,34 @@ Column Column::Bool(PoolVector<uint8_t> v) {
   return c;
 }
 
-Column Column::Str(const std::vector<std::optional<std::string>>& v) {
-  ColumnBuilder b(ColumnType::kStr, v.size());
-  for (const auto& s : v) {
-    if (s)
-      b.AppendStr(*s);
+namespace {
+
+// A column of cells given as optionals (nullopt: null), each value appended by `append`.
+template <class T, class Append>
+Column FromCells(ColumnBuilder b, const std::vector<std::optional<T>>& v, Append append) {
+  for (const auto& x : v) {
+    if (x)
+      append(b, *x);
     else
       b.AppendNulls(1);
   }
   return std::move(b).Finish();
 }
 
-Column Column::Nulls(ColumnType t, size_t n) {
-  ColumnBuilder b(t, n);
+}  // namespace
+
+Column Column::Str(const std::vector<std::optional<std::string>>& v) {
+  return FromCells(ColumnBuilder(ColumnType::kStr, v.size()), v,
+                   [](ColumnBuilder& b, const std::string& s) { b.AppendStr(s); });
+}
+
+Column Column::Vec(uint32_t dim, const std::vector<std::optional<std::vector<float>>>& v) {
+  return FromCells(ColumnBuilder(ColumnType::kVec, v.size(), dim), v,
+                   [](ColumnBuilder& b, const std::vector<float>& x) { b.AppendVec(x); });
+}
+
+Column Column::Nulls(ColumnType t, size_t n, uint32_t dim) {
+  ColumnBuilder b(t, n, dim);
   b.AppendNulls(n);
   return std::move(b).Finish();
 }

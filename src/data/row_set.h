@@ -93,17 +93,26 @@ struct StringDict {
 
 struct Column {
   ColumnType type = ColumnType::kI64;
-  // Exactly one storage vector is used, chosen by `type`; each has the physical length.
+  // Exactly one storage vector is used, chosen by `type`; each has the physical length
+  // (kVec: dim values a row).
   PoolVector<int64_t> i64;
   PoolVector<double> f64;
   PoolVector<uint8_t> b;          // kBool: 0 or 1
   PoolVector<uint32_t> str_code;  // kStr: index into dict->values
+  // kVec: row r is vec[r * dim, (r + 1) * dim), contiguous float32 rows (a null row holds
+  // zeros), so a block of rows is one array the vector kernels stream through.
+  PoolVector<float> vec;
+  uint32_t dim = 0;  // kVec: 1..kMaxVecDim; 0 otherwise
   std::shared_ptr<const StringDict> dict;
   Validity validity;
 
   size_t size() const;
   bool valid(size_t row) const { return validity.valid(row); }
   std::string_view str(size_t row) const { return dict->values[str_code[row]]; }
+  // Row `row` of a kVec column: dim floats.
+  std::span<const float> vec_row(size_t row) const {
+    return {vec.data() + row * dim, static_cast<size_t>(dim)};
+  }
   Value Get(size_t row) const;  // null-aware, physical row
 
   static Column I64(PoolVector<int64_t> v);
@@ -124,7 +133,11 @@ struct Column {
   }
   // Builds a dictionary-encoded string column; nullopt entries are null.
   static Column Str(const std::vector<std::optional<std::string>>& v);
-  static Column Nulls(ColumnType t, size_t n);
+  // A kVec column of dimension `dim` (tests and cold paths); nullopt entries are null.
+  // REQUIRES: 1 <= dim <= kMaxVecDim and every value has dim floats.
+  static Column Vec(uint32_t dim, const std::vector<std::optional<std::vector<float>>>& v);
+  // n nulls of type t (dim: of a kVec column).
+  static Column Nulls(ColumnType t, size_t n, uint32_t dim = 0);
 };
 
 using ColumnPtr = std::shared_ptr<const Column>;

@@ -1,6 +1,7 @@
 // Value: one value of a row set cell, a plan or request parameter, or a task parameter
-// (null, i64, f64, str, bool, and for task parameters only a list of strings), and the
-// column types of a plan (docs/plan.md). Plain value types: any thread.
+// (null, i64, f64, str, bool, for task parameters only a list of strings, and a vector of
+// float32 for a `vec` cell, docs/vectors.md), and the column types of a plan
+// (docs/plan.md). Plain value types: any thread.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +12,18 @@
 
 namespace rankd {
 
-enum class ColumnType : uint8_t { kI64, kF64, kStr, kBool };
+// kVec: a fixed-dimension vector of float32 per row (Column::dim; docs/vectors.md).
+enum class ColumnType : uint8_t { kI64, kF64, kStr, kBool, kVec };
 
-std::string_view ColumnTypeName(ColumnType t);  // "i64", "f64", "str", "bool"
+std::string_view ColumnTypeName(ColumnType t);  // "i64", "f64", "str", "bool", "vec"
 
-// index order matters: monostate = null. A cell or a request parameter is never a list.
-using Value =
-    std::variant<std::monostate, int64_t, double, std::string, bool, std::vector<std::string>>;
+// The largest dimension of a `vec` field or column (docs/vectors.md).
+inline constexpr uint32_t kMaxVecDim = 4096;
+
+// index order matters: monostate = null. A cell or a request parameter is never a list;
+// a vector (index 6) is a `vec` cell, e.g. a viewer's embedding bound by {"from"}.
+using Value = std::variant<std::monostate, int64_t, double, std::string, bool,
+                           std::vector<std::string>, std::vector<float>>;
 
 inline bool IsNull(const Value& v) { return v.index() == 0; }
 

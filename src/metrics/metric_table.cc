@@ -406,6 +406,7 @@ void RedisBadValues(const ScrapeSources&, FamilyOut& out) {
     out.Value({family, "unparsable_field"}, static_cast<double>(Read(v.unparsable_field)));
     out.Value({family, "bad_id"}, static_cast<double>(Read(v.bad_id)));
     out.Value({family, "bad_json"}, static_cast<double>(Read(v.bad_json)));
+    out.Value({family, "bad_vector"}, static_cast<double>(Read(v.bad_vector)));
   });
 }
 

@@ -12,6 +12,12 @@
 #include "plan/expr_program.h"
 
 namespace rankd {
+
+std::string TypeText(ColumnType type, uint32_t dim) {
+  if (type == ColumnType::kVec) return "vec:" + std::to_string(dim);
+  return std::string(ColumnTypeName(type));
+}
+
 namespace {
 
 using expr::Frame;
@@ -191,6 +197,7 @@ class ProgramExpr final : public CompiledExpr {
         if (!c.dict || c.dict->values.empty())
           c.dict = std::make_shared<StringDict>(StringDict{{std::string()}});
         break;
+      case ColumnType::kVec: break;  // never: a result is no vector (CompileProgram)
     }
     if (!done) return std::nullopt;
     return c;

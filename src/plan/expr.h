@@ -26,18 +26,33 @@ class element;
 
 namespace rankd {
 
+// A column as typed at load: its name, type and, for a vector, its dimension.
+struct TypedColumn {
+  std::string name;
+  ColumnType type = ColumnType::kI64;
+  uint32_t dim = 0;  // kVec: 1..kMaxVecDim; 0 otherwise
+  friend bool operator==(const TypedColumn&, const TypedColumn&) = default;
+};
+// "f64", or "vec:64" for a vector: for messages.
+std::string TypeText(ColumnType type, uint32_t dim);
+
 // The columns visible at a node (its input's schema), for load-time typing.
 struct ColumnTypes {
-  std::vector<std::pair<std::string, ColumnType>> cols;
+  std::vector<TypedColumn> cols;
   std::optional<ColumnType> find(std::string_view name) const {
-    for (const auto& [n, t] : cols)
-      if (n == name) return t;
-    return std::nullopt;
+    const TypedColumn* c = get(name);
+    return c ? std::optional<ColumnType>(c->type) : std::nullopt;
+  }
+  // The column `name` with its dimension, or nullptr.
+  const TypedColumn* get(std::string_view name) const {
+    for (const TypedColumn& c : cols)
+      if (c.name == name) return &c;
+    return nullptr;
   }
   // "id, score, author" (or "no columns"): for messages.
   std::string names() const {
     std::string out;
-    for (const auto& [n, t] : cols) out += (out.empty() ? "" : ", ") + n;
+    for (const TypedColumn& c : cols) out += (out.empty() ? "" : ", ") + c.name;
     return out.empty() ? "no columns" : out;
   }
 };
@@ -75,6 +90,7 @@ class CompiledPred {
 struct FromSlot {
   uint32_t value = 0;
   ColumnType type = ColumnType::kI64;
+  uint32_t dim = 0;  // kVec: the column's dimension
 };
 // How the plan loader resolves a `from` leaf of the node being compiled: the slot, or an
 // error whose message says what is wrong with the reference (the compiler adds where).

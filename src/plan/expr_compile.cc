@@ -24,13 +24,14 @@ std::string_view VTypeName(VType t) {
     case VType::kStr: return "str";
     case VType::kBool: return "bool";
     case VType::kMask: return "predicate";
+    case VType::kVec: return "vec";
   }
   return "?";
 }
 
 namespace {
 
-enum class ExprOp { kArith, kDiv, kMinMax, kUnary, kMath, kPow, kCoalesce, kIf };
+enum class ExprOp { kArith, kDiv, kMinMax, kUnary, kMath, kPow, kCoalesce, kIf, kVector };
 
 struct OpInfo {
   std::string_view name;
@@ -57,6 +58,9 @@ constexpr OpInfo kExprOps[] = {
     {"pow", ExprOp::kPow, Op::kPow, 2, 2},
     {"coalesce", ExprOp::kCoalesce, Op::kCoalesce, 1, kMany},
     {"if", ExprOp::kIf, Op::kIf, 3, 3},
+    {"dot", ExprOp::kVector, Op::kDot, 2, 2},
+    {"cosine", ExprOp::kVector, Op::kCosine, 2, 2},
+    {"l2", ExprOp::kVector, Op::kL2, 2, 2},
 };
 
 bool IsNumeric(VType t) { return t == VType::kI64 || t == VType::kF64 || t == VType::kBool; }
@@ -67,8 +71,22 @@ VType FromColumnType(ColumnType t) {
     case ColumnType::kF64: return VType::kF64;
     case ColumnType::kStr: return VType::kStr;
     case ColumnType::kBool: return VType::kBool;
+    case ColumnType::kVec: return VType::kVec;
   }
   return VType::kNull;
+}
+
+// What an argument of a vector function is, for messages: "column 'emb'", "from 'v' key
+// 'emb'", or "an expression".
+std::string Describe(dom::element e) {
+  dom::object obj;
+  std::string_view node, key;
+  if (e.get_object().get(obj)) return "an expression";
+  const bool has_key = !obj.at_key("key").get_string().get(key);
+  if (!obj.at_key("from").get_string().get(node) && has_key)
+    return "from '" + std::string(node) + "' key '" + std::string(key) + "'";
+  if (has_key) return "column '" + std::string(key) + "'";
+  return "an expression";
 }
 
 std::string Sub(const std::string& path, std::string_view part) {
@@ -200,9 +218,10 @@ class Compiler {
   }
   VType Type(Reg r) const { return p_.regs[r].type; }
   bool Scalar(Reg r) const { return p_.regs[r].scalar; }
-  Reg Emit(Op op, VType t, bool scalar, Reg a = 0, Reg b = 0, Reg c = 0, uint32_t aux = 0) {
+  Reg Emit(Op op, VType t, bool scalar, Reg a = 0, Reg b = 0, Reg c = 0, uint32_t aux = 0,
+           uint32_t dim = 0) {
     auto out = static_cast<Reg>(p_.regs.size());  // < 4 * kMaxExprNodes + a few
-    p_.regs.push_back({t, scalar});
+    p_.regs.push_back({t, scalar, dim});
     p_.code.push_back({op, out, a, b, c, aux});
     return out;
   }
@@ -234,11 +253,22 @@ class Compiler {
     const OpInfo& info;
     std::string name;  // "op 'x'", for messages
     const std::string& path;
-    std::vector<Reg> regs;    // the args, but an if's condition
-    std::optional<Reg> cond;  // an if's condition
+    std::vector<Reg> regs;          // the args, but an if's condition
+    std::optional<Reg> cond;        // an if's condition
+    std::vector<std::string> what;  // the args, described (Describe): vector functions only
   };
   Result<Reg> Arithmetic(const OpCall& c);  // + - * / neg abs, math functions, pow
   Result<Reg> Choice(const OpCall& c);      // min max, coalesce, if
+  Result<Reg> Vector(const OpCall& c);      // dot, cosine, l2
+  // An error when register r (at `part` of `path`) is a vector, which only the vector
+  // functions take.
+  std::optional<Error> NoVector(Reg r, const std::string& path, std::string_view what,
+                                std::string_view part) const {
+    if (Type(r) != VType::kVec) return std::nullopt;
+    return Err(path, std::string(what) + " cannot take a vector (" + std::string(part) +
+                         " is vec:" + std::to_string(p_.regs[r].dim) +
+                         "); vectors go into dot, cosine and l2 only");
+  }
   Result<Reg> Compare(dom::object obj, const std::string& path);
   Result<Reg> In(dom::object obj, const std::string& path);
 
@@ -315,8 +345,10 @@ Result<Reg> Compiler::Leaf(dom::object obj, const std::string& path) {
     // A column the input lacks reads as null (of no type yet), folded away by the ops above.
     if (!ct) return Null(VType::kNull);
     VType t = FromColumnType(*ct);
-    p_.columns.push_back({std::string(name), t});
-    Reg r = Emit(Op::kLoadColumn, t, false, 0, 0, 0, static_cast<uint32_t>(p_.columns.size() - 1));
+    const uint32_t dim = cols_.get(name)->dim;
+    p_.columns.push_back({std::string(name), t, dim});
+    Reg r =
+        Emit(Op::kLoadColumn, t, false, 0, 0, 0, static_cast<uint32_t>(p_.columns.size() - 1), dim);
     column_regs_.emplace(std::string(name), r);
     return r;
   }
@@ -341,7 +373,7 @@ Result<Reg> Compiler::From(dom::object obj, dom::element node, const std::string
   if (!from_) return Fail(Err(path, what + ": {\"from\"} reads another node, only in a plan"));
   Result<FromSlot> slot = from_(node_id, column);
   if (!slot) return Fail(Err(path, what + ": " + slot.error().message));
-  return Emit(Op::kLoadParam, FromColumnType(slot->type), true, 0, 0, 0, slot->value);
+  return Emit(Op::kLoadParam, FromColumnType(slot->type), true, 0, 0, 0, slot->value, slot->dim);
 }
 
 Result<Reg> Compiler::Operation(dom::object obj, std::string_view name, const std::string& path) {
@@ -366,6 +398,7 @@ Result<Reg> Compiler::Operation(dom::object obj, std::string_view name, const st
     const bool is_cond = info->kind == ExprOp::kIf && i == 0;
     Result<Reg> r = is_cond ? Pred(a, sub) : Expr(a, sub);
     if (!r) return r;
+    if (info->kind == ExprOp::kVector) call.what.push_back(Describe(a));
     if (is_cond)
       call.cond = *r;
     else
@@ -381,8 +414,28 @@ Result<Reg> Compiler::Operation(dom::object obj, std::string_view name, const st
     case ExprOp::kMinMax:
     case ExprOp::kCoalesce:
     case ExprOp::kIf: return Choice(call);
+    case ExprOp::kVector: return Vector(call);
   }
   return Fail(Err(path, "internal: unhandled " + call.name));
+}
+
+// Both args vectors of one dimension, typed at load: a column the input lacks, a
+// number or another dimension is a load error naming the two args, never a null at run time.
+Result<Reg> Compiler::Vector(const OpCall& c) {
+  for (size_t k = 0; k < 2; ++k) {
+    const VType t = Type(c.regs[k]);
+    if (t == VType::kVec) continue;
+    const std::string is = t == VType::kNull ? "null (a column the input lacks, or a null)"
+                                             : std::string(VTypeName(t));
+    return Fail(Err(c.path, c.name + " needs two vectors but " + Index("args", k) + " (" +
+                                c.what[k] + ") is " + is));
+  }
+  const uint32_t da = p_.regs[c.regs[0]].dim, db = p_.regs[c.regs[1]].dim;
+  if (da != db)
+    return Fail(Err(c.path, c.name + " needs vectors of one dimension but args[0] (" + c.what[0] +
+                                ") is vec:" + std::to_string(da) + " and args[1] (" + c.what[1] +
+                                ") is vec:" + std::to_string(db)));
+  return Emit(c.info.op, VType::kF64, Scalar(c.regs[0]) && Scalar(c.regs[1]), c.regs[0], c.regs[1]);
 }
 
 Result<Reg> Compiler::Arithmetic(const OpCall& c) {
@@ -413,6 +466,9 @@ Result<Reg> Compiler::Choice(const OpCall& c) {
   const size_t first = c.cond ? 1 : 0;
   bool any_null = false, any_f64 = false, any_str = false, all_bool = true, any_value = false;
   bool all_scalar = !c.cond || Scalar(*c.cond);
+  for (size_t k = 0; k < regs.size(); ++k)
+    if (auto err = NoVector(regs[k], c.path, c.name, Index("args", k + first)))
+      return Fail(std::move(*err));
   for (Reg r : regs) {
     VType t = Type(r);
     any_null |= t == VType::kNull;
@@ -544,6 +600,8 @@ Result<Reg> Compiler::Compare(dom::object obj, const std::string& path) {
   if (!a) return a;
   Result<Reg> b = Expr(rhs, Sub(path, "rhs"));
   if (!b) return b;
+  if (auto err = NoVector(*a, path, "op 'cmp'", "lhs")) return Fail(std::move(*err));
+  if (auto err = NoVector(*b, path, "op 'cmp'", "rhs")) return Fail(std::move(*err));
   VType ta = Type(*a), tb = Type(*b);
   // A null operand, or a string against a number, is false: predicates are two-valued.
   if (ta == VType::kNull || tb == VType::kNull) return Mask(false);
@@ -565,6 +623,7 @@ Result<Reg> Compiler::In(dom::object obj, const std::string& path) {
     return Fail(Err(path, "op 'in' needs a \"values\" array"));
   Result<Reg> r = Expr(lhs, Sub(path, "lhs"));
   if (!r) return r;
+  if (auto err = NoVector(*r, path, "op 'in'", "lhs")) return Fail(std::move(*err));
   VType t = Type(*r);
   InSet set;
   size_t i = 0;
@@ -611,6 +670,10 @@ Result<Reg> Compiler::In(dom::object obj, const std::string& path) {
 
 Result<Program> Compiler::Finish(Reg result, bool is_pred) {
   if (!is_pred && Type(result) == VType::kNull) result = Null(VType::kI64);
+  if (Type(result) == VType::kVec)
+    return Fail(Err("", "the result is a vector (vec:" + std::to_string(p_.regs[result].dim) +
+                            "); an expression's result is a number, str or bool: compare "
+                            "vectors with dot, cosine or l2"));
   p_.result = result;
   // Re-emit the code in post-order from the result: each instruction right after its
   // operands' code, the first operand's subtree first. The compiler emits all of an

@@ -16,19 +16,21 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "data/vector_math.h"
 #include "plan/expr_kernels.h"
 #include "plan/expr_program.h"
 
 namespace rankd::expr {
 namespace {
 
-enum class Storage { kI64, kF64, kStr, kMask };
+enum class Storage { kI64, kF64, kStr, kMask, kVec };
 
 Storage StorageOf(VType t) {
   switch (t) {
     case VType::kF64: return Storage::kF64;
     case VType::kStr: return Storage::kStr;
     case VType::kMask: return Storage::kMask;
+    case VType::kVec: return Storage::kVec;
     default: return Storage::kI64;  // i64, bool (0/1) and null
   }
 }
@@ -155,6 +157,41 @@ RANKD_VECTOR_CLONES void CoalesceU32(bool sa, bool sb, size_t n, const uint32_t*
 
 RANKD_VECTOR_CLONES void CastI64ToF64(size_t n, const int64_t* x, double* o) { I64ToF64(n, x, o); }
 
+// A vector register's rows as the vector functions read them (Slot::vf, vrow; `scalar`:
+// its one row for every row).
+struct VecRows {
+  const float* vf;
+  const uint32_t* vrow;
+  bool scalar;
+  const float* row(size_t k, uint32_t dim) const {
+    return vf + (scalar ? 0 : vrow ? size_t{vrow[k]} : k) * dim;
+  }
+};
+
+// dot, cosine or l2 of rows k < n of a and b into o and its validity v. Null rows hold
+// zeros (a column's) or a scalar's zeros, so every row is computed and no branch on
+// validity sits in the loop. Each clone sums in data/vector_math.h's fixed order: the
+// same bits on every target (tests/plan/test_expr_vectors.cc checks each).
+RANKD_VECTOR_CLONES void VectorRows(Op op, size_t n, uint32_t dim, VecRows a, const uint8_t* va,
+                                    VecRows b, const uint8_t* vb, double* o, uint8_t* v) {
+  for (size_t k = 0; k < n; ++k) {
+    const float* x = a.row(k, dim);
+    const float* y = b.row(k, dim);
+    uint8_t valid = va[a.scalar ? 0 : k] & vb[b.scalar ? 0 : k];
+    switch (op) {
+      case Op::kDot: o[k] = vec::Dot(x, y, dim); break;
+      case Op::kL2: o[k] = vec::L2(x, y, dim); break;
+      default: {
+        double c = 0;
+        valid &= static_cast<uint8_t>(vec::CosineOf(vec::Cosine(x, y, dim), c));
+        o[k] = c;
+        break;
+      }
+    }
+    v[k] = valid;
+  }
+}
+
 class Runner {
  public:
   Runner(const Program& p, const RowSet& in, const ParamValues& params, Frame& f,
@@ -216,6 +253,8 @@ class Runner {
     s.f = nullptr;
     s.c = nullptr;
     s.m = s.v = nullptr;
+    s.vf = nullptr;
+    s.vrow = nullptr;
     s.dict.reset();
   }
   VType T(Reg r) const { return p_.regs[r].type; }
@@ -223,7 +262,7 @@ class Runner {
 
   void Exec(const Instr& ins);
   void LoadColumn(const Instr& ins);
-  void LoadScalar(Slot& out, VType t, const Value& v);
+  void LoadScalar(Slot& out, Reg r, const Value& v);
   void Arith(const Instr& ins);
   void Unary(const Instr& ins);
   void MinMaxStr(const Instr& ins);
@@ -232,6 +271,7 @@ class Runner {
   void CmpStr(const Instr& ins);
   void In(const Instr& ins);
   void Regex(const Instr& ins);
+  void Vector(const Instr& ins);
   // Codes of b re-expressed in a's dictionary (extended if needed): out.dict and the
   // returned codes are valid for both. REQUIRES: a and b are str registers.
   const uint32_t* UnifyDicts(Reg a, Reg b, Slot& out, Scratch<uint32_t>& tmp);
@@ -253,11 +293,11 @@ void Runner::Exec(const Instr& ins) {
   Slot& out = S(ins.out);
   switch (ins.op) {
     case Op::kLoadColumn: return LoadColumn(ins);
-    case Op::kLoadConst: return LoadScalar(out, T(ins.out), p_.consts[ins.aux]);
+    case Op::kLoadConst: return LoadScalar(out, ins.out, p_.consts[ins.aux]);
     case Op::kLoadParam:
-      return LoadScalar(out, T(ins.out),
+      return LoadScalar(out, ins.out,
                         ins.aux < params_.size() ? params_[ins.aux] : Value(std::monostate{}));
-    case Op::kLoadNull: return LoadScalar(out, T(ins.out), Value(std::monostate{}));
+    case Op::kLoadNull: return LoadScalar(out, ins.out, Value(std::monostate{}));
     case Op::kConstMask: {
       uint8_t* m = Alloc(out.own_m, 1);
       m[0] = static_cast<uint8_t>(ins.aux);
@@ -319,7 +359,23 @@ void Runner::Exec(const Instr& ins) {
     }
     case Op::kIn: return In(ins);
     case Op::kRegex: return Regex(ins);
+    case Op::kDot:
+    case Op::kCosine:
+    case Op::kL2: return Vector(ins);
   }
+}
+
+void Runner::Vector(const Instr& ins) {
+  Slot& out = S(ins.out);
+  const Slot& a = S(ins.a);
+  const Slot& b = S(ins.b);
+  const size_t n = Len(ins.out);
+  double* o = Alloc(out.own_f, n);
+  uint8_t* v = Alloc(out.own_v, n);
+  VectorRows(ins.op, n, p_.regs[ins.a].dim, {a.vf, a.vrow, Sc(ins.a)}, a.v,
+             {b.vf, b.vrow, Sc(ins.b)}, b.v, o, v);
+  out.f = o;
+  out.v = v;
 }
 
 void Runner::LoadColumn(const Instr& ins) {
@@ -336,6 +392,7 @@ void Runner::LoadColumn(const Instr& ins) {
       case ColumnType::kF64: ok = t == VType::kF64; break;
       case ColumnType::kStr: ok = t == VType::kStr && col->dict != nullptr; break;
       case ColumnType::kBool: ok = t == VType::kBool; break;
+      case ColumnType::kVec: ok = t == VType::kVec && col->dim == ref.dim; break;
     }
   }
   if (!ok) {
@@ -354,6 +411,14 @@ void Runner::LoadColumn(const Instr& ins) {
         // The same dictionary in every block (later instructions' memos key on it).
         static const DictPtr empty = OneString("");
         out.dict = empty;
+        break;
+      }
+      case Storage::kVec: {
+        // Every row is one row of zeros: n indexes, not n * dim floats.
+        out.vf = Alloc(out.own_vf, ref.dim);
+        std::fill_n(out.own_vf.get(), ref.dim, 0.0f);
+        out.vrow = Alloc(out.own_c, n);
+        std::fill_n(out.own_c.get(), n, 0u);
         break;
       }
       default:
@@ -390,6 +455,15 @@ void Runner::LoadColumn(const Instr& ins) {
       out.i = dst;
       break;
     }
+    case ColumnType::kVec:
+      // In place: through the selection's rows, or the block's rows from `first` on.
+      if (rows) {
+        out.vf = col->vec.data();
+        out.vrow = rows;
+      } else {
+        out.vf = col->vec.data() + first * col->dim;
+      }
+      break;
   }
   if (col->validity.all_valid()) {
     out.v = f_.ones.get();
@@ -404,11 +478,26 @@ void Runner::LoadColumn(const Instr& ins) {
   out.v = v;
 }
 
-void Runner::LoadScalar(Slot& out, VType t, const Value& v) {
+void Runner::LoadScalar(Slot& out, Reg r, const Value& v) {
+  const VType t = T(r);
   uint8_t* valid = Alloc(out.own_v, 1);
   valid[0] = 1;
   out.v = valid;
   switch (StorageOf(t)) {
+    case Storage::kVec: {
+      // A viewer's vector ({"from"}): null (zeros) unless of the dimension typed at load.
+      const uint32_t dim = p_.regs[r].dim;
+      float* x = Alloc(out.own_vf, dim);
+      out.vf = x;
+      auto* f = std::get_if<std::vector<float>>(&v);
+      if (f && f->size() == dim) {
+        std::copy(f->begin(), f->end(), x);
+      } else {
+        std::fill_n(x, dim, 0.0f);
+        valid[0] = 0;
+      }
+      return;
+    }
     case Storage::kF64: {
       double* f = Alloc(out.own_f, 1);
       out.f = f;
@@ -560,6 +649,7 @@ void Runner::Broadcast(Reg r, Slot& tmp, const Slot*& view) {
       tmp.m = Alloc(tmp.own_m, n);
       std::fill_n(tmp.own_m.get(), n, s.m[0]);
       break;
+    case Storage::kVec: break;  // never: `if` takes no vectors (the compiler refuses)
   }
   view = &tmp;
 }
@@ -655,7 +745,8 @@ void Runner::CoalesceOrIf(const Instr& ins) {
         out.c = Alloc(out.own_c, n);
         CoalesceU32(Sc(ra), Sc(rb), n, a.c, a.v, cb, b.v, out.own_c.get(), v);
         break;
-      case Storage::kMask: break;
+      case Storage::kMask:
+      case Storage::kVec: break;  // never: coalesce takes no vectors
     }
     return;
   }
@@ -696,7 +787,8 @@ void Runner::CoalesceOrIf(const Instr& ins) {
       out.c = o;
       break;
     }
-    case Storage::kMask: break;
+    case Storage::kMask:
+    case Storage::kVec: break;  // never: `if` takes no vectors
   }
 }
 
@@ -832,7 +924,8 @@ void Runner::In(const Instr& ins) {
         run(a.i, set.ints);
       return;
     }
-    case Storage::kMask: return;
+    case Storage::kMask:
+    case Storage::kVec: return;  // never: `in` takes no vectors
   }
 }
 
@@ -870,6 +963,7 @@ void Frame::Release() {
     ReleaseIfHuge(s.own_c);
     ReleaseIfHuge(s.own_m);
     ReleaseIfHuge(s.own_v);
+    ReleaseIfHuge(s.own_vf);
   }
   ReleaseIfHuge(ones);
   memo.clear();  // holds dictionaries of the last run

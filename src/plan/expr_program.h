@@ -26,7 +26,8 @@ namespace rankd::expr {
 // Static type of a register. kNull is the type of a null constant or of a column
 // unknown at load; the compiler folds it away, so no instruction reads a kNull register.
 // kBool values are stored as i64 0/1 so that bool shares the i64 kernels.
-enum class VType : uint8_t { kNull, kI64, kF64, kStr, kBool, kMask };
+// kVec: a float32 vector a row (RegInfo::dim), read only by the vector functions.
+enum class VType : uint8_t { kNull, kI64, kF64, kStr, kBool, kMask, kVec };
 
 std::string_view VTypeName(VType t);
 
@@ -59,6 +60,9 @@ enum class Op : uint8_t {
   kIn,      // mask <- a in sets[aux]
   kIsNull,  // mask <- !valid(a)
   kRegex,   // mask <- regexes[aux] partially matches a
+  kDot,     // f64 <- a · b, a and b vectors of one dimension (data/vector_math.h)
+  kCosine,  // f64 <- cos(a, b), null when either is all zeros
+  kL2,      // f64 <- |a - b|
 };
 
 enum class CmpOp : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
@@ -100,7 +104,10 @@ void ForEachOperand(const Instr& in, F&& f) {
     case Op::kCoalesce:
     case Op::kCmp:
     case Op::kAnd:
-    case Op::kOr: f(in.a), f(in.b); return;
+    case Op::kOr:
+    case Op::kDot:
+    case Op::kCosine:
+    case Op::kL2: f(in.a), f(in.b); return;
     default: f(in.a);
   }
 }
@@ -132,6 +139,7 @@ inline constexpr size_t kMaxExprDepth = 256;
 struct RegInfo {
   VType type = VType::kNull;
   bool scalar = false;  // one value, broadcast to every row
+  uint32_t dim = 0;     // kVec: the vectors' dimension
 };
 
 // The constant list of an `in` predicate, split by the storage it is compared in.
@@ -143,7 +151,8 @@ struct InSet {
 
 struct ColumnRef {
   std::string name;
-  VType type;  // as typed at load; a different type at run time reads as null
+  VType type;        // as typed at load; a different type at run time reads as null
+  uint32_t dim = 0;  // kVec: as typed at load; another dimension at run time reads as null
 };
 
 struct Program {
@@ -181,12 +190,17 @@ struct Slot {
   const uint32_t* c = nullptr;  // kStr: codes into dict
   const uint8_t* m = nullptr;   // kMask: 0/1, never null
   const uint8_t* v = nullptr;   // validity, 1 = valid (unused for masks)
+  // kVec: row k's dim floats start at vf + (vrow ? vrow[k] : k) * dim (a column's rows
+  // read in place, through the selection: no copy); a scalar's one row at vf.
+  const float* vf = nullptr;
+  const uint32_t* vrow = nullptr;
   std::shared_ptr<const StringDict> dict;
 
   Scratch<int64_t> own_i;
   Scratch<double> own_f;
   Scratch<uint32_t> own_c;
   Scratch<uint8_t> own_m, own_v;
+  Scratch<float> own_vf;
 };
 
 // What one instruction computed from its operands' dictionaries alone (not from rows),

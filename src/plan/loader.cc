@@ -319,7 +319,7 @@ class Loader {
     } else if (!plan.output_columns.empty()) {
       log.columns = plan.output_columns;
     } else {
-      for (const auto& [name, type] : out.out_types.cols) log.columns.push_back(name);
+      for (const TypedColumn& c : out.out_types.cols) log.columns.push_back(c.name);
     }
     if (!lj["candidates"].get(f)) {
       object cj;
@@ -818,7 +818,7 @@ class Loader {
       if (read.op != "viewer")
         return Fail(Error::BadRequest("node '" + read.id + "' is a '" + read.op +
                                       "' node; {\"from\"} reads a viewer node (one row)"));
-      std::optional<ColumnType> type = read.out_types.find(column);
+      const TypedColumn* type = read.out_types.get(column);
       if (!type)
         return Fail(Error::BadRequest("node '" + read.id + "' has no column '" +
                                       std::string(column) + "' (it has " + read.out_types.names() +
@@ -826,9 +826,9 @@ class Loader {
       const auto base = static_cast<uint32_t>(plan.params.decls.size());
       for (size_t k = 0; k < from_values_.size(); ++k)
         if (from_values_[k].node == src && from_values_[k].column == column)
-          return FromSlot{base + static_cast<uint32_t>(k), *type};
+          return FromSlot{base + static_cast<uint32_t>(k), type->type, type->dim};
       from_values_.push_back({src, std::string(column)});
-      return FromSlot{base + static_cast<uint32_t>(from_values_.size() - 1), *type};
+      return FromSlot{base + static_cast<uint32_t>(from_values_.size() - 1), type->type, type->dim};
     };
   }
 
@@ -902,9 +902,10 @@ class Loader {
         return Fail(
             w_.Node(node.id, "params.features",
                     reads + ", which the input does not have (it has " + input_cols.names() + ")"));
-      if (*t == ColumnType::kStr)
+      if (*t == ColumnType::kStr || *t == ColumnType::kVec)
         return Fail(w_.Node(node.id, "params.features",
-                            reads + ", which is str: a model feature needs i64, f64 or bool"));
+                            reads + ", which is " + std::string(ColumnTypeName(*t)) +
+                                ": a model feature needs i64, f64 or bool"));
       bound.columns.push_back(std::move(col));
     }
     bound.output =

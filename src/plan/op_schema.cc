@@ -27,6 +27,7 @@ ParamKind ParamKindOf(ColumnType t) {
     case ColumnType::kF64: return ParamKind::kF64;
     case ColumnType::kStr: return ParamKind::kStr;
     case ColumnType::kBool: return ParamKind::kBool;
+    case ColumnType::kVec: break;  // never: a plan param is no vector (loader.cc ParseType)
   }
   return ParamKind::kI64;
 }

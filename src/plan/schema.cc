@@ -63,7 +63,8 @@ constexpr Named<FamilyType> kFamilyTypes[] = {
 constexpr Named<FieldType> kFieldTypes[] = {{"i64", FieldType::kI64},
                                             {"f64", FieldType::kF64},
                                             {"str", FieldType::kStr},
-                                            {"bool", FieldType::kBool}};
+                                            {"bool", FieldType::kBool},
+                                            {"vec", FieldType::kVec}};
 constexpr Named<ColumnType> kIdTypes[] = {{"i64", ColumnType::kI64}, {"str", ColumnType::kStr}};
 constexpr Named<CountersSpec::By> kCounterBy[] = {{"item", CountersSpec::By::kItem},
                                                   {"user", CountersSpec::By::kUser}};
@@ -84,6 +85,20 @@ std::string_view NameOf(const Named<T> (&table)[N], T v) {
 std::optional<FamilyType> ParseFamilyType(std::string_view s) { return ByName(kFamilyTypes, s); }
 std::optional<FieldType> ParseFieldType(std::string_view s) { return ByName(kFieldTypes, s); }
 std::optional<ColumnType> ParseIdType(std::string_view s) { return ByName(kIdTypes, s); }
+
+// D of "vec:D": decimal digits without sign or leading zero, 1..kMaxVecDim.
+std::optional<uint32_t> ParseVecDim(std::string_view s) {
+  if (!s.starts_with("vec:")) return std::nullopt;
+  s.remove_prefix(4);
+  if (s.empty() || s.size() > 4 || s[0] == '0') return std::nullopt;
+  uint32_t d = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    d = d * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (d > kMaxVecDim) return std::nullopt;
+  return d;
+}
 
 // A JSON integer within i64 (no fraction, no exponent).
 std::optional<int64_t> Int(element v) {
@@ -108,8 +123,7 @@ uint32_t FamilyCacheId(const KeyFamily& f) {
   std::string def = f.name + '\n' + std::string(FamilyTypeName(f.type)) + '\n' + f.key + '\n' +
                     std::string(ColumnTypeName(f.id_type)) + '\n' +
                     std::string(ColumnTypeName(f.members_type));
-  for (const SchemaField& x : f.fields)
-    def += '\n' + x.name + ':' + std::string(FieldTypeName(x.type));
+  for (const SchemaField& x : f.fields) def += '\n' + x.name + ':' + x.TypeText();
   if (f.counters) def += '\n' + CountersDef(*f.counters);
   static std::mutex mu;
   static std::map<std::string, uint32_t> ids;  // grows by one per definition ever loaded
@@ -666,10 +680,20 @@ class SchemaParser {
       if (auto ok = CheckFieldName(name, field, where, seen); !ok) return Fail(ok.error());
       std::string_view s;
       if (type.get(s)) return Fail(Err(name, where, "must be a type name string"));
+      if (s.starts_with("vec")) {
+        auto dim = ParseVecDim(s);
+        if (!dim)
+          return Fail(Err(name, where,
+                          "'" + std::string(s) + "' is no vector type: expected vec:D with D " +
+                              "an integer from 1 to " + std::to_string(kMaxVecDim)));
+        f.fields.push_back({std::string(field), FieldType::kVec, *dim});
+        continue;
+      }
       auto t = ParseFieldType(s);
       if (!t)
-        return Fail(Err(name, where,
-                        "unknown type '" + std::string(s) + "' (expected i64, f64, str, bool)"));
+        return Fail(
+            Err(name, where,
+                "unknown type '" + std::string(s) + "' (expected i64, f64, str, bool, vec:D)"));
       f.fields.push_back({std::string(field), *t});
     }
     if (f.fields.empty()) return Fail(Err(name, "fields", "must declare at least one field"));
@@ -690,10 +714,16 @@ void ForEachFamilyValueStats(
 std::string_view FamilyTypeName(FamilyType t) { return NameOf(kFamilyTypes, t); }
 std::string_view FieldTypeName(FieldType t) { return NameOf(kFieldTypes, t); }
 
+std::string SchemaField::TypeText() const {
+  if (type == FieldType::kVec) return "vec:" + std::to_string(dim);
+  return std::string(FieldTypeName(type));
+}
+
 ColumnType ColumnTypeOf(FieldType t) {
   switch (t) {
     case FieldType::kF64: return ColumnType::kF64;
     case FieldType::kStr: return ColumnType::kStr;
+    case FieldType::kVec: return ColumnType::kVec;
     case FieldType::kI64:
     case FieldType::kBool: return ColumnType::kI64;
   }

@@ -30,9 +30,11 @@ enum class FamilyType : uint8_t { kHash, kJson, kList, kZset, kSet, kCounters };
 std::string_view FamilyTypeName(FamilyType t);
 
 // A field's declared type. kBool is stored as 0/1/true/false (a JSON boolean in a json
-// family) and becomes an i64 column holding 0 or 1.
-enum class FieldType : uint8_t { kI64, kF64, kStr, kBool };
-std::string_view FieldTypeName(FieldType t);
+// family) and becomes an i64 column holding 0 or 1. kVec ("vec:D", hash and json
+// families only) is D little-endian float32 in a hash (4·D bytes), an array of D
+// numbers in a json family, and becomes a kVec column of dimension D (docs/vectors.md).
+enum class FieldType : uint8_t { kI64, kF64, kStr, kBool, kVec };
+std::string_view FieldTypeName(FieldType t);  // "i64", ..., "vec" (without its dimension)
 ColumnType ColumnTypeOf(FieldType t);
 
 // Values of a family read from Redis that became null or were dropped, by kind
@@ -43,6 +45,9 @@ struct FamilyValueStats {
   std::atomic<uint64_t> unparsable_field{0};  // a value not of its declared type
   std::atomic<uint64_t> bad_id{0};            // a member or id that is no valid id (dropped)
   std::atomic<uint64_t> bad_json{0};  // a json value that is no object, invalid, or too large
+  // A vec field's value of the wrong length, not numbers, or with a non-finite element
+  // (the cell null; counted once when decoded, as bad_json).
+  std::atomic<uint64_t> bad_vector{0};
 };
 // Calls fn(family name, stats) for every family ever loaded, in name order.
 void ForEachFamilyValueStats(
@@ -51,6 +56,9 @@ void ForEachFamilyValueStats(
 struct SchemaField {
   std::string name;
   FieldType type = FieldType::kI64;
+  uint32_t dim = 0;  // kVec: 1..kMaxVecDim
+  // The declared type as written: "f64", "vec:64".
+  std::string TypeText() const;
 };
 
 // A counters family's field (docs/events.md): a sum of one counted type, or a rate of

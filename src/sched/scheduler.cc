@@ -94,7 +94,8 @@ int64_t Micros(TimePoint from, TimePoint to) {
 
 RowSet EmptyOf(const ColumnTypes& types) {
   RowSet rs;
-  for (const auto& [name, type] : types.cols) rs.SetColumn(name, Share(Column::Nulls(type, 0)));
+  for (const auto& [name, type, dim] : types.cols)
+    rs.SetColumn(name, Share(Column::Nulls(type, 0, dim)));
   if (rs.num_columns() == 0) return RowSet::Empty();
   return rs;
 }

@@ -124,6 +124,7 @@ void AppendValue(const Value& v, std::string& out) {
       out += ']';
       break;
     }
+    case 6: AppendJsonFloats(std::get<std::vector<float>>(v), out); break;
     default: out += "null";
   }
 }
@@ -186,6 +187,12 @@ class Cursor {
       case ColumnType::kStr: {
         out_.resize(used_);
         AppendJsonString(c->str(row), out_);
+        used_ = out_.size();
+        return Room(room_after);
+      }
+      case ColumnType::kVec: {  // an array of numbers, of any length: as a string
+        out_.resize(used_);
+        AppendJsonFloats(c->vec_row(row), out_);
         used_ = out_.size();
         return Room(room_after);
       }

@@ -55,6 +55,8 @@ std::string ValueJson(const Value& v) {
         if constexpr (std::is_same_v<T, std::string>) return Str(x);
         if constexpr (std::is_same_v<T, std::vector<std::string>>)
           return "[" + List(x, [](const std::string& s) { return Str(s); }) + "]";
+        if constexpr (std::is_same_v<T, std::vector<float>>)
+          return "[" + List(x, [](float f) { return Num(f); }) + "]";
       },
       v);
 }

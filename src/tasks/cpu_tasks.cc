@@ -45,12 +45,22 @@ Result<RowSet> RunTake(const TaskContext& ctx, RowSets in) {
   return in[0].Take(static_cast<size_t>(ctx.args->I64("count")));
 }
 
-// sort, dedupe: the input's columns, of which `key` must be one.
+// The column types sort and dedupe order or compare rows by: any but a vector.
+const std::vector<ColumnType> kKeyTypes = {ColumnType::kI64, ColumnType::kF64, ColumnType::kStr,
+                                           ColumnType::kBool};
+
+// sort, dedupe: the input's columns, of which `key` must be one (not a vector).
+
 Result<ColumnTypes> KeyedSchema(const SchemaArgs& a) {
   const std::string& key = a.args.Str("key");
-  if (!a.inputs[0].find(key))
+  const TypedColumn* col = a.inputs[0].get(key);
+  if (!col)
     return Fail(Error::BadRequest("params.key: the input has no column '" + key + "' (it has " +
                                   a.inputs[0].names() + ")"));
+  if (col->type == ColumnType::kVec)
+    return Fail(Error::BadRequest("params.key: column '" + key + "' is " +
+                                  TypeText(col->type, col->dim) + "; " + a.op->op +
+                                  " takes an i64, f64, str or bool column"));
   return a.inputs[0];
 }
 
@@ -95,6 +105,7 @@ Result<RowSet> RunDedupe(const TaskContext& ctx, RowSets in) {
     case ColumnType::kStr:
       keep = FirstOfEach<std::string_view>(rs, *col, [&](uint32_t r) { return col->str(r); });
       break;
+    case ColumnType::kVec: return Fail(Error::Internal("dedupe: a vector key"));  // typed at load
   }
   if (keep.size() == rs.size()) return std::move(in[0]);
   return rs.WithSelection(std::move(keep));
@@ -117,7 +128,7 @@ void RegisterOps_cpu_tasks(TaskRegistry& r) {
                &RunFilter)
             .Doc("Keeps the rows where the predicate is true, in their order."));
   r.Add(S::Cpu("sort", 1, 1,
-               {P::Required("key", ParamKind::kColumn).Reads(),
+               {P::Required("key", ParamKind::kColumn).Reads(kKeyTypes),
                 P::Optional("order", ParamKind::kStr, std::string("desc"))
                     .Allowed({"desc", "asc"})
                     .Ref()},
@@ -129,7 +140,8 @@ void RegisterOps_cpu_tasks(TaskRegistry& r) {
   r.Add(S::Cpu("concat", 2, UINT32_MAX, {}, &ConcatSchema, &RunConcat)
             .Doc("The rows of each input in the listed order; the columns are the union, cells "
                  "an input lacks null."));
-  r.Add(S::Cpu("dedupe", 1, 1, {P::Optional("key", ParamKind::kColumn, std::string("id")).Reads()},
+  r.Add(S::Cpu("dedupe", 1, 1,
+               {P::Optional("key", ParamKind::kColumn, std::string("id")).Reads(kKeyTypes)},
                &KeyedSchema, &RunDedupe)
             .Doc("Keeps the first row of each distinct key value; all nulls are one value."));
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -62,6 +63,7 @@ void AppendCell(ColumnBuilder& col, const CachedFields& cells, size_t i, FamilyV
     case ColumnType::kF64: col.AppendF64(cells.f64(i)); break;
     case ColumnType::kStr: col.AppendStr(cells.str(i)); break;
     case ColumnType::kBool: col.AppendBool(cells.boolean(i)); break;
+    case ColumnType::kVec: col.AppendVecBytes(cells.str(i)); break;
   }
 }
 
@@ -106,10 +108,14 @@ struct CachedEntries {
     if constexpr (std::is_same_v<T, uint8_t>) into = static_cast<uint8_t>(v.bits != 0 ? 1 : 0);
     return v.state;
   }
-  // A string field.
+  // A string or vector field (a vector is kept as its bytes, as a string is).
   void Append(ColumnBuilder& col, size_t k, size_t f, FamilyValueStats& stats) const {
     const HashRef h = found[k];
-    if (!AppendNoValue(col, h.state(field_index[f]), stats)) col.AppendStr(h.str(field_index[f]));
+    if (AppendNoValue(col, h.state(field_index[f]), stats)) return;
+    if (col.type() == ColumnType::kVec)
+      col.AppendVecBytes(h.str(field_index[f]));
+    else
+      col.AppendStr(h.str(field_index[f]));
   }
 };
 
@@ -133,7 +139,8 @@ void FillFixed(std::span<FixedColumn> out, const Source& source,
       case ColumnType::kI64: c.col.i64.resize(rows); break;
       case ColumnType::kF64: c.col.f64.resize(rows); break;
       case ColumnType::kBool: c.col.b.resize(rows); break;
-      case ColumnType::kStr: break;
+      case ColumnType::kStr:
+      case ColumnType::kVec: break;  // built by ColumnBuilder
     }
   }
   uint64_t missing = 0, unparsable = 0;
@@ -146,7 +153,8 @@ void FillFixed(std::span<FixedColumn> out, const Source& source,
           case ColumnType::kI64: state = source.Read(k, c.f, c.col.i64[r]); break;
           case ColumnType::kF64: state = source.Read(k, c.f, c.col.f64[r]); break;
           case ColumnType::kBool: state = source.Read(k, c.f, c.col.b[r]); break;
-          case ColumnType::kStr: break;
+          case ColumnType::kStr:
+          case ColumnType::kVec: break;
         }
         if (state == State::kValue) continue;
         missing += state == State::kMissing;
@@ -174,13 +182,14 @@ RowSet FeatureRowsFrom(const ReplySource& src, const RowSet& input, const InputI
   std::vector<ColumnPtr> cols(fields.size());
   std::vector<FixedColumn> fixed;
   for (size_t f = 0; f < fields.size(); ++f) {
-    const ColumnType type = ColumnTypeOf(src.family->fields[field_index[f]].type);
-    if (type != ColumnType::kStr) {
+    const SchemaField& field = src.family->fields[field_index[f]];
+    const ColumnType type = ColumnTypeOf(field.type);
+    if (type != ColumnType::kStr && type != ColumnType::kVec) {
       fixed.push_back({f, Column{}});
       fixed.back().col.type = type;
       continue;
     }
-    ColumnBuilder col(type, rows);
+    ColumnBuilder col(type, rows, field.dim);
     for (uint32_t k : reply_of_row) {
       if (k == kNotAsked)
         col.AppendNulls(1);
@@ -194,6 +203,37 @@ RowSet FeatureRowsFrom(const ReplySource& src, const RowSet& input, const InputI
   RowSet out = input;
   for (size_t f = 0; f < fields.size(); ++f) out.SetColumn(fields[f], std::move(cols[f]));
   return out;
+}
+
+// Whether `bytes` is a vec field's value of dimension `dim`: exactly 4·dim bytes, each
+// float32 finite (an exponent of all ones is inf or NaN).
+bool VectorBytesOk(std::string_view bytes, uint32_t dim) {
+  if (bytes.size() != 4 * size_t{dim}) return false;
+  uint32_t all_ones = 0;
+  for (size_t k = 0; k < dim; ++k) {
+    uint32_t w;
+    std::memcpy(&w, bytes.data() + 4 * k, 4);
+    all_ones |= static_cast<uint32_t>((w & 0x7f800000u) == 0x7f800000u);
+  }
+  return all_ones == 0;
+}
+
+// A json vec field's value, an array of exactly `dim` numbers each finite as float32,
+// into cells' field i as its float32 bytes (a hash field's form); false when it is none.
+bool JsonVector(simdjson::dom::element v, uint32_t dim, CachedFields& cells, size_t i) {
+  simdjson::dom::array a;
+  if (v.get_array().get(a) || a.size() != dim) return false;
+  std::string bytes(4 * size_t{dim}, '\0');
+  size_t k = 0;
+  for (simdjson::dom::element e : a) {
+    double d;
+    if (e.get_double().get(d)) return false;  // not a number (simdjson converts integers)
+    const auto f = static_cast<float>(d);
+    if (!std::isfinite(f)) return false;  // beyond float32's range
+    std::memcpy(bytes.data() + 4 * k++, &f, 4);
+  }
+  cells.SetStr(i, bytes);
+  return true;
 }
 
 // A list member's text as an id of `type`: nullopt when it is none.
@@ -249,10 +289,11 @@ Result<InputIds> IdsOf(const RowSet& in, const KeyFamily& family) {
   return out;
 }
 
-void DecodeField(RespView r, FieldType type, CachedFields& cells, size_t i) {
+void DecodeField(RespView r, const SchemaField& field, CachedFields& cells, size_t i,
+                 FamilyValueStats& stats) {
   if (!r.is_string()) return cells.SetNoValue(i, State::kMissing);
   const std::string_view s = r.str();
-  switch (type) {
+  switch (field.type) {
     case FieldType::kI64:
       if (auto v = ParseStrictInt<int64_t>(s)) return cells.SetI64(i, *v);
       break;
@@ -264,6 +305,10 @@ void DecodeField(RespView r, FieldType type, CachedFields& cells, size_t i) {
       if (s == "1" || s == "true") return cells.SetI64(i, 1);
       if (s == "0" || s == "false") return cells.SetI64(i, 0);
       break;
+    case FieldType::kVec:
+      if (VectorBytesOk(s, field.dim)) return cells.SetStr(i, s);
+      Bump(stats.bad_vector);
+      return cells.SetNoValue(i, State::kBad);
   }
   cells.SetNoValue(i, State::kUnparsable);
 }
@@ -278,7 +323,7 @@ Result<bool> DecodeHashAll(const ReplySource& src, IdRef id, RespView r, CachedF
     const std::string_view name = it->str();
     ++it;
     for (size_t f = 0; f < fields.size(); ++f)
-      if (name == fields[f].name) DecodeField(*it, fields[f].type, cells, first + f);
+      if (name == fields[f].name) DecodeField(*it, fields[f], cells, first + f, src.values());
     ++it;
   }
   return r.size() > 0;
@@ -333,6 +378,11 @@ bool DecodeJsonFields(const ReplySource& src, std::string_view text, std::span<c
           ok = true;
         }
         break;
+      case FieldType::kVec:
+        if (JsonVector(v, field.dim, cells, i)) continue;
+        Bump(src.values().bad_vector);
+        cells.SetNoValue(i, State::kBad);
+        continue;
     }
     if (!ok) cells.SetNoValue(i, State::kUnparsable);
   }
@@ -354,7 +404,7 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
   if (!r.is_array() || r.size() != fields.size()) return Fail(BadReply(src, "HMGET", id, r));
   size_t f = 0;
   for (RespView e : r) {
-    DecodeField(e, src.family->fields[fields[f]].type, cells, first + f);
+    DecodeField(e, src.family->fields[fields[f]], cells, first + f, src.values());
     ++f;
   }
   return {};
@@ -466,7 +516,7 @@ RowSet ViewerRows(const ReplySource& src, IdRef id, std::span<const size_t> fiel
   }
   for (size_t f = 0; f < fields.size(); ++f) {
     const SchemaField& field = src.family->fields[fields[f]];
-    ColumnBuilder col(ColumnTypeOf(field.type), rows);
+    ColumnBuilder col(ColumnTypeOf(field.type), rows, field.dim);
     if (exists) AppendCell(col, cells, fields[f], src.values());
     out.SetColumn(field.name, Finished(col));
   }

@@ -11,8 +11,9 @@
 // wrong shape. Values are parsed strictly: a field that is missing or does not parse
 // becomes null and is counted when it reaches a row (missing_field, unparsable_field); a
 // json value that is no object, invalid or over 1 MiB nulls the row's fields and is
-// counted once when decoded (bad_json); a member that is no valid id is dropped and
-// counted when decoded (bad_id). Counters are the family's (KeyFamily::values).
+// counted once when decoded (bad_json), as is a vec value of the wrong length or with a
+// non-finite element (bad_vector, the cell null); a member that is no valid id is dropped
+// and counted when decoded (bad_id). Counters are the family's (KeyFamily::values).
 //
 // Threads: any; they touch nothing but their arguments (and the counters, relaxed atomics).
 #pragma once
@@ -66,8 +67,10 @@ Result<InputIds> IdsOf(const RowSet& in, const KeyFamily& family);
 // ---- decoding ------------------------------------------------------------------------
 
 // One hash field's value as Redis sent it (a bulk string, or nil when missing), typed,
-// into cells' field i.
-void DecodeField(RespView r, FieldType type, CachedFields& cells, size_t i);
+// into cells' field i. A vec field's value is kept as its bytes (a str cell) when it is
+// 4·D bytes of finite float32, else the cell is kBad and counts bad_vector in `stats`.
+void DecodeField(RespView r, const SchemaField& field, CachedFields& cells, size_t i,
+                 FamilyValueStats& stats);
 
 // HGETALL {key} of a hash family -> every declared field f into cells first + f (missing
 // when the hash lacks it); whether the key existed (held any field).

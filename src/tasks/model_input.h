@@ -22,7 +22,8 @@ inline float ModelInput(const Column* col, uint32_t r) {
     case ColumnType::kI64: return static_cast<float>(col->i64[r]);
     case ColumnType::kF64: return static_cast<float>(col->f64[r]);
     case ColumnType::kBool: return col->b[r] ? 1.0f : 0.0f;
-    case ColumnType::kStr: break;
+    case ColumnType::kStr:
+    case ColumnType::kVec: break;  // never: the loader refuses str and vec features
   }
   return std::numeric_limits<float>::quiet_NaN();
 }

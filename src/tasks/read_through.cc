@@ -217,8 +217,13 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
     co_return out;
   }
   out.cells.resize(ids.size() * nf);
-  for (const size_t f : fields)  // room for strings of a few words each
-    if (io.family->fields[f].type == FieldType::kStr) out.cells.reserve_strings(16 * ids.size());
+  size_t string_bytes = 0;  // room for strings of a few words each, and vectors' bytes
+  for (const size_t f : fields) {
+    const SchemaField& field = io.family->fields[f];
+    if (field.type == FieldType::kStr) string_bytes += 16;
+    if (field.type == FieldType::kVec) string_bytes += 4 * size_t{field.dim};
+  }
+  if (string_bytes) out.cells.reserve_strings(string_bytes * ids.size());
   for (size_t k = 0, m = 0; k < ids.size(); ++k) {
     if (m < missed.at.size() && missed.at[m] == k) {
       ++m;

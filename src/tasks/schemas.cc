@@ -50,14 +50,15 @@ Result<ColumnTypes> SchemaAsDeclared(const SchemaArgs& a) {
   return out;
 }
 
-void SetColumnType(ColumnTypes& t, std::string_view name, ColumnType type) {
-  for (auto& [n, ty] : t.cols) {
-    if (n == name) {
-      ty = type;
+void SetColumnType(ColumnTypes& t, std::string_view name, ColumnType type, uint32_t dim) {
+  for (TypedColumn& c : t.cols) {
+    if (c.name == name) {
+      c.type = type;
+      c.dim = dim;
       return;
     }
   }
-  t.cols.emplace_back(std::string(name), type);
+  t.cols.push_back({std::string(name), type, dim});
 }
 
 TaskParamSpec Endpoint() {
@@ -113,7 +114,8 @@ Result<void> ValidColumnName(std::string_view param, const std::string& name) {
 Result<void> AddFields(const SchemaArgs& a, const std::vector<std::string>& fields,
                        ColumnTypes& t) {
   if (fields.empty()) {
-    for (const SchemaField& f : a.family->fields) SetColumnType(t, f.name, ColumnTypeOf(f.type));
+    for (const SchemaField& f : a.family->fields)
+      SetColumnType(t, f.name, ColumnTypeOf(f.type), f.dim);
     return {};
   }
   for (size_t i = 0; i < fields.size(); ++i) {
@@ -130,7 +132,8 @@ Result<void> AddFields(const SchemaArgs& a, const std::vector<std::string>& fiel
         return Fail(Error::BadRequest("params.fields: '" + fields[i] + "' is listed twice"));
     if (fields[i] == "id")
       return Fail(Error::BadRequest("params.fields: 'id' would replace the id column"));
-    SetColumnType(t, fields[i], ColumnTypeOf(a.family->fields[*idx].type));
+    const SchemaField& f = a.family->fields[*idx];
+    SetColumnType(t, fields[i], ColumnTypeOf(f.type), f.dim);
   }
   return {};
 }

@@ -26,8 +26,8 @@ Result<ColumnTypes> SchemaIdOnly(const SchemaArgs& a);
 // REQUIRES: a.op set, no family-typed added column.
 Result<ColumnTypes> SchemaAsDeclared(const SchemaArgs& a);
 
-// Adds or replaces column `name` of `t`.
-void SetColumnType(ColumnTypes& t, std::string_view name, ColumnType type);
+// Adds or replaces column `name` of `t` (dim: a vector's dimension).
+void SetColumnType(ColumnTypes& t, std::string_view name, ColumnType type, uint32_t dim = 0);
 
 // ---- the IO ops' parameters and checks -------------------------------------------------
 

@@ -412,6 +412,7 @@ std::optional<Selection> SortRows(const RowSet& rs, const Column& col, bool desc
                                 [&](uint32_t r) { return rank[col.str_code[r]]; });
       break;
     }
+    case ColumnType::kVec: break;  // never: sort's key is typed at load (no vectors)
   }
   if (!sorted) return std::nullopt;
   rows.insert(rows.end(), nulls.begin(), nulls.end());

@@ -47,7 +47,7 @@ inline std::optional<Result<RunResult>> RunWithoutRedis(const PlanPtr& plan, Giv
 inline RowSet GeneratedRows(const ColumnTypes& types) {
   constexpr size_t kRows = 6;
   RowSet rows;
-  for (const auto& [name, type] : types.cols) {
+  for (const auto& [name, type, dim] : types.cols) {
     Column c;
     switch (type) {
       case ColumnType::kI64:
@@ -60,6 +60,14 @@ inline RowSet GeneratedRows(const ColumnTypes& types) {
         break;
       case ColumnType::kStr: c = Column::Str({"", "US", std::nullopt, "a", "US", "zz"}); break;
       case ColumnType::kBool: c = Column::Bool({1, 0, 1, 1, 0, 0}); break;
+      case ColumnType::kVec: {
+        // Rows of a constant each, one of them all zeros (cosine's null).
+        std::vector<std::optional<std::vector<float>>> v;
+        for (size_t r = 0; r < kRows; ++r)
+          v.emplace_back(std::vector<float>(dim, static_cast<float>(r) - 1.0f));
+        c = Column::Vec(dim, v);
+        break;
+      }
     }
     c.validity.SetNull(4, kRows);
     rows.SetColumn(name, std::make_shared<const Column>(std::move(c)));

@@ -56,7 +56,7 @@ struct ExprFixture {
   ColumnTypes Types() const {
     ColumnTypes t = extra;
     for (size_t i = 0; i < rows.num_columns(); ++i)
-      t.cols.emplace_back(rows.column_name(i), rows.column_at(i)->type);
+      t.cols.push_back({rows.column_name(i), rows.column_at(i)->type, rows.column_at(i)->dim});
     return t;
   }
   void Param(std::string name, ColumnType t, Value def) {

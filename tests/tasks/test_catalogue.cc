@@ -63,7 +63,7 @@ rankd::Value SampleArg(const rankd::TaskParamSpec& p, const rankd::ColumnTypes& 
   using rankd::ParamKind;
   if (p.column == rankd::TaskParamSpec::Column::kWrites) return std::string("out");
   if (p.column == rankd::TaskParamSpec::Column::kReads) {
-    for (const auto& [name, type] : input.cols)
+    for (const auto& [name, type, dim] : input.cols)
       if (p.column_types.empty() || std::ranges::find(p.column_types, type) != p.column_types.end())
         return name;
   }

@@ -318,6 +318,7 @@ TEST_CASE("sort of many rows: the stable order for every key type") {
             case ColumnType::kF64: return col.f64[a] < col.f64[b];
             case ColumnType::kBool: return col.b[a] < col.b[b];
             case ColumnType::kStr: return col.str(a) < col.str(b);
+            case ColumnType::kVec: return false;  // no sort key
           }
           return false;
         };
