@@ -64,7 +64,7 @@ PY
 
 # serve FLUSH_MS -> the port of a new rankd (2 shards) with --events-flush-ms FLUSH_MS.
 # --deadline-ms 2000: /events answers within the server's deadline, and a closed loop that
-# saturates Redis queues past the default's 250 ms (a 504 would fail the bench; the
+# saturates Redis queues past the default's 200 ms (a 504 would fail the bench; the
 # figures are throughput and CPU, not latency under a deadline).
 declare -A port pid
 serve() {
