@@ -10,7 +10,7 @@
 // A features node's hit on an item thus reads two cache lines (its index slot and this
 // one); with the value types' own layout it read five, and at ~200 items a request those
 // misses were most of the node's time (docs/cache.md, "What an entry holds"). A blob
-// (a counters key's decoded blocks, events/counter_layout.h) is all spill.
+// (a counters key's ring fields as read, events/counter_layout.h) is all spill.
 //
 // Threads: those of the ShardCache that owns the entries (its shard's loop thread). A view
 // is valid until the next call that changes the cache.

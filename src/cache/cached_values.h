@@ -49,14 +49,14 @@ struct CacheFamily {
   bool tracked = true;
   KeyTemplate key_template() const { return {key_prefix, key_suffix}; }
 };
-// The cache keys of `key` (without the endpoint's prefix): one per tracked family whose
-// whole template matches it with a valid id (ids of i64 families strict decimal).
 // Bytes the cache holds for a reader that encodes its own values (a counters key's
-// decoded blocks, events/counter_layout.h); the entry keeps a copy.
+// ring fields as read, CounterWindows::AppendEntry); the entry keeps a copy.
 struct CachedBlob {
   std::string_view bytes;
 };
 
+// The cache keys of `key` (without the endpoint's prefix): one per tracked family whose
+// whole template matches it with a valid id (ids of i64 families strict decimal).
 template <class Fn>
 void ForEachCacheKey(std::span<const CacheFamily> families, uint16_t endpoint, std::string_view key,
                      Fn&& fn);

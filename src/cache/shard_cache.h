@@ -3,7 +3,7 @@
 // (docs/cache.md). Kept consistent by Redis invalidation: the shard's Redis clients
 // track the keys their data connections read (CLIENT TRACKING ... REDIRECT) and call
 // Invalidate / InvalidateAll when Redis says a key changed or when tracking was lost.
-// Blobs (a counters family's decoded blocks) are the exception: their families are not
+// Blobs (a counters family's ring fields) are the exception: their families are not
 // tracked (CacheFamily::tracked), and an entry lives only as long as its reader allows
 // (PutBlob's max_age_ms: the family's cache_ms), whatever Redis writes meanwhile.
 //

@@ -10,7 +10,7 @@
 // cache may change while it is out). When the endpoint's tracking is ready each missed
 // key's PTTL is asked too and the value is stored, unless an invalidation of that key
 // arrived meanwhile (ReadTicket). A counters family is cached only with its `cache_ms`,
-// untracked: its entries are its keys' decoded blocks, kept cache_ms (docs/cache.md).
+// untracked: its entries are its keys' ring fields as read, kept cache_ms (docs/cache.md).
 //
 // Error replies (WRONGTYPE) and replies of the wrong type become backend_error (the key
 // and the Redis text in the error's detail, for the log); a lost or refused connection
