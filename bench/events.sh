@@ -17,17 +17,25 @@
 #     clicks_1d of item_counts, alternating with the same plan reading two plain fields of
 #     the item hash (likes, quality) as the baseline, both uncached on one rankd:
 #     events_read_cpu_us_per_req (rankd), events_read_redis_cpu_us_per_req, events_read_rps.
+# (c) reading through the counters family's bounded-staleness cache: in this bench's copy
+#     of the schema item_counts has "cache_ms": 1000 (CACHE_MS), and the same plan with
+#     `cache: true` on its features node (read_counters_cached) runs on a third rankd
+#     started with --cache-mb 64, in the same alternating rounds as (b), against the
+#     uncached read_hash baseline: events_read_cached_redis_cpu_us_per_req (the issue's
+#     bound: at most 0.5x the baseline), events_read_cached_cpu_us_per_req (rankd),
+#     events_read_cached_rps. Only nodes with `cache: true` use cache_ms: (b)'s plans read
+#     Redis every time.
 #
 # Each figure is the median of ROUNDS rounds, with its rounds and spread. Any answer that
 # is not 2xx (or a socket error) fails the bench after printing an *_errors line.
 # Env: ROUNDS (3), WRK_THREADS (1), WRK_CONNS (16), WRK_SECONDS (10), EVENTS (100),
-# ITEMS (100000), USERS (10000), SEED_USERS (10000), CANDIDATES (1000).
+# ITEMS (100000), USERS (10000), SEED_USERS (10000), CANDIDATES (1000), CACHE_MS (1000).
 set -euo pipefail
 build=${RANKD_BUILD:?run through ops/bench}
 root=${RANKD_ROOT:?run through ops/bench}
 rounds=${ROUNDS:-3} threads=${WRK_THREADS:-1} conns=${WRK_CONNS:-16} secs=${WRK_SECONDS:-10}
 events=${EVENTS:-100} items=${ITEMS:-100000} users=${USERS:-10000}
-seed_users=${SEED_USERS:-10000} candidates=${CANDIDATES:-1000}
+seed_users=${SEED_USERS:-10000} candidates=${CANDIDATES:-1000} cache_ms=${CACHE_MS:-1000}
 source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 rankd="$build/src/cli/rankd"
@@ -36,20 +44,23 @@ start_redis
 redis_pid=${bench_pids[-1]}
 redis_cli() { redis-cli -p "$REDIS_PORT" "$@" >/dev/null; }
 
-# The demo schema and the two reading plans: counters (ctr_1d, clicks_1d) and hash (likes,
-# quality), the same shape otherwise.
+# The demo schema with item_counts' cache_ms, and the reading plans: counters (ctr_1d,
+# clicks_1d; uncached, and cached) and hash (likes, quality), the same shape otherwise.
 mkdir -p "$tmp/plans"
-cp "$root/plans/schema.json" "$tmp/plans/"
-python3 - "$tmp/plans" "$candidates" <<'PY'
+python3 - "$tmp/plans" "$candidates" "$root/plans/schema.json" "$cache_ms" <<'PY'
 import json, sys
-d, n = sys.argv[1], int(sys.argv[2])
-def plan(name, family, a, b):
+d, n, schema, cache_ms = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+s = json.load(open(schema))
+s["families"]["item_counts"]["cache_ms"] = cache_ms
+json.dump(s, open(f"{d}/schema.json", "w"), indent=2)
+def plan(name, family, a, b, cache=False):
     return {"schema_version": 1, "name": name,
-            "description": f"{n} candidates scored by {family}'s {a} and {b}, uncached",
+            "description": f"{n} candidates scored by {family}'s {a} and {b}, "
+                           + ("through the shard cache" if cache else "uncached"),
             "nodes": [
                 {"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": n}},
                 {"node_id": "h", "op": "features", "inputs": ["src"],
-                 "params": {"family": family, "fields": [a, b]}},
+                 "params": {"family": family, "fields": [a, b], "cache": cache}},
                 {"node_id": "s", "op": "vm", "inputs": ["h"], "params": {"out_key": "score", "expr": "e"}},
                 {"node_id": "o", "op": "sort", "inputs": ["s"], "params": {"key": "score", "order": "desc"}},
                 {"node_id": "t", "op": "take", "inputs": ["o"], "params": {"count": 50}}],
@@ -58,21 +69,25 @@ def plan(name, family, a, b):
                 {"op": "*", "args": [{"op": "coalesce", "args": [{"key": b}, {"const": 0}]}, {"const": 0.001}]}]}},
             "pred_table": {}, "output": {"node": "t", "columns": ["id", "score"]}}
 for name, p in (("read_counters", plan("read_counters", "item_counts", "ctr_1d", "clicks_1d")),
+                ("read_counters_cached",
+                 plan("read_counters_cached", "item_counts", "ctr_1d", "clicks_1d", cache=True)),
                 ("read_hash", plan("read_hash", "item", "quality", "likes"))):
     json.dump(p, open(f"{d}/{name}.plan.json", "w"), indent=2)
 PY
 
-# serve FLUSH_MS -> the port of a new rankd (2 shards) with --events-flush-ms FLUSH_MS.
+# serve VARIANT FLUSH_MS [FLAG...] -> a new rankd (2 shards) with --events-flush-ms
+# FLUSH_MS and the FLAGs, its port and pid kept under VARIANT.
 # --deadline-ms 2000: /events answers within the server's deadline, and a closed loop that
 # saturates Redis queues past the default's 200 ms (a 504 would fail the bench; the
 # figures are throughput and CPU, not latency under a deadline).
 declare -A port pid
 serve() {
-  local v=$1 p
+  local v=$1 flush=$2 p
+  shift 2
   p=$(free_port)
   "$rankd" serve --host 127.0.0.1 --port "$p" --shards 2 --plans "$tmp/plans" \
-    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --events-flush-ms "$2" \
-    --deadline-ms 2000 --log-level error --enable-test-ops &
+    --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --events-flush-ms "$flush" \
+    --deadline-ms 2000 --log-level error --enable-test-ops "$@" &
   pid[$v]=$!
   port[$v]=$p
   bench_pids+=("${pid[$v]}")
@@ -80,6 +95,7 @@ serve() {
 }
 serve aggregated 2
 serve unaggregated 0
+serve cached 2 --cache-mb 64
 
 # wrk_run URL SECONDS SCRIPT [BODY]: wrk's JSON line (bench/wrk_*.lua).
 wrk_run() {
@@ -109,14 +125,15 @@ d["redis_cpu_us_per_event"] = (k1 - k0) * tick_us / ev
 print(json.dumps(d))' "$line" "$t0" "$t1" "$k0" "$k1" "$events"
 }
 
-# measure_read PLAN -> one JSON line: wrk's figures, rankd's and Redis's CPU per request.
+# measure_read PLAN VARIANT -> one JSON line: wrk's figures, the CPU per request of the
+# rankd VARIANT and of Redis.
 measure_read() {
-  local url="http://127.0.0.1:${port[aggregated]}/rank" body t0 t1 k0 k1 line
+  local v=$2 url="http://127.0.0.1:${port[$2]}/rank" body t0 t1 k0 k1 line
   body="{\"plan\":\"$1\",\"user_id\":1,\"deadline_ms\":2000}"
   wrk_run "$url" 1 "$root/bench/wrk_report.lua" "$body" >/dev/null
-  t0=$(cpu_ticks "${pid[aggregated]}"); k0=$(cpu_ticks "$redis_pid")
+  t0=$(cpu_ticks "${pid[$v]}"); k0=$(cpu_ticks "$redis_pid")
   line=$(wrk_run "$url" "$secs" "$root/bench/wrk_report.lua" "$body")
-  t1=$(cpu_ticks "${pid[aggregated]}"); k1=$(cpu_ticks "$redis_pid")
+  t1=$(cpu_ticks "${pid[$v]}"); k1=$(cpu_ticks "$redis_pid")
   python3 -c '
 import json, os, sys
 d = json.loads(sys.argv[1])
@@ -145,17 +162,19 @@ done
 WRK_ITEMS_OVERRIDE=$candidates WRK_ZIPF_OVERRIDE=0 \
   wrk_run "http://127.0.0.1:${port[aggregated]}/events" 3 "$root/bench/wrk_events.lua" \
   >> "$tmp/prepare.jsonl"
+# The plans of (b) and (c) and the rankd each runs on; the order reversed every other round.
+declare -A reader=([read_counters]=aggregated [read_hash]=aggregated [read_counters_cached]=cached)
 for round in $(seq "$rounds"); do
-  order=(read_counters read_hash)
-  [ $((round % 2)) -eq 1 ] || order=(read_hash read_counters)
+  order=(read_counters read_hash read_counters_cached)
+  [ $((round % 2)) -eq 1 ] || order=(read_counters_cached read_hash read_counters)
   for p in "${order[@]}"; do
-    echo "{\"part\": \"read\", \"variant\": \"$p\", \"r\": $(measure_read "$p")}" >> "$tmp/rounds.jsonl"
+    echo "{\"part\": \"read\", \"variant\": \"$p\", \"r\": $(measure_read "$p" "${reader[$p]}")}" >> "$tmp/rounds.jsonl"
   done
 done
 
-python3 - "$tmp/rounds.jsonl" "$tmp/prepare.jsonl" "$threads" "$conns" "$secs" "$events" "$items" "$users" "$candidates" <<'PY'
+python3 - "$tmp/rounds.jsonl" "$tmp/prepare.jsonl" "$threads" "$conns" "$secs" "$events" "$items" "$users" "$candidates" "$cache_ms" <<'PY'
 import json, os, statistics, sys
-rounds_file, prepare, threads, conns, secs, events, items, users, candidates = sys.argv[1:]
+rounds_file, prepare, threads, conns, secs, events, items, users, candidates, cache_ms = sys.argv[1:]
 by = {}
 for line in open(rounds_file):
     row = json.loads(line)
@@ -204,6 +223,14 @@ line("events_read_cpu_us_per_req", "us", "cpu_us_per_req", cur, base,
 line("events_read_redis_cpu_us_per_req", "us", "redis_cpu_us_per_req", cur, base,
      note="redis-server's user + system CPU per request", **read)
 line("events_read_rps", "req/s", "rps", cur, base, **read)
+cached = {**read, "variant": "read_counters_cached: item_counts ctr_1d, clicks_1d, features with cache: true",
+          "cache": f"item_counts cache_ms {cache_ms}, rankd serve --cache-mb 64 (a third rankd)"}
+cur = by[("read", "read_counters_cached")]
+line("events_read_cached_redis_cpu_us_per_req", "us", "redis_cpu_us_per_req", cur, base,
+     note="redis-server's user + system CPU per request; the issue's bound: ratio <= 0.5", **cached)
+line("events_read_cached_cpu_us_per_req", "us", "cpu_us_per_req", cur, base,
+     note="rankd's user + system CPU per request; lower is better", **cached)
+line("events_read_cached_rps", "req/s", "rps", cur, base, **cached)
 if failed:
     sys.exit("events: requests failed (see the *_errors lines)")
 PY

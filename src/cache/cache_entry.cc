@@ -1,7 +1,9 @@
 // CacheEntry (cache_entry.h): a hash or a list head encoded into an entry's first line
-// and its spill, and copied back out. Threads: the owning cache's (any, for a lone entry).
+// and its spill, and copied back out; a blob copied into its spill. Threads: the owning cache's
+// (any, for a lone entry).
 #include "cache/cache_entry.h"
 
+#include <algorithm>
 #include <new>
 
 namespace rankd {
@@ -42,7 +44,7 @@ uint64_t CacheEntry::SpillBytes(const CachedList& l) {
 }
 
 CacheEntry::CacheEntry(const CacheKey& k, const CachedHash& h)
-    : is_hash(true), known(static_cast<uint32_t>(h.known)), cells{}, key(k) {
+    : holds(Holds::kHash), known(static_cast<uint32_t>(h.known)), cells{}, key(k) {
   exists = h.exists;
   const size_t n = static_cast<size_t>(std::popcount(known));
   spilled = n > kInlineCells;
@@ -97,7 +99,7 @@ CacheEntry::CacheEntry(const CacheKey& k, const CachedHash& h)
 }
 
 CacheEntry::CacheEntry(const CacheKey& k, const CachedList& l)
-    : is_hash(false), asked(l.asked), list{}, key(k) {
+    : holds(Holds::kList), asked(l.asked), list{}, key(k) {
   list.size = static_cast<uint32_t>(l.members.size());
   list.nbad = static_cast<uint32_t>(l.bad.size());
   spilled = list.size > kInlineMembers;
@@ -118,6 +120,14 @@ CacheEntry::CacheEntry(const CacheKey& k, const CachedList& l)
                 8 * size_t{list.size});
   if (str_members && !l.strs.empty())
     std::memcpy(const_cast<char*>(strs()), l.strs.data(), l.strs.size());
+}
+
+CacheEntry::CacheEntry(const CacheKey& k, const CachedBlob& b)
+    : holds(Holds::kBlob), known(0), cells{}, key(k) {
+  spilled = true;
+  spill_bytes = static_cast<uint32_t>(b.bytes.size());
+  spill = AllocateSpill(std::max<uint64_t>(spill_bytes, 1));
+  std::memcpy(spill, b.bytes.data(), spill_bytes);
 }
 
 CachedHash HashRef::ToHash() const {

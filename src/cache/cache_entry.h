@@ -1,5 +1,5 @@
-// CacheEntry: one value as the shard cache keeps it (shard_cache.h), and HashRef / ListRef,
-// the views of one that a lookup returns.
+// CacheEntry: one value as the shard cache keeps it (shard_cache.h), and HashRef / ListRef /
+// BlobRef, the views of one that a lookup returns.
 //
 // An entry is two cache lines. The first holds everything a hit reads for the values the
 // cache mostly holds: the expiry, the flags, and the value itself when it is small — up to
@@ -9,7 +9,8 @@
 // not fit (more fields or members, longer strings' bytes, a list's non-id positions).
 // A features node's hit on an item thus reads two cache lines (its index slot and this
 // one); with the value types' own layout it read five, and at ~200 items a request those
-// misses were most of the node's time (docs/cache.md, "What an entry holds").
+// misses were most of the node's time (docs/cache.md, "What an entry holds"). A blob
+// (a counters key's ring fields as read, events/counter_layout.h) is all spill.
 //
 // Threads: those of the ShardCache that owns the entries (its shard's loop thread). A view
 // is valid until the next call that changes the cache.
@@ -32,15 +33,18 @@ struct alignas(64) CacheEntry {
   static constexpr size_t kShortStr = 7;    // longest string kept in its cell's payload
   static constexpr size_t kMaxFields = 32;  // `known` has one bit per field
 
+  // What the entry holds; a lookup serves only the kind it asks for.
+  enum class Holds : uint8_t { kHash, kList, kBlob };
+
   // A cell's tag: bits 0-1 its state, 2-4 its kind, 5-7 a short string's length.
   enum Kind : uint8_t { kNone = 0, kI64 = 1, kF64 = 2, kStr = 3, kBool = 4, kShort = 5 };
 
   // ---- line 0: what a hit reads
   uint64_t expire_at = 0;  // now_ms at and past which the entry is not served
   bool visited = false;    // SIEVE: looked up since the hand last passed
-  const bool is_hash;
+  const Holds holds;
   bool exists = true;    // a hash's key existed (HGETALL gave fields)
-  bool spilled = false;  // a hash's cells or a list's members are in the spill
+  bool spilled = false;  // a hash's cells or a list's members are in the spill; a blob's bytes
   union {
     uint32_t known;  // hash: bit f set: field f is held (cells in field order)
     uint32_t asked;  // list: how many members were asked for
@@ -71,6 +75,7 @@ struct alignas(64) CacheEntry {
   // REQUIRES: Encodable(h) and SpillBytes(h) < 4 GiB (the cache charges it first).
   CacheEntry(const CacheKey& k, const CachedHash& h);
   CacheEntry(const CacheKey& k, const CachedList& l);
+  CacheEntry(const CacheKey& k, const CachedBlob& b);
   ~CacheEntry() { std::free(spill); }
   CacheEntry(const CacheEntry&) = delete;
   CacheEntry& operator=(const CacheEntry&) = delete;
@@ -79,6 +84,7 @@ struct alignas(64) CacheEntry {
   // The spill an entry of h / l would have, in bytes (0: none).
   static uint64_t SpillBytes(const CachedHash& h);
   static uint64_t SpillBytes(const CachedList& l);
+  static uint64_t SpillBytes(const CachedBlob& b) { return b.bytes.size(); }
 
   // ---- a hash's cells: cell c holds the c-th field of `known`
   static size_t TagBytes(size_t n) { return (n + 7) & ~size_t{7}; }
@@ -130,6 +136,7 @@ static_assert(sizeof(CacheEntry) == 128, "an entry is two cache lines");
 // A hash held by the cache (user or item fields by the task's field index).
 class HashRef {
  public:
+  static constexpr CacheEntry::Holds kHolds = CacheEntry::Holds::kHash;
   HashRef() = default;
   explicit HashRef(const CacheEntry* e) : e_(e) {}
   explicit operator bool() const { return e_ != nullptr; }
@@ -190,6 +197,7 @@ class HashRef {
 // The head of a list held by the cache: LRANGE key 0 asked-1.
 class ListRef {
  public:
+  static constexpr CacheEntry::Holds kHolds = CacheEntry::Holds::kList;
   ListRef() = default;
   explicit ListRef(const CacheEntry* e) : e_(e) {}
   explicit operator bool() const { return e_ != nullptr; }
@@ -217,6 +225,19 @@ class ListRef {
   }
   // The whole list head, copied.
   CachedList ToList() const;
+
+ private:
+  const CacheEntry* e_ = nullptr;
+};
+
+// Bytes held by the cache (CachedBlob), 16-aligned.
+class BlobRef {
+ public:
+  static constexpr CacheEntry::Holds kHolds = CacheEntry::Holds::kBlob;
+  BlobRef() = default;
+  explicit BlobRef(const CacheEntry* e) : e_(e) {}
+  explicit operator bool() const { return e_ != nullptr; }
+  std::string_view bytes() const { return {e_->spill, e_->spill_bytes}; }
 
  private:
   const CacheEntry* e_ = nullptr;

@@ -43,10 +43,20 @@ struct CacheFamily {
   std::string key_prefix;
   std::string key_suffix;
   bool str_ids = false;  // else the id is strict decimal i64
+  // Redis's invalidations of its keys drop its entries. false: a family whose entries
+  // bound their own staleness (a counters family's cache_ms, docs/cache.md): its keys
+  // change with every event, and its entries live their age out instead.
+  bool tracked = true;
   KeyTemplate key_template() const { return {key_prefix, key_suffix}; }
 };
-// The cache keys of `key` (without the endpoint's prefix): one per family whose whole
-// template matches it with a valid id (ids of i64 families strict decimal).
+// Bytes the cache holds for a reader that encodes its own values (a counters key's
+// ring fields as read, CounterWindows::AppendEntry); the entry keeps a copy.
+struct CachedBlob {
+  std::string_view bytes;
+};
+
+// The cache keys of `key` (without the endpoint's prefix): one per tracked family whose
+// whole template matches it with a valid id (ids of i64 families strict decimal).
 template <class Fn>
 void ForEachCacheKey(std::span<const CacheFamily> families, uint16_t endpoint, std::string_view key,
                      Fn&& fn);
@@ -162,6 +172,7 @@ template <class Fn>
 void ForEachCacheKey(std::span<const CacheFamily> families, uint16_t endpoint, std::string_view key,
                      Fn&& fn) {
   for (const CacheFamily& f : families) {
+    if (!f.tracked) continue;
     const std::optional<std::string_view> id = f.key_template().IdIn(key);
     if (!id) continue;
     if (f.str_ids) {

@@ -273,7 +273,6 @@ struct ShardCache::Impl {
   void FindMany(CacheStats& stats, uint64_t now, std::span<const CacheKey> keys,
                 std::span<Ref> out) {
     assert(out.size() == keys.size());
-    constexpr bool kHash = std::is_same_v<Ref, HashRef>;
     const size_t n = keys.size();
     if (size == 0) {
       std::fill(out.begin(), out.end(), Ref{});
@@ -304,7 +303,7 @@ struct ShardCache::Impl {
         if (e != nullptr) {
           if (now >= e->expire_at) {
             expired = true;
-          } else if (e->is_hash == kHash) {
+          } else if (e->holds == Ref::kHolds) {
             v = Ref(e);
             if (!e->visited) e->visited = true;  // no store (a dirty line) when it is set
             if (e->spilled) __builtin_prefetch(e->spill);
@@ -414,6 +413,12 @@ ListRef ShardCache::FindList(const CacheKey& k) {
   return out;
 }
 
+BlobRef ShardCache::FindBlob(const CacheKey& k) {
+  BlobRef out;
+  FindBlobs(std::span<const CacheKey>(&k, 1), std::span<BlobRef>(&out, 1));
+  return out;
+}
+
 void ShardCache::FindHashes(std::span<const CacheKey> keys, std::span<HashRef> out) {
   if (impl_->size == 0) {
     std::fill(out.begin(), out.end(), HashRef{});
@@ -428,6 +433,14 @@ void ShardCache::FindLists(std::span<const CacheKey> keys, std::span<ListRef> ou
     return;
   }
   impl_->FindMany<ListRef>(*stats_, now_ms_(), keys, out);
+}
+
+void ShardCache::FindBlobs(std::span<const CacheKey> keys, std::span<BlobRef> out) {
+  if (impl_->size == 0) {
+    std::fill(out.begin(), out.end(), BlobRef{});
+    return;
+  }
+  impl_->FindMany<BlobRef>(*stats_, now_ms_(), keys, out);
 }
 
 void ShardCache::RecordLookups(uint64_t hits, uint64_t misses) {
@@ -467,7 +480,7 @@ void ShardCache::PutHash(const ReadTicket& t, const CacheKey& k, CachedHash valu
     if (now >= e->expire_at) {
       impl_->Erase(e, *stats_);
       stats_->expirations.fetch_add(1, std::memory_order_relaxed);
-    } else if (e->is_hash && e->exists == value.exists) {
+    } else if (e->holds == CacheEntry::Holds::kHash && e->exists == value.exists) {
       // Merge into a copy: if the merged entry is too large, the old one stays as it was.
       CachedHash both = HashRef(e).ToHash();
       MergeHash(both, std::move(value));
@@ -484,6 +497,13 @@ void ShardCache::PutList(const ReadTicket& t, const CacheKey& k, CachedList valu
   std::optional<uint64_t> expire_at = ExpireAt(now_ms_(), opts_.ttl_cap_ms, key_ttl_ms);
   if (!expire_at) return;
   impl_->Put(*stats_, opts_.budget_bytes, k, value, *expire_at, false);
+}
+
+void ShardCache::PutBlob(const CacheKey& k, std::string_view bytes, uint64_t max_age_ms) {
+  if (opts_.budget_bytes == 0 || !impl_->Holds(k.family)) return;
+  std::optional<uint64_t> expire_at = ExpireAt(now_ms_(), opts_.ttl_cap_ms, max_age_ms);
+  if (!expire_at) return;
+  impl_->Put(*stats_, opts_.budget_bytes, k, CachedBlob{bytes}, *expire_at, false);
 }
 
 void ShardCache::Invalidate(uint16_t endpoint, std::string_view key) {

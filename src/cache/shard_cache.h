@@ -3,6 +3,9 @@
 // (docs/cache.md). Kept consistent by Redis invalidation: the shard's Redis clients
 // track the keys their data connections read (CLIENT TRACKING ... REDIRECT) and call
 // Invalidate / InvalidateAll when Redis says a key changed or when tracking was lost.
+// Blobs (a counters family's ring fields) are the exception: their families are not
+// tracked (CacheFamily::tracked), and an entry lives only as long as its reader allows
+// (PutBlob's max_age_ms: the family's cache_ms), whatever Redis writes meanwhile.
 //
 // A read of keys the cache missed goes like this (tasks/read_through.cc):
 //
@@ -92,12 +95,14 @@ class ShardCache {
   // RecordLookups.
   HashRef FindHash(const CacheKey& k);
   ListRef FindList(const CacheKey& k);
+  BlobRef FindBlob(const CacheKey& k);
   // out[i] = FindHash(keys[i]) (FindList), for all keys at once: the lookups' memory
   // accesses overlap (prefetched a few keys ahead), so a node should look all of its keys
   // up in one call. The views stay valid until the next call that changes the cache;
   // a key may repeat. REQUIRES: out.size() == keys.size().
   void FindHashes(std::span<const CacheKey> keys, std::span<HashRef> out);
   void FindLists(std::span<const CacheKey> keys, std::span<ListRef> out);
+  void FindBlobs(std::span<const CacheKey> keys, std::span<BlobRef> out);
   void RecordLookups(uint64_t hits, uint64_t misses);
 
   ReadTicket BeginRead(std::span<const CacheKey> keys);
@@ -113,9 +118,15 @@ class ShardCache {
   void PutList(const ReadTicket& t, const CacheKey& k, CachedList value,
                std::optional<uint64_t> key_ttl_ms);
 
+  // Stores a copy of `bytes` for `k` (replacing an older entry) for at most `max_age_ms`
+  // from now (and the TTL cap). Takes no ticket: no invalidation applies to a blob, whose
+  // staleness is bounded by its age alone. Does nothing when the budget is 0, the entry
+  // alone would take more than 1/16 of it, max_age_ms is 0, or k's family is not held.
+  void PutBlob(const CacheKey& k, std::string_view bytes, uint64_t max_age_ms);
+
   // Redis said `key` (without the endpoint's prefix) of `endpoint` changed: drops the
-  // entry of every family whose whole template matches it and marks in-flight reads of
-  // them. Keys the cache never holds are ignored (still counted).
+  // entry of every tracked family whose whole template matches it and marks in-flight
+  // reads of them. Keys the cache never holds are ignored (still counted).
   void Invalidate(uint16_t endpoint, std::string_view key);
   // The families of the installed schema: what Invalidate matches keys against and what
   // may be stored. Drops the entries of every other family, and no read begun before

@@ -27,6 +27,7 @@ int CmdSeed(const std::vector<std::string>& args);        // cmd_seed.cc (Redis 
 int CmdReplay(const std::vector<std::string>& args);      // cmd_replay.cc (served logs)
 int CmdServe(const std::vector<std::string>& args);       // cmd_serve.cc (the default)
 int CmdOps(const std::vector<std::string>& args);         // cmd_ops.cc (the op catalogue)
+int CmdCounters(const std::vector<std::string>& args);    // cmd_counters.cc (one id's counters)
 
 // Their one-line synopses for `rankd --help`, in their files.
 extern const char kRunSynopsis[];
@@ -36,6 +37,7 @@ extern const char kSeedSynopsis[];
 extern const char kReplaySynopsis[];
 extern const char kServeSynopsis[];
 extern const char kOpsSynopsis[];
+extern const char kCountersSynopsis[];
 
 // Reads a subcommand's flags (cli_flags.h); on an error prints "rankd: <message>", or
 // "rankd <command>: unknown argument '<arg>'", on stderr and returns false (cli_args.cc).

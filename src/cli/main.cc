@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"check-plans", &rankd::CmdCheckPlans, rankd::kCheckPlansSynopsis},
     {"replay", &rankd::CmdReplay, rankd::kReplaySynopsis},
     {"seed", &rankd::CmdSeed, rankd::kSeedSynopsis},
+    {"counters", &rankd::CmdCounters, rankd::kCountersSynopsis},
     {"ops", &rankd::CmdOps, rankd::kOpsSynopsis},
 };
 

@@ -44,6 +44,7 @@ CounterWindows::CounterWindows(const KeyFamily& family, std::span<const size_t> 
     if (at < 0) {
       at = static_cast<int32_t>(hash_fields_.size());
       hash_fields_.push_back(RingField(ring_.Block(*index)));
+      block_numbers_.push_back(static_cast<uint32_t>(ring_.Block(*index)));
     }
     slots_[static_cast<size_t>(k)] = {*index, static_cast<uint32_t>(at),
                                       static_cast<uint32_t>(ring_.Offset(*index))};
@@ -54,30 +55,66 @@ CounterWindows::CounterWindows(const KeyFamily& family, std::span<const size_t> 
   sums_.resize(lengths_.size() * spec_.count.size());
 }
 
-void CounterWindows::SumWindows(RespView reply, CachedFields& cells, size_t first) const {
-  // The reply's blocks, as views; a block that is not whole slots within its block's
-  // bytes is bad (kUnparsable for every field reading a slot of it).
-  struct Block {
-    std::string_view bytes;  // empty when absent
-    bool bad = false;
-  };
-  constexpr size_t kInline = 8;  // a day of hourly buckets spans 4 blocks at most
-  Block inline_blocks[kInline];
-  std::vector<Block> more;
-  Block* blocks = inline_blocks;
-  if (hash_fields_.size() > kInline) {
-    more.resize(hash_fields_.size());
-    blocks = more.data();
-  }
+void CounterWindows::BlocksOfReply(RespView reply, std::span<RingBlock> out) const {
   size_t i = 0;
   const size_t block_bytes = ring_.slot_bytes * kRingBlockSlots;
   for (RespView v : reply) {
-    Block& b = blocks[i++];
+    RingBlock& b = out[i++];
     if (v.is_string() && v.str().size() % ring_.slot_bytes == 0 && v.str().size() <= block_bytes)
-      b.bytes = v.str();
+      b = {v.str(), false};
     else
-      b.bad = !v.is_nil();
+      b = {{}, !v.is_nil()};
   }
+}
+
+// An entry: u32 n, then n records {u32 block number, u32 offset of its bytes from the
+// entry's start, u32 size (kBadBlock: bad)}, then the bytes. Native-endian: an entry never
+// leaves the process.
+namespace {
+constexpr uint32_t kBadBlock = 0xffffffff;
+struct EntryRecord {
+  uint32_t block, offset, size;
+};
+}  // namespace
+
+void CounterWindows::AppendEntry(std::span<const RingBlock> blocks, std::string& out) const {
+  const size_t start = out.size();
+  const auto n = static_cast<uint32_t>(blocks.size());
+  size_t at = 4 + sizeof(EntryRecord) * n;
+  out.resize(start + at);
+  std::memcpy(out.data() + start, &n, 4);
+  for (uint32_t i = 0; i < n; ++i) {
+    const RingBlock& b = blocks[i];
+    const EntryRecord r{block_numbers_[i], static_cast<uint32_t>(at),
+                        b.bad ? kBadBlock : static_cast<uint32_t>(b.bytes.size())};
+    std::memcpy(out.data() + start + 4 + sizeof(EntryRecord) * i, &r, sizeof r);
+    out.append(b.bytes);
+    at += b.bytes.size();
+  }
+}
+
+bool CounterWindows::BlocksOfEntry(std::string_view entry, std::span<RingBlock> out) const {
+  uint32_t n;
+  std::memcpy(&n, entry.data(), 4);
+  const char* records = entry.data() + 4;
+  // A node's blocks and an entry's are a few each (at most a ring's): a scan per block.
+  for (size_t i = 0; i < block_numbers_.size(); ++i) {
+    bool found = false;
+    for (uint32_t j = 0; j < n && !found; ++j) {
+      EntryRecord r;
+      std::memcpy(&r, records + sizeof(EntryRecord) * j, sizeof r);
+      if (r.block != block_numbers_[i]) continue;
+      out[i] =
+          r.size == kBadBlock ? RingBlock{{}, true} : RingBlock{entry.substr(r.offset, r.size)};
+      found = true;
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
+void CounterWindows::SumWindows(std::span<const RingBlock> blocks, CachedFields& cells,
+                                size_t first) const {
   // One pass over the longest window, newest bucket first, adding every type's sum of a
   // slot that holds the bucket; the running sums are kept at each window length a field
   // asks. A count stays an exact integer in a double up to 2^53; a sum that is not
@@ -89,7 +126,7 @@ void CounterWindows::SumWindows(RespView reply, CachedFields& cells, size_t firs
   for (size_t k = 0; k < slots_.size(); ++k) {
     const Slot& s = slots_[k];
     if (s.index != 0) {
-      const Block& b = blocks[s.reply];
+      const RingBlock& b = blocks[s.reply];
       if (b.bad && bad_from == static_cast<int64_t>(slots_.size()))
         bad_from = static_cast<int64_t>(k);
       uint32_t held = 0;

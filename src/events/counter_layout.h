@@ -59,10 +59,22 @@ struct CounterRing {
 // Block `block`'s hash field: its number in decimal.
 std::string RingField(int64_t block);
 
+// One hash field of a ring as a read got it: its bytes (empty: absent, or no slot yet), or
+// bad (not a string, or not whole slots within its block's bytes).
+struct RingBlock {
+  std::string_view bytes;
+  bool bad = false;
+};
+
 // What a read of some of a counters family's fields at `now_s` asks (HMGET's fields) and
-// how the reply becomes their values: the blocks holding the buckets of the longest
+// how the blocks it got become their values: the blocks holding the buckets of the longest
 // window asked, the W / bucket_s newest from BucketStart(now_s) (the b with
 // now - W < b <= now: W is a multiple of bucket_s).
+//
+// The blocks come from an HMGET reply (BlocksOfReply) or from a cache entry that holds
+// them (BlocksOfEntry; a counters family with cache_ms, docs/cache.md), and are summed by
+// one path (SumWindows) either way. A caller keeps one span of hash_fields().size() blocks
+// per node and refills it per key: nothing is allocated per key.
 class CounterWindows {
  public:
   // `fields`: indexes into family.fields. REQUIRES: family.counters; the family outlives
@@ -72,12 +84,24 @@ class CounterWindows {
   // The hash fields to HMGET, in reply order.
   const std::vector<std::string>& hash_fields() const { return hash_fields_; }
 
-  // An HMGET reply (an array of hash_fields().size() elements, nil where a block is
-  // absent) -> the node's field f into cells[first + f]: a sum, a rate, or null (kBad:
-  // nothing to count) for a rate whose denominator is 0; kUnparsable when a block it
-  // reads is not a whole number of slots within its block, or a sum is not finite.
-  // REQUIRES: that shape, cells.size() >= first + fields.
-  void SumWindows(RespView reply, CachedFields& cells, size_t first) const;
+  // An HMGET reply of hash_fields() -> its blocks, out[i] the i-th field's.
+  // REQUIRES: reply is an array of hash_fields().size() elements, out.size() too.
+  void BlocksOfReply(RespView reply, std::span<RingBlock> out) const;
+
+  // A cache entry's value: the blocks of a read of these windows (block numbers and their
+  // bytes, as they were read), appended to `out`. REQUIRES: blocks.size() ==
+  // hash_fields().size().
+  void AppendEntry(std::span<const RingBlock> blocks, std::string& out) const;
+  // An entry made by AppendEntry (of any windows of this family) -> the blocks of these
+  // windows, viewing the entry's bytes; false when the entry lacks one of them (a miss:
+  // the caller reads the key). REQUIRES: out.size() == hash_fields().size().
+  bool BlocksOfEntry(std::string_view entry, std::span<RingBlock> out) const;
+
+  // The blocks of hash_fields() -> the node's field f into cells[first + f]: a sum, a
+  // rate, or null (kBad: nothing to count) for a rate whose denominator is 0; kUnparsable
+  // when a slot it reads is in a bad block, or a sum is not finite.
+  // REQUIRES: blocks.size() == hash_fields().size(), cells.size() >= first + fields.
+  void SumWindows(std::span<const RingBlock> blocks, CachedFields& cells, size_t first) const;
 
  private:
   // Where the k-th newest bucket of the longest window lives, worked out once per node
@@ -90,8 +114,9 @@ class CounterWindows {
   const CountersSpec& spec_;
   CounterRing ring_;
   std::vector<size_t> fields_;
-  std::vector<Slot> slots_;  // newest first
-  std::vector<std::string> hash_fields_;
+  std::vector<Slot> slots_;               // newest first
+  std::vector<std::string> hash_fields_;  // the blocks' numbers in decimal
+  std::vector<uint32_t> block_numbers_;   // parallel to hash_fields_
   std::vector<int64_t> lengths_;  // the distinct window lengths asked, in buckets, ascending
   // Scratch of SumWindows (one key at a time): the sums of every type at each length.
   mutable std::vector<double> sums_;

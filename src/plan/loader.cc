@@ -997,6 +997,18 @@ std::string PlanDirFingerprint(const std::string& dir) {
   return out;
 }
 
+Result<SchemaPtr> LoadSchemaDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string schema_path = (fs::path(dir) / kSchemaFile).string();
+  if (!fs::exists(schema_path, ec)) return DemoSchema();
+  std::ifstream in(schema_path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (!in && !in.eof()) return Fail(Error::BadRequest(schema_path + ": cannot read the file"));
+  return ParseSchema(ss.str(), schema_path);
+}
+
 Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
                             const ModelLimits& model_limits) {
   namespace fs = std::filesystem;
@@ -1005,19 +1017,10 @@ Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
   std::vector<std::string> model_files = FolderFiles(dir, kModelSuffix, ec);
   if (ec) return Fail(Error::BadRequest(dir + ": cannot list the plans folder: " + ec.message()));
   PlanSet set;
-  // The schema first: plans are typed by it. No schema.json: the demo schema.
-  const std::string schema_path = (fs::path(dir) / kSchemaFile).string();
-  if (fs::exists(schema_path, ec)) {
-    std::ifstream in(schema_path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (!in && !in.eof()) return Fail(Error::BadRequest(schema_path + ": cannot read the file"));
-    auto schema = ParseSchema(ss.str(), schema_path);
-    if (!schema) return Fail(schema.error());
-    set.schema = std::move(*schema);
-  } else {
-    set.schema = DemoSchema();
-  }
+  // The schema first: plans are typed by it.
+  auto schema = LoadSchemaDir(dir);
+  if (!schema) return Fail(schema.error());
+  set.schema = std::move(*schema);
   // Models next: plans bind to them. Every model of the folder is checked, used or not.
   for (const auto& f : model_files) {
     auto model = LoadModelFile(f, model_limits);

@@ -23,6 +23,10 @@ Result<PlanPtr> LoadPlanText(std::string_view text, std::string_view file, const
                              const ModelSet* models = nullptr, SchemaPtr schema = nullptr);
 Result<PlanPtr> LoadPlanFile(const std::string& path, const OpCatalog& ops,
                              const ModelSet* models = nullptr, SchemaPtr schema = nullptr);
+// The folder's schema.json, parsed (the built-in demo schema when there is none): what
+// LoadPlanDir starts with, and all that a command reading Redis by the schema alone needs
+// (`rankd counters`).
+Result<SchemaPtr> LoadSchemaDir(const std::string& dir);
 // The folder's schema.json (the built-in demo schema when there is none), every
 // *.model.json of `dir` (the model's name is the file name without the suffix),
 // then every *.plan.json (a plan's name must match its file name), then experiments.json

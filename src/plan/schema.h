@@ -83,7 +83,7 @@ struct CountersSpec {
   int64_t bucket_s = 0;              // 1..86,400
   int64_t keep_s = 0;                // a multiple of bucket_s, at most 1,000 buckets
   std::vector<CounterField> fields;  // parallel to KeyFamily::fields (all f64)
-  int64_t cache_ms = 0;              // how stale a read value may be served (0: never)
+  int64_t cache_ms = 0;              // how old a cached read may be served (0: never cached)
 
   int64_t buckets() const { return keep_s / bucket_s; }
   std::optional<uint32_t> TypeIndex(std::string_view type) const;
@@ -128,10 +128,13 @@ struct KeyFamily {
     return type == FamilyType::kHash || type == FamilyType::kJson || type == FamilyType::kCounters;
   }
   bool is_list() const { return type == FamilyType::kList || type == FamilyType::kZset; }
-  // Whether its values may be kept in the shard cache, exact by invalidation: not a set
-  // (asked per request), nor counters (written by every event, and read for a window
-  // that moves with the request's time: tracking them would only churn).
-  bool cacheable() const { return type != FamilyType::kSet && type != FamilyType::kCounters; }
+  // Whether the shard cache may hold its values exact by Redis's invalidation (tracking):
+  // not a set (asked per request), nor counters (written by every event: tracking them
+  // would only churn).
+  bool tracked() const { return type != FamilyType::kSet && type != FamilyType::kCounters; }
+  // Whether the shard cache may hold its values at all: tracked, or a counters family with
+  // a staleness bound (cache_ms > 0), whose entries live that long (docs/cache.md).
+  bool cacheable() const { return tracked() || (counters && counters->cache_ms > 0); }
   std::optional<size_t> FieldIndex(std::string_view name) const;
   KeyTemplate key_template() const { return {key_prefix, key_suffix}; }
   // The Redis key of id `id` (without the endpoint's prefix).

@@ -1,6 +1,8 @@
 // What the shard cache and its tracking need of a schema (plan/schema.h): the families it
-// may hold (ShardCache::SetFamilies) and the BCAST prefixes that cover them (Redis refuses
-// overlapping ones on one client: the shortest of each overlapping group is kept).
+// may hold (ShardCache::SetFamilies) and the BCAST prefixes that cover the tracked ones
+// (Redis refuses overlapping ones on one client: the shortest of each overlapping group is
+// kept). A counters family with cache_ms is held but never tracked: Redis would push an
+// invalidation for every event.
 //
 // Threads: pure functions; any thread.
 #pragma once

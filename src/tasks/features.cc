@@ -24,7 +24,8 @@ Coro<Result<RowSet>> RunFeatures(const TaskContext& ctx, RowSets in) {
   const auto& fields = ctx.args->StrList("fields");
   std::vector<size_t> field_index(fields.size());
   for (size_t f = 0; f < fields.size(); ++f) field_index[f] = *family.FieldIndex(fields[f]);
-  auto io = StartIo(ctx, CacheableFields(field_index));
+  // A counters entry holds blocks, not fields: any field may read it.
+  auto io = StartIo(ctx, family.type == FamilyType::kCounters || CacheableFields(field_index));
   if (!io) co_return Fail(io.error());
   auto ids = IdsOf(input, family);
   if (!ids) co_return Fail(ids.error());

@@ -411,10 +411,10 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
 }
 
 Result<void> DecodeCounters(const ReplySource& src, IdRef id, const CounterWindows& windows,
-                            RespView r, CachedFields& cells, size_t first) {
+                            RespView r, std::span<RingBlock> blocks) {
   if (!r.is_array() || r.size() != windows.hash_fields().size())
     return Fail(BadReply(src, "HMGET", id, r));
-  windows.SumWindows(r, cells, first);
+  windows.BlocksOfReply(r, blocks);
   return {};
 }
 

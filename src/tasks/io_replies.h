@@ -88,11 +88,11 @@ Result<void> DecodeFields(const ReplySource& src, IdRef id, std::span<const size
 bool DecodeJsonFields(const ReplySource& src, std::string_view text, std::span<const size_t> fields,
                       CachedFields& cells, size_t first);
 
-// HMGET {key} <the window's buckets> of a counters family -> the fields of `windows`
-// (sums and rates at its time) into cells first, first + 1, ...
-// REQUIRES: cells.size() >= first + the windows' fields.
+// HMGET {key} <the windows' blocks> of a counters family -> the blocks the windows' fields
+// are summed from (CounterWindows::BlocksOfReply), viewing the reply's bytes.
+// REQUIRES: blocks.size() == windows.hash_fields().size().
 Result<void> DecodeCounters(const ReplySource& src, IdRef id, const CounterWindows& windows,
-                            RespView r, CachedFields& cells, size_t first);
+                            RespView r, std::span<RingBlock> blocks);
 
 // LRANGE {key} 0 asked-1, or ZRANGE {key} 0 asked-1 REV [WITHSCORES] for a zset family
 // (`scores`: the reply has WITHSCORES pairs, and the scores are kept) -> the head, its

@@ -4,6 +4,7 @@
 #include <uv.h>
 
 #include <algorithm>
+#include <cassert>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -161,7 +162,8 @@ Result<FamilyIo> StartIo(const TaskContext& ctx, bool cacheable) {
       io.cu.cache = ctx.cache;
       io.cu.endpoint = static_cast<uint16_t>(index);
       io.cu.family = io.family->cache_id;
-      io.cu.store = pool->tracking_ready();
+      // A counters family's entries bound their own age (cache_ms) and need no tracking.
+      io.cu.store = pool->tracking_ready() || !io.family->tracked();
       io.cu.lookups = ctx.cache_lookups;
       if (io.cu.lookups) io.cu.lookups->used = true;
     }
@@ -260,22 +262,72 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
 Coro<Result<CachedFields>> ReadCounters(const TaskContext& ctx, const FamilyIo& io,
                                         std::span<const IdRef> ids,
                                         std::span<const size_t> fields) {
-  const CounterWindows windows(*io.family, fields, SecondOf(ctx.now_ms));
-  const RedisCommands::Shape hmget = RedisCommands::MakeShape("HMGET", windows.hash_fields());
+  const CacheUse& cu = io.cu;
+  const size_t nf = fields.size();
+  const int64_t now_s = SecondOf(ctx.now_ms);
+  const CounterWindows windows(*io.family, fields, now_s);
+  CachedFields cells;
+  cells.resize(ids.size() * nf);
+  // The blocks of one key at a time, refilled per key (from its entry or its reply).
+  std::vector<RingBlock> blocks(windows.hash_fields().size());
+  // An id whose entry holds the blocks of this node's windows is summed from it at once
+  // (the views are valid until the cache changes: nothing suspends before).
+  std::vector<BlobRef> found;
+  const Misses missed = FindInCache(
+      io, ids.size(), [&](size_t k) { return ids[k]; },
+      [&](std::span<const CacheKey> keys) {
+        found.resize(ids.size());
+        cu.cache->FindBlobs(keys, found);
+      },
+      [&](size_t k) {
+        if (!found[k] || !windows.BlocksOfEntry(found[k].bytes(), blocks)) return false;
+        windows.SumWindows(blocks, cells, k * nf);
+        return true;
+      });
+  if (missed.at.empty()) co_return cells;
+  // A read to be stored asks for the blocks of every field of the family, so that the
+  // entry serves each node that reads the family, whatever its fields.
+  std::optional<CounterWindows> every;
+  if (cu.store) {
+    std::vector<size_t> all(io.family->fields.size());
+    for (size_t f = 0; f < all.size(); ++f) all[f] = f;
+    every.emplace(*io.family, all, now_s);
+  }
+  const CounterWindows& read = every ? *every : windows;
+  std::vector<RingBlock> read_blocks(every ? read.hash_fields().size() : 0);
+  const RedisCommands::Shape hmget = RedisCommands::MakeShape("HMGET", read.hash_fields());
   RedisCommands cmds;
-  cmds.Reserve(ids.size(),
-               ids.size() * (hmget.head.size() + hmget.tail.size() + 32 + io.pool->prefix().size() +
-                             io.key.before.size() + io.key.after.size()));
-  for (const IdRef id : ids) io.AddKeyed(cmds, hmget, id);
+  cmds.Reserve(missed.at.size(), missed.at.size() * (hmget.head.size() + hmget.tail.size() + 32 +
+                                                     io.pool->prefix().size() +
+                                                     io.key.before.size() + io.key.after.size()));
+  for (const uint32_t k : missed.at) io.AddKeyed(cmds, hmget, ids[k]);
+  const uint64_t sent_ms = NowMs();
   auto replies = co_await io.pool->Batch(std::move(cmds), ctx.deadline);
   if (!replies)
     co_return Fail(std::move(replies.error()));  // names the endpoint; the scheduler adds the node
-  CachedFields cells;
-  cells.resize(ids.size() * fields.size());
-  for (size_t k = 0; k < ids.size(); ++k)
-    if (auto ok = DecodeCounters(io.src, ids[k], windows, (*replies)[k], cells, k * fields.size());
-        !ok)
+  // The entries live cache_ms from when the batch was sent: Redis read the values after.
+  const uint64_t age_ms = NowMs() - sent_ms;
+  const auto cache_ms = static_cast<uint64_t>(io.family->counters->cache_ms);
+  std::string entry;
+  for (size_t m = 0; m < missed.at.size(); ++m) {
+    const uint32_t k = missed.at[m];
+    if (!every) {
+      if (auto ok = DecodeCounters(io.src, ids[k], windows, (*replies)[m], blocks); !ok)
+        co_return Fail(std::move(ok.error()));
+      windows.SumWindows(blocks, cells, k * nf);
+      continue;
+    }
+    // Summed from the entry it stores, as a later hit will be: one decoding either way.
+    if (auto ok = DecodeCounters(io.src, ids[k], read, (*replies)[m], read_blocks); !ok)
       co_return Fail(std::move(ok.error()));
+    entry.clear();
+    read.AppendEntry(read_blocks, entry);
+    const bool covered = windows.BlocksOfEntry(entry, blocks);  // `every` holds its blocks
+    assert(covered);
+    (void)covered;
+    windows.SumWindows(blocks, cells, k * nf);
+    if (age_ms < cache_ms) cu.cache->PutBlob(missed.keys[m], entry, cache_ms - age_ms);
+  }
   co_return cells;
 }
 

@@ -2,14 +2,15 @@
 // (viewer.cc, lists.cc, features.cc, seen_filter.cc) shares.
 //
 // Every node reads one schema family (plan/schema.h) through one mechanism, ReadHashes
-// for hash and json families and ReadLists for list and zset families (ReadCounters for
-// counters families, which are never cached: KeyFamily::cacheable): look the keys up
-// in the shard's cache (a node with `cache: true` in a process with a cache), send one
-// pipelined batch for the misses (one write, one round trip however many rows), decode
-// the replies by the family's declared types (io_replies.h), store what was read. Hits
-// are copied out before the batch is sent (the cache may change while it is out). When
-// the endpoint's tracking is ready each missed key's PTTL is asked too and the value is
-// stored, unless an invalidation of that key arrived meanwhile (ReadTicket).
+// for hash and json families, ReadLists for list and zset families and ReadCounters for
+// counters families: look the keys up in the shard's cache (a node with `cache: true` in
+// a process with a cache), send one pipelined batch for the misses (one write, one round
+// trip however many rows), decode the replies by the family's declared types
+// (io_replies.h), store what was read. Hits are copied out before the batch is sent (the
+// cache may change while it is out). When the endpoint's tracking is ready each missed
+// key's PTTL is asked too and the value is stored, unless an invalidation of that key
+// arrived meanwhile (ReadTicket). A counters family is cached only with its `cache_ms`,
+// untracked: its entries are its keys' ring fields as read, kept cache_ms (docs/cache.md).
 //
 // Error replies (WRONGTYPE) and replies of the wrong type become backend_error (the key
 // and the Redis text in the error's detail, for the log); a lost or refused connection
@@ -108,7 +109,9 @@ Coro<Result<HashReads>> ReadHashes(const TaskContext& ctx, const FamilyIo& io,
 
 // The values of `fields` (the family's field indexes: sums and rates) of every id of `ids`
 // at the request's time (ctx.now_ms), for distinct id k at cells[k * fields.size() + f]:
-// one HMGET of the windows' buckets per id (events/counter_layout.h), one batch.
+// one HMGET of the windows' blocks per id (events/counter_layout.h), one batch. With the
+// cache, an id whose entry (read at most cache_ms ago) holds the blocks of these windows
+// is summed from it; a read to be stored asks the blocks of every field of the family.
 // REQUIRES: io.family is a counters family.
 Coro<Result<CachedFields>> ReadCounters(const TaskContext& ctx, const FamilyIo& io,
                                         std::span<const IdRef> ids, std::span<const size_t> fields);

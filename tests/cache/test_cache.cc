@@ -570,6 +570,59 @@ TEST_SUITE("cache") {
     CHECK(rankd::StrIdKey("") != rankd::StrIdKey(std::string_view("\0", 1)));
   }
 
+  TEST_CASE("blobs: an untracked family's entries live their max age, whatever Redis says") {
+    Fixture f(kBig, /*ttl_cap_ms=*/5000);
+    constexpr uint32_t kCounts = 20;
+    auto fams = DemoFamilies();
+    fams.push_back({kCounts, "cnt:", "", false, /*tracked=*/false});
+    f.cache.SetFamilies(fams);
+    const CacheKey k{0, kCounts, 7};
+    const std::string bytes = std::string("\x01\0\x02", 3) + std::string(300, 'z');
+    f.cache.PutBlob(k, bytes, 300);
+    rankd::BlobRef b = f.cache.FindBlob(k);
+    REQUIRE(b);
+    CHECK(b.bytes() == bytes);
+    CHECK(reinterpret_cast<uintptr_t>(b.bytes().data()) % 16 == 0);
+    CHECK_FALSE(f.cache.FindHash(k));  // a lookup of another kind misses
+    CHECK_FALSE(f.cache.FindList(k));
+    // Redis's invalidation of the key is ignored (counted, as every key is).
+    f.cache.Invalidate(0, "cnt:7");
+    CHECK(f.cache.FindBlob(k));
+    CHECK(f.cache.stats().invalidations.load() == 1);
+    f.now += 299;
+    CHECK(f.cache.FindBlob(k));
+    f.now += 1;
+    CHECK_FALSE(f.cache.FindBlob(k));
+    CHECK(f.entries() == 0);
+    CHECK(f.cache.stats().expirations.load() == 1);
+    // The TTL cap still bounds it; a max age of 0 stores nothing; a new blob replaces.
+    f.cache.PutBlob(k, "a", 60000);
+    f.cache.PutBlob(k, "bc", 60000);
+    CHECK(f.cache.FindBlob(k).bytes() == "bc");
+    CHECK(f.entries() == 1);
+    f.now += 5000;
+    CHECK_FALSE(f.cache.FindBlob(k));
+    f.cache.PutBlob(k, "a", 0);
+    CHECK(f.entries() == 0);
+    // A tracked family's blob is dropped by its key's invalidation; InvalidateAll drops all.
+    f.cache.PutBlob(User(3), "u", 1000);
+    f.cache.Invalidate(0, "user:3");
+    CHECK_FALSE(f.cache.FindBlob(User(3)));
+    f.cache.PutBlob(k, "a", 1000);
+    f.cache.InvalidateAll(0);
+    CHECK_FALSE(f.cache.FindBlob(k));
+    // Not stored for a family the cache does not hold, nor past 1/16 of the budget.
+    f.cache.PutBlob({0, 99, 1}, "a", 1000);
+    Fixture small(64 * 1024);
+    small.cache.SetFamilies(fams);
+    small.cache.PutBlob(k, std::string(8192, 'x'), 1000);
+    CHECK(f.entries() == 0);
+    CHECK(small.entries() == 0);
+    small.cache.PutBlob(k, std::string(1024, 'x'), 1000);
+    CHECK(small.entries() == 1);
+    CHECK(small.bytes() >= 1024);
+  }
+
   TEST_CASE(
       "SetFamilies drops the entries of families no longer held, and no earlier read stores") {
     Fixture f(kBig);

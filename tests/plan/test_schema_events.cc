@@ -113,6 +113,11 @@ TEST_CASE("events: docs/events.md's example parses into event types, counters an
   CHECK(u.counters->by == CountersSpec::By::kUser);
   CHECK(u.counters->valued == std::vector<uint8_t>{1});
   CHECK(u.counters->cache_ms == 500);
+  // Cached with its staleness bound, never tracked; without cache_ms, not cached at all.
+  CHECK(u.cacheable());
+  CHECK_FALSE(u.tracked());
+  CHECK_FALSE(c.tracked());
+  CHECK(schema.Find("served")->tracked());
 }
 
 TEST_CASE("events: a schema without events has none, and its families are as before") {
@@ -272,15 +277,21 @@ TEST_CASE("counters: a family's own members") {
   CHECK(ErrorOf(Counters(R"("by": "item", "count": ["click"], "bucket_s": 60, "keep_s": 600,
         "cache_ms": -1, "fields": {})")) ==
         "s.json: family 'c': cache_ms: must be an integer 0..60000, got -1");
+  CHECK(ErrorOf(Counters(R"("by": "item", "count": ["click"], "bucket_s": 60, "keep_s": 600,
+        "cache_ms": 60001, "fields": {})")) ==
+        "s.json: family 'c': cache_ms: must be an integer 0..60000, got 60001");
+  CHECK(ErrorOf(Counters(R"("by": "item", "count": ["click"], "bucket_s": 60, "keep_s": 600,
+        "cache_ms": 2.5, "fields": {})")) ==
+        "s.json: family 'c': cache_ms: must be an integer 0..60000, got 2.5");
   CHECK(ErrorOf(Counters(R"("by": "item", "count": ["click"], "bucket_s": 60, "keep_s": 600)")) ==
         "s.json: family 'c': fields: missing (a counters family needs fields)");
   CHECK(ErrorOf(Counters(R"("by": "item", "count": ["click"], "bucket_s": 60, "keep_s": 600,
         "fields": {})")) == "s.json: family 'c': fields: must declare at least one field");
   CHECK(ErrorOf(Counters(std::string(kGood) + R"(, "members": "i64")")) ==
         "s.json: family 'c': members: only list, zset and set families have members");
-  // 1,000 buckets load; a str-keyed family counts by str ids.
+  // 1,000 buckets and the longest cache_ms load; a str-keyed family counts by str ids.
   CHECK(Parse(Counters(R"("by": "item", "count": ["click"], "bucket_s": 60, "keep_s": 60000,
-        "fields": {"n": {"sum": "click", "window_s": 60000}})"))
+        "cache_ms": 60000, "fields": {"n": {"sum": "click", "window_s": 60000}})"))
             .has_value());
   CHECK(Parse(R"({"schema_version": 1, "events": {"e": {"user": "str", "item": "i64"}},
         "families": {"c": {"type": "counters", "key": "c:{id}", "id": "str", "by": "user",

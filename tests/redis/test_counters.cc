@@ -5,19 +5,24 @@
 // a script Redis lost (NOSCRIPT); error replies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
+#include "cache/shard_cache.h"
 #include "core/thread_pool.h"
 #include "events/counter_layout.h"
 #include "events/counter_write.h"
 #include "plan/loader.h"
 #include "redis_server.h"
 #include "sched/scheduler.h"
+#include "tasks/cache_families.h"
 #include "tasks/task.h"
 #include "test_shard.h"
 
@@ -31,7 +36,10 @@ constexpr std::string_view kSchema = R"({
   "events": {
     "imp":   {"user": "i64", "item": "i64"},
     "click": {"user": "i64", "item": "i64"},
-    "dwell": {"user": "str", "item": "i64", "value": true}
+    "dwell": {"user": "str", "item": "i64", "value": true},
+    "cimp":   {"user": "i64", "item": "i64"},
+    "cclick": {"user": "i64", "item": "i64"},
+    "cdwell": {"user": "str", "item": "i64", "value": true}
   },
   "families": {
     "ic": {"type": "counters", "key": "ic:{id}", "by": "item", "count": ["imp", "click", "dwell"],
@@ -48,7 +56,15 @@ constexpr std::string_view kSchema = R"({
     "short": {"type": "counters", "key": "short:{id}", "by": "item", "count": ["imp", "click"],
               "bucket_s": 1, "keep_s": 5, "fields": {"n": {"sum": "click", "window_s": 5}}},
     "brief": {"type": "counters", "key": "brief:{id}", "by": "item", "count": ["click"],
-              "bucket_s": 1, "keep_s": 2, "fields": {"n": {"sum": "click", "window_s": 2}}}
+              "bucket_s": 1, "keep_s": 2, "fields": {"n": {"sum": "click", "window_s": 2}}},
+    "icc": {"type": "counters", "key": "icc:{id}", "by": "item",
+            "count": ["cimp", "cclick", "cdwell"], "bucket_s": 60, "keep_s": 7200, "cache_ms": 300,
+            "fields": {
+              "imps_10m":  {"sum": "cimp", "window_s": 600},
+              "ctr_30m":   {"rate": ["cclick", "cimp"], "window_s": 1800, "prior": [1, 10]},
+              "dwell_1h":  {"sum": "cdwell", "window_s": 3600},
+              "dwell_per_click": {"rate": ["cdwell", "cclick"], "window_s": 120}
+            }}
   }
 })";
 
@@ -105,10 +121,21 @@ struct Fixture {
   }
   std::optional<CounterBatch> last;
 
-  // Runs `op` (features or viewer) on family `family` with `fields`, at now_ms.
+  // The shard's cache, on a clock the test moves (OpenCache).
+  uint64_t cache_now = 1000;
+  std::unique_ptr<ShardCache> cache;
+  CacheLookups lookups;
+  void OpenCache() {
+    cache = std::make_unique<ShardCache>(ShardCache::Options{.budget_bytes = 8 << 20},
+                                         [this] { return cache_now; });
+    cache->SetFamilies(CacheFamiliesOf(TestSchema()));
+  }
+
+  // Runs `op` (features or viewer) on family `family` with `fields`, at now_ms (through
+  // the cache when it is open and `cached`).
   Result<RowSet> Read(const std::string& op, const std::string& family,
                       std::vector<std::string> fields, RowSets inputs, int64_t now_ms,
-                      IdRef user = {}) {
+                      IdRef user = {}, bool cached = false) {
     const TaskSpec* spec = Registry().Find(op);
     REQUIRE(spec != nullptr);
     PlanNode node;
@@ -122,6 +149,7 @@ struct Fixture {
       const std::string& name = spec->params[i].name;
       args.at(i) = name == "family"   ? Value(family)
                    : name == "fields" ? Value(fields)
+                   : name == "cache"  ? Value(cached)
                                       : spec->params[i].default_value;
     }
     TaskContext ctx;
@@ -131,6 +159,8 @@ struct Fixture {
     ctx.now_ms = now_ms;
     ctx.node = &node;
     ctx.args = &args;
+    ctx.cache = cache.get();
+    ctx.cache_lookups = &lookups;
     ctx.deadline = Clock::now() + std::chrono::seconds(10);
     ctx.request_deadline = ctx.deadline;
     return RunSync(shard->loop(), spec->run_async(ctx, std::move(inputs)));
@@ -273,6 +303,107 @@ TEST_CASE(
     }
   }
   CHECK(nonzero > 50);
+}
+
+TEST_CASE(
+    "counters with cache_ms: cached reads equal uncached ones at every now their blocks cover, "
+    "and live cache_ms") {
+  Fixture f;
+  f.OpenCache();
+  std::mt19937_64 rng(7);
+  std::vector<Event> events;
+  for (int i = 0; i < 2000; ++i) {
+    const int kind = static_cast<int>(rng() % 3);
+    Event e;
+    e.type = kind == 0 ? "cimp" : kind == 1 ? "cclick" : "cdwell";
+    e.item = static_cast<int64_t>(rng() % 30);
+    e.user_str = "u";
+    if (e.type == "cdwell") e.value = std::ldexp(static_cast<double>(rng() % 100000), -7) - 300;
+    e.ts_ms = (kNow - 3600) * 1000 + static_cast<int64_t>(rng() % 3600000);
+    events.push_back(e);
+  }
+  // A block that is not whole slots for item 5 (the newest bucket's): its fields are null
+  // both ways.
+  REQUIRE(f.Write(events, kNow).has_value());
+  const CounterRing ring(Spec("icc"));
+  f.server.Command({"HSET", "icc:5", RingField(ring.Block(*ring.IndexOf(kNow))), "xyz"});
+  std::vector<int64_t> ids;
+  for (int64_t id = 0; id < 32; ++id) ids.push_back(id);  // 30, 31: no events
+  const std::vector<std::string> all = {"imps_10m", "ctr_30m", "dwell_1h", "dwell_per_click"};
+  const std::vector<std::string> some = {"dwell_per_click", "imps_10m"};
+  auto same = [&](const RowSet& a, const RowSet& b, const std::vector<std::string>& cols) {
+    REQUIRE(a.size() == b.size());
+    for (const std::string& col : cols)
+      for (size_t r = 0; r < a.size(); ++r) {
+        CAPTURE(col);
+        CAPTURE(r);
+        const Value x = a.column(col)->Get(a.row(r)), y = b.column(col)->Get(b.row(r));
+        CHECK(x.index() == y.index());
+        if (x.index() == y.index() && std::holds_alternative<double>(x))  // bit for bit
+          CHECK(std::bit_cast<uint64_t>(std::get<double>(x)) ==
+                std::bit_cast<uint64_t>(std::get<double>(y)));
+      }
+  };
+  // The blocks holding the 60 newest buckets at now_s (all fields' longest window).
+  auto blocks_at = [&](int64_t now_s) {
+    std::set<int64_t> out;
+    for (int64_t k = 0; k < 60; ++k)
+      out.insert(ring.Block(*ring.IndexOf(BucketStart(now_s, 60) - 60 * k)));
+    return out;
+  };
+  // The first cached read stores every id (the blocks of every field of the family); later
+  // ones hit, whatever fields they ask, while their windows lie in the stored blocks.
+  const int64_t t0 = kNow * 1000 + 5;
+  auto cold = f.Read("features", "icc", some, {Items(ids)}, t0, {}, true);
+  REQUIRE(cold.has_value());
+  CHECK(f.lookups.misses == ids.size());
+  CHECK(f.cache->stats().entries.load() == static_cast<int64_t>(ids.size()));
+  CHECK(IsNull(cold->column("dwell_per_click")->Get(cold->row(5))));
+  // Minutes later (the fake clock of the cache has not moved): other buckets of the same
+  // blocks, or buckets in blocks the entries lack (a miss, which stores the entries anew).
+  std::set<int64_t> stored = blocks_at(kNow);
+  int misses = 0;
+  for (int64_t now_ms : {t0, t0 + 59000, t0 + 60000, t0 - 60000, t0 + 300000, t0 + 1500000,
+                         t0 + 1560000, t0 + 600000}) {
+    CAPTURE(now_ms);
+    f.lookups = {};
+    auto uncached = f.Read("features", "icc", all, {Items(ids)}, now_ms);
+    auto cached = f.Read("features", "icc", all, {Items(ids)}, now_ms, {}, true);
+    REQUIRE(uncached.has_value());
+    REQUIRE(cached.has_value());
+    same(*uncached, *cached, all);
+    const std::set<int64_t> need = blocks_at(SecondOf(now_ms));
+    const bool covered = std::includes(stored.begin(), stored.end(), need.begin(), need.end());
+    CHECK(f.lookups.hits == (covered ? ids.size() : 0));
+    if (!covered) stored = need, ++misses;
+  }
+  CHECK(misses >= 2);  // +25 min and back to +10 min
+  // A write is not seen by the cached read until the entry is cache_ms old (it was stored
+  // within a few ms of real time after its batch was sent: 150 ms of margin).
+  REQUIRE(f.Read("features", "icc", {"imps_10m"}, {Items({3})}, t0, {}, true).has_value());
+  f.lookups = {};
+  REQUIRE(f.Write({{"cimp", 0, "u", 3, 1, kNow * 1000}}, kNow).has_value());
+  auto before = f.Read("features", "icc", {"imps_10m"}, {Items({3})}, t0, {}, true);
+  auto fresh = f.Read("features", "icc", {"imps_10m"}, {Items({3})}, t0);
+  REQUIRE(before.has_value());
+  REQUIRE(fresh.has_value());
+  CHECK(std::get<double>(fresh->column("imps_10m")->Get(0)) ==
+        std::get<double>(before->column("imps_10m")->Get(0)) + 1);
+  f.cache_now += 150;
+  auto still = f.Read("features", "icc", {"imps_10m"}, {Items({3})}, t0, {}, true);
+  REQUIRE(still.has_value());
+  same(*before, *still, {"imps_10m"});
+  f.cache_now += 150;
+  auto after = f.Read("features", "icc", {"imps_10m"}, {Items({3})}, t0, {}, true);
+  REQUIRE(after.has_value());
+  same(*fresh, *after, {"imps_10m"});
+  CHECK(f.lookups.hits == 2);
+  CHECK(f.lookups.misses == 1);
+  // A family without cache_ms is never cached, `cache: true` or not.
+  f.lookups = {};
+  auto plain = f.Read("features", "ic", {"imps_10m"}, {Items({3})}, t0, {}, true);
+  REQUIRE(plain.has_value());
+  CHECK(f.lookups.hits + f.lookups.misses == 0);
 }
 
 TEST_CASE("counters: viewer reads a user-keyed family at the request's time, one row always") {
