@@ -129,12 +129,9 @@ void CounterBatch::Commands(RedisCommands& cmds, std::string_view prefix, const 
   entries.reserve(keys_.size());
   for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
   auto write = [&](const std::vector<size_t>& call) {
-    int argc = 3 + static_cast<int>(call.size());
+    int argc = static_cast<int>(call.size());
     for (size_t e : call) argc += 4 + 3 * static_cast<int>(entries[e]->second.size());
-    cmds.Add(argc)
-        .Arg(eval ? "EVAL" : "EVALSHA")
-        .Arg(eval ? kCounterScript : std::string_view(CounterScriptSha()))
-        .Arg(static_cast<int64_t>(call.size()));
+    StartScriptCall(cmds, call, argc, eval, kCounterScript, CounterScriptSha());
     for (size_t e : call) {
       const KeyId& k = entries[e]->first;
       const KeyFamily& f = schema_->families[k.family];
@@ -159,10 +156,7 @@ void CounterBatch::Commands(RedisCommands& cmds, std::string_view prefix, const 
       }
     }
   };
-  if (only.empty())
-    for (const auto& call : calls) write(call);
-  else
-    for (size_t c : only) write(calls[c]);
+  EachCall(calls, only, write);
 }
 
 std::string CounterBatch::KeyText(const KeyId& k, std::string_view prefix) const {

@@ -24,6 +24,14 @@ ScriptCalls GroupKeys(std::span<const std::string> keys, bool cluster) {
   return calls;
 }
 
+RedisCommands& StartScriptCall(RedisCommands& cmds, const std::vector<size_t>& call, int argc,
+                               bool eval, std::string_view text, const std::string& sha) {
+  return cmds.Add(3 + argc)
+      .Arg(eval ? "EVAL" : "EVALSHA")
+      .Arg(eval ? text : std::string_view(sha))
+      .Arg(static_cast<int64_t>(call.size()));
+}
+
 std::string ScriptSha(std::string_view text) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

@@ -40,6 +40,20 @@ ScriptCalls GroupKeys(std::span<const std::string> keys, bool cluster);
 // A script's SHA1, hex, as EVALSHA names it.
 std::string ScriptSha(std::string_view text);
 
+// Starts call `call`'s command: EVALSHA sha (EVAL text when `eval`), the number of keys;
+// `argc`: the arguments after those three. Then: the keys, the script's arguments.
+RedisCommands& StartScriptCall(RedisCommands& cmds, const std::vector<size_t>& call, int argc,
+                               bool eval, std::string_view text, const std::string& sha);
+
+// Runs write(call) for the calls `only` names, in order (every call when empty).
+template <class Write>
+void EachCall(const ScriptCalls& calls, const std::vector<size_t>& only, Write&& write) {
+  if (only.empty())
+    for (const auto& call : calls) write(call);
+  else
+    for (size_t c : only) write(calls[c]);
+}
+
 // One kind of keys written by script: its calls' commands and what their replies mean.
 class ScriptWrite {
  public:

@@ -61,12 +61,9 @@ MarkWrite::MarkWrite(const MarkBatch& batch, std::string_view prefix, bool clust
 
 void MarkWrite::Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) {
   auto write = [&](const std::vector<size_t>& call) {
-    int argc = 3 + static_cast<int>(call.size());
+    int argc = static_cast<int>(call.size());
     for (size_t e : call) argc += 3 + 2 * static_cast<int>(entries_[e]->second.members.size());
-    cmds.Add(argc)
-        .Arg(eval ? "EVAL" : "EVALSHA")
-        .Arg(eval ? kMarksScript : std::string_view(MarksScriptSha()))
-        .Arg(static_cast<int64_t>(call.size()));
+    StartScriptCall(cmds, call, argc, eval, kMarksScript, MarksScriptSha());
     for (size_t e : call) {
       const auto& k = entries_[e]->first;
       if (k.family->id_type == ColumnType::kStr)
@@ -80,10 +77,7 @@ void MarkWrite::Commands(RedisCommands& cmds, bool eval, const std::vector<size_
       for (const auto& [member, ts] : m.members) cmds.Arg(ts).Arg(member);
     }
   };
-  if (only.empty())
-    for (const auto& call : calls_) write(call);
-  else
-    for (size_t c : only) write(calls_[c]);
+  EachCall(calls_, only, write);
 }
 
 Result<void> MarkWrite::Take(const RedisClient& redis, size_t, RespView r) {
