@@ -19,6 +19,7 @@ time of INFO commandstats. A measurement, not a benchmark: small, bounded, run n
 import argparse
 import os
 import re
+import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "support"))
@@ -128,10 +129,10 @@ RING = KEEP // BUCKET + 1  # CounterRing::slots
 WIDTH = 4 + 8 * len(TYPES)  # CounterRing::slot_bytes
 
 
-def ring_args(k, now_b):
-    # ttl, ring, width, n, then (bucket index, type index, amount): click 1, impression 3.
-    return [str(KEEP * 1000), str(RING), str(WIDTH), "2", str(now_b // BUCKET), "0", "1",
-            str(now_b // BUCKET), "1", "3"]
+def ring_ops(now_b):
+    # A key's increments, 13 bytes each (bucket index u32, type index u8, amount f64, LE):
+    # click 1, impression 3.
+    return struct.pack("<IBd", now_b // BUCKET, 0, 1) + struct.pack("<IBd", now_b // BUCKET, 1, 3)
 
 
 def ring_round(conn, sha, keys, now_b, per_call):
@@ -139,7 +140,7 @@ def ring_round(conn, sha, keys, now_b, per_call):
     for first in range(0, keys, per_call):
         ks = range(first, min(keys, first + per_call))
         calls.append(("EVALSHA", sha, str(len(ks)), *[f"cnt:item:{k}" for k in ks],
-                      *[x for k in ks for x in ring_args(k, now_b)]))
+                      str(KEEP * 1000), str(RING), str(WIDTH), *[ring_ops(now_b) for k in ks]))
     conn.many(calls)
 
 

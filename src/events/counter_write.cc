@@ -2,44 +2,46 @@
 #include "events/counter_write.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
+#include <bit>
+#include <cstring>
 #include <iterator>
 
 #include "events/counter_layout.h"
 
 namespace rankd {
 
-// KEYS: counters keys. ARGV, for each key in turn: its TTL in ms (keep_s), its ring's
-// slots, a slot's bytes, n, then n increments (bucket index, type index from 0, amount).
-// A slot (counter_layout.h) is the index of the bucket it holds (u32 LE) and a sum per
-// type (f64 LE). An increment lands in slot index % ring, in block field
-// floor(slot / 8): when the slot holds an older bucket (or none: index 0), it is reset to
-// this one first; when it holds a newer one, the increment is older than the key's
-// window and is dropped, counted in the reply. Each block read once (HGET), the changed
-// ones written back at once (HSET), then the TTL: a key can hold no more than its ring,
-// whatever the writes, and expires keep_s after the last write.
-const std::string_view kCounterScript = R"lua(local late, a = 0, 1
+// KEYS: counters keys, all of one family. ARGV: the family's TTL in ms (keep_s), its
+// ring's slots and a slot's bytes, then one string per key: its increments, 13 bytes each
+// (kIncrementBytes: the bucket index u32 LE, the type index u8 from 0, the amount f64 LE;
+// binary, so that Redis makes one Lua string a key, not three an increment). A slot
+// (counter_layout.h) is the index of the bucket it holds (u32 LE) and a sum per type
+// (f64 LE). An increment lands in slot index % ring, in block field floor(slot / 8): when
+// the slot holds an older bucket (or none: index 0), it is reset to this one first; when
+// it holds a newer one, the increment is older than the key's window and is dropped,
+// counted in the reply. Each block read once (HGET), the changed ones written back at
+// once (HSET; one block, the usual case, without building an argument table), then the
+// TTL: a key can hold no more than its ring, whatever the writes, and expires keep_s
+// after the last write.
+const std::string_view kCounterScript = R"lua(local late, ttl = 0, ARGV[1]
+local ring, width = tonumber(ARGV[2]), tonumber(ARGV[3])
+local zeros = string.rep('\0', 8 * width)
 for k = 1, #KEYS do
-  local key = KEYS[k]
-  local ttl, ring, width, n = ARGV[a], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-  a = a + 4
+  local key, ops = KEYS[k], ARGV[3 + k]
   local blocks, changed, order = {}, {}, {}
-  for _ = 1, n do
-    local index, t, d = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-    a = a + 3
+  for p = 1, #ops, 13 do
+    local index, t, d = struct.unpack('<I4Bd', ops, p)
     local slot = index % ring
-    local f = tostring((slot - slot % 8) / 8)
+    local f = (slot - slot % 8) / 8
     local at = (slot % 8) * width
     local v = blocks[f]
     if v == nil then v = redis.call('HGET', key, f) or '' end
-    if #v < at + width then v = v .. string.rep('\0', at + width - #v) end
+    if #v < at + width then v = v .. string.sub(zeros, 1, at + width - #v) end
     local held = struct.unpack('<I4', v, at + 1)
     if held > index then
       late = late + 1
     else
       if held < index then
-        v = string.sub(v, 1, at) .. struct.pack('<I4', index) .. string.rep('\0', width - 4) ..
+        v = string.sub(v, 1, at) .. struct.pack('<I4', index) .. string.sub(zeros, 1, width - 4) ..
             string.sub(v, at + width + 1)
       end
       local o = at + 4 + 8 * t
@@ -49,12 +51,14 @@ for k = 1, #KEYS do
     end
     blocks[f] = v
   end
-  if #order > 0 then
+  if #order == 1 then
+    redis.call('HSET', key, order[1], blocks[order[1]])
+  elseif #order > 1 then
     local args = {'HSET', key}
     for _, f in ipairs(order) do args[#args + 1] = f; args[#args + 1] = blocks[f] end
     redis.call(unpack(args))
-    redis.call('PEXPIRE', key, ttl)
   end
+  if #order > 0 then redis.call('PEXPIRE', key, ttl) end
 end
 return late
 )lua";
@@ -66,11 +70,18 @@ const std::string& CounterScriptSha() {
 
 namespace {
 
-// An f64 increment as the script reads it back exactly: the shortest round-trip text.
-std::string FloatText(long double v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, static_cast<double>(v));
-  return std::string(buf, r.ptr);
+// One increment as kCounterScript reads it: index u32, type u8, amount f64, little-endian
+// (x86-64's order, so the bytes are the values' own).
+constexpr size_t kIncrementBytes = 13;
+static_assert(std::endian::native == std::endian::little);
+
+void AppendIncrement(std::string& out, uint32_t index, uint32_t type, double amount) {
+  char b[kIncrementBytes];
+  const auto t = static_cast<uint8_t>(type);  // < kMaxCountedTypes
+  std::memcpy(b, &index, 4);
+  std::memcpy(b + 4, &t, 1);
+  std::memcpy(b + 5, &amount, 8);
+  out.append(b, kIncrementBytes);
 }
 
 }  // namespace
@@ -112,15 +123,19 @@ size_t CounterBatch::increments() const {
 }
 
 ScriptCalls CounterBatch::Calls(std::string_view prefix, bool cluster) const {
-  ScriptCalls calls;
+  std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
+  entries.reserve(keys_.size());
+  for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
   if (!aggregate_) {  // one call per increment, as the unaggregated baseline promises
+    ScriptCalls calls;
     for (size_t i = 0; i < keys_.size(); ++i) calls.push_back({i});
     return calls;
   }
-  std::vector<std::string> keys;
-  keys.reserve(keys_.size());
-  for (const auto& [k, buckets] : keys_) keys.push_back(KeyText(k, prefix));
-  return GroupKeys(keys, cluster);
+  // A call's keys share their family: the script takes its ring's shape once.
+  return GroupCalls(entries.size(), [&](size_t i) {
+    const KeyId& k = entries[i]->first;
+    return ClusterGroup(k.family, cluster, [&] { return KeyText(k, prefix); });
+  });
 }
 
 void CounterBatch::Commands(RedisCommands& cmds, std::string_view prefix, const ScriptCalls& calls,
@@ -128,32 +143,28 @@ void CounterBatch::Commands(RedisCommands& cmds, std::string_view prefix, const 
   std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
   entries.reserve(keys_.size());
   for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
+  std::string ops;
   auto write = [&](const std::vector<size_t>& call) {
-    int argc = static_cast<int>(call.size());
-    for (size_t e : call) argc += 4 + 3 * static_cast<int>(entries[e]->second.size());
-    StartScriptCall(cmds, call, argc, eval, kCounterScript, CounterScriptSha());
+    const int keys = static_cast<int>(call.size());
+    const KeyFamily& f = schema_->families[entries[call.front()]->first.family];
+    const CountersSpec& c = *f.counters;
+    const CounterRing ring(c);
+    StartScriptCall(cmds, call, 2 * keys + 3, eval, kCounterScript, CounterScriptSha());
     for (size_t e : call) {
       const KeyId& k = entries[e]->first;
-      const KeyFamily& f = schema_->families[k.family];
       if (f.id_type == ColumnType::kStr)
         cmds.Key(prefix, f.key_template(), std::string_view(k.str));
       else
         cmds.Key(prefix, f.key_template(), k.num);
     }
+    cmds.Arg(c.keep_s * 1000).Arg(ring.slots).Arg(static_cast<int64_t>(ring.slot_bytes));
     for (size_t e : call) {
-      const CountersSpec& c = *schema_->families[entries[e]->first.family].counters;
-      const CounterRing ring(c);
-      cmds.Arg(c.keep_s * 1000)
-          .Arg(ring.slots)
-          .Arg(static_cast<int64_t>(ring.slot_bytes))
-          .Arg(static_cast<int64_t>(entries[e]->second.size()));
-      for (const auto& [tb, sum] : entries[e]->second) {
-        cmds.Arg(int64_t{tb.second}).Arg(int64_t{tb.first});
-        if (c.valued[tb.first])
-          cmds.Arg(FloatText(sum.value));
-        else
-          cmds.Arg(sum.count);
-      }
+      ops.clear();
+      for (const auto& [tb, sum] : entries[e]->second)
+        AppendIncrement(
+            ops, tb.second, tb.first,
+            c.valued[tb.first] ? static_cast<double>(sum.value) : static_cast<double>(sum.count));
+      cmds.Arg(std::string_view(ops));
     }
   };
   EachCall(calls, only, write);
@@ -172,7 +183,8 @@ std::string CounterBatch::Key(size_t i, std::string_view prefix) const {
 }
 
 CounterWrite::CounterWrite(const CounterBatch& batch, std::string_view prefix, bool cluster)
-    : batch_(batch), prefix_(prefix), calls_(batch.Calls(prefix, cluster)) {
+    : ScriptWrite(prefix), batch_(batch) {
+  calls_ = batch.Calls(prefix, cluster);
   result_.calls = calls_.size();
 }
 

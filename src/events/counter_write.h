@@ -60,7 +60,7 @@ class CounterBatch {
   uint64_t too_old() const { return too_old_; }
 
   // The calls of a write under `prefix`: unaggregated, one per entry; else up to
-  // kKeysPerCall entries each, grouped by cluster slot when `cluster`.
+  // kKeysPerCall entries of one family each, and of one cluster slot when `cluster`.
   ScriptCalls Calls(std::string_view prefix, bool cluster) const;
   // One EVALSHA of kCounterScript per call, under `prefix`; `eval` sends the script's
   // text instead (EVAL), as after a NOSCRIPT reply. `only`: the indexes (in order) of the
@@ -107,15 +107,12 @@ struct CounterWriteResult {
 class CounterWrite : public ScriptWrite {
  public:
   CounterWrite(const CounterBatch& batch, std::string_view prefix, bool cluster);
-  size_t calls() const override { return calls_.size(); }
   void Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) override;
   Result<void> Take(const RedisClient& redis, size_t call, RespView reply) override;
   const CounterWriteResult& result() const { return result_; }
 
  private:
   const CounterBatch& batch_;
-  std::string prefix_;
-  ScriptCalls calls_;
   CounterWriteResult result_;
 };
 

@@ -9,12 +9,11 @@
 
 namespace rankd {
 
-ScriptCalls GroupKeys(std::span<const std::string> keys, bool cluster) {
+ScriptCalls GroupCalls(size_t n, FunctionRef<uint64_t(size_t)> group) {
   ScriptCalls calls;
-  std::map<int, size_t> open;  // slot -> its call still taking keys
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const int slot = cluster ? KeySlot(keys[i]) : 0;
-    auto [at, fresh] = open.try_emplace(slot, calls.size());
+  std::map<uint64_t, size_t> open;  // group -> its call still taking keys
+  for (size_t i = 0; i < n; ++i) {
+    auto [at, fresh] = open.try_emplace(group(i), calls.size());
     if (fresh || calls[at->second].size() == kKeysPerCall) {
       at->second = calls.size();
       calls.emplace_back();
@@ -22,6 +21,11 @@ ScriptCalls GroupKeys(std::span<const std::string> keys, bool cluster) {
     calls[at->second].push_back(i);
   }
   return calls;
+}
+
+uint64_t ClusterGroup(uint64_t shared, bool cluster, FunctionRef<std::string()> key) {
+  // Slots are < 16,384 (14 bits): the shared part above them.
+  return cluster ? (shared << 14) | static_cast<uint64_t>(KeySlot(key())) : shared;
 }
 
 RedisCommands& StartScriptCall(RedisCommands& cmds, const std::vector<size_t>& call, int argc,

@@ -5,8 +5,8 @@
 // one command per key would (docs/events.md, "Measured"), so a flush of many keys is a
 // handful of calls.
 //
-// Threads: GroupKeys and ScriptSha on any thread; SendScriptWrites on the loop thread that
-// owns `redis`.
+// Threads: GroupCalls, ClusterGroup and ScriptSha on any thread; SendScriptWrites on the loop
+// thread that owns `redis`.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +18,7 @@
 #include "core/coro.h"
 #include "core/deadline.h"
 #include "core/error.h"
+#include "core/function_ref.h"
 #include "redis/client.h"
 #include "redis/command_batch.h"
 
@@ -32,10 +33,15 @@ inline constexpr size_t kKeysPerCall = 64;
 // The calls of a write: each the indexes of the entries (keys) it writes.
 using ScriptCalls = std::vector<std::vector<size_t>>;
 
-// Entries' keys (their whole text, prefix included) -> calls of up to kKeysPerCall
-// entries in entry order; when `cluster`, each of one cluster slot (a cluster runs a
-// script on one node only when its keys share a slot).
-ScriptCalls GroupKeys(std::span<const std::string> keys, bool cluster);
+// Entries 0..n-1 -> calls of up to kKeysPerCall entries in entry order, each of entries
+// of one group: group(i) says which (the keys of a call share what the script takes once
+// a call; in a cluster, also their slot: ClusterGroup).
+ScriptCalls GroupCalls(size_t n, FunctionRef<uint64_t(size_t)> group);
+
+// A group that also keeps a cluster's calls on one slot (a cluster runs a script on one
+// node only when its keys share a slot): `shared` (what the keys share, < 2^40) and the
+// slot of `key` (its whole text, prefix included) when `cluster`, else `shared` alone.
+uint64_t ClusterGroup(uint64_t shared, bool cluster, FunctionRef<std::string()> key);
 
 // A script's SHA1, hex, as EVALSHA names it.
 std::string ScriptSha(std::string_view text);
@@ -58,12 +64,17 @@ void EachCall(const ScriptCalls& calls, const std::vector<size_t>& only, Write&&
 class ScriptWrite {
  public:
   virtual ~ScriptWrite() = default;
-  virtual size_t calls() const = 0;
+  size_t calls() const { return calls_.size(); }
   // Appends the commands of the calls `only` (every call when empty, else those indexes
   // in order): EVALSHA, or EVAL with the script's text when `eval`.
   virtual void Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) = 0;
   // The reply to call `call` (not NOSCRIPT): taken in, or the error that fails the write.
   virtual Result<void> Take(const RedisClient& redis, size_t call, RespView reply) = 0;
+
+ protected:
+  explicit ScriptWrite(std::string_view prefix) : prefix_(prefix) {}
+  std::string prefix_;  // the client's key prefix
+  ScriptCalls calls_;   // set by the subclass's constructor
 };
 
 // Sends the calls of every write in one pipelined batch within `deadline`, then the calls

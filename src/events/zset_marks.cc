@@ -3,24 +3,31 @@
 
 namespace rankd {
 
-// KEYS: zsets. ARGV, for each key in turn: max, ttl_s, n, then n (score, member) pairs.
-// Per key: ZADD GT (never lowering a member's time; 1,000 pairs a command, well within
-// Lua's limit on unpack), then all but the newest `max` dropped (ranks run from the
-// lowest score), then the TTL.
-const std::string_view kMarksScript = R"lua(local a = 1
+// KEYS: zsets, all kept under the same bounds. ARGV: max, ttl_s, then for each key in
+// turn: n, then n (score, member) pairs. Per key: ZADD GT (never lowering a member's time;
+// 1,000 pairs a command, well within Lua's limit on unpack; one pair, the usual case,
+// without building an argument table), then, when it added a member, all but the newest
+// `max` dropped (ranks run from the lowest score; a ZADD that added none left the count
+// as the last write bounded it), then the TTL.
+const std::string_view kMarksScript = R"lua(local max, ttl, a = tonumber(ARGV[1]), ARGV[2], 3
 for k = 1, #KEYS do
-  local key, max, ttl, n = KEYS[k], tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
-  a = a + 3
-  for first = 0, n - 1, 1000 do
-    local args = {'ZADD', key, 'GT'}
-    for i = first, math.min(n, first + 1000) - 1 do
-      args[#args + 1] = ARGV[a + 2 * i]
-      args[#args + 1] = ARGV[a + 2 * i + 1]
+  local key, n = KEYS[k], tonumber(ARGV[a])
+  a = a + 1
+  local added = 0
+  if n == 1 then
+    added = redis.call('ZADD', key, 'GT', ARGV[a], ARGV[a + 1])
+  else
+    for first = 0, n - 1, 1000 do
+      local args = {'ZADD', key, 'GT'}
+      for i = first, math.min(n, first + 1000) - 1 do
+        args[#args + 1] = ARGV[a + 2 * i]
+        args[#args + 1] = ARGV[a + 2 * i + 1]
+      end
+      added = added + redis.call(unpack(args))
     end
-    redis.call(unpack(args))
   end
   a = a + 2 * n
-  redis.call('ZREMRANGEBYRANK', key, 0, -(max + 1))
+  if added > 0 then redis.call('ZREMRANGEBYRANK', key, 0, -(max + 1)) end
   redis.call('EXPIRE', key, ttl)
 end
 return 0
@@ -47,22 +54,24 @@ void MarkBatch::Add(const KeyFamily& family, const ZsetMarks& marks, const UserI
 }
 
 MarkWrite::MarkWrite(const MarkBatch& batch, std::string_view prefix, bool cluster)
-    : prefix_(prefix) {
-  std::vector<std::string> keys;
-  for (auto it = batch.keys_.begin(); it != batch.keys_.end(); ++it) {
-    entries_.push_back(it);
-    const auto& k = it->first;
-    keys.push_back(prefix_ + k.family->KeyOf(k.family->id_type == ColumnType::kStr
-                                                 ? k.str
-                                                 : std::to_string(k.num)));
-  }
-  calls_ = GroupKeys(keys, cluster);
+    : ScriptWrite(prefix) {
+  for (auto it = batch.keys_.begin(); it != batch.keys_.end(); ++it) entries_.push_back(it);
+  // A call's keys share their bounds: the script takes them once.
+  std::map<std::pair<int64_t, int64_t>, uint64_t> bounds;  // (max, ttl_s) -> its number
+  calls_ = GroupCalls(entries_.size(), [&](size_t i) {
+    const auto& [k, m] = *entries_[i];
+    const uint64_t shared = bounds.try_emplace({m.max, m.ttl_s}, bounds.size()).first->second;
+    return ClusterGroup(shared, cluster, [&] {
+      return prefix_ +
+             k.family->KeyOf(k.family->id_type == ColumnType::kStr ? k.str : std::to_string(k.num));
+    });
+  });
 }
 
 void MarkWrite::Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) {
   auto write = [&](const std::vector<size_t>& call) {
-    int argc = static_cast<int>(call.size());
-    for (size_t e : call) argc += 3 + 2 * static_cast<int>(entries_[e]->second.members.size());
+    int argc = 2 + static_cast<int>(call.size());
+    for (size_t e : call) argc += 1 + 2 * static_cast<int>(entries_[e]->second.members.size());
     StartScriptCall(cmds, call, argc, eval, kMarksScript, MarksScriptSha());
     for (size_t e : call) {
       const auto& k = entries_[e]->first;
@@ -71,9 +80,11 @@ void MarkWrite::Commands(RedisCommands& cmds, bool eval, const std::vector<size_
       else
         cmds.Key(prefix_, k.family->key_template(), k.num);
     }
+    const auto& bounds = entries_[call.front()]->second;
+    cmds.Arg(bounds.max).Arg(bounds.ttl_s);
     for (size_t e : call) {
       const auto& m = entries_[e]->second;
-      cmds.Arg(m.max).Arg(m.ttl_s).Arg(static_cast<int64_t>(m.members.size()));
+      cmds.Arg(static_cast<int64_t>(m.members.size()));
       for (const auto& [member, ts] : m.members) cmds.Arg(ts).Arg(member);
     }
   };

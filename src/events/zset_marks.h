@@ -56,14 +56,11 @@ extern const std::string_view kMarksScript;
 class MarkWrite : public ScriptWrite {
  public:
   MarkWrite(const MarkBatch& batch, std::string_view prefix, bool cluster);
-  size_t calls() const override { return calls_.size(); }
   void Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) override;
   Result<void> Take(const RedisClient& redis, size_t call, RespView reply) override;
 
  private:
   std::vector<std::map<MarkBatch::Key, MarkBatch::Marks>::const_iterator> entries_;
-  std::string prefix_;
-  ScriptCalls calls_;
 };
 
 // Errors: the batch's (unavailable, deadline_exceeded), or backend_error naming the
