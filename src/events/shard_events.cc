@@ -31,7 +31,7 @@ EventWriteStats::EventWriteStats()
 // waiting for its end.
 struct ShardEvents::Flush {
   Flush(SchemaPtr schema, int64_t now_ms, bool aggregate)
-      : counters(std::move(schema), now_ms, aggregate) {}
+      : counters(std::move(schema), now_ms, aggregate), marks(aggregate) {}
   CounterBatch counters;
   MarkBatch marks;
   Deadline deadline;

@@ -1,10 +1,11 @@
 // ShardEvents: one shard's writes of accepted events to Redis (docs/events.md). The
 // counters of every request read within --events-flush-ms go out together as one
 // aggregated batch (many events on one key and bucket become one increment, pipelined
-// with one EVALSHA per key), with the marks of their types; each request waits until
+// as EVALSHAs of up to 64 keys), with the marks of their types; each request waits until
 // Redis has acknowledged every write it contributed to, so that its 200 means its
 // events are kept. With --events-flush-ms 0 each request writes its own at once, not
-// aggregated: one increment per event and counters family.
+// aggregated: one increment per event and counters family, one mark per event, each its
+// own EVALSHA.
 //
 // Threads: the shard's loop thread; the stats are read by scrapes from any thread.
 #pragma once

@@ -46,7 +46,8 @@ const std::string& MarksScriptSha() {
 
 void MarkBatch::Add(const KeyFamily& family, const ZsetMarks& marks, const UserId& user,
                     const UserId& item, int64_t ts_ms) {
-  Marks& m = keys_[Key{&family, user.is_str ? 0 : user.num, user.is_str ? user.str : ""}];
+  const uint64_t add = aggregate_ ? 0 : ++adds_;
+  Marks& m = keys_[Key{&family, user.is_str ? 0 : user.num, user.is_str ? user.str : "", add}];
   m.max = marks.max;
   m.ttl_s = marks.ttl_s;
   auto [it, added] = m.members.try_emplace(MemberText(item), ts_ms);
@@ -56,6 +57,10 @@ void MarkBatch::Add(const KeyFamily& family, const ZsetMarks& marks, const UserI
 MarkWrite::MarkWrite(const MarkBatch& batch, std::string_view prefix, bool cluster)
     : ScriptWrite(prefix) {
   for (auto it = batch.keys_.begin(); it != batch.keys_.end(); ++it) entries_.push_back(it);
+  if (!batch.aggregate_) {  // one call per mark, as the unaggregated baseline promises
+    for (size_t i = 0; i < entries_.size(); ++i) calls_.push_back({i});
+    return;
+  }
   // A call's keys share their bounds: the script takes them once.
   std::map<std::pair<int64_t, int64_t>, uint64_t> bounds;  // (max, ttl_s) -> its number
   calls_ = GroupCalls(entries_.size(), [&](size_t i) {

@@ -27,6 +27,10 @@ namespace rankd {
 
 class MarkBatch {
  public:
+  // `aggregate` false: every Add is an entry (and a script call) of its own, as
+  // --events-flush-ms 0 promises.
+  explicit MarkBatch(bool aggregate = true) : aggregate_(aggregate) {}
+
   // Marks `item` in `user`'s zset of `family` (a zset family of the schema the caller
   // keeps alive) at `ts_ms`, under `marks`' bounds.
   void Add(const KeyFamily& family, const ZsetMarks& marks, const UserId& user, const UserId& item,
@@ -39,12 +43,15 @@ class MarkBatch {
     const KeyFamily* family;
     int64_t num;
     std::string str;
+    uint64_t add;  // 0 when aggregating; else the Add's number: an entry per mark
     auto operator<=>(const Key&) const = default;
   };
   struct Marks {
     int64_t max = 0, ttl_s = 0;
     std::map<std::string, int64_t> members;  // member text -> newest ts_ms
   };
+  bool aggregate_;
+  uint64_t adds_ = 0;
   std::map<Key, Marks> keys_;
   friend class MarkWrite;
 };
