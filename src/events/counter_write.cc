@@ -19,15 +19,21 @@ namespace rankd {
 // the slot holds an older bucket (or none: index 0), it is reset to this one first; when
 // it holds a newer one, the increment is older than the key's window and is dropped,
 // counted in the reply. Each block read once (HGET), the changed ones written back at
-// once (HSET; one block, the usual case, without building an argument table), then the
-// TTL: a key can hold no more than its ring, whatever the writes, and expires keep_s
-// after the last write.
+// once (HSET; one block, the usual case, without building an argument table): a key can
+// hold no more than its ring, whatever the writes.
+//
+// Expiry: the TTL is set to keep_s by a write that starts a bucket in its slot (a reset:
+// always so on a new key or block), not by one adding to buckets its slots already hold
+// (the usual case, one command fewer a key). A bucket is first written at or after its
+// start, so the key lives at least keep_s past the start of its newest bucket, when no
+// window can read it any more; and a key no write touched for keep_s has expired. PEXPIRE
+// never lowers the TTL here: every TTL this script sets is keep_s from an earlier time.
 const std::string_view kCounterScript = R"lua(local late, ttl = 0, ARGV[1]
 local ring, width = tonumber(ARGV[2]), tonumber(ARGV[3])
 local zeros = string.rep('\0', 8 * width)
 for k = 1, #KEYS do
   local key, ops = KEYS[k], ARGV[3 + k]
-  local blocks, changed, order = {}, {}, {}
+  local blocks, changed, order, started = {}, {}, {}, false
   for p = 1, #ops, 13 do
     local index, t, d = struct.unpack('<I4Bd', ops, p)
     local slot = index % ring
@@ -43,6 +49,7 @@ for k = 1, #KEYS do
       if held < index then
         v = string.sub(v, 1, at) .. struct.pack('<I4', index) .. string.sub(zeros, 1, width - 4) ..
             string.sub(v, at + width + 1)
+        started = true
       end
       local o = at + 4 + 8 * t
       v = string.sub(v, 1, o) .. struct.pack('<d', struct.unpack('<d', v, o + 1) + d) ..
@@ -58,7 +65,7 @@ for k = 1, #KEYS do
     for _, f in ipairs(order) do args[#args + 1] = f; args[#args + 1] = blocks[f] end
     redis.call(unpack(args))
   end
-  if #order > 0 then redis.call('PEXPIRE', key, ttl) end
+  if started then redis.call('PEXPIRE', key, ttl) end
 end
 return late
 )lua";

@@ -516,6 +516,27 @@ TEST_CASE("counters: a key untouched for keep_s expires") {
   CHECK(f.server.Command({"EXISTS", "ic:5"})[0].integer() == 1);
 }
 
+TEST_CASE("counters: the TTL is set when a write starts a bucket, not when it adds to one") {
+  Fixture f;
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t b = BucketStart(now, 60);  // ic: 60 s buckets kept 3,600 s
+  REQUIRE(f.Write({{"click", 1, "", 6, 1, b * 1000}}, now).has_value());
+  CHECK(f.server.Command({"PTTL", "ic:6"})[0].integer() > 3590000);  // a new key: started
+  // As if time had passed since that write: a write into the same bucket keeps the TTL
+  // (the key still lives keep_s past its newest bucket's start)...
+  f.server.Command({"PEXPIRE", "ic:6", "1000000"});
+  REQUIRE(f.Write({{"click", 1, "", 6, 1, b * 1000 + 5}}, now).has_value());
+  const int64_t kept = f.server.Command({"PTTL", "ic:6"})[0].integer();
+  CHECK(kept > 0);
+  CHECK(kept <= 1000000);
+  // ...and one that starts another bucket sets it to keep_s again.
+  REQUIRE(f.Write({{"click", 1, "", 6, 1, (b - 60) * 1000}}, now).has_value());
+  CHECK(f.server.Command({"PTTL", "ic:6"})[0].integer() > 3590000);
+  CHECK(f.server.Command({"HLEN", "ic:6"})[0].integer() >= 1);
+}
+
 TEST_CASE("counters: a script Redis lost is sent again with EVAL") {
   Fixture f;
   REQUIRE(f.Write({{"click", 1, "", 3, 1, kNow * 1000}}, kNow).has_value());
