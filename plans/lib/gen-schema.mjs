@@ -124,7 +124,7 @@ function write(out, text) {
  *  other op gets a generated method, so it must be "simple" (isSimple). */
 const HAND_WRITTEN = new Set([
   "viewer", "follow", "recommendation", "media", "features", "seen_filter", "vm", "model", "filter",
-  "sort", "take", "concat", "dedupe", "diversify", "cap", "fixed_source", "sleep", "busy_cpu",
+  "sort", "take", "concat", "dedupe", "diversify", "cap", "fixed_source", "sleep", "busy_cpu", "ann",
 ]);
 const COL_TYPES = ["i64", "f64", "str", "bool"];
 

@@ -17,7 +17,7 @@ import { checkModelInputs, checkNumericColumn, readModelFeatures } from "./model
 import {
   DEMO_SCHEMA, checkSchema, fieldCol,
   type DemoSchema, type Family, type FamilyOf, type IdType, type FamilyType, type FieldCols, type FieldName, type Fams, type IdOf,
-  type MembersOf, type Schema, type SchemaDecl, type SetFamilyOf, type TypeOfFamily,
+  type MembersOf, type Schema, type SchemaDecl, type SetFamilyOf, type TypeOfFamily, type IndexName, type IndexIdOf,
 } from "./schema.js";
 
 // ---- data model (docs/data.md): the families of the plans folder's schema.json (lib/schema.ts) ----
@@ -163,7 +163,10 @@ export type PredArg<C extends Cols> = Pred | ((c: ColRefs<C>) => Pred) | string;
 
 type TaskParam =
   | number | F64 | string | boolean | readonly string[] | { param: string } | { expr: ENode } | { pred: PNode }
-  | { columnMap: ReadonlyMap<string, string> };
+  | { columnMap: ReadonlyMap<string, string> }
+  // A node of the plan, written as its id (with `key`: {"from": id, "key": key}); ann's
+  // query and exclude. And ann's exclude {"family": NAME}, written as it is.
+  | { node: NodeRec; key?: string } | { family: string };
 interface NodeRec {
   op: string;
   inputs: NodeRec[];
@@ -578,6 +581,47 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
         if (within > 0 && fam.type !== "zset") fail(`withinS needs a zset family (scored by time); '${fam.name}' is a ${fam.type} family`);
         if (within !== opDefault<number>("seen_filter", "within_s")) r.params.push(["within_s", within]);
       }
+    });
+  }
+  /**
+   * On a viewer node: the `k` (default 100, at most 10000) items of the index `index`
+   * (schema.json `indexes`, docs/vectors.md) nearest to the viewer's vector column `key`,
+   * as `id` and `similarity` (higher is nearer), with `withVectors` also the items' vectors
+   * (the index field's column, typed at compile time but not in the node's static type).
+   * `exclude`: a node whose ids are left out, or `{ family }`, the viewer's set or zset
+   * whose members are. `ef`: the search beam (0: the server's default; never below k).
+   */
+  ann<const I extends IndexName<S>>(
+    o: { index: I; key: keyof C & string; k?: IntArg; ef?: IntArg; withVectors?: boolean; endpoint?: Endpoint;
+         exclude?: Node<{ id: IndexIdOf<S, I> }, S> | { family: SetFamilyOf<S, IndexIdOf<S, I>> } } & NodeOpts,
+  ): Node<{ id: IndexIdOf<S, I>; similarity: "f64" }, S> {
+    const ex = o.exclude;
+    const inputs: Node<any, any>[] = ex instanceof Node ? [this, ex] : [this];
+    return this.plan.task("ann", inputs, o, (r) => {
+      checkKeys("ann", o, ["endpoint", "index", "key", "k", "ef", "withVectors", "exclude"]);
+      if (this.rec.op !== "viewer") fail(`ann searches with a viewer's vector (one row); this is a ${this.rec.op} node`);
+      this.plan.endpoint(r, o.endpoint);
+      const schema = this.plan.schema;
+      const idx = schema.indexes.get(o.index) ??
+        fail(`index: ${schema.source} declares no index ${JSON.stringify(o.index)} (${[...schema.indexes.keys()].join(", ") || "it has none"})`);
+      const vec = idx.family.fields.get(idx.field)!;
+      const t = this.rec.cols.get(o.key);
+      if (t !== vec) fail(`key: the viewer's column '${o.key}' is ${t ?? "missing"} but index '${o.index}' holds ${vec}`);
+      r.params.push(["index", o.index], ["query", { node: this.rec, key: o.key }]);
+      if (o.k !== undefined) this.plan.intParam(r, "k", "k", o.k);
+      if (o.ef !== undefined) this.plan.intParam(r, "ef", "ef", o.ef);
+      if (ex instanceof Node) {
+        if (ex.rec.cols.get("id") !== idx.family.id) fail(`exclude: that node's id column is not of ${idx.family.id} ids`);
+        r.params.push(["exclude", { node: ex.rec }]);
+      } else if (ex !== undefined) {
+        const fam = schema.families.get(ex.family);
+        if (!fam || (fam.type !== "set" && fam.type !== "zset") || fam.members !== idx.family.id)
+          fail(`exclude.family: '${ex.family}' is no set or zset family of ${idx.family.id} members in ${schema.source}`);
+        r.params.push(["exclude", { family: ex.family }]);
+      }
+      if (o.withVectors) r.params.push(["with_vectors", true]);
+      r.cols = new Map([["id", idx.family.id], ["similarity", "f64"]]);
+      if (o.withVectors) r.cols.set(idx.field, vec);
     });
   }
   /** Evaluates `expr` per row into the column `outKey` (added or replaced). */
@@ -1200,6 +1244,8 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
       if (typeof v === "object" && v !== null && "expr" in v) p[k] = intern(exprJson(v.expr, nodeId), exprTable, exprIds, "e");
       else if (typeof v === "object" && v !== null && "pred" in v) p[k] = intern(predJson(v.pred, nodeId), predTable, predIds, "p");
       else if (typeof v === "object" && v !== null && "columnMap" in v) p[k] = Object.fromEntries(v.columnMap);
+      else if (typeof v === "object" && v !== null && "node" in v)
+        p[k] = v.key !== undefined ? { from: ids.get(v.node)!, key: v.key } : ids.get(v.node)!;
       else p[k] = v as Json;
     }
     const j: Record<string, Json> = { node_id: ids.get(n)!, op: n.op, inputs: n.inputs.map((i) => ids.get(i)!), params: p };

@@ -51,11 +51,20 @@ export interface EventDecl {
   readonly value?: boolean;
   readonly marks?: { readonly family: string; readonly max: number; readonly ttl_s: number };
 }
+/** An index of `indexes` (docs/vectors.md, "Indexes"): the vec field of a hash or json family. */
+export interface IndexDecl {
+  readonly family: string;
+  readonly field: string;
+  readonly metric: "ip" | "cosine" | "l2";
+  readonly refresh_s?: number;
+  readonly max_items?: number;
+}
 export interface SchemaDecl {
   readonly schema_version: 1;
   readonly events?: { readonly [type: string]: EventDecl };
   readonly event_log?: { readonly sink: string };
   readonly families: { readonly [name: string]: FamilyDecl };
+  readonly indexes?: { readonly [name: string]: IndexDecl };
 }
 
 /** The demo schema: what a plans folder without `schema.json` uses (docs/data.md). */
@@ -122,6 +131,9 @@ export type FieldName<F> = keyof FieldsOf<F> & string;
 export type FieldCol<T> = T extends "bool" ? "i64" : T extends "i64" | "f64" | "str" | VecType ? T : T extends CountersFieldDecl ? "f64" : never;
 export type FieldCols<F, K extends string> = { [k in K]: FieldCol<FieldsOf<F>[k & keyof FieldsOf<F>]> };
 export type TypeOfFamily<S extends SchemaDecl, N> = N extends keyof Fams<S> ? Fams<S>[N]["type"] : never;
+/** The names of S's indexes, and the id type of the family index I holds. */
+export type IndexName<S extends SchemaDecl> = keyof NonNullable<S["indexes"]> & string;
+export type IndexIdOf<S extends SchemaDecl, I extends IndexName<S>> = IdOf<Fams<S>[NonNullable<S["indexes"]>[I]["family"] & keyof Fams<S>]>;
 
 // ---- the runtime value, checked ----------------------------------------------------------
 
@@ -140,6 +152,8 @@ export interface Schema {
   /** Where the schema came from, for messages: "schema.json" of a folder, or "the demo schema". */
   readonly source: string;
   readonly families: ReadonlyMap<string, Family>;
+  /** `indexes`: name → the family and vec field it holds (the server checks the rest). */
+  readonly indexes: ReadonlyMap<string, { readonly family: Family; readonly field: string }>;
   /** The schema as declared, for comparing with a folder's schema.json. */
   readonly decl: SchemaDecl;
 }
@@ -161,7 +175,7 @@ export function checkSchema(v: unknown, source: string): Schema {
   };
   if (!isObj(v)) bad("(top)", "must be an object {schema_version, families}");
   const top = v as Record<string, unknown>;
-  const TOP = ["schema_version", "events", "event_log", "families"];
+  const TOP = ["schema_version", "events", "event_log", "families", "indexes"];
   for (const k of Object.keys(top)) if (!TOP.includes(k)) bad(k, `unknown member (allowed: ${TOP.join(", ")})`);
   if (top.schema_version !== 1) bad("schema_version", `must be 1, got ${JSON.stringify(top.schema_version)}`);
   if (!isObj(top.families)) bad("families", "must be an object: family name → family");
@@ -213,7 +227,20 @@ export function checkSchema(v: unknown, source: string): Schema {
     out.set(name, { name, type, key: k, id: idType, members, fields, ...(by ? { by } : {}) });
   }
   checkEvents(top, out, bad);
-  return { source, families: out, decl: v as unknown as SchemaDecl };
+  const indexes = new Map<string, { family: Family; field: string }>();
+  if (top.indexes !== undefined) {
+    if (!isObj(top.indexes)) bad("indexes", "must be an object: index name → {family, field, metric}");
+    for (const [name, def] of Object.entries(top.indexes as Record<string, unknown>)) {
+      const w = `indexes.${name}`;
+      if (!isObj(def)) bad(w, "must be an object {family, field, metric}");
+      const d = def as Record<string, unknown>;
+      const fam = out.get(d.family as string) ?? bad(`${w}.family`, `unknown family ${JSON.stringify(d.family)}`);
+      const ft = fam.fields.get(d.field as string);
+      if (!ft || !isVecField(ft)) bad(`${w}.field`, `${JSON.stringify(d.field)} is no vec:D field of '${fam.name}'`);
+      indexes.set(name, { family: fam, field: d.field as string });
+    }
+  }
+  return { source, families: out, indexes, decl: v as unknown as SchemaDecl };
 }
 
 type Bad = (where: string, msg: string) => never;

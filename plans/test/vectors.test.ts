@@ -75,3 +75,46 @@ test("schema: vec:D with D 1..4096 in hash and json families", () => {
   for (const bad of ["vec", "vec:0", "vec:4097", "vec:08", "vec:x", "vec:-1"])
     assert.throws(() => checkSchema(fam(bad), "s.json"), new RegExp(`s\\.json: families\\.e\\.fields\\.v: "${bad}" is not one of i64, f64, str, bool, vec:D`));
 });
+
+// ann (docs/vectors.md, "Indexes"): a viewer's vector against an index of the schema.
+const indexed = withSchema({
+  schema_version: 1,
+  families: {
+    user_emb: { type: "hash", key: "ue:{id}", fields: { emb: "vec:4", small: "vec:2" } },
+    item_emb: { type: "hash", key: "ie:{id}", fields: { emb: "vec:4" } },
+    seen: { type: "set", key: "s:{id}" },
+    recs: { type: "list", key: "r:{id}" },
+  },
+  indexes: { items: { family: "item_emb", field: "emb", metric: "cosine" } },
+});
+
+test("ann: the JSON the server loads, and its errors", () => {
+  const p = json(planText(indexed.definePlan({
+    name: "t",
+    build: (c) => {
+      const v = c.viewer({ family: "user_emb" });
+      const byFamily = v.ann({ index: "items", key: "emb", k: 50, exclude: { family: "seen" } });
+      const seen = v.recommendation({ family: "recs" });
+      const byNode = v.ann({ index: "items", key: "emb", exclude: seen, withVectors: true });
+      return c.concat([byFamily, byNode]);
+    },
+  })));
+  const [v, a, r, b] = p.nodes;
+  assert.deepEqual(a.inputs, [v.node_id]);
+  assert.deepEqual(a.params, { endpoint: "redis_default", index: "items", query: { from: v.node_id, key: "emb" }, k: 50, exclude: { family: "seen" } });
+  assert.deepEqual(b.inputs, [v.node_id, r.node_id]);
+  assert.deepEqual(b.params.exclude, r.node_id);
+  assert.equal(b.params.with_vectors, true);
+  const bad = (build: B) => {
+    try {
+      planText(indexed.definePlan({ name: "bad", build }));
+    } catch (e) {
+      return (e as Error).message;
+    }
+    assert.fail("compiled without error");
+  };
+  assert.match(bad((c) => c.viewer({ family: "user_emb" }).ann({ index: "nope", key: "emb" })), /declares no index "nope" \(items\)/);
+  assert.match(bad((c) => c.viewer({ family: "user_emb" }).ann({ index: "items", key: "small" })), /'small' is vec:2 but index 'items' holds vec:4/);
+  assert.match(bad((c) => c.viewer({ family: "user_emb" }).ann({ index: "items", key: "emb", k: 10001 })), /k/);
+  assert.match(bad((c) => c.viewer({ family: "user_emb" }).ann({ index: "items", key: "emb", exclude: { family: "recs" } })), /no set or zset family/);
+});

@@ -179,6 +179,14 @@ std::vector<Flag> ServeFlags(ServeArgs& a, RedisFlags& redis_flags,
               "/metrics (and /console/api/metrics) requests waiting for a\n"
               "serialisation, per address; more get 503 ({})",
               o.max_queued_scrapes, 1, 100000),
+      TextFlag("--index-dir", "DIR",
+               "save each built index (schema.json indexes) here and load\n"
+               "it at start when it matches the schema (none)",
+               o.index_dir),
+      IntFlag("--index-max-bytes", "N",
+              "bytes all indexes may hold together; a build over it\n"
+              "fails and the old index stays ({})",
+              o.index_max_bytes, 1 << 20, int64_t{1} << 40),
       TextFlag("--auth-token-file", "FILE",
                "API tokens, one a line (# comments); every route but\n"
                "/healthz and /readyz then needs 'Authorization: Bearer\n"

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ann/ann_set.h"
 #include "cache/shard_cache.h"
 #include "core/timeout.h"
 #include "events/shard_events.h"
@@ -407,6 +408,32 @@ void RedisBadValues(const ScrapeSources&, FamilyOut& out) {
     out.Value({family, "bad_id"}, static_cast<double>(Read(v.bad_id)));
     out.Value({family, "bad_json"}, static_cast<double>(Read(v.bad_json)));
     out.Value({family, "bad_vector"}, static_cast<double>(Read(v.bad_vector)));
+  });
+}
+
+// --- indexes (schema.json `indexes`: ann/ann_set.h AnnIndexStats) ------------------------
+
+template <auto field>
+void PerIndex(const ScrapeSources&, FamilyOut& out) {
+  ForEachAnnIndexStats([&](const std::string& index, const AnnIndexStats& s) {
+    out.Value({index}, static_cast<double>((s.*field).value()));
+  });
+}
+
+void IndexBuilds(const ScrapeSources&, FamilyOut& out) {
+  ForEachAnnIndexStats([&](const std::string& index, const AnnIndexStats& s) {
+    out.Value({index, "ok"}, static_cast<double>(s.builds_ok.value()));
+    out.Value({index, "loaded"}, static_cast<double>(s.builds_loaded.value()));
+    out.Value({index, "over_max_items"}, static_cast<double>(s.builds_over_max_items.value()));
+    out.Value({index, "over_max_bytes"}, static_cast<double>(s.builds_over_max_bytes.value()));
+    out.Value({index, "failed"}, static_cast<double>(s.builds_failed.value()));
+  });
+}
+
+void IndexSkipped(const ScrapeSources&, FamilyOut& out) {
+  ForEachAnnIndexStats([&](const std::string& index, const AnnIndexStats& s) {
+    out.Value({index, "bad_vector"}, static_cast<double>(s.bad_vectors.value()));
+    out.Value({index, "bad_id"}, static_cast<double>(s.bad_ids.value()));
   });
 }
 
@@ -840,6 +867,33 @@ constexpr MetricRow kMetricTable[] = {
      Type::Counter,
      {"family", "kind"},
      RedisBadValues},
+    {"rankd_index_items",
+     "Items in the index in use (schema.json indexes)",
+     Type::Gauge,
+     {"index"},
+     PerIndex<&AnnIndexStats::items>},
+    {"rankd_index_bytes",
+     "Bytes the index in use holds (vectors, graph, id map; --index-max-bytes bounds their sum)",
+     Type::Gauge,
+     {"index"},
+     PerIndex<&AnnIndexStats::bytes>},
+    {"rankd_index_build_seconds",
+     "Seconds the index's last build took (Redis reads and faiss), ok or not",
+     Type::Gauge,
+     {"index"},
+     PerIndex<&AnnIndexStats::build_seconds>},
+    {"rankd_index_builds_total",
+     "Index builds by outcome: ok, loaded (from --index-dir), over_max_items, over_max_bytes, "
+     "failed (the index built before stays)",
+     Type::Counter,
+     {"index", "outcome"},
+     IndexBuilds},
+    {"rankd_index_skipped_total",
+     "Keys an index build skipped: a vector of the wrong length or not finite (bad_vector), an "
+     "id that does not parse (bad_id)",
+     Type::Counter,
+     {"index", "kind"},
+     IndexSkipped},
     {"rankd_redis_connections",
      "Redis connections by state",
      Type::Gauge,

@@ -587,7 +587,9 @@ class Loader {
         return s;
       if (auto s = BindModel(node, input_cols, plan); !s) return s;
       if (auto s = BindFamily(node, plan); !s) return s;
-      SchemaArgs sa{in_types, in_ids, node.args, node.expr.get(), node.family, node.schema};
+      SchemaArgs sa{in_types,    in_ids,      node.args,        node.expr.get(),
+                    node.family, node.schema, plan.schema.get()};
+      if (node.schema->reads_index) plan.reads_indexes = true;
       auto out = node.schema->output(sa);
       if (!out) return Fail(w_.Node(node.id, "", out.error().message));
       node.out_types = std::move(*out);
@@ -683,6 +685,12 @@ class Loader {
              const ColumnTypes& input_cols, object* exprs, object* preds) {
     const TaskParamSpec& spec = node.schema->params[k];
     if (spec.kind == ParamKind::kColumnMap) return ColumnMapArg(node, k, field, val);
+    if (spec.kind == ParamKind::kStrOrMap) {
+      std::string_view s;
+      if (val.get_string().get(s)) return ColumnMapArg(node, k, field, val);
+      node.args.at(k) = std::vector<std::string>{std::string(s)};
+      return {};
+    }
     object ref;
     if (!val.get_object().get(ref)) return RefArg(node, k, field, ref, plan);
     auto arg = LiteralArg(node, spec, field, val);
@@ -761,7 +769,8 @@ class Loader {
       case ParamKind::kModel:
         if (val.get_string().get(s)) return wrong();
         return Value(std::string(s));
-      case ParamKind::kColumnMap: return wrong();  // ColumnMapArg
+      case ParamKind::kColumnMap:
+      case ParamKind::kStrOrMap: return wrong();  // ColumnMapArg, Arg
       case ParamKind::kStrList: {
         array a;
         if (val.get_array().get(a)) return wrong();

@@ -24,6 +24,8 @@ namespace rankd {
 // the plan's expr_table/pred_table (compiled at load), kModel names a model of the plan
 // folder (bound at load: PlanNode::model). kColumnMap is a JSON object of strings (model
 // feature -> column), held in TaskArgs as a list of key, value, key, value, ...
+// kStrOrMap is a string or a JSON object of strings (ann's exclude: a node id, or
+// {"family": NAME}), held as a list: [the string], or key, value, ... (none: empty).
 enum class ParamKind : uint8_t {
   kI64,
   kF64,
@@ -35,6 +37,7 @@ enum class ParamKind : uint8_t {
   kPredId,
   kModel,
   kColumnMap,
+  kStrOrMap,
 };
 
 std::string_view ParamKindName(ParamKind k);
@@ -141,6 +144,7 @@ struct SchemaArgs {
   const CompiledExpr* expr = nullptr;           // the compiled kExprId param, if the op has one
   const KeyFamily* family = nullptr;  // the schema family of its `family` param, if it has one
   const OpSchema* op = nullptr;       // the node's op
+  const Schema* schema = nullptr;     // the plan's schema (families, indexes)
 };
 
 // The node's output columns, or an error whose message names the field (the loader
@@ -161,6 +165,9 @@ struct OpSchema {
   // loads only from a catalog whose test_ops_enabled() is true (rankd --enable-test-ops),
   // so that a production server cannot be made to sleep or spin by a plan.
   bool test_only = false;
+  // It searches an index of the schema (ann): a request of a plan holding it keeps the
+  // process's index set it started with (Plan::reads_indexes).
+  bool reads_index = false;
 
   // The catalogue's description of the op (SchemaAsDeclared computes the output from it;
   // other ops' `output` functions must agree with it).

@@ -135,6 +135,9 @@ struct Plan {
   PlanQuality quality;
   std::vector<FromValue> from_values;  // each (node, column) once
   PlanServedState served_state;
+  // A node searches an index (OpSchema::reads_index): a run takes the process's index
+  // set when it starts (ExecEnv::ann).
+  bool reads_indexes = false;
 
   // Index of the node named `id`, or -1. Load time and tests only (linear).
   int node_index(std::string_view id) const;

@@ -66,6 +66,8 @@ constexpr Named<FieldType> kFieldTypes[] = {{"i64", FieldType::kI64},
                                             {"bool", FieldType::kBool},
                                             {"vec", FieldType::kVec}};
 constexpr Named<ColumnType> kIdTypes[] = {{"i64", ColumnType::kI64}, {"str", ColumnType::kStr}};
+constexpr Named<AnnMetric> kAnnMetrics[] = {
+    {"ip", AnnMetric::kIp}, {"cosine", AnnMetric::kCosine}, {"l2", AnnMetric::kL2}};
 constexpr Named<CountersSpec::By> kCounterBy[] = {{"item", CountersSpec::By::kItem},
                                                   {"user", CountersSpec::By::kUser}};
 
@@ -156,16 +158,18 @@ class SchemaParser {
     object top;
     if (root.get(top)) return Fail(Err("", "", "must be a JSON object"));
     auto schema = std::make_shared<Schema>();
-    std::optional<element> version, families, events, event_log;
+    std::optional<element> version, families, events, event_log, indexes;
     for (auto [k, v] : top) {
       std::optional<element>* slot = k == "schema_version" ? &version
                                      : k == "families"     ? &families
                                      : k == "events"       ? &events
                                      : k == "event_log"    ? &event_log
+                                     : k == "indexes"      ? &indexes
                                                            : nullptr;
       if (slot == nullptr)
         return Fail(Err("", std::string(k),
-                        "unknown member (expected schema_version, families, events, event_log)"));
+                        "unknown member (expected schema_version, families, events, event_log, "
+                        "indexes)"));
       if (slot->has_value()) return Fail(Err("", std::string(k), "given twice"));
       *slot = v;
     }
@@ -184,6 +188,8 @@ class SchemaParser {
     }
     if (event_log)
       if (auto ok = ParseEventLog(*event_log, *schema); !ok) return Fail(ok.error());
+    if (indexes)
+      if (auto ok = ParseIndexes(*indexes, *schema); !ok) return Fail(ok.error());
     schema->json = std::string(text);
     schema->sha256 = Sha256Hex(text);
     return SchemaPtr(std::move(schema));
@@ -195,6 +201,9 @@ class SchemaParser {
     if (!family.empty()) m += ": family '" + std::string(family) + "'";
     if (!member.empty()) m += ": " + std::string(member);
     return Error::BadRequest(m + ": " + std::string(what));
+  }
+  Error IndexErr(std::string_view index, std::string_view what) const {
+    return Error::BadRequest(file_ + ": index '" + std::string(index) + "': " + std::string(what));
   }
   Error EventErr(std::string_view type, std::string_view what) const {
     return Error::BadRequest(file_ + ": event type '" + std::string(type) +
@@ -286,6 +295,83 @@ class SchemaParser {
     if (!max) return Fail(Error::BadRequest("marks.max: missing"));
     if (!ttl) return Fail(Error::BadRequest("marks.ttl_s: missing"));
     return m;
+  }
+
+  // `indexes`: index name -> {"family", "field", "metric", "refresh_s", "max_items"}.
+  Result<void> ParseIndexes(element v, Schema& schema) {
+    object all;
+    if (v.get(all)) return Fail(Err("", "indexes", "must be an object of indexes by name"));
+    for (auto [name, def] : all) {
+      if (!ValidName(name))
+        return Fail(Err("", "indexes",
+                        "'" + std::string(name) + "' is not a valid name ([a-z_][a-z0-9_]{0,63})"));
+      if (schema.FindIndex(name)) return Fail(IndexErr(name, "declared twice"));
+      if (schema.indexes.size() == kMaxIndexes)
+        return Fail(Err("", "indexes", "more than " + std::to_string(kMaxIndexes) + " indexes"));
+      auto spec = ParseIndex(name, def, schema);
+      if (!spec) return Fail(spec.error());
+      schema.indexes.push_back(std::move(*spec));
+    }
+    return {};
+  }
+
+  Result<AnnIndexSpec> ParseIndex(std::string_view name, element v, const Schema& schema) {
+    object obj;
+    if (v.get(obj)) return Fail(IndexErr(name, "must be an object"));
+    AnnIndexSpec spec;
+    spec.name = std::string(name);
+    bool family = false, field = false, metric = false;
+    for (auto [k, val] : obj) {
+      const std::string member(k);
+      std::string_view s;
+      if (k == "family" || k == "field" || k == "metric") {
+        if (val.get(s)) return Fail(IndexErr(name, member + ": must be a string"));
+        if (k == "family") spec.family = std::string(s), family = true;
+        if (k == "field") spec.field = std::string(s), field = true;
+        if (k == "metric") {
+          auto m = ByName(kAnnMetrics, s);
+          if (!m)
+            return Fail(IndexErr(
+                name, "metric: unknown metric '" + std::string(s) + "' (expected ip, cosine, l2)"));
+          spec.metric = *m;
+          metric = true;
+        }
+      } else if (k == "refresh_s" || k == "max_items") {
+        const int64_t hi = k == "refresh_s" ? kMaxRefreshS : kMaxIndexItems;
+        auto n = Int(val);
+        if (!n || *n < 1 || *n > hi)
+          return Fail(IndexErr(name, member + ": must be an integer 1.." + std::to_string(hi) +
+                                         ", got " + simdjson::to_string(val)));
+        (k == "refresh_s" ? spec.refresh_s : spec.max_items) = *n;
+      } else {
+        return Fail(IndexErr(
+            name,
+            member + ": unknown member (expected family, field, metric, refresh_s, max_items)"));
+      }
+    }
+    if (!family) return Fail(IndexErr(name, "family: missing"));
+    if (!field) return Fail(IndexErr(name, "field: missing"));
+    if (!metric) return Fail(IndexErr(name, "metric: missing (ip, cosine or l2)"));
+    const KeyFamily* f = schema.Find(spec.family);
+    if (!f) return Fail(IndexErr(name, "family: unknown family '" + spec.family + "'"));
+    if (f->type != FamilyType::kHash && f->type != FamilyType::kJson)
+      return Fail(IndexErr(name, "family: '" + f->name + "' is a " +
+                                     std::string(FamilyTypeName(f->type)) +
+                                     " family; an index reads a hash or json family"));
+    auto fi = f->FieldIndex(spec.field);
+    if (!fi)
+      return Fail(
+          IndexErr(name, "field: family '" + f->name + "' has no field '" + spec.field + "'"));
+    const SchemaField& sf = f->fields[*fi];
+    if (sf.type != FieldType::kVec)
+      return Fail(IndexErr(name, "field: '" + f->name + "." + sf.name + "' is " + sf.TypeText() +
+                                     ", not a vector (vec:D)"));
+    spec.dim = sf.dim;
+    spec.content_sha256 =
+        Sha256Hex(std::string(FamilyTypeName(f->type)) + '\n' + f->key + '\n' +
+                  std::string(ColumnTypeName(f->id_type)) + '\n' + sf.name + '\n' + sf.TypeText() +
+                  '\n' + std::string(AnnMetricName(spec.metric)));
+    return spec;
   }
 
   // `event_log`: {"sink": NAME}, a --served-log sink's name (that it is configured is the
@@ -737,6 +823,13 @@ std::optional<size_t> KeyFamily::FieldIndex(std::string_view field) const {
 }
 
 std::string_view CounterByName(CountersSpec::By by) { return NameOf(kCounterBy, by); }
+std::string_view AnnMetricName(AnnMetric m) { return NameOf(kAnnMetrics, m); }
+
+const AnnIndexSpec* Schema::FindIndex(std::string_view name) const {
+  for (const AnnIndexSpec& i : indexes)
+    if (i.name == name) return &i;
+  return nullptr;
+}
 
 std::optional<uint32_t> CountersSpec::TypeIndex(std::string_view type) const {
   for (size_t i = 0; i < count.size(); ++i)

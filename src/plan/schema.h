@@ -146,16 +146,40 @@ struct KeyFamily {
   }
 };
 
+// How an index (`indexes` of schema.json, docs/vectors.md) ranks: by inner product, by
+// cosine (vectors normalised when built, queries when searched), or by Euclidean distance
+// (similarity = minus the distance, so that higher is always nearer).
+enum class AnnMetric : uint8_t { kIp, kCosine, kL2 };
+std::string_view AnnMetricName(AnnMetric m);  // "ip", "cosine", "l2"
+
+// An index declared in `indexes`: the vec field of a hash or json family that rankd
+// builds an approximate nearest-neighbour index over (docs/vectors.md, "Indexes").
+struct AnnIndexSpec {
+  std::string name;
+  std::string family;  // a hash or json family of the schema
+  std::string field;   // a vec:D field of it
+  uint32_t dim = 0;    // the field's D
+  AnnMetric metric = AnnMetric::kIp;
+  int64_t refresh_s = 300;      // rebuilt this often, in the background
+  int64_t max_items = 1000000;  // more items: the build fails, the old index stays
+  // What a built index's content depends on (the family's type, key template and id type,
+  // the field, D, the metric), hashed: an index saved under another hash is not loaded,
+  // and a reload that changes it builds the index again.
+  std::string content_sha256;
+};
+
 struct Schema {
-  std::vector<KeyFamily> families;  // in declaration order
-  std::vector<EventType> events;    // `events`, in declaration order; empty without
-  std::string event_log_sink;       // `event_log.sink`; "" without
-  std::string json;                 // the file's text (or the built-in's): GET /schema
-  std::string sha256;               // of `json`
-  bool builtin = false;             // the demo schema, no schema.json in the folder
+  std::vector<KeyFamily> families;    // in declaration order
+  std::vector<AnnIndexSpec> indexes;  // `indexes`, in declaration order; empty without
+  std::vector<EventType> events;      // `events`, in declaration order; empty without
+  std::string event_log_sink;         // `event_log.sink`; "" without
+  std::string json;                   // the file's text (or the built-in's): GET /schema
+  std::string sha256;                 // of `json`
+  bool builtin = false;               // the demo schema, no schema.json in the folder
 
   const KeyFamily* Find(std::string_view name) const;
   const EventType* FindEvent(std::string_view name) const;
+  const AnnIndexSpec* FindIndex(std::string_view name) const;
 };
 using SchemaPtr = std::shared_ptr<const Schema>;
 
@@ -171,6 +195,9 @@ inline constexpr size_t kMaxCountedTypes = 16;  // event types one counters fami
 inline constexpr int64_t kMaxMarks = 100000;
 inline constexpr int64_t kMaxMarksTtl = int64_t{10} * 366 * 86400;  // ten years
 inline constexpr int64_t kMaxCacheMs = 60000;
+inline constexpr size_t kMaxIndexes = 16;
+inline constexpr int64_t kMaxIndexItems = 50000000;
+inline constexpr int64_t kMaxRefreshS = 7 * 86400;
 // |value| of an event that carries one (docs/events.md).
 inline constexpr double kMaxEventValue = 1e9;
 

@@ -7,6 +7,7 @@
 #include <memory_resource>
 #include <new>
 
+#include "ann/ann_set.h"
 #include "core/awaitables.h"
 #include "core/block_pool.h"
 #include "core/timeout.h"
@@ -61,6 +62,7 @@ struct RequestState {
   std::pmr::monotonic_buffer_resource arena;  // before every member that allocates in it
   ExecEnv env;
   PlanPtr plan;
+  AnnSetPtr ann;  // Plan::reads_indexes: the indexes the run started with (TaskContext::ann)
   std::shared_ptr<void> live;                       // RunPlan's `live`: released with the state
   CancelToken cancel;                               // the request's: set when it answers
   std::shared_ptr<const CancelToken> outer_cancel;  // RunRequest::cancel: cancel's parent
@@ -331,6 +333,7 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
   st->start = start;
   st->deadline = req.deadline;
   st->keep_for_log = req.keep_for_log;
+  if (plan.reads_indexes && env.ann) st->ann = env.ann->Current();
   st->outer_cancel = std::move(req.cancel);
   st->cancel.set_parent(st->outer_cancel.get());
   size_t with_refs = 0;
@@ -353,6 +356,8 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     ctx.user_id = {st->user_id.num, st->user_id.str};
     ctx.now_ms = now_ms;
     ctx.node = &node;
+    ctx.schema = plan.schema.get();
+    ctx.ann = st->ann.get();
     ctx.params = &st->values;
     ctx.request_deadline = req.deadline;
     ctx.args = &node.args;

@@ -30,6 +30,7 @@
 namespace rankd {
 
 class RedisPools;
+class AnnIndexes;  // src/ann/ann_set.h
 
 // Where CPU tasks ran, for metrics. Written on the loop thread; any thread reads them.
 struct CpuOffloadCounts {
@@ -43,8 +44,9 @@ struct ExecEnv {
   EventLoop* loop = nullptr;
   ThreadPool* pool = nullptr;
   RedisPools* redis = nullptr;
-  ShardCache* cache = nullptr;   // the shard's; nullptr when the process has no cache
-  uint64_t node_timeout_ms = 0;  // default per-node timeout (--node-timeout-ms); 0 = none
+  ShardCache* cache = nullptr;      // the shard's; nullptr when the process has no cache
+  const AnnIndexes* ann = nullptr;  // the process's indexes; nullptr: none (a search fails)
+  uint64_t node_timeout_ms = 0;     // default per-node timeout (--node-timeout-ms); 0 = none
   size_t inline_cpu_rows =
       kInlineCpuRows;                    // kCpu tasks with at most this many input rows run inline
   CpuOffloadCounts* offloads = nullptr;  // optional

@@ -45,7 +45,11 @@ struct ServeOptions {
   uint64_t cache_ttl_ms = 60000;                       // no entry lives longer
   TrackingMode cache_tracking = TrackingMode::kBcast;  // docs/cache.md, "Tracking mode"
   int64_t node_timeout_ms = 0;                         // 0: none
-  size_t cpu_queue_max = 1024;                         // CPU jobs waiting for a worker, per shard
+  // The schema's indexes (docs/vectors.md, "Indexes"): where each build is saved and
+  // loaded from at start ("" = not saved), and the bytes all of them may hold together.
+  std::string index_dir;
+  uint64_t index_max_bytes = uint64_t{4} << 30;
+  size_t cpu_queue_max = 1024;  // CPU jobs waiting for a worker, per shard
   // SIGTERM/SIGINT: time between failing /readyz and closing the listeners. 0 keeps a
   // bare process quick to stop; behind a balancer set it above the balancer's time to
   // notice (docs/operations.md, "Behind a load balancer").

@@ -39,6 +39,7 @@ Status Server::Start() {
   ++stats_.plan_reloads_ok;
   plans_ = std::make_shared<const PlanSet>(std::move(*loaded));
   plan_count_.store(plans_->plans.size(), std::memory_order_release);
+  StartIndexBuilder();
   if (!opts_.auth_token_file.empty()) {
     auto tokens = AuthTokens::Load(opts_.auth_token_file);
     if (!tokens) return Fail(Error::BadRequest("--auth-token-file: " + tokens.error().message));
@@ -109,8 +110,25 @@ Status Server::ReloadAuthTokens() {
   return {};
 }
 
+void Server::StartIndexBuilder() {
+  IndexBuilder::Options o;
+  for (const RedisEndpoint& e : opts_.redis)
+    if (e.name == kDefaultRedisEndpointName) o.endpoint = e;
+  o.redis.reply_limits = opts_.redis_reply_limits;
+  o.redis.max_cluster_nodes = static_cast<size_t>(opts_.redis_max_cluster_nodes);
+  o.index_dir = opts_.index_dir;
+  o.max_bytes = opts_.index_max_bytes;
+  index_builder_ = std::make_unique<IndexBuilder>(std::move(o), indexes_);
+  // Without indexes the thread starts only when a reload declares one.
+  if (!plans_->schema->indexes.empty()) index_builder_->Start(plans_->schema);
+}
+
 Status Server::Reload() {
   auto loaded = LoadPlanDir(opts_.plans, Tasks(opts_), opts_.model_limits);
+  if (loaded && index_builder_) {
+    // New or changed indexes are built before the plans that search them are installed.
+    if (auto built = index_builder_->Prepare(loaded->schema); !built) loaded = Fail(built.error());
+  }
   if (!loaded) {
     ++stats_.plan_reloads_error;
     LogError("reload rejected, keeping the previous plans: " + loaded.error().message);
@@ -163,6 +181,7 @@ void Server::Shutdown() {
   file_sinks_.clear();
   file_sink_ptrs_.clear();
   shards_.clear();
+  index_builder_.reset();
   access_log_.reset();  // writes the last lines
   LogInfo("stopped");
 }
@@ -234,7 +253,7 @@ std::string Server::ReadinessReasons() const {
   }
   if (!started_.load(std::memory_order_acquire)) return "starting: not every shard listens yet";
   if (plan_count_.load(std::memory_order_acquire) == 0) return "no plans loaded";
-  std::string why;
+  std::string why = index_builder_ ? index_builder_->NotReadyReason() : std::string();
   for (const auto& s : shards_)
     if (!s->redis_ready()) {
       if (!why.empty()) why += "; ";

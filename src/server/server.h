@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "ann/ann_set.h"
 #include "cache/shard_cache.h"
 #include "core/error.h"
 #include "core/event_loop.h"
@@ -23,6 +24,7 @@
 #include "served/file_sink.h"
 #include "server/access_log.h"
 #include "server/auth_tokens.h"
+#include "server/index_builder.h"
 #include "server/serve_options.h"
 #include "server/shard_host.h"
 
@@ -80,9 +82,11 @@ class Server final : public ShardHost {
   // The key page cursors are signed with (--cursor-key-file, or a random one): set
   // before the shards start, then immutable, so any thread may use it.
   const CursorKey& cursor_key() const override { return *cursor_key_; }
+  const AnnIndexes* ann_indexes() const override { return &indexes_; }
 
  private:
-  void RunScrapes();  // scrape thread: serialise for the waiters until none is left
+  void StartIndexBuilder();  // Start, once the plans are loaded
+  void RunScrapes();         // scrape thread: serialise for the waiters until none is left
   std::string ScrapeText(ScrapeFormat format);  // scrape thread
 
   ServeOptions opts_;
@@ -105,6 +109,9 @@ class Server final : public ShardHost {
   std::unique_ptr<AccessLog> access_log_;
   std::vector<std::unique_ptr<FileSink>> file_sinks_;
   std::vector<FileSink*> file_sink_ptrs_;
+  // The schema's indexes and their builder: before shards_, which search them.
+  AnnIndexes indexes_;
+  std::unique_ptr<IndexBuilder> index_builder_;
   std::vector<std::unique_ptr<Shard>> shards_;
   std::shared_ptr<const PlanSet> plans_;    // main thread
   std::shared_ptr<const AuthTokens> auth_;  // main thread; null without --auth-token-file

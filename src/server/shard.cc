@@ -74,6 +74,7 @@ Status Shard::StartOnLoop(std::shared_ptr<const PlanSet> plans, int port) {
   env.node_timeout_ms = static_cast<uint64_t>(opts_.node_timeout_ms);
   env.offloads = &stats_.offloads;
   env.cpu_cancelled = &stats_.cpu_cancelled;
+  env.ann = host_.ann_indexes();
   rank_.access_log = host_.access_log_ring(id_);
   served_log_ =
       std::make_unique<ShardServedLog>(loop(), &redis, opts_.served_log, host_.file_sinks(),

@@ -21,6 +21,8 @@ namespace rankd {
 
 // What a scrape writes: /metrics's text exposition, or /console/api/metrics's JSON
 // (metrics/console_metrics.h).
+class AnnIndexes;  // ann/ann_set.h
+
 enum class ScrapeFormat : uint8_t { kPrometheus, kConsoleJson };
 
 class ShardHost {
@@ -42,6 +44,9 @@ class ShardHost {
   virtual const std::vector<FileSink*>& file_sinks() const = 0;
   // The key page cursors are signed with: immutable once the shards start.
   virtual const CursorKey& cursor_key() const = 0;
+  // The process's indexes (one copy, shared read-only by the shards): set before any
+  // shard starts, alive until every shard has stopped.
+  virtual const AnnIndexes* ann_indexes() const = 0;
 
  protected:
   ~ShardHost() = default;

@@ -55,6 +55,11 @@ TaskSpec TaskSpec::Reads(std::vector<FamilyType> types, bool by_user) && {
   return std::move(*this);
 }
 
+TaskSpec TaskSpec::ReadsIndex() && {
+  reads_index = true;
+  return std::move(*this);
+}
+
 TaskSpec TaskSpec::Adds(std::vector<AddedColumn> columns) && {
   adds = std::move(columns);
   keeps_input = true;

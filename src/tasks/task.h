@@ -28,6 +28,7 @@ namespace rankd {
 
 class RedisPools;  // src/redis/shard_clients.h
 class ShardCache;  // src/cache/shard_cache.h
+struct AnnSet;     // src/ann/ann_set.h
 
 // What a node that reads through the shard's cache reports (explain's cache_hits and
 // cache_misses): keys served from the cache, keys asked of Redis.
@@ -49,10 +50,14 @@ struct TaskContext {
   IdRef user_id;                          // its str view points into the request's state
   int64_t now_ms = 0;                     // the request's time, Unix ms (counters' windows)
   const PlanNode* node = nullptr;         // id, op, compiled expr/pred, output types
-  const TaskArgs* args = nullptr;         // this request's task parameters, resolved and checked
-  const ParamValues* params = nullptr;    // this request's plan parameters, by decl index
-  Deadline request_deadline;              // the whole request's
-  Deadline deadline;                      // this node's: min(request, start + node timeout)
+  const Schema* schema = nullptr;         // the plan's (Plan::schema)
+  // The process's indexes as the request found them when it started (plans that search
+  // one: Plan::reads_indexes; else null). The request holds them until it ends.
+  const AnnSet* ann = nullptr;
+  const TaskArgs* args = nullptr;       // this request's task parameters, resolved and checked
+  const ParamValues* params = nullptr;  // this request's plan parameters, by decl index
+  Deadline request_deadline;            // the whole request's
+  Deadline deadline;                    // this node's: min(request, start + node timeout)
   // Set once nobody needs this run's result (the request answered, the node's timeout
   // race was lost). Long CPU runs poll cancelled() at least every millisecond of work
   // and return early; their result is discarded anyway.
@@ -116,6 +121,8 @@ struct TaskSpec : OpSchema {
   // An IO op: reads a family of one of `types` (its `family` param), keyed by the input's
   // ids or, with by_user, by the request's user_id.
   TaskSpec Reads(std::vector<FamilyType> types, bool by_user = false) &&;
+  // It searches an index of the schema (OpSchema::reads_index).
+  TaskSpec ReadsIndex() &&;
   TaskSpec Adds(std::vector<AddedColumn> columns) &&;
   // The output holds only the added columns, not the input's.
   TaskSpec Replaces(std::vector<AddedColumn> columns) &&;

@@ -143,7 +143,8 @@ TEST_CASE("events: a changed counters definition changes the family's cache id")
 TEST_CASE("events: errors in the top-level members") {
   CHECK(ErrorOf(With(R"("event_log": {"sink": "events"},)",
                      R"("event_log": {"sink": "events"}, "extra": 1,)")) ==
-        "s.json: extra: unknown member (expected schema_version, families, events, event_log)");
+        "s.json: extra: unknown member (expected schema_version, families, events, event_log, "
+        "indexes)");
   CHECK(ErrorOf(R"({"schema_version": 1, "events": [], "families": {}})") ==
         "s.json: events: must be an object of event types by name");
   CHECK(ErrorOf(R"({"schema_version": 1, "events": {"Bad": {}}, "families": {}})") ==
