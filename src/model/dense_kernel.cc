@@ -59,8 +59,7 @@ void DenseBaseline(const float* x, size_t k, const float* packed, const float* b
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 // AVX2 without FMA: the same two roundings per term as the baseline.
 __attribute__((target("avx2"))) void DenseAvx2(const float* x, size_t k, const float* packed,
-                                               const float* bias, size_t m, size_t rows,
-                                               float* y) {
+                                               const float* bias, size_t m, size_t rows, float* y) {
   Dense(x, k, packed, bias, m, rows, y);
 }
 constexpr bool kHasAvx2Kernel = true;

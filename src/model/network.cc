@@ -31,7 +31,9 @@ void ActivateBlock(const Act& act, size_t width, size_t rows, float* y) {
 
 Network::Network(std::vector<NetInput> inputs, std::vector<uint32_t> widths,
                  std::vector<NetStep> steps, uint32_t output)
-    : inputs_(std::move(inputs)), widths_(std::move(widths)), steps_(std::move(steps)),
+    : inputs_(std::move(inputs)),
+      widths_(std::move(widths)),
+      steps_(std::move(steps)),
       output_(output) {
   offsets_.resize(widths_.size());
   for (size_t v = 0; v < widths_.size(); ++v) {
@@ -97,7 +99,8 @@ void Network::ScoreBlock(std::span<const float* const> features, size_t start, s
         for (size_t r = 0; r < rows; ++r) {
           const float at = x[r];
           // A row number: an integer in [0, table_rows); anything else makes the row bad.
-          const bool ok = at >= 0.0f && at < static_cast<float>(s.table_rows) && at == std::floor(at);
+          const bool ok =
+              at >= 0.0f && at < static_cast<float>(s.table_rows) && at == std::floor(at);
           if (!ok && r < count) bad[r] = 1;
           const float* row = s.w.data() + (ok ? static_cast<size_t>(at) : 0) * width;
           for (size_t j = 0; j < width; ++j) y[j * kBlockRows + r] = ok ? row[j] : 0.0f;

@@ -73,8 +73,8 @@ class Network {
                   DispatchLevel level, float* arena, uint8_t* bad) const;
 
   std::vector<NetInput> inputs_;
-  std::vector<uint32_t> widths_;   // per value id
-  std::vector<size_t> offsets_;    // per value id: where its block starts in the arena
+  std::vector<uint32_t> widths_;  // per value id
+  std::vector<size_t> offsets_;   // per value id: where its block starts in the arena
   size_t arena_floats_ = 0;
   std::vector<NetStep> steps_;
   uint32_t output_ = 0;

@@ -27,9 +27,9 @@ std::string ShapeText(const std::vector<int64_t>& dims, bool batch) {
 // What a name stands for: a constant tensor, or a computed value [N, ...].
 struct Val {
   const OnnxTensor* constant = nullptr;
-  uint32_t id = 0;                // computed: the value id
-  bool index = false;             // computed from an int64 input: only Gather reads it
-  std::vector<int64_t> dims;      // computed: dims[0] is the batch
+  uint32_t id = 0;            // computed: the value id
+  bool index = false;         // computed from an int64 input: only Gather reads it
+  std::vector<int64_t> dims;  // computed: dims[0] is the batch
   size_t Width() const {
     size_t w = 1;
     for (size_t d = 1; d < dims.size(); ++d) w *= static_cast<size_t>(dims[d]);
@@ -97,8 +97,8 @@ class Compiler {
     values_total_ += width;
     if (width == 0 || values_total_ > max_values_) {
       std::string what = width == 0 ? "a tensor with no values a row"
-                                     : "the values of a row exceed the limit of " +
-                                           std::to_string(max_values_) + " floats";
+                                    : "the values of a row exceed the limit of " +
+                                          std::to_string(max_values_) + " floats";
       return n ? Bad(*n, what) : Bad(what);
     }
     widths_.push_back(static_cast<uint32_t>(width));
@@ -167,7 +167,9 @@ class Compiler {
       return Bad(n, "input " + std::to_string(i) + " is missing");
     return &vals_.at(n.inputs[i]);
   }
-  bool Has(const OnnxNode& n, size_t i) const { return i < n.inputs.size() && !n.inputs[i].empty(); }
+  bool Has(const OnnxNode& n, size_t i) const {
+    return i < n.inputs.size() && !n.inputs[i].empty();
+  }
 
   // A computed float32 value.
   Result<const Val*> Computed(const OnnxNode& n, size_t i) {
@@ -249,9 +251,10 @@ class Compiler {
     if (op == "Constant") return Constant(n);
     if (op == "BatchNormalization") return BatchNorm(n);
     if (op == "Gather") return Gather(n);
-    return Bad(n, "operator not supported (rankd runs Gemm, MatMul, Add, Sub, Mul, Div, Relu, "
-                  "LeakyRelu, Sigmoid, Tanh, Clip, Concat, Flatten, Reshape, Squeeze, "
-                  "Unsqueeze, Constant, Identity, BatchNormalization, Gather)");
+    return Bad(n,
+               "operator not supported (rankd runs Gemm, MatMul, Add, Sub, Mul, Div, Relu, "
+               "LeakyRelu, Sigmoid, Tanh, Clip, Concat, Flatten, Reshape, Squeeze, "
+               "Unsqueeze, Constant, Identity, BatchNormalization, Gather)");
   }
 
   Status Dense(const OnnxNode& n) {
@@ -262,7 +265,8 @@ class Compiler {
     if (!b) return Fail(b.error());
     const Val& x = **a;
     const OnnxTensor& w = **b;
-    if (x.dims.size() != 2) return Bad(n, "input A is " + ShapeText(x.dims, true) + " (a [N, K] is needed)");
+    if (x.dims.size() != 2)
+      return Bad(n, "input A is " + ShapeText(x.dims, true) + " (a [N, K] is needed)");
     if (gemm && AttrInt(n, "transA", 0) != 0) return Bad(n, "transA = 1 is not supported");
     const bool trans_b = gemm && AttrInt(n, "transB", 0) != 0;
     const bool vector_b = !gemm && w.dims.size() == 1;
@@ -288,13 +292,17 @@ class Compiler {
       auto c = Weights(n, 2);
       if (!c) return Fail(c.error());
       const OnnxTensor& bias = **c;
-      const bool row = bias.f.size() == m && (bias.dims.size() == 1 || (bias.dims.size() == 2 && bias.dims[0] == 1));
+      const bool row = bias.f.size() == m &&
+                       (bias.dims.size() == 1 || (bias.dims.size() == 2 && bias.dims[0] == 1));
       if (!row && bias.f.size() != 1)
-        return Bad(n, "input C is " + ShapeText(bias.dims, false) + " (a [M] or [1, M] bias, or a scalar, is needed; M = " + std::to_string(m) + ")");
+        return Bad(n, "input C is " + ShapeText(bias.dims, false) +
+                          " (a [M] or [1, M] bias, or a scalar, is needed; M = " +
+                          std::to_string(m) + ")");
       for (size_t o = 0; o < m; ++o) s.b[o] = beta * bias.f[row ? o : 0];
     }
-    return Emit(n, std::move(s), vector_b ? std::vector<int64_t>{-1}
-                                          : std::vector<int64_t>{-1, static_cast<int64_t>(m)});
+    return Emit(
+        n, std::move(s),
+        vector_b ? std::vector<int64_t>{-1} : std::vector<int64_t>{-1, static_cast<int64_t>(m)});
   }
 
   // A constant broadcast over a computed value's dimensions (numpy's rule, right-aligned),
@@ -303,7 +311,8 @@ class Compiler {
     const size_t rank = x.dims.size();
     if (c.dims.size() > rank || (c.dims.size() == rank && rank > 0 && c.dims[0] != 1))
       return Bad(n, "mismatched shapes: the constant is " + ShapeText(c.dims, false) +
-                        " and the tensor " + ShapeText(x.dims, true) + " (it may not grow the tensor)");
+                        " and the tensor " + ShapeText(x.dims, true) +
+                        " (it may not grow the tensor)");
     // The constant's stride along each of x's dims (0 where it broadcasts).
     std::vector<size_t> stride(rank, 0);
     size_t s = 1;
@@ -407,9 +416,13 @@ class Compiler {
     if (!first) return Fail(first.error());
     const std::vector<int64_t> dims0 = (*first)->dims;
     auto axis = Axis(AttrInt(n, "axis", 0), dims0.size());
-    if (!axis || *axis == 0) return Bad(n, "axis " + std::to_string(AttrInt(n, "axis", 0)) + " is not supported (concatenate past the batch dimension)");
+    if (!axis || *axis == 0)
+      return Bad(n, "axis " + std::to_string(AttrInt(n, "axis", 0)) +
+                        " is not supported (concatenate past the batch dimension)");
     for (size_t d = 1; d < *axis; ++d)
-      if (dims0[d] != 1) return Bad(n, "concatenating along axis " + std::to_string(*axis) + " of " + ShapeText(dims0, true) + " interleaves rows: not supported");
+      if (dims0[d] != 1)
+        return Bad(n, "concatenating along axis " + std::to_string(*axis) + " of " +
+                          ShapeText(dims0, true) + " interleaves rows: not supported");
     NetStep s;
     s.kind = NetStep::Kind::kConcat;
     std::vector<int64_t> dims = dims0;
@@ -421,7 +434,8 @@ class Compiler {
       bool same = d.size() == dims0.size();
       for (size_t j = 1; same && j < d.size(); ++j) same = j == *axis || d[j] == dims0[j];
       if (!same)
-        return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " and " + ShapeText(dims0, true) + " along axis " + std::to_string(*axis));
+        return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " and " +
+                          ShapeText(dims0, true) + " along axis " + std::to_string(*axis));
       dims[*axis] += d[*axis];
       s.in.push_back((*v)->id);
     }
@@ -447,9 +461,11 @@ class Compiler {
       if (!shape) return Fail(shape.error());
       const std::vector<int64_t>& t = (*shape)->i;
       const bool batch_first = !t.empty() && (t[0] == -1 || t[0] == 0 ||
-          std::find(batch_values_.begin(), batch_values_.end(), t[0]) != batch_values_.end());
+                                              std::find(batch_values_.begin(), batch_values_.end(),
+                                                        t[0]) != batch_values_.end());
       if (!batch_first)
-        return Bad(n, "the new shape " + ShapeText(t, false) + " must keep the batch first (-1, 0 or the exported batch size)");
+        return Bad(n, "the new shape " + ShapeText(t, false) +
+                          " must keep the batch first (-1, 0 or the exported batch size)");
       out = {-1};
       int64_t known = 1;
       int infer = t[0] == -1 ? 1 : 0;
@@ -460,24 +476,30 @@ class Compiler {
           ++infer;
           infer_at = j;
         } else if (e <= 0) {
-          return Bad(n, "the new shape " + ShapeText(t, false) + " has dimension " + std::to_string(t[j]));
+          return Bad(
+              n, "the new shape " + ShapeText(t, false) + " has dimension " + std::to_string(t[j]));
         } else {
-          if (e > width) return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " does not reshape to " + ShapeText(t, false));
+          if (e > width)
+            return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " does not reshape to " +
+                              ShapeText(t, false));
           known *= e;
           if (known > width) break;
         }
         out.push_back(e);
       }
       if (infer > 1 || (infer == 1 && t[0] == -1 && t.size() > 1 && known != width))
-        return Bad(n, "the new shape " + ShapeText(t, false) + " leaves the batch or a dimension unknown");
+        return Bad(
+            n, "the new shape " + ShapeText(t, false) + " leaves the batch or a dimension unknown");
       if (infer == 1 && t[0] != -1) {
         if (known == 0 || width % known != 0)
-          return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " does not reshape to " + ShapeText(t, false));
+          return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " does not reshape to " +
+                            ShapeText(t, false));
         out[infer_at] = width / known;
         known = width;
       }
       if (known != width)
-        return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " does not reshape to " + ShapeText(t, false));
+        return Bad(n, "mismatched shapes: " + ShapeText(d, true) + " does not reshape to " +
+                          ShapeText(t, false));
     } else {
       std::vector<int64_t> axes;
       if (const OnnxAttr* a = n.Attr("axes"); a && a->type == OnnxAttr::Type::kInts) axes = a->ints;
@@ -492,13 +514,16 @@ class Compiler {
       for (int64_t a : axes) {
         auto axis = Axis(a, rank);
         if (!axis || *axis == 0 || at[*axis])
-          return Bad(n, "axis " + std::to_string(a) + " is not supported (out of range, repeated, or the batch)");
+          return Bad(n, "axis " + std::to_string(a) +
+                            " is not supported (out of range, repeated, or the batch)");
         at[*axis] = true;
       }
       if (squeeze) {
         for (size_t j = 0; j < d.size(); ++j) {
           const bool drop = j > 0 && (axes.empty() ? d[j] == 1 : at[j]);
-          if (drop && d[j] != 1) return Bad(n, "dimension " + std::to_string(j) + " of " + ShapeText(d, true) + " is not 1");
+          if (drop && d[j] != 1)
+            return Bad(
+                n, "dimension " + std::to_string(j) + " of " + ShapeText(d, true) + " is not 1");
           if (!drop) out.push_back(d[j]);
         }
       } else {
@@ -516,12 +541,18 @@ class Compiler {
     OnnxTensor& t = owned_.emplace_back();
     const OnnxAttr* a = n.attrs.size() == 1 ? &n.attrs[0] : nullptr;
     if (!a) return Bad(n, "a Constant needs exactly one attribute");
-    if (a->name == "value" && a->type == OnnxAttr::Type::kTensor) t = a->tensor;
-    else if (a->name == "value_float" && a->type == OnnxAttr::Type::kFloat) t.f = {a->f};
-    else if (a->name == "value_floats" && a->type == OnnxAttr::Type::kFloats) t.f = a->floats, t.dims = {static_cast<int64_t>(a->floats.size())};
-    else if (a->name == "value_int" && a->type == OnnxAttr::Type::kInt) t.is_float = false, t.i = {a->i};
-    else if (a->name == "value_ints" && a->type == OnnxAttr::Type::kInts) t.is_float = false, t.i = a->ints, t.dims = {static_cast<int64_t>(a->ints.size())};
-    else return Bad(n, "attribute '" + a->name + "' is not supported");
+    if (a->name == "value" && a->type == OnnxAttr::Type::kTensor)
+      t = a->tensor;
+    else if (a->name == "value_float" && a->type == OnnxAttr::Type::kFloat)
+      t.f = {a->f};
+    else if (a->name == "value_floats" && a->type == OnnxAttr::Type::kFloats)
+      t.f = a->floats, t.dims = {static_cast<int64_t>(a->floats.size())};
+    else if (a->name == "value_int" && a->type == OnnxAttr::Type::kInt)
+      t.is_float = false, t.i = {a->i};
+    else if (a->name == "value_ints" && a->type == OnnxAttr::Type::kInts)
+      t.is_float = false, t.i = a->ints, t.dims = {static_cast<int64_t>(a->ints.size())};
+    else
+      return Bad(n, "attribute '" + a->name + "' is not supported");
     Val v;
     v.constant = &t;
     return Define(n, std::move(v));
@@ -532,14 +563,17 @@ class Compiler {
     auto x = Computed(n, 0);
     if (!x) return Fail(x.error());
     const Val& in = **x;
-    if (in.dims.size() < 2) return Bad(n, "input X is " + ShapeText(in.dims, true) + " (a [N, C, ...] is needed)");
+    if (in.dims.size() < 2)
+      return Bad(n, "input X is " + ShapeText(in.dims, true) + " (a [N, C, ...] is needed)");
     const size_t channels = static_cast<size_t>(in.dims[1]);
     const OnnxTensor* p[4];
     for (size_t i = 0; i < 4; ++i) {
       auto t = Weights(n, i + 1);
       if (!t) return Fail(t.error());
       if ((*t)->f.size() != channels)
-        return Bad(n, "mismatched shapes: input '" + n.inputs[i + 1] + "' has " + std::to_string((*t)->f.size()) + " values for " + std::to_string(channels) + " channels");
+        return Bad(n, "mismatched shapes: input '" + n.inputs[i + 1] + "' has " +
+                          std::to_string((*t)->f.size()) + " values for " +
+                          std::to_string(channels) + " channels");
       p[i] = *t;
     }
     const double eps = AttrFloat(n, "epsilon", 1e-5f);
@@ -551,7 +585,9 @@ class Compiler {
     s.b.resize(in.Width());
     for (size_t c = 0; c < channels; ++c) {
       const double var = p[3]->f[c] + eps;
-      if (!(var > 0)) return Bad(n, "the variance of channel " + std::to_string(c) + " plus epsilon is not positive");
+      if (!(var > 0))
+        return Bad(
+            n, "the variance of channel " + std::to_string(c) + " plus epsilon is not positive");
       const double scale = p[0]->f[c] / std::sqrt(var);
       const double shift = p[1]->f[c] - p[2]->f[c] * scale;
       for (size_t j = 0; j < inner; ++j) {
@@ -572,7 +608,8 @@ class Compiler {
     if (AttrInt(n, "axis", 0) != 0) return Bad(n, "only axis 0 is supported");
     const OnnxTensor& t = **table;
     if (t.dims.size() != 2 || t.dims[0] < 1 || t.dims[0] > kMaxTableRows)
-      return Bad(n, "the table is " + ShapeText(t.dims, false) + " (a [rows, D] with 1 to " + std::to_string(kMaxTableRows) + " rows is needed)");
+      return Bad(n, "the table is " + ShapeText(t.dims, false) + " (a [rows, D] with 1 to " +
+                        std::to_string(kMaxTableRows) + " rows is needed)");
     NetStep s;
     s.kind = NetStep::Kind::kGather;
     s.in = {(*idx)->id};
@@ -648,7 +685,7 @@ class Compiler {
   size_t max_values_;
   size_t values_total_ = 0;
   std::unordered_map<std::string, Val> vals_;
-  std::deque<OnnxTensor> owned_;  // Constant nodes' values (stable addresses)
+  std::deque<OnnxTensor> owned_;       // Constant nodes' values (stable addresses)
   std::vector<int64_t> batch_values_;  // the inputs' exported batch sizes
   std::vector<NetInput> inputs_;
   std::vector<uint32_t> widths_;

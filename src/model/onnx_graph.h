@@ -56,8 +56,8 @@ struct OnnxValueInfo {
 };
 
 struct OnnxGraph {
-  int64_t opset = 0;  // of the default domain
-  std::vector<OnnxValueInfo> inputs;   // without those an initializer gives
+  int64_t opset = 0;                  // of the default domain
+  std::vector<OnnxValueInfo> inputs;  // without those an initializer gives
   std::vector<OnnxValueInfo> outputs;
   std::vector<std::pair<std::string, OnnxTensor>> initializers;
   std::vector<OnnxNode> nodes;  // as stored (the compiler orders them)

@@ -12,9 +12,9 @@ constexpr int64_t kMinOpset = 11, kMaxOpset = 17;
 // Dimensions past this make a tensor's element count overflow-prone; no MLP has them.
 constexpr int64_t kMaxDim = int64_t{1} << 32;
 
-class Reader {
+class OnnxReader {
  public:
-  explicit Reader(const std::string& file) : file_(file) {}
+  explicit OnnxReader(const std::string& file) : file_(file) {}
 
   std::unexpected<Error> Bad(const std::string& what) const {
     return Fail(Error::BadRequest(file_ + ": " + what));
@@ -27,7 +27,8 @@ class Reader {
       return Bad(where + ": the tensor's data is in an external file, which rankd does not read");
     size_t count = 1;
     for (int64_t d : t.dims()) {
-      if (d < 0 || d > kMaxDim) return Bad(where + ": dimension " + std::to_string(d) + " is out of range");
+      if (d < 0 || d > kMaxDim)
+        return Bad(where + ": dimension " + std::to_string(d) + " is out of range");
       out.dims.push_back(d);
       if (d != 0 && count > (size_t{1} << 40) / static_cast<size_t>(d))
         return Bad(where + ": the tensor is too large");
@@ -83,8 +84,10 @@ class Reader {
     else
       return Bad(where + " '" + v.name() + "': element type " + std::to_string(tt.elem_type()) +
                  " is not supported (float32 or int64)");
-    if (!tt.has_shape()) return Bad(where + " '" + v.name() + "': no shape (a static shape is needed)");
-    for (const auto& d : tt.shape().dim()) out.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    if (!tt.has_shape())
+      return Bad(where + " '" + v.name() + "': no shape (a static shape is needed)");
+    for (const auto& d : tt.shape().dim())
+      out.dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
     return out;
   }
 
@@ -119,7 +122,8 @@ class Reader {
         }
         case onnx::AttributeProto::GRAPH:
         case onnx::AttributeProto::GRAPHS:
-          return Bad(where + ": attribute " + a.name() + " holds a subgraph, which rankd does not run");
+          return Bad(where + ": attribute " + a.name() +
+                     " holds a subgraph, which rankd does not run");
         default: attr.type = OnnxAttr::Type::kOther; break;
       }
     }
@@ -133,7 +137,7 @@ class Reader {
 }  // namespace
 
 Result<OnnxGraph> ReadOnnx(std::string_view bytes, const std::string& file) {
-  Reader read(file);
+  OnnxReader read(file);
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT32_MAX))
     return read.Bad("the file is too large for a protobuf message");
@@ -144,16 +148,16 @@ Result<OnnxGraph> ReadOnnx(std::string_view bytes, const std::string& file) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") g.opset = o.version();
   if (g.opset < kMinOpset || g.opset > kMaxOpset)
-    return read.Bad("opset_import: opset " + std::to_string(g.opset) + " of the default domain is not supported (" +
-                    std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+    return read.Bad("opset_import: opset " + std::to_string(g.opset) +
+                    " of the default domain is not supported (" + std::to_string(kMinOpset) +
+                    " to " + std::to_string(kMaxOpset) + ")");
   const onnx::GraphProto& graph = model.graph();
   for (const auto& t : graph.initializer()) {
     auto tensor = read.Tensor(t, "initializer '" + t.name() + "'");
     if (!tensor) return Fail(tensor.error());
     g.initializers.emplace_back(t.name(), std::move(*tensor));
   }
-  if (graph.sparse_initializer_size() > 0)
-    return read.Bad("sparse initializers are not supported");
+  if (graph.sparse_initializer_size() > 0) return read.Bad("sparse initializers are not supported");
   for (const auto& v : graph.input()) {
     bool constant = false;
     for (const auto& [name, t] : g.initializers) constant |= name == v.name();

@@ -17,6 +17,7 @@ std::string_view ParamKindName(ParamKind k) {
     case ParamKind::kPredId: return "pred id";
     case ParamKind::kModel: return "model name";
     case ParamKind::kColumnMap: return "object of column names";
+    case ParamKind::kNumberMap: return "object of numbers";
   }
   return "?";
 }

@@ -21,6 +21,7 @@ std::string_view KindName(ParamKind k) {
     case ParamKind::kPredId: return "pred";
     case ParamKind::kModel: return "model";
     case ParamKind::kColumnMap: return "column_map";
+    case ParamKind::kNumberMap: return "number_map";
   }
   return "?";
 }

@@ -46,13 +46,16 @@ struct TaskContext {
   RedisPools* redis = nullptr;            // nullptr when the process has no Redis (tests, `run`)
   ShardCache* cache = nullptr;            // the shard's cache; nullptr when the process has none
   CacheLookups* cache_lookups = nullptr;  // where this run reports them; may be null
-  IdRef user_id;                          // its str view points into the request's state
-  int64_t now_ms = 0;                     // the request's time, Unix ms (counters' windows)
-  const PlanNode* node = nullptr;         // id, op, compiled expr/pred, output types
-  const TaskArgs* args = nullptr;         // this request's task parameters, resolved and checked
-  const ParamValues* params = nullptr;    // this request's plan parameters, by decl index
-  Deadline request_deadline;              // the whole request's
-  Deadline deadline;                      // this node's: min(request, start + node timeout)
+  // Where a `model` run reports the rows it left without a score; may be null. Written
+  // once, as the run returns its result.
+  uint64_t* null_rows = nullptr;
+  IdRef user_id;                        // its str view points into the request's state
+  int64_t now_ms = 0;                   // the request's time, Unix ms (counters' windows)
+  const PlanNode* node = nullptr;       // id, op, compiled expr/pred, output types
+  const TaskArgs* args = nullptr;       // this request's task parameters, resolved and checked
+  const ParamValues* params = nullptr;  // this request's plan parameters, by decl index
+  Deadline request_deadline;            // the whole request's
+  Deadline deadline;                    // this node's: min(request, start + node timeout)
   // Set once nobody needs this run's result (the request answered, the node's timeout
   // race was lost). Long CPU runs poll cancelled() at least every millisecond of work
   // and return early; their result is discarded anyway.

@@ -24,8 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Network& net = (*model)->network();
   if (net.num_features() != (*model)->features().size()) __builtin_trap();
   constexpr size_t kRows = 13;
-  constexpr float kValues[] = {0.0f,  -1.5f, 1.5f, 1e30f, -1e-30f, std::numeric_limits<float>::quiet_NaN(),
-                               std::numeric_limits<float>::infinity(), 2.0f, 0.5f, 3.0f, -0.0f, 1.0f, 7.0f};
+  constexpr float kValues[] = {0.0f,
+                               -1.5f,
+                               1.5f,
+                               1e30f,
+                               -1e-30f,
+                               std::numeric_limits<float>::quiet_NaN(),
+                               std::numeric_limits<float>::infinity(),
+                               2.0f,
+                               0.5f,
+                               3.0f,
+                               -0.0f,
+                               1.0f,
+                               7.0f};
   std::vector<std::vector<float>> columns(net.num_features(), std::vector<float>(kRows));
   std::vector<const float*> pointers;
   for (size_t f = 0; f < columns.size(); ++f) {

@@ -3,6 +3,7 @@
 // classes (a Gemm-ReLU-Gemm-Sigmoid MLP, an embedding Gather) scored against sums written
 // out by hand. tests/model/test_onnx_equality.py checks torch's exports and the load
 // errors.
+#include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
@@ -10,7 +11,6 @@
 #include <random>
 #include <vector>
 
-#include <doctest/doctest.h>
 #include "model/dense_kernel.h"
 #include "model/model.h"
 
@@ -171,7 +171,8 @@ TEST_CASE("load errors name the file, the node and the operator") {
   Node(g, "Softmax", {"x"}, "y");
   Result<ModelPtr> model = ParseModel(Bytes(m), "bad", "plans/bad.onnx", {});
   REQUIRE(!model);
-  CHECK(model.error().message.starts_with("plans/bad.onnx: node 'Softmax_y' (Softmax): operator not supported"));
+  CHECK(model.error().message.starts_with(
+      "plans/bad.onnx: node 'Softmax_y' (Softmax): operator not supported"));
   Result<ModelPtr> cut = ParseModel(Bytes(m).substr(0, 20), "bad", "plans/bad.onnx", {});
   REQUIRE(!cut);
   CHECK(cut.error().message.find("truncated or malformed") != std::string::npos);
