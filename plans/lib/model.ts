@@ -29,7 +29,7 @@ export function checkNumericColumn(cols: ReadonlyMap<string, ColType>, col: stri
 export function checkNetColumn(cols: ReadonlyMap<string, ColType>, col: string, what: string): void {
   const t = cols.get(col);
   if (t === undefined) fail(`${what} reads column '${col}', which is not known here (columns here: ${[...cols.keys()].join(", ")})`);
-  if (t === "str") fail(`${what} reads column '${col}', which is str; model inputs need i64, f64, bool or vec columns`);
+  if (t === "str") fail(`${what} reads column '${col}', which is str; model features need an i64, f64 or bool column (or vec, for an ONNX input)`);
 }
 
 /** A model of the plan folder: a tree model's features, or "onnx" for NAME.onnx. */
@@ -49,7 +49,7 @@ export function readModelFeatures(planDir: string, name: string): string[] {
     text = fs.readFileSync(full, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT")
-      fail(`model file ${file} (or ${onnxFileName(name)}) is missing from the plan folder ${planDir}; export the model there (docs/models.md)`);
+      fail(`model file ${file} is missing from the plan folder ${planDir}; export the model there, or an ONNX model as ${onnxFileName(name)} (docs/models.md)`);
     fail(`cannot read model file ${full}: ${(e as Error).message}`);
   }
   let learner: { feature_names?: unknown; learner_model_param?: { num_feature?: unknown } } | undefined;
