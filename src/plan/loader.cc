@@ -1037,11 +1037,12 @@ class Loader {
     bound.output = ModelOutput::kDefault;
     node.model = std::move(bound);
     if (auto s = BindFill(node, what); !s) return s;
-    // About 64 multiply-adds of a dense layer cost what one row of vm does (a guess of the
-    // same kind as the trees' 16 walks: docs/engine.md).
+    // About 512 multiply-adds of a dense layer (a few hundred cycles in the kernel) cost
+    // what one row of vm does; an estimate of the same kind as the trees' 16 walks
+    // (docs/engine.md), so that a small MLP over a page of candidates stays on the loop.
     size_t work = 0;
     for (const NetStep& s : model.network().steps())
-      work += s.kind == NetStep::Kind::kDense ? s.w.size() / 64 + 1 : 1;
+      work += s.kind == NetStep::Kind::kDense ? s.w.size() / 512 + 1 : 1;
     node.row_cost = static_cast<uint32_t>(std::clamp<size_t>(work, 1, 1u << 20));
     return {};
   }
