@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
-from harness import (RANKD, SOURCE_ROOT, Rankd, metric_value, run_tests, simple_plan, temp_dir,  # noqa: E402
+from harness import (RANKD, SOURCE_ROOT, Rankd, Redis, metric_value, run_tests, simple_plan, temp_dir,  # noqa: E402
                      wait_until, write_plan)
 
 torch.set_num_threads(1)
@@ -328,6 +328,48 @@ def test_train_from_log_kind_mlp_closes_the_loop():
     assert out.returncode == 0, out.stderr
     stats = {json.loads(x)["model"]: json.loads(x) for x in out.stdout.splitlines()}
     assert stats["nn2"]["checked"] == ROWS and stats["nn2"]["differ"] == 0, stats
+
+
+def test_a_vec_column_feeds_its_values_in_order():
+    """A vec:3 field read from Redis (float32 bytes) and a number fill one input x [N, 4];
+    a missing vector (a row without the field) is filled element by element."""
+    redis = Redis()
+    rng = np.random.default_rng(3)
+    emb = rng.normal(size=(40, 3)).astype("<f4")
+    redis.execute_many([["HSET", f"ve:{i}", "emb", emb[i - 1].tobytes()]
+                        for i in range(1, 41) if i % 9])
+    d = temp_dir("rankd-onnx-vec-")
+    with open(os.path.join(d, "schema.json"), "w") as f:
+        json.dump({"schema_version": 1, "families": {
+            "item_emb": {"type": "hash", "key": "ve:{id}", "fields": {"emb": "vec:3"}}}}, f)
+    torch.manual_seed(5)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 5), torch.nn.Tanh(), torch.nn.Linear(5, 1)).eval()
+    torch.onnx.export(net, (torch.zeros(2, 4),), os.path.join(d, "vnn.onnx"), input_names=["x"],
+                      opset_version=13, dynamic_axes={"x": {0: "n"}})
+    nodes = [{"node_id": "src", "op": "fixed_source", "inputs": [], "params": {"count": 40}},
+             {"node_id": "fe", "op": "features", "inputs": ["src"],
+              "params": {"family": "item_emb", "fields": ["emb"]}},
+             {"node_id": "va", "op": "vm", "inputs": ["fe"], "params": {"out_key": "a", "expr": "ea"}},
+             {"node_id": "m", "op": "model", "inputs": ["va"],
+              "params": {"model": "vnn", "out_key": "s", "features": {"x": ["a", "emb"]},
+                         "fill": {"emb": 0.5}}}]
+    write_plan(d, "v", simple_plan("v", nodes, "m", expr_table={
+        "ea": {"op": "/", "args": [{"key": "id"}, {"const": 10.0}]}}))
+    s = Rankd(d, redis=redis)
+    status, body = rank(s, "v")
+    assert status == 200, body
+    ids = np.arange(1, 41)
+    vec = np.where((ids % 9 == 0)[:, None], np.float32(0.5), emb)
+    x = np.concatenate([(ids / 10).astype(np.float32)[:, None], vec], 1).astype(np.float32)
+    with torch.inference_mode():
+        want = net(torch.from_numpy(x)).numpy().ravel()
+    check_scores(body, {int(i): float(w) for i, w in zip(ids, want)})
+    # Its width must match: 1 + 3 values for an input of 4; a vec:3 alone gives 3.
+    nodes[-1]["params"]["features"] = {"x": ["emb"]}
+    write_plan(d, "v", simple_plan("v", nodes, "m", expr_table={
+        "ea": {"op": "/", "args": [{"key": "id"}, {"const": 10.0}]}}))
+    rc, out = check_plans(d)
+    assert rc == 1 and "model 'vnn' input 'x' is [N, 4] but its columns give 3 values (emb: 3)" in out, out
 
 
 if __name__ == "__main__":
