@@ -271,7 +271,7 @@ def test_served_log_replays_bit_for_bit():
     assert out.returncode == 0, out.stderr
     stats = json.loads(out.stdout.splitlines()[0])
     assert stats["model"] == "nn" and stats["checked"] >= 3 * (ROWS - 30) and stats["differ"] == 0
-    assert stats["max_abs_diff"] == 0, stats
+    assert stats["max_abs_diff"] == 0 and stats["dispatch_mismatch"] == 0, stats
 
 
 def test_train_from_log_kind_mlp_closes_the_loop():
