@@ -353,6 +353,7 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     ctx.redis = env.redis;
     ctx.cache = env.cache;
     ctx.cache_lookups = &st->stats[i].cache;
+    ctx.null_rows = &st->stats[i].null_rows;
     ctx.user_id = {st->user_id.num, st->user_id.str};
     ctx.now_ms = now_ms;
     ctx.node = &node;

@@ -47,6 +47,9 @@ struct TaskContext {
   RedisPools* redis = nullptr;            // nullptr when the process has no Redis (tests, `run`)
   ShardCache* cache = nullptr;            // the shard's cache; nullptr when the process has none
   CacheLookups* cache_lookups = nullptr;  // where this run reports them; may be null
+  // Where a `model` run reports the rows it left without a score; may be null. Written
+  // once, as the run returns its result.
+  uint64_t* null_rows = nullptr;
   IdRef user_id;                          // its str view points into the request's state
   int64_t now_ms = 0;                     // the request's time, Unix ms (counters' windows)
   const PlanNode* node = nullptr;         // id, op, compiled expr/pred, output types

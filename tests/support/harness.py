@@ -381,7 +381,7 @@ def plans_dir(extra=None):
     d = temp_dir("rankd-plans-")
     for src in (os.path.join(SOURCE_ROOT, "plans"), os.path.join(SOURCE_ROOT, "tests", "plans")):
         for name in os.listdir(src):
-            if name.endswith(".plan.json") or name.endswith(".model.json"):
+            if name.endswith((".plan.json", ".model.json", ".onnx")):
                 shutil.copy(os.path.join(src, name), d)
     for name, plan in (extra or {}).items():
         write_plan(d, name, plan)
