@@ -83,9 +83,7 @@ Result<RowSet> RunModel(const TaskContext& ctx, RowSets in) {
     }
   }
   out.SetColumn(ctx.args->Str("out_key"), Share(std::move(col)));
-  // A run whose node gave up on it (cancelled) reports nothing: the request's stats may
-  // be read by then.
-  if (ctx.null_rows && !ctx.cancelled()) *ctx.null_rows = nulls;
+  if (ctx.null_rows) ctx.null_rows->store(nulls, std::memory_order_relaxed);
   return out;
 }
 
