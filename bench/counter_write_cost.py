@@ -32,8 +32,12 @@ NOW0 = 1764590400  # a bucket start
 
 
 def script_text():
+    # The template of counter_write.cc made for 2 types, as CounterScriptFor(2) makes it.
     src = open(os.path.join(ROOT, "src", "events", "counter_write.cc")).read()
-    return re.search(r'R"lua\((.*?)\)lua"', src, re.S).group(1)
+    text = re.search(r'R"lua\((.*?)\)lua"', src, re.S).group(1)
+    for k, v in (("@X@", "x1, x2"), ("@A@", "a1, a2"), ("@SUM@", "a1 + x1, a2 + x2"), ("@D@", "dd")):
+        text = text.replace(k, v)
+    return text
 
 
 # One field per bucket ("<type>:<bucket start>"), the layout measured before the ring.
@@ -130,9 +134,10 @@ WIDTH = 4 + 8 * len(TYPES)  # CounterRing::slot_bytes
 
 
 def ring_ops(now_b):
-    # A key's increments, 13 bytes each (bucket index u32, type index u8, amount f64, LE):
+    # A key's increments, one slot's bytes a bucket (bucket index u32, then each type's
+    # amount f64, LE):
     # click 1, impression 3.
-    return struct.pack("<IBd", now_b // BUCKET, 0, 1) + struct.pack("<IBd", now_b // BUCKET, 1, 3)
+    return struct.pack("<Idd", now_b // BUCKET, 1, 3)
 
 
 def ring_round(conn, sha, keys, now_b, per_call):

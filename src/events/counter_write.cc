@@ -4,23 +4,27 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <iterator>
+#include <functional>
 
 #include "events/counter_layout.h"
 
 namespace rankd {
 
 // KEYS: counters keys, all of one family. ARGV: the family's TTL in ms (keep_s), its
-// ring's slots and a slot's bytes, then one string per key: its increments, 13 bytes each
-// (kIncrementBytes: the bucket index u32 LE, the type index u8 from 0, the amount f64 LE;
-// binary, so that Redis makes one Lua string a key, not three an increment). A slot
-// (counter_layout.h) is the index of the bucket it holds (u32 LE) and a sum per type
-// (f64 LE). An increment lands in slot index % ring, in block field floor(slot / 8): when
-// the slot holds an older bucket (or none: index 0), it is reset to this one first; when
-// it holds a newer one, the increment is older than the key's window and is dropped,
-// counted in the reply. Each block read once (HGET), the changed ones written back at
-// once (HSET; one block, the usual case, without building an argument table): a key can
-// hold no more than its ring, whatever the writes.
+// ring's slots and a slot's bytes, then one string per key: its buckets, one slot's bytes
+// each (counter_layout.h: the bucket index u32 LE, then the increment of every type the
+// family counts, f64 LE, 0 for a type with none; binary, so that Redis makes one Lua
+// string a key, and an amount arrives with its exact bits). A bucket lands in slot index %
+// ring, in block field floor(slot / 8): when the slot holds an older bucket (or none:
+// index 0, or past the field's end), the bucket's bytes replace it; when it holds this
+// bucket, the increments are added to its sums; when it holds a newer one, the bucket is
+// older than the key's window and is dropped, counted in the reply. Each block read once
+// (HGET), the changed ones written back at once (HSET; one block, the usual case, without
+// building an argument table): a key can hold no more than its ring, whatever the writes.
+//
+// The template's @X@, @A@ and @SUM@ become the family's types (x1, x2 / a1, a2 /
+// a1 + x1, a2 + x2) and @D@ an f64 each: an add is one unpack of each slot and one pack,
+// with no table (the script costs Redis most of a write's CPU: docs/events.md, "Measured").
 //
 // Expiry: the TTL is set to keep_s by a write that starts a bucket in its slot (a reset:
 // always so on a new key or block), not by one adding to buckets its slots already hold
@@ -28,41 +32,50 @@ namespace rankd {
 // start, so the key lives at least keep_s past the start of its newest bucket, when no
 // window can read it any more; and a key no write touched for keep_s has expired. PEXPIRE
 // never lowers the TTL here: every TTL this script sets is keep_s from an earlier time.
-const std::string_view kCounterScript = R"lua(local late, ttl = 0, ARGV[1]
+constexpr std::string_view kCounterScriptTemplate = R"lua(local late, ttl = 0, ARGV[1]
 local ring, width = tonumber(ARGV[2]), tonumber(ARGV[3])
-local zeros = string.rep('\0', 8 * width)
+local fmt, names = '<I4@D@', {}
 for k = 1, #KEYS do
   local key, ops = KEYS[k], ARGV[3 + k]
   local blocks, changed, order, started = {}, {}, {}, false
-  for p = 1, #ops, 13 do
-    local index, t, d = struct.unpack('<I4Bd', ops, p)
+  for p = 1, #ops, width do
+    local index, @X@ = struct.unpack(fmt, ops, p)
     local slot = index % ring
     local f = (slot - slot % 8) / 8
     local at = (slot % 8) * width
     local v = blocks[f]
-    if v == nil then v = redis.call('HGET', key, f) or '' end
-    if #v < at + width then v = v .. string.sub(zeros, 1, at + width - #v) end
-    local held = struct.unpack('<I4', v, at + 1)
-    if held > index then
-      late = late + 1
-    else
-      if held < index then
-        v = string.sub(v, 1, at) .. struct.pack('<I4', index) .. string.sub(zeros, 1, width - 4) ..
-            string.sub(v, at + width + 1)
+    if v == nil then
+      local name = names[f]
+      if name == nil then name = tostring(f); names[f] = name end
+      v = redis.call('HGET', key, name) or ''
+    end
+    local bytes
+    if #v >= at + width then
+      local held, @A@ = struct.unpack(fmt, v, at + 1)
+      if held > index then
+        late = late + 1
+      elseif held == index then
+        bytes = struct.pack(fmt, index, @SUM@)
+      else
+        bytes = string.sub(ops, p, p + width - 1)
         started = true
       end
-      local o = at + 4 + 8 * t
-      v = string.sub(v, 1, o) .. struct.pack('<d', struct.unpack('<d', v, o + 1) + d) ..
-          string.sub(v, o + 9)
+    else
+      if #v < at then v = v .. string.rep('\0', at - #v) end
+      bytes = string.sub(ops, p, p + width - 1)
+      started = true
+    end
+    if bytes then
+      v = string.sub(v, 1, at) .. bytes .. string.sub(v, at + width + 1)
       if not changed[f] then changed[f] = true; order[#order + 1] = f end
     end
     blocks[f] = v
   end
   if #order == 1 then
-    redis.call('HSET', key, order[1], blocks[order[1]])
+    redis.call('HSET', key, names[order[1]], blocks[order[1]])
   elseif #order > 1 then
     local args = {'HSET', key}
-    for _, f in ipairs(order) do args[#args + 1] = f; args[#args + 1] = blocks[f] end
+    for _, f in ipairs(order) do args[#args + 1] = names[f]; args[#args + 1] = blocks[f] end
     redis.call(unpack(args))
   end
   if started then redis.call('PEXPIRE', key, ttl) end
@@ -70,28 +83,47 @@ end
 return late
 )lua";
 
-const std::string& CounterScriptSha() {
-  static const std::string sha = ScriptSha(kCounterScript);
-  return sha;
-}
-
 namespace {
 
-// One increment as kCounterScript reads it: index u32, type u8, amount f64, little-endian
-// (x86-64's order, so the bytes are the values' own).
-constexpr size_t kIncrementBytes = 13;
-static_assert(std::endian::native == std::endian::little);
-
-void AppendIncrement(std::string& out, uint32_t index, uint32_t type, double amount) {
-  char b[kIncrementBytes];
-  const auto t = static_cast<uint8_t>(type);  // < kMaxCountedTypes
-  std::memcpy(b, &index, 4);
-  std::memcpy(b + 4, &t, 1);
-  std::memcpy(b + 5, &amount, 8);
-  out.append(b, kIncrementBytes);
+std::string ReplaceAll(std::string text, std::string_view what, std::string_view with) {
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
+    text.replace(at, what.size(), with);
+  return text;
 }
 
+CounterScript MakeCounterScript(size_t types) {
+  std::string x, a, sum;
+  for (size_t t = 1; t <= types; ++t) {
+    const std::string n = std::to_string(t), sep = t > 1 ? ", " : "";
+    x += sep + "x" + n;
+    a += sep + "a" + n;
+    sum += sep + "a" + n + " + x" + n;
+  }
+  std::string text = ReplaceAll(std::string(kCounterScriptTemplate), "@X@", x);
+  text = ReplaceAll(std::move(text), "@A@", a);
+  text = ReplaceAll(std::move(text), "@SUM@", sum);
+  text = ReplaceAll(std::move(text), "@D@", std::string(types, 'd'));
+  std::string sha = ScriptSha(text);
+  return {std::move(text), std::move(sha)};
+}
+
+static_assert(std::endian::native == std::endian::little);  // a slot's bytes are LE
+
 }  // namespace
+
+const CounterScript& CounterScriptFor(size_t types) {
+  static const std::vector<CounterScript> scripts = [] {
+    std::vector<CounterScript> all(1);  // [0]: no family counts no type
+    for (size_t t = 1; t <= kMaxCountedTypes; ++t) all.push_back(MakeCounterScript(t));
+    return all;
+  }();
+  return scripts.at(types);
+}
+
+size_t CounterBatch::KeyHash::operator()(const KeyId& k) const {
+  size_t h = std::hash<int64_t>()(k.num) ^ (std::hash<std::string>()(k.str) << 1);
+  return h ^ (static_cast<size_t>(k.family) * 0x9e3779b97f4a7c15ULL) ^ (k.add << 7);
+}
 
 CounterBatch::CounterBatch(SchemaPtr schema, int64_t now_ms, bool aggregate)
     : schema_(std::move(schema)), now_ms_(now_ms), aggregate_(aggregate) {}
@@ -115,7 +147,20 @@ void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double val
       k.str = std::string(id.str);
     else
       k.num = id.num;
-    Sum& s = keys_[std::move(k)][{*t, *index}];
+    auto [at, fresh] = aggregate_ ? index_.try_emplace(k, static_cast<uint32_t>(entries_.size()))
+                                  : std::pair{index_.end(), true};
+    if (fresh) entries_.push_back({std::move(k), {}, {}});
+    Entry& e = fresh ? entries_.back() : entries_[at->second];
+    const size_t types = c.count.size();
+    size_t b = 0;
+    while (b < e.buckets.size() && e.buckets[b] != *index) ++b;
+    if (b == e.buckets.size()) {
+      e.buckets.push_back(*index);
+      e.sums.resize(e.sums.size() + types);
+    }
+    Sum& s = e.sums[b * types + *t];
+    increments_ += s.touched ? 0 : 1;
+    s.touched = true;
     if (c.valued[*t])
       s.value += value;
     else
@@ -123,42 +168,32 @@ void CounterBatch::Add(const EventType& type, IdRef user, IdRef item, double val
   }
 }
 
-size_t CounterBatch::increments() const {
-  size_t n = 0;
-  for (const auto& [k, b] : keys_) n += b.size();
-  return n;
-}
-
 ScriptCalls CounterBatch::Calls(std::string_view prefix, bool cluster) const {
   if (!aggregate_) {  // one call per increment, as the unaggregated baseline promises
     ScriptCalls calls;
-    for (size_t i = 0; i < keys_.size(); ++i) calls.push_back({i});
+    for (size_t i = 0; i < entries_.size(); ++i) calls.push_back({i});
     return calls;
   }
-  std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
-  entries.reserve(keys_.size());
-  for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
   // A call's keys share their family: the script takes its ring's shape once.
-  return GroupCalls(entries.size(), [&](size_t i) {
-    const KeyId& k = entries[i]->first;
+  return GroupCalls(entries_.size(), [&](size_t i) {
+    const KeyId& k = entries_[i].key;
     return ClusterGroup(k.family, cluster, [&] { return KeyText(k, prefix); });
   });
 }
 
 void CounterBatch::Commands(RedisCommands& cmds, std::string_view prefix, const ScriptCalls& calls,
                             bool eval, const std::vector<size_t>& only) const {
-  std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
-  entries.reserve(keys_.size());
-  for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
   std::string ops;
   auto write = [&](const std::vector<size_t>& call) {
     const int keys = static_cast<int>(call.size());
-    const KeyFamily& f = schema_->families[entries[call.front()]->first.family];
+    const KeyFamily& f = schema_->families[entries_[call.front()].key.family];
     const CountersSpec& c = *f.counters;
     const CounterRing ring(c);
-    StartScriptCall(cmds, call, 2 * keys + 3, eval, kCounterScript, CounterScriptSha());
+    const size_t types = c.count.size();
+    const CounterScript& script = CounterScriptFor(types);
+    StartScriptCall(cmds, call, 2 * keys + 3, eval, script.text, script.sha);
     for (size_t e : call) {
-      const KeyId& k = entries[e]->first;
+      const KeyId& k = entries_[e].key;
       if (f.id_type == ColumnType::kStr)
         cmds.Key(prefix, f.key_template(), std::string_view(k.str));
       else
@@ -166,11 +201,20 @@ void CounterBatch::Commands(RedisCommands& cmds, std::string_view prefix, const 
     }
     cmds.Arg(c.keep_s * 1000).Arg(ring.slots).Arg(static_cast<int64_t>(ring.slot_bytes));
     for (size_t e : call) {
-      ops.clear();
-      for (const auto& [tb, sum] : entries[e]->second)
-        AppendIncrement(
-            ops, tb.second, tb.first,
-            c.valued[tb.first] ? static_cast<double>(sum.value) : static_cast<double>(sum.count));
+      const Entry& entry = entries_[e];
+      ops.resize(entry.buckets.size() * ring.slot_bytes);
+      char* out = ops.data();
+      for (size_t b = 0; b < entry.buckets.size(); ++b) {
+        std::memcpy(out, &entry.buckets[b], 4);
+        out += 4;
+        for (size_t t = 0; t < types; ++t) {
+          const Sum& sum = entry.sums[b * types + t];
+          const double amount =
+              c.valued[t] ? static_cast<double>(sum.value) : static_cast<double>(sum.count);
+          std::memcpy(out, &amount, 8);
+          out += 8;
+        }
+      }
       cmds.Arg(std::string_view(ops));
     }
   };
@@ -184,9 +228,7 @@ std::string CounterBatch::KeyText(const KeyId& k, std::string_view prefix) const
 }
 
 std::string CounterBatch::Key(size_t i, std::string_view prefix) const {
-  auto it = keys_.begin();
-  std::advance(it, static_cast<ptrdiff_t>(i));
-  return KeyText(it->first, prefix);
+  return KeyText(entries_.at(i).key, prefix);
 }
 
 CounterWrite::CounterWrite(const CounterBatch& batch, std::string_view prefix, bool cluster)

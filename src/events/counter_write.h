@@ -1,10 +1,10 @@
 // Writing counters (docs/events.md): CounterBatch aggregates a request's events into one
 // increment per (key, event type, bucket) (or, unaggregated, keeps one increment per event
 // and family: --events-flush-ms 0), and WriteCounters sends them as EVALSHAs of
-// kCounterScript, each for up to kKeysPerCall keys (of one cluster slot: a cluster runs a
-// script on one node), all in one pipelined write: the script adds to the buckets' slots
-// of each key's ring (counter_layout.h: a key holds at most keep_s / bucket_s + 1 buckets
-// per type, whatever the writes) and sets the key's TTL to keep_s. Unaggregated, every
+// the family's counters script (CounterScriptFor), each for up to kKeysPerCall keys (of one cluster
+// slot: a cluster runs a script on one node), all in one pipelined write: the script adds to the
+// buckets' slots of each key's ring (counter_layout.h: a key holds at most keep_s / bucket_s + 1
+// buckets per type, whatever the writes) and sets the key's TTL to keep_s. Unaggregated, every
 // increment is its own EVALSHA.
 //
 //   CounterBatch batch(schema, now_ms);   // the plan snapshot's schema, the request's time
@@ -16,9 +16,9 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -33,9 +33,15 @@
 
 namespace rankd {
 
-// The write of counters keys (its text is in counter_write.cc) and its SHA1, hex.
-extern const std::string_view kCounterScript;
-const std::string& CounterScriptSha();
+// The script that writes counters keys of families counting `types` event types (its
+// template is in counter_write.cc: the slot's sums are named, one Lua local a type, so
+// that adding to a slot is one unpack and one pack), and its SHA1, hex.
+// REQUIRES: 1 <= types <= kMaxCountedTypes.
+struct CounterScript {
+  std::string text;
+  std::string sha;
+};
+const CounterScript& CounterScriptFor(size_t types);
 
 class CounterBatch {
  public:
@@ -51,23 +57,23 @@ class CounterBatch {
   // ValidStrId); value finite (|value| <= kMaxEventValue) when the type carries one.
   void Add(const EventType& type, IdRef user, IdRef item, double value, int64_t ts_ms);
 
-  bool empty() const { return keys_.empty(); }
+  bool empty() const { return entries_.empty(); }
   const SchemaPtr& schema() const { return schema_; }
   // Entries: the counters keys touched, or (key, event) pairs when not aggregating.
-  size_t keys() const { return keys_.size(); }
-  size_t increments() const;  // distinct (entry, type, bucket)
+  size_t keys() const { return entries_.size(); }
+  size_t increments() const { return increments_; }  // distinct (entry, type, bucket)
   // Counts of an event in a family skipped because the event was older than its keep_s.
   uint64_t too_old() const { return too_old_; }
 
   // The calls of a write under `prefix`: unaggregated, one per entry; else up to
   // kKeysPerCall entries of one family each, and of one cluster slot when `cluster`.
   ScriptCalls Calls(std::string_view prefix, bool cluster) const;
-  // One EVALSHA of kCounterScript per call, under `prefix`; `eval` sends the script's
-  // text instead (EVAL), as after a NOSCRIPT reply. `only`: the indexes (in order) of the
+  // One EVALSHA of the family's CounterScriptFor per call, under `prefix`; `eval` sends the
+  // script's text instead (EVAL), as after a NOSCRIPT reply. `only`: the indexes (in order) of the
   // calls to send; empty: all.
   void Commands(RedisCommands& cmds, std::string_view prefix, const ScriptCalls& calls,
                 bool eval = false, const std::vector<size_t>& only = {}) const;
-  // Key i of that order under `prefix` (messages, tests). Linear in i.
+  // Key i of that order under `prefix` (messages, tests).
   std::string Key(size_t i, std::string_view prefix) const;
 
  private:
@@ -76,21 +82,34 @@ class CounterBatch {
     int64_t num;      // an i64 family's id
     std::string str;  // a str family's
     uint64_t add;     // 0 when aggregating; else the Add's number: an entry per event
-    auto operator<=>(const KeyId&) const = default;
+    bool operator==(const KeyId&) const = default;
   };
-  // A bucket's increment: an integer for a count-only type, a sum of values otherwise.
+  struct KeyHash {
+    size_t operator()(const KeyId& k) const;
+  };
+  // A bucket's increment of one type: an integer for a count-only type, a sum of values
+  // otherwise.
   struct Sum {
     int64_t count = 0;
     long double value = 0;
+    bool touched = false;
   };
-  using Buckets = std::map<std::pair<uint32_t, uint32_t>, Sum>;  // (type index, bucket index)
+  // One entry's increments: the buckets it adds to (one, usually), and per bucket a Sum
+  // per type its family counts (bucket-major), sent as one slot's bytes a bucket.
+  struct Entry {
+    KeyId key;
+    std::vector<uint32_t> buckets;  // bucket indexes
+    std::vector<Sum> sums;          // types x buckets.size()
+  };
   std::string KeyText(const KeyId& k, std::string_view prefix) const;
 
   SchemaPtr schema_;
   int64_t now_ms_;
   bool aggregate_;
   uint64_t adds_ = 0;
-  std::map<KeyId, Buckets> keys_;
+  std::vector<Entry> entries_;                          // in the order first added
+  std::unordered_map<KeyId, uint32_t, KeyHash> index_;  // aggregating: entry of a key
+  size_t increments_ = 0;
   uint64_t too_old_ = 0;
 };
 

@@ -1,6 +1,9 @@
 // zset_marks.h: marks gathered per key, and their write by script.
 #include "events/zset_marks.h"
 
+#include <functional>
+#include <map>
+
 namespace rankd {
 
 // KEYS: zsets, all kept under the same bounds. ARGV: max, ttl_s, then for each key in
@@ -44,29 +47,38 @@ const std::string& MarksScriptSha() {
 
 }  // namespace
 
+size_t MarkBatch::KeyHash::operator()(const Key& k) const {
+  const size_t h = std::hash<int64_t>()(k.num) ^ (std::hash<std::string>()(k.str) << 1);
+  return h ^ std::hash<const void*>()(k.family) ^ (k.add << 7);
+}
+
 void MarkBatch::Add(const KeyFamily& family, const ZsetMarks& marks, const UserId& user,
                     const UserId& item, int64_t ts_ms) {
   const uint64_t add = aggregate_ ? 0 : ++adds_;
-  Marks& m = keys_[Key{&family, user.is_str ? 0 : user.num, user.is_str ? user.str : "", add}];
-  m.max = marks.max;
-  m.ttl_s = marks.ttl_s;
-  auto [it, added] = m.members.try_emplace(MemberText(item), ts_ms);
-  if (!added && it->second < ts_ms) it->second = ts_ms;
+  Key k{&family, user.is_str ? 0 : user.num, user.is_str ? user.str : "", add};
+  auto [at, fresh] = aggregate_ ? index_.try_emplace(k, static_cast<uint32_t>(entries_.size()))
+                                : std::pair{index_.end(), true};
+  if (fresh) entries_.push_back({std::move(k), marks.max, marks.ttl_s, {}});
+  Entry& e = fresh ? entries_.back() : entries_[at->second];
+  e.max = marks.max;
+  e.ttl_s = marks.ttl_s;
+  e.members.emplace_back(MemberText(item), ts_ms);
 }
 
 MarkWrite::MarkWrite(const MarkBatch& batch, std::string_view prefix, bool cluster)
-    : ScriptWrite(prefix) {
-  for (auto it = batch.keys_.begin(); it != batch.keys_.end(); ++it) entries_.push_back(it);
+    : ScriptWrite(prefix), batch_(batch) {
+  const auto& entries = batch.entries_;
   if (!batch.aggregate_) {  // one call per mark, as the unaggregated baseline promises
-    for (size_t i = 0; i < entries_.size(); ++i) calls_.push_back({i});
+    for (size_t i = 0; i < entries.size(); ++i) calls_.push_back({i});
     return;
   }
   // A call's keys share their bounds: the script takes them once.
   std::map<std::pair<int64_t, int64_t>, uint64_t> bounds;  // (max, ttl_s) -> its number
-  calls_ = GroupCalls(entries_.size(), [&](size_t i) {
-    const auto& [k, m] = *entries_[i];
-    const uint64_t shared = bounds.try_emplace({m.max, m.ttl_s}, bounds.size()).first->second;
+  calls_ = GroupCalls(entries.size(), [&](size_t i) {
+    const MarkBatch::Entry& e = entries[i];
+    const uint64_t shared = bounds.try_emplace({e.max, e.ttl_s}, bounds.size()).first->second;
     return ClusterGroup(shared, cluster, [&] {
+      const MarkBatch::Key& k = e.key;
       return prefix_ +
              k.family->KeyOf(k.family->id_type == ColumnType::kStr ? k.str : std::to_string(k.num));
     });
@@ -76,19 +88,20 @@ MarkWrite::MarkWrite(const MarkBatch& batch, std::string_view prefix, bool clust
 void MarkWrite::Commands(RedisCommands& cmds, bool eval, const std::vector<size_t>& only) {
   auto write = [&](const std::vector<size_t>& call) {
     int argc = 2 + static_cast<int>(call.size());
-    for (size_t e : call) argc += 1 + 2 * static_cast<int>(entries_[e]->second.members.size());
+    const auto& entries = batch_.entries_;
+    for (size_t e : call) argc += 1 + 2 * static_cast<int>(entries[e].members.size());
     StartScriptCall(cmds, call, argc, eval, kMarksScript, MarksScriptSha());
     for (size_t e : call) {
-      const auto& k = entries_[e]->first;
+      const MarkBatch::Key& k = entries[e].key;
       if (k.family->id_type == ColumnType::kStr)
         cmds.Key(prefix_, k.family->key_template(), std::string_view(k.str));
       else
         cmds.Key(prefix_, k.family->key_template(), k.num);
     }
-    const auto& bounds = entries_[call.front()]->second;
+    const MarkBatch::Entry& bounds = entries[call.front()];
     cmds.Arg(bounds.max).Arg(bounds.ttl_s);
     for (size_t e : call) {
-      const auto& m = entries_[e]->second;
+      const MarkBatch::Entry& m = entries[e];
       cmds.Arg(static_cast<int64_t>(m.members.size()));
       for (const auto& [member, ts] : m.members) cmds.Arg(ts).Arg(member);
     }

@@ -1,7 +1,7 @@
 // Writing marks (docs/events.md): items added to a user's zset scored by a time in ms,
 // never lowering a member's score (ZADD GT), the newest `max` kept, the TTL set — what an
 // event type's `marks` and a plan's `served_state` both keep. MarkBatch gathers them per
-// key (a member marked twice keeps its newest time) and WriteMarks sends them as
+// key (a member marked twice keeps its newest time: ZADD GT of both) and WriteMarks sends them as
 // EVALSHAs of kMarksScript, up to kKeysPerCall keys a call (script_calls.h): ZADD GT,
 // ZREMRANGEBYRANK and EXPIRE per key, run by Redis without a command's round of parsing
 // and reply for each.
@@ -10,9 +10,9 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "core/coro.h"
@@ -35,8 +35,8 @@ class MarkBatch {
   // keeps alive) at `ts_ms`, under `marks`' bounds.
   void Add(const KeyFamily& family, const ZsetMarks& marks, const UserId& user, const UserId& item,
            int64_t ts_ms);
-  bool empty() const { return keys_.empty(); }
-  size_t keys() const { return keys_.size(); }
+  bool empty() const { return entries_.empty(); }
+  size_t keys() const { return entries_.size(); }
 
  private:
   struct Key {
@@ -44,15 +44,22 @@ class MarkBatch {
     int64_t num;
     std::string str;
     uint64_t add;  // 0 when aggregating; else the Add's number: an entry per mark
-    auto operator<=>(const Key&) const = default;
+    bool operator==(const Key&) const = default;
   };
-  struct Marks {
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  // A key's marks: its bounds, and (member text, ts_ms) as added. A member added twice is
+  // sent twice: ZADD GT keeps its newest time, and a batch rarely holds one twice.
+  struct Entry {
+    Key key;
     int64_t max = 0, ttl_s = 0;
-    std::map<std::string, int64_t> members;  // member text -> newest ts_ms
+    std::vector<std::pair<std::string, int64_t>> members;
   };
   bool aggregate_;
   uint64_t adds_ = 0;
-  std::map<Key, Marks> keys_;
+  std::vector<Entry> entries_;                        // in the order first added
+  std::unordered_map<Key, uint32_t, KeyHash> index_;  // aggregating: entry of a key
   friend class MarkWrite;
 };
 
@@ -67,7 +74,7 @@ class MarkWrite : public ScriptWrite {
   Result<void> Take(const RedisClient& redis, size_t call, RespView reply) override;
 
  private:
-  std::vector<std::map<MarkBatch::Key, MarkBatch::Marks>::const_iterator> entries_;
+  const MarkBatch& batch_;
 };
 
 // Errors: the batch's (unavailable, deadline_exceeded), or backend_error naming the
