@@ -45,7 +45,9 @@ CounterWindows::CounterWindows(const KeyFamily& family, std::span<const size_t> 
       at = static_cast<int32_t>(hash_fields_.size());
       hash_fields_.push_back(RingField(ring_.Block(*index)));
       block_numbers_.push_back(static_cast<uint32_t>(ring_.Block(*index)));
+      block_slots_.push_back({static_cast<uint32_t>(k), static_cast<uint32_t>(k)});
     }
+    block_slots_[static_cast<size_t>(at)].second = static_cast<uint32_t>(k) + 1;
     slots_[static_cast<size_t>(k)] = {*index, static_cast<uint32_t>(at),
                                       static_cast<uint32_t>(ring_.Offset(*index))};
   }
@@ -53,6 +55,11 @@ CounterWindows::CounterWindows(const KeyFamily& family, std::span<const size_t> 
   std::sort(lengths_.begin(), lengths_.end());
   lengths_.erase(std::unique(lengths_.begin(), lengths_.end()), lengths_.end());
   sums_.resize(lengths_.size() * spec_.count.size());
+  first_length_.resize(slots_.size());
+  for (size_t k = 0; k < slots_.size(); ++k)
+    first_length_[k] = static_cast<uint32_t>(
+        std::upper_bound(lengths_.begin(), lengths_.end(), static_cast<int64_t>(k)) -
+        lengths_.begin());
 }
 
 void CounterWindows::BlocksOfReply(RespView reply, std::span<RingBlock> out) const {
@@ -115,34 +122,35 @@ bool CounterWindows::BlocksOfEntry(std::string_view entry, std::span<RingBlock> 
 
 void CounterWindows::SumWindows(std::span<const RingBlock> blocks, CachedFields& cells,
                                 size_t first) const {
-  // One pass over the longest window, newest bucket first, adding every type's sum of a
-  // slot that holds the bucket; the running sums are kept at each window length a field
-  // asks. A count stays an exact integer in a double up to 2^53; a sum that is not
-  // finite, or a length reaching a bad block, makes its fields kUnparsable.
+  // The slots of the blocks that came back, newest bucket first (a block holds a run of
+  // the window's buckets, and the blocks come in the order of their newest): each slot
+  // holding its bucket adds every type's sum to the sums of the window lengths that reach
+  // it, so each length's sums are added in the same order as one pass over the window. A
+  // block that is absent or empty (most of a sparse key's) costs one test. A count stays
+  // an exact integer in a double up to 2^53; a sum that is not finite, or a length
+  // reaching a bad block, makes its fields kUnparsable.
   const size_t types = spec_.count.size();
-  double run[kMaxCountedTypes] = {};
+  const size_t lengths = lengths_.size();
+  std::fill(sums_.begin(), sums_.end(), 0.0);
   int64_t bad_from = static_cast<int64_t>(slots_.size());  // the first k in a bad block
-  size_t next = 0;                                         // the next length to keep
-  for (size_t k = 0; k < slots_.size(); ++k) {
-    const Slot& s = slots_[k];
-    if (s.index != 0) {
-      const RingBlock& b = blocks[s.reply];
-      if (b.bad && bad_from == static_cast<int64_t>(slots_.size()))
-        bad_from = static_cast<int64_t>(k);
+  for (size_t i = 0; i < block_slots_.size(); ++i) {
+    const RingBlock& b = blocks[i];
+    if (b.bad) bad_from = std::min<int64_t>(bad_from, block_slots_[i].first);
+    if (b.bytes.empty()) continue;
+    for (uint32_t k = block_slots_[i].first; k < block_slots_[i].second; ++k) {
+      const Slot& s = slots_[k];
       uint32_t held = 0;
       if (s.offset + ring_.slot_bytes <= b.bytes.size())
         std::memcpy(&held, b.bytes.data() + s.offset, 4);
-      if (held == s.index) {  // else empty, past the field's end, or aged out of the ring
-        const char* sums = b.bytes.data() + s.offset + 4;
+      if (held != s.index || held == 0) continue;  // empty, past the end, or aged out
+      const char* slot_sums = b.bytes.data() + s.offset + 4;
+      for (size_t j = first_length_[k]; j < lengths; ++j)
         for (size_t t = 0; t < types; ++t) {
           double x;
-          std::memcpy(&x, sums + 8 * t, 8);
-          run[t] += x;
+          std::memcpy(&x, slot_sums + 8 * t, 8);
+          sums_[types * j + t] += x;
         }
-      }
     }
-    while (next < lengths_.size() && lengths_[next] == static_cast<int64_t>(k) + 1)
-      std::copy(run, run + types, sums_.begin() + static_cast<ptrdiff_t>(types * next++));
   }
   // Type t's sum over the n newest buckets; false when it cannot be trusted.
   auto window = [&](uint32_t t, int64_t n, double& sum) {

@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cache/cached_values.h"
@@ -117,7 +118,10 @@ class CounterWindows {
   std::vector<Slot> slots_;               // newest first
   std::vector<std::string> hash_fields_;  // the blocks' numbers in decimal
   std::vector<uint32_t> block_numbers_;   // parallel to hash_fields_
-  std::vector<int64_t> lengths_;  // the distinct window lengths asked, in buckets, ascending
+  // Per hash field (reply element): the k of the window's slots it holds, [first, second).
+  std::vector<std::pair<uint32_t, uint32_t>> block_slots_;
+  std::vector<int64_t> lengths_;        // the distinct window lengths asked, in buckets, ascending
+  std::vector<uint32_t> first_length_;  // per k: the first length > k (that reaches slot k)
   // Scratch of SumWindows (one key at a time): the sums of every type at each length.
   mutable std::vector<double> sums_;
 };
