@@ -2,11 +2,11 @@
 // server or a Redis Cluster (its routing sends each command to the master of its key's
 // slot), at the keys of the built-in demo schema's templates (plan/schema.h): users with
 // profiles,
-// Zipf-like follows, media, item features, recs and seen sets, and optionally a history of
-// impression and click events written as POST /events writes them (CounterBatch and
-// MarkBatch: the demo's counters families and served zsets). Deterministic for a seed
-// (and, with events, --now-ms):
-// every value comes from our own splitmix64 streams (never std:: distributions, whose
+// Zipf-like follows, media, item features, recs and seen sets, user and item embeddings
+// (vec:32 with a hidden low-rank structure: docs/vectors.md, "The demo"), and optionally a history
+// of impression and click events written as POST /events writes them (CounterBatch and MarkBatch:
+// the demo's counters families and served zsets). Deterministic for a seed (and, with events,
+// --now-ms): every value comes from our own splitmix64 streams (never std:: distributions, whose
 // output differs between standard libraries), one stream per user and purpose, and the
 // commands are sent in a fixed order, so the same seed gives byte-identical contents.
 //

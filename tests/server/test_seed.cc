@@ -135,8 +135,11 @@ TEST_CASE("the data has the shape of docs/data.md") {
   RedisServer server;
   REQUIRE(server.Start());
   REQUIRE(SeedDemoData(Small(server, 3)).has_value());
-  // Every user has a profile and all four lists/sets; every item a hash.
-  CHECK(server.Command({"DBSIZE"})[0].integer() == 200 * 5 + 1000);
+  // Every user has a profile, all four lists/sets and an embedding; every item a hash and
+  // an embedding (vec:32: 128 bytes).
+  CHECK(server.Command({"DBSIZE"})[0].integer() == 200 * 6 + 1000 * 2);
+  CHECK(Text(server, {"HGET", "emb:user:1", "emb"}).size() == 128);
+  CHECK(Text(server, {"HGET", "emb:item:1000", "emb"}).size() == 128);
   CHECK(server.Command({"TYPE", "user:1"})[0].str() == "hash");
   CHECK(server.Command({"TYPE", "follow:1"})[0].str() == "list");
   CHECK(server.Command({"TYPE", "seen:1"})[0].str() == "set");
