@@ -9,8 +9,9 @@
 # user, 5,000 users = 100,000 items with embeddings) in a fresh redis-server: the item
 # index's build time (rankd_index_build_seconds, the build before /readyz) and items, then
 # wrk (WRK_CONNS 16, 1 s warm-up, WRK_SECONDS 6) with a viewer drawn per request from users
-# 1..VIEWERS (2000): discover_rps and discover_cpu_us_per_req (rankd's user + system CPU,
-# every thread, per request; bench/lib.sh cpu_ticks).
+# 0..VIEWERS-1 (2000; as bench/feed.sh, user 0 has no data): discover_rps and
+# discover_cpu_us_per_req (rankd's user + system CPU, every thread, per request;
+# bench/lib.sh cpu_ticks).
 set -euo pipefail
 source "$RANKD_ROOT/bench/lib.sh"
 "$RANKD_BUILD/bench/vectors_bench" | sed "s|}\$|, \"machine\": \"$MACHINE\", \"build\": \"release+lto\"}|" |
