@@ -17,7 +17,7 @@ namespace {
 constexpr const char* kSeedUsage =
     "usage: rankd seed [--redis URL] [--users N] [--follows F] [--media M] [--recs R]\n"
     "                  [--seen S] [--seed X] [--events N] [--now-ms T] [--flush]\n"
-    "                  [--redis-password-file NAME=PATH]\n"
+    "                  [--no-embeddings] [--redis-password-file NAME=PATH]\n"
     "                  [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n"
     "  URL: redis[s]://[[user]:password@]host[:port][/db][?prefix=P] or\n"
     "       redis[s]-cluster://... (default redis://127.0.0.1:6379; NAME=URL is accepted\n"
@@ -26,12 +26,14 @@ constexpr const char* kSeedUsage =
     "       refused. --events N: N impressions and clicks (9:1) over the 7 days before\n"
     "       --now-ms T (Unix ms, default now), counted in item_counts and user_counts and\n"
     "       marked in served, as POST /events writes them; the same seed and T give the\n"
-    "       same contents.\n";
+    "       same contents. --no-embeddings: no user_emb and item_emb vectors (the demo's\n"
+    "       item index is then built empty at once: for tests that do not use them).\n";
 }  // namespace
 
 int CmdSeed(const std::vector<std::string>& args) {
   SeedOptions o;
   RedisFlags redis;
+  bool no_embeddings = false;
   int64_t seed = static_cast<int64_t>(o.seed);
   bool help = false;
   std::vector<Flag> flags = RedisFlagRows(redis);
@@ -46,6 +48,7 @@ int CmdSeed(const std::vector<std::string>& args) {
                                 IntFlag("--events", "N", {}, o.events, -kAnyInt, kAnyInt),
                                 IntFlag("--now-ms", "T", {}, o.now_ms, -kAnyInt, kAnyInt),
                                 SwitchFlag("--flush", {}, o.flush),
+                                SwitchFlag("--no-embeddings", {}, no_embeddings),
                             });
   if (!ParseCommandFlags("seed", args, flags)) {
     std::fputs(kSeedUsage, stderr);
@@ -55,6 +58,7 @@ int CmdSeed(const std::vector<std::string>& args) {
     std::fputs(kSeedUsage, stdout);
     return 0;
   }
+  o.embeddings = !no_embeddings;
   // One endpoint: the one --redis names (a URL alone is redis_default), else the default.
   if (redis.endpoints.size() > 1) {
     std::fprintf(stderr, "rankd seed: --redis: give one endpoint, not %zu\n",
@@ -89,6 +93,6 @@ int CmdSeed(const std::vector<std::string>& args) {
 
 const char kSeedSynopsis[] =
     "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
-    "[--events N] [--now-ms T] [--flush]";
+    "[--events N] [--now-ms T] [--flush] [--no-embeddings]";
 
 }  // namespace rankd

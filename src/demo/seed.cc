@@ -294,7 +294,8 @@ class UserSeeder {
     if (!home) return Fail(home.error());
     auto followees = Follows(u);
     if (!followees) return Fail(followees.error());
-    if (auto s = UserEmbedding(u, *followees); !s) return s;
+    if (o_.embeddings)
+      if (auto s = UserEmbedding(u, *followees); !s) return s;
     if (auto s = Media(u, **home); !s) return s;
     auto recs = Recs(u);
     if (!recs) return Fail(recs.error());
@@ -412,6 +413,7 @@ class UserSeeder {
                             {"nsfw", Dec(nsfw)}});
           !s)
         return s;
+      if (!o_.embeddings) continue;
       Mixture m = taste;
       for (double& x : m) x *= 0.5;
       m[topic] += 0.5;

@@ -31,11 +31,13 @@ struct SeedOptions {
   int64_t recs = 200;     // per user
   int64_t seen = 50;      // per user
   uint64_t seed = 1;
-  int64_t events = 0;   // impressions and clicks (9:1) spread over the last keep_s (7 days)
-  int64_t now_ms = 0;   // the events' "now" (Unix ms); 0: the clock's
-  bool flush = false;   // FLUSHDB first (every master of a cluster); without it a
-                        // non-empty database is refused
-  int pipeline = 2000;  // commands per pipelined round trip
+  int64_t events = 0;      // impressions and clicks (9:1) spread over the last keep_s (7 days)
+  int64_t now_ms = 0;      // the events' "now" (Unix ms); 0: the clock's
+  bool embeddings = true;  // user_emb and item_emb vectors (false: tests that need none,
+                           // whose rankd then builds the demo's item index empty)
+  bool flush = false;      // FLUSHDB first (every master of a cluster); without it a
+                           // non-empty database is refused
+  int pipeline = 2000;     // commands per pipelined round trip
 };
 
 struct SeedSummary {

@@ -25,7 +25,7 @@ _env = {}
 def env():
     if not _env:
         redis = Redis()
-        demo_data(redis, USERS)
+        demo_data(redis, USERS, embeddings=True)
         _env.update(redis=redis, rankd=Rankd(plans_dir(), redis=redis, shards=2).wait_ready(timeout=60))
     return _env["rankd"], _env["redis"]
 

@@ -623,10 +623,14 @@ class SharedServer:
         return self.rankd
 
 
-def demo_data(redis, users, flush=True, timeout=60):
+def demo_data(redis, users, flush=True, timeout=60, embeddings=False):
     """Writes the demo data set of `users` users into `redis` (anything with url()):
-    `rankd seed`, with --flush unless told not to."""
+    `rankd seed`, with --flush unless told not to; without the embeddings unless asked
+    (every rankd on the demo schema builds its item index from them before /readyz: a
+    test that does not rank `discover` need not wait for that)."""
     args = [RANKD, "seed", "--redis", redis.url(), "--users", str(users)]
+    if not embeddings:
+        args.append("--no-embeddings")
     args += redis.tls_args() if hasattr(redis, "tls_args") else []
     if flush:
         args.append("--flush")
