@@ -136,7 +136,7 @@ bench_builds_and_plans() {
   local p
   mkdir -p "$BENCH_TMP/plans"
   for p in "$@"; do cp "$(plan_file "$p")" "$BENCH_TMP/plans/"; done
-  cp "$RANKD_ROOT"/plans/*.model.json "$BENCH_TMP/plans/" 2>/dev/null || true
+  cp "$RANKD_ROOT"/plans/*.model.json "$RANKD_ROOT"/plans/*.onnx "$BENCH_TMP/plans/" 2>/dev/null || true
 }
 
 # run_rounds VARIANT...: $rounds rounds of `measure VARIANT PLAN` (the bench's own

@@ -17,4 +17,14 @@ export default defineExperiments([
     // with what was served.
     shadow: [{ plan: "rerank", percent: 5, compareTop: 10 }],
   },
+  {
+    // The tree reranker against its neural twin: every request runs rerank as is, and one
+    // in ten also runs rerank_nn (same candidates, the MLP's order), whose top 10 is
+    // compared with what was served (the console's shadow view).
+    name: "rerank_nn_shadow",
+    plan: "rerank",
+    salt: "rerank-nn-1",
+    variants: [],
+    shadow: [{ plan: "rerank_nn", percent: 10, compareTop: 10 }],
+  },
 ]);

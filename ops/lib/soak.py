@@ -446,7 +446,8 @@ async def soak(args, tmp):
     plans_dir = os.path.join(tmp, "plans")
     os.makedirs(plans_dir)
     for f in sorted(glob.glob(os.path.join(args.root, "plans", "*.plan.json")) +
-                    glob.glob(os.path.join(args.root, "plans", "*.model.json"))):
+                    glob.glob(os.path.join(args.root, "plans", "*.model.json")) +
+                    glob.glob(os.path.join(args.root, "plans", "*.onnx"))):
         shutil.copy(f, plans_dir)
     plans = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(plans_dir, "*.plan.json")))]
     log(f"soak: {len(plans)} plans: {' '.join(p['name'] for p in plans)}")

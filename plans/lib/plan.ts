@@ -9,11 +9,11 @@ import { fileURLToPath } from "node:url";
 import { F64, stringify, canonical, type Json } from "./json.js";
 import {
   Expr, ParamRef, Pred, PlanError, checkPred, exprJson, isVec, predJson, typeOfExpr,
-  type ColType, type ENode, type PNode, type TypeEnv,
+  type ColType, type VecType, type ENode, type PNode, type TypeEnv,
 } from "./expr.js";
 import { parseExpr, parsePred } from "./parse.js";
 import { GENERATED_METHODS, OPS, type GeneratedMethods, type Ops } from "./ops.gen.js";
-import { checkModelInputs, checkNumericColumn, readModelFeatures } from "./model.js";
+import { checkModelInputs, checkNetColumn, readModelKind } from "./model.js";
 import {
   DEMO_SCHEMA, checkSchema, fieldCol,
   type DemoSchema, type Family, type FamilyOf, type IdType, type FamilyType, type FieldCols, type FieldName, type Fams, type IdOf,
@@ -44,6 +44,8 @@ export type ColName<C extends Cols> = keyof C & string;
 export type ColOfType<C extends Cols, T extends ColType> = { [K in keyof C & string]: C[K] extends T ? K : never }[keyof C & string];
 /** The columns a model feature may read: i64, f64 and bool. */
 type NumColName<C extends Cols> = ColOfType<C, "i64" | "f64" | "bool">;
+/** The columns an ONNX model's float input may read: numeric ones and vectors (D values each). */
+type NetColName<C extends Cols> = ColOfType<C, "i64" | "f64" | "bool" | VecType>;
 /** A column sort and dedupe may key on: any but a vector. */
 type KeyColName<C extends Cols> = ColOfType<C, "i64" | "f64" | "str" | "bool">;
 
@@ -163,7 +165,7 @@ export type PredArg<C extends Cols> = Pred | ((c: ColRefs<C>) => Pred) | string;
 
 type TaskParam =
   | number | F64 | string | boolean | readonly string[] | { param: string } | { expr: ENode } | { pred: PNode }
-  | { columnMap: ReadonlyMap<string, string> }
+  | { columnMap: ReadonlyMap<string, string | readonly string[]> } | { numberMap: ReadonlyMap<string, number> }
   // A node of the plan, written as its id (with `key`: {"from": id, "key": key}); ann's
   // query and exclude. And ann's exclude {"family": NAME}, written as it is.
   | { node: NodeRec; key?: string } | { family: string };
@@ -177,7 +179,7 @@ interface NodeRec {
   timeoutMs?: number;
   call: string; // "take() at feed.plan.ts:12:5"
   /** A `model` node's model and feature map: checked against the model file at compile time. */
-  model?: { name: string; features: ReadonlyMap<string, string> };
+  model?: { name: string; features: ReadonlyMap<string, string | readonly string[]> };
   /** viewer and seen_filter: the family keyed by the request's user_id (its id type must be the user_id's). */
   userKeyed?: Family;
   /** The integer params of its op, all of which it writes (DSL name → JSON name): what a
@@ -636,36 +638,65 @@ export class Node<C extends Cols = Cols, S extends SchemaDecl = DemoSchema> {
     });
   }
   /**
-   * Scores each row with the tree model `model` (the file `<model>.model.json` in the plan
-   * folder, docs/models.md) into the f64 column `outKey`. `features` maps model feature
-   * names to columns (default: each feature reads the column of its own name); every model
-   * feature must read an i64, f64 or bool column. `output`: "default" is the objective's
-   * prediction (a probability for the logistic ones), "margin" the raw sum of the trees.
+   * Scores each row with the model `model` into the f64 column `outKey` (docs/models.md):
+   * a tree model `<model>.model.json` or an ONNX model `<model>.onnx` of the plan folder.
+   * Trees: `features` maps model feature names to columns (default: each feature reads the
+   * column of its own name); every model feature must read an i64, f64 or bool column.
+   * `output`: "default" is the objective's prediction (a probability for the logistic
+   * ones), "margin" the raw sum of the trees. ONNX: `features` maps each ONNX input to its
+   * ordered list of columns (numeric, or vec:D giving D values; an int64 input takes one
+   * i64 column), and `fill` gives a column's missing values a number (else the row's
+   * score is null).
    */
   model<const K extends string>(
-    o: { model: string; outKey: K; features?: { readonly [feature: string]: NumColName<C> }; output?: OpValues<"model", "output"> } & NodeOpts,
+    o: {
+      model: string;
+      outKey: K;
+      features?: { readonly [feature: string]: NumColName<C> | readonly NetColName<C>[] };
+      fill?: { readonly [column: string]: number };
+      output?: OpValues<"model", "output">;
+    } & NodeOpts,
   ): Node<Simplify<Omit<C, K> & { [k in K]: "f64" }>, S> {
     return this.plan.task("model", [this], o, (r) => {
-      checkKeys("model", o, ["model", "outKey", "features", "output"]);
+      checkKeys("model", o, ["model", "outKey", "features", "fill", "output"]);
       if (typeof o.model !== "string" || !FILE_STEM_RE.test(o.model)) fail(`model ${JSON.stringify(o.model)} is not a model name (letters, digits, _ or -)`);
       if (typeof o.outKey !== "string" || !ID_RE.test(o.outKey)) fail(`outKey ${JSON.stringify(o.outKey)} is not a valid column name`);
       if (o.outKey === "id") fail(`outKey: model may not replace the id column`);
       const output = o.output ?? opDefault<string>("model", "output");
       const outputs = opParam("model", "output").values!;
       if (!outputs.includes(output)) fail(`output must be ${outputs.map((v) => JSON.stringify(v)).join(" or ")}, got ${JSON.stringify(o.output)}`);
-      const features = new Map<string, string>();
+      const features = new Map<string, string | readonly string[]>();
       if (o.features !== undefined) {
         if (typeof o.features !== "object" || o.features === null || Array.isArray(o.features))
-          fail(`features must be an object: model feature name → column`);
+          fail(`features must be an object: model feature (or ONNX input) name → column(s)`);
         for (const [f, col] of Object.entries(o.features as Record<string, unknown>)) {
           if (f === "") fail(`features: a model feature name is empty`);
-          if (typeof col !== "string") fail(`features: '${f}' must name a column, got ${JSON.stringify(col)}`);
-          checkNumericColumn(r.inputs[0].cols, col, `features: '${f}'`);
-          features.set(f, col);
+          if (Array.isArray(col)) {
+            if (col.length === 0) fail(`features: '${f}' lists no columns`);
+            for (const c of col) {
+              if (typeof c !== "string") fail(`features: '${f}' must list column names, got ${JSON.stringify(c)}`);
+              checkNetColumn(r.inputs[0].cols, c, `features: '${f}'`);
+            }
+            features.set(f, [...col] as string[]);
+          } else {
+            if (typeof col !== "string") fail(`features: '${f}' must name a column, got ${JSON.stringify(col)}`);
+            checkNetColumn(r.inputs[0].cols, col, `features: '${f}'`);
+            features.set(f, col);
+          }
+        }
+      }
+      const fill = new Map<string, number>();
+      if (o.fill !== undefined) {
+        if (typeof o.fill !== "object" || o.fill === null || Array.isArray(o.fill)) fail(`fill must be an object: column → number`);
+        for (const [c, v] of Object.entries(o.fill as Record<string, unknown>)) {
+          if (typeof v !== "number" || !Number.isFinite(v)) fail(`fill: '${c}' must be a finite number, got ${JSON.stringify(v)}`);
+          checkNetColumn(r.inputs[0].cols, c, `fill: '${c}'`);
+          fill.set(c, v);
         }
       }
       r.params.push(["model", o.model], ["out_key", o.outKey]);
       if (features.size > 0) r.params.push(["features", { columnMap: features }]);
+      if (fill.size > 0) r.params.push(["fill", { numberMap: fill }]);
       r.params.push(["output", output]);
       r.model = { name: o.model, features };
       r.cols.set(o.outKey, "f64");
@@ -1214,7 +1245,7 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
   for (const n of b.nodes) {
     if (!n.model) continue;
     try {
-      checkModelInputs(n.model.name, readModelFeatures(planDir, n.model.name), n.model.features, n.inputs[0].cols);
+      checkModelInputs(n.model.name, readModelKind(planDir, n.model.name), n.model.features, n.inputs[0].cols);
     } catch (e) {
       if (e instanceof PlanError) throw new PlanError(`${n.call}: node '${ids.get(n)}': ${e.message}`);
       throw e;
@@ -1246,6 +1277,7 @@ function compile(spec: PlanSpec<ParamDecls, SchemaDecl>, site: string, planDir: 
       else if (typeof v === "object" && v !== null && "columnMap" in v) p[k] = Object.fromEntries(v.columnMap);
       else if (typeof v === "object" && v !== null && "node" in v)
         p[k] = v.key !== undefined ? { from: ids.get(v.node)!, key: v.key } : ids.get(v.node)!;
+      else if (typeof v === "object" && v !== null && "numberMap" in v) p[k] = Object.fromEntries(v.numberMap);
       else p[k] = v as Json;
     }
     const j: Record<string, Json> = { node_id: ids.get(n)!, op: n.op, inputs: n.inputs.map((i) => ids.get(i)!), params: p };

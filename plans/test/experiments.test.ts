@@ -232,7 +232,7 @@ test("experiments.json is what experiments.ts compiles to, byte for byte", async
   assert.equal(demoText(), await compileExperimentsFile());
 });
 
-test("the demo runs one experiment on feed: two quarter variants and a rerank shadow", () => {
+test("the demo runs an experiment on feed (two quarter variants and a rerank shadow) and one shadowing rerank with rerank_nn", () => {
   assert.deepEqual(JSON.parse(demoText()), {
     experiments: [
       {
@@ -244,6 +244,13 @@ test("the demo runs one experiment on feed: two quarter variants and a rerank sh
           { name: "home_light", plan: "home_light", params: { limit: 50 }, weight: 2500 },
         ],
         shadow: [{ plan: "rerank", percent: 5, compare_top: 10 }],
+      },
+      {
+        name: "rerank_nn_shadow",
+        plan: "rerank",
+        salt: "rerank-nn-1",
+        variants: [],
+        shadow: [{ plan: "rerank_nn", percent: 10, compare_top: 10 }],
       },
     ],
   });

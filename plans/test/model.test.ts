@@ -99,3 +99,30 @@ test("cli check looks for model files next to the JSON (--json-dir)", () => {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+/** A plan folder with an ONNX model NAME.onnx (the compiler only sees that it is there). */
+function onnxDir(...names: string[]): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "plans-onnx-"));
+  for (const name of names) fs.writeFileSync(path.join(dir, `${name}.onnx`), "not parsed by the compiler");
+  return dir;
+}
+
+test("an ONNX model takes each input's column list and fill, compiled as given", () => {
+  const p = compileIn(onnxDir("nn"), (c) =>
+    hydrated(c).model({ model: "nn", outKey: "score", features: { x: ["likes", "quality", "nsfw"], ids: "id" }, fill: { quality: 0.5 } }),
+  );
+  const node = p.nodes.find((n: any) => n.op === "model");
+  assert.deepEqual(node.params, {
+    model: "nn", out_key: "score", features: { x: ["likes", "quality", "nsfw"], ids: "id" }, fill: { quality: 0.5 }, output: "default",
+  });
+});
+
+test("ONNX binding errors: no features, a str column, a bad fill; a tree model given a list", () => {
+  assert.match(errorIn(onnxDir("nn"), (c) => hydrated(c).model({ model: "nn", outKey: "s" })), /model 'nn' is an ONNX model: features must map each of its inputs to columns/);
+  assert.match(errorIn(onnxDir("nn"), (c) => hydrated(c).model({ model: "nn", outKey: "s", features: { x: ["likes", "country" as any] } })), /features: 'x' reads column 'country', which is str/);
+  assert.match(errorIn(onnxDir("nn"), (c) => hydrated(c).model({ model: "nn", outKey: "s", features: { x: ["likes"] }, fill: { likes: NaN } })), /fill: 'likes' must be a finite number/);
+  assert.match(errorIn(planDir({ m: named("likes") }), (c) => hydrated(c).model({ model: "m", outKey: "s", features: { likes: ["likes", "nsfw"] } })), /lists 2 columns, but model 'm' is a tree model/);
+  const both = onnxDir("m");
+  fs.writeFileSync(path.join(both, "m.model.json"), JSON.stringify({ version: [1, 7, 4], learner: named("likes") }));
+  assert.match(errorIn(both, (c) => hydrated(c).model({ model: "m", outKey: "s" })), /holds both m\.model\.json and m\.onnx/);
+});

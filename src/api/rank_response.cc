@@ -127,6 +127,17 @@ void AppendRankNodes(const RunResult& r, std::string& out) {
       out += ",\"model_sha256\":\"";
       out += m->sha256();
       out += '"';
+      if (m->is_network()) {
+        out += ",\"model_dispatch\":\"";
+        out += m->dispatch();
+        out += '"';
+        // A run that did not finish (timeout) may still be writing its count: only a
+        // finished one's is read.
+        if (s.status == NodeStatus::kOk) {
+          out += ",\"null_rows\":";
+          AppendJsonInt(static_cast<int64_t>(s.null_rows), out);
+        }
+      }
     }
     out += '}';
   }

@@ -130,14 +130,14 @@ size_t CounterBatch::increments() const {
 }
 
 ScriptCalls CounterBatch::Calls(std::string_view prefix, bool cluster) const {
-  std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
-  entries.reserve(keys_.size());
-  for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
   if (!aggregate_) {  // one call per increment, as the unaggregated baseline promises
     ScriptCalls calls;
     for (size_t i = 0; i < keys_.size(); ++i) calls.push_back({i});
     return calls;
   }
+  std::vector<std::map<KeyId, Buckets>::const_iterator> entries;
+  entries.reserve(keys_.size());
+  for (auto it = keys_.begin(); it != keys_.end(); ++it) entries.push_back(it);
   // A call's keys share their family: the script takes its ring's shape once.
   return GroupCalls(entries.size(), [&](size_t i) {
     const KeyId& k = entries[i]->first;

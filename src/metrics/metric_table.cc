@@ -518,6 +518,12 @@ constexpr MetricRow kMetricTable[] = {
      Type::Histogram,
      {"model", "shard"},
      ShardSeries<SeriesFamily::kModelEval>},
+    {"rankd_model_null_rows_total",
+     "Rows a `model` node left without a score (a missing input without fill, a bad "
+     "embedding index), by model",
+     Type::Counter,
+     {"model", "shard"},
+     ShardSeries<SeriesFamily::kModelNullRows>},
     {"rankd_deadline_exceeded_total",
      "Requests that ran past their deadline or a required node's timeout",
      Type::Counter,

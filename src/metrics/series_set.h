@@ -33,6 +33,7 @@ enum class SeriesFamily : uint8_t {
   kDegraded,
   kModelRows,
   kModelEval,
+  kModelNullRows,
   kExperimentRequests,
   kShadowRuns,
   kShadowOverlap,

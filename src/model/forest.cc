@@ -11,10 +11,10 @@ namespace {
 
 // Rows per block: the nodes a block's rows touch are reused by all of them, and the
 // block's transposed features stay in L1/L2.
-constexpr size_t kBlockRows = 256;
+constexpr size_t kForestBlockRows = 256;
 // Rows that walk one tree together: independent chains of loads the CPU overlaps.
 constexpr size_t kLanes = 8;
-static_assert(kBlockRows % kLanes == 0);
+static_assert(kForestBlockRows % kLanes == 0);
 
 Error TreeError(const std::string& file, size_t tree, size_t node, const std::string& what) {
   return Error::BadRequest(file + ": tree " + std::to_string(tree) + ": node " +
@@ -113,10 +113,10 @@ void Forest::Margins(std::span<const float* const> features, size_t n, float bas
   const size_t width = used_.size();
   // Row-major features of one block, +-inf made NaN (missing); rows past n stay NaN and
   // their sums are dropped.
-  std::vector<float> rows(kBlockRows * width);
-  std::array<float, kBlockRows> sums;
-  for (size_t start = 0; start < n; start += kBlockRows) {
-    const size_t count = std::min(kBlockRows, n - start);
+  std::vector<float> rows(kForestBlockRows * width);
+  std::array<float, kForestBlockRows> sums;
+  for (size_t start = 0; start < n; start += kForestBlockRows) {
+    const size_t count = std::min(kForestBlockRows, n - start);
     std::fill(rows.begin(), rows.end(), std::numeric_limits<float>::quiet_NaN());
     for (size_t u = 0; u < width; ++u) {
       const float* column = features[used_[u]] + start;

@@ -5,12 +5,14 @@
 #include <vector>
 
 #include "core/sha256.h"
+#include "model/onnx_graph.h"
 #include "model/xgboost_json.h"
 
 namespace rankd {
 namespace {
 
 constexpr std::string_view kSuffix = ".model.json";
+constexpr std::string_view kOnnxSuffix = ".onnx";
 
 bool IsLogistic(std::string_view objective) {
   return objective == "binary:logistic" || objective == "reg:logistic";
@@ -32,8 +34,31 @@ Model::Model(std::string name, std::string file, std::string sha256, std::string
       base_margin_(base_margin),
       logistic_(logistic) {}
 
+Model::Model(std::string name, std::string file, std::string sha256, Network network)
+    : name_(std::move(name)),
+      file_(std::move(file)),
+      sha256_(std::move(sha256)),
+      objective_("onnx"),
+      is_network_(true),
+      network_(std::move(network)) {
+  for (const NetInput& in : network_.inputs()) {
+    if (in.index) {
+      features_.push_back(in.name);
+      continue;
+    }
+    for (uint32_t j = 0; j < in.width; ++j)
+      features_.push_back(in.name + "[" + std::to_string(j) + "]");
+  }
+}
+
 void Model::Score(std::span<const float* const> features, size_t n, ModelOutput output,
                   double* out) const {
+  if (is_network_) {
+    std::vector<float> scores(n);
+    network_.Score(features, n, ActiveDispatchLevel(), scores.data());
+    for (size_t r = 0; r < n; ++r) out[r] = scores[r];
+    return;
+  }
   // Summed in float32 as XGBoost sums them, widened at the end.
   std::vector<float> margins(n);
   forest_.Margins(features, n, base_margin_, margins.data());
@@ -47,6 +72,14 @@ Result<ModelPtr> ParseModel(std::string_view bytes, std::string name, std::strin
     return Fail(Error::BadRequest(file + ": " + std::to_string(bytes.size()) +
                                   " bytes, over the limit of " + std::to_string(limits.max_bytes) +
                                   " (--max-model-bytes)"));
+  if (file.ends_with(kOnnxSuffix)) {
+    Result<OnnxGraph> graph = ReadOnnx(bytes, file);
+    if (!graph) return Fail(graph.error());
+    Result<Network> network = CompileOnnx(*graph, file);
+    if (!network) return Fail(network.error());
+    return std::make_shared<const Model>(std::move(name), std::move(file), Sha256Hex(bytes),
+                                         std::move(*network));
+  }
   Result<XgboostModel> xgb = ParseXgboostJson(bytes, file);
   if (!xgb) return Fail(xgb.error());
   if (xgb->num_feature > limits.max_features)
@@ -88,7 +121,9 @@ Result<ModelPtr> LoadModelFile(const std::string& path, const ModelLimits& limit
   }
   if (in.bad()) return Fail(Error::BadRequest(path + ": cannot be read"));
   std::string base = path.substr(path.find_last_of('/') + 1);
-  std::string name = base.ends_with(kSuffix) ? base.substr(0, base.size() - kSuffix.size()) : base;
+  std::string name = base;
+  for (std::string_view suffix : {kSuffix, kOnnxSuffix})
+    if (base.ends_with(suffix)) name = base.substr(0, base.size() - suffix.size());
   return ParseModel(bytes, std::move(name), path, limits);
 }
 

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -691,6 +693,7 @@ class Loader {
       node.args.at(k) = std::vector<std::string>{std::string(s)};
       return {};
     }
+    if (spec.kind == ParamKind::kNumberMap) return NumberMapArg(node, k, field, val);
     object ref;
     if (!val.get_object().get(ref)) return RefArg(node, k, field, ref, plan);
     auto arg = LiteralArg(node, spec, field, val);
@@ -700,9 +703,9 @@ class Loader {
     if (spec.kind == ParamKind::kModel) {
       const std::string& name = std::get<std::string>(*arg);
       if (!FindModel(name))
-        return Fail(w_.Node(
-            node.id, field,
-            "unknown model '" + name + "' (the plan folder has no " + name + ".model.json)"));
+        return Fail(w_.Node(node.id, field,
+                            "unknown model '" + name + "' (the plan folder has no " + name +
+                                ".model.json nor " + name + ".onnx)"));
     }
     if (spec.kind == ParamKind::kExprId || spec.kind == ParamKind::kPredId) {
       object* table = spec.kind == ParamKind::kExprId ? exprs : preds;
@@ -769,8 +772,10 @@ class Loader {
       case ParamKind::kModel:
         if (val.get_string().get(s)) return wrong();
         return Value(std::string(s));
-      case ParamKind::kColumnMap:
-      case ParamKind::kStrOrMap: return wrong();  // ColumnMapArg, Arg
+      case ParamKind::kColumnMap:  // ColumnMapArg
+      case ParamKind::kNumberMap:  // NumberMapArg
+      case ParamKind::kStrOrMap:   // ColumnMapArg, Arg
+        return wrong();
       case ParamKind::kStrList: {
         array a;
         if (val.get_array().get(a)) return wrong();
@@ -856,22 +861,57 @@ class Loader {
     return false;
   }
 
-  // {"feature": "column", ...}, kept as [feature, column, ...] (ParamKind::kColumnMap).
+  // {"feature": "column" or ["column", ...], ...}, kept as [feature, column, ...] with a
+  // list's key repeated for each of its columns (ParamKind::kColumnMap).
   Status ColumnMapArg(PlanNode& node, size_t k, const std::string& field, element val) {
     object map;
     if (val.get_object().get(map))
       return Fail(
           w_.Node(node.id, field, "expected an object of column names, got " + JsonKind(val)));
-    std::vector<std::string> pairs;
+    std::vector<std::string> pairs, keys;
     for (auto [key, col] : map) {
       std::string where = field + "." + std::string(key);
-      std::string_view c;
-      if (col.get_string().get(c) || c.empty())
-        return Fail(w_.Node(node.id, where, "expected a column name, got " + JsonKind(col)));
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        return Fail(w_.Node(node.id, where, "listed twice"));
+      keys.emplace_back(key);
+      array list;
+      const bool is_list = !col.get_array().get(list);
+      std::vector<element> cols;
+      if (is_list)
+        for (element c : list) cols.push_back(c);
+      else
+        cols.push_back(col);
+      for (element c : cols) {
+        std::string_view name;
+        if (c.get_string().get(name) || name.empty())
+          return Fail(w_.Node(node.id, where,
+                              "expected a column name" +
+                                  std::string(is_list ? " in the list" : "") + ", got " +
+                                  JsonKind(c)));
+        pairs.emplace_back(key);
+        pairs.emplace_back(name);
+      }
+    }
+    node.args.at(k) = std::move(pairs);
+    return {};
+  }
+
+  // {"column": number, ...}, kept as [column, number, ...] (ParamKind::kNumberMap).
+  Status NumberMapArg(PlanNode& node, size_t k, const std::string& field, element val) {
+    object map;
+    if (val.get_object().get(map))
+      return Fail(w_.Node(node.id, field, "expected an object of numbers, got " + JsonKind(val)));
+    std::vector<std::string> pairs;
+    for (auto [key, num] : map) {
+      std::string where = field + "." + std::string(key);
       for (size_t i = 0; i < pairs.size(); i += 2)
         if (pairs[i] == key) return Fail(w_.Node(node.id, where, "listed twice"));
+      if (!IsNumber(num) || !std::isfinite(NumberOf(num)))
+        return Fail(w_.Node(node.id, where, "expected a finite number, got " + JsonKind(num)));
+      char text[32];
+      auto r = std::to_chars(text, text + sizeof text, NumberOf(num));
       pairs.emplace_back(key);
-      pairs.emplace_back(c);
+      pairs.emplace_back(text, r.ptr);
     }
     node.args.at(k) = std::move(pairs);
     return {};
@@ -894,13 +934,20 @@ class Loader {
     const std::vector<std::string>& pairs = node.args.StrList("features");
     const std::vector<std::string>& features = model->features();
     std::string what = "model '" + name + "'";
+    if (model->is_network()) {
+      if (auto s = BindNetwork(node, input_cols, *model, what); !s) return s;
+      return UseModel(node, plan, model);
+    }
+    for (size_t i = 2; i < pairs.size(); i += 2)
+      if (pairs[i] == pairs[i - 2])
+        return Fail(w_.Node(node.id, "params.features." + pairs[i],
+                            what + " is a tree model: a feature reads one column"));
     for (size_t i = 0; i < pairs.size(); i += 2)
       if (std::find(features.begin(), features.end(), pairs[i]) == features.end())
         return Fail(w_.Node(
             node.id, "params.features." + pairs[i],
             what + " has no feature '" + pairs[i] + "' (it has " + JoinNames(features) + ")"));
     NodeModel bound;
-    bound.model = model;
     for (const std::string& f : features) {
       std::string col = f;
       for (size_t i = 0; i < pairs.size(); i += 2)
@@ -917,13 +964,115 @@ class Loader {
                                 ": a model feature needs i64, f64 or bool"));
       bound.columns.push_back(std::move(col));
     }
+    bound.elements.assign(bound.columns.size(), 0);
     bound.output =
         node.args.Str("output") == "margin" ? ModelOutput::kMargin : ModelOutput::kDefault;
     node.model = std::move(bound);
+    if (auto s = BindFill(node, what); !s) return s;
     // About 16 tree walks cost what one row of vm does (docs/engine.md).
     node.row_cost = static_cast<uint32_t>(std::clamp<size_t>(model->num_trees() / 16, 1, 1u << 20));
+    return UseModel(node, plan, model);
+  }
+
+  static Status UseModel(PlanNode& node, Plan& plan, const ModelPtr& model) {
+    node.model.model = model;
     if (std::find(plan.models.begin(), plan.models.end(), model) == plan.models.end())
       plan.models.push_back(model);
+    return {};
+  }
+
+  // An ONNX model: `features` maps each of its inputs to the columns that fill it, in
+  // order (a vec:D column gives D values); an int64 input takes one i64 column.
+  Status BindNetwork(PlanNode& node, const ColumnTypes& input_cols, const Model& model,
+                     const std::string& what) {
+    const std::vector<std::string>& pairs = node.args.StrList("features");
+    const auto& inputs = model.network().inputs();
+    std::string names;
+    for (const NetInput& in : inputs) names += (names.empty() ? "" : ", ") + in.name;
+    if (node.args.Str("output") == "margin")
+      return Fail(w_.Node(node.id, "params.output",
+                          what + " is an ONNX model: it has one output, so output 'margin' "
+                                 "does not apply (leave output out, or 'default')"));
+    for (size_t i = 0; i < pairs.size(); i += 2)
+      if (std::none_of(inputs.begin(), inputs.end(),
+                       [&](const NetInput& in) { return in.name == pairs[i]; }))
+        return Fail(w_.Node(node.id, "params.features." + pairs[i],
+                            what + " has no input '" + pairs[i] + "' (it has " + names + ")"));
+    NodeModel bound;
+    for (const NetInput& in : inputs) {
+      const std::string where = "params.features." + in.name;
+      const std::string input = what + " input '" + in.name + "'";
+      size_t width = 0, columns = 0;
+      std::string parts;
+      for (size_t i = 0; i < pairs.size(); i += 2) {
+        if (pairs[i] != in.name) continue;
+        const std::string& col = pairs[i + 1];
+        const TypedColumn* t = input_cols.get(col);
+        if (!t)
+          return Fail(w_.Node(node.id, where,
+                              input + " reads column '" + col +
+                                  "', which the input does not have (it has " + input_cols.names() +
+                                  ")"));
+        const bool ok = in.index ? t->type == ColumnType::kI64 : t->type != ColumnType::kStr;
+        if (!ok)
+          return Fail(
+              w_.Node(node.id, where,
+                      input + " reads column '" + col + "', which is " +
+                          std::string(ColumnTypeName(t->type)) +
+                          (in.index ? ": an int64 input takes one i64 column"
+                                    : ": a float input takes i64, f64, bool or vec columns")));
+        const uint32_t d = t->type == ColumnType::kVec ? t->dim : 1;
+        for (uint32_t e = 0; e < d; ++e) {
+          bound.columns.push_back(col);
+          bound.elements.push_back(t->type == ColumnType::kVec ? e : 0);
+        }
+        width += d;
+        ++columns;
+        parts += (parts.empty() ? "" : ", ") + col + (d > 1 ? ": " + std::to_string(d) : "");
+      }
+      if (columns == 0)
+        return Fail(w_.Node(
+            node.id, "params.features",
+            input + " has no columns (features must map each of " + names + " to its columns)"));
+      if (in.index && columns != 1)
+        return Fail(
+            w_.Node(node.id, where, input + " is int64 row numbers: it takes one i64 column"));
+      if (width != in.width)
+        return Fail(w_.Node(node.id, where,
+                            input + " is [N, " + std::to_string(in.width) +
+                                "] but its columns give " + std::to_string(width) + " values (" +
+                                parts + ")"));
+    }
+    bound.output = ModelOutput::kDefault;
+    node.model = std::move(bound);
+    if (auto s = BindFill(node, what); !s) return s;
+    // About 512 multiply-adds of a dense layer (a few hundred cycles in the kernel) cost
+    // what one row of vm does; an estimate of the same kind as the trees' 16 walks
+    // (docs/engine.md), so that a small MLP over a page of candidates stays on the loop.
+    size_t work = 0;
+    for (const NetStep& s : model.network().steps())
+      work += s.kind == NetStep::Kind::kDense ? s.w.size() / 512 + 1 : 1;
+    node.row_cost = static_cast<uint32_t>(std::clamp<size_t>(work, 1, 1u << 20));
+    return {};
+  }
+
+  // The `fill` param: the value each listed column's missing cells take; every listed
+  // column must be one the model reads.
+  Status BindFill(PlanNode& node, const std::string& what) {
+    const std::vector<std::string>& fill = node.args.StrList("fill");
+    NodeModel& bound = node.model;
+    bound.fills.assign(bound.columns.size(), std::numeric_limits<float>::quiet_NaN());
+    for (size_t i = 0; i < fill.size(); i += 2) {
+      bool read = false;
+      const float value = static_cast<float>(std::strtod(fill[i + 1].c_str(), nullptr));
+      if (!std::isfinite(value))
+        return Fail(w_.Node(node.id, "params.fill." + fill[i], fill[i + 1] + " is beyond float32"));
+      for (size_t f = 0; f < bound.columns.size(); ++f)
+        if (bound.columns[f] == fill[i]) bound.fills[f] = value, read = true;
+      if (!read)
+        return Fail(w_.Node(node.id, "params.fill." + fill[i],
+                            what + " reads no column '" + fill[i] + "' at this node"));
+    }
     return {};
   }
 
@@ -963,6 +1112,7 @@ namespace {
 
 constexpr std::string_view kPlanSuffix = ".plan.json";
 constexpr std::string_view kModelSuffix = ".model.json";
+constexpr std::string_view kOnnxSuffix = ".onnx";
 constexpr std::string_view kSchemaFile = "schema.json";
 constexpr std::string_view kExperimentsFile = "experiments.json";
 
@@ -987,9 +1137,11 @@ std::string PlanDirFingerprint(const std::string& dir) {
   std::error_code ec;
   std::vector<std::string> files = FolderFiles(dir, kPlanSuffix, ec);
   if (ec) return "unlistable: " + ec.message();
-  std::vector<std::string> models = FolderFiles(dir, kModelSuffix, ec);
-  if (ec) return "unlistable: " + ec.message();
-  files.insert(files.end(), models.begin(), models.end());
+  for (std::string_view suffix : {kModelSuffix, kOnnxSuffix}) {
+    std::vector<std::string> models = FolderFiles(dir, suffix, ec);
+    if (ec) return "unlistable: " + ec.message();
+    files.insert(files.end(), models.begin(), models.end());
+  }
   files.push_back((std::filesystem::path(dir) / kSchemaFile).string());
   files.push_back((std::filesystem::path(dir) / kExperimentsFile).string());
   std::string out;
@@ -1024,13 +1176,25 @@ Result<PlanSet> LoadPlanDir(const std::string& dir, const OpCatalog& ops,
   std::error_code ec;
   std::vector<std::string> files = FolderFiles(dir, kPlanSuffix, ec);
   std::vector<std::string> model_files = FolderFiles(dir, kModelSuffix, ec);
+  std::vector<std::string> onnx_files = FolderFiles(dir, kOnnxSuffix, ec);
+  model_files.insert(model_files.end(), onnx_files.begin(), onnx_files.end());
   if (ec) return Fail(Error::BadRequest(dir + ": cannot list the plans folder: " + ec.message()));
   PlanSet set;
   // The schema first: plans are typed by it.
   auto schema = LoadSchemaDir(dir);
   if (!schema) return Fail(schema.error());
   set.schema = std::move(*schema);
-  // Models next: plans bind to them. Every model of the folder is checked, used or not.
+  // Models next: plans bind to them. Every model of the folder is checked, used or not;
+  // first that no two files give one name (NAME.model.json and NAME.onnx).
+  std::unordered_map<std::string, std::string> by_name;
+  for (const auto& f : model_files) {
+    std::string stem = fs::path(f).filename().string();
+    stem.resize(stem.size() - (stem.ends_with(kOnnxSuffix) ? kOnnxSuffix : kModelSuffix).size());
+    auto [at, added] = by_name.emplace(stem, f);
+    if (!added)
+      return Fail(Error::BadRequest(at->second + " and " + f + ": two models named '" + stem +
+                                    "' (keep one of them in the plans folder)"));
+  }
   for (const auto& f : model_files) {
     auto model = LoadModelFile(f, model_limits);
     if (!model) return Fail(model.error());

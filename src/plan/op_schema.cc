@@ -18,6 +18,7 @@ std::string_view ParamKindName(ParamKind k) {
     case ParamKind::kModel: return "model name";
     case ParamKind::kColumnMap: return "object of column names";
     case ParamKind::kStrOrMap: return "string or object of strings";
+    case ParamKind::kNumberMap: return "object of numbers";
   }
   return "?";
 }

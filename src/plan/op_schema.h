@@ -22,8 +22,12 @@ namespace rankd {
 
 // What a task parameter holds. kColumn is a column name, kExprId/kPredId name entries of
 // the plan's expr_table/pred_table (compiled at load), kModel names a model of the plan
-// folder (bound at load: PlanNode::model). kColumnMap is a JSON object of strings (model
-// feature -> column), held in TaskArgs as a list of key, value, key, value, ...
+// folder (bound at load: PlanNode::model). kColumnMap is a JSON object whose values are
+// column names or lists of them (model feature or ONNX input -> columns), held in
+// TaskArgs as a list of key, column, key, column, ... (a list repeats its key once per
+// column, in order). kNumberMap is a JSON object of numbers (column -> number), held as
+// key, number, ... with each number as the shortest text that reads back to the same
+// double.
 // kStrOrMap is a string or a JSON object of strings (ann's exclude: a node id, or
 // {"family": NAME}), held as a list: [the string], or key, value, ... (none: empty).
 enum class ParamKind : uint8_t {
@@ -38,6 +42,7 @@ enum class ParamKind : uint8_t {
   kModel,
   kColumnMap,
   kStrOrMap,
+  kNumberMap,
 };
 
 std::string_view ParamKindName(ParamKind k);

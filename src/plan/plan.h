@@ -28,10 +28,13 @@ struct ParamRef {
 };
 
 // A `model` node's model, bound at load: columns[f] is the column model feature f reads
-// (every one numeric at that node).
+// (numeric at that node, or a vec column whose element elements[f] it reads), fills[f]
+// the value a missing one takes (NaN: none, it stays missing; the `fill` param).
 struct NodeModel {
   ModelPtr model;
   std::vector<std::string> columns;
+  std::vector<uint32_t> elements;
+  std::vector<float> fills;
   ModelOutput output = ModelOutput::kDefault;
 };
 

@@ -12,7 +12,7 @@ PlanMetrics::~PlanMetrics() {
   for (auto* s : node_duration) set.Release(s);
   for (const auto& by_status : node_outcomes)
     for (auto* s : by_status) set.Release(s);
-  for (auto* list : {&node_degraded, &model_rows, &model_eval})
+  for (auto* list : {&node_degraded, &model_rows, &model_eval, &model_null_rows})
     for (auto* s : *list)
       if (s) set.Release(s);
   for (auto* s : served_state)
@@ -60,6 +60,8 @@ PlanMetricsPtr ShardPlanMetrics::Make(const Plan& plan) {
     pm->model_rows.push_back(model ? set_.Retain(F::kModelRows, {model->name(), shard_}) : nullptr);
     pm->model_eval.push_back(
         model ? set_.Retain(F::kModelEval, {model->name(), shard_}, kNodeBuckets) : nullptr);
+    pm->model_null_rows.push_back(model ? set_.Retain(F::kModelNullRows, {model->name(), shard_})
+                                        : nullptr);
   }
   if (plan.served_state.enabled) {
     static constexpr const char* kOutcomes[] = {"ok", "failed", "dropped"};

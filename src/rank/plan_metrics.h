@@ -45,6 +45,7 @@ struct PlanMetrics {
   // Shared with every plan node of any snapshot that uses a model of that name.
   std::vector<Series*> model_rows;
   std::vector<Series*> model_eval;
+  std::vector<Series*> model_null_rows;
   // Plans with served_state: its writes, by ServedStateOutcome (null for other plans).
   std::array<Series*, 3> served_state{};
 };

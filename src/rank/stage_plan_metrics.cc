@@ -32,6 +32,7 @@ void PlanMetricsStage::Count(RankContext& ctx) {
     if (nodes[i].status == NodeStatus::kOk && pm->model_rows[i]) {
       pm->model_rows[i]->Add(nodes[i].rows);
       pm->model_eval[i]->Observe(static_cast<double>(nodes[i].took_us) / 1e6);
+      if (nodes[i].null_rows) pm->model_null_rows[i]->Add(nodes[i].null_rows);
     }
   }
   for (uint32_t d : result->degraded)

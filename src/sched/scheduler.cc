@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -48,6 +49,7 @@ struct RequestState {
         consumers(nodes, &arena),
         outputs(nodes, &arena),
         stats(nodes, &arena),
+        null_rows(nodes, &arena),
         ready(&arena),
         degraded(&arena) {}
 
@@ -76,6 +78,9 @@ struct RequestState {
   std::pmr::vector<RowSet> outputs;
   bool keep_for_log = false;  // outputs of plan->log.kept are copied to readers, not moved
   std::pmr::vector<NodeStat> stats;
+  // What a `model` run on a CPU worker reports (TaskContext::null_rows), taken into stats
+  // by Complete on the loop: atomic, as a run the request gave up on may still write it.
+  std::pmr::vector<std::atomic<uint64_t>> null_rows;
   std::pmr::vector<uint32_t> ready;  // FIFO from ready_head
   size_t ready_head = 0;
   bool running_ready = false;
@@ -129,6 +134,7 @@ void Complete(RequestState& st, uint32_t idx, Result<RowSet> r) {
   stat.took_us = Micros(st.start, Clock::now()) - stat.start_us;
   bool timed_out = !r && r.error().code == ErrorCode::kDeadlineExceeded;
   stat.status = r ? NodeStatus::kOk : timed_out ? NodeStatus::kTimeout : NodeStatus::kFailed;
+  stat.null_rows = st.null_rows[idx].load(std::memory_order_relaxed);
   if (st.done) return;  // the request was answered already (fail-fast): nothing to do
   RowSet out;
   if (r) {
@@ -353,6 +359,7 @@ Coro<Result<RunResult>> RunPlan(const ExecEnv& env, RunRequest req, std::shared_
     ctx.redis = env.redis;
     ctx.cache = env.cache;
     ctx.cache_lookups = &st->stats[i].cache;
+    ctx.null_rows = &st->null_rows[i];
     ctx.user_id = {st->user_id.num, st->user_id.str};
     ctx.now_ms = now_ms;
     ctx.node = &node;

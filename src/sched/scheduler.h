@@ -83,6 +83,9 @@ struct NodeStat {
   int64_t start_us = 0;  // from the request's start
   int64_t took_us = 0;
   CacheLookups cache;  // nodes that read through the cache
+  // `model` nodes: rows left without a score (a missing input without fill, a bad table
+  // index: docs/models.md).
+  uint64_t null_rows = 0;
 };
 
 struct RunResult {

@@ -257,7 +257,8 @@ void AppendItem(const RowsView& from, uint32_t row, size_t position, bool served
     for (size_t f = 0; f < k.feature_keys.size(); ++f) {
       if (f) out.Put(',');
       out.Put(k.feature_keys[f]);
-      out.Real(static_cast<double>(ModelInput(k.features[f], r)));
+      out.Real(static_cast<double>(
+          ModelInput(k.features[f], r, k.node->model.elements[f], k.node->model.fills[f])));
     }
     out.Put("},\"score\":");
     double score = k.anchor && k.anchor->valid(r) ? k.anchor->f64[r] : NAN;
@@ -288,9 +289,11 @@ void BindModelNode(const PlanNode& node, const RowSet& rows, Kept& k) {
   k.out_key = &node.args.Str("out_key");
   k.anchor = rows.column(*k.out_key);
   if (k.anchor && k.anchor->type != ColumnType::kF64) k.anchor = nullptr;
-  for (const std::string& c : node.model.columns) {
-    const Column* col = rows.column(c);
-    k.features.push_back(col && col->type != ColumnType::kStr ? col : nullptr);
+  for (size_t f = 0; f < node.model.columns.size(); ++f) {
+    const Column* col = rows.column(node.model.columns[f]);
+    const bool usable = col && col->type != ColumnType::kStr &&
+                        (col->type != ColumnType::kVec || node.model.elements[f] < col->dim);
+    k.features.push_back(usable ? col : nullptr);
   }
   const NodeModel& bound = node.model;
   AppendJsonString(node.id, k.head);
@@ -298,6 +301,10 @@ void BindModelNode(const PlanNode& node, const RowSet& rows, Kept& k) {
   AppendJsonString(bound.model->name(), k.head);
   k.head += ",\"sha256\":\"" + bound.model->sha256() + "\",\"output\":\"";
   k.head += bound.output == ModelOutput::kMargin ? "margin" : "default";
+  if (bound.model->is_network()) {
+    k.head += "\",\"dispatch\":\"";
+    k.head += bound.model->dispatch();
+  }
   k.head += "\",\"inputs\":{";
   for (const std::string& name : bound.model->features()) {
     std::string& key = k.feature_keys.emplace_back();

@@ -57,6 +57,8 @@ Status Replay::Add(std::string_view record) {
         return Fail(Error::BadRequest("items[].models." + std::string(node) +
                                       ": needs model, sha256, inputs and score"));
       if (m["output"].get_string().get(output)) output = "default";
+      std::string_view dispatch;
+      const bool logged_dispatch = !m["dispatch"].get_string().get(dispatch);
       ReplayModelStats& st = stats_[std::string(name)];
       auto it = models_.find(std::string(name));
       if (it == models_.end()) {
@@ -79,6 +81,7 @@ Status Replay::Add(std::string_view record) {
             Error::BadRequest("items[].models." + std::string(node) + ".score: not a number"));
       model.Score(ptrs, 1, output == "margin" ? ModelOutput::kMargin : ModelOutput::kDefault, &now);
       ++st.checked;
+      if (logged_dispatch && dispatch != model.dispatch()) ++st.dispatch_mismatch;
       bool same_model = sha == model.sha256();
       if (!same_model) ++st.sha256_mismatch;
       if (same_model && !SameBits(now, logged)) ++st.differ;
@@ -100,6 +103,7 @@ std::string Replay::Report() const {
     AppendJsonReal(st.max_abs_diff, out);
     out += ",\"differ\":" + std::to_string(st.differ);
     out += ",\"missing\":" + std::to_string(st.missing);
+    out += ",\"dispatch_mismatch\":" + std::to_string(st.dispatch_mismatch);
     out += "}\n";
   }
   return out;

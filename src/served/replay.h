@@ -21,7 +21,10 @@ struct ReplayModelStats {
   uint64_t sha256_mismatch = 0;  // of those, logged with another version of the model
   uint64_t differ = 0;           // same sha256, and the score differs in some bit
   uint64_t missing = 0;          // logged with a model the folder does not have
-  double max_abs_diff = 0;       // over every checked score
+  // Of those checked, an ONNX model's scores logged at another dispatch level than this
+  // process runs (docs/models.md: the levels give the same bits, so `differ` still holds).
+  uint64_t dispatch_mismatch = 0;
+  double max_abs_diff = 0;  // over every checked score
 };
 
 class Replay {

@@ -22,6 +22,7 @@ std::string_view KindName(ParamKind k) {
     case ParamKind::kModel: return "model";
     case ParamKind::kColumnMap: return "column_map";
     case ParamKind::kStrOrMap: return "str_or_map";
+    case ParamKind::kNumberMap: return "number_map";
   }
   return "?";
 }

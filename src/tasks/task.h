@@ -6,6 +6,7 @@
 // or on a CPU worker (large ones), never both at once.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -47,10 +48,14 @@ struct TaskContext {
   RedisPools* redis = nullptr;            // nullptr when the process has no Redis (tests, `run`)
   ShardCache* cache = nullptr;            // the shard's cache; nullptr when the process has none
   CacheLookups* cache_lookups = nullptr;  // where this run reports them; may be null
-  IdRef user_id;                          // its str view points into the request's state
-  int64_t now_ms = 0;                     // the request's time, Unix ms (counters' windows)
-  const PlanNode* node = nullptr;         // id, op, compiled expr/pred, output types
-  const Schema* schema = nullptr;         // the plan's (Plan::schema)
+  // Where a `model` run reports the rows it left without a score; may be null. Written
+  // once, as the run returns its result (atomic: a run the request gave up on may still be
+  // writing it when the loop reads it).
+  std::atomic<uint64_t>* null_rows = nullptr;
+  IdRef user_id;                   // its str view points into the request's state
+  int64_t now_ms = 0;              // the request's time, Unix ms (counters' windows)
+  const PlanNode* node = nullptr;  // id, op, compiled expr/pred, output types
+  const Schema* schema = nullptr;  // the plan's (Plan::schema)
   // The process's indexes as the request found them when it started (plans that search
   // one: Plan::reads_indexes; else null). The request holds them until it ends.
   const AnnSet* ann = nullptr;

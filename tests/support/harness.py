@@ -383,7 +383,7 @@ def plans_dir(extra=None, indexes=True):
     d = temp_dir("rankd-plans-")
     for src in (os.path.join(SOURCE_ROOT, "plans"), os.path.join(SOURCE_ROOT, "tests", "plans")):
         for name in os.listdir(src):
-            if name.endswith(".model.json") or name.endswith(".plan.json") and (
+            if name.endswith((".model.json", ".onnx")) or name.endswith(".plan.json") and (
                     indexes or not _uses_ann(os.path.join(src, name))):
                 shutil.copy(os.path.join(src, name), d)
     if not indexes:
