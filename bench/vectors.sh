@@ -5,12 +5,12 @@
 # k 100, the default ef, through rankd's index code against the same faiss index searched
 # directly, one thread, recall and build times beside them (bench/ann_bench.cc; smaller
 # runs: ANN_ITEMS=2000 ANN_QUERIES=20). Then the discover plan end to end: rankd serve (2
-# shards) on the seeded demo data (`rankd seed --users DISCOVER_USERS --seed 1`: 20 items a
-# user, 5,000 users = 100,000 items with embeddings) in a fresh redis-server: the item
-# index's build time (rankd_index_build_seconds, the build before /readyz) and items, then
-# wrk (WRK_CONNS 16, 1 s warm-up, WRK_SECONDS 6) with a viewer drawn per request from users
-# 0..VIEWERS-1 (2000; as bench/feed.sh, user 0 has no data): discover_rps and
-# discover_cpu_us_per_req (rankd's user + system CPU, every thread, per request;
+# shards) on the seeded demo data (`rankd seed --users DISCOVER_USERS --seed 1
+# --embedded-media 20`: 20 items a user, every one with an embedding, 5,000 users =
+# 100,000 items) in a fresh redis-server: the item index's build time
+# (rankd_index_build_seconds, the build before /readyz) and items, then wrk (WRK_CONNS
+# 16, 1 s warm-up, WRK_SECONDS 6) with a viewer drawn per request from users 0..VIEWERS-1
+# (2000; as bench/feed.sh, user 0 has no data): discover_rps and discover_cpu_us_per_req (rankd's user + system CPU, every thread, per request;
 # bench/lib.sh cpu_ticks).
 set -euo pipefail
 source "$RANKD_ROOT/bench/lib.sh"
@@ -22,7 +22,8 @@ source "$RANKD_ROOT/bench/lib.sh"
 # ---- discover end to end -------------------------------------------------------------
 users=${DISCOVER_USERS:-5000} secs=${WRK_SECONDS:-6} conns=${WRK_CONNS:-16} viewers=${VIEWERS:-2000}
 start_redis
-"$RANKD_BUILD/src/cli/rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users "$users" --seed 1 >&2
+"$RANKD_BUILD/src/cli/rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users "$users" --seed 1 \
+  --embedded-media 20 >&2
 port=$(free_port)
 "$RANKD_BUILD/src/cli/rankd" serve --host 127.0.0.1 --port "$port" --shards 2 --plans "$RANKD_ROOT/plans" \
   --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --log-level error &

@@ -252,6 +252,8 @@ Status CheckOptions(const SeedOptions& o) {
   if (o.users < 1 || o.users > 100'000'000) return bad("--users must be in 1..100000000");
   if (o.follows < 0 || o.follows > 100000) return bad("--follows must be in 0..100000");
   if (o.media < 1 || o.media > 10000) return bad("--media must be in 1..10000");
+  if (o.embedded_media < 0 || o.embedded_media > o.media)
+    return bad("--embedded-media must be in 0..--media (" + std::to_string(o.media) + ")");
   if (o.recs < 0 || o.recs > 100000) return bad("--recs must be in 0..100000");
   if (o.seen < 0 || o.seen > 100000) return bad("--seen must be in 0..100000");
   if (o.events < 0 || o.events > 1'000'000'000) return bad("--events must be in 0..1000000000");
@@ -413,7 +415,7 @@ class UserSeeder {
                             {"nsfw", Dec(nsfw)}});
           !s)
         return s;
-      if (!o_.embeddings) continue;
+      if (!o_.embeddings || k >= o_.embedded_media) continue;  // k = 0 is the newest
       Mixture m = taste;
       for (double& x : m) x *= 0.5;
       m[topic] += 0.5;

@@ -35,9 +35,13 @@ struct SeedOptions {
   int64_t now_ms = 0;      // the events' "now" (Unix ms); 0: the clock's
   bool embeddings = true;  // user_emb and item_emb vectors (false: tests that need none,
                            // whose rankd then builds the demo's item index empty)
-  bool flush = false;      // FLUSHDB first (every master of a cluster); without it a
-                           // non-empty database is refused
-  int pipeline = 2000;     // commands per pipelined round trip
+  // Of each author's items, the newest this many carry an item_emb vector (0..media): the
+  // item index's build time grows faster than its size (docs/vectors.md, "The demo"), and
+  // the demo's index is built before /readyz.
+  int64_t embedded_media = 3;
+  bool flush = false;   // FLUSHDB first (every master of a cluster); without it a
+                        // non-empty database is refused
+  int pipeline = 2000;  // commands per pipelined round trip
 };
 
 struct SeedSummary {

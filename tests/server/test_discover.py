@@ -15,8 +15,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "support"))
 from harness import Rankd, Redis, demo_data, metric_value, plans_dir, run_tests  # noqa: E402
 
-USERS = 200  # 4,000 items (20 each)
+USERS = 200  # 4,000 items (20 each), the newest 3 of each with an embedding: 600
 MEDIA = 20
+EMBEDDED = 3  # rankd seed's default --embedded-media
 D = 32
 
 _env = {}
@@ -36,10 +37,13 @@ def vector(redis, key):
     return np.frombuffer(raw if isinstance(raw, bytes) else raw.encode(), dtype="<f4")
 
 
-def test_the_index_holds_every_seeded_item():
-    s, _ = env()
+def test_the_index_holds_every_item_with_an_embedding():
+    s, redis = env()
     m = s.metrics()
-    assert metric_value(m, "rankd_index_items", index="items") == USERS * MEDIA
+    assert metric_value(m, "rankd_index_items", index="items") == USERS * EMBEDDED
+    # The newest EMBEDDED of an author's items (the head of its media list) carry one.
+    media = [int(x) for x in redis.execute("LRANGE", "media:7", 0, -1)]
+    assert [redis.execute("EXISTS", f"emb:item:{i}") for i in media] == [1] * EMBEDDED + [0] * (MEDIA - EMBEDDED)
     assert (metric_value(m, "rankd_index_builds_total", index="items", outcome="ok") or 0) >= 1
 
 
@@ -76,10 +80,11 @@ def test_similarity_is_the_viewers_dot_with_the_item():
 def test_the_embeddings_have_a_low_rank_structure():
     # Items of one author share half their mixture: nearer each other than two random items.
     _, redis = env()
-    items = np.stack([vector(redis, f"emb:item:{i}") for i in range(1, 1 + 40 * MEDIA)]).astype(np.float64)
+    ids = [(a - 1) * MEDIA + k + 1 for a in range(1, 41) for k in range(EMBEDDED)]
+    items = np.stack([vector(redis, f"emb:item:{i}") for i in ids]).astype(np.float64)
     unit = items / np.linalg.norm(items, axis=1, keepdims=True)
     cos = unit @ unit.T
-    author = np.repeat(np.arange(40), MEDIA)
+    author = np.repeat(np.arange(40), EMBEDDED)
     same = author[:, None] == author[None, :]
     off = ~np.eye(len(items), dtype=bool)
     assert cos[same & off].mean() > cos[~same].mean() + 0.1, (cos[same & off].mean(), cos[~same].mean())
@@ -87,7 +92,7 @@ def test_the_embeddings_have_a_low_rank_structure():
 
 if __name__ == "__main__":
     run_tests([
-        ("the_index_holds_every_seeded_item", test_the_index_holds_every_seeded_item),
+        ("the_index_holds_every_item_with_an_embedding", test_the_index_holds_every_item_with_an_embedding),
         ("discover_answers_unseen_items_with_ann_candidates",
          test_discover_answers_unseen_items_with_ann_candidates),
         ("similarity_is_the_viewers_dot_with_the_item", test_similarity_is_the_viewers_dot_with_the_item),
