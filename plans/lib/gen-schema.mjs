@@ -41,10 +41,11 @@ function literal(schema) {
   const fams = schema.families;
   if (typeof fams !== "object" || fams === null || Array.isArray(fams)) return JSON.stringify(schema, null, 2);
   const lines = Object.entries(fams).map(([k, v]) => `    ${JSON.stringify(k)}: ${inline(v)},`);
-  const rest = Object.entries(schema)
-    .filter(([k]) => k !== "families")
-    .map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)},`);
-  return ["{", ...rest, '  "families": {', ...lines, "  },", "}"].join("\n");
+  // The members in the file's order: the CLI compares a plan's schema with the file's as JSON text.
+  const members = Object.entries(schema).flatMap(([k, v]) =>
+    k === "families" ? ['  "families": {', ...lines, "  },"] : [`  ${JSON.stringify(k)}: ${JSON.stringify(v)},`],
+  );
+  return ["{", ...members, "}"].join("\n");
 }
 
 /** The generated module's text for the plans folder `dir`. */

@@ -86,6 +86,8 @@ export const DEMO_SCHEMA = {
     media: { type: "list", key: "media:{id}" },
     seen: { type: "set", key: "seen:{id}" },
     served: { type: "zset", key: "served:{id}" },
+    user_emb: { type: "hash", key: "emb:user:{id}", fields: { emb: "vec:32" } },
+    item_emb: { type: "hash", key: "emb:item:{id}", fields: { emb: "vec:32" } },
     item_counts: {
       type: "counters",
       key: "cnt:item:{id}",
@@ -108,6 +110,9 @@ export const DEMO_SCHEMA = {
       keep_s: 604800,
       fields: { clicks_1d: { sum: "click", window_s: 86400 }, imps_1d: { sum: "impression", window_s: 86400 } },
     },
+  },
+  indexes: {
+    items: { family: "item_emb", field: "emb", metric: "ip", refresh_s: 300, max_items: 500000 },
   },
 } as const satisfies SchemaDecl;
 export type DemoSchema = typeof DEMO_SCHEMA;

@@ -126,7 +126,7 @@ test("rerank is two-phase: cheap score, take k, model features, model, take limi
 
 test("the feeds cache the shared reads (media, features), not the per-viewer ones nor counters", () => {
   const io = ["viewer", "follow", "recommendation", "media", "features"];
-  const feeds = ["feed", "feed_quality", "home_light", "rerank", "rerank_nn", "for_you"];
+  const feeds = ["feed", "feed_quality", "home_light", "rerank", "rerank_nn", "for_you", "discover"];
   for (const name of feeds) {
     const got = JSON.parse(read(name))
       .nodes.filter((n: any) => io.includes(n.op))

@@ -104,7 +104,7 @@ test("viewer: all declared fields in declaration order, or the given ones in the
 
 const cases: [string, B, RegExp, ((spec: any) => any)?][] = [
   ["misspelled family", (c) => c.viewer().follow({ family: "folow" }), new RegExp(`follow\\(\\) ${AT}family: unknown family "folow" \\(list or zset families in the demo schema: follow, recs, media, served\\)`)],
-  ["family of the wrong type", (c) => c.viewer({ family: "follow" }), /viewer\(\) .*family 'follow' is a list family; viewer reads a hash, json or counters family \(hash, json or counters families in the demo schema: user, item, item_counts, user_counts\)/],
+  ["family of the wrong type", (c) => c.viewer({ family: "follow" }), /viewer\(\) .*family 'follow' is a list family; viewer reads a hash, json or counters family \(hash, json or counters families in the demo schema: user, item, user_emb, item_emb, item_counts, user_counts\)/],
   ["set family for features", (c) => c.viewer().follow().features({ family: "seen", fields: ["likes"] }), /features\(\) .*family 'seen' is a set family; features reads a hash, json or counters family/],
   ["list family for seen_filter", (c) => c.viewer().follow().seenFilter({ family: "recs" }), /seen_filter\(\) .*family 'recs' is a list family; seen_filter reads a set or zset family/],
   ["family not a string", (c) => c.viewer({ family: 3 }), /family must be a family name, got 3/],

@@ -17,6 +17,7 @@ namespace {
 constexpr const char* kSeedUsage =
     "usage: rankd seed [--redis URL] [--users N] [--follows F] [--media M] [--recs R]\n"
     "                  [--seen S] [--seed X] [--events N] [--now-ms T] [--flush]\n"
+    "                  [--no-embeddings] [--embedded-media E]\n"
     "                  [--redis-password-file NAME=PATH]\n"
     "                  [--redis-tls-ca FILE] [--redis-tls-cert FILE] [--redis-tls-key FILE]\n"
     "  URL: redis[s]://[[user]:password@]host[:port][/db][?prefix=P] or\n"
@@ -26,27 +27,34 @@ constexpr const char* kSeedUsage =
     "       refused. --events N: N impressions and clicks (9:1) over the 7 days before\n"
     "       --now-ms T (Unix ms, default now), counted in item_counts and user_counts and\n"
     "       marked in served, as POST /events writes them; the same seed and T give the\n"
-    "       same contents.\n";
+    "       same contents. --no-embeddings: no user_emb and item_emb vectors (the demo's\n"
+    "       item index is then built empty at once: for tests that do not use them).\n"
+    "       --embedded-media E: the newest E of each user's M media carry an embedding\n"
+    "       (default 3: the demo's item index is built before /readyz).\n";
 }  // namespace
 
 int CmdSeed(const std::vector<std::string>& args) {
   SeedOptions o;
   RedisFlags redis;
+  bool no_embeddings = false;
   int64_t seed = static_cast<int64_t>(o.seed);
   bool help = false;
   std::vector<Flag> flags = RedisFlagRows(redis);
-  flags.insert(flags.end(), {
-                                SwitchFlag("--help", {}, help, "-h"),
-                                IntFlag("--users", "N", {}, o.users, -kAnyInt, kAnyInt),
-                                IntFlag("--follows", "F", {}, o.follows, -kAnyInt, kAnyInt),
-                                IntFlag("--media", "M", {}, o.media, -kAnyInt, kAnyInt),
-                                IntFlag("--recs", "R", {}, o.recs, -kAnyInt, kAnyInt),
-                                IntFlag("--seen", "S", {}, o.seen, -kAnyInt, kAnyInt),
-                                IntFlag("--seed", "X", {}, seed, -kAnyInt, kAnyInt),
-                                IntFlag("--events", "N", {}, o.events, -kAnyInt, kAnyInt),
-                                IntFlag("--now-ms", "T", {}, o.now_ms, -kAnyInt, kAnyInt),
-                                SwitchFlag("--flush", {}, o.flush),
-                            });
+  flags.insert(flags.end(),
+               {
+                   SwitchFlag("--help", {}, help, "-h"),
+                   IntFlag("--users", "N", {}, o.users, -kAnyInt, kAnyInt),
+                   IntFlag("--follows", "F", {}, o.follows, -kAnyInt, kAnyInt),
+                   IntFlag("--media", "M", {}, o.media, -kAnyInt, kAnyInt),
+                   IntFlag("--recs", "R", {}, o.recs, -kAnyInt, kAnyInt),
+                   IntFlag("--seen", "S", {}, o.seen, -kAnyInt, kAnyInt),
+                   IntFlag("--seed", "X", {}, seed, -kAnyInt, kAnyInt),
+                   IntFlag("--events", "N", {}, o.events, -kAnyInt, kAnyInt),
+                   IntFlag("--now-ms", "T", {}, o.now_ms, -kAnyInt, kAnyInt),
+                   SwitchFlag("--flush", {}, o.flush),
+                   SwitchFlag("--no-embeddings", {}, no_embeddings),
+                   IntFlag("--embedded-media", "E", {}, o.embedded_media, -kAnyInt, kAnyInt),
+               });
   if (!ParseCommandFlags("seed", args, flags)) {
     std::fputs(kSeedUsage, stderr);
     return 2;
@@ -55,6 +63,7 @@ int CmdSeed(const std::vector<std::string>& args) {
     std::fputs(kSeedUsage, stdout);
     return 0;
   }
+  o.embeddings = !no_embeddings;
   // One endpoint: the one --redis names (a URL alone is redis_default), else the default.
   if (redis.endpoints.size() > 1) {
     std::fprintf(stderr, "rankd seed: --redis: give one endpoint, not %zu\n",
@@ -89,6 +98,6 @@ int CmdSeed(const std::vector<std::string>& args) {
 
 const char kSeedSynopsis[] =
     "[--redis URL] [--users N] [--follows F] [--media M] [--recs R] [--seen S] [--seed X] "
-    "[--events N] [--now-ms T] [--flush]";
+    "[--events N] [--now-ms T] [--flush] [--no-embeddings] [--embedded-media E]";
 
 }  // namespace rankd

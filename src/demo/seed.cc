@@ -1,8 +1,11 @@
 #include "demo/seed.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -36,7 +39,10 @@ enum Stream : uint64_t {
   kRecs,
   kSeen,
   kItemPermutation,
-  kEvents
+  kEvents,
+  kTaste,
+  kEmbBasis,
+  kEmbNoise
 };
 
 // splitmix64, one stream per (seed, user, purpose): a user's data does not depend on
@@ -109,6 +115,65 @@ class Popularity {
  private:
   std::vector<double> cdf_;
   std::vector<int64_t> by_rank_;
+};
+
+// ---- embeddings ---------------------------------------------------------------------
+//
+// A hidden low-rank structure, so that similarity means something (docs/vectors.md, "The
+// demo"): kTopics latent topics (one per category), each a fixed random direction of the
+// vec:kEmbDim space (the basis). Every author has a taste, a mixture of two topics; an item
+// is half its category's topic and half its author's taste, plus a little noise; a user is
+// half their own taste and half the mean taste of whom they follow. All in plain IEEE
+// arithmetic (no libm but sqrt), so a seed gives the same bytes everywhere.
+
+constexpr int kTopics = 8;   // = std::size(kCategories)
+constexpr int kEmbDim = 32;  // the demo schema's item_emb and user_emb: vec:32
+constexpr double kNoiseScale = 0.05;
+static_assert(kTopics == std::size(kCategories));
+using Mixture = std::array<double, kTopics>;
+
+// Roughly standard normal: the sum of four uniforms, centred, scaled to variance 1.
+double Normalish(Rng& r) {
+  return (r.Unit() + r.Unit() + r.Unit() + r.Unit() - 2.0) * 1.7320508075688772;
+}
+
+class Embeddings {
+ public:
+  explicit Embeddings(uint64_t seed) : seed_(seed) {
+    Rng r(seed, 0, kEmbBasis);
+    // Entries of variance 1/D: each topic is close to a unit vector, and two topics are
+    // nearly orthogonal, so a dot product lies roughly in [-1, 1].
+    const double scale = 1.0 / std::sqrt(static_cast<double>(kEmbDim));
+    for (auto& topic : basis_)
+      for (double& x : topic) x = Normalish(r) * scale;
+  }
+
+  // Author u's taste: 0.7 of a first topic, 0.3 of a second (maybe the same).
+  Mixture Taste(int64_t u) const {
+    Rng r(seed_, static_cast<uint64_t>(u), kTaste);
+    Mixture m{};
+    m[static_cast<size_t>(r.Below(kTopics))] += 0.7;
+    m[static_cast<size_t>(r.Below(kTopics))] += 0.3;
+    return m;
+  }
+
+  // mixture · basis (+ noise from `noise` when given), as D little-endian float32.
+  std::string Vector(const Mixture& m, Rng* noise) const {
+    std::string out(4 * kEmbDim, '\0');
+    for (int d = 0; d < kEmbDim; ++d) {
+      double x = 0;
+      for (int t = 0; t < kTopics; ++t) x += m[static_cast<size_t>(t)] * basis_[t][d];
+      if (noise) x += kNoiseScale * Normalish(*noise);
+      const auto bits = std::bit_cast<uint32_t>(static_cast<float>(x));
+      for (int b = 0; b < 4; ++b)
+        out[static_cast<size_t>(4 * d + b)] = static_cast<char>(bits >> (8 * b));
+    }
+    return out;
+  }
+
+ private:
+  uint64_t seed_;
+  double basis_[kTopics][kEmbDim];
 };
 
 std::string Dec(int64_t v) {
@@ -187,6 +252,8 @@ Status CheckOptions(const SeedOptions& o) {
   if (o.users < 1 || o.users > 100'000'000) return bad("--users must be in 1..100000000");
   if (o.follows < 0 || o.follows > 100000) return bad("--follows must be in 0..100000");
   if (o.media < 1 || o.media > 10000) return bad("--media must be in 1..10000");
+  if (o.embedded_media < 0 || o.embedded_media > o.media)
+    return bad("--embedded-media must be in 0..--media (" + std::to_string(o.media) + ")");
   if (o.recs < 0 || o.recs > 100000) return bad("--recs must be in 0..100000");
   if (o.seen < 0 || o.seen > 100000) return bad("--seen must be in 0..100000");
   if (o.events < 0 || o.events > 1'000'000'000) return bad("--events must be in 0..1000000000");
@@ -229,6 +296,8 @@ class UserSeeder {
     if (!home) return Fail(home.error());
     auto followees = Follows(u);
     if (!followees) return Fail(followees.error());
+    if (o_.embeddings)
+      if (auto s = UserEmbedding(u, *followees); !s) return s;
     if (auto s = Media(u, **home); !s) return s;
     auto recs = Recs(u);
     if (!recs) return Fail(recs.error());
@@ -297,9 +366,24 @@ class UserSeeder {
     return followees;
   }
 
-  // The user's media list (newest first) and one hash per item.
+  // Half the user's own taste, half the mean taste of whom they follow.
+  Status UserEmbedding(int64_t u, const std::vector<int64_t>& followees) {
+    Mixture m = emb_.Taste(u);
+    const double own = followees.empty() ? 1.0 : 0.5;
+    for (double& x : m) x *= own;
+    for (int64_t f : followees) {
+      const Mixture t = emb_.Taste(f);
+      for (size_t i = 0; i < m.size(); ++i)
+        m[i] += 0.5 * t[i] / static_cast<double>(followees.size());
+    }
+    return HashSet(user_emb_, u, {{"emb", emb_.Vector(m, nullptr)}});
+  }
+
+  // The user's media list (newest first), one hash per item and its embedding.
   Status Media(int64_t u, const Country& home) {
     Rng items(o_.seed, static_cast<uint64_t>(u), kItems);
+    Rng noise(o_.seed, static_cast<uint64_t>(u), kEmbNoise);
+    const Mixture taste = emb_.Taste(u);
     std::vector<int64_t> ages(static_cast<size_t>(m_));
     for (auto& a : ages) {
       size_t b = items.Weighted(kAgeBucketWeights);
@@ -312,7 +396,8 @@ class UserSeeder {
     for (int64_t k = 0; k < m_; ++k) {
       // Likes: Pareto tail (alpha = 1) from one uniform draw: P(likes > x) = 20/(x+20).
       int64_t likes = std::min<int64_t>(kMaxLikes, static_cast<int64_t>(20.0 / items.Unit()) - 20);
-      const char* category = kCategories[items.Weighted(kCategoryWeights)];
+      const size_t topic = items.Weighted(kCategoryWeights);
+      const char* category = kCategories[topic];
       const char* country =
           items.Below(100) < 75 ? home.code : kCountries[items.Weighted(kCountryWeights)].code;
       int64_t milli = (items.Below(1001) + items.Below(1001)) / 2;  // quality, 3 decimals
@@ -329,6 +414,12 @@ class UserSeeder {
                             {"quality", quality},
                             {"nsfw", Dec(nsfw)}});
           !s)
+        return s;
+      if (!o_.embeddings || k >= o_.embedded_media) continue;  // k = 0 is the newest
+      Mixture m = taste;
+      for (double& x : m) x *= 0.5;
+      m[topic] += 0.5;
+      if (auto s = HashSet(item_emb_, DemoItemId(u, k, m_), {{"emb", emb_.Vector(m, &noise)}}); !s)
         return s;
     }
     sum_.items += m_;
@@ -381,6 +472,9 @@ class UserSeeder {
   const KeyFamily& item_ = *schema_->Find("item");
   const KeyFamily& recs_ = *schema_->Find("recs");
   const KeyFamily& seen_ = *schema_->Find("seen");
+  const KeyFamily& user_emb_ = *schema_->Find("user_emb");
+  const KeyFamily& item_emb_ = *schema_->Find("item_emb");
+  const Embeddings emb_{o_.seed};
   SeedSummary sum_;
   std::vector<std::string> args_;  // reused: one allocation for every list command
 };

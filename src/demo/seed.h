@@ -2,11 +2,11 @@
 // server or a Redis Cluster (its routing sends each command to the master of its key's
 // slot), at the keys of the built-in demo schema's templates (plan/schema.h): users with
 // profiles,
-// Zipf-like follows, media, item features, recs and seen sets, and optionally a history of
-// impression and click events written as POST /events writes them (CounterBatch and
-// MarkBatch: the demo's counters families and served zsets). Deterministic for a seed
-// (and, with events, --now-ms):
-// every value comes from our own splitmix64 streams (never std:: distributions, whose
+// Zipf-like follows, media, item features, recs and seen sets, user and item embeddings
+// (vec:32 with a hidden low-rank structure: docs/vectors.md, "The demo"), and optionally a history
+// of impression and click events written as POST /events writes them (CounterBatch and MarkBatch:
+// the demo's counters families and served zsets). Deterministic for a seed (and, with events,
+// --now-ms): every value comes from our own splitmix64 streams (never std:: distributions, whose
 // output differs between standard libraries), one stream per user and purpose, and the
 // commands are sent in a fixed order, so the same seed gives byte-identical contents.
 //
@@ -31,8 +31,14 @@ struct SeedOptions {
   int64_t recs = 200;     // per user
   int64_t seen = 50;      // per user
   uint64_t seed = 1;
-  int64_t events = 0;   // impressions and clicks (9:1) spread over the last keep_s (7 days)
-  int64_t now_ms = 0;   // the events' "now" (Unix ms); 0: the clock's
+  int64_t events = 0;      // impressions and clicks (9:1) spread over the last keep_s (7 days)
+  int64_t now_ms = 0;      // the events' "now" (Unix ms); 0: the clock's
+  bool embeddings = true;  // user_emb and item_emb vectors (false: tests that need none,
+                           // whose rankd then builds the demo's item index empty)
+  // Of each author's items, the newest this many carry an item_emb vector (0..media): the
+  // item index's build time grows faster than its size (docs/vectors.md, "The demo"), and
+  // the demo's index is built before /readyz.
+  int64_t embedded_media = 3;
   bool flush = false;   // FLUSHDB first (every master of a cluster); without it a
                         // non-empty database is refused
   int pipeline = 2000;  // commands per pipelined round trip

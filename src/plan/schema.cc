@@ -28,8 +28,13 @@ const std::string_view kDemoSchemaJson = R"({
     "media": {"type": "list", "key": "media:{id}"},
     "seen": {"type": "set", "key": "seen:{id}"},
     "served": {"type": "zset", "key": "served:{id}"},
+    "user_emb": {"type": "hash", "key": "emb:user:{id}", "fields": {"emb": "vec:32"}},
+    "item_emb": {"type": "hash", "key": "emb:item:{id}", "fields": {"emb": "vec:32"}},
     "item_counts": {"type": "counters", "key": "cnt:item:{id}", "by": "item", "count": ["impression", "click"], "bucket_s": 3600, "keep_s": 604800, "fields": {"clicks_1d": {"sum": "click", "window_s": 86400}, "imps_1d": {"sum": "impression", "window_s": 86400}, "ctr_1d": {"rate": ["click", "impression"], "window_s": 86400, "prior": [1, 50]}}},
     "user_counts": {"type": "counters", "key": "cnt:user:{id}", "by": "user", "count": ["impression", "click"], "bucket_s": 3600, "keep_s": 604800, "fields": {"clicks_1d": {"sum": "click", "window_s": 86400}, "imps_1d": {"sum": "impression", "window_s": 86400}}}
+  },
+  "indexes": {
+    "items": {"family": "item_emb", "field": "emb", "metric": "ip", "refresh_s": 300, "max_items": 500000}
   }
 }
 )";

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -156,6 +157,15 @@ Coro<void> IndexBuilder::Run() {
         const AnnIndex* have = out_.Current()->Find(spec.name);
         if (have && have->spec().content_sha256 == spec.content_sha256 &&
             have->size() <= static_cast<size_t>(spec.max_items))
+          continue;
+        // Declared as before but not built yet (Redis down at start): the background
+        // retries go on, /readyz stays 503 and its plans answer 503 meanwhile, so a reload
+        // of other plans need not wait for it, nor fail with it.
+        const auto before =
+            std::find_if(schema_->indexes.begin(), schema_->indexes.end(),
+                         [&](const AnnIndexSpec& s) { return s.name == spec.name; });
+        if (!have && before != schema_->indexes.end() &&
+            before->content_sha256 == spec.content_sha256)
           continue;
         if (!co_await BuildOne(spec, *next, have == nullptr)) {
           std::lock_guard lock(problems_mu_);

@@ -18,7 +18,7 @@ TEST_CASE("the built-in demo schema is plans/schema.json") {
   CHECK(text.str() == kDemoSchemaJson);
   SchemaPtr demo = DemoSchema();
   CHECK(demo->builtin);
-  REQUIRE(demo->families.size() == 9);
+  REQUIRE(demo->families.size() == 11);
   const KeyFamily* item = demo->Find("item");
   REQUIRE(item != nullptr);
   CHECK(item->type == FamilyType::kHash);

@@ -69,7 +69,7 @@ def map_refreshes(rankd):
 def test_redirects_to_unknown_nodes_send_nothing_there():
     trap = Trap()
     node = FakeClusterNode(redirect=f"127.0.0.1:{trap.port}")
-    rankd = Rankd(plans_dir(PLANS), redis=Url(node.url(PASSWORD)),
+    rankd = Rankd(plans_dir(PLANS, indexes=False), redis=Url(node.url(PASSWORD)),
                   extra_args=["--deadline-ms", "2000"]).wait_ready()
     assert node.auths and node.auths[0] == [PASSWORD]  # the seed itself: the URL names it
     for n, (kind, to) in enumerate([("MOVED", f"127.0.0.1:{trap.port}"),
@@ -110,7 +110,7 @@ def test_a_redirect_to_a_node_of_the_fetched_map_is_followed():
     real = Redis()
     real.execute("HSET", "user:7", "country", "FR", "age", "33")
     node = FakeClusterNode(redirect=f"127.0.0.1:{real.port}")
-    rankd = Rankd(plans_dir(PLANS), redis=Url(node.url()),
+    rankd = Rankd(plans_dir(PLANS, indexes=False), redis=Url(node.url()),
                   extra_args=["--deadline-ms", "2000"]).wait_ready()
     # The slots move to a node rankd has not seen: the first MOVED there fetches the map.
     node.slots = [(0, 16383, [("127.0.0.1", real.port)])]
@@ -130,7 +130,7 @@ def test_cluster_slots_naming_too_many_nodes_is_refused_and_the_map_kept():
     traps = [Trap() for _ in range(4)]
     node = FakeClusterNode(redirect=f"127.0.0.1:{traps[0].port}")
     node.answer = lambda args: b"*4\r\n$7\r\ncountry\r\n$2\r\nFR\r\n$3\r\nage\r\n$2\r\n33\r\n"
-    rankd = Rankd(plans_dir(PLANS), redis=Url(node.url()),
+    rankd = Rankd(plans_dir(PLANS, indexes=False), redis=Url(node.url()),
                   extra_args=["--deadline-ms", "2000", "--redis-max-cluster-nodes", "3"]).wait_ready()
     status, body = rank(rankd)
     assert status == 200, body
@@ -200,7 +200,7 @@ def test_a_password_in_every_form_reaches_redis_and_nothing_else():
         (f"redis://alice:@{hp}", [f"--redis-password-file=redis_default={alice_file}"], True),
     ]
     for url, flags, clean_argv in forms:
-        rankd = Rankd(plans_dir(PLANS), redis=Url(url),
+        rankd = Rankd(plans_dir(PLANS, indexes=False), redis=Url(url),
                       extra_args=flags + ["--log-level", "debug"]).wait_ready()
         status, body = rank(rankd)
         assert status == 200, (url, body)
@@ -225,7 +225,7 @@ def test_a_wrong_password_is_503_and_leaves_no_trace():
              (f"redis://alice:@{hp}", ["--redis-password-file",
                                        f"redis_default={password_file(wrong)}"])]
     for url, flags in forms:
-        rankd = Rankd(plans_dir(PLANS), redis=Url(url), extra_args=flags + ["--log-level", "debug"])
+        rankd = Rankd(plans_dir(PLANS, indexes=False), redis=Url(url), extra_args=flags + ["--log-level", "debug"])
         status, body = rank(rankd)
         assert status == 503, (url, status, body)
         assert json.loads(body)["error"]["code"] == "unavailable", body

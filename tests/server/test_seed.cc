@@ -135,8 +135,11 @@ TEST_CASE("the data has the shape of docs/data.md") {
   RedisServer server;
   REQUIRE(server.Start());
   REQUIRE(SeedDemoData(Small(server, 3)).has_value());
-  // Every user has a profile and all four lists/sets; every item a hash.
-  CHECK(server.Command({"DBSIZE"})[0].integer() == 200 * 5 + 1000);
+  // Every user has a profile, all four lists/sets and an embedding; every item a hash, and
+  // the newest 3 (embedded_media) of each user's 5 an embedding (vec:32: 128 bytes).
+  CHECK(server.Command({"DBSIZE"})[0].integer() == 200 * 6 + 1000 + 200 * 3);
+  CHECK(Text(server, {"HGET", "emb:user:1", "emb"}).size() == 128);
+  CHECK(Text(server, {"HGET", "emb:item:998", "emb"}).size() == 128);  // user 200's 3rd
   CHECK(server.Command({"TYPE", "user:1"})[0].str() == "hash");
   CHECK(server.Command({"TYPE", "follow:1"})[0].str() == "list");
   CHECK(server.Command({"TYPE", "seen:1"})[0].str() == "set");
@@ -176,4 +179,24 @@ TEST_CASE("the data has the shape of docs/data.md") {
   CHECK(counts.back() >= 5 * counts[counts.size() / 2]);
   CHECK(seen_in_feed_or_recs > 200);  // seen-filtering has work to do
   CHECK(nsfw < 100);                  // ~2%, loosely
+}
+
+TEST_CASE(
+    "the newest embedded_media of each user's items carry an embedding; a bad count is refused") {
+  RedisServer server;
+  REQUIRE(server.Start());
+  SeedOptions o = Small(server, 1);
+  o.users = 20;
+  o.embedded_media = 2;
+  REQUIRE(SeedDemoData(o).has_value());
+  for (int u = 1; u <= 20; ++u)
+    for (int k = 0; k < 5; ++k)
+      CHECK(server.Command({"EXISTS", "emb:item:" + std::to_string(DemoItemId(u, k, 5))})[0]
+                .integer() == (k < 2 ? 1 : 0));
+  o.embedded_media = 6;
+  o.flush = true;
+  auto r = SeedDemoData(o);
+  REQUIRE_FALSE(r.has_value());
+  CHECK(r.error().code == ErrorCode::kInvalidParam);
+  CHECK(r.error().message.find("--embedded-media must be in 0..--media (5)") != std::string::npos);
 }

@@ -374,18 +374,32 @@ class Redis:
 
 # --- rankd -------------------------------------------------------------------------
 
-def plans_dir(extra=None):
+def plans_dir(extra=None, indexes=True):
     """A temporary plans folder: the repository's compiled plans and their models, the
     test fixtures of tests/plans (which use the test-only ops: Rankd enables them), plus
-    `extra` ({name: plan dict or raw text})."""
+    `extra` ({name: plan dict or raw text}). indexes=False: without the demo schema's
+    item index (a schema.json of the demo schema less its `indexes`) and the plans that
+    use it, for a rankd whose Redis cannot answer an index build (a fake server)."""
     d = temp_dir("rankd-plans-")
     for src in (os.path.join(SOURCE_ROOT, "plans"), os.path.join(SOURCE_ROOT, "tests", "plans")):
         for name in os.listdir(src):
-            if name.endswith((".plan.json", ".model.json", ".onnx")):
+            if name.endswith((".model.json", ".onnx")) or name.endswith(".plan.json") and (
+                    indexes or not _uses_ann(os.path.join(src, name))):
                 shutil.copy(os.path.join(src, name), d)
+    if not indexes:
+        with open(os.path.join(SOURCE_ROOT, "plans", "schema.json")) as f:
+            schema = json.load(f)
+        schema.pop("indexes", None)
+        with open(os.path.join(d, "schema.json"), "w") as f:
+            json.dump(schema, f)
     for name, plan in (extra or {}).items():
         write_plan(d, name, plan)
     return d
+
+
+def _uses_ann(path):
+    with open(path) as f:
+        return any(n["op"] == "ann" for n in json.load(f)["nodes"])
 
 
 def write_plan(d, name, plan):
@@ -623,10 +637,14 @@ class SharedServer:
         return self.rankd
 
 
-def demo_data(redis, users, flush=True, timeout=60):
+def demo_data(redis, users, flush=True, timeout=60, embeddings=False):
     """Writes the demo data set of `users` users into `redis` (anything with url()):
-    `rankd seed`, with --flush unless told not to."""
+    `rankd seed`, with --flush unless told not to; without the embeddings unless asked
+    (every rankd on the demo schema builds its item index from them before /readyz: a
+    test that does not rank `discover` need not wait for that)."""
     args = [RANKD, "seed", "--redis", redis.url(), "--users", str(users)]
+    if not embeddings:
+        args.append("--no-embeddings")
     args += redis.tls_args() if hasattr(redis, "tls_args") else []
     if flush:
         args.append("--flush")
