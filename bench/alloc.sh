@@ -47,7 +47,7 @@ python3 "$counts" check "$tmp/check.bin"
 bench_builds_and_plans "${plans[@]}"
 
 start_redis
-"${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+"${bin[current]}" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 
 declare -A port pid
 for v in "${variants[@]}"; do

@@ -94,7 +94,7 @@ done
 
 start_redis
 redis_cli=(redis-cli -h 127.0.0.1 -p "$REDIS_PORT")
-"$rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users "$users" --seed 1 >&2
+"$rankd" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users "$users" --seed 1 >&2
 
 variants=(cached uncached)
 declare -A flags=([cached]="--cache-mb $cache_mb --cache-tracking $tracking" [uncached]="--cache-mb 0")

@@ -158,7 +158,7 @@ done
 
 # (b) The data the reading plans read: item hashes, and counters for every candidate
 # (events over items 1..CANDIDATES, uniform, for a few seconds).
-"$rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users "$seed_users" --seed 1 --flush >&2
+"$rankd" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users "$seed_users" --seed 1 --flush >&2
 WRK_ITEMS_OVERRIDE=$candidates WRK_ZIPF_OVERRIDE=0 \
   wrk_run "http://127.0.0.1:${port[aggregated]}/events" 3 "$root/bench/wrk_events.lua" \
   >> "$tmp/prepare.jsonl"

@@ -52,7 +52,7 @@ tmp=$BENCH_TMP
 rankd="$build/src/cli/rankd"
 
 start_redis
-"$rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+"$rankd" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 
 # One plans folder per server: the tree's plans and models (not its experiments.json),
 # and the server's own experiments.json.

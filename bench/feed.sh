@@ -63,7 +63,7 @@ else
   start_redis
 fi
 redis_pid=${bench_pids[-1]}
-"${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+"${bin[current]}" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 declare -A redis_url=([current]="redis://127.0.0.1:$REDIS_PORT" [base]="redis://127.0.0.1:$REDIS_PORT")
 declare -A redis_pids=([current]=$redis_pid [base]=$redis_pid)
 
@@ -74,7 +74,7 @@ if [ -n "${CLUSTER:-}" ]; then
   trap '"$root/ops/cluster" down >&2 || true; bench_cleanup' EXIT
   redis_url[current]=$(timeout 120 "$root/ops/cluster" up)
   redis_pids[current]=$(cat "$RANKD_CLUSTER_DIR"/*/pid | tr '\n' ' ')
-  "${bin[current]}" seed --redis "${redis_url[current]}" --users 10000 --seed 1 >&2
+  "${bin[current]}" seed --no-embeddings --redis "${redis_url[current]}" --users 10000 --seed 1 >&2
   variants+=(base)
   bin[base]=${bin[current]}
 fi

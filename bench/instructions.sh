@@ -39,7 +39,7 @@ if [ -n "${BASELINE_FLAGS:-}" ]; then
   flags[base]=$BASELINE_FLAGS
 fi
 start_redis
-"${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+"${bin[current]}" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 
 # count VARIANT PLAN N: the Ir of a whole rankd run that served N requests of PLAN.
 count() {

@@ -1,6 +1,10 @@
 # Shared by the bench/*.sh scripts (sourced): the machine line, free loopback ports,
 # background processes stopped at exit, and a local redis-server.
 # REQUIRES: set -euo pipefail in the caller; RANKD_BUILD and RANKD_ROOT (ops/bench sets them).
+#
+# The benches other than `vectors` seed with --no-embeddings: the demo schema's item index
+# is then built empty at once, where 30,000 embedded items would hold /readyz ~30 s and
+# rebuild beside the measurement whenever a bench seeds under a running rankd.
 
 MACHINE="$(nproc) cpus, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
 export MACHINE

@@ -31,7 +31,7 @@ source "$root/bench/lib.sh"
 tmp=$BENCH_TMP
 start_redis
 redis_port=$REDIS_PORT
-"$build/src/cli/rankd" seed --redis "redis://127.0.0.1:$redis_port" --users 2000 >/dev/null
+"$build/src/cli/rankd" seed --no-embeddings --redis "redis://127.0.0.1:$redis_port" --users 2000 >/dev/null
 
 # The shipped plans and the test fixture the load posts to.
 mkdir -p "$tmp/plans"

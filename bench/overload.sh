@@ -70,7 +70,7 @@ slow_args=()
 [ -n "${REDIS_SLOW:-}" ] && slow_args=(--enable-debug-command local)
 start_redis "${slow_args[@]}"
 redis_pid=${bench_pids[-1]}
-"${bin[current]}" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+"${bin[current]}" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
 
 declare -A port pid flags=([current]="${SERVE_FLAGS:-}" [base]="${BASE_SERVE_FLAGS:-}")
 declare -A plan_dir=([current]="$tmp/plans-current" [base]="$tmp/plans")

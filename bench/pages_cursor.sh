@@ -36,7 +36,7 @@ pages_cursor_setup() {
   pc_cache_mb=${CACHE_MB:-0}
   local rankd="$RANKD_BUILD/src/cli/rankd" root=$RANKD_ROOT
   start_redis
-  "$rankd" seed --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
+  "$rankd" seed --no-embeddings --redis "redis://127.0.0.1:$REDIS_PORT" --users 10000 --seed 1 >&2
   # The tree's plans and models, not its experiments.json: every viewer runs feed itself.
   mkdir -p "$BENCH_TMP/pc_plans"
   cp "$root"/plans/*.plan.json "$BENCH_TMP/pc_plans/"

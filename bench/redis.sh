@@ -111,7 +111,7 @@ PY
 
 # The reply readers, on replies recorded from a real `feed` request.
 rankd="$RANKD_BUILD/src/cli/rankd"
-"$rankd" seed --redis "redis://127.0.0.1:$port" --users 10000 --seed 1 --flush >/dev/null
+"$rankd" seed --no-embeddings --redis "redis://127.0.0.1:$port" --users 10000 --seed 1 --flush >/dev/null
 replies="$BENCH_TMP/feed_replies.resp"
 proxy_port=$(free_port)
 python3 "$RANKD_ROOT/bench/record_replies.py" "$proxy_port" "$port" "$replies" > "$BENCH_TMP/recorder.out" &

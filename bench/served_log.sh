@@ -45,7 +45,7 @@ rankd="$build/src/cli/rankd"
 # The data plane: one seeded redis-server.
 start_redis
 data_port=$REDIS_PORT
-"$rankd" seed --redis "redis://127.0.0.1:$data_port" --users 10000 --seed 1 >&2
+"$rankd" seed --no-embeddings --redis "redis://127.0.0.1:$data_port" --users 10000 --seed 1 >&2
 
 # The log sink's own redis-server, started as start_redis does, in its own folder.
 log_port=$(free_port)
