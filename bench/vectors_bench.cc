@@ -83,9 +83,7 @@ template <class VF, class VD, int L>
   return s;
 }
 double PeakSse2(size_t iters) { return PeakLoop<F2, D2, 2>(iters); }
-__attribute__((target("avx2"))) double PeakAvx2(size_t iters) {
-  return PeakLoop<F4, D4, 4>(iters);
-}
+__attribute__((target("avx2"))) double PeakAvx2(size_t iters) { return PeakLoop<F4, D4, 4>(iters); }
 __attribute__((target("avx512f"))) double PeakAvx512(size_t iters) {
   return PeakLoop<F8, D8, 8>(iters);
 }
@@ -154,11 +152,11 @@ int main() {
       "{\"name\": \"dot\", \"value\": %.3f, \"unit\": \"ns/row\", \"baseline\": %.3f, "
       "\"ratio\": %.3f, \"rows\": %zu, \"dim\": %u, \"isa\": \"%s\", "
       "\"vector_ops_per_row\": %.0f, \"peak_ns_per_row\": %.3f, \"peak_fraction\": %.3f, "
-      "\"peak_note\": \"the same 4 instructions a step (2 widenings, a multiply, an add in double) at "
+      "\"peak_note\": \"the same 4 instructions a step (2 widenings, a multiply, an add in double) "
+      "at "
       "this width, %d independent chains from registers, timed alongside\", "
       "\"timing\": \"fastest of %d rounds x %d calls\", \"check\": %.3g}\n",
       t.first, t.second, t.first / t.second, kRows, kDim, isa.name, 4.0 * kDim / isa.lanes,
-      peak_ns_per_row, peak_ns_per_row / ours_ns_per_row, kChains, kRounds, kItersPerRound,
-      sink);
+      peak_ns_per_row, peak_ns_per_row / ours_ns_per_row, kChains, kRounds, kItersPerRound, sink);
   return 0;
 }
