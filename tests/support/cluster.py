@@ -8,7 +8,8 @@ import shutil
 import subprocess
 import tempfile
 
-from harness import SOURCE_ROOT
+from fake_cluster import key_slot
+from harness import SOURCE_ROOT, RespClient
 
 OPS_CLUSTER = os.path.join(SOURCE_ROOT, "ops", "cluster")
 
@@ -46,6 +47,11 @@ class Cluster:
     def masters(self):
         """[(node id, port, slot count)] of the masters not marked failed, from the CLUSTER
         NODES of the first node that answers."""
+        return [(node_id, port, len(slots)) for node_id, port, slots in self._master_slots()]
+
+    def _master_slots(self):
+        """[(node id, port, [slot, ...])] of the masters not marked failed (migrating and
+        importing slots left out), from the CLUSTER NODES of the first node that answers."""
         out = []
         text = ""
         for port in self.ports:
@@ -56,11 +62,28 @@ class Cluster:
             parts = line.split()
             if "master" not in parts[2] or "fail" in parts[2]:
                 continue
-            slots = 0
+            slots = []
             for r in parts[8:]:
                 if r.startswith("["):
                     continue
                 a, _, b = r.partition("-")
-                slots += int(b or a) - int(a) + 1
+                slots.extend(range(int(a), int(b or a) + 1))
             out.append((parts[0], int(parts[1].split("@")[0].rsplit(":", 1)[1]), slots))
         return out
+
+    def write_to_masters(self, commands):
+        """Sends each command (a list whose second word is its key, with no hash tag)
+        straight to the master of the key's slot, pipelined per master; returns {port: [keys
+        of the commands sent there]}. Fails on any error reply (a MOVED included)."""
+        owner = {}
+        for _, port, slots in self._master_slots():
+            owner.update((slot, port) for slot in slots)
+        per_port = {}
+        for c in commands:
+            key = c[1] if isinstance(c[1], bytes) else str(c[1]).encode()
+            per_port.setdefault(owner[key_slot(key)], []).append(c)
+        for port, cmds in per_port.items():
+            for start in range(0, len(cmds), 5000):
+                for reply in RespClient(port).execute_many(cmds[start:start + 5000]):
+                    assert not isinstance(reply, Exception), (port, reply)
+        return {port: [c[1] for c in cmds] for port, cmds in per_port.items()}

@@ -244,51 +244,13 @@ def resp_command(*args):
     return b"".join(out)
 
 
-class Redis:
-    """A redis-server on a free loopback port, with a tiny RESP client.
+class RespClient:
+    """A tiny RESP client of the Redis server at 127.0.0.1:`port` (TLS with `tls`, a
+    tls_certs.Certs): one connection per call, any thread."""
 
-    tls: a tls_certs.Certs to serve TLS only (--port 0 --tls-port P) with certs.server
-    (or `server_cert`, e.g. certs.expired); auth_clients: require a client certificate
-    signed by certs.ca. `extra_args` go to redis-server as they are."""
-
-    def __init__(self, port=None, tls=None, server_cert=None, auth_clients=False,
-                 extra_args=None):
-        self.dir = temp_dir("rankd-redis-")
-        self.proc = None
+    def __init__(self, port, tls=None):
+        self.port = port
         self.tls = tls
-        self.server_cert = server_cert or (tls.server if tls else None)
-        self.auth_clients = auth_clients
-        self.extra_args = list(extra_args or [])
-        for attempt in range(5):
-            self.port = port or free_port()
-            try:
-                self.start()
-                return
-            except OSError:
-                if port or attempt == 4:
-                    raise
-
-    def start(self):
-        if self.tls:
-            listen = ["--port", "0", "--tls-port", str(self.port),
-                      "--tls-cert-file", self.server_cert, "--tls-key-file", self.tls.server_key,
-                      "--tls-ca-cert-file", self.tls.ca,
-                      "--tls-auth-clients", "yes" if self.auth_clients else "no"]
-        else:
-            listen = ["--port", str(self.port)]
-        self.proc = subprocess.Popen(
-            ["redis-server", "--bind", "127.0.0.1"] + listen +
-            ["--save", "", "--appendonly", "no", "--dir", self.dir,
-             "--enable-debug-command", "yes", "--loglevel", "warning"] + self.extra_args,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _procs.append(self.proc)
-        # Ready when this process listens on the port: a PING alone could be answered by
-        # another test's redis-server that took the same port first.
-        wait_until(lambda: self.proc.poll() is not None or
-                   (self.port in listening_ports(self.proc.pid) and self.ping()),
-                   what=f"redis-server on port {self.port}")
-        if self.proc.poll() is not None:
-            raise OSError(f"redis-server could not listen on port {self.port}")
 
     def _connect(self):
         s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
@@ -300,20 +262,6 @@ class Redis:
         ctx.verify_mode = ssl.CERT_NONE  # the test's own client: any of its certificates
         ctx.load_cert_chain(self.tls.client, self.tls.client_key)
         return ctx.wrap_socket(s)
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=5)
-
-    def suspend(self):
-        """SIGSTOP: from its return on, the server answers nothing (the kernel still takes
-        the bytes sent to it) until resume(), however long that takes."""
-        self.proc.send_signal(signal.SIGSTOP)
-        wait_until(lambda: process_state(self.proc.pid) == "T", what="redis-server stopped")
-
-    def resume(self):
-        self.proc.send_signal(signal.SIGCONT)
 
     def ping(self):
         try:
@@ -355,6 +303,67 @@ class Redis:
             n = int(rest)
             return None if n < 0 else [self._read(f) for _ in range(n)]
         raise OSError(f"bad RESP reply {line!r}")
+
+
+class Redis(RespClient):
+    """A redis-server on a free loopback port, with a tiny RESP client.
+
+    tls: a tls_certs.Certs to serve TLS only (--port 0 --tls-port P) with certs.server
+    (or `server_cert`, e.g. certs.expired); auth_clients: require a client certificate
+    signed by certs.ca. `extra_args` go to redis-server as they are."""
+
+    def __init__(self, port=None, tls=None, server_cert=None, auth_clients=False,
+                 extra_args=None):
+        super().__init__(port, tls)
+        self.dir = temp_dir("rankd-redis-")
+        self.proc = None
+        self.server_cert = server_cert or (tls.server if tls else None)
+        self.auth_clients = auth_clients
+        self.extra_args = list(extra_args or [])
+        for attempt in range(5):
+            self.port = port or free_port()
+            try:
+                self.start()
+                return
+            except OSError:
+                if port or attempt == 4:
+                    raise
+
+    def start(self):
+        if self.tls:
+            listen = ["--port", "0", "--tls-port", str(self.port),
+                      "--tls-cert-file", self.server_cert, "--tls-key-file", self.tls.server_key,
+                      "--tls-ca-cert-file", self.tls.ca,
+                      "--tls-auth-clients", "yes" if self.auth_clients else "no"]
+        else:
+            listen = ["--port", str(self.port)]
+        self.proc = subprocess.Popen(
+            ["redis-server", "--bind", "127.0.0.1"] + listen +
+            ["--save", "", "--appendonly", "no", "--dir", self.dir,
+             "--enable-debug-command", "yes", "--loglevel", "warning"] + self.extra_args,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _procs.append(self.proc)
+        # Ready when this process listens on the port: a PING alone could be answered by
+        # another test's redis-server that took the same port first.
+        wait_until(lambda: self.proc.poll() is not None or
+                   (self.port in listening_ports(self.proc.pid) and self.ping()),
+                   what=f"redis-server on port {self.port}")
+        if self.proc.poll() is not None:
+            raise OSError(f"redis-server could not listen on port {self.port}")
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+
+    def suspend(self):
+        """SIGSTOP: from its return on, the server answers nothing (the kernel still takes
+        the bytes sent to it) until resume(), however long that takes."""
+        self.proc.send_signal(signal.SIGSTOP)
+        wait_until(lambda: process_state(self.proc.pid) == "T", what="redis-server stopped")
+
+    def resume(self):
+        self.proc.send_signal(signal.SIGCONT)
 
     def tls_args(self):
         """rankd's flags to reach this server: the test CA, and the client certificate
