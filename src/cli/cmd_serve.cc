@@ -4,13 +4,8 @@
 // serve on for --drain-delay-ms, then drain and exit 0. With --watch-plans-ms the wait times out
 // every N ms to compare the plans folder's fingerprint with the one of the last load, and reloads
 // when it differs. Before anything starts it raises its open-file limit to the hard limit.
-//
-// A thread a library started before main (OpenBLAS's pool, started when the BLAS faiss links
-// is OpenBLAS) did not inherit the mask: the kernel may hand it a process-directed SIGHUP,
-// whose default action ends the process. These signals therefore get a handler, which
-// only ever runs on such a thread, and sends the signal on to the main thread, where it
-// stays pending (blocked) until the wait takes it.
-#include <pthread.h>
+// The signals also reach the wait when they land on a thread a library started before main
+// (core/main_signals.h).
 #include <signal.h>
 #include <sys/resource.h>
 
@@ -23,16 +18,13 @@
 #include "cli/serve_flags.h"
 #include "core/deadline.h"
 #include "core/log.h"
+#include "core/main_signals.h"
 #include "plan/loader.h"
 #include "server/server.h"
 
 namespace rankd {
 
 namespace {
-
-pthread_t g_main_thread;
-
-void ForwardToMainThread(int sig) { pthread_kill(g_main_thread, sig); }  // async-signal-safe
 
 // The drain delay: /readyz already fails, so balancers take this replica out while it
 // still serves. A second SIGTERM/SIGINT ends the wait early (an operator who wants the
@@ -99,18 +91,7 @@ int CmdServe(const std::vector<std::string>& args) {
   SetLogLevel(parsed->options.log_level);
   RaiseOpenFileLimit(parsed->options);
 
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGHUP);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  g_main_thread = pthread_self();
-  struct sigaction forward = {};
-  forward.sa_handler = ForwardToMainThread;
-  sigfillset(&forward.sa_mask);
-  forward.sa_flags = SA_RESTART;
-  for (int sig : {SIGHUP, SIGTERM, SIGINT}) sigaction(sig, &forward, nullptr);
+  sigset_t set = TakeSignalsOnMainThread({SIGHUP, SIGTERM, SIGINT});
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the process
 
   const uint64_t watch_ms = parsed->options.watch_plans_ms;

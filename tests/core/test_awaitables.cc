@@ -150,17 +150,23 @@ TEST_CASE("OffloadCpuWithTimeout: zero time left fails at once without running f
 }
 
 TEST_CASE("OffloadCpuWithTimeout: 100 alternating wins") {
+  // A slow job holds its worker until its 1 ms timeout has answered (not for a fixed
+  // time: a loaded machine may fire the timer late), a fast one has 5 s.
   Fixture f;
   int ok = 0, timeouts = 0;
+  std::atomic<bool> release{false};
   for (int i = 0; i < 100; ++i) {
     bool slow = i % 2;
     auto r = RunSync(f.loop, [&]() -> Coro<Result<int>> {
-      co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, slow ? 1 : 5000, [slow] {
-        if (slow) std::this_thread::sleep_for(15ms);
+      co_return co_await OffloadCpuWithTimeout(f.loop, f.pool, slow ? 1 : 5000, [slow, &release] {
+        while (slow && !release) std::this_thread::sleep_for(1ms);
         return 3;
       });
     }());
     (r ? ok : timeouts)++;
+    release = true;
+    f.pool.WaitIdle();
+    release = false;
   }
   CHECK(ok == 50);
   CHECK(timeouts == 50);

@@ -24,6 +24,7 @@
 #include "api/errors.h"
 #include "core/event_loop.h"
 #include "core/json_escape.h"
+#include "core/main_signals.h"
 #include "http/listener.h"
 #include "http/response_writer.h"
 
@@ -195,11 +196,7 @@ int main(int argc, char** argv) {
   }
 
   // Signals are taken by sigwait on this thread; the loop thread inherits the mask.
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  sigset_t set = TakeSignalsOnMainThread({SIGTERM, SIGINT});
 
   auto server = std::make_unique<TestServer>();
   std::mutex mu;
