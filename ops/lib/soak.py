@@ -468,8 +468,8 @@ async def soak(args, tmp):
         stdout=subprocess.DEVNULL, stderr=rankd_log)
     PROCS.append(rankd)
 
-    async def ready():
-        for _ in range(300):
+    async def ready(tries=300):
+        for _ in range(tries):
             if rankd.poll() is not None:
                 return False
             try:
@@ -493,7 +493,9 @@ async def soak(args, tmp):
             await asyncio.sleep(0.1)
         return last
 
-    if not await ready():
+    # The first readiness waits for the demo's item index (30,000 embedded items: ~30 s on
+    # a quiet 2-core machine, more beside a build): up to 3 minutes.
+    if not await ready(tries=3600):
         failures.append("rankd did not become ready")
         return failures, stats, rankd, redis, rankd_log
     await asyncio.sleep(0.5)

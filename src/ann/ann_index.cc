@@ -111,7 +111,12 @@ bool ReadAll(FILE* f, void* p, size_t n) { return n == 0 || std::fread(p, 1, n, 
 AnnIndex::AnnIndex(const AnnIndexSpec& spec) : spec_(spec) {}
 AnnIndex::~AnnIndex() = default;
 
-Result<AnnIndexPtr> AnnIndex::Build(const AnnIndexSpec& spec, AnnItems items) {
+// Items a faiss add takes at once between checks of a build's cancel flag (~0.5 s of work
+// at 64 dimensions on the development machine; a chunked add grows the same kind of graph).
+constexpr size_t kAnnAddChunk = 2048;
+
+Result<AnnIndexPtr> AnnIndex::Build(const AnnIndexSpec& spec, AnnItems items,
+                                    const std::atomic<bool>* cancel) {
   if (items.size() > static_cast<size_t>(spec.max_items))
     return Fail(Error::BadRequest("index '" + spec.name + "': " + std::to_string(items.size()) +
                                   " items are over its max_items " +
@@ -134,7 +139,12 @@ Result<AnnIndexPtr> AnnIndex::Build(const AnnIndexSpec& spec, AnnItems items) {
     index->hnsw_ = std::make_unique<faiss::IndexHNSWFlat>(static_cast<int>(spec.dim), kAnnM,
                                                           FaissMetric(spec.metric));
     index->hnsw_->hnsw.efConstruction = kAnnEfConstruction;
-    if (n > 0) index->hnsw_->add(static_cast<faiss::Index::idx_t>(n), add);
+    for (size_t at = 0; at < n; at += kAnnAddChunk) {
+      if (cancel && cancel->load())
+        return Fail(Error::Unavailable("index '" + spec.name + "': build cancelled (stopping)"));
+      const size_t count = std::min(kAnnAddChunk, n - at);
+      index->hnsw_->add(static_cast<faiss::Index::idx_t>(count), add + at * spec.dim);
+    }
   } catch (const std::exception& e) {
     return Fail(FaissError("build", spec.name, e));
   }

@@ -11,6 +11,7 @@
 // Save from any thread once built (const).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -60,8 +61,11 @@ class AnnIndex {
   AnnIndex& operator=(const AnnIndex&) = delete;
 
   // The index of `items` (their vectors already checked finite and of spec.dim floats).
-  // Fails (bad_request) with more than spec.max_items items; internal when faiss throws.
-  static Result<std::shared_ptr<const AnnIndex>> Build(const AnnIndexSpec& spec, AnnItems items);
+  // Fails (bad_request) with more than spec.max_items items; internal when faiss throws;
+  // unavailable when `cancel` turns true (checked between chunks of kAnnAddChunk items: a
+  // process stopping does not wait for the rest of a build of minutes).
+  static Result<std::shared_ptr<const AnnIndex>> Build(const AnnIndexSpec& spec, AnnItems items,
+                                                       const std::atomic<bool>* cancel = nullptr);
 
   // A saved index (Save) when its header matches `spec` (content hash and dimension) and
   // it holds at most spec.max_items items; else an error saying why (the caller builds).

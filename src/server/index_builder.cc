@@ -105,7 +105,8 @@ void IndexBuilder::Stop() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  // Pending reads fail at once; a build in faiss finishes first.
+  cancel_builds_ = true;
+  // Pending reads fail at once; a build in faiss ends at its next chunk.
   runtime_.OnLoop([this] {
     for (auto& [addr, pool] : pools_) pool->Close();
   });
@@ -275,9 +276,9 @@ Coro<bool> IndexBuilder::BuildOne(const AnnIndexSpec& spec, const Schema& schema
   // on the loop would leave its timers' clock behind, and the next batch's deadline
   // would pass at once.
   std::optional<Result<AnnIndexPtr>> built;
-  co_await OffloadCpu(runtime_.loop(), runtime_.cpu(), [&spec, &items, &built] {
+  co_await OffloadCpu(runtime_.loop(), runtime_.cpu(), [this, &spec, &items, &built] {
     LowestPriority();
-    built.emplace(AnnIndex::Build(spec, std::move(*items)));
+    built.emplace(AnnIndex::Build(spec, std::move(*items), &cancel_builds_));
     return std::monostate{};
   });
   if (!*built)

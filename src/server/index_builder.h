@@ -84,7 +84,8 @@ class IndexBuilder {
   std::condition_variable cv_;
   Pending* pending_ = nullptr;
   bool stopping_ = false;
-  bool finished_ = false;  // Run() has returned
+  std::atomic<bool> cancel_builds_{false};  // Stop(): a faiss build in progress ends early
+  bool finished_ = false;                   // Run() has returned
   // Shared with any thread (readiness):
   mutable std::mutex problems_mu_;
   std::vector<std::string> declared_;            // the current schema's index names

@@ -317,6 +317,18 @@ def test_readyz_waits_for_the_first_build_while_redis_is_down():
     s.stop()
 
 
+def test_sigterm_during_the_first_build_exits_without_waiting_for_it():
+    # The fixture's 50,000-item indexes take this rankd seconds to build: SIGTERM while it
+    # builds ends the build at its next chunk, and the drain exits 0 (a process stopping
+    # waited for whole faiss builds, minutes for a large index, and was killed).
+    e = env()
+    s = Rankd(e["plans"], redis=e["redis"], shards=2)
+    status, _, body = s.request("GET", "/readyz")
+    assert status == 503 and b"no build yet" in body, body
+    time.sleep(0.3)  # the build under way (the stimulus), not a wait
+    s.stop(timeout=10)
+
+
 def check_plans(folder):
     out = subprocess.run([RANKD, "check-plans", "--plans", folder, "--enable-test-ops"],
                          capture_output=True, text=True, timeout=60)
