@@ -35,7 +35,8 @@ namespace rankd {
 // start, so the key lives at least keep_s past the start of its newest bucket, when no
 // window can read it any more; and a key no write touched for keep_s has expired. PEXPIRE
 // never lowers the TTL here: every TTL this script sets is keep_s from an earlier time.
-constexpr std::string_view kCounterScriptTemplate = R"lua(local keys, argv, call = KEYS, ARGV, redis.call
+constexpr std::string_view kCounterScriptTemplate =
+    R"lua(local keys, argv, call = KEYS, ARGV, redis.call
 local sub, pack, unpack = string.sub, struct.pack, struct.unpack
 local ttl, ring, width = argv[1], tonumber(argv[2]), tonumber(argv[3])
 local fmt, names, late = '<I4@D@', {}, 0
