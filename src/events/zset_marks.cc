@@ -11,27 +11,29 @@ namespace rankd {
 // 1,000 pairs a command, well within Lua's limit on unpack; one pair, the usual case,
 // without building an argument table), then, when it added a member, all but the newest
 // `max` dropped (ranks run from the lowest score; a ZADD that added none left the count
-// as the last write bounded it), then the TTL.
-const std::string_view kMarksScript = R"lua(local max, ttl, a = tonumber(ARGV[1]), ARGV[2], 3
-for k = 1, #KEYS do
-  local key, n = KEYS[k], tonumber(ARGV[a])
+// as the last write bounded it), then the TTL. Globals (KEYS, ARGV, redis.call) are read
+// once a call, as the counters script does.
+const std::string_view kMarksScript = R"lua(local keys, argv, call = KEYS, ARGV, redis.call
+local max, ttl, a = tonumber(argv[1]), argv[2], 3
+for k = 1, #keys do
+  local key, n = keys[k], tonumber(argv[a])
   a = a + 1
   local added = 0
   if n == 1 then
-    added = redis.call('ZADD', key, 'GT', ARGV[a], ARGV[a + 1])
+    added = call('ZADD', key, 'GT', argv[a], argv[a + 1])
   else
     for first = 0, n - 1, 1000 do
       local args = {'ZADD', key, 'GT'}
       for i = first, math.min(n, first + 1000) - 1 do
-        args[#args + 1] = ARGV[a + 2 * i]
-        args[#args + 1] = ARGV[a + 2 * i + 1]
+        args[#args + 1] = argv[a + 2 * i]
+        args[#args + 1] = argv[a + 2 * i + 1]
       end
-      added = added + redis.call(unpack(args))
+      added = added + call(unpack(args))
     end
   end
   a = a + 2 * n
-  if added > 0 then redis.call('ZREMRANGEBYRANK', key, 0, -(max + 1)) end
-  redis.call('EXPIRE', key, ttl)
+  if added > 0 then call('ZREMRANGEBYRANK', key, 0, -(max + 1)) end
+  call('EXPIRE', key, ttl)
 end
 return 0
 )lua";
