@@ -10,7 +10,11 @@
 #     increment per event and family) as the baseline, Redis flushed before each:
 #     events_ingest_events_per_s, events_ingest_redis_cpu_us_per_event (redis-server's
 #     user + system CPU from /proc over the run / events accepted),
-#     events_ingest_rankd_cpu_us_per_event, events_ingest_p99_latency.
+#     events_ingest_rankd_cpu_us_per_event, events_ingest_p99_latency. These runs write
+#     what the issue's benchmark names, an item and a user counters family: the demo schema
+#     with impression's marks taken out. The same pair of runs on the whole demo schema,
+#     each impression also a mark in the viewer's served zset (a ZADD a user no aggregation
+#     merges), in the same alternating rounds: events_ingest_marks_* (supporting figures).
 # (b) reading: the demo data (`rankd seed`, SEED_USERS 10,000) plus counters for items
 #     1..CANDIDATES (1,000) from a short ingestion run over them, then a feed-shaped plan
 #     scoring CANDIDATES candidates (fixed_source, features, vm, sort, take 50) by ctr_1d and
@@ -46,12 +50,17 @@ redis_cli() { redis-cli -p "$REDIS_PORT" "$@" >/dev/null; }
 
 # The demo schema with item_counts' cache_ms, and the reading plans: counters (ctr_1d,
 # clicks_1d; uncached, and cached) and hash (likes, quality), the same shape otherwise.
-mkdir -p "$tmp/plans"
+# plans_marks: the same with the demo's impression marks kept (the events_ingest_marks_*
+# runs).
+mkdir -p "$tmp/plans" "$tmp/plans_marks"
 python3 - "$tmp/plans" "$candidates" "$root/plans/schema.json" "$cache_ms" <<'PY'
 import json, sys
 d, n, schema, cache_ms = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 s = json.load(open(schema))
 s["families"]["item_counts"]["cache_ms"] = cache_ms
+json.dump(s, open(f"{d}_marks/schema.json", "w"), indent=2)
+assert "marks" in s["events"]["impression"], "the demo schema's impressions mark the served zset"
+del s["events"]["impression"]["marks"]
 json.dump(s, open(f"{d}/schema.json", "w"), indent=2)
 def plan(name, family, a, b, cache=False):
     return {"schema_version": 1, "name": name,
@@ -72,20 +81,21 @@ for name, p in (("read_counters", plan("read_counters", "item_counts", "ctr_1d",
                 ("read_counters_cached",
                  plan("read_counters_cached", "item_counts", "ctr_1d", "clicks_1d", cache=True)),
                 ("read_hash", plan("read_hash", "item", "quality", "likes"))):
-    json.dump(p, open(f"{d}/{name}.plan.json", "w"), indent=2)
+    for folder in (d, f"{d}_marks"):  # readiness needs a plan
+        json.dump(p, open(f"{folder}/{name}.plan.json", "w"), indent=2)
 PY
 
-# serve VARIANT FLUSH_MS [FLAG...] -> a new rankd (2 shards) with --events-flush-ms
-# FLUSH_MS and the FLAGs, its port and pid kept under VARIANT.
+# serve VARIANT PLANS FLUSH_MS [FLAG...] -> a new rankd (2 shards) on the plans folder PLANS
+# with --events-flush-ms FLUSH_MS and the FLAGs, its port and pid kept under VARIANT.
 # --deadline-ms 2000: /events answers within the server's deadline, and a closed loop that
 # saturates Redis queues past the default's 200 ms (a 504 would fail the bench; the
 # figures are throughput and CPU, not latency under a deadline).
 declare -A port pid
 serve() {
-  local v=$1 flush=$2 p
-  shift 2
+  local v=$1 plans=$2 flush=$3 p
+  shift 3
   p=$(free_port)
-  "$rankd" serve --host 127.0.0.1 --port "$p" --shards 2 --plans "$tmp/plans" \
+  "$rankd" serve --host 127.0.0.1 --port "$p" --shards 2 --plans "$plans" \
     --redis "redis_default=redis://127.0.0.1:$REDIS_PORT" --events-flush-ms "$flush" \
     --deadline-ms 2000 --log-level error --enable-test-ops "$@" &
   pid[$v]=$!
@@ -93,9 +103,11 @@ serve() {
   bench_pids+=("${pid[$v]}")
   wait_http "http://127.0.0.1:$p/readyz"
 }
-serve aggregated 2
-serve unaggregated 0
-serve cached 2 --cache-mb 64
+serve aggregated "$tmp/plans" 2
+serve unaggregated "$tmp/plans" 0
+serve aggregated_marks "$tmp/plans_marks" 2
+serve unaggregated_marks "$tmp/plans_marks" 0
+serve cached "$tmp/plans" 2 --cache-mb 64
 
 # wrk_run URL SECONDS SCRIPT [BODY]: wrk's JSON line (bench/wrk_*.lua).
 wrk_run() {
@@ -149,8 +161,8 @@ print(json.dumps(d))' "$line" "$t0" "$t1" "$k0" "$k1"
 # minute of the shared machine falls on both.
 : > "$tmp/rounds.jsonl"
 for round in $(seq "$rounds"); do
-  order=(aggregated unaggregated)
-  [ $((round % 2)) -eq 1 ] || order=(unaggregated aggregated)
+  order=(aggregated unaggregated aggregated_marks unaggregated_marks)
+  [ $((round % 2)) -eq 1 ] || order=(unaggregated_marks aggregated_marks unaggregated aggregated)
   for v in "${order[@]}"; do
     echo "{\"part\": \"ingest\", \"variant\": \"$v\", \"r\": $(measure_ingest "$v")}" >> "$tmp/rounds.jsonl"
   done
@@ -203,17 +215,20 @@ def line(name, unit, key, cur, base, scale=1, **extra):
          "baseline_spread": [round(min(bvals), 2), round(max(bvals), 2)], **ctx}
     print(json.dumps(d))
 
-ingest = {"events_per_request": int(events), "items": f"Zipf s=1.1 over {items}", "users": f"uniform over {users}",
-          "mix": "impression:click 9:1", "families": "item_counts, user_counts (+ served marks)",
-          "variant": "--events-flush-ms 2 (aggregated)",
-          "baseline_command": "rankd serve --shards 2 --events-flush-ms 0 (one increment per event), the same redis-server, flushed before each run"}
-cur, base = by[("ingest", "aggregated")], by[("ingest", "unaggregated")]
-line("events_ingest_events_per_s", "events/s", "events_per_s", cur, base, **ingest)
-line("events_ingest_redis_cpu_us_per_event", "us", "redis_cpu_us_per_event", cur, base,
-     note="redis-server's user + system CPU over the run / events accepted; lower is better", **ingest)
-line("events_ingest_rankd_cpu_us_per_event", "us", "rankd_cpu_us_per_event", cur, base,
-     note="rankd's user + system CPU (every thread) / events accepted", **ingest)
-line("events_ingest_p99_latency", "ms", "p99_us", cur, base, scale=1e-3, **ingest)
+for suffix, families in (("", "item_counts, user_counts (the issue's: an item and a user counters family)"),
+                         ("_marks", "item_counts, user_counts, and each impression a mark in the served zset (the demo schema)")):
+    ingest = {"events_per_request": int(events), "items": f"Zipf s=1.1 over {items}", "users": f"uniform over {users}",
+              "mix": "impression:click 9:1", "families": families,
+              "variant": "--events-flush-ms 2 (aggregated)",
+              "baseline_command": "rankd serve --shards 2 --events-flush-ms 0 (one increment per event and family, one mark per event), the same redis-server, flushed before each run"}
+    cur, base = by[("ingest", "aggregated" + suffix)], by[("ingest", "unaggregated" + suffix)]
+    name = "events_ingest" + suffix
+    line(f"{name}_events_per_s", "events/s", "events_per_s", cur, base, **ingest)
+    line(f"{name}_redis_cpu_us_per_event", "us", "redis_cpu_us_per_event", cur, base,
+         note="redis-server's user + system CPU over the run / events accepted; lower is better", **ingest)
+    line(f"{name}_rankd_cpu_us_per_event", "us", "rankd_cpu_us_per_event", cur, base,
+         note="rankd's user + system CPU (every thread) / events accepted", **ingest)
+    line(f"{name}_p99_latency", "ms", "p99_us", cur, base, scale=1e-3, **ingest)
 read = {"candidates": int(candidates), "variant": "read_counters: item_counts ctr_1d, clicks_1d",
         "baseline_command": "the read_hash plan (item's quality and likes, plain hash fields) on the same rankd",
         "cache": "none"}
