@@ -1,4 +1,5 @@
 // The home feed: follow graph + recs, hydrated, scored, filtered, diversified by author.
+import { followedAndRecommended } from "./candidates.js";
 import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
@@ -10,14 +11,9 @@ export default definePlan({
     country: { type: "str", default: "US" },
   },
   build: (ctx, P) => {
-    // cache: media lists and item hashes are shared by many viewers, so they are read through
-    // the shard cache (docs/cache.md); the per-viewer reads (viewer, follow, recs) are not.
-    const v = ctx.viewer({ id: "v" });
-    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5, cache: true });
-    const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
-    return m
-      .concat(r, { id: "c" })
-      .dedupe({ id: "d", key: "id" })
+    // cache: item hashes are shared by many viewers, so they are read through the shard
+    // cache (docs/cache.md), as the candidates' media lists are.
+    return followedAndRecommended(ctx)
       .features({ id: "h", fields: ["likes", "age_s", "quality", "country", "nsfw"], cache: true })
       .vm({ id: "s", outKey: "score", expr: (c) => c.likes.log1p().mul(P.weight).add(c.quality.coalesce(0)) })
       .filter({ id: "ok", pred: (c) => c.nsfw.eq(0).and(c.score.ge(0.1)) })

@@ -1,5 +1,6 @@
 // For you: the home feed's candidates, without what the viewer was served in the last hour,
 // scored with their click-through rate of the last day (the demo's events, docs/events.md).
+import { followedAndRecommended } from "./candidates.js";
 import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
@@ -14,12 +15,7 @@ export default definePlan({
   // in a row never show an item twice (docs/plan.md, "served_state").
   servedState: { family: "served", max: 500, ttlS: 604800 },
   build: (ctx, P) => {
-    const v = ctx.viewer({ id: "v" });
-    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5, cache: true });
-    const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
-    return m
-      .concat(r, { id: "c" })
-      .dedupe({ id: "d", key: "id" })
+    return followedAndRecommended(ctx)
       .seenFilter({ id: "u", family: "served", withinS: 3600 })
       .features({ id: "h", fields: ["likes", "quality", "nsfw"], cache: true })
       // Counters are never cached: they change with every event (docs/events.md).

@@ -1,6 +1,7 @@
 // A lighter home feed, the second plan `ops/bench feed` measures: about 240 Redis
 // commands per request against feed's ~690 (viewer 1 + follow 1 + media 40 + recs 1 +
 // seen 1 + features ~195 after dedupe), and a seen filter, which feed lacks.
+import { followedAndRecommended } from "./candidates.js";
 import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
@@ -11,14 +12,9 @@ export default definePlan({
     limit: { type: "i64", default: 30, min: 1, max: 200 },
   },
   build: (ctx, P) => {
-    // cache: media lists and item hashes are shared by many viewers, so they are read through
-    // the shard cache (docs/cache.md); the per-viewer reads (viewer, follow, recs) are not.
-    const v = ctx.viewer({ id: "v" });
-    const m = v.follow({ id: "f", fanout: 40 }).media({ id: "m", perAuthor: 4, cache: true });
-    const r = v.recommendation({ id: "r", fanout: 60, optional: true, timeoutMs: 30 });
-    return m
-      .concat(r, { id: "c" })
-      .dedupe({ id: "d", key: "id" })
+    // cache: item hashes are shared by many viewers, so they are read through the shard
+    // cache (docs/cache.md), as the candidates' media lists are.
+    return followedAndRecommended(ctx, { follow: 40, perAuthor: 4, recs: 60 })
       .seenFilter({ id: "seen" })
       .features({ id: "h", fields: ["likes", "quality", "nsfw"], cache: true })
       .vm({ id: "s", outKey: "score", expr: (c) => c.likes.log1p().mul(P.weight).add(c.quality.coalesce(0)) })

@@ -1,6 +1,7 @@
 // Two-phase ranking: a cheap score over every candidate keeps the top k, and only those
 // pay for the rest of their features and the learned model (rerank.model.json, trained by
 // ops/lib/train-demo-model), which orders the final page.
+import { followedAndRecommended } from "./candidates.js";
 import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
@@ -15,14 +16,9 @@ export default definePlan({
   // started with a `main` sink (ops/run starts one) records them.
   log: { sample: 0.01, sink: "main", candidates: { node: "top_k", top: 20 } },
   build: (ctx, P) => {
-    // cache: media lists and item hashes are shared by many viewers, so they are read through
-    // the shard cache (docs/cache.md); the per-viewer reads (viewer, follow, recs) are not.
-    const v = ctx.viewer({ id: "v" });
-    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5, cache: true });
-    const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
-    return m
-      .concat(r, { id: "c" })
-      .dedupe({ id: "d", key: "id" })
+    // cache: item hashes are shared by many viewers, so they are read through the shard
+    // cache (docs/cache.md), as the candidates' media lists are.
+    return followedAndRecommended(ctx)
       .seenFilter({ id: "seen" })
       // Phase 1, every candidate: two fields and a linear score.
       .features({ id: "h", fields: ["likes", "quality"], cache: true })

@@ -3,6 +3,7 @@
 // same items and labels as the tree model (docs/models.md, "ONNX models"). The model reads
 // one float input x of four values: log-scaled likes and age, quality and nsfw; a missing
 // field counts as 0, as in training.
+import { followedAndRecommended } from "./candidates.js";
 import { definePlan } from "./schema.gen.js";
 
 export default definePlan({
@@ -14,12 +15,7 @@ export default definePlan({
   },
   log: { sample: 0.01, sink: "main", candidates: { node: "top_k", top: 20 } },
   build: (ctx, P) => {
-    const v = ctx.viewer({ id: "v" });
-    const m = v.follow({ id: "f", fanout: 100 }).media({ id: "m", perAuthor: 5, cache: true });
-    const r = v.recommendation({ id: "r", fanout: 100, optional: true, timeoutMs: 30 });
-    return m
-      .concat(r, { id: "c" })
-      .dedupe({ id: "d", key: "id" })
+    return followedAndRecommended(ctx)
       .seenFilter({ id: "seen" })
       // Phase 1, every candidate: two fields and a linear score.
       .features({ id: "h", fields: ["likes", "quality"], cache: true })
