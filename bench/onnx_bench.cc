@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../tests/support/float_columns.h"
 #include "model/model.h"
 #include "time_pair.h"
 
@@ -65,19 +66,12 @@ int main(int argc, char** argv) {
   const size_t width = net.num_features();
   std::ifstream in(argv[2], std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t n = bytes.size() / sizeof(float) / width;
+  const FloatColumns rows = FloatColumns::FromRows(bytes, width);
+  const size_t n = rows.rows();
   if (n < 1000) Die("ROWS.f32 holds fewer than 1,000 rows");
-  std::vector<float> values(n * width);
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  std::vector<std::vector<float>> columns(width, std::vector<float>(n));
-  std::vector<const float*> pointers;
-  for (size_t f = 0; f < width; ++f) {
-    for (size_t r = 0; r < n; ++r) columns[f][r] = values[r * width + f];
-    pointers.push_back(columns[f].data());
-  }
   std::vector<float> scores(n);
   const DispatchLevel level = ActiveDispatchLevel();
-  net.Score(pointers, n, level, scores.data());
+  net.Score(rows.features(), n, level, scores.data());
   std::ofstream(argv[3], std::ios::binary)
       .write(reinterpret_cast<const char*>(scores.data()), std::streamsize(n * sizeof(float)));
 
@@ -88,7 +82,7 @@ int main(int argc, char** argv) {
     if (s.kind == NetStep::Kind::kDense) flops_per_row += 2.0 * s.w.size();
   constexpr size_t kBatch = 1000, kPeakIters = 20000;
   volatile float sink = 0;
-  auto ours = [&] { net.Score(pointers, kBatch, level, scores.data()); };
+  auto ours = [&] { net.Score(rows.features(), kBatch, level, scores.data()); };
   auto peak = [&] {
     sink = sink + (level == DispatchLevel::kAvx2 ? PeakAvx2(kPeakIters) : PeakBaseline(kPeakIters));
   };

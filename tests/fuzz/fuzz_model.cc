@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string_view>
 #include <vector>
 
+#include "../support/float_columns.h"
 #include "model/model.h"
 
 using namespace rankd;
@@ -34,15 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                0.5f,
                                3.0f,
                                -0.0f};
-  std::vector<std::vector<float>> columns(m.features().size(), std::vector<float>(kRows));
-  std::vector<const float*> pointers;
-  for (size_t f = 0; f < columns.size(); ++f) {
-    for (size_t r = 0; r < kRows; ++r) columns[f][r] = kValues[(r + f * 3) % kRows];
-    pointers.push_back(columns[f].data());
-  }
+  static_assert(std::size(kValues) == kRows);
+  const FloatColumns rows = FloatColumns::Cycling(m.features().size(), kValues);
   double out[kRows];
   for (ModelOutput output : {ModelOutput::kDefault, ModelOutput::kMargin}) {
-    m.Score(pointers, kRows, output, out);
+    m.Score(rows.features(), kRows, output, out);
     if (output == ModelOutput::kDefault &&
         (m.objective() == "binary:logistic" || m.objective() == "reg:logistic"))
       for (double p : out)

@@ -7,10 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <string_view>
 #include <vector>
 
+#include "../support/float_columns.h"
 #include "model/model.h"
 
 using namespace rankd;
@@ -37,15 +39,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                -0.0f,
                                1.0f,
                                7.0f};
-  std::vector<std::vector<float>> columns(net.num_features(), std::vector<float>(kRows));
-  std::vector<const float*> pointers;
-  for (size_t f = 0; f < columns.size(); ++f) {
-    for (size_t r = 0; r < kRows; ++r) columns[f][r] = kValues[(r + f * 3) % kRows];
-    pointers.push_back(columns[f].data());
-  }
+  static_assert(std::size(kValues) == kRows);
+  const FloatColumns rows = FloatColumns::Cycling(net.num_features(), kValues);
   float base[kRows], avx2[kRows];
-  net.Score(pointers, kRows, DispatchLevel::kBaseline, base);
-  net.Score(pointers, kRows, DispatchLevel::kAvx2, avx2);
+  net.Score(rows.features(), kRows, DispatchLevel::kBaseline, base);
+  net.Score(rows.features(), kRows, DispatchLevel::kAvx2, avx2);
   if (std::memcmp(base, avx2, sizeof base) != 0) __builtin_trap();
   return 0;
 }

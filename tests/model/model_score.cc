@@ -3,12 +3,12 @@
 // row), printing "DEFAULT MARGIN" per row with 9 significant digits; on a load error
 // prints its message to stderr and exits 1.
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
+#include "../support/float_columns.h"
 #include "model/model.h"
 
 using namespace rankd;
@@ -27,20 +27,11 @@ int main(int argc, char** argv) {
   }
   std::ifstream in(argv[2], std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t width = (*model)->features().size();
-  const size_t n = width == 0 ? 0 : bytes.size() / sizeof(float) / width;
-  std::vector<float> values(n * width);
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  // Column-major, as Score takes them.
-  std::vector<std::vector<float>> columns(width, std::vector<float>(n));
-  std::vector<const float*> pointers;
-  for (size_t f = 0; f < width; ++f) {
-    for (size_t r = 0; r < n; ++r) columns[f][r] = values[r * width + f];
-    pointers.push_back(columns[f].data());
-  }
+  const FloatColumns rows = FloatColumns::FromRows(bytes, (*model)->features().size());
+  const size_t n = rows.rows();
   std::vector<double> prediction(n), margin(n);
-  (*model)->Score(pointers, n, ModelOutput::kDefault, prediction.data());
-  (*model)->Score(pointers, n, ModelOutput::kMargin, margin.data());
+  (*model)->Score(rows.features(), n, ModelOutput::kDefault, prediction.data());
+  (*model)->Score(rows.features(), n, ModelOutput::kMargin, margin.data());
   for (size_t r = 0; r < n; ++r) std::printf("%.9g %.9g\n", prediction[r], margin[r]);
   return 0;
 }
