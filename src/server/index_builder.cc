@@ -105,7 +105,6 @@ void IndexBuilder::Stop() {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  cancel_builds_ = true;
   // Pending reads fail at once; a build in faiss ends at its next chunk.
   runtime_.OnLoop([this] {
     for (auto& [addr, pool] : pools_) pool->Close();
@@ -278,7 +277,7 @@ Coro<bool> IndexBuilder::BuildOne(const AnnIndexSpec& spec, const Schema& schema
   std::optional<Result<AnnIndexPtr>> built;
   co_await OffloadCpu(runtime_.loop(), runtime_.cpu(), [this, &spec, &items, &built] {
     LowestPriority();
-    built.emplace(AnnIndex::Build(spec, std::move(*items), &cancel_builds_));
+    built.emplace(AnnIndex::Build(spec, std::move(*items), &stopping_));
     return std::monostate{};
   });
   if (!*built)

@@ -83,9 +83,10 @@ class IndexBuilder {
   std::mutex mu_;
   std::condition_variable cv_;
   Pending* pending_ = nullptr;
-  bool stopping_ = false;
-  std::atomic<bool> cancel_builds_{false};  // Stop(): a faiss build in progress ends early
-  bool finished_ = false;                   // Run() has returned
+  // Set under mu_ (the waits on cv_ see it); atomic because a faiss build in progress
+  // reads it without the lock, between chunks, to end early.
+  std::atomic<bool> stopping_{false};
+  bool finished_ = false;  // Run() has returned
   // Shared with any thread (readiness):
   mutable std::mutex problems_mu_;
   std::vector<std::string> declared_;            // the current schema's index names
